@@ -1,0 +1,103 @@
+package env
+
+// Disk is a process's storage root, the equivalent of its data directory
+// (log.dirs). Names are slash-separated paths relative to the root ("a/b"),
+// never absolute and never containing "..".
+//
+// # Durability model
+//
+// Disk behaves like a Linux filesystem with a page cache:
+//
+//   - Data written with File.WriteAt/File.Append is visible to reads at once
+//     but durable only after a File.Sync that was called after the write
+//     completes successfully. File.Sync also makes the file's size durable
+//     (fdatasync semantics), including truncations.
+//   - Directory changes (creating, removing and renaming entries) are visible
+//     at once but durable only after a SyncDir of the directory that holds
+//     the entry (of both directories, for a rename across directories)
+//     completes successfully. Until then a crash may undo any suffix of the
+//     unsynced changes of that directory, in order: a crash never applies a
+//     later change of a directory without the earlier ones.
+//   - A crash loses everything not durable. The last unsynced write of a file
+//     may survive partially, but only as a prefix cut at a 512-byte sector
+//     boundary of the file (a torn tail); an unsynced write never survives
+//     out of order or with holes, and synced bytes are never lost or altered
+//     by a crash.
+//   - When Sync (or SyncDir) reports an error, the writes it covered must be
+//     treated as lost: as on Linux after a failed fsync, the page cache may
+//     still show them, but they will not reach the disk even if a later Sync
+//     succeeds, and a crash removes them. Core treats a failed Sync as fatal
+//     for that file (Kafka takes the log directory offline).
+//   - Reads may return corrupted bytes (a flipped bit) without an error;
+//     callers that need integrity check a checksum (RecordBatch CRC32C).
+//   - A write may fail with an error wrapping ErrNoSpace; nothing of a
+//     failed write is visible afterwards.
+//
+// All methods except Sync and SyncDir complete synchronously: they act on the
+// page cache, which is how a Kafka broker treats writes and index reads.
+// Sync and SyncDir complete later, on the loop, after their (real or
+// simulated) latency.
+type Disk interface {
+	// Open opens the named file for reading and writing. With create set,
+	// a missing file is created empty (a directory change of its parent);
+	// otherwise a missing file yields an error wrapping ErrNotExist. The
+	// parent directory must exist.
+	Open(name string, create bool) (File, error)
+
+	// Remove deletes a file or an empty directory. Open handles keep working
+	// until closed, as on Unix.
+	Remove(name string) error
+
+	// Rename atomically replaces newName with oldName. Before the parent
+	// directories are synced a crash may leave either name.
+	Rename(oldName, newName string) error
+
+	// MkdirAll creates a directory and any missing parents. The new entries
+	// are durable once the parents are synced with SyncDir.
+	MkdirAll(dir string) error
+
+	// List returns the names of the entries of a directory, sorted
+	// lexically. Subdirectories are listed with a trailing "/".
+	List(dir string) ([]string, error)
+
+	// SyncDir makes the directory's entries durable and calls done on the
+	// loop with the outcome. Use "" or "." for the root.
+	SyncDir(dir string, done func(error))
+}
+
+// File is an open file of a Disk. A File must not be used after Close.
+type File interface {
+	// Name is the file's path relative to the disk root.
+	Name() string
+
+	// Size is the current (page-cache) size in bytes.
+	Size() int64
+
+	// ReadAt reads len(p) bytes at off. It returns the number of bytes read
+	// and io.EOF when fewer are available, like io.ReaderAt.
+	ReadAt(p []byte, off int64) (int, error)
+
+	// WriteAt writes p at off, extending the file if needed; a gap beyond
+	// the current size reads as zeros. It is all-or-nothing: on error
+	// nothing of p is visible.
+	WriteAt(p []byte, off int64) error
+
+	// Append writes p at the current end and returns the offset it was
+	// written at. All-or-nothing like WriteAt.
+	Append(p []byte) (int64, error)
+
+	// Truncate sets the file's size, dropping bytes past it or extending it
+	// with zeros. It is durable after a following Sync.
+	Truncate(size int64) error
+
+	// Sync makes every write and truncation that completed before the call
+	// durable, then calls done on the loop with the outcome. Writes issued
+	// after the call are not covered even if they complete before done
+	// runs. Concurrent Syncs are allowed; callers that want group commit
+	// coalesce them (package log does).
+	Sync(done func(error))
+
+	// Close releases the handle. Unsynced data stays in the page cache and
+	// is still subject to the durability model.
+	Close() error
+}

@@ -1,0 +1,74 @@
+package env
+
+// Net is a process's network endpoint: framed, ordered, reliable byte streams
+// between addresses, like TCP with Kafka's size-prefixed framing done by the
+// implementation. A frame is one Kafka request or response without its
+// 4-byte length prefix.
+//
+// # Delivery model
+//
+//   - Frames on one Conn arrive in the order they were sent, each at most
+//     once, never corrupted, never merged or split. There is no ordering
+//     between different Conns.
+//   - A Conn ends exactly once, from either side or from the network (a
+//     reset, a partition that outlives the transport's patience, a crash of
+//     the peer). OnClose then runs exactly once, after the last frame that
+//     conn will ever deliver, also after a local Close (with a nil error).
+//   - Frames passed to Send before the conn ended may or may not have
+//     reached the peer. A request whose response never came is ambiguous: the
+//     peer may have processed it. Protocols must cope (Kafka's idempotent
+//     producer and Raft's terms are the answers to this).
+//   - A frame longer than the implementation's maximum frame size closes the
+//     connection with an error wrapping ErrFrameTooLarge; its bytes are never
+//     delivered.
+//
+// Callbacks registered on a Conn run on the loop that owns the Net.
+type Net interface {
+	// Listen accepts connections on addr ("host:port"). accept runs on the
+	// loop for every new connection; it must register the conn's handlers
+	// before returning, and no frame is delivered before it returns.
+	Listen(addr string, accept func(Conn)) (Listener, error)
+
+	// Dial connects to addr and calls done on the loop with the new conn or
+	// an error (refused, unreachable, timed out). With a non-nil conn, done
+	// must register its handlers before returning.
+	Dial(addr string, done func(Conn, error))
+}
+
+// Listener is a listening address.
+type Listener interface {
+	// Addr is the address actually bound (with the real port when ":0" was
+	// asked for).
+	Addr() string
+	// Close stops accepting. Established conns are unaffected.
+	Close() error
+}
+
+// Conn is one established connection.
+type Conn interface {
+	// OnFrame registers the handler for received frames. The handler owns
+	// the slice it is given.
+	OnFrame(func(frame []byte))
+
+	// OnClose registers the handler that runs once when the conn ends; err
+	// is nil after a local Close, otherwise it says why (it may wrap
+	// ErrConnReset or ErrFrameTooLarge).
+	OnClose(func(err error))
+
+	// Send queues one frame. It never blocks; the conn owns frame from now
+	// on and the caller must not modify it. Sending on an ended conn
+	// returns an error wrapping ErrClosed and sends nothing.
+	Send(frame []byte) error
+
+	// Buffered reports the bytes queued by Send but not yet handed to the
+	// transport, so that a producer of responses can apply back-pressure.
+	Buffered() int
+
+	// Close ends the conn. Queued frames not yet handed to the transport
+	// are discarded.
+	Close()
+
+	// LocalAddr and RemoteAddr identify the two ends.
+	LocalAddr() string
+	RemoteAddr() string
+}
