@@ -1,0 +1,190 @@
+package sim
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/strata-log/strata/core/assert"
+	"github.com/strata-log/strata/core/env"
+)
+
+// StartFunc builds a process's core state on a fresh env: at first start and
+// after every restart, when it must recover from what its disk made durable.
+// It runs as an event of the new incarnation.
+type StartFunc func(e env.Env)
+
+// Process is a simulated node: a name that is also its network host, a disk
+// that outlives crashes, a local clock, and the current incarnation of its
+// core code. Crash ends the incarnation (every pending callback of it is
+// dropped, unsynced disk data is lost, its connections reset); Start begins a
+// new one from the disk.
+type Process struct {
+	sim   *Sim
+	name  string
+	start StartFunc
+	disk  *Disk
+
+	up          bool
+	inc         uint64 // current incarnation, 1 for the first start
+	pausedUntil time.Duration
+	held        []*event // events that came due while paused, in order
+	env         *procEnv
+
+	clock localClock
+}
+
+// AddProcess registers a process; it does not start it.
+func (s *Sim) AddProcess(name string, start StartFunc) *Process {
+	assert.That(s.byName[name] == nil, "duplicate process %q", name)
+	p := &Process{sim: s, name: name, start: start, clock: newLocalClock()}
+	p.disk = newDisk(s, p)
+	s.procs = append(s.procs, p)
+	s.byName[name] = p
+	return p
+}
+
+// Name is the process's name and network host.
+func (p *Process) Name() string { return p.name }
+
+// Up reports whether an incarnation is running (paused counts as up).
+func (p *Process) Up() bool { return p.up }
+
+// Paused reports whether the process is paused now.
+func (p *Process) Paused() bool { return p.up && p.pausedUntil > p.sim.now }
+
+// Incarnation counts the starts so far.
+func (p *Process) Incarnation() uint64 { return p.inc }
+
+// Disk is the process's simulated disk, for fault injection and checks.
+func (p *Process) Disk() *Disk { return p.disk }
+
+// Env is the current incarnation's env, or nil while down.
+func (p *Process) Env() env.Env {
+	if !p.up {
+		return nil
+	}
+	return p.env
+}
+
+// Start begins a new incarnation if the process is down: the StartFunc runs
+// as the incarnation's first event.
+func (p *Process) Start() {
+	if p.up {
+		return
+	}
+	p.inc++
+	p.up = true
+	p.pausedUntil = 0
+	p.held = nil
+	p.clock.startIncarnation(p.sim.now)
+	p.env = newProcEnv(p)
+	p.sim.network.processUp(p)
+	e := p.env
+	p.sim.schedule(p, 0, p.label("start"), func() { p.start(e) })
+}
+
+// Crash ends the running incarnation as a power loss would: pending
+// callbacks are dropped, unsynced disk state is lost (a torn tail may
+// remain), and connections reset.
+func (p *Process) Crash() {
+	if !p.up {
+		return
+	}
+	p.sim.Fault("crash", p.name)
+	p.up = false
+	p.held = nil
+	p.env = nil
+	p.sim.network.processDown(p)
+	p.disk.crash()
+}
+
+// Restart crashes the process if it is up and starts it again.
+func (p *Process) Restart() {
+	p.Crash()
+	p.Start()
+}
+
+// Pause freezes the process for d (a GC pause, SIGSTOP, a VM migration):
+// nothing of it runs meanwhile; events that come due are held and delivered,
+// in order, when the pause ends. Its peers' frames keep arriving and queue up.
+func (p *Process) Pause(d time.Duration) {
+	if !p.up || d <= 0 {
+		return
+	}
+	p.sim.Fault("pause", fmt.Sprintf("%s %v", p.name, d))
+	until := p.sim.now + d
+	if until <= p.pausedUntil {
+		return
+	}
+	p.pausedUntil = until
+	inc := p.inc
+	p.sim.At(until, p.label("resume"), func() {
+		if !p.up || p.inc != inc || p.pausedUntil != until {
+			return
+		}
+		held := p.held
+		p.held = nil
+		for _, e := range held {
+			e.at = p.sim.now
+			p.sim.push(e)
+		}
+	})
+}
+
+// JumpClock steps the process's wall clock by delta (an NTP step, a
+// misconfigured host). Its monotonic clock and timers are unaffected.
+func (p *Process) JumpClock(delta time.Duration) {
+	p.sim.Fault("clock-jump", fmt.Sprintf("%s %v", p.name, delta))
+	p.clock.jump(delta)
+}
+
+// SetClockRate makes the process's clocks run at rate times real speed
+// (1.0 is exact; 1.01 is an oscillator 1% fast). Timers already set keep
+// their virtual deadline.
+func (p *Process) SetClockRate(rate float64) {
+	assert.That(rate > 0, "clock rate must be positive, got %v", rate)
+	p.sim.Fault("clock-skew", fmt.Sprintf("%s %.4f", p.name, rate))
+	p.clock.setRate(p.sim.now, rate)
+}
+
+func (p *Process) label(what string) string {
+	return fmt.Sprintf("%s#%d:%s", p.name, p.inc, what)
+}
+
+// localClock is a process's oscillator. It persists across incarnations (it
+// is the machine's, not the process's).
+type localClock struct {
+	rate      float64       // local seconds per virtual second
+	baseSim   time.Duration // virtual time of the last rate change
+	baseLocal time.Duration // local time at baseSim
+	jumped    time.Duration // sum of wall-clock steps
+	incStart  time.Duration // local time when the incarnation started
+}
+
+func newLocalClock() localClock { return localClock{rate: 1} }
+
+func (c *localClock) local(now time.Duration) time.Duration {
+	return c.baseLocal + time.Duration(float64(now-c.baseSim)*c.rate)
+}
+
+func (c *localClock) setRate(now time.Duration, rate float64) {
+	c.baseLocal = c.local(now)
+	c.baseSim = now
+	c.rate = rate
+}
+
+func (c *localClock) jump(delta time.Duration) { c.jumped += delta }
+
+func (c *localClock) startIncarnation(now time.Duration) { c.incStart = c.local(now) }
+
+// toVirtual converts a local duration to the virtual duration it takes.
+func (c *localClock) toVirtual(d time.Duration) time.Duration {
+	if c.rate == 1 {
+		return d
+	}
+	v := time.Duration(float64(d) / c.rate)
+	if float64(v)*c.rate < float64(d) {
+		v++ // never fire early in local time
+	}
+	return v
+}
