@@ -148,7 +148,9 @@ func (s *Sim) Step() bool {
 		return false
 	}
 	e := s.queue.pop()
-	assert.That(e.at >= s.now, "virtual time moved backwards: %v -> %v", s.now, e.at)
+	if e.at < s.now {
+		assert.Never("virtual time moved backwards: %v -> %v", s.now, e.at)
+	}
 	s.now = e.at
 	if p := e.owner; p != nil {
 		if !p.up || e.inc != p.inc {

@@ -1,0 +1,285 @@
+package detguard
+
+import (
+	"fmt"
+	"go/ast"
+	"go/token"
+	"go/types"
+	"sort"
+	"strconv"
+	"strings"
+
+	"golang.org/x/tools/go/packages"
+)
+
+// Finding is one violation of the contract.
+type Finding struct {
+	Pos  token.Position
+	Rule string // short rule name, e.g. "goroutine", "import", "map-range"
+	Msg  string
+}
+
+func (f Finding) String() string {
+	return fmt.Sprintf("%s:%d:%d: [%s] %s", f.Pos.Filename, f.Pos.Line, f.Pos.Column, f.Rule, f.Msg)
+}
+
+// forbiddenImports are packages core code must not import at all. A prefix
+// ending in "/" forbids the whole tree.
+var forbiddenImports = []string{
+	"sync", "sync/", "os", "os/", "net", "net/", "crypto/rand", "math/rand",
+	"syscall", "io/ioutil", "unsafe", "plugin",
+}
+
+// allowedMathRandV2 lists the math/rand/v2 functions that build seeded
+// generators; every other package-level function draws from the global,
+// randomly seeded source.
+var allowedMathRandV2 = map[string]bool{
+	"New": true, "NewPCG": true, "NewChaCha8": true, "NewZipf": true,
+}
+
+// forbiddenTime lists time functions that read or wait on the wall clock.
+var forbiddenTime = map[string]bool{
+	"Now": true, "Since": true, "Until": true, "Sleep": true, "After": true,
+	"AfterFunc": true, "Tick": true, "NewTimer": true, "NewTicker": true,
+}
+
+// sortFuncs are calls that put a slice into a deterministic order.
+var sortFuncs = map[string]map[string]bool{
+	"sort":   {"Strings": true, "Ints": true, "Float64s": true, "Slice": true, "SliceStable": true, "Sort": true, "Stable": true},
+	"slices": {"Sort": true, "SortFunc": true, "SortStableFunc": true},
+}
+
+const annotation = "//determinism:unordered"
+
+// Check loads the packages matching patterns (relative to dir) with type
+// information and returns every finding in non-test files, sorted by
+// position.
+func Check(dir string, patterns ...string) ([]Finding, error) {
+	cfg := &packages.Config{
+		Mode: packages.NeedName | packages.NeedFiles | packages.NeedSyntax |
+			packages.NeedTypes | packages.NeedTypesInfo | packages.NeedImports,
+		Dir: dir,
+	}
+	pkgs, err := packages.Load(cfg, patterns...)
+	if err != nil {
+		return nil, fmt.Errorf("load %v: %w", patterns, err)
+	}
+	var out []Finding
+	var loadErrs []string
+	for _, p := range pkgs {
+		for _, e := range p.Errors {
+			loadErrs = append(loadErrs, e.Error())
+		}
+		for _, f := range p.Syntax {
+			name := p.Fset.Position(f.Pos()).Filename
+			if strings.HasSuffix(name, "_test.go") {
+				continue
+			}
+			out = append(out, checkFile(p.Fset, f, p.TypesInfo)...)
+		}
+	}
+	if len(loadErrs) > 0 {
+		return nil, fmt.Errorf("packages did not type-check: %s", strings.Join(loadErrs, "; "))
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i].Pos, out[j].Pos
+		if a.Filename != b.Filename {
+			return a.Filename < b.Filename
+		}
+		if a.Line != b.Line {
+			return a.Line < b.Line
+		}
+		return a.Column < b.Column
+	})
+	return out, nil
+}
+
+type checker struct {
+	fset     *token.FileSet
+	info     *types.Info
+	file     *ast.File
+	lines    map[int]string // line -> annotation text on that line
+	findings []Finding
+}
+
+func checkFile(fset *token.FileSet, f *ast.File, info *types.Info) []Finding {
+	c := &checker{fset: fset, info: info, file: f, lines: map[int]string{}}
+	for _, cg := range f.Comments {
+		for _, cm := range cg.List {
+			if strings.HasPrefix(cm.Text, annotation) {
+				c.lines[fset.Position(cm.Slash).Line] = strings.TrimSpace(strings.TrimPrefix(cm.Text, annotation))
+			}
+		}
+	}
+	for _, imp := range f.Imports {
+		path, _ := strconv.Unquote(imp.Path.Value)
+		for _, bad := range forbiddenImports {
+			if path == bad || (strings.HasSuffix(bad, "/") && strings.HasPrefix(path, bad)) {
+				c.add(imp.Pos(), "import", fmt.Sprintf("import of %q is forbidden in deterministic code", path))
+			}
+		}
+	}
+	ast.Inspect(f, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.GoStmt:
+			c.add(n.Pos(), "goroutine", "go statement")
+		case *ast.SelectStmt:
+			c.add(n.Pos(), "channel", "select statement")
+		case *ast.SendStmt:
+			c.add(n.Pos(), "channel", "channel send")
+		case *ast.UnaryExpr:
+			if n.Op == token.ARROW {
+				c.add(n.Pos(), "channel", "channel receive")
+			}
+		case *ast.ChanType:
+			c.add(n.Pos(), "channel", "channel type")
+		case *ast.SelectorExpr:
+			c.checkSelector(n)
+		case *ast.FuncDecl:
+			if n.Body != nil {
+				c.checkMapRanges(n.Body)
+			}
+		case *ast.FuncLit:
+			// Map ranges inside closures are checked with the closure as
+			// the function that must sort.
+			c.checkMapRanges(n.Body)
+			return true
+		}
+		return true
+	})
+	return c.findings
+}
+
+func (c *checker) add(pos token.Pos, rule, msg string) {
+	c.findings = append(c.findings, Finding{Pos: c.fset.Position(pos), Rule: rule, Msg: msg})
+}
+
+// checkSelector flags pkg.Func uses of the wall clock and global randomness.
+func (c *checker) checkSelector(sel *ast.SelectorExpr) {
+	id, ok := sel.X.(*ast.Ident)
+	if !ok {
+		return
+	}
+	pn, ok := c.info.Uses[id].(*types.PkgName)
+	if !ok {
+		return
+	}
+	path := pn.Imported().Path()
+	name := sel.Sel.Name
+	switch {
+	case path == "time" && forbiddenTime[name]:
+		c.add(sel.Pos(), "wall-clock", "time."+name+" reads or waits on the wall clock; use env.Env")
+	case path == "math/rand/v2" && !allowedMathRandV2[name]:
+		if _, isFunc := c.info.Uses[sel.Sel].(*types.Func); isFunc {
+			c.add(sel.Pos(), "randomness", "math/rand/v2."+name+" uses the global source; use env.Env.Rand")
+		}
+	}
+}
+
+// checkMapRanges finds range loops over maps directly inside body (not
+// inside nested function literals, which are visited on their own).
+func (c *checker) checkMapRanges(body *ast.BlockStmt) {
+	ast.Inspect(body, func(n ast.Node) bool {
+		if _, ok := n.(*ast.FuncLit); ok {
+			return false
+		}
+		rs, ok := n.(*ast.RangeStmt)
+		if !ok {
+			return true
+		}
+		t := c.info.TypeOf(rs.X)
+		if t == nil {
+			return true
+		}
+		if _, isMap := t.Underlying().(*types.Map); !isMap {
+			return true
+		}
+		line := c.fset.Position(rs.Pos()).Line
+		if reason, ok := c.annotated(line); ok {
+			if reason == "" {
+				c.add(rs.Pos(), "map-range", "determinism:unordered annotation needs a reason")
+			}
+			return true
+		}
+		if c.collectsThenSorts(rs, body) {
+			return true
+		}
+		c.add(rs.Pos(), "map-range", "range over a map: sort the keys first, or annotate //determinism:unordered <why order cannot matter>")
+		return true
+	})
+}
+
+func (c *checker) annotated(line int) (string, bool) {
+	if r, ok := c.lines[line]; ok {
+		return r, true
+	}
+	r, ok := c.lines[line-1]
+	return r, ok
+}
+
+// collectsThenSorts reports whether every statement of the loop body is
+// `s = append(s, ...)` and every such s is passed to a sort function after
+// the loop, within body.
+func (c *checker) collectsThenSorts(rs *ast.RangeStmt, body *ast.BlockStmt) bool {
+	if len(rs.Body.List) == 0 {
+		return true
+	}
+	var targets []types.Object
+	for _, st := range rs.Body.List {
+		as, ok := st.(*ast.AssignStmt)
+		if !ok || len(as.Lhs) != 1 || len(as.Rhs) != 1 {
+			return false
+		}
+		lhs, ok := as.Lhs[0].(*ast.Ident)
+		if !ok {
+			return false
+		}
+		call, ok := as.Rhs[0].(*ast.CallExpr)
+		if !ok || len(call.Args) == 0 {
+			return false
+		}
+		if fn, ok := call.Fun.(*ast.Ident); !ok || fn.Name != "append" {
+			return false
+		}
+		if first, ok := call.Args[0].(*ast.Ident); !ok || c.info.ObjectOf(first) != c.info.ObjectOf(lhs) {
+			return false
+		}
+		targets = append(targets, c.info.ObjectOf(lhs))
+	}
+	for _, obj := range targets {
+		if !c.sortedAfter(obj, rs.End(), body) {
+			return false
+		}
+	}
+	return true
+}
+
+func (c *checker) sortedAfter(obj types.Object, after token.Pos, body *ast.BlockStmt) bool {
+	found := false
+	ast.Inspect(body, func(n ast.Node) bool {
+		if found {
+			return false
+		}
+		call, ok := n.(*ast.CallExpr)
+		if !ok || call.Pos() < after || len(call.Args) == 0 {
+			return true
+		}
+		sel, ok := call.Fun.(*ast.SelectorExpr)
+		if !ok {
+			return true
+		}
+		pkg, ok := sel.X.(*ast.Ident)
+		if !ok {
+			return true
+		}
+		pn, ok := c.info.Uses[pkg].(*types.PkgName)
+		if !ok || !sortFuncs[pn.Imported().Path()][sel.Sel.Name] {
+			return true
+		}
+		if arg, ok := call.Args[0].(*ast.Ident); ok && c.info.ObjectOf(arg) == obj {
+			found = true
+		}
+		return true
+	})
+	return found
+}

@@ -1,0 +1,19 @@
+// Package nemesis injects faults into a simulation on a seeded schedule.
+//
+// A run draws a Mix per seed (swarm testing): which fault kinds are enabled
+// and how hard each hits. Swarm testing finds more bugs than always turning
+// every fault on, because some bugs need a long quiet stretch of one kind of
+// trouble (say, only clock skew) that an everything-at-once schedule never
+// produces. The schedule then injects faults at random intervals during a
+// fault phase and always ends by healing everything: the network heals,
+// killed nodes restart, disk and bucket faults clear and clocks run true. The
+// scenario checks liveness in the healed phase that follows.
+//
+// Primitives: kill, restart, pause, partition (symmetric and one-way) and
+// heal, clog (delay all traffic of a node), connection resets, disk faults
+// (fsync failures, read bit flips, full disk, slow syncs), bucket faults
+// (errors, ambiguous failures, latency), clock jumps and clock skew.
+//
+// The package is deterministic code: everything it decides comes from the
+// simulator's seeded streams.
+package nemesis

@@ -1,0 +1,71 @@
+package nemesis
+
+import (
+	"time"
+
+	"github.com/strata-log/strata/sim"
+)
+
+// Disk trouble, scaled by severity. The rates are per operation, so even the
+// top of the range leaves most syncs succeeding: a disk that fails every
+// fsync tests nothing but the restart loop.
+const (
+	maxSyncFailProbability = 0.05
+	maxBitFlipProbability  = 0.02
+	maxStallProbability    = 0.2
+	stallLatency           = 200 * time.Millisecond
+	// fullDiskHeadroomBytes is how much a "full disk" fault leaves free
+	// beyond what the node already uses.
+	fullDiskHeadroomBytes = 4096
+)
+
+// diskFaults gives one node a bad disk for a while: a mix of failed
+// fsyncs, read bit flips, stalls and (sometimes) a full disk.
+func (n *Nemesis) diskFaults() {
+	i := n.pick()
+	d := n.procs[i].Disk()
+	sev := n.mix.Severity
+	f := sim.DiskFaults{
+		SyncFailProbability: n.r.Float64() * maxSyncFailProbability * sev,
+		BitFlipProbability:  n.r.Float64() * maxBitFlipProbability * sev,
+		StallProbability:    n.r.Float64() * maxStallProbability * sev,
+		StallLatency:        stallLatency,
+	}
+	if n.r.IntN(4) == 0 {
+		f.CapacityBytes = usedBytes(d) + fullDiskHeadroomBytes
+	}
+	d.SetFaults(f)
+	n.s.Fault("disk", n.procs[i].Name())
+	n.later(n.duration(), "nemesis:heal-disk", func() { d.SetFaults(sim.DiskFaults{}) })
+}
+
+func usedBytes(d *sim.Disk) int64 {
+	var total int64
+	for _, name := range d.Files() {
+		b, _ := d.ReadFile(name)
+		total += int64(len(b))
+	}
+	return total
+}
+
+func (n *Nemesis) clearDiskFaults() {
+	for _, p := range n.procs {
+		p.Disk().SetFaults(sim.DiskFaults{})
+	}
+}
+
+// bucketFaults makes the shared object store unreliable for a while.
+func (n *Nemesis) bucketFaults() {
+	sev := n.mix.Severity
+	n.s.Bucket().SetFaults(sim.BucketFaults{
+		LatencyMin:           time.Millisecond,
+		LatencyMax:           time.Duration(1+n.r.IntN(200)) * time.Millisecond,
+		ErrorProbability:     n.r.Float64() * 0.3 * sev,
+		AmbiguousProbability: n.r.Float64() * 0.3 * sev,
+		StaleListWindow:      time.Duration(n.r.IntN(2000)) * time.Millisecond,
+	})
+	n.s.Fault("bucket", "")
+	n.later(n.duration(), "nemesis:heal-bucket", n.clearBucketFaults)
+}
+
+func (n *Nemesis) clearBucketFaults() { n.s.Bucket().SetFaults(sim.BucketFaults{}) }

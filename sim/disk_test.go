@@ -1,0 +1,505 @@
+package sim
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/strata-log/strata/core/env"
+)
+
+// diskRig is one process whose disk a test drives from outside the loop.
+type diskRig struct {
+	t *testing.T
+	s *Sim
+	p *Process
+	e env.Env
+}
+
+func newDiskRig(t *testing.T, seed uint64) *diskRig {
+	r := &diskRig{t: t, s: New(Config{Seed: seed})}
+	r.p = r.s.AddProcess("n1", func(e env.Env) { r.e = e })
+	r.p.Start()
+	r.run(0)
+	return r
+}
+
+func (r *diskRig) disk() env.Disk { return r.e.Disk() }
+
+func (r *diskRig) run(d time.Duration) { require.NoError(r.t, r.s.RunFor(d)) }
+
+// restart crashes the process (power loss) and starts a new incarnation.
+func (r *diskRig) restart() {
+	r.p.Crash()
+	r.p.Start()
+	r.run(0)
+}
+
+// wait runs the simulation until an async call reports, and returns its
+// error. Disk callbacks never run inline.
+func (r *diskRig) wait(issue func(done func(error))) error {
+	var got error
+	called := false
+	issue(func(err error) {
+		require.False(r.t, called, "callback ran twice")
+		called, got = true, err
+	})
+	require.False(r.t, called, "callback ran inline")
+	for i := 0; i < 1000 && !called; i++ {
+		r.run(time.Millisecond)
+	}
+	require.True(r.t, called, "callback never ran")
+	return got
+}
+
+func (r *diskRig) open(name string) env.File {
+	f, err := r.disk().Open(name, true)
+	require.NoError(r.t, err)
+	return f
+}
+
+func (r *diskRig) write(f env.File, data string) {
+	_, err := f.Append([]byte(data))
+	require.NoError(r.t, err)
+}
+
+func (r *diskRig) syncDir(dir string) {
+	require.NoError(r.t, r.wait(func(d func(error)) { r.disk().SyncDir(dir, d) }))
+}
+func (r *diskRig) sync(f env.File) { require.NoError(r.t, r.wait(f.Sync)) }
+
+// read returns a file's current content through a fresh handle, or false
+// if it does not exist.
+func (r *diskRig) read(name string) (string, bool) {
+	f, err := r.disk().Open(name, false)
+	if errors.Is(err, env.ErrNotExist) {
+		return "", false
+	}
+	require.NoError(r.t, err)
+	defer f.Close()
+	buf := make([]byte, f.Size())
+	n, err := f.ReadAt(buf, 0)
+	require.NoError(r.t, err)
+	return string(buf[:n]), true
+}
+
+func TestDiskSyncedDataAndEntriesSurviveCrash(t *testing.T) {
+	r := newDiskRig(t, 1)
+	require.NoError(t, r.disk().MkdirAll("topic-0"))
+	r.syncDir("")
+	f := r.open("topic-0/00.log")
+	r.write(f, "hello ")
+	r.write(f, "world")
+	r.sync(f)
+	r.syncDir("topic-0")
+	r.write(f, "unsynced overwrite is never kept")
+	require.NoError(t, f.WriteAt([]byte("J"), 0))
+
+	r.restart()
+	got, ok := r.read("topic-0/00.log")
+	require.True(t, ok)
+	require.True(t, got == "hello world" || len(got) > len("hello world") && got[:11] == "hello world",
+		"synced prefix must survive untouched, got %q", got)
+	require.Equal(t, []string{"topic-0/00.log"}, r.p.Disk().DurableFiles())
+}
+
+func TestDiskSyncIsNeverInlineAndRespectsLatency(t *testing.T) {
+	r := newDiskRig(t, 2)
+	r.p.Disk().SetFaults(DiskFaults{SyncLatencyMin: 5 * time.Millisecond, SyncLatencyMax: 7 * time.Millisecond})
+	f := r.open("a")
+	r.write(f, "x")
+	start := r.s.Now()
+	var at time.Duration
+	f.Sync(func(err error) { require.NoError(t, err); at = r.s.Now() })
+	require.Zero(t, at)
+	r.run(20 * time.Millisecond)
+	require.GreaterOrEqual(t, at-start, 5*time.Millisecond)
+	require.LessOrEqual(t, at-start, 7*time.Millisecond)
+}
+
+func TestDiskSyncCoversOnlyEarlierWrites(t *testing.T) {
+	r := newDiskRig(t, 3)
+	f := r.open("a")
+	r.syncDir("")
+	r.write(f, "covered")
+	var done bool
+	f.Sync(func(err error) { require.NoError(t, err); done = true })
+	r.write(f, "-not-covered") // completes before the Sync does
+	for !done {
+		r.run(time.Millisecond)
+	}
+	d, ok := r.p.Disk().ReadDurable("a")
+	require.True(t, ok)
+	require.Equal(t, "covered", string(d))
+}
+
+func TestDiskOutOfOrderSyncCompletionsNeverRegress(t *testing.T) {
+	r := newDiskRig(t, 4)
+	r.p.Disk().SetFaults(DiskFaults{SyncLatencyMin: time.Millisecond, SyncLatencyMax: 20 * time.Millisecond})
+	f := r.open("a")
+	r.syncDir("")
+	want := ""
+	for i := 0; i < 50; i++ {
+		s := string(rune('a' + i%26))
+		r.write(f, s)
+		want += s
+		f.Sync(func(err error) { require.NoError(t, err) })
+	}
+	r.run(50 * time.Millisecond)
+	d, _ := r.p.Disk().ReadDurable("a")
+	require.Equal(t, want, string(d))
+}
+
+func TestDiskSyncCompletionDroppedAfterCrash(t *testing.T) {
+	r := newDiskRig(t, 5)
+	f := r.open("a")
+	r.write(f, "data")
+	called := false
+	f.Sync(func(error) { called = true })
+	r.disk().SyncDir("", func(error) { called = true })
+	r.restart()
+	r.run(time.Second)
+	require.False(t, called, "a Sync issued before the crash called back")
+
+	// The old handle is dead; its Sync never calls back either.
+	f.Sync(func(error) { called = true })
+	r.run(time.Second)
+	require.False(t, called)
+	_, err := f.Append([]byte("x"))
+	require.ErrorIs(t, err, env.ErrClosed)
+}
+
+func TestDiskUnsyncedCreateMayVanishWithSyncedData(t *testing.T) {
+	vanished, kept := 0, 0
+	for seed := uint64(0); seed < 40; seed++ {
+		r := newDiskRig(t, seed)
+		f := r.open("seg")
+		r.write(f, "synced data")
+		r.sync(f)
+		r.restart()
+		if got, ok := r.read("seg"); ok {
+			require.Equal(t, "synced data", got)
+			kept++
+		} else {
+			vanished++
+		}
+	}
+	require.NotZero(t, vanished, "an un-dir-synced create never vanished")
+	require.NotZero(t, kept, "an un-dir-synced create never survived")
+}
+
+func TestDiskUndoneRenameLeavesOldNameWithDurableContent(t *testing.T) {
+	outcomes := map[string]int{}
+	for seed := uint64(0); seed < 40; seed++ {
+		r := newDiskRig(t, seed)
+		require.NoError(t, r.disk().MkdirAll("a"))
+		require.NoError(t, r.disk().MkdirAll("b"))
+		f := r.open("a/tmp")
+		r.write(f, "snapshot")
+		r.sync(f)
+		r.syncDir("a")
+		r.syncDir("")
+		require.NoError(t, r.disk().Rename("a/tmp", "b/final"))
+		r.restart()
+		oldC, oldOK := r.read("a/tmp")
+		newC, newOK := r.read("b/final")
+		require.True(t, oldOK != newOK, "rename must survive whole or not at all (seed %d): old=%v new=%v", seed, oldOK, newOK)
+		if oldOK {
+			require.Equal(t, "snapshot", oldC)
+			outcomes["old"]++
+		} else {
+			require.Equal(t, "snapshot", newC)
+			outcomes["new"]++
+		}
+	}
+	require.Len(t, outcomes, 2, "both outcomes of an unsynced rename should occur: %v", outcomes)
+}
+
+func TestDiskRenameDurableAfterSyncDirOfDestination(t *testing.T) {
+	for seed := uint64(0); seed < 20; seed++ {
+		r := newDiskRig(t, seed)
+		require.NoError(t, r.disk().MkdirAll("a"))
+		require.NoError(t, r.disk().MkdirAll("b"))
+		r.syncDir("")
+		f := r.open("a/x")
+		r.write(f, "x")
+		r.sync(f)
+		r.syncDir("a")
+		require.NoError(t, r.disk().Rename("a/x", "b/x"))
+		r.syncDir("b")
+		require.Equal(t, []string{"b/x"}, r.p.Disk().DurableFiles())
+		r.restart()
+		_, ok := r.read("b/x")
+		require.True(t, ok)
+		_, ok = r.read("a/x")
+		require.False(t, ok)
+	}
+}
+
+func TestDiskFailedSyncLosesDataEvenAfterLaterSuccess(t *testing.T) {
+	r := newDiskRig(t, 6)
+	f := r.open("a")
+	r.syncDir("")
+	r.write(f, "durable|")
+	r.sync(f)
+
+	r.p.Disk().SetFaults(DiskFaults{SyncFailProbability: 1})
+	r.write(f, "lost")
+	err := r.wait(f.Sync)
+	require.ErrorIs(t, err, env.ErrIO)
+	got, _ := r.read("a")
+	require.Equal(t, "durable|lost", got, "the page cache still shows lost writes")
+
+	r.p.Disk().SetFaults(DiskFaults{})
+	r.write(f, "|later")
+	r.sync(f)
+	d, _ := r.p.Disk().ReadDurable("a")
+	require.Equal(t, "durable|\x00\x00\x00\x00|later", string(d), "lost bytes never became durable")
+
+	r.restart()
+	got, _ = r.read("a")
+	require.Equal(t, "durable|\x00\x00\x00\x00|later", got)
+	require.Equal(t, uint64(1), r.p.Disk().Stats().FailedSyncs)
+}
+
+func TestDiskFailedSyncDirLosesEntries(t *testing.T) {
+	r := newDiskRig(t, 7)
+	r.open("a")
+	r.p.Disk().SetFaults(DiskFaults{SyncFailProbability: 1})
+	require.ErrorIs(t, r.wait(func(d func(error)) { r.disk().SyncDir("", d) }), env.ErrIO)
+	r.p.Disk().SetFaults(DiskFaults{})
+	r.open("b")
+	r.syncDir("")
+	require.Equal(t, []string{"b"}, r.p.Disk().DurableFiles())
+	r.restart()
+	_, ok := r.read("a")
+	require.False(t, ok, "a create covered by a failed SyncDir survived")
+}
+
+func TestDiskBitFlipOnlyInReturnedBytes(t *testing.T) {
+	r := newDiskRig(t, 8)
+	f := r.open("a")
+	data := bytes.Repeat([]byte{0x55}, 4096)
+	require.NoError(t, f.WriteAt(data, 0))
+	r.p.Disk().SetFaults(DiskFaults{BitFlipProbability: 1})
+	buf := make([]byte, len(data))
+	n, err := f.ReadAt(buf, 0)
+	require.NoError(t, err)
+	require.Equal(t, len(data), n)
+	diff := 0
+	for i := range buf {
+		for x := buf[i] ^ data[i]; x != 0; x &= x - 1 {
+			diff++
+		}
+	}
+	require.Equal(t, 1, diff, "exactly one bit flips")
+	stored, _ := r.p.Disk().ReadFile("a")
+	require.Equal(t, data, stored, "the stored data is never altered")
+	require.Equal(t, uint64(1), r.p.Disk().Stats().BitFlips)
+}
+
+func TestDiskNoSpace(t *testing.T) {
+	r := newDiskRig(t, 9)
+	r.p.Disk().SetFaults(DiskFaults{CapacityBytes: 1000})
+	f := r.open("a")
+	g := r.open("b")
+	require.NoError(t, f.WriteAt(make([]byte, 600), 0))
+	_, err := g.Append(make([]byte, 401))
+	require.ErrorIs(t, err, env.ErrNoSpace)
+	require.Zero(t, g.Size(), "nothing of a failed write is visible")
+	require.NoError(t, f.WriteAt(make([]byte, 600), 0), "an overwrite needs no space")
+	_, err = g.Append(make([]byte, 400))
+	require.NoError(t, err)
+	require.ErrorIs(t, f.WriteAt([]byte{1}, 600), env.ErrNoSpace)
+
+	// Removing a file frees its space once its last handle closes.
+	require.NoError(t, r.disk().Remove("b"))
+	require.ErrorIs(t, f.WriteAt([]byte{1}, 600), env.ErrNoSpace)
+	require.NoError(t, g.Close())
+	require.NoError(t, f.WriteAt([]byte{1}, 600))
+	require.Equal(t, int64(601), r.p.Disk().Stats().UsedBytes)
+}
+
+func TestDiskStallAddsLatency(t *testing.T) {
+	r := newDiskRig(t, 10)
+	r.p.Disk().SetFaults(DiskFaults{StallProbability: 1, StallLatency: 300 * time.Millisecond})
+	f := r.open("a")
+	start := r.s.Now()
+	r.sync(f)
+	require.GreaterOrEqual(t, r.s.Now()-start, 300*time.Millisecond)
+	require.Equal(t, uint64(1), r.p.Disk().Stats().Stalls)
+}
+
+func TestDiskTornTailIsSectorAlignedPrefixOfAppends(t *testing.T) {
+	const durable = 700
+	torn := 0
+	for seed := uint64(0); seed < 60; seed++ {
+		r := newDiskRig(t, seed)
+		f := r.open("log")
+		r.syncDir("")
+		require.NoError(t, f.WriteAt(bytes.Repeat([]byte{'d'}, durable), 0))
+		r.sync(f)
+		// Three unsynced appends with distinct bytes.
+		for _, c := range []byte{'x', 'y', 'z'} {
+			_, err := f.Append(bytes.Repeat([]byte{c}, 900))
+			require.NoError(t, err)
+		}
+		r.restart()
+		got, ok := r.read("log")
+		require.True(t, ok)
+		require.GreaterOrEqual(t, len(got), durable)
+		require.Equal(t, string(bytes.Repeat([]byte{'d'}, durable)), got[:durable])
+		if len(got) == durable {
+			continue
+		}
+		torn++
+		ends := map[int]bool{durable + 900: true, durable + 1800: true, durable + 2700: true}
+		require.True(t, len(got)%sectorBytes == 0 || ends[len(got)], "cut %d is neither a sector boundary nor a write end", len(got))
+		want := string(bytes.Repeat([]byte{'x'}, 900)) + string(bytes.Repeat([]byte{'y'}, 900)) + string(bytes.Repeat([]byte{'z'}, 900))
+		require.Equal(t, want[:len(got)-durable], got[durable:], "unsynced bytes survive in order, without holes")
+	}
+	require.NotZero(t, torn, "no torn tail in 60 crashes")
+}
+
+func TestDiskUnsyncedOverwriteAndTruncateNeverSurvive(t *testing.T) {
+	for seed := uint64(0); seed < 30; seed++ {
+		r := newDiskRig(t, seed)
+		f := r.open("a")
+		r.syncDir("")
+		r.write(f, "0123456789")
+		r.sync(f)
+		require.NoError(t, f.Truncate(4))
+		r.write(f, "abcdefghijklmnop")
+		r.restart()
+		got, _ := r.read("a")
+		require.Equal(t, "0123456789", got)
+	}
+}
+
+func TestDiskRemoveKeepsOpenHandleWorking(t *testing.T) {
+	r := newDiskRig(t, 11)
+	f := r.open("a")
+	r.write(f, "abc")
+	require.NoError(t, r.disk().Remove("a"))
+	_, ok := r.read("a")
+	require.False(t, ok)
+	r.write(f, "def")
+	buf := make([]byte, 6)
+	n, err := f.ReadAt(buf, 0)
+	require.NoError(t, err)
+	require.Equal(t, "abcdef", string(buf[:n]))
+	r.sync(f)
+	require.NoError(t, f.Close())
+	require.ErrorIs(t, f.Close(), env.ErrClosed)
+}
+
+func TestDiskReadAtEOF(t *testing.T) {
+	r := newDiskRig(t, 12)
+	f := r.open("a")
+	r.write(f, "abc")
+	buf := make([]byte, 5)
+	n, err := f.ReadAt(buf, 1)
+	require.Equal(t, 2, n)
+	require.ErrorIs(t, err, io.EOF)
+	n, err = f.ReadAt(buf, 3)
+	require.Zero(t, n)
+	require.ErrorIs(t, err, io.EOF)
+	require.NoError(t, f.WriteAt([]byte("z"), 5))
+	n, err = f.ReadAt(buf, 0)
+	require.NoError(t, err)
+	require.Equal(t, "abc\x00\x00", string(buf[:n]), "a gap reads as zeros")
+	require.NoError(t, f.Truncate(2))
+	require.NoError(t, f.Truncate(4))
+	n, _ = f.ReadAt(buf, 0)
+	require.Equal(t, "ab\x00\x00", string(buf[:n]), "truncation clears what it drops")
+}
+
+func TestDiskDirectoryOperations(t *testing.T) {
+	r := newDiskRig(t, 13)
+	d := r.disk()
+	require.NoError(t, d.MkdirAll("a/b/c"))
+	require.NoError(t, d.MkdirAll("a/b"))
+	r.open("a/f")
+	names, err := d.List("a")
+	require.NoError(t, err)
+	require.Equal(t, []string{"b/", "f"}, names)
+	names, err = d.List("")
+	require.NoError(t, err)
+	require.Equal(t, []string{"a/"}, names)
+
+	_, err = d.Open("a/b", true)
+	require.ErrorIs(t, err, env.ErrExist, "a directory is not a file")
+	_, err = d.Open("missing/f", true)
+	require.ErrorIs(t, err, env.ErrNotExist)
+	_, err = d.Open("a/f/g", true)
+	require.ErrorIs(t, err, env.ErrNotExist)
+	_, err = d.Open("a/nope", false)
+	require.ErrorIs(t, err, env.ErrNotExist)
+	require.ErrorIs(t, d.Remove("a/b"), env.ErrExist, "not empty")
+	require.ErrorIs(t, d.MkdirAll("a/f/x"), env.ErrExist)
+	require.ErrorIs(t, d.Rename("a", "a/b/c/a"), env.ErrExist, "into itself")
+	require.ErrorIs(t, d.Rename("a/f", "a/b"), env.ErrExist, "file over directory")
+	require.ErrorIs(t, d.Rename("a/nope", "a/x"), env.ErrNotExist)
+	require.NoError(t, d.Remove("a/b/c"))
+	require.NoError(t, d.Rename("a/f", "a/b/g"))
+	names, _ = d.List("a/b/")
+	require.Equal(t, []string{"g"}, names)
+	_, err = d.List("a/b/g")
+	require.ErrorIs(t, err, env.ErrNotExist)
+	require.ErrorIs(t, r.wait(func(done func(error)) { d.SyncDir("zzz", done) }), env.ErrNotExist)
+
+	for _, bad := range []string{"/abs", "a/../b", "./a", "a//b", "..", ""} {
+		_, err := d.Open(bad, true)
+		require.ErrorIs(t, err, env.ErrNotExist, "path %q", bad)
+	}
+	require.ErrorIs(t, d.Remove(""), env.ErrNotExist, "the root cannot be removed")
+}
+
+func TestDiskCrashIsDeterministic(t *testing.T) {
+	outcome := func() []string {
+		r := newDiskRig(t, 99)
+		var out []string
+		for round := 0; round < 5; round++ {
+			for i, name := range []string{"a", "b", "c"} {
+				f := r.open(name)
+				for j := 0; j <= i+round; j++ {
+					r.write(f, "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef")
+				}
+				f.Sync(func(error) {})
+			}
+			r.disk().SyncDir("", func(error) {})
+			r.run(time.Duration(round) * 300 * time.Microsecond)
+			r.restart()
+			for _, name := range r.p.Disk().Files() {
+				c, _ := r.p.Disk().ReadFile(name)
+				out = append(out, name, string(c))
+			}
+		}
+		return out
+	}
+	require.Equal(t, outcome(), outcome())
+}
+
+// TestDiskLongLogIsCheap appends an 8 MiB log in 4 KiB writes with a Sync
+// after each (2048 syncs): the write log must keep this linear.
+func TestDiskLongLogIsCheap(t *testing.T) {
+	r := newDiskRig(t, 14)
+	f := r.open("log")
+	chunk := bytes.Repeat([]byte{7}, 4096)
+	for i := 0; i < 2048; i++ {
+		_, err := f.Append(chunk)
+		require.NoError(t, err)
+		f.Sync(func(err error) { require.NoError(t, err) })
+		if i%16 == 0 {
+			r.run(time.Millisecond)
+		}
+	}
+	r.run(10 * time.Millisecond)
+	st := r.p.Disk().Stats()
+	require.Equal(t, uint64(8<<20), st.BytesSynced)
+	require.Equal(t, uint64(2048), st.Syncs)
+}

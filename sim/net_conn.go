@@ -1,0 +1,548 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/strata-log/strata/core/env"
+)
+
+// Errors of the simulated network. Each wraps the env sentinel that callers
+// test with errors.Is; the text says which path produced it.
+var (
+	errSendEnded     = fmt.Errorf("sim/net: send on an ended conn: %w", env.ErrClosed)
+	errListenerEnded = fmt.Errorf("sim/net: listener already closed: %w", env.ErrClosed)
+	errNetEnded      = fmt.Errorf("sim/net: the process incarnation has ended: %w", env.ErrClosed)
+	errPeerReset     = fmt.Errorf("sim/net: connection reset by peer: %w", env.ErrConnReset)
+	errPeerCrashed   = fmt.Errorf("sim/net: connection reset, the peer crashed: %w", env.ErrConnReset)
+	errFaultReset    = fmt.Errorf("sim/net: connection reset by a network fault: %w", env.ErrConnReset)
+)
+
+// netEndpoint is env.Net for one incarnation of a process.
+type netEndpoint struct {
+	n   *Network
+	p   *Process
+	inc uint64
+	h   *host
+}
+
+var _ env.Net = (*netEndpoint)(nil)
+
+// alive reports whether the incarnation the endpoint was made for still runs.
+// A stale endpoint cannot normally be reached (its callbacks are dropped),
+// but a leaked reference must not act on the next incarnation's behalf.
+func (ep *netEndpoint) alive() bool { return ep.p.up && ep.p.inc == ep.inc }
+
+// Listen binds addr, whose host must be the process's own name (or empty).
+// Port 0 picks the host's next free ephemeral port.
+func (ep *netEndpoint) Listen(addr string, accept func(env.Conn)) (env.Listener, error) {
+	if !ep.alive() {
+		return nil, errNetEnded
+	}
+	hostName, port, err := splitAddr(addr)
+	if err != nil {
+		return nil, fmt.Errorf("sim/net: listen %q: %w", addr, err)
+	}
+	if hostName != "" && hostName != ep.h.name {
+		return nil, fmt.Errorf("sim/net: listen %q: host %q can only listen on its own name", addr, ep.h.name)
+	}
+	if port == 0 {
+		if port = ep.h.allocPort(); port == 0 {
+			return nil, fmt.Errorf("sim/net: listen %q: no free ephemeral port", addr)
+		}
+	} else if ep.h.listenerAt(port) != nil {
+		return nil, fmt.Errorf("sim/net: listen %q: address in use: %w", addr, env.ErrExist)
+	}
+	l := &listener{ep: ep, port: port, addr: joinAddr(ep.h.name, port), accept: accept}
+	ep.h.listeners = append(ep.h.listeners, l)
+	return l, nil
+}
+
+// Dial connects to addr.
+//
+// The outcome is decided when the dial starts, from the state of the links:
+//   - a link cut in either direction (the SYN or the SYN-ACK would be lost)
+//     fails the dial after ConnectTimeout with an error wrapping both
+//     ErrTimeout and ErrConnRefused ("unreachable");
+//   - a clog delays the handshake until it ends, or fails it like a cut if
+//     it lasts longer than ConnectTimeout;
+//   - otherwise the SYN arrives after one latency. If the host is down, is
+//     not a process, or has no listener on the port, done gets an error
+//     wrapping ErrConnRefused one latency later (a crashed process's host
+//     still answers with a RST). Else the listener's accept runs on arrival
+//     and done runs one latency later with the new conn.
+func (ep *netEndpoint) Dial(addr string, done func(env.Conn, error)) {
+	if !ep.alive() {
+		return // any callback would be dropped with the incarnation
+	}
+	n, s := ep.n, ep.n.sim
+	n.stats.Dials++
+	label := "net:dial " + ep.h.name + ">" + addr
+	hostName, port, err := splitAddr(addr)
+	if err == nil && (hostName == "" || port == 0) {
+		err = errors.New("missing host or port")
+	}
+	if err != nil {
+		n.stats.DialsRefused++
+		err = fmt.Errorf("sim/net: dial %q: %w: %w", addr, err, env.ErrConnRefused)
+		s.schedule(ep.p, 0, label, func() { done(nil, err) })
+		return
+	}
+	dst := n.byName[hostName]
+	if dst == nil || dst.proc == nil {
+		// No such machine: there is no link to sample, so refuse after the
+		// configured minimum round trip.
+		n.stats.DialsRefused++
+		err := fmt.Errorf("sim/net: dial %q: no such host: %w", addr, env.ErrConnRefused)
+		s.schedule(ep.p, 2*n.link.Latency, label, func() { done(nil, err) })
+		return
+	}
+	fwd, back := n.linkOf(ep.h, dst), n.linkOf(dst, ep.h)
+	ep.sendSYN(dst, port, addr, fwd, back, label, done, s.now+n.cfg.ConnectTimeout, synRetransmitFirst)
+}
+
+// synRetransmitFirst is the first SYN retransmission interval; it doubles
+// after each attempt, as Linux's does (1 s, 2 s, 4 s, ...).
+const synRetransmitFirst = time.Second
+
+// sendSYN makes one connection attempt. A cut link loses the SYN and the
+// dialer retransmits with exponential backoff until deadline, so a dial
+// started during a partition succeeds at the first retransmission after the
+// heal, as a real TCP connect does.
+func (ep *netEndpoint) sendSYN(dst *host, port int, addr string, fwd, back *link, label string,
+	done func(env.Conn, error), deadline, retry time.Duration) {
+	n, s := ep.n, ep.n.sim
+	now := s.now
+	start := now
+	holdFwd, cutFwd := fwd.holdUntil()
+	holdBack, cutBack := back.holdUntil()
+	if hold := max(holdFwd, holdBack); hold > now {
+		start = hold
+	}
+	if cutFwd || cutBack || start >= deadline {
+		if next := now + retry; !(cutFwd || cutBack) || next >= deadline {
+			n.stats.DialTimeouts++
+			err := fmt.Errorf("sim/net: dial %q: connect timeout after %v, host unreachable: %w (%w)",
+				addr, n.cfg.ConnectTimeout, env.ErrTimeout, env.ErrConnRefused)
+			s.schedule(ep.p, deadline-now, label, func() { done(nil, err) })
+			return
+		}
+		s.schedule(ep.p, retry, label+" syn-retry", func() {
+			ep.sendSYN(dst, port, addr, fwd, back, label, done, deadline, 2*retry)
+		})
+		return
+	}
+	// The SYN's arrival is a simulator-level event: it must run even while
+	// the destination is down (to refuse) and is dropped by hand if the
+	// dialer is gone.
+	s.schedule(nil, start-now+fwd.latency(), label, func() {
+		ep.handshake(dst, port, addr, fwd, back, label, done)
+	})
+}
+
+// handshake runs when the SYN reaches dst.
+func (ep *netEndpoint) handshake(dst *host, port int, addr string, fwd, back *link, label string, done func(env.Conn, error)) {
+	n, s := ep.n, ep.n.sim
+	if !ep.alive() {
+		return // the dialer crashed; its SYN leads nowhere
+	}
+	var l *listener
+	if dst.proc != nil && dst.proc.up {
+		l = dst.listenerAt(port)
+	}
+	if l == nil {
+		n.stats.DialsRefused++
+		err := fmt.Errorf("sim/net: dial %q: %w", addr, env.ErrConnRefused)
+		s.schedule(ep.p, back.latency(), label, func() { done(nil, err) })
+		return
+	}
+	n.stats.ConnsOpened++
+	localAddr := joinAddr(ep.h.name, ep.h.allocPort())
+	client := &connEnd{n: n, h: ep.h, proc: ep.p, local: localAddr, remote: l.addr}
+	server := &connEnd{n: n, h: dst, proc: dst.proc, local: l.addr, remote: localAddr}
+	client.peer, server.peer = server, client
+	client.in = newPipe(back, client, l.addr+">"+localAddr)
+	server.in = newPipe(fwd, server, localAddr+">"+l.addr)
+	client.out, server.out = server.in, client.in
+	ep.h.addEnd(client)
+	dst.addEnd(server)
+
+	s.schedule(dst.proc, 0, "net:accept "+l.addr+"<"+localAddr, func() {
+		if l.closed {
+			// Closed between the SYN and its turn on the loop: the
+			// listener's owner never sees the conn; the dialer is reset.
+			server.ready = true
+			server.abort(nil, false, errPeerReset)
+			return
+		}
+		l.accept(server)
+		server.becomeReady()
+	})
+	s.schedule(ep.p, back.latency(), label, func() {
+		done(client, nil)
+		client.becomeReady()
+	})
+}
+
+// listener is env.Listener.
+type listener struct {
+	ep     *netEndpoint
+	port   int
+	addr   string
+	accept func(env.Conn)
+	closed bool
+}
+
+var _ env.Listener = (*listener)(nil)
+
+func (l *listener) Addr() string { return l.addr }
+
+func (l *listener) Close() error {
+	if l.closed {
+		return errListenerEnded
+	}
+	l.closed = true
+	h := l.ep.h
+	for i, other := range h.listeners {
+		if other == l {
+			h.listeners = append(h.listeners[:i], h.listeners[i+1:]...)
+			break
+		}
+	}
+	return nil
+}
+
+// connEnd is one side of a conn: env.Conn.
+//
+// An end becomes ready once the callback that hands it to core (accept or
+// Dial's done) has returned; before that nothing is delivered to it, so no
+// frame or close can overtake the conn's announcement.
+type connEnd struct {
+	n      *Network
+	h      *host
+	proc   *Process
+	local  string
+	remote string
+	peer   *connEnd
+	in     *pipe // frames toward this end
+	out    *pipe // frames toward the peer (== peer.in)
+
+	onFrame func([]byte)
+	onClose func(error)
+
+	ready    bool
+	ended    bool  // no more sends, no more deliveries
+	closeErr error // why it ended; nil for a local Close
+	owesNote bool  // OnClose must run once the end is ready
+	noted    bool  // OnClose ran (or was due and had no handler)
+	hostIdx  int   // position in h.ends, -1 once removed
+}
+
+var _ env.Conn = (*connEnd)(nil)
+
+func (e *connEnd) OnFrame(f func([]byte)) { e.onFrame = f }
+func (e *connEnd) OnClose(f func(error))  { e.onClose = f }
+func (e *connEnd) LocalAddr() string      { return e.local }
+func (e *connEnd) RemoteAddr() string     { return e.remote }
+
+// Buffered approximates "queued but not handed to the transport" by the
+// bytes this end sent that the peer has not received yet, including those on
+// the wire and those held by a fault. It only over-estimates, which is the
+// safe side for back-pressure.
+func (e *connEnd) Buffered() int {
+	if e.ended {
+		return 0
+	}
+	return e.out.bytes
+}
+
+// Send queues frame toward the peer. A frame over MaxFrameBytes is not
+// refused here: like a real socket, the sender only learns of it when the
+// receiver closes the conn (with ErrFrameTooLarge on its side and a reset on
+// this one).
+func (e *connEnd) Send(frame []byte) error {
+	if e.ended {
+		return errSendEnded
+	}
+	n := e.n
+	n.stats.FramesSent++
+	pp := e.out
+	if pp.recv.ended {
+		// The peer is gone and its reset is on its way here.
+		n.stats.FramesDropped++
+		return nil
+	}
+	kind := itemFrame
+	if len(frame) > n.cfg.MaxFrameBytes {
+		kind = itemTooLarge
+	}
+	pp.enqueue(pipeItem{frame: frame, kind: kind})
+	return nil
+}
+
+// Close ends the conn: undelivered frames in both directions are dropped,
+// OnClose(nil) runs on the next step, and the peer gets a reset after a
+// latency.
+func (e *connEnd) Close() {
+	if e.ended {
+		return
+	}
+	e.n.stats.Closes++
+	e.abort(nil, true, errPeerReset)
+}
+
+// abort ends this end with localErr (notifying it if notify) and sends the
+// peer a reset carrying peerErr, behind nothing: the frames this end sent
+// and the peer has not received are dropped.
+func (e *connEnd) abort(localErr error, notify bool, peerErr error) {
+	if e.ended {
+		return
+	}
+	e.finish(localErr, notify)
+	if pp := e.out; !pp.recv.ended {
+		pp.drop()
+		pp.enqueue(pipeItem{kind: itemReset, err: peerErr})
+	}
+}
+
+// finish ends this end: nothing more is delivered to it and, when notify is
+// set, OnClose(err) runs once the end is ready.
+func (e *connEnd) finish(err error, notify bool) {
+	if e.ended {
+		return
+	}
+	e.ended = true
+	e.closeErr = err
+	if err != nil {
+		e.n.stats.Resets++
+	}
+	e.in.drop()
+	if ev := e.in.ev; ev != nil {
+		e.n.sim.cancel(ev)
+		e.in.ev = nil
+	}
+	e.h.removeEnd(e)
+	if notify {
+		e.owesNote = true
+		if e.ready {
+			e.scheduleNote()
+		}
+	}
+}
+
+// becomeReady runs right after accept or done returned.
+func (e *connEnd) becomeReady() {
+	e.ready = true
+	if e.owesNote {
+		e.scheduleNote()
+	} else if !e.ended && e.in.pending() {
+		e.in.arm(e.n.sim.now)
+	}
+}
+
+func (e *connEnd) scheduleNote() {
+	e.n.sim.schedule(e.proc, 0, "net:close "+e.local+"<"+e.remote, e.note)
+}
+
+func (e *connEnd) note() {
+	if e.noted {
+		return
+	}
+	e.noted = true
+	if e.onClose != nil {
+		e.onClose(e.closeErr)
+	}
+}
+
+// itemKind says what a pipe item carries.
+type itemKind uint8
+
+const (
+	itemFrame    itemKind = iota // a frame to deliver
+	itemTooLarge                 // a frame over MaxFrameBytes: the receiver closes
+	itemReset                    // the sender's end has ended: the receiver is reset
+)
+
+type pipeItem struct {
+	frame []byte
+	due   time.Duration
+	kind  itemKind
+	err   error // for itemReset
+}
+
+// pipe is one direction of a conn: a FIFO of items toward recv.
+type pipe struct {
+	n     *Network
+	link  *link
+	recv  *connEnd
+	queue []pipeItem
+	head  int // queue[head:] is pending
+	bytes int // frame bytes pending
+
+	lastDue time.Duration // due time of the last item enqueued
+	txFree  time.Duration // when the direction finishes transmitting (bandwidth)
+
+	ev     *event // the pump event, if scheduled
+	pumpFn func() // pp.pump, bound once so that arming allocates no closure
+	route  string // "from-addr>to-addr", for labels
+	label  string // trace label of every delivery on this pipe, built once
+
+	stalledSince time.Duration // when the head was first held; -1 if not held
+	inStalled    bool          // listed in Network.stalled
+}
+
+func newPipe(l *link, recv *connEnd, route string) *pipe {
+	pp := &pipe{n: l.n, link: l, recv: recv, route: route, label: "net:" + route, stalledSince: -1}
+	pp.pumpFn = pp.pump
+	return pp
+}
+
+func (pp *pipe) pending() bool { return pp.head < len(pp.queue) }
+
+// enqueue stamps it with its due time and appends it.
+func (pp *pipe) enqueue(it pipeItem) {
+	now := pp.n.sim.now
+	start := max(now, pp.txFree)
+	pp.txFree = start + pp.link.transmitTime(len(it.frame))
+	it.due = max(pp.txFree+pp.link.latency(), pp.lastDue)
+	pp.lastDue = it.due
+	wasEmpty := !pp.pending()
+	pp.queue = append(pp.queue, it)
+	pp.bytes += len(it.frame)
+	if wasEmpty {
+		pp.arm(it.due)
+	}
+}
+
+// drop discards every pending item.
+func (pp *pipe) drop() {
+	for i := pp.head; i < len(pp.queue); i++ {
+		if pp.queue[i].kind != itemReset {
+			pp.n.stats.FramesDropped++
+		}
+		pp.queue[i] = pipeItem{}
+	}
+	pp.queue = pp.queue[:0]
+	pp.head = 0
+	pp.bytes = 0
+}
+
+// arm makes sure the pump runs at or before at. A pump that runs early just
+// re-arms, so keeping an earlier pending event is always correct.
+func (pp *pipe) arm(at time.Duration) {
+	s := pp.n.sim
+	if ev := pp.ev; ev != nil && ev.index >= 0 {
+		if ev.at <= at {
+			return
+		}
+		s.cancel(ev)
+	}
+	pp.ev = s.schedule(pp.recv.proc, at-s.now, pp.label, pp.pumpFn)
+}
+
+// pump delivers the head item if it is due and its link lets it through,
+// then arms itself for the next. It is idempotent: a stale pump event (one
+// a pause held back after it was replaced) finds nothing to do or does what
+// the current one would have done.
+func (pp *pipe) pump() {
+	if ev := pp.ev; ev != nil && ev.index < 0 {
+		pp.ev = nil // this is it, or it already ran
+	}
+	r := pp.recv
+	if r.ended || !r.ready || !pp.pending() {
+		return
+	}
+	n, now := pp.n, pp.n.sim.now
+	it := pp.queue[pp.head]
+	if it.due > now {
+		pp.arm(it.due)
+		return
+	}
+	if until, cut := pp.link.holdUntil(); cut || until > now {
+		pp.stall(now)
+		if !cut {
+			pp.arm(until)
+		}
+		return
+	}
+	pp.stalledSince = -1
+	pp.queue[pp.head] = pipeItem{}
+	pp.head++
+	pp.bytes -= len(it.frame)
+	if !pp.pending() {
+		pp.queue = pp.queue[:0]
+		pp.head = 0
+	}
+	switch it.kind {
+	case itemFrame:
+		n.stats.FramesDelivered++
+		n.stats.BytesDelivered += uint64(len(it.frame))
+		if r.onFrame != nil {
+			r.onFrame(it.frame)
+		}
+	case itemTooLarge:
+		n.stats.FramesDropped++
+		r.abort(fmt.Errorf("sim/net: %s: received a frame of %d bytes, the maximum is %d: %w",
+			r.local, len(it.frame), n.cfg.MaxFrameBytes, env.ErrFrameTooLarge), true, errPeerReset)
+	case itemReset:
+		r.finish(it.err, true)
+	}
+	if !r.ended && pp.pending() {
+		pp.arm(max(pp.queue[pp.head].due, now))
+	}
+}
+
+// stall records that the head is held by the network and starts the
+// transport timeout the first time.
+func (pp *pipe) stall(now time.Duration) {
+	n := pp.n
+	if !pp.inStalled {
+		pp.inStalled = true
+		n.stalled = append(n.stalled, pp)
+	}
+	if pp.stalledSince >= 0 {
+		return
+	}
+	pp.stalledSince = now
+	since := now
+	n.sim.schedule(nil, n.cfg.TransportTimeout, "net:timeout "+pp.route, func() {
+		pp.transportTimeout(since)
+	})
+}
+
+// transportTimeout resets the conn on both sides if the stall that began at
+// since still holds the same head: both TCP stacks give up.
+func (pp *pipe) transportTimeout(since time.Duration) {
+	if pp.stalledSince != since || pp.recv.ended {
+		return
+	}
+	if until, cut := pp.link.holdUntil(); !cut && until <= pp.n.sim.now {
+		// Lifted, and the pump has not run yet (its receiver may be
+		// paused): this stall is over; a new one starts a new timeout.
+		pp.stalledSince = -1
+		return
+	}
+	n := pp.n
+	n.stats.TransportTimeouts++
+	r := pp.recv
+	r.finish(n.errTimeout, true)
+	r.peer.finish(n.errTimeout, true)
+}
+
+// splitAddr parses "host:port"; the host may be empty.
+func splitAddr(addr string) (host string, port int, err error) {
+	i := strings.LastIndexByte(addr, ':')
+	if i < 0 {
+		return "", 0, fmt.Errorf("address %q has no port", addr)
+	}
+	port, err = strconv.Atoi(addr[i+1:])
+	if err != nil || port < 0 || port > 65535 {
+		return "", 0, fmt.Errorf("address %q has an invalid port", addr)
+	}
+	return addr[:i], port, nil
+}
+
+func joinAddr(host string, port int) string { return host + ":" + strconv.Itoa(port) }
