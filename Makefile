@@ -11,8 +11,8 @@ PKGS      := ./...
 .PHONY: run test sim sim-sweep lint vet fmt-check bench fuzz clean build
 
 ## run: start one combined broker+controller on 127.0.0.1:9092, data in ./data
-run:
-	$(GO) run ./cmd/strata serve
+run: build
+	./bin/strata serve
 
 ## build: build the strata binary into ./bin
 build:
@@ -23,12 +23,12 @@ test: vet fmt-check
 	$(GO) test -count=1 -timeout 30m $(PKGS)
 
 ## sim: replay one seed (SEED=N; a random seed when unset) of SCENARIO
-sim:
-	$(GO) run ./cmd/strata sim -scenario $(SCENARIO) $(if $(SEED),-seed $(SEED),)
+sim: build
+	./bin/strata sim -scenario $(SCENARIO) $(if $(SEED),-seed $(SEED),)
 
 ## sim-sweep: run SEEDS consecutive seeds of SCENARIO (nightly; not part of `make test`)
-sim-sweep:
-	$(GO) run ./cmd/strata sim -scenario $(SCENARIO) -sweep $(SEEDS)
+sim-sweep: build
+	./bin/strata sim -scenario $(SCENARIO) -sweep $(SEEDS)
 
 ## lint: go vet and gofmt
 lint: vet fmt-check

@@ -1,0 +1,88 @@
+// Command strata is Strata's single binary: `strata serve` runs a node, and
+// other subcommands (sim, bench, topic administration, ...) live beside it.
+//
+// Each subcommand is a file in this package that registers itself from an
+// init function:
+//
+//	func init() { register("bench", "measure produce/consume throughput", runBench) }
+//
+// main only dispatches, so adding a subcommand never touches this file.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+)
+
+// command is one subcommand: run gets the arguments after the subcommand's
+// name and returns the process exit code.
+type command struct {
+	name    string
+	summary string
+	run     func(args []string) int
+}
+
+// commands holds every registered subcommand by name. It is only written by
+// init functions, before main runs.
+var commands = map[string]command{}
+
+// register adds a subcommand. It panics on a duplicate name: two files
+// claiming one name is a build mistake, not a runtime condition.
+func register(name, summary string, run func(args []string) int) {
+	if _, dup := commands[name]; dup {
+		panic("strata: subcommand registered twice: " + name)
+	}
+	commands[name] = command{name: name, summary: summary, run: run}
+}
+
+// Exit codes.
+const (
+	exitOK    = 0
+	exitError = 1 // the command ran and failed
+	exitUsage = 2 // the command line was wrong
+)
+
+func main() {
+	os.Exit(dispatch(os.Args[1:], os.Stderr))
+}
+
+// dispatch runs the subcommand named by args[0].
+func dispatch(args []string, stderr io.Writer) int {
+	if len(args) == 0 {
+		usage(stderr)
+		return exitUsage
+	}
+	switch args[0] {
+	case "help", "-h", "-help", "--help":
+		usage(stderr)
+		return exitOK
+	}
+	cmd, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "strata: unknown command %q\n\n", args[0])
+		usage(stderr)
+		return exitUsage
+	}
+	return cmd.run(args[1:])
+}
+
+// usage lists the subcommands sorted by name.
+func usage(w io.Writer) {
+	names := make([]string, 0, len(commands))
+	width := 0
+	for name := range commands {
+		names = append(names, name)
+		width = max(width, len(name))
+	}
+	slices.Sort(names)
+	var b strings.Builder
+	b.WriteString("Strata is a Kafka-compatible distributed log.\n\nUsage:\n\n  strata <command> [arguments]\n\nCommands:\n\n")
+	for _, name := range names {
+		fmt.Fprintf(&b, "  %-*s  %s\n", width, name, commands[name].summary)
+	}
+	b.WriteString("\nRun 'strata <command> -h' for a command's flags.\n")
+	_, _ = io.WriteString(w, b.String())
+}

@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/strata-log/strata/node"
+)
+
+func init() {
+	register("serve", "run a Strata node (one broker on 127.0.0.1:9092 with data under ./data by default)", serve)
+}
+
+// serve runs a node until SIGINT or SIGTERM. Configuration is applied in
+// order: defaults (127.0.0.1:9092, data under ./data), then --config, then
+// the flags, which use Kafka's key names.
+func serve(args []string) int {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: strata serve [--config server.properties] [--listeners ...] [--log.dirs ...] [--node.id ...]\n\n"+
+			"With no arguments, runs a single node on %s with data under %s.\n\n", node.DefaultListeners, node.DefaultLogDir)
+		fs.PrintDefaults()
+	}
+	configPath := fs.String("config", "", "server.properties `file` (Kafka's format and key names)")
+	// Kafka's key names as flags; applied after --config. Registered
+	// without defaults so that only flags actually given override.
+	overrides := []struct{ key, usage string }{
+		{node.KeyListeners, "listener, e.g. PLAINTEXT://127.0.0.1:9092 (default " + node.DefaultListeners + ")"},
+		{node.KeyLogDirs, "data `directory` (default " + node.DefaultLogDir + ")"},
+		{node.KeyNodeID, "node `id` (default 1)"},
+	}
+	for _, o := range overrides {
+		fs.String(o.key, "", o.usage)
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(fs.Output(), "strata serve: unexpected arguments %q\n", fs.Args())
+		return exitUsage
+	}
+
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	cfg := node.DefaultConfig()
+	if *configPath != "" {
+		ignored, err := node.LoadConfigFile(&cfg, *configPath)
+		if err != nil {
+			log.Error("bad configuration", "err", err)
+			return exitError
+		}
+		for _, key := range ignored {
+			log.Warn("ignoring config key this version does not support", "key", key, "file", *configPath)
+		}
+	}
+	var flagErr error
+	fs.Visit(func(f *flag.Flag) { // only flags given on the command line
+		if f.Name == "config" || flagErr != nil {
+			return
+		}
+		if _, err := cfg.Set(f.Name, f.Value.String()); err != nil {
+			flagErr = fmt.Errorf("--%s: %w", f.Name, err)
+		}
+	})
+	if flagErr != nil {
+		log.Error("bad configuration", "err", flagErr)
+		return exitUsage
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	signals := make(chan os.Signal, 1)
+	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		select {
+		case s := <-signals:
+			log.Info("signal received; shutting down (send it again to exit at once)", "signal", s.String())
+			// A second signal gets the default action: an operator
+			// can always kill a shutdown that hangs.
+			signal.Stop(signals)
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+
+	if err := node.Run(ctx, cfg, log); err != nil {
+		log.Error("node failed", "err", err)
+		return exitError
+	}
+	return exitOK
+}

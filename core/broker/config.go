@@ -1,0 +1,87 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Defaults for the bounds in Config.
+const (
+	// DefaultMaxConnections bounds open client connections. Kafka's
+	// max.connections defaults to unlimited; a bound keeps one misbehaving
+	// client from exhausting file descriptors, and 10000 is far above what a
+	// single walking-skeleton node serves.
+	DefaultMaxConnections = 10000
+
+	// DefaultMaxBufferedResponseBytes bounds the response bytes queued on a
+	// connection but not yet handed to the transport. A client that keeps
+	// sending requests without reading responses is disconnected once this
+	// is exceeded. The production transport (package node) applies TCP
+	// back-pressure long before this (it stops reading a connection whose
+	// writes are backed up), so this is the backstop for any env.Net that
+	// does not. 128 MiB leaves room for one maximum-size (100 MiB) frame.
+	DefaultMaxBufferedResponseBytes = 128 << 20
+)
+
+// Config is what a broker needs to know about itself.
+type Config struct {
+	// NodeID is this node's id (Kafka's node.id), reported in Metadata as
+	// the only broker and as the controller.
+	NodeID int32
+
+	// ClusterID is the cluster's id (Kafka's 22-character base64url form),
+	// reported in Metadata v2+.
+	ClusterID string
+
+	// ListenAddr is the "host:port" the broker listens on through
+	// env.Net().Listen; port 0 picks a free port.
+	ListenAddr string
+
+	// AdvertisedHost and AdvertisedPort are the address clients are told
+	// to connect to (Kafka's advertised.listeners). AdvertisedPort 0 means
+	// "the port actually bound", which makes ":0" listeners usable in
+	// tests. AdvertisedHost must not be empty: resolving a hostname is the
+	// runtime's job, not the core's.
+	AdvertisedHost string
+	AdvertisedPort int32
+
+	// MaxConnections bounds open client connections; further connections
+	// are closed at once with a log line. Zero means
+	// DefaultMaxConnections.
+	MaxConnections int
+
+	// MaxBufferedResponseBytes bounds a connection's unsent response
+	// bytes (env.Conn.Buffered) before the broker disconnects it. Zero
+	// means DefaultMaxBufferedResponseBytes.
+	MaxBufferedResponseBytes int
+}
+
+// errInvalidConfig is wrapped by every Config validation error.
+var errInvalidConfig = errors.New("invalid broker config")
+
+// withDefaults validates cfg and fills in zero-valued bounds.
+func (cfg Config) withDefaults() (Config, error) {
+	switch {
+	case cfg.NodeID < 0:
+		return cfg, fmt.Errorf("%w: node id %d is negative", errInvalidConfig, cfg.NodeID)
+	case cfg.ClusterID == "":
+		return cfg, fmt.Errorf("%w: empty cluster id", errInvalidConfig)
+	case cfg.ListenAddr == "":
+		return cfg, fmt.Errorf("%w: empty listen address", errInvalidConfig)
+	case cfg.AdvertisedHost == "":
+		return cfg, fmt.Errorf("%w: empty advertised host", errInvalidConfig)
+	case cfg.AdvertisedPort < 0 || cfg.AdvertisedPort > 65535:
+		return cfg, fmt.Errorf("%w: advertised port %d out of range", errInvalidConfig, cfg.AdvertisedPort)
+	case cfg.MaxConnections < 0:
+		return cfg, fmt.Errorf("%w: negative max connections %d", errInvalidConfig, cfg.MaxConnections)
+	case cfg.MaxBufferedResponseBytes < 0:
+		return cfg, fmt.Errorf("%w: negative max buffered response bytes %d", errInvalidConfig, cfg.MaxBufferedResponseBytes)
+	}
+	if cfg.MaxConnections == 0 {
+		cfg.MaxConnections = DefaultMaxConnections
+	}
+	if cfg.MaxBufferedResponseBytes == 0 {
+		cfg.MaxBufferedResponseBytes = DefaultMaxBufferedResponseBytes
+	}
+	return cfg, nil
+}

@@ -1,0 +1,153 @@
+package broker
+
+import (
+	"bytes"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+
+	"github.com/strata-log/strata/core/env"
+)
+
+// fakeEnv is the smallest env.Env the broker can run on: a loop that the
+// test drives by hand (run), and an in-memory Net whose conns record what
+// the broker sends. Timers, disk and bucket are not used by the broker.
+type fakeEnv struct {
+	pending []func()
+	net     *fakeNet
+	logBuf  bytes.Buffer
+	logger  *slog.Logger
+	rnd     *rand.Rand
+}
+
+func newFakeEnv() *fakeEnv {
+	e := &fakeEnv{rnd: rand.New(rand.NewPCG(1, 2))}
+	e.net = &fakeNet{env: e}
+	e.logger = slog.New(slog.NewTextHandler(&e.logBuf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	return e
+}
+
+func (e *fakeEnv) Now() time.Time                            { return time.Unix(1_700_000_000, 0) }
+func (e *fakeEnv) Monotonic() time.Duration                  { return 0 }
+func (e *fakeEnv) AfterFunc(time.Duration, func()) env.Timer { panic("broker does not use timers yet") }
+func (e *fakeEnv) Post(f func())                             { e.pending = append(e.pending, f) }
+func (e *fakeEnv) Rand() *rand.Rand                          { return e.rnd }
+func (e *fakeEnv) Buggify(string) bool                       { return false }
+func (e *fakeEnv) Disk() env.Disk                            { return nil }
+func (e *fakeEnv) Net() env.Net                              { return e.net }
+func (e *fakeEnv) Bucket() env.Bucket                        { return nil }
+func (e *fakeEnv) Logger() *slog.Logger                      { return e.logger }
+
+// run drains posted callbacks, as the loop would between events.
+func (e *fakeEnv) run() {
+	for len(e.pending) > 0 {
+		f := e.pending[0]
+		e.pending = e.pending[1:]
+		f()
+	}
+}
+
+type fakeNet struct {
+	env      *fakeEnv
+	listener *fakeListener
+	nextPort int
+}
+
+func (n *fakeNet) Listen(addr string, accept func(env.Conn)) (env.Listener, error) {
+	if n.listener != nil {
+		return nil, fmt.Errorf("fake net: already listening: %w", env.ErrExist)
+	}
+	if addr == "127.0.0.1:0" {
+		addr = "127.0.0.1:40001" // what a real ":0" bind would report
+	}
+	n.listener = &fakeListener{addr: addr, accept: accept}
+	return n.listener, nil
+}
+
+func (n *fakeNet) Dial(addr string, done func(env.Conn, error)) {
+	n.env.Post(func() { done(nil, fmt.Errorf("fake net: dial %s: %w", addr, env.ErrConnRefused)) })
+}
+
+// connect simulates a client connecting: accept runs as it would on the
+// loop, and the returned conn is the broker's end.
+func (n *fakeNet) connect() *fakeConn {
+	n.nextPort++
+	c := &fakeConn{env: n.env, remote: fmt.Sprintf("10.0.0.9:%d", 50000+n.nextPort)}
+	n.listener.accept(c)
+	return c
+}
+
+type fakeListener struct {
+	addr   string
+	accept func(env.Conn)
+	closed bool
+}
+
+func (l *fakeListener) Addr() string { return l.addr }
+func (l *fakeListener) Close() error {
+	if l.closed {
+		return fmt.Errorf("fake listener: %w", env.ErrClosed)
+	}
+	l.closed = true
+	return nil
+}
+
+type fakeConn struct {
+	env      *fakeEnv
+	remote   string
+	onFrame  func([]byte)
+	onClose  func(error)
+	sent     [][]byte
+	closed   bool
+	closeRan int
+	// buffered is what Buffered reports, to test the back-pressure
+	// backstop.
+	buffered int
+}
+
+func (c *fakeConn) OnFrame(f func([]byte)) { c.onFrame = f }
+func (c *fakeConn) OnClose(f func(error))  { c.onClose = f }
+func (c *fakeConn) Send(frame []byte) error {
+	if c.closed {
+		return fmt.Errorf("fake conn: %w", env.ErrClosed)
+	}
+	c.sent = append(c.sent, frame)
+	return nil
+}
+func (c *fakeConn) Buffered() int { return c.buffered }
+func (c *fakeConn) Close() {
+	if c.closed {
+		return
+	}
+	c.closed = true
+	c.env.Post(func() {
+		c.closeRan++
+		if c.onClose != nil { // accept may close before registering handlers
+			c.onClose(nil)
+		}
+	})
+}
+func (c *fakeConn) LocalAddr() string  { return "127.0.0.1:40001" }
+func (c *fakeConn) RemoteAddr() string { return c.remote }
+
+// deliver hands a frame to the broker as the transport would, then drains
+// the loop.
+func (c *fakeConn) deliver(frame []byte) {
+	if c.closed {
+		return
+	}
+	c.onFrame(frame)
+	c.env.run()
+}
+
+// peerClose simulates the client going away.
+func (c *fakeConn) peerClose() {
+	if c.closed {
+		return
+	}
+	c.closed = true
+	c.closeRan++
+	c.onClose(fmt.Errorf("fake conn: peer closed: %w", env.ErrConnReset))
+	c.env.run()
+}

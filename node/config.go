@@ -1,0 +1,370 @@
+package node
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/strata-log/strata/core/broker"
+)
+
+// Config keys, named as in Kafka so operators' server.properties carry over.
+const (
+	KeyNodeID                = "node.id"
+	KeyListeners             = "listeners"
+	KeyAdvertisedListeners   = "advertised.listeners"
+	KeyLogDirs               = "log.dirs"
+	KeyLogDir                = "log.dir" // Kafka's single-directory fallback for log.dirs
+	KeySocketRequestMaxBytes = "socket.request.max.bytes"
+	KeyMaxConnections        = "max.connections"
+)
+
+// Defaults of `strata serve` with no configuration: a single node on
+// loopback with its data under ./data.
+const (
+	DefaultNodeID    = 1
+	DefaultListeners = "PLAINTEXT://127.0.0.1:9092"
+	DefaultLogDir    = "./data"
+	// DefaultSocketRequestMaxBytes is Kafka's default
+	// socket.request.max.bytes, 100 MiB.
+	DefaultSocketRequestMaxBytes = DefaultMaxFrameBytes
+	// DefaultMaxConnections is max.connections. Kafka's default is
+	// unlimited; ours is bounded (see broker.DefaultMaxConnections).
+	DefaultMaxConnections = broker.DefaultMaxConnections
+)
+
+// ObjectsDirName is the filesystem bucket's directory under the data
+// directory, used until an object store is configurable.
+const ObjectsDirName = "objects"
+
+// ErrInvalidConfig is wrapped by every configuration error; the message
+// names the key.
+var ErrInvalidConfig = errors.New("invalid configuration")
+
+// Config is a node's configuration.
+type Config struct {
+	// NodeID is node.id, the id this node has in the cluster. Default 1.
+	NodeID int32
+
+	// Listener is the address to bind, from listeners
+	// ("PLAINTEXT://host:port"; a bare "host:port" is accepted too). An
+	// empty host binds every interface; port 0 picks a free port.
+	// Default 127.0.0.1:9092.
+	Listener string
+
+	// AdvertisedListener is the address clients are told to use, from
+	// advertised.listeners; empty means Listener's. Port 0 means the
+	// bound port; an empty host means this machine's hostname.
+	AdvertisedListener string
+
+	// LogDir is log.dirs (one directory for now): where the node keeps
+	// meta.properties, its logs and, under objects/, its filesystem
+	// bucket. Default ./data.
+	LogDir string
+
+	// SocketRequestMaxBytes is socket.request.max.bytes, the largest
+	// request frame accepted; larger ones close the connection. Default
+	// 104857600 (100 MiB).
+	SocketRequestMaxBytes int
+
+	// MaxConnections is max.connections, the most client connections
+	// served at once; more are closed on accept. Default 10000.
+	MaxConnections int
+}
+
+// DefaultConfig is the configuration of `strata serve` with no arguments.
+func DefaultConfig() Config {
+	cfg := Config{
+		NodeID:                DefaultNodeID,
+		LogDir:                DefaultLogDir,
+		SocketRequestMaxBytes: DefaultSocketRequestMaxBytes,
+		MaxConnections:        DefaultMaxConnections,
+	}
+	cfg.Listener, _ = parseListeners(KeyListeners, DefaultListeners)
+	return cfg
+}
+
+// Set applies one key=value. known is false for keys this version does not
+// act on (the caller logs them as ignored); err, wrapping
+// ErrInvalidConfig, names the key when the value is invalid.
+func (c *Config) Set(key, value string) (known bool, err error) {
+	value = strings.TrimSpace(value)
+	switch key {
+	case KeyNodeID:
+		id, err := strconv.ParseInt(value, 10, 32)
+		if err != nil || id < 0 {
+			return true, invalid(key, value, "want a non-negative 32-bit integer")
+		}
+		c.NodeID = int32(id)
+	case KeyListeners:
+		l, err := parseListeners(key, value)
+		if err != nil {
+			return true, err
+		}
+		c.Listener = l
+	case KeyAdvertisedListeners:
+		l, err := parseListeners(key, value)
+		if err != nil {
+			return true, err
+		}
+		c.AdvertisedListener = l
+	case KeyLogDirs, KeyLogDir:
+		dirs := splitList(value)
+		switch {
+		case len(dirs) == 0:
+			return true, invalid(key, value, "want a directory")
+		case len(dirs) > 1:
+			return true, invalid(key, value, "only one log directory is supported yet")
+		}
+		c.LogDir = dirs[0]
+	case KeySocketRequestMaxBytes:
+		n, err := strconv.ParseInt(value, 10, 32)
+		if err != nil || n < 1 || n > math.MaxInt32 {
+			return true, invalid(key, value, "want a positive 32-bit integer (bytes)")
+		}
+		c.SocketRequestMaxBytes = int(n)
+	case KeyMaxConnections:
+		n, err := strconv.ParseInt(value, 10, 32)
+		if err != nil || n < 1 {
+			return true, invalid(key, value, "want a positive 32-bit integer")
+		}
+		c.MaxConnections = int(n)
+	default:
+		return false, nil
+	}
+	return true, nil
+}
+
+// Validate checks the configuration as a whole.
+func (c Config) Validate() error {
+	switch {
+	case c.NodeID < 0:
+		return invalid(KeyNodeID, strconv.Itoa(int(c.NodeID)), "want a non-negative 32-bit integer")
+	case c.Listener == "":
+		return invalid(KeyListeners, "", "want a listener")
+	case c.LogDir == "":
+		return invalid(KeyLogDirs, "", "want a directory")
+	case c.SocketRequestMaxBytes < 1:
+		return invalid(KeySocketRequestMaxBytes, strconv.Itoa(c.SocketRequestMaxBytes), "want a positive number of bytes")
+	case c.MaxConnections < 1:
+		return invalid(KeyMaxConnections, strconv.Itoa(c.MaxConnections), "want a positive number")
+	}
+	// As in Kafka, advertised.listeners defaults to listeners, and neither
+	// may advertise 0.0.0.0 or ::, which no client can connect to.
+	host, _, _ := net.SplitHostPort(c.advertised())
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		return invalid(KeyAdvertisedListeners, c.advertised(),
+			"cannot advertise the non-routable meta-address "+host+"; set advertised.listeners to a routable address")
+	}
+	return nil
+}
+
+// advertised is the effective advertised listener.
+func (c Config) advertised() string {
+	if c.AdvertisedListener != "" {
+		return c.AdvertisedListener
+	}
+	return c.Listener
+}
+
+func invalid(key, value, why string) error {
+	return fmt.Errorf("%w: %s=%q: %s", ErrInvalidConfig, key, value, why)
+}
+
+func splitList(value string) []string {
+	var out []string
+	for _, part := range strings.Split(value, ",") {
+		if part = strings.TrimSpace(part); part != "" {
+			out = append(out, part)
+		}
+	}
+	return out
+}
+
+// parseListeners parses Kafka's listener list and returns the one
+// "host:port" it names. Only a single PLAINTEXT listener is supported yet
+// (no TLS, SASL or separate controller listener).
+func parseListeners(key, value string) (string, error) {
+	list := splitList(value)
+	switch {
+	case len(list) == 0:
+		return "", invalid(key, value, "want PLAINTEXT://host:port")
+	case len(list) > 1:
+		return "", invalid(key, value, "only one listener is supported yet")
+	}
+	addr := list[0]
+	if name, rest, ok := strings.Cut(addr, "://"); ok {
+		if !strings.EqualFold(name, "PLAINTEXT") {
+			return "", invalid(key, value, "only the PLAINTEXT listener is supported yet, not "+name)
+		}
+		addr = rest
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", invalid(key, value, err.Error())
+	}
+	p, err := strconv.ParseUint(port, 10, 16)
+	if err != nil {
+		return "", invalid(key, value, "bad port "+strconv.Quote(port))
+	}
+	return net.JoinHostPort(host, strconv.FormatUint(p, 10)), nil
+}
+
+// Property is one key=value of a properties file, with the line it
+// started on (for error messages).
+type Property struct {
+	Key, Value string
+	Line       int
+}
+
+// ParseProperties reads Java-properties text as Kafka's server.properties
+// uses it: one key=value (or key:value, or key value) per line; lines
+// starting with # or ! are comments; surrounding whitespace is trimmed; a
+// line ending in an odd number of backslashes continues on the next line;
+// \t \n \r \f \uXXXX and \<char> escapes are decoded. Properties come back
+// in file order (a later duplicate wins when applied in order).
+func ParseProperties(r io.Reader) ([]Property, error) {
+	var props []Property
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), maxPropertiesLineBytes)
+	lineNo := 0
+	for sc.Scan() {
+		lineNo++
+		start := lineNo
+		line := strings.TrimLeft(sc.Text(), " \t\f")
+		if line == "" || line[0] == '#' || line[0] == '!' {
+			continue
+		}
+		for continues(line) && sc.Scan() {
+			lineNo++
+			line = line[:len(line)-1] + strings.TrimLeft(sc.Text(), " \t\f")
+		}
+		if continues(line) {
+			line = line[:len(line)-1] // continuation at EOF: drop the backslash
+		}
+		key, value := splitProperty(line)
+		k, err := unescape(key)
+		if err != nil {
+			return nil, fmt.Errorf("line %d: key %q: %w", start, key, err)
+		}
+		v, err := unescape(value)
+		if err != nil {
+			return nil, fmt.Errorf("line %d: %s: %w", start, k, err)
+		}
+		props = append(props, Property{Key: strings.TrimSpace(k), Value: strings.TrimSpace(v), Line: start})
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("line %d: %w", lineNo+1, err)
+	}
+	return props, nil
+}
+
+// maxPropertiesLineBytes bounds one physical line of a properties file.
+const maxPropertiesLineBytes = 1 << 20
+
+// continues reports whether line ends in an odd number of backslashes.
+func continues(line string) bool {
+	n := 0
+	for i := len(line) - 1; i >= 0 && line[i] == '\\'; i-- {
+		n++
+	}
+	return n%2 == 1
+}
+
+// splitProperty splits at the first unescaped '=', ':' or whitespace; an
+// '=' or ':' after whitespace separators is part of the separator.
+func splitProperty(line string) (key, value string) {
+	i := 0
+	for i < len(line) {
+		c := line[i]
+		if c == '\\' {
+			i += 2
+			continue
+		}
+		if c == '=' || c == ':' || c == ' ' || c == '\t' || c == '\f' {
+			break
+		}
+		i++
+	}
+	if i >= len(line) {
+		return line, ""
+	}
+	key = line[:i]
+	rest := strings.TrimLeft(line[i:], " \t\f")
+	if line[i] == '=' || line[i] == ':' {
+		rest = strings.TrimLeft(line[i+1:], " \t\f")
+	} else if rest != "" && (rest[0] == '=' || rest[0] == ':') {
+		rest = strings.TrimLeft(rest[1:], " \t\f")
+	}
+	return key, rest
+}
+
+func unescape(s string) (string, error) {
+	if !strings.Contains(s, `\`) {
+		return s, nil
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c != '\\' || i+1 == len(s) {
+			b.WriteByte(c)
+			continue
+		}
+		i++
+		switch s[i] {
+		case 't':
+			b.WriteByte('\t')
+		case 'n':
+			b.WriteByte('\n')
+		case 'r':
+			b.WriteByte('\r')
+		case 'f':
+			b.WriteByte('\f')
+		case 'u':
+			if len(s)-(i+1) < 4 {
+				return "", fmt.Errorf("malformed \\u escape %q", s[i-1:])
+			}
+			r, err := strconv.ParseUint(s[i+1:i+5], 16, 16)
+			if err != nil {
+				return "", fmt.Errorf("malformed \\u escape %q", s[i-1:i+5])
+			}
+			b.WriteRune(rune(r))
+			i += 4
+		default:
+			b.WriteByte(s[i])
+		}
+	}
+	return b.String(), nil
+}
+
+// LoadConfigFile applies a server.properties file on top of cfg. It
+// returns the keys it did not act on, in file order, for the caller to log
+// as ignored; unknown keys are not fatal, invalid values of known keys
+// are.
+func LoadConfigFile(cfg *Config, path string) (ignored []string, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("config file: %w", err)
+	}
+	defer f.Close()
+	props, err := ParseProperties(f)
+	if err != nil {
+		return nil, fmt.Errorf("config file %s: %w", path, err)
+	}
+	for _, p := range props {
+		known, err := cfg.Set(p.Key, p.Value)
+		if err != nil {
+			return nil, fmt.Errorf("config file %s line %d: %w", path, p.Line, err)
+		}
+		if !known {
+			ignored = append(ignored, p.Key)
+		}
+	}
+	return ignored, nil
+}

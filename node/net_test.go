@@ -1,0 +1,289 @@
+package node
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/strata-log/strata/core/env"
+)
+
+func newTestNet(t *testing.T, maxFrameBytes int) (*Net, *Loop) {
+	t.Helper()
+	l := startLoop(t)
+	n := NewNet(l, maxFrameBytes, slog.New(slog.DiscardHandler))
+	t.Cleanup(n.Close)
+	return n, l
+}
+
+// closeEvent is one OnClose call.
+type closeEvent struct {
+	conn env.Conn
+	err  error
+}
+
+// echoServer listens on 127.0.0.1:0 and echoes every frame back; every
+// OnClose is reported on closes.
+func echoServer(t *testing.T, n *Net, l *Loop) (env.Listener, chan closeEvent) {
+	t.Helper()
+	closes := make(chan closeEvent, 16)
+	var ln env.Listener
+	onLoop(t, l, func() {
+		var err error
+		ln, err = n.Listen("127.0.0.1:0", func(c env.Conn) {
+			c.OnFrame(func(frame []byte) {
+				if err := c.Send(frame); err != nil {
+					t.Errorf("echo send: %v", err)
+				}
+			})
+			c.OnClose(func(err error) { closes <- closeEvent{c, err} })
+		})
+		require.NoError(t, err)
+	})
+	return ln, closes
+}
+
+func dialRaw(t *testing.T, addr string) net.Conn {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, testTimeout)
+	require.NoError(t, err)
+	require.NoError(t, c.SetDeadline(time.Now().Add(testTimeout)))
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+func writeRawFrame(t *testing.T, c net.Conn, frame []byte) {
+	t.Helper()
+	buf := binary.BigEndian.AppendUint32(nil, uint32(len(frame)))
+	_, err := c.Write(append(buf, frame...))
+	require.NoError(t, err)
+}
+
+func readRawFrame(t *testing.T, c net.Conn) []byte {
+	t.Helper()
+	var size [4]byte
+	_, err := io.ReadFull(c, size[:])
+	require.NoError(t, err)
+	frame := make([]byte, binary.BigEndian.Uint32(size[:]))
+	_, err = io.ReadFull(c, frame)
+	require.NoError(t, err)
+	return frame
+}
+
+// expectClosedByPeer reads until the server closes the connection.
+func expectClosedByPeer(t *testing.T, c net.Conn) {
+	t.Helper()
+	_, err := io.Copy(io.Discard, c) // returns at EOF or reset
+	if err != nil {
+		var ne net.Error
+		require.False(t, errors.As(err, &ne) && ne.Timeout(), "server did not close the connection: %v", err)
+	}
+}
+
+func TestNetListenPortZeroReportsRealPort(t *testing.T) {
+	n, l := newTestNet(t, 0)
+	ln, _ := echoServer(t, n, l)
+	host, port, err := net.SplitHostPort(ln.Addr())
+	require.NoError(t, err)
+	require.Equal(t, "127.0.0.1", host)
+	require.NotEqual(t, "0", port)
+}
+
+func TestNetFramesRoundTrip(t *testing.T) {
+	n, l := newTestNet(t, 8<<20)
+	ln, _ := echoServer(t, n, l)
+	c := dialRaw(t, ln.Addr())
+	big := bytes.Repeat([]byte("0123456789abcdef"), (3<<20)/16) // > frameAllocChunkBytes
+	frames := [][]byte{[]byte("one"), {}, []byte("three"), big}
+	// Pipelined: all frames written before any response is read.
+	for _, f := range frames {
+		writeRawFrame(t, c, f)
+	}
+	for i, f := range frames {
+		require.Equal(t, f, readRawFrame(t, c), "frame %d", i)
+	}
+}
+
+func TestNetDialAndExchange(t *testing.T) {
+	n, l := newTestNet(t, 0)
+	ln, _ := echoServer(t, n, l)
+	got := make(chan []byte, 1)
+	dialed := make(chan env.Conn, 1)
+	onLoop(t, l, func() {
+		n.Dial(ln.Addr(), func(c env.Conn, err error) {
+			require.NoError(t, err)
+			c.OnFrame(func(frame []byte) { got <- frame })
+			c.OnClose(func(error) {})
+			require.NoError(t, c.Send([]byte("ping")))
+			dialed <- c
+		})
+	})
+	c := waitFor(t, dialed, "dial")
+	require.Equal(t, []byte("ping"), waitFor(t, got, "echo"))
+	require.Equal(t, ln.Addr(), c.RemoteAddr())
+	require.NotEmpty(t, c.LocalAddr())
+}
+
+func TestNetDialRefused(t *testing.T) {
+	n, l := newTestNet(t, 0)
+	// A port nobody listens on: bind one, then free it.
+	probe, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := probe.Addr().String()
+	require.NoError(t, probe.Close())
+	result := make(chan error, 1)
+	onLoop(t, l, func() {
+		n.Dial(addr, func(c env.Conn, err error) {
+			require.Nil(t, c)
+			result <- err
+		})
+	})
+	require.ErrorIs(t, waitFor(t, result, "dial"), env.ErrConnRefused)
+}
+
+func TestNetOversizedFrameClosesConnAndListenerKeepsAccepting(t *testing.T) {
+	const maxFrame = 1 << 20
+	n, l := newTestNet(t, maxFrame)
+	ln, closes := echoServer(t, n, l)
+	for _, size := range []uint32{200 << 20, maxFrame + 1, 0x80000000 /* negative as int32 */} {
+		c := dialRaw(t, ln.Addr())
+		_, err := c.Write(binary.BigEndian.AppendUint32(nil, size))
+		require.NoError(t, err)
+		ev := waitFor(t, closes, "OnClose")
+		require.ErrorIs(t, ev.err, env.ErrFrameTooLarge, "size %d", size)
+		expectClosedByPeer(t, c)
+
+		// The listener still serves.
+		c2 := dialRaw(t, ln.Addr())
+		writeRawFrame(t, c2, []byte("still here"))
+		require.Equal(t, []byte("still here"), readRawFrame(t, c2))
+		require.NoError(t, c2.Close())
+		ev = waitFor(t, closes, "OnClose of the good conn")
+		require.ErrorIs(t, ev.err, env.ErrConnReset)
+	}
+	// A frame of exactly the maximum is fine.
+	c := dialRaw(t, ln.Addr())
+	frame := make([]byte, maxFrame)
+	writeRawFrame(t, c, frame)
+	require.Len(t, readRawFrame(t, c), maxFrame)
+}
+
+func TestNetOnCloseOnceAfterLocalClose(t *testing.T) {
+	n, l := newTestNet(t, 0)
+	var calls atomic.Int32
+	closes := make(chan error, 4)
+	accepted := make(chan env.Conn, 1)
+	var ln env.Listener
+	onLoop(t, l, func() {
+		var err error
+		ln, err = n.Listen("127.0.0.1:0", func(c env.Conn) {
+			c.OnFrame(func([]byte) {})
+			c.OnClose(func(err error) { calls.Add(1); closes <- err })
+			accepted <- c
+		})
+		require.NoError(t, err)
+	})
+	raw := dialRaw(t, ln.Addr())
+	c := waitFor(t, accepted, "accept")
+	onLoop(t, l, func() {
+		c.Close()
+		c.Close() // idempotent
+		require.ErrorIs(t, c.Send([]byte("x")), env.ErrClosed)
+		require.Zero(t, calls.Load(), "OnClose ran inline")
+	})
+	require.NoError(t, waitFor(t, closes, "OnClose"), "local Close reports nil")
+	expectClosedByPeer(t, raw)
+	time.Sleep(10 * time.Millisecond)
+	onLoop(t, l, func() {})
+	require.Equal(t, int32(1), calls.Load())
+}
+
+func TestNetOnCloseOnceAfterPeerClose(t *testing.T) {
+	n, l := newTestNet(t, 0)
+	ln, closes := echoServer(t, n, l)
+	raw := dialRaw(t, ln.Addr())
+	writeRawFrame(t, raw, []byte("hi"))
+	require.Equal(t, []byte("hi"), readRawFrame(t, raw))
+	require.NoError(t, raw.Close())
+	ev := waitFor(t, closes, "OnClose")
+	require.ErrorIs(t, ev.err, env.ErrConnReset)
+	onLoop(t, l, func() {
+		require.ErrorIs(t, ev.conn.Send([]byte("late")), env.ErrClosed)
+		ev.conn.Close() // no second OnClose
+	})
+	time.Sleep(10 * time.Millisecond)
+	onLoop(t, l, func() {})
+	require.Empty(t, closes)
+}
+
+func TestNetListenerClose(t *testing.T) {
+	n, l := newTestNet(t, 0)
+	ln, _ := echoServer(t, n, l)
+	established := dialRaw(t, ln.Addr())
+	writeRawFrame(t, established, []byte("a"))
+	require.Equal(t, []byte("a"), readRawFrame(t, established))
+	onLoop(t, l, func() {
+		require.NoError(t, ln.Close())
+		require.ErrorIs(t, ln.Close(), env.ErrClosed)
+	})
+	_, err := net.DialTimeout("tcp", ln.Addr(), time.Second)
+	require.Error(t, err, "closed listener still accepts")
+	// Established conns are unaffected.
+	writeRawFrame(t, established, []byte("b"))
+	require.Equal(t, []byte("b"), readRawFrame(t, established))
+}
+
+// TestNetBackPressure: while the loop does not handle a conn's frames, the
+// reader stops after MaxQueuedFramesPerConn of them.
+func TestNetBackPressure(t *testing.T) {
+	n, l := newTestNet(t, 0)
+	ln, _ := echoServer(t, n, l)
+	raw := dialRaw(t, ln.Addr())
+	writeRawFrame(t, raw, []byte("warm-up"))
+	require.Equal(t, []byte("warm-up"), readRawFrame(t, raw))
+
+	release := make(chan struct{})
+	l.Post(func() { <-release }) // block the loop
+	for range 4 * MaxQueuedFramesPerConn {
+		writeRawFrame(t, raw, []byte("x"))
+	}
+	time.Sleep(50 * time.Millisecond)
+	var maxQueued int
+	n.mu.Lock()
+	for c := range n.conns {
+		c.mu.Lock()
+		maxQueued = max(maxQueued, c.queued)
+		c.mu.Unlock()
+	}
+	n.mu.Unlock()
+	require.Equal(t, MaxQueuedFramesPerConn, maxQueued)
+	close(release)
+	for range 4 * MaxQueuedFramesPerConn {
+		require.Equal(t, []byte("x"), readRawFrame(t, raw))
+	}
+}
+
+func TestNetCloseStopsEverything(t *testing.T) {
+	l := startLoop(t)
+	n := NewNet(l, 0, slog.New(slog.DiscardHandler))
+	ln, closes := echoServer(t, n, l)
+	raw := dialRaw(t, ln.Addr())
+	writeRawFrame(t, raw, []byte("a"))
+	require.Equal(t, []byte("a"), readRawFrame(t, raw))
+	done := make(chan struct{})
+	go func() { n.Close(); close(done) }()
+	waitFor(t, done, "Net.Close")
+	expectClosedByPeer(t, raw)
+	require.ErrorIs(t, waitFor(t, closes, "OnClose").err, env.ErrClosed)
+	result := make(chan error, 1)
+	onLoop(t, l, func() { n.Dial(ln.Addr(), func(_ env.Conn, err error) { result <- err }) })
+	require.ErrorIs(t, waitFor(t, result, "dial after close"), env.ErrClosed)
+}

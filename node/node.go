@@ -1,0 +1,199 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/strata-log/strata/core/broker"
+)
+
+// DefaultShutdownTimeout bounds Run's clean shutdown after its context ends:
+// closing sockets and waiting for in-flight fsyncs and object-store calls.
+const DefaultShutdownTimeout = 30 * time.Second
+
+// Node is one running Strata process: its loop, its Env and the core
+// components on the loop (today, the broker).
+type Node struct {
+	cfg        Config
+	meta       MetaProperties
+	log        *slog.Logger
+	loop       *Loop
+	env        *Env
+	broker     *broker.Broker
+	addr       string
+	advertised string
+
+	shutdownOnce sync.Once
+	shutdownErr  error
+}
+
+// Start validates cfg, prepares the data directory (creating
+// meta.properties with a new cluster id on first start, checking it on
+// later starts), starts the loop and the broker, and returns once the
+// listener is bound. log nil means slog.Default().
+func Start(cfg Config, log *slog.Logger) (*Node, error) {
+	if log == nil {
+		log = slog.Default()
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	dataDir, err := filepath.Abs(cfg.LogDir)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", KeyLogDirs, err)
+	}
+	if err := mkdirAll(dataDir); err != nil {
+		return nil, fmt.Errorf("%s %s: %w", KeyLogDirs, dataDir, err)
+	}
+	meta, created, err := loadOrCreateMeta(dataDir, cfg.NodeID)
+	if err != nil {
+		return nil, err
+	}
+	log = log.With("node_id", cfg.NodeID)
+	if created {
+		log.Info("formatted data directory", "dir", dataDir, "cluster_id", meta.ClusterID)
+	} else {
+		log.Info("loaded data directory", "dir", dataDir, "cluster_id", meta.ClusterID)
+	}
+
+	advHost, advPort, err := advertisedHostPort(cfg)
+	if err != nil {
+		return nil, err
+	}
+
+	loop := NewLoop()
+	e, err := NewEnv(loop, EnvConfig{
+		DataDir:       dataDir,
+		BucketDir:     filepath.Join(dataDir, ObjectsDirName),
+		MaxFrameBytes: cfg.SocketRequestMaxBytes,
+		Logger:        log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	go loop.Run()
+
+	n := &Node{cfg: cfg, meta: meta, log: log, loop: loop, env: e}
+	var startErr error
+	err = loop.Call(func() {
+		n.broker, startErr = broker.New(e, broker.Config{
+			NodeID:         cfg.NodeID,
+			ClusterID:      meta.ClusterID,
+			ListenAddr:     cfg.Listener,
+			AdvertisedHost: advHost,
+			AdvertisedPort: advPort,
+			MaxConnections: cfg.MaxConnections,
+		})
+		if startErr == nil {
+			n.addr = n.broker.Addr()
+			n.advertised = net.JoinHostPort(advHost, strconv.Itoa(int(n.broker.AdvertisedPort())))
+		}
+	})
+	if err = errors.Join(err, startErr); err != nil {
+		loop.Stop()
+		<-loop.Done()
+		_ = e.Close()
+		return nil, fmt.Errorf("start broker: %w", err)
+	}
+	log.Info("node started", "listener", n.addr, "advertised", n.advertised, "cluster_id", meta.ClusterID)
+	return n, nil
+}
+
+// advertisedHostPort resolves the address given to clients: the advertised
+// listener, or the listener; an empty host is this machine's hostname, as
+// in Kafka. Port 0 is returned as 0 and means "the bound port".
+func advertisedHostPort(cfg Config) (string, int32, error) {
+	host, portStr, err := net.SplitHostPort(cfg.advertised())
+	if err != nil {
+		return "", 0, fmt.Errorf("%w: %s: %w", ErrInvalidConfig, KeyAdvertisedListeners, err)
+	}
+	port, err := strconv.ParseUint(portStr, 10, 16)
+	if err != nil {
+		return "", 0, invalid(KeyAdvertisedListeners, cfg.advertised(), "bad port")
+	}
+	if host == "" {
+		if host, err = os.Hostname(); err != nil {
+			return "", 0, fmt.Errorf("advertised host: %w", err)
+		}
+	}
+	return host, int32(port), nil
+}
+
+// Addr is the address the listener bound (with the real port when
+// configured with port 0).
+func (n *Node) Addr() string { return n.addr }
+
+// AdvertisedAddr is the address clients are told to use.
+func (n *Node) AdvertisedAddr() string { return n.advertised }
+
+// ClusterID is the cluster id from meta.properties.
+func (n *Node) ClusterID() string { return n.meta.ClusterID }
+
+// NodeID is this node's id.
+func (n *Node) NodeID() int32 { return n.cfg.NodeID }
+
+// Shutdown stops the node cleanly: the broker stops accepting and closes
+// its connections on the loop, the loop stops (dropping pending callbacks,
+// as a stopped incarnation must), then sockets are closed and in-flight
+// fsyncs and object-store calls are waited for. ctx bounds the wait. It is
+// safe to call more than once; later calls return the first result.
+func (n *Node) Shutdown(ctx context.Context) error {
+	n.shutdownOnce.Do(func() {
+		n.log.Info("node shutting down")
+		n.shutdownErr = n.shutdown(ctx)
+		if n.shutdownErr != nil {
+			n.log.Error("node shutdown incomplete", "err", n.shutdownErr)
+			return
+		}
+		n.log.Info("node stopped")
+	})
+	return n.shutdownErr
+}
+
+func (n *Node) shutdown(ctx context.Context) error {
+	closed := make(chan error, 1)
+	go func() { closed <- n.loop.Call(n.broker.Close) }()
+	select {
+	case err := <-closed:
+		if err != nil && !errors.Is(err, ErrLoopStopped) {
+			return err
+		}
+	case <-ctx.Done():
+		// The loop is stuck in a callback; stop it anyway.
+	}
+	n.loop.Stop()
+	select {
+	case <-n.loop.Done():
+	case <-ctx.Done():
+		return fmt.Errorf("waiting for the loop to stop: %w", ctx.Err())
+	}
+	envClosed := make(chan error, 1)
+	go func() { envClosed <- n.env.Close() }()
+	select {
+	case err := <-envClosed:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("waiting for sockets, syncs and object-store calls: %w", ctx.Err())
+	}
+}
+
+// Run starts a node, serves until ctx is done, then shuts it down within
+// DefaultShutdownTimeout.
+func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
+	n, err := Start(cfg, log)
+	if err != nil {
+		return err
+	}
+	<-ctx.Done()
+	sctx, cancel := context.WithTimeout(context.Background(), DefaultShutdownTimeout)
+	defer cancel()
+	return n.Shutdown(sctx)
+}
