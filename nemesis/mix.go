@@ -12,16 +12,16 @@ type Kind string
 
 // The fault primitives.
 const (
-	Kill        Kind = "kill"         // crash a node; it restarts after a downtime
-	Pause       Kind = "pause"        // freeze a node (GC pause, SIGSTOP)
-	Partition   Kind = "partition"    // split the nodes into two groups
-	OneWay      Kind = "one-way"      // block traffic in one direction of a link
-	Clog        Kind = "clog"         // delay all traffic of a node
-	Reset       Kind = "reset"        // reset every connection of a node
-	DiskFaults  Kind = "disk"         // fsync failures, bit flips, full disk, slow syncs
-	BucketFault Kind = "bucket"       // object store errors, ambiguous failures, latency
-	ClockJump   Kind = "clock-jump"   // step a node's wall clock
-	ClockSkew   Kind = "clock-skew"   // make a node's clocks run fast or slow
+	Kill        Kind = "kill"       // crash a node; it restarts after a downtime
+	Pause       Kind = "pause"      // freeze a node (GC pause, SIGSTOP)
+	Partition   Kind = "partition"  // split the nodes into two groups
+	OneWay      Kind = "one-way"    // block traffic in one direction of a link
+	Clog        Kind = "clog"       // delay all traffic of a node
+	Reset       Kind = "reset"      // reset every connection of a node
+	DiskFaults  Kind = "disk"       // fsync failures, bit flips, full disk, slow syncs
+	BucketFault Kind = "bucket"     // object store errors, ambiguous failures, latency
+	ClockJump   Kind = "clock-jump" // step a node's wall clock
+	ClockSkew   Kind = "clock-skew" // make a node's clocks run fast or slow
 )
 
 // AllKinds lists every primitive in a fixed order (the order draws use).

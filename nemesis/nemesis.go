@@ -66,7 +66,7 @@ func (n *Nemesis) scheduleNext() {
 // duration draws how long a temporary fault lasts, never past the end of
 // the fault phase (HealAll ends everything then anyway).
 func (n *Nemesis) duration() time.Duration {
-	d := time.Duration(1+n.r.Int64N(int64(n.mix.MaxDuration)))
+	d := time.Duration(1 + n.r.Int64N(int64(n.mix.MaxDuration)))
 	if rest := n.until - n.s.Now(); d > rest {
 		d = rest
 	}
