@@ -1,0 +1,103 @@
+package nemesis
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/strata-log/strata/core/env"
+	"github.com/strata-log/strata/sim"
+)
+
+func TestDrawMixIsSeededAndVaried(t *testing.T) {
+	draw := func(seed uint64) Mix { return DrawMix(sim.New(sim.Config{Seed: seed}).Rand("mix"), 5) }
+	require.Equal(t, draw(1), draw(1))
+	kinds := map[string]bool{}
+	counts := map[Kind]int{}
+	for seed := uint64(1); seed <= 200; seed++ {
+		m := draw(seed)
+		require.NotEmpty(t, m.Kinds, "seed %d enabled nothing", seed)
+		require.Equal(t, 2, m.MaxDown, "a minority of 5")
+		require.Greater(t, m.Severity, 0.0)
+		kinds[fmt.Sprint(m.Kinds)] = true
+		for _, k := range m.Kinds {
+			counts[k]++
+		}
+	}
+	require.Greater(t, len(kinds), 100, "swarm mixes should rarely repeat")
+	for _, k := range AllKinds {
+		require.Greater(t, counts[k], 50, "kind %s is enabled about half the time", k)
+		require.Less(t, counts[k], 150, "kind %s is enabled about half the time", k)
+	}
+}
+
+// cluster starts n idle processes that keep a listener open.
+func cluster(seed uint64, n int) (*sim.Sim, []*sim.Process) {
+	s := sim.New(sim.Config{Seed: seed})
+	var procs []*sim.Process
+	for i := 0; i < n; i++ {
+		name := fmt.Sprintf("n%d", i+1)
+		p := s.AddProcess(name, func(e env.Env) {
+			_, _ = e.Net().Listen(name+":1", func(c env.Conn) {
+				c.OnFrame(func([]byte) {})
+				c.OnClose(func(error) {})
+			})
+		})
+		p.Start()
+		procs = append(procs, p)
+	}
+	return s, procs
+}
+
+func TestScheduleInjectsWithinBoundsAndHealsEverything(t *testing.T) {
+	for seed := uint64(1); seed <= 30; seed++ {
+		s, procs := cluster(seed, 5)
+		mix := Mix{Kinds: AllKinds, MeanInterval: 20 * time.Millisecond, MaxDuration: time.Second, MaxDown: 2, Severity: 1}
+		n := Start(s, procs, mix, 5*time.Second)
+		// Check the kill bound at every millisecond of the fault phase.
+		for s.Now() < 5*time.Second {
+			require.NoError(t, s.RunFor(time.Millisecond))
+			down := 0
+			for _, p := range procs {
+				if !p.Up() {
+					down++
+				}
+			}
+			require.LessOrEqual(t, down, 2, "seed %d: more than MaxDown nodes down at %v", seed, s.Now())
+		}
+		require.NoError(t, s.RunFor(time.Millisecond))
+		require.Positive(t, n.Injected())
+		for _, p := range procs {
+			require.True(t, p.Up(), "seed %d: %s still down after the heal", seed, p.Name())
+			require.Equal(t, sim.DiskFaults{}, p.Disk().Faults())
+		}
+		require.Equal(t, sim.BucketFaults{}, s.Bucket().Faults())
+		// After the heal, every node can reach every other.
+		ok := 0
+		for _, p := range procs {
+			for _, q := range procs {
+				if p != q {
+					p.Env().Net().Dial(q.Name()+":1", func(c env.Conn, err error) {
+						if err == nil {
+							ok++
+							c.OnFrame(func([]byte) {})
+							c.OnClose(func(error) {})
+						}
+					})
+				}
+			}
+		}
+		require.NoError(t, s.RunFor(time.Second))
+		require.Equal(t, 20, ok, "seed %d: some dials failed after the heal", seed)
+	}
+}
+
+func TestNoneInjectsNothing(t *testing.T) {
+	s, procs := cluster(1, 3)
+	n := Start(s, procs, None(), 2*time.Second)
+	require.NoError(t, s.RunFor(3*time.Second))
+	require.Zero(t, n.Injected())
+	require.Empty(t, s.Faults())
+}
