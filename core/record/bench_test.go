@@ -1,0 +1,153 @@
+package record
+
+import (
+	"fmt"
+	"hash/crc32"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Each benchmark runs beside a named baseline in the same process, so the
+// ratio is read off one run:
+//
+//	go test -run='^$' -bench=. -benchmem ./core/record
+
+// benchBatch builds a batch of about size bytes from records with 1 KiB
+// values of text-like bytes (compressible about 3x, as JSON payloads are).
+func benchBatch(b *testing.B, size int, opts ...BuilderOption) []byte {
+	rng := rand.New(rand.NewPCG(7, 7))
+	words := []string{"strata", "offset", "batch", "leader", "epoch", "replica", "segment", "\"id\":", "{", "}", "12345", "true"}
+	builder := NewBuilder(opts...)
+	for builder.UncompressedSize() < size-1200 {
+		value := make([]byte, 0, 1024)
+		for len(value) < 1000 {
+			value = append(value, words[rng.IntN(len(words))]...)
+			value = append(value, ' ')
+		}
+		builder.Append(1_700_000_000_000+int64(builder.Count()), []byte(fmt.Sprintf("key-%d", builder.Count())), value)
+	}
+	raw, err := builder.AppendTo(nil)
+	require.NoError(b, err)
+	return raw
+}
+
+var benchSizes = []struct {
+	name string
+	size int
+}{{"64KiB", 64 << 10}, {"1MiB", 1 << 20}}
+
+func BenchmarkValidateStored(b *testing.B) {
+	for _, s := range benchSizes {
+		raw := benchBatch(b, s.size)
+		b.Run(s.name, func(b *testing.B) {
+			b.SetBytes(int64(len(raw)))
+			for b.Loop() {
+				batch, err := ReadBatch(raw, MaxBatchSize)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := batch.ValidateStored(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(s.name+"/baseline-crc32c", func(b *testing.B) {
+			b.SetBytes(int64(len(raw)))
+			for b.Loop() {
+				_ = crc32.Checksum(raw[offAttributes:], castagnoli)
+			}
+		})
+	}
+}
+
+func BenchmarkValidateForAppend(b *testing.B) {
+	raw := benchBatch(b, 1<<20, WithProducer(1, 0, 0))
+	b.SetBytes(int64(len(raw)))
+	for b.Loop() {
+		batch, err := ReadProduceBatch(raw, MaxBatchSize)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := batch.ValidateForAppend(OriginClient); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkAssignOffsets(b *testing.B) {
+	raw := benchBatch(b, 1<<20)
+	batch, err := ReadBatch(raw, MaxBatchSize)
+	require.NoError(b, err)
+	next := int64(0)
+	for b.Loop() {
+		next = batch.AssignOffsets(next, 3)
+	}
+}
+
+func BenchmarkSetMaxTimestamp(b *testing.B) {
+	raw := benchBatch(b, 1<<20)
+	batch, err := ReadBatch(raw, MaxBatchSize)
+	require.NoError(b, err)
+	b.Run("1MiB/patch", func(b *testing.B) {
+		ts := int64(0)
+		for b.Loop() {
+			ts++
+			batch.SetMaxTimestamp(LogAppendTime, ts)
+		}
+	})
+	b.Run("1MiB/baseline-recompute", func(b *testing.B) {
+		for b.Loop() {
+			writeCRC(raw, crcOf(raw))
+		}
+	})
+}
+
+func BenchmarkIterateRecords(b *testing.B) {
+	for _, c := range []Codec{CodecNone, CodecZstd, CodecLZ4, CodecSnappy, CodecGzip} {
+		raw := benchBatch(b, 1<<20, WithCompression(c))
+		batch, err := ReadBatch(raw, MaxBatchSize)
+		require.NoError(b, err)
+		reader := NewRecordReader(NewDecompressor(DefaultMaxDecompressedBytes))
+		uncompressed := 0
+		require.NoError(b, reader.Reset(batch))
+		for reader.Next() {
+			uncompressed += len(reader.Record().Value)
+		}
+		require.NoError(b, reader.Err())
+		b.Run(c.String(), func(b *testing.B) {
+			b.SetBytes(int64(uncompressed))
+			for b.Loop() {
+				if err := reader.Reset(batch); err != nil {
+					b.Fatal(err)
+				}
+				for reader.Next() {
+				}
+				if err := reader.Err(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			// After the loop: the timer reset at its start drops metrics.
+			b.ReportMetric(float64(len(raw))/float64(uncompressed), "compressed/raw")
+		})
+		if c != CodecNone {
+			continue
+		}
+		b.Run("none/baseline-kmsg", func(b *testing.B) {
+			b.SetBytes(int64(uncompressed))
+			var kr kmsg.Record
+			for b.Loop() {
+				data := batch.RecordBytes()
+				for len(data) > 0 {
+					length, n := readVarint(data)
+					if err := kr.ReadFrom(data[:n+int(length)]); err != nil {
+						b.Fatal(err)
+					}
+					data = data[n+int(length):]
+				}
+			}
+		})
+	}
+}
