@@ -1,0 +1,21 @@
+package meta
+
+import (
+	"bytes"
+	"encoding/base64"
+)
+
+// UUID is a 128-bit identifier as Kafka uses them for topics and broker
+// incarnations. The zero UUID means "none" and is never a valid topic id.
+type UUID [16]byte
+
+// String formats the UUID the way Kafka does: URL-safe base64 without
+// padding (22 characters).
+func (u UUID) String() string { return base64.RawURLEncoding.EncodeToString(u[:]) }
+
+// IsZero reports whether u is the zero UUID.
+func (u UUID) IsZero() bool { return u == UUID{} }
+
+// compareUUID orders UUIDs bytewise; it is the key order of the image's
+// topic-by-id tree.
+func compareUUID(a, b UUID) int { return bytes.Compare(a[:], b[:]) }
