@@ -1,0 +1,82 @@
+// Package quorum is Strata's Raft: the consensus core of the KRaft-style
+// metadata quorum (KIP-595), with snapshots (KIP-630), pre-vote (KIP-996)
+// and check-quorum. Controllers are voters; brokers are observers that
+// replicate the log but never vote and never count toward a majority. The
+// voter set is static (controller.quorum.voters).
+//
+// # What it owns
+//
+// A Raft is one node's view of the quorum as a pure state machine, in the
+// style of etcd's raft. It takes inputs — Tick (monotonic time), Step (a
+// received request or response), Propose, Campaign, Resign, SnapshotTaken
+// and the storage completions StatePersisted and LogSynced — and returns
+// everything else as effects that the driver drains with Ready: the quorum
+// state to persist, a log sync to issue, messages to send, a snapshot to
+// load, committed entries to apply, a hint that a snapshot is due, and the
+// role and leader when they change. NextDeadline tells the driver when to
+// Tick next; the driver Ticks before every other input too, because inputs
+// happen at the Raft's clock.
+//
+// The protocol is KRaft's pull model: a leader never pushes entries.
+// Followers and observers Fetch from the leader (fetch offset, last fetched
+// epoch); the leader answers with entries, or with a diverging epoch and end
+// offset when the follower's log has diverged, or with a snapshot id when
+// the follower is behind the log start, in which case the follower pulls the
+// snapshot in chunks with FetchSnapshot and then fetches the tail. A fetch
+// with nothing new is parked at the leader for up to FetchMaxWait. The
+// fetch offset doubles as the follower's acknowledgement, so the leader
+// advances the high watermark when a majority of voters has fetched past an
+// entry of its own epoch (its leader-change entry, appended when it wins).
+// Elections use Vote — a pre-vote round that changes nobody's state, then
+// the real vote in a new epoch. BeginQuorumEpoch announces a new leader;
+// EndQuorumEpoch asks the voters to elect a successor at once when a leader
+// resigns, the most up-to-date first. A leader that has not heard from a
+// majority for 1.5 fetch timeouts resigns (check-quorum), and a voter that
+// heard from its leader within the fetch timeout refuses pre-votes, so a
+// node returning from a partition cannot disrupt a healthy quorum.
+//
+// The log is read and written through the Log interface: synchronous
+// writes, durability through Ready.SyncLog. MemoryLog implements it for
+// tests and the simulator; the driver backs it with core/log. The log keeps
+// one snapshot interval of entries behind the latest snapshot (it is
+// trimmed to the previous one), so a replica slightly behind catches up
+// from the log rather than chasing a snapshot that keeps being replaced.
+//
+// Messages are plain Go structs (messages.go); wire.go translates them to
+// and from the kmsg requests and responses of Kafka's Vote,
+// BeginQuorumEpoch, EndQuorumEpoch, Fetch, FetchSnapshot and DescribeQuorum,
+// which the driver sends as Kafka frames; wire_entries.go encodes entries as
+// RecordBatch v2 with LEADER_CHANGE control records.
+//
+// # What it never does
+//
+//   - It never performs I/O, reads a clock, starts a goroutine or draws
+//     randomness from anywhere but the *rand.Rand it was given; the same
+//     inputs give the same outputs, so simulator traces are reproducible.
+//   - It never sends a message that depends on quorum state the driver has
+//     not made durable: the persist barrier. Every message produced while a
+//     quorum-state write is outstanding (a vote, a candidacy, the
+//     acknowledgement of a new leader) waits until StatePersisted covers it.
+//   - It never acknowledges log entries that are not durable: a follower's
+//     next Fetch (whose offset is its acknowledgement) waits for LogSynced,
+//     and the leader counts its own log only up to what was synced.
+//   - It never trusts the network: a malformed or stale message is an error
+//     or is ignored. Only its own broken invariants panic, through
+//     core/assert.
+//
+// # Invariants
+//
+//   - The epoch never decreases, and a node votes at most once per epoch.
+//   - At most one leader per epoch: a node that knows the leader of its
+//     epoch never accepts another for it, and a leader that restarts comes
+//     back resigned, never leading its old epoch again.
+//   - A candidate counts its own vote only once its candidacy is durable.
+//   - A leader's log only grows: a leader never truncates.
+//   - The high watermark never decreases and never passes the log end; on
+//     the leader it passes an offset only once a majority of voters durably
+//     holds it and it includes an entry of the current epoch.
+//   - Committed entries are never truncated: a follower truncates only at
+//     or above its high watermark.
+//   - Entries are handed out for applying in offset order, each once per
+//     incarnation, only once committed and durable locally.
+package quorum

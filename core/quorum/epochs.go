@@ -1,0 +1,100 @@
+package quorum
+
+// This file holds the transitions between epochs and leaders that are not
+// elections: becoming unattached or a follower, learning a newer epoch from
+// any peer, and a new leader announcing itself (BeginQuorumEpoch).
+
+import "github.com/strata-log/strata/core/assert"
+
+// enterUnattached takes the unattached role in the current epoch: a voter
+// waits a random election timeout, an observer looks for the leader by
+// fetching from the voters in turn.
+func (r *Raft) enterUnattached() {
+	r.setRole(RoleUnattached)
+	r.heardFromLeader = false
+	if r.voter {
+		r.electionDeadline = r.now + r.randomElectionTimeout()
+		return
+	}
+	r.fetcher = &fetcherState{discovering: true}
+	r.discoveryNextVoter = r.rng.IntN(len(r.cfg.Voters))
+	r.maybeSendFetch()
+}
+
+// becomeUnattached moves to a newer epoch whose leader is not known.
+func (r *Raft) becomeUnattached(epoch int32) {
+	assert.That(epoch > r.state.Epoch, "quorum: unattached at epoch %d from %d", epoch, r.state.Epoch)
+	r.setState(QuorumState{Epoch: epoch, VotedFor: NoNode, LeaderID: NoNode})
+	r.leaderGone = false
+	r.enterUnattached()
+}
+
+// becomeFollower follows leader in epoch (at least the current one).
+func (r *Raft) becomeFollower(epoch int32, leader NodeID) {
+	assert.That(leader != r.id && leader != NoNode, "quorum: node %s following %s", r.id, leader)
+	next := QuorumState{Epoch: epoch, VotedFor: NoNode, LeaderID: leader}
+	if epoch == r.state.Epoch {
+		next.VotedFor = r.state.VotedFor
+	}
+	r.setState(next)
+	r.setRole(RoleFollower)
+	r.heardFromLeader, r.leaderGone = false, false
+	r.electionRetries = 0
+	r.fetcher = &fetcherState{target: leader}
+	r.fetchDeadline = r.now + r.cfg.FetchTimeout
+	r.maybeSendFetch()
+}
+
+// observeEpoch reacts to a peer's newer epoch: follow its leader when named,
+// else become unattached in it. It reports whether the epoch moved.
+func (r *Raft) observeEpoch(epoch int32, leader NodeID) bool {
+	if epoch <= r.state.Epoch {
+		return false
+	}
+	if leader != NoNode && leader != r.id && r.isVoter(leader) {
+		r.becomeFollower(epoch, leader)
+	} else {
+		r.becomeUnattached(epoch)
+	}
+	return true
+}
+
+func (r *Raft) tickUnattached() {
+	if r.voter {
+		if r.now >= r.electionDeadline {
+			r.becomeProspective()
+		}
+		return
+	}
+	r.tickFetcher()
+}
+
+func (r *Raft) handleBeginQuorumEpoch(from NodeID, req BeginQuorumEpochRequest) {
+	respond := func(code ErrorCode) {
+		r.send(from, BeginQuorumEpochResponse{Error: code, Epoch: r.state.Epoch, LeaderID: r.leaderHint()})
+	}
+	if from != req.LeaderID || !r.isVoter(req.LeaderID) {
+		respond(ErrInconsistentVoterSet)
+		return
+	}
+	if req.Epoch < r.state.Epoch {
+		respond(ErrFencedLeaderEpoch)
+		return
+	}
+	if req.Epoch > r.state.Epoch || r.role != RoleFollower || r.state.LeaderID != req.LeaderID {
+		r.becomeFollower(req.Epoch, req.LeaderID)
+	}
+	r.markLeaderContact()
+	respond(ErrNone)
+}
+
+func (r *Raft) handleBeginQuorumEpochResponse(from NodeID, resp BeginQuorumEpochResponse) {
+	if r.observeEpoch(resp.Epoch, resp.LeaderID) {
+		return
+	}
+	if r.role == RoleLeader && resp.Error == ErrNone && resp.Epoch == r.state.Epoch {
+		if p := r.leader.replicas[from]; p != nil {
+			p.acked = true
+		}
+	}
+}
