@@ -1,0 +1,358 @@
+package controller
+
+import (
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/core/meta"
+)
+
+func TestRegistrationValidation(t *testing.T) {
+	listener := func(name string, proto int16) kmsg.BrokerRegistrationRequestListener {
+		l := kmsg.NewBrokerRegistrationRequestListener()
+		l.Name, l.Host, l.Port, l.SecurityProtocol = name, "h", 1, proto
+		return l
+	}
+	feature := func(name string, lo, hi int16) kmsg.BrokerRegistrationRequestFeature {
+		f := kmsg.NewBrokerRegistrationRequestFeature()
+		f.Name, f.MinSupportedVersion, f.MaxSupportedVersion = name, lo, hi
+		return f
+	}
+	cases := []struct {
+		name string
+		cfg  Config
+		edit func(r *kmsg.BrokerRegistrationRequest)
+		want *kerr.Error
+	}{
+		{name: "ok", edit: func(*kmsg.BrokerRegistrationRequest) {}},
+		{name: "rack and features", edit: func(r *kmsg.BrokerRegistrationRequest) {
+			rack := "r1"
+			r.Rack = &rack
+			r.Features = append(r.Features, feature("metadata.version", 1, 20))
+		}},
+		{name: "negative id", edit: func(r *kmsg.BrokerRegistrationRequest) { r.BrokerID = -1 }, want: kerr.InvalidRequest},
+		{name: "zero incarnation", edit: func(r *kmsg.BrokerRegistrationRequest) { r.IncarnationID = [16]byte{} }, want: kerr.InvalidRequest},
+		{name: "unnamed listener", edit: func(r *kmsg.BrokerRegistrationRequest) {
+			r.Listeners = append(r.Listeners, listener("", 0))
+		}, want: kerr.InvalidRequest},
+		{name: "duplicate listener", edit: func(r *kmsg.BrokerRegistrationRequest) {
+			r.Listeners = append(r.Listeners, listener("PLAINTEXT", 0))
+		}, want: kerr.InvalidRequest},
+		{name: "bad protocol", edit: func(r *kmsg.BrokerRegistrationRequest) {
+			r.Listeners = append(r.Listeners, listener("X", 9))
+		}, want: kerr.InvalidRequest},
+		{name: "too many listeners", edit: func(r *kmsg.BrokerRegistrationRequest) {
+			for i := range maxListenersPerBroker {
+				r.Listeners = append(r.Listeners, listener(string(rune('A'+i%26))+string(rune('a'+i/26)), 0))
+			}
+		}, want: kerr.InvalidRequest},
+		{name: "bad feature range", edit: func(r *kmsg.BrokerRegistrationRequest) {
+			r.Features = append(r.Features, feature("f", 3, 1))
+		}, want: kerr.InvalidRequest},
+		{name: "duplicate feature", edit: func(r *kmsg.BrokerRegistrationRequest) {
+			r.Features = append(r.Features, feature("f", 1, 1), feature("f", 1, 2))
+		}, want: kerr.InvalidRequest},
+		{name: "cluster id", cfg: Config{ClusterID: "c1"}, edit: func(r *kmsg.BrokerRegistrationRequest) { r.ClusterID = "c2" },
+			want: kerr.InconsistentClusterID},
+		{name: "cluster id match", cfg: Config{ClusterID: "c1"}, edit: func(r *kmsg.BrokerRegistrationRequest) { r.ClusterID = "c1" }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, tc.cfg, 1)
+			req := registration(1, "a")
+			tc.edit(req)
+			resp := h.do(req).(*kmsg.BrokerRegistrationResponse)
+			require.Equal(t, codeOf(tc.want), resp.ErrorCode, errName(resp.ErrorCode))
+			if tc.want != nil {
+				require.Equal(t, int64(-1), resp.BrokerEpoch)
+				require.Zero(t, h.c.CommittedImage().NumBrokers())
+				return
+			}
+			b, ok := h.c.CommittedImage().Broker(req.BrokerID)
+			require.True(t, ok)
+			require.Equal(t, b.Epoch, resp.BrokerEpoch)
+			require.True(t, b.Fenced)
+		})
+	}
+}
+
+func TestRegistrationFinalizedFeatures(t *testing.T) {
+	// An image with metadata.version finalized at 7.
+	d := meta.Empty().NewDelta()
+	require.NoError(t, d.Replay(&meta.FeatureLevelRecord{Name: "metadata.version", Level: 7}))
+	img := d.Apply(meta.Position{Offset: 0, Epoch: 1})
+	h := newHarness(t, Config{}, 1)
+	h.c.Resign()
+	h.c.BecomeLeader(h.now, 5, img, 1)
+	h.epoch, h.log, h.committed = 5, []logEntry{{epoch: 1}}, 0
+
+	req := registration(1, "a")
+	resp := h.do(req).(*kmsg.BrokerRegistrationResponse)
+	require.Equal(t, kerr.UnsupportedVersion.Code, resp.ErrorCode, "a broker not listing the feature supports level 0 only")
+
+	f := kmsg.NewBrokerRegistrationRequestFeature()
+	f.Name, f.MinSupportedVersion, f.MaxSupportedVersion = "metadata.version", 1, 6
+	req.Features = []kmsg.BrokerRegistrationRequestFeature{f}
+	resp = h.do(req).(*kmsg.BrokerRegistrationResponse)
+	require.Equal(t, kerr.UnsupportedVersion.Code, resp.ErrorCode)
+
+	req.Features[0].MaxSupportedVersion = 7
+	resp = h.do(req).(*kmsg.BrokerRegistrationResponse)
+	require.Equal(t, int16(0), resp.ErrorCode)
+}
+
+func TestReRegistration(t *testing.T) {
+	cases := []struct {
+		name    string
+		setup   func(h *harness)
+		inc     string
+		edit    func(r *kmsg.BrokerRegistrationRequest)
+		want    *kerr.Error
+		records int
+		sameEp  bool
+	}{
+		{name: "retry same incarnation", inc: "a", sameEp: true},
+		{name: "same incarnation changed listeners", inc: "a", edit: func(r *kmsg.BrokerRegistrationRequest) {
+			r.Listeners[0].Port = 9999
+		}, records: 1 + 1},
+		{name: "new incarnation live session", inc: "b", want: kerr.DuplicateBrokerRegistration},
+		{name: "new incarnation after expiry", setup: func(h *harness) {
+			h.tick(5 * time.Second)
+			h.do(heartbeatReq(2, h.epochs[2], h.committed, false, false))
+			h.tick(5 * time.Second)
+		}, inc: "b", records: 1},
+		{name: "new incarnation while fenced", setup: func(h *harness) {
+			h.do(heartbeatReq(1, h.epochs[1], h.committed, true, false))
+		}, inc: "b", records: 1},
+		{name: "new incarnation just before expiry", setup: func(h *harness) {
+			h.now += 9 * time.Second // not ticked: the session is still valid at exactly the timeout
+		}, inc: "b", want: kerr.DuplicateBrokerRegistration},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newCluster(t, Config{}, 2)
+			h.mustCreate(topicSpec{name: "t", assignment: [][]int32{{1, 2}}, partitions: -1, rf: -1})
+			if tc.setup != nil {
+				tc.setup(h)
+			}
+			h.takeProposals()
+			req := registration(1, tc.inc)
+			if tc.edit != nil {
+				tc.edit(req)
+			}
+			before, _ := h.c.CommittedImage().Broker(1)
+			resp := h.do(req).(*kmsg.BrokerRegistrationResponse)
+			require.Equal(t, codeOf(tc.want), resp.ErrorCode, errName(resp.ErrorCode))
+			n := 0
+			for _, p := range h.takeProposals() {
+				n += len(p.Records)
+			}
+			require.Equal(t, tc.records, n)
+			after, _ := h.c.CommittedImage().Broker(1)
+			if tc.sameEp || tc.want != nil {
+				require.Equal(t, before.Epoch, after.Epoch)
+				if tc.want == nil {
+					require.Equal(t, before.Epoch, resp.BrokerEpoch)
+				}
+				return
+			}
+			require.Greater(t, after.Epoch, before.Epoch)
+			require.Equal(t, after.Epoch, resp.BrokerEpoch)
+			require.True(t, after.Fenced)
+			// The replaced registration's leaderships moved away.
+			p := h.partition("t", 0)
+			require.Equal(t, int32(2), p.Leader)
+			require.Equal(t, []int32{2}, p.ISR)
+		})
+	}
+}
+
+func TestHeartbeatTransitions(t *testing.T) {
+	type hb struct {
+		fence, shutdown bool
+		behind          bool
+	}
+	cases := []struct {
+		name     string
+		leads    bool
+		start    string // "fenced" or "unfenced"
+		hb       hb
+		fenced   bool
+		shutdown bool
+		state    brokerState
+	}{
+		{name: "fenced caught up", start: "fenced", state: stateUnfenced},
+		{name: "fenced behind", start: "fenced", hb: hb{behind: true}, fenced: true, state: stateFenced},
+		{name: "fenced wants fence", start: "fenced", hb: hb{fence: true}, fenced: true, state: stateFenced},
+		{name: "fenced wants shutdown", start: "fenced", hb: hb{shutdown: true}, fenced: true, shutdown: true, state: stateFenced},
+		{name: "unfenced stays", start: "unfenced", state: stateUnfenced},
+		{name: "unfenced wants fence", start: "unfenced", hb: hb{fence: true}, fenced: true, state: stateFenced},
+		{name: "unfenced wants fence and shutdown", start: "unfenced", hb: hb{fence: true, shutdown: true}, fenced: true, shutdown: true, state: stateFenced},
+		{name: "unfenced leader wants shutdown", start: "unfenced", leads: true, hb: hb{shutdown: true}, state: stateControlledShutdown},
+		{name: "unfenced idle wants shutdown", start: "unfenced", hb: hb{shutdown: true}, fenced: true, shutdown: true, state: stateFenced},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, Config{}, 1)
+			for _, id := range []int32{1, 2} {
+				h.epochs[id] = h.do(registration(id, "a")).(*kmsg.BrokerRegistrationResponse).BrokerEpoch
+			}
+			h.do(heartbeatReq(2, h.epochs[2], h.committed, false, false))
+			if tc.start == "unfenced" {
+				h.do(heartbeatReq(1, h.epochs[1], h.committed, false, false))
+			}
+			if tc.leads {
+				h.mustCreate(topicSpec{name: "t", assignment: [][]int32{{1, 2}}, partitions: -1, rf: -1})
+			}
+			offset := h.committed
+			if tc.hb.behind {
+				offset = h.epochs[1] - 1
+			}
+			resp := h.do(heartbeatReq(1, h.epochs[1], offset, tc.hb.fence, tc.hb.shutdown)).(*kmsg.BrokerHeartbeatResponse)
+			require.Equal(t, int16(0), resp.ErrorCode)
+			require.Equal(t, tc.fenced, resp.IsFenced)
+			require.Equal(t, tc.shutdown, resp.ShouldShutdown)
+			require.Equal(t, !tc.hb.behind, resp.IsCaughtUp)
+			b, _ := h.c.CommittedImage().Broker(1)
+			require.Equal(t, tc.state, currentState(&b))
+			if tc.leads {
+				p := h.partition("t", 0)
+				require.Equal(t, int32(2), p.Leader)
+				require.Equal(t, []int32{2}, p.ISR)
+			}
+		})
+	}
+}
+
+func TestSessionExpiry(t *testing.T) {
+	h := newCluster(t, Config{SessionTimeout: 2 * time.Second}, 3)
+	h.mustCreate(topicSpec{name: "t", assignment: [][]int32{{1, 2, 3}, {2, 3, 1}}, partitions: -1, rf: -1})
+	for range 5 {
+		h.tick(time.Second)
+		h.handle(heartbeatReq(2, h.epochs[2], h.committed, false, false))
+		h.handle(heartbeatReq(3, h.epochs[3], h.committed, false, false))
+		h.commitAll()
+	}
+	img := h.c.CommittedImage()
+	b1, _ := img.Broker(1)
+	require.True(t, b1.Fenced)
+	for _, b := range []int32{2, 3} {
+		br, _ := img.Broker(b)
+		require.False(t, br.Fenced, "broker %d keeps heartbeating", b)
+	}
+	p0, p1 := h.partition("t", 0), h.partition("t", 1)
+	require.Equal(t, int32(2), p0.Leader)
+	require.Equal(t, int32(1), p0.LeaderEpoch)
+	require.Equal(t, []int32{2, 3}, p0.ISR)
+	require.Equal(t, int32(2), p1.Leader)
+	require.Equal(t, int32(0), p1.LeaderEpoch, "partition 1's leader did not change")
+	require.Equal(t, []int32{2, 3}, p1.ISR)
+
+	// Nobody heartbeats: the rest are fenced too; the last ISR member stays.
+	h.tick(3 * time.Second)
+	h.commitAll()
+	p0 = h.partition("t", 0)
+	require.Equal(t, meta.NoLeader, p0.Leader)
+	require.Len(t, p0.ISR, 1)
+}
+
+func TestUncleanElectionOnFence(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		cluster bool
+		topic   string
+		leader  int32
+	}{
+		{name: "off", leader: meta.NoLeader},
+		{name: "cluster config", cluster: true, leader: 2},
+		{name: "topic config", topic: "true", leader: 2},
+		{name: "topic overrides cluster", cluster: true, topic: "false", leader: meta.NoLeader},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newCluster(t, Config{UncleanLeaderElection: tc.cluster}, 2)
+			spec := topicSpec{name: "t", assignment: [][]int32{{1, 2}}, partitions: -1, rf: -1, configs: map[string]string{}}
+			if tc.topic != "" {
+				spec.configs[configUncleanLeaderElection] = tc.topic
+			}
+			h.mustCreate(spec)
+			// Broker 2 falls out of the ISR, then broker 1 is fenced.
+			h.do(alterReq(3, 1, h.epochs[1], "t", h.topicID("t"), 0, 0, 0, 1))
+			h.do(heartbeatReq(1, h.epochs[1], h.committed, true, false))
+			p := h.partition("t", 0)
+			require.Equal(t, tc.leader, p.Leader)
+			if tc.leader == 2 {
+				require.Equal(t, []int32{2}, p.ISR, "unclean election resets the ISR to the new leader")
+			} else {
+				require.Equal(t, []int32{1}, p.ISR)
+			}
+		})
+	}
+}
+
+func TestControlledShutdownWaitsForActiveBrokers(t *testing.T) {
+	h := newCluster(t, Config{}, 3)
+	h.mustCreate(topicSpec{name: "t", assignment: [][]int32{{1, 2, 3}}, partitions: -1, rf: -1})
+	resp := h.do(heartbeatReq(1, h.epochs[1], h.committed, false, true)).(*kmsg.BrokerHeartbeatResponse)
+	require.False(t, resp.ShouldShutdown)
+	require.False(t, resp.IsFenced)
+	shutdownOffset := h.committed
+	// Brokers 2 and 3 last reported older offsets.
+	resp = h.do(heartbeatReq(1, h.epochs[1], h.committed, false, true)).(*kmsg.BrokerHeartbeatResponse)
+	require.False(t, resp.ShouldShutdown)
+	h.do(heartbeatReq(2, h.epochs[2], shutdownOffset, false, false))
+	resp = h.do(heartbeatReq(1, h.epochs[1], h.committed, false, true)).(*kmsg.BrokerHeartbeatResponse)
+	require.False(t, resp.ShouldShutdown, "broker 3 has not caught up")
+	h.do(heartbeatReq(3, h.epochs[3], shutdownOffset, false, false))
+	resp = h.do(heartbeatReq(1, h.epochs[1], h.committed, false, true)).(*kmsg.BrokerHeartbeatResponse)
+	require.True(t, resp.ShouldShutdown)
+	require.True(t, resp.IsFenced)
+	b, _ := h.c.CommittedImage().Broker(1)
+	require.True(t, b.Fenced)
+	require.False(t, b.InControlledShutdown)
+}
+
+func TestNewLeaderStartsFreshSessions(t *testing.T) {
+	h := newCluster(t, Config{SessionTimeout: 2 * time.Second}, 2)
+	h.tick(time.Second)
+	h.resign(false)
+	h.now += 10 * time.Second
+	h.becomeLeader()
+	// Both brokers get a full session from the takeover.
+	h.tick(2 * time.Second)
+	require.Empty(t, h.takeProposalsAfterSetup())
+	h.tick(time.Millisecond)
+	h.commitAll()
+	for b := range h.c.CommittedImage().Brokers() {
+		require.True(t, b.Fenced)
+	}
+}
+
+// takeProposalsAfterSetup returns proposals made since the harness's setup
+// was taken, ignoring registration and unfencing.
+func (h *harness) takeProposalsAfterSetup() []Proposal {
+	var out []Proposal
+	for _, p := range h.takeProposals() {
+		for _, r := range p.Records {
+			if _, ok := r.(*meta.FenceBrokerRecord); ok {
+				out = append(out, p)
+				break
+			}
+		}
+	}
+	return out
+}
+
+func TestUncleanElectionClusterResource(t *testing.T) {
+	d := meta.Empty().NewDelta()
+	v := "true"
+	require.NoError(t, d.Replay(&meta.ConfigRecord{ResourceType: meta.ConfigResourceBroker, Key: configUncleanLeaderElection, Value: &v}))
+	img := d.Apply(meta.Position{Offset: 0, Epoch: 1})
+	c := New(Config{}, rand.New(rand.NewPCG(1, 2)))
+	require.True(t, c.uncleanElection(img, "t"), "the cluster config resource enables it")
+	require.False(t, c.uncleanElection(meta.Empty(), "t"))
+}

@@ -1,0 +1,87 @@
+package controller
+
+import "time"
+
+// Defaults of Config, named after the Kafka settings they mirror.
+const (
+	// DefaultSessionTimeout is broker.session.timeout.ms: a broker that
+	// has not heartbeated for this long is fenced.
+	DefaultSessionTimeout = 9 * time.Second
+	// DefaultNumPartitions is num.partitions: the partition count of a
+	// CreateTopics entry that asks for -1.
+	DefaultNumPartitions int32 = 1
+	// DefaultReplicationFactor is default.replication.factor: the
+	// replication factor of a CreateTopics entry that asks for -1.
+	DefaultReplicationFactor int16 = 1
+	// DefaultMaxRecordsPerBatch bounds the records of one proposal, as
+	// Kafka's MAX_RECORDS_PER_USER_OP bounds one controller operation.
+	DefaultMaxRecordsPerBatch = 10_000
+	// DefaultMaxBatchBytes bounds the encoded record values of one
+	// proposal, in bytes. With DefaultMaxRecordsPerBatch it stays below the
+	// quorum's default proposal bound (8 MiB including a 16-byte overhead
+	// per record).
+	DefaultMaxBatchBytes = 4 << 20
+	// DefaultMaxPendingRecords bounds the records proposed but not yet
+	// committed. Past it the controller refuses new writes with
+	// REQUEST_TIMED_OUT (retriable) until commits catch up, instead of
+	// growing without bound while the quorum cannot commit.
+	DefaultMaxPendingRecords = 100_000
+)
+
+// ProducerIDBlockSize is the number of producer ids AllocateProducerIDs
+// hands out at once (Kafka's ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE).
+const ProducerIDBlockSize = 1000
+
+// Config is the controller's configuration. The zero value of a field
+// selects its default.
+type Config struct {
+	// ClusterID is the cluster's id; a BrokerRegistration naming another
+	// cluster gets INCONSISTENT_CLUSTER_ID. Empty skips the check.
+	ClusterID string
+	// SessionTimeout is broker.session.timeout.ms (DefaultSessionTimeout).
+	SessionTimeout time.Duration
+	// DefaultNumPartitions is num.partitions (DefaultNumPartitions).
+	DefaultNumPartitions int32
+	// DefaultReplicationFactor is default.replication.factor
+	// (DefaultReplicationFactor).
+	DefaultReplicationFactor int16
+	// TopicDeletionDisabled is delete.topic.enable=false: DeleteTopics
+	// answers TOPIC_DELETION_DISABLED.
+	TopicDeletionDisabled bool
+	// UncleanLeaderElection is the cluster-wide
+	// unclean.leader.election.enable, used for topics that do not set it
+	// and when the cluster config resource does not either.
+	UncleanLeaderElection bool
+	// MaxRecordsPerBatch bounds the records of one proposal
+	// (DefaultMaxRecordsPerBatch).
+	MaxRecordsPerBatch int
+	// MaxBatchBytes bounds the encoded bytes of one proposal
+	// (DefaultMaxBatchBytes). Keep it below the quorum's proposal bound.
+	MaxBatchBytes int
+	// MaxPendingRecords bounds the records proposed and not yet committed
+	// (DefaultMaxPendingRecords).
+	MaxPendingRecords int
+}
+
+// withDefaults fills the zero fields of c with their defaults.
+func (c Config) withDefaults() Config {
+	if c.SessionTimeout <= 0 {
+		c.SessionTimeout = DefaultSessionTimeout
+	}
+	if c.DefaultNumPartitions <= 0 {
+		c.DefaultNumPartitions = DefaultNumPartitions
+	}
+	if c.DefaultReplicationFactor <= 0 {
+		c.DefaultReplicationFactor = DefaultReplicationFactor
+	}
+	if c.MaxRecordsPerBatch <= 0 {
+		c.MaxRecordsPerBatch = DefaultMaxRecordsPerBatch
+	}
+	if c.MaxBatchBytes <= 0 {
+		c.MaxBatchBytes = DefaultMaxBatchBytes
+	}
+	if c.MaxPendingRecords <= 0 {
+		c.MaxPendingRecords = DefaultMaxPendingRecords
+	}
+	return c
+}

@@ -1,0 +1,251 @@
+package controller
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/core/meta"
+)
+
+// checkTopicConfig validates one key and value for a topic against the
+// table of topic configs.
+func checkTopicConfig(key string, value *string) (*TopicConfig, *apiError) {
+	tc, ok := LookupTopicConfig(key)
+	if !ok {
+		return nil, errorf(kerr.InvalidConfig, "Unknown topic config name: %s", key)
+	}
+	if value == nil {
+		return nil, errorf(kerr.InvalidRequest, "Null value not supported for topic config: %s", key)
+	}
+	if len(*value) > maxConfigValueBytes {
+		return nil, errorf(kerr.InvalidConfig, "The value of %s has %d bytes (at most %d).", key, len(*value), maxConfigValueBytes)
+	}
+	if err := tc.Validate(*value); err != nil {
+		return nil, errorf(kerr.InvalidConfig, "Invalid value %s for configuration %s: %v", *value, key, err)
+	}
+	return tc, nil
+}
+
+// topicResource is the config resource of a topic.
+func topicResource(name string) meta.ConfigResource {
+	return meta.ConfigResource{Type: meta.ConfigResourceTopic, Name: name}
+}
+
+// configRecord builds a ConfigRecord for a topic key; a nil value deletes.
+// The record does not alias value.
+func configRecord(topic, key string, value *string) *meta.ConfigRecord {
+	if value != nil {
+		v := *value
+		value = &v
+	}
+	return &meta.ConfigRecord{ResourceType: meta.ConfigResourceTopic, ResourceName: topic, Key: key, Value: value}
+}
+
+// describeTopicConfigs lists every topic config with its effective value
+// and source, sorted by name, for a CreateTopics response (version 5+):
+// the topic's own value, else the cluster-wide default from the image,
+// else Kafka's default.
+func describeTopicConfigs(img *meta.Image, set map[string]string) []kmsg.CreateTopicsResponseTopicConfig {
+	out := make([]kmsg.CreateTopicsResponseTopicConfig, len(topicConfigs))
+	for i := range topicConfigs {
+		tc := &topicConfigs[i]
+		rc := kmsg.NewCreateTopicsResponseTopicConfig()
+		rc.Name = tc.Name
+		value, source := tc.Default, kmsg.ConfigSourceDefaultConfig
+		if v, ok := set[tc.Name]; ok {
+			value, source = v, kmsg.ConfigSourceDynamicTopicConfig
+		} else if tc.ServerDefault != "" {
+			if v, ok := img.ConfigValue(meta.ClusterConfigResource, tc.ServerDefault); ok {
+				value, source = v, kmsg.ConfigSourceDynamicDefaultBrokerConfig
+			}
+		}
+		rc.Value, rc.Source = &value, int8(source)
+		out[i] = rc
+	}
+	return out
+}
+
+// configResourceError refuses a resource the controller does not manage
+// or a topic that does not exist.
+func (c *Controller) configResourceError(typ kmsg.ConfigResourceType, name string) *apiError {
+	if typ != kmsg.ConfigResourceTypeTopic {
+		return errorf(kerr.InvalidRequest, "The controller manages topic configs only, not resource type %v.", typ)
+	}
+	if _, ok := c.spec.TopicByName(name); !ok {
+		return errorf(kerr.UnknownTopicOrPartition, "The topic '%s' does not exist.", name)
+	}
+	return nil
+}
+
+// incrementalAlterConfigs handles IncrementalAlterConfigs for topics: SET,
+// DELETE, and APPEND / SUBTRACT on list keys (starting from the default
+// when the key is not set). A resource's changes apply all or nothing; all
+// resources of the request share one batch. Only changes write records.
+func (c *Controller) incrementalAlterConfigs(req *kmsg.IncrementalAlterConfigsRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
+	dup := duplicates(req.Resources, func(r kmsg.IncrementalAlterConfigsRequestResource) configKey {
+		return configKey{r.ResourceType, r.ResourceName}
+	})
+	var b *batch
+	if !req.ValidateOnly {
+		b = c.openBatch()
+	}
+	for _, res := range req.Resources {
+		var e *apiError
+		if dup[configKey{res.ResourceType, res.ResourceName}] {
+			e = errorf(kerr.InvalidRequest, "Duplicate resource.")
+		} else if e = c.configResourceError(res.ResourceType, res.ResourceName); e == nil {
+			var recs []meta.Record
+			recs, e = c.incrementalChanges(res)
+			if e == nil && b != nil && !c.add(b, recs...) {
+				e = errorf(kerr.PolicyViolation, "The changes do not fit in one controller batch.")
+			}
+		}
+		resp.Resources = append(resp.Resources, alterConfigsResult(res.ResourceType, res.ResourceName, e))
+	}
+	if b != nil {
+		c.seal(b)
+	}
+	return resp
+}
+
+// configKey identifies a config resource of a request.
+type configKey struct {
+	typ  kmsg.ConfigResourceType
+	name string
+}
+
+// incrementalChanges validates one topic's incremental changes and
+// returns their records.
+func (c *Controller) incrementalChanges(res kmsg.IncrementalAlterConfigsRequestResource) ([]meta.Record, *apiError) {
+	resource := topicResource(res.ResourceName)
+	seen := map[string]bool{}
+	var recs []meta.Record
+	for _, cfg := range res.Configs {
+		if seen[cfg.Name] {
+			return nil, errorf(kerr.InvalidRequest, "Duplicate config key %s.", cfg.Name)
+		}
+		seen[cfg.Name] = true
+		tc, ok := LookupTopicConfig(cfg.Name)
+		if !ok {
+			return nil, errorf(kerr.InvalidConfig, "Unknown topic config name: %s", cfg.Name)
+		}
+		cur, has := c.spec.ConfigValue(resource, cfg.Name)
+		var next *string
+		switch cfg.Op {
+		case kmsg.IncrementalAlterConfigOpSet:
+			if _, e := checkTopicConfig(cfg.Name, cfg.Value); e != nil {
+				return nil, e
+			}
+			next = cfg.Value
+		case kmsg.IncrementalAlterConfigOpDelete:
+		case kmsg.IncrementalAlterConfigOpAppend, kmsg.IncrementalAlterConfigOpSubtract:
+			if !tc.splittable() {
+				return nil, errorf(kerr.InvalidConfig, "Can't %v to key %s because its type is not LIST.", cfg.Op, cfg.Name)
+			}
+			if cfg.Value == nil {
+				return nil, errorf(kerr.InvalidRequest, "Null value not supported for topic config: %s", cfg.Name)
+			}
+			base := tc.Default
+			if has {
+				base = cur
+			}
+			items := splitList(base)
+			for _, v := range splitList(*cfg.Value) {
+				if cfg.Op == kmsg.IncrementalAlterConfigOpAppend && !slices.Contains(items, v) {
+					items = append(items, v)
+				} else if cfg.Op == kmsg.IncrementalAlterConfigOpSubtract {
+					items = slices.DeleteFunc(items, func(x string) bool { return x == v })
+				}
+			}
+			joined := strings.Join(items, ",")
+			if _, e := checkTopicConfig(cfg.Name, &joined); e != nil {
+				return nil, e
+			}
+			next = &joined
+		default:
+			return nil, errorf(kerr.InvalidRequest, "Unknown config operation %d for %s.", cfg.Op, cfg.Name)
+		}
+		if (next == nil && has) || (next != nil && (!has || *next != cur)) {
+			recs = append(recs, configRecord(res.ResourceName, cfg.Name, next))
+		}
+	}
+	return recs, nil
+}
+
+// alterConfigs handles the legacy AlterConfigs for topics: the request's
+// keys become the topic's whole config, so keys it does not list are
+// deleted.
+func (c *Controller) alterConfigs(req *kmsg.AlterConfigsRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
+	dup := duplicates(req.Resources, func(r kmsg.AlterConfigsRequestResource) configKey {
+		return configKey{r.ResourceType, r.ResourceName}
+	})
+	var b *batch
+	if !req.ValidateOnly {
+		b = c.openBatch()
+	}
+	for _, res := range req.Resources {
+		var e *apiError
+		if dup[configKey{res.ResourceType, res.ResourceName}] {
+			e = errorf(kerr.InvalidRequest, "Duplicate resource.")
+		} else if e = c.configResourceError(res.ResourceType, res.ResourceName); e == nil {
+			var recs []meta.Record
+			recs, e = c.replacementChanges(res)
+			if e == nil && b != nil && !c.add(b, recs...) {
+				e = errorf(kerr.PolicyViolation, "The changes do not fit in one controller batch.")
+			}
+		}
+		rr := alterConfigsResult(res.ResourceType, res.ResourceName, e)
+		resp.Resources = append(resp.Resources, kmsg.AlterConfigsResponseResource{
+			ErrorCode: rr.ErrorCode, ErrorMessage: rr.ErrorMessage, ResourceType: rr.ResourceType, ResourceName: rr.ResourceName,
+		})
+	}
+	if b != nil {
+		c.seal(b)
+	}
+	return resp
+}
+
+// replacementChanges validates one topic's full config and returns the
+// records that turn its current config into it.
+func (c *Controller) replacementChanges(res kmsg.AlterConfigsRequestResource) ([]meta.Record, *apiError) {
+	resource := topicResource(res.ResourceName)
+	want := map[string]string{}
+	var recs []meta.Record
+	for _, cfg := range res.Configs {
+		if _, ok := want[cfg.Name]; ok {
+			return nil, errorf(kerr.InvalidRequest, "Duplicate config key %s.", cfg.Name)
+		}
+		if _, e := checkTopicConfig(cfg.Name, cfg.Value); e != nil {
+			return nil, e
+		}
+		want[cfg.Name] = *cfg.Value
+		if cur, has := c.spec.ConfigValue(resource, cfg.Name); !has || cur != *cfg.Value {
+			recs = append(recs, configRecord(res.ResourceName, cfg.Name, cfg.Value))
+		}
+	}
+	for _, e := range c.spec.Configs(resource) {
+		if _, keep := want[e.Key]; !keep {
+			recs = append(recs, configRecord(res.ResourceName, e.Key, nil))
+		}
+	}
+	return recs, nil
+}
+
+// duplicates returns the keys that occur more than once in items.
+func duplicates[T any, K comparable](items []T, key func(T) K) map[K]bool {
+	seen := make(map[K]bool, len(items))
+	dup := map[K]bool{}
+	for _, it := range items {
+		k := key(it)
+		if seen[k] {
+			dup[k] = true
+		}
+		seen[k] = true
+	}
+	return dup
+}

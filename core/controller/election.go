@@ -1,0 +1,159 @@
+package controller
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/strata-log/strata/core/meta"
+)
+
+// partitionFilter selects the partitions an election pass visits.
+type partitionFilter func(p *meta.Partition) bool
+
+// hasInISR selects the partitions whose ISR holds a broker (and so every
+// partition it leads).
+func hasInISR(id int32) partitionFilter {
+	return func(p *meta.Partition) bool { return slices.Contains(p.ISR, id) }
+}
+
+// leaderless selects the partitions without a leader.
+func leaderless(p *meta.Partition) bool { return p.Leader == meta.NoLeader }
+
+// electionRules say who leaves ISRs and who may lead in an election pass.
+type electionRules struct {
+	// evict reports a broker to take out of ISRs (never emptying one).
+	evict func(int32) bool
+	// acceptable reports a broker that may lead.
+	acceptable func(int32) bool
+}
+
+// removeBroker is the pass that takes one broker out of ISRs and
+// leaderships (fencing, controlled shutdown, a replaced registration).
+func removeBroker(img *meta.Image, id int32) electionRules {
+	return electionRules{
+		evict:      func(b int32) bool { return b == id },
+		acceptable: acceptableLeaders(img, id, meta.NoLeader),
+	}
+}
+
+// addBroker is the pass that lets a newly unfenced broker lead.
+func addBroker(img *meta.Image, id int32) electionRules {
+	return electionRules{
+		evict:      func(int32) bool { return false },
+		acceptable: acceptableLeaders(img, meta.NoLeader, id),
+	}
+}
+
+// repairRules is the pass that restores the election invariants on an
+// image a new leader inherits: inactive brokers leave ISRs and
+// leaderships, leaderless partitions elect an active ISR member.
+func repairRules(img *meta.Image) electionRules {
+	ok := acceptableLeaders(img, meta.NoLeader, meta.NoLeader)
+	return electionRules{evict: func(b int32) bool { return !ok(b) }, acceptable: ok}
+}
+
+// electionRecords is Kafka's generateLeaderAndIsrUpdates: for every
+// partition of img that want selects, in topic name and partition order,
+// the PartitionChangeRecord (if any) that applies the rules.
+func (c *Controller) electionRecords(img *meta.Image, rules electionRules, want partitionFilter) []meta.Record {
+	var out []meta.Record
+	for t := range img.Topics() {
+		unclean, known := false, false
+		for p := range t.Partitions() {
+			if !want(&p) {
+				continue
+			}
+			if !known {
+				unclean, known = c.uncleanElection(img, t.Name()), true
+			}
+			if rec := electChange(t.ID(), &p, rules, unclean); rec != nil {
+				out = append(out, rec)
+			}
+		}
+	}
+	return out
+}
+
+// acceptableLeaders returns the test for a broker that may lead or join an
+// ISR: registered, unfenced and not shutting down in img, never remove,
+// always add.
+func acceptableLeaders(img *meta.Image, remove, add int32) func(int32) bool {
+	ok := map[int32]bool{}
+	for b := range img.Brokers() {
+		if active(&b) {
+			ok[b.ID] = true
+		}
+	}
+	if add != meta.NoLeader {
+		ok[add] = true
+	}
+	delete(ok, remove)
+	return func(id int32) bool { return ok[id] }
+}
+
+// electChange computes one partition's change, following Kafka's
+// PartitionChangeBuilder (without ELR):
+//
+//   - the target ISR is the ISR without the evicted brokers, unless that
+//     would empty it: an ISR never becomes empty, its members stay as the
+//     replicas that hold the committed data;
+//   - the current leader stays if it is acceptable and in the target ISR;
+//     otherwise the first replica (in assignment order) that is in the
+//     target ISR and acceptable leads; otherwise, if unclean election is
+//     enabled, the first acceptable replica leads with an ISR of itself;
+//     otherwise the partition has no leader.
+//
+// It returns nil when nothing changes. Leader epochs follow the record's
+// replay rule: they grow only when the leader field is set.
+func electChange(topic meta.UUID, p *meta.Partition, rules electionRules, unclean bool) *meta.PartitionChangeRecord {
+	isr := p.ISR
+	if slices.ContainsFunc(isr, rules.evict) {
+		if kept := slices.DeleteFunc(slices.Clone(isr), rules.evict); len(kept) > 0 {
+			isr = kept
+		}
+	}
+	acceptable := rules.acceptable
+	leader := p.Leader
+	if leader == meta.NoLeader || !acceptable(leader) || !slices.Contains(isr, leader) {
+		leader = meta.NoLeader
+		for _, r := range p.Replicas {
+			if slices.Contains(isr, r) && acceptable(r) {
+				leader = r
+				break
+			}
+		}
+		if leader == meta.NoLeader && unclean {
+			for _, r := range p.Replicas {
+				if acceptable(r) {
+					leader, isr = r, []int32{r}
+					break
+				}
+			}
+		}
+	}
+	leaderChanged, isrChanged := leader != p.Leader, !slices.Equal(isr, p.ISR)
+	if !leaderChanged && !isrChanged {
+		return nil
+	}
+	rec := &meta.PartitionChangeRecord{TopicID: topic, Partition: p.ID}
+	if leaderChanged {
+		rec.Leader = &leader
+	}
+	if isrChanged {
+		rec.ISR = isr
+	}
+	return rec
+}
+
+// uncleanElection reports whether a topic may elect a leader outside its
+// ISR: the topic's unclean.leader.election.enable, else the cluster
+// config resource's, else the controller's configuration.
+func (c *Controller) uncleanElection(img *meta.Image, topic string) bool {
+	if v, ok := img.ConfigValue(meta.ConfigResource{Type: meta.ConfigResourceTopic, Name: topic}, configUncleanLeaderElection); ok {
+		return strings.EqualFold(strings.TrimSpace(v), "true")
+	}
+	if v, ok := img.ConfigValue(meta.ClusterConfigResource, configUncleanLeaderElection); ok {
+		return strings.EqualFold(strings.TrimSpace(v), "true")
+	}
+	return c.cfg.UncleanLeaderElection
+}

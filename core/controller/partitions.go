@@ -1,0 +1,304 @@
+package controller
+
+import (
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/core/assert"
+	"github.com/strata-log/strata/core/meta"
+)
+
+// maxReplicasPerPartition bounds a replica list, mirroring the image's
+// own bound.
+const maxReplicasPerPartition = 1024
+
+// newPartitionRecord builds a new partition: the ISR is its active
+// replicas (in assignment order), the first of them leads, both epochs are
+// 0. The caller has checked that one replica is active.
+func newPartitionRecord(topic meta.UUID, id int32, replicas []int32, acceptable func(int32) bool) *meta.PartitionRecord {
+	isr := replicas
+	for _, r := range replicas {
+		if !acceptable(r) {
+			isr = slices.DeleteFunc(slices.Clone(replicas), func(x int32) bool { return !acceptable(x) })
+			break
+		}
+	}
+	assert.That(len(isr) > 0, "controller: new partition %d with no active replica", id)
+	return &meta.PartitionRecord{TopicID: topic, Partition: id, Replicas: replicas, ISR: isr, Leader: isr[0]}
+}
+
+// checkAssignment validates one manual replica list (Kafka's
+// validateManualPartitionAssignment): non-empty, no broker twice, every
+// broker registered, rf replicas when rf >= 0, and one of them active.
+func (c *Controller) checkAssignment(partition int32, replicas []int32, rf int) *apiError {
+	if len(replicas) == 0 {
+		return errorf(kerr.InvalidReplicaAssignment, "The manual partition assignment includes an empty replica list.")
+	}
+	if len(replicas) > maxReplicasPerPartition || len(replicas) > c.spec.NumBrokers() {
+		return errorf(kerr.InvalidReplicaAssignment, "The manual partition assignment has %d replicas, more than the %d registered brokers (or %d).",
+			len(replicas), c.spec.NumBrokers(), maxReplicasPerPartition)
+	}
+	if r, ok := duplicateID(replicas); ok {
+		return errorf(kerr.InvalidReplicaAssignment, "The manual partition assignment includes the broker %d more than once.", r)
+	}
+	anyActive := false
+	for _, r := range replicas {
+		b, ok := c.spec.Broker(r)
+		if !ok {
+			return errorf(kerr.InvalidReplicaAssignment, "The manual partition assignment includes broker %d, but no such broker is registered.", r)
+		}
+		anyActive = anyActive || active(&b)
+	}
+	if rf >= 0 && len(replicas) != rf {
+		return errorf(kerr.InvalidReplicaAssignment, "The manual partition assignment includes a partition with %d replica(s), but this is not consistent with previous partitions, which have %d replica(s).",
+			len(replicas), rf)
+	}
+	if !anyActive {
+		return errorf(kerr.InvalidReplicaAssignment, "All brokers specified in the manual partition assignment for partition %d are fenced or in controlled shutdown.", partition)
+	}
+	return nil
+}
+
+// createPartitions handles CreatePartitions: a topic's partition count can
+// only grow; new partitions keep the topic's replication factor (that of
+// partition 0) and are placed like a new topic's, unless assigned by hand.
+func (c *Controller) createPartitions(req *kmsg.CreatePartitionsRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
+	dup := duplicates(req.Topics, func(t kmsg.CreatePartitionsRequestTopic) string { return t.Topic })
+	reported := map[string]bool{}
+	brokers := c.activeBrokerIDs()
+	var b *batch
+	if !req.ValidateOnly {
+		b = c.openBatch()
+	}
+	for i := range req.Topics {
+		t := &req.Topics[i]
+		var e *apiError
+		if dup[t.Topic] {
+			if reported[t.Topic] {
+				continue
+			}
+			reported[t.Topic] = true
+			e = errorf(kerr.InvalidRequest, "Duplicate topic name.")
+		} else {
+			var recs []meta.Record
+			recs, e = c.planPartitions(t, brokers)
+			if e == nil && b != nil && !c.add(b, recs...) {
+				e = errorf(kerr.PolicyViolation, "Adding partitions to %s would put more than %d records or %d bytes in one controller batch.",
+					t.Topic, c.cfg.MaxRecordsPerBatch, c.cfg.MaxBatchBytes)
+			}
+		}
+		rt := kmsg.NewCreatePartitionsResponseTopic()
+		rt.Topic, rt.ErrorCode, rt.ErrorMessage = t.Topic, e.code(), e.message()
+		resp.Topics = append(resp.Topics, rt)
+	}
+	if b != nil {
+		c.seal(b)
+	}
+	return resp
+}
+
+// planPartitions validates one CreatePartitions topic and returns the
+// PartitionRecords of its new partitions.
+func (c *Controller) planPartitions(t *kmsg.CreatePartitionsRequestTopic, brokers []int32) ([]meta.Record, *apiError) {
+	topic, ok := c.spec.TopicByName(t.Topic)
+	if !ok {
+		return nil, errorf(kerr.UnknownTopicOrPartition, "The topic '%s' does not exist.", t.Topic)
+	}
+	cur := int32(topic.NumPartitions())
+	switch {
+	case t.Count < cur:
+		return nil, errorf(kerr.InvalidPartitions, "The topic %s currently has %d partition(s); %d would not be an increase.", t.Topic, cur, t.Count)
+	case t.Count == cur:
+		return nil, errorf(kerr.InvalidPartitions, "Topic already has %d partition(s).", cur)
+	case int64(t.Count)-int64(cur) > int64(c.cfg.MaxRecordsPerBatch):
+		return nil, errorf(kerr.PolicyViolation, "Adding %d partitions at once exceeds the controller's batch of %d records.", t.Count-cur, c.cfg.MaxRecordsPerBatch)
+	}
+	add := t.Count - cur
+	// New partitions keep partition 0's replication factor; a topic left
+	// without partitions (a creation batch committed in part) gets the
+	// default one.
+	rf := int(c.cfg.DefaultReplicationFactor)
+	if p0, ok := topic.Partition(0); ok {
+		rf = len(p0.Replicas)
+	}
+	var assignment [][]int32
+	if t.Assignment != nil {
+		if int32(len(t.Assignment)) != add {
+			return nil, errorf(kerr.InvalidReplicaAssignment, "Attempted to add %d additional partition(s), but only %d assignment(s) were specified.", add, len(t.Assignment))
+		}
+		for i, a := range t.Assignment {
+			if e := c.checkAssignment(cur+int32(i), a.Replicas, rf); e != nil {
+				return nil, e
+			}
+			assignment = append(assignment, slices.Clone(a.Replicas))
+		}
+	} else {
+		if rf > len(brokers) {
+			return nil, errorf(kerr.InvalidReplicationFactor, "Unable to replicate the partition %d time(s): The target replication factor of %d cannot be reached because only %d broker(s) are registered and unfenced.",
+				rf, rf, len(brokers))
+		}
+		assignment = drawPlacement(c.rng, len(brokers)).place(brokers, cur, add, rf)
+	}
+	acceptable := acceptableLeaders(c.spec, meta.NoLeader, meta.NoLeader)
+	recs := make([]meta.Record, len(assignment))
+	for i, replicas := range assignment {
+		recs[i] = newPartitionRecord(topic.ID(), cur+int32(i), replicas, acceptable)
+	}
+	return recs, nil
+}
+
+// partitionKey identifies a partition of a request.
+type partitionKey struct {
+	topic     meta.UUID
+	partition int32
+}
+
+// alterPartition handles AlterPartition: a partition leader's ISR change.
+// The broker's epoch must be current (else STALE_BROKER_EPOCH for the whole
+// request); per partition, the request's leader and partition epochs must
+// be the current ones, the new ISR a subset of the replicas that keeps the
+// leader, and every member registered, unfenced, not shutting down and (from
+// version 3) at the epoch the leader saw. An accepted change writes a
+// PartitionChangeRecord and answers the new state: the partition epoch
+// grows by one, the leader epoch does not.
+func (c *Controller) alterPartition(req *kmsg.AlterPartitionRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.AlterPartitionResponse)
+	reg, ok := c.spec.Broker(req.BrokerID)
+	if !ok || reg.Epoch != req.BrokerEpoch {
+		resp.ErrorCode = kerr.StaleBrokerEpoch.Code
+		return resp
+	}
+	seen := map[partitionKey]bool{}
+	b := c.openBatch()
+	for _, td := range req.Topics {
+		rt := kmsg.NewAlterPartitionResponseTopic()
+		rt.Topic, rt.TopidID = td.Topic, td.TopicID
+		var topic *meta.TopicImage
+		if req.Version >= 2 {
+			topic, ok = c.spec.TopicByID(td.TopicID)
+		} else {
+			topic, ok = c.spec.TopicByName(td.Topic)
+		}
+		for _, pd := range td.Partitions {
+			rp := kmsg.NewAlterPartitionResponseTopicPartition()
+			rp.Partition = pd.Partition
+			switch {
+			case !ok && req.Version >= 2:
+				rp.ErrorCode = kerr.UnknownTopicID.Code
+			case !ok:
+				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case seen[partitionKey{topic.ID(), pd.Partition}]:
+				rp.ErrorCode = kerr.InvalidRequest.Code
+			default:
+				seen[partitionKey{topic.ID(), pd.Partition}] = true
+				rp = c.alterOnePartition(&b, req, topic, &pd)
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	c.seal(b)
+	return resp
+}
+
+// alterOnePartition validates and applies one partition's ISR change.
+func (c *Controller) alterOnePartition(b **batch, req *kmsg.AlterPartitionRequest, topic *meta.TopicImage, pd *kmsg.AlterPartitionRequestTopicPartition) kmsg.AlterPartitionResponseTopicPartition {
+	rp := kmsg.NewAlterPartitionResponseTopicPartition()
+	rp.Partition = pd.Partition
+	part, ok := topic.Partition(pd.Partition)
+	if !ok {
+		rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+		return rp
+	}
+	newISR := pd.NewISR
+	epochs := make([]int64, len(pd.NewISR))
+	if req.Version >= 3 {
+		newISR, epochs = make([]int32, len(pd.NewEpochISR)), make([]int64, len(pd.NewEpochISR))
+		for i, m := range pd.NewEpochISR {
+			newISR[i], epochs[i] = m.BrokerID, m.BrokerEpoch
+		}
+	} else {
+		for i := range epochs {
+			epochs[i] = -1
+		}
+	}
+	if e := c.checkAlterPartition(req, &part, pd, newISR, epochs); e != nil {
+		rp.ErrorCode = e.Code
+		return rp
+	}
+	if !slices.Equal(newISR, part.ISR) {
+		c.addSplit(b, &meta.PartitionChangeRecord{TopicID: topic.ID(), Partition: part.ID, ISR: slices.Clone(newISR)})
+		part.ISR, part.PartitionEpoch = newISR, part.PartitionEpoch+1
+	}
+	rp.LeaderID, rp.LeaderEpoch, rp.PartitionEpoch = part.Leader, part.LeaderEpoch, part.PartitionEpoch
+	rp.ISR = slices.Clone(part.ISR)
+	return rp
+}
+
+// checkAlterPartition is Kafka's validateAlterPartitionData. Epochs ahead
+// of the controller's mean the requester heard from a newer controller:
+// NOT_CONTROLLER, so that it looks for it.
+func (c *Controller) checkAlterPartition(req *kmsg.AlterPartitionRequest, part *meta.Partition, pd *kmsg.AlterPartitionRequestTopicPartition, newISR []int32, epochs []int64) *kerr.Error {
+	switch {
+	case pd.LeaderEpoch > part.LeaderEpoch || pd.PartitionEpoch > part.PartitionEpoch:
+		return kerr.NotController
+	case req.BrokerID != part.Leader:
+		return kerr.InvalidRequest
+	case pd.LeaderEpoch < part.LeaderEpoch:
+		return kerr.FencedLeaderEpoch
+	case pd.PartitionEpoch < part.PartitionEpoch:
+		return kerr.InvalidUpdateVersion
+	case pd.LeaderRecoveryState != 0:
+		// Strata never elects a leader that must recover (RECOVERING).
+		return kerr.InvalidRequest
+	case !slices.Contains(newISR, part.Leader):
+		return kerr.InvalidRequest
+	}
+	if len(newISR) > len(part.Replicas) {
+		return kerr.InvalidRequest
+	}
+	if _, dup := duplicateID(newISR); dup {
+		return kerr.InvalidRequest
+	}
+	for _, id := range newISR {
+		if !slices.Contains(part.Replicas, id) {
+			return kerr.InvalidRequest
+		}
+	}
+	for i, id := range newISR {
+		b, ok := c.spec.Broker(id)
+		if !ok || !active(&b) || (epochs[i] != -1 && epochs[i] != b.Epoch) {
+			if req.Version >= 1 {
+				return kerr.IneligibleReplica
+			}
+			return kerr.OperationNotAttempted
+		}
+	}
+	return nil
+}
+
+// duplicateID returns an id listed twice, comparing pairwise for short
+// lists and sorting a copy for long ones, so a hostile list costs
+// O(n log n).
+func duplicateID(ids []int32) (int32, bool) {
+	const pairwiseMax = 16
+	if len(ids) <= pairwiseMax {
+		for i, id := range ids {
+			if slices.Contains(ids[:i], id) {
+				return id, true
+			}
+		}
+		return 0, false
+	}
+	sorted := slices.Clone(ids)
+	slices.Sort(sorted)
+	for i := 1; i < len(sorted); i++ {
+		if sorted[i] == sorted[i-1] {
+			return sorted[i], true
+		}
+	}
+	return 0, false
+}
