@@ -26,7 +26,12 @@ package env
 //   - When Sync (or SyncDir) reports an error, the writes it covered must be
 //     treated as lost: as on Linux after a failed fsync, the page cache may
 //     still show them, but they will not reach the disk even if a later Sync
-//     succeeds, and a crash removes them. Core treats a failed Sync as fatal
+//     succeeds, and a crash removes them. Writes made after the failed
+//     Sync may still survive a crash, so the lost range can come back as a
+//     hole (zeros) before them: the prefix rule above no longer holds for
+//     that file, and recovery must validate everything past its last
+//     successful Sync. A failed SyncDir likewise voids the in-order rule for
+//     the directory changes it covered. Core treats a failed Sync as fatal
 //     for that file (Kafka takes the log directory offline).
 //   - Reads may return corrupted bytes (a flipped bit) without an error;
 //     callers that need integrity check a checksum (RecordBatch CRC32C).

@@ -1,0 +1,110 @@
+package log
+
+import (
+	"encoding/binary"
+	"fmt"
+	"sort"
+
+	"github.com/strata-log/strata/core/assert"
+)
+
+// offsetIndexEntryBytes is the size of an offset index entry in Kafka's
+// layout: the offset relative to the segment's base (int32) and the byte
+// position in the segment file (int32), big-endian.
+const offsetIndexEntryBytes = 8
+
+// offsetEntry maps a batch to where it starts: rel is the batch's last
+// offset minus the segment's base offset (as Kafka indexes it), pos the
+// position of the batch's first byte. A lookup for offset o starts at the
+// entry with the largest rel <= o-base: every batch before that position
+// ends below o, so the batch holding o is at or after it.
+type offsetEntry struct {
+	rel int32
+	pos int32
+}
+
+// offsetIndex is a segment's sparse offset index, held in memory while the
+// segment is open, and mirrored in its .index file: the first written
+// entries are in the file, the rest are still to be appended (index
+// writes are batched; see Log.writeIndexes).
+type offsetIndex struct {
+	entries []offsetEntry
+	written int
+}
+
+// add appends an entry. Entries strictly increase in both fields.
+func (x *offsetIndex) add(rel, pos int32) {
+	if n := len(x.entries); n > 0 {
+		last := x.entries[n-1]
+		assert.That(rel > last.rel && pos > last.pos,
+			"offset index entry (%d, %d) does not follow (%d, %d)", rel, pos, last.rel, last.pos)
+	}
+	x.entries = append(x.entries, offsetEntry{rel: rel, pos: pos})
+}
+
+func (x *offsetIndex) last() (offsetEntry, bool) {
+	if len(x.entries) == 0 {
+		return offsetEntry{}, false
+	}
+	return x.entries[len(x.entries)-1], true
+}
+
+// floorOffset returns the index of the entry with the largest rel <= rel,
+// or -1.
+func (x *offsetIndex) floorOffset(rel int64) int {
+	return sort.Search(len(x.entries), func(i int) bool { return int64(x.entries[i].rel) > rel }) - 1
+}
+
+// floorPosition returns the index of the entry with the largest pos <= pos,
+// or -1.
+func (x *offsetIndex) floorPosition(pos int64) int {
+	return sort.Search(len(x.entries), func(i int) bool { return int64(x.entries[i].pos) > pos }) - 1
+}
+
+// truncate keeps the first n entries.
+func (x *offsetIndex) truncate(n int) {
+	x.entries = x.entries[:n]
+	x.written = min(x.written, n)
+}
+
+// truncateAtPosition drops the entries of batches at or after pos.
+func (x *offsetIndex) truncateAtPosition(pos int64) {
+	x.truncate(x.floorPosition(pos-1) + 1)
+}
+
+// unwritten encodes the entries not yet in the file.
+func (x *offsetIndex) unwritten(dst []byte) []byte {
+	for _, e := range x.entries[x.written:] {
+		dst = binary.BigEndian.AppendUint32(dst, uint32(e.rel))
+		dst = binary.BigEndian.AppendUint32(dst, uint32(e.pos))
+	}
+	return dst
+}
+
+// decodeOffsetIndex parses an .index file of a segment whose log holds
+// size bytes. It returns an error when the content cannot be a valid
+// index: a partial entry, entries that do not strictly increase, or a
+// position beyond the log.
+func decodeOffsetIndex(buf []byte, size int64) ([]offsetEntry, error) {
+	if len(buf)%offsetIndexEntryBytes != 0 {
+		return nil, fmt.Errorf("size %d is not a multiple of %d", len(buf), offsetIndexEntryBytes)
+	}
+	entries := make([]offsetEntry, 0, len(buf)/offsetIndexEntryBytes)
+	for i := 0; i < len(buf); i += offsetIndexEntryBytes {
+		e := offsetEntry{
+			rel: int32(binary.BigEndian.Uint32(buf[i:])),
+			pos: int32(binary.BigEndian.Uint32(buf[i+4:])),
+		}
+		switch {
+		case e.rel < 0 || e.pos < 0:
+			return nil, fmt.Errorf("entry %d (%d, %d) is negative", len(entries), e.rel, e.pos)
+		case int64(e.pos) >= size:
+			return nil, fmt.Errorf("entry %d points at position %d, the log holds %d bytes", len(entries), e.pos, size)
+		case len(entries) > 0 && (e.rel <= entries[len(entries)-1].rel || e.pos <= entries[len(entries)-1].pos):
+			return nil, fmt.Errorf("entry %d (%d, %d) does not follow (%d, %d)", len(entries), e.rel, e.pos,
+				entries[len(entries)-1].rel, entries[len(entries)-1].pos)
+		}
+		entries = append(entries, e)
+	}
+	return entries, nil
+}

@@ -1,0 +1,70 @@
+package log
+
+import (
+	"path"
+	"strconv"
+	"strings"
+)
+
+// File names inside a partition directory, Kafka's where Kafka has them.
+const (
+	// logSuffix, indexSuffix and timeIndexSuffix end a segment's data, offset
+	// index and time index files: 00000000000000000000.log and so on.
+	logSuffix       = ".log"
+	indexSuffix     = ".index"
+	timeIndexSuffix = ".timeindex"
+
+	// cleanedSuffix marks a file a cleaner is still writing (Kafka's
+	// .cleaned). Recovery deletes it: the segment it would replace is
+	// intact.
+	cleanedSuffix = ".cleaned"
+	// swapSuffix marks a finished replacement file whose swap was
+	// interrupted (Kafka's .swap). Recovery completes the swap once the
+	// .log file of the set is a .swap.
+	swapSuffix = ".swap"
+	// deletedSuffix marks a file scheduled for deletion (Kafka's
+	// .deleted). Recovery deletes it.
+	deletedSuffix = ".deleted"
+	// tmpSuffix marks a checkpoint being written. Recovery deletes it: a
+	// checkpoint counts only once renamed into place.
+	tmpSuffix = ".tmp"
+
+	// checkpointName holds the recovery point and the log start offset.
+	checkpointName = "recovery-checkpoint"
+	// epochCheckpointName is Kafka's leader-epoch-checkpoint.
+	epochCheckpointName = "leader-epoch-checkpoint"
+
+	// offsetNameDigits is the width of the zero-padded base offset in a
+	// segment file name: enough for any int64.
+	offsetNameDigits = 20
+)
+
+// segmentFile returns the name of a segment file: the base offset padded to
+// 20 digits, then suffix (e.g. ".log", ".index.swap").
+func segmentFile(base int64, suffix string) string {
+	s := strconv.FormatInt(base, 10)
+	return strings.Repeat("0", offsetNameDigits-len(s)) + s + suffix
+}
+
+// parseSegmentFile splits a segment file name into its base offset and
+// suffix (everything after the digits: ".log", ".index.swap", ...). ok is
+// false for names that do not start with exactly 20 digits and a dot.
+func parseSegmentFile(name string) (base int64, suffix string, ok bool) {
+	if len(name) <= offsetNameDigits || name[offsetNameDigits] != '.' {
+		return 0, "", false
+	}
+	digits := name[:offsetNameDigits]
+	for i := 0; i < len(digits); i++ {
+		if digits[i] < '0' || digits[i] > '9' {
+			return 0, "", false
+		}
+	}
+	base, err := strconv.ParseInt(digits, 10, 64)
+	if err != nil {
+		return 0, "", false
+	}
+	return base, name[offsetNameDigits:], true
+}
+
+// join returns the disk path of name inside the log directory.
+func (l *Log) path(name string) string { return path.Join(l.dir, name) }

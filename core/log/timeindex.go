@@ -1,0 +1,97 @@
+package log
+
+import (
+	"encoding/binary"
+	"fmt"
+	"sort"
+
+	"github.com/strata-log/strata/core/assert"
+	"github.com/strata-log/strata/core/record"
+)
+
+// timeIndexEntryBytes is the size of a time index entry in Kafka's layout:
+// a timestamp in milliseconds (int64) and an offset relative to the
+// segment's base (int32), big-endian.
+const timeIndexEntryBytes = 12
+
+// timeEntry says that the largest timestamp of the segment's batches up to
+// and including the batch whose last offset is base+rel is ts, and that the
+// batch reaching it first ends at base+rel (Kafka's maxTimestampSoFar and
+// offsetOfMaxTimestampSoFar at the moment the entry was added). Entries
+// strictly increase in ts and never decrease in rel.
+type timeEntry struct {
+	ts  int64
+	rel int32
+}
+
+// timeIndex is a segment's time index; see offsetIndex for how it mirrors
+// its file.
+type timeIndex struct {
+	entries []timeEntry
+	written int
+}
+
+// maybeAdd appends (ts, rel) if ts exceeds the last entry's timestamp (or,
+// for the first entry, is a timestamp at all), as Kafka's maybeAppend.
+func (x *timeIndex) maybeAdd(ts int64, rel int32) {
+	last, ok := x.last()
+	if ok && ts <= last.ts || !ok && ts <= record.NoTimestamp {
+		return
+	}
+	assert.That(!ok || rel >= last.rel, "time index offset %d below the previous entry's %d", rel, last.rel)
+	x.entries = append(x.entries, timeEntry{ts: ts, rel: rel})
+}
+
+func (x *timeIndex) last() (timeEntry, bool) {
+	if len(x.entries) == 0 {
+		return timeEntry{}, false
+	}
+	return x.entries[len(x.entries)-1], true
+}
+
+// floor returns the index of the entry with the largest ts <= ts, or -1.
+func (x *timeIndex) floor(ts int64) int {
+	return sort.Search(len(x.entries), func(i int) bool { return x.entries[i].ts > ts }) - 1
+}
+
+// truncateAtOffset drops the entries whose offset is rel or more.
+func (x *timeIndex) truncateAtOffset(rel int64) {
+	n := sort.Search(len(x.entries), func(i int) bool { return int64(x.entries[i].rel) >= rel })
+	x.entries = x.entries[:n]
+	x.written = min(x.written, n)
+}
+
+// unwritten encodes the entries not yet in the file.
+func (x *timeIndex) unwritten(dst []byte) []byte {
+	for _, e := range x.entries[x.written:] {
+		dst = binary.BigEndian.AppendUint64(dst, uint64(e.ts))
+		dst = binary.BigEndian.AppendUint32(dst, uint32(e.rel))
+	}
+	return dst
+}
+
+// decodeTimeIndex parses a .timeindex file; maxRel bounds the relative
+// offsets (exclusive).
+func decodeTimeIndex(buf []byte, maxRel int64) ([]timeEntry, error) {
+	if len(buf)%timeIndexEntryBytes != 0 {
+		return nil, fmt.Errorf("size %d is not a multiple of %d", len(buf), timeIndexEntryBytes)
+	}
+	entries := make([]timeEntry, 0, len(buf)/timeIndexEntryBytes)
+	for i := 0; i < len(buf); i += timeIndexEntryBytes {
+		e := timeEntry{
+			ts:  int64(binary.BigEndian.Uint64(buf[i:])),
+			rel: int32(binary.BigEndian.Uint32(buf[i+8:])),
+		}
+		switch {
+		case e.rel < 0 || int64(e.rel) >= maxRel:
+			return nil, fmt.Errorf("entry %d has offset %d outside the segment's %d", len(entries), e.rel, maxRel)
+		case e.ts < 0:
+			return nil, fmt.Errorf("entry %d has timestamp %d", len(entries), e.ts)
+		case len(entries) > 0 && (e.ts <= entries[len(entries)-1].ts || e.rel < entries[len(entries)-1].rel):
+			return nil, fmt.Errorf("entry %d (%d, %d) does not follow (%d, %d)", len(entries), e.ts, e.rel,
+				entries[len(entries)-1].ts, entries[len(entries)-1].rel)
+		}
+		entries = append(entries, e)
+	}
+	return entries, nil
+}

@@ -1,0 +1,140 @@
+package log
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/strata-log/strata/core/record"
+)
+
+// Special timestamps of ListOffsets, as Kafka defines them.
+const (
+	// LatestTimestamp asks for the log end offset.
+	LatestTimestamp int64 = -1
+	// EarliestTimestamp asks for the log start offset.
+	EarliestTimestamp int64 = -2
+	// MaxTimestamp asks for the offset of the record with the largest
+	// timestamp (KIP-734).
+	MaxTimestamp int64 = -3
+)
+
+// maxDecompressedBytes bounds what OffsetForTimestamp decompresses per
+// batch to find a record inside it.
+const maxDecompressedBytes = record.DefaultMaxDecompressedBytes
+
+// TimestampOffset is the answer to OffsetForTimestamp.
+type TimestampOffset struct {
+	// Offset is the offset found, or -1 when no record qualifies.
+	Offset int64
+	// Timestamp is the found record's timestamp, or -1.
+	Timestamp int64
+	// LeaderEpoch is the epoch of the batch holding it (or, for the
+	// latest and earliest offsets, of the epoch cache), or UndefinedEpoch.
+	LeaderEpoch int32
+}
+
+var notFound = TimestampOffset{Offset: -1, Timestamp: record.NoTimestamp, LeaderEpoch: UndefinedEpoch}
+
+// OffsetForTimestamp answers ListOffsets. LatestTimestamp gives the log end
+// offset, EarliestTimestamp the log start offset, MaxTimestamp the first
+// record with the log's largest timestamp; a timestamp ts >= 0 gives the
+// first record at or after the log start offset whose timestamp is at
+// least ts, found through the segments' largest timestamps, the time index
+// and the offset index, then by reading the few batches from there (CRC
+// checked) and, inside the right batch, its records. Offset is -1 when no
+// record qualifies. The caller bounds the answer by the high watermark or
+// the last stable offset as the isolation level requires.
+func (l *Log) OffsetForTimestamp(ts int64) (TimestampOffset, error) {
+	if err := l.usable(); err != nil {
+		return notFound, err
+	}
+	switch {
+	case ts == LatestTimestamp:
+		leo := l.LogEndOffset()
+		return TimestampOffset{Offset: leo, Timestamp: record.NoTimestamp, LeaderEpoch: l.epochs.latestEpoch()}, nil
+	case ts == EarliestTimestamp:
+		return TimestampOffset{Offset: l.logStart, Timestamp: record.NoTimestamp, LeaderEpoch: l.EpochForOffset(l.logStart)}, nil
+	case ts == MaxTimestamp:
+		var best *segment
+		for _, s := range l.segs {
+			if s.next > l.logStart && s.maxTs >= 0 && (best == nil || s.maxTs > best.maxTs) {
+				best = s
+			}
+		}
+		if best == nil {
+			return notFound, nil
+		}
+		return l.searchSegment(best, best.maxTs)
+	case ts < 0:
+		return notFound, fmt.Errorf("log %s: %w: timestamp %d", l.dir, record.ErrInvalidRecord, ts)
+	}
+	for _, s := range l.segs {
+		if s.next <= l.logStart || s.maxTs < ts {
+			continue
+		}
+		found, err := l.searchSegment(s, ts)
+		if err != nil || found.Offset >= 0 {
+			return found, err
+		}
+	}
+	return notFound, nil
+}
+
+// searchSegment finds in s the first record at or after the log start
+// offset with a timestamp of at least ts.
+func (l *Log) searchSegment(s *segment, ts int64) (TimestampOffset, error) {
+	if err := l.openForRead(s); err != nil {
+		return notFound, err
+	}
+	from, seek := max(l.logStart, s.base), max(l.logStart, s.base)
+	// Every batch before the time index entry's batch has a smaller
+	// timestamp than the entry's, which is at most ts: start reading at
+	// that batch (Kafka's lookup).
+	if i := s.times.floor(ts); i >= 0 {
+		seek = max(seek, s.base+int64(s.times.entries[i].rel))
+	}
+	start := int64(0)
+	if i := s.offsets.floorOffset(seek - s.base); i >= 0 {
+		start = int64(s.offsets.entries[i].pos)
+	}
+	sc := newScanner(s.files[kindLog], start, s.size)
+	for {
+		b, pos, err := sc.next()
+		if errors.Is(err, io.EOF) {
+			return notFound, nil
+		}
+		if err != nil {
+			return notFound, err
+		}
+		if b.LastOffset() < from || b.MaxTimestamp() < ts {
+			continue
+		}
+		found, ok, err := l.searchBatch(b, from, ts)
+		if err != nil {
+			return notFound, corruptAt(s.files[kindLog].Name(), pos, err, "records do not parse")
+		}
+		if ok {
+			return found, nil
+		}
+	}
+}
+
+// searchBatch finds in b the first record at or after from with a
+// timestamp of at least ts.
+func (l *Log) searchBatch(b record.Batch, from, ts int64) (TimestampOffset, bool, error) {
+	if l.records == nil {
+		l.dec = record.NewDecompressor(maxDecompressedBytes)
+		l.records = record.NewRecordReader(l.dec)
+	}
+	if err := l.records.Reset(b); err != nil {
+		return notFound, false, err
+	}
+	for l.records.Next() {
+		r := l.records.Record()
+		if r.Offset >= from && r.Timestamp >= ts {
+			return TimestampOffset{Offset: r.Offset, Timestamp: r.Timestamp, LeaderEpoch: b.PartitionLeaderEpoch()}, true, nil
+		}
+	}
+	return notFound, false, l.records.Err()
+}
