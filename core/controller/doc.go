@@ -40,11 +40,11 @@
 // state falls back to the committed image; a new leader starts from the
 // committed image it is given.
 //
-// A batch is meant to commit whole, as a KRaft RecordBatch does. Should the
-// log keep only a prefix of one (the quorum replicates and commits records,
-// not batches), the prefix is still a valid image, and a new leader first
-// proposes the partition changes that restore the election invariants (an
-// unfence without its elections, a controlled shutdown without its moves).
+// A batch commits whole: core/quorum replicates, commits and truncates each
+// proposal as one RecordBatch. The controller does not rely on it alone: a
+// new leader that inherits an image breaking the election invariants (an
+// unfence without its elections, a controlled shutdown without its moves)
+// first proposes the partition changes that restore them.
 //
 // # Kafka's rules it follows
 //

@@ -34,16 +34,22 @@ const (
 	// DefaultFetchMaxWait is how long the leader parks a Fetch that has
 	// nothing new (KafkaRaftClient's fetchMaxWaitMs).
 	DefaultFetchMaxWait = 500 * time.Millisecond
-	// DefaultMaxFetchBytes bounds the entries in one Fetch response
-	// (KafkaRaftClient's MAX_FETCH_SIZE_BYTES).
+	// DefaultMaxFetchBytes bounds the batches in one Fetch response
+	// (KafkaRaftClient's MAX_FETCH_SIZE_BYTES); a single batch larger than
+	// it is still sent, whole, as Kafka does.
 	DefaultMaxFetchBytes = 8 << 20
 	// DefaultSnapshotChunkBytes bounds one FetchSnapshot response.
 	DefaultSnapshotChunkBytes = 1 << 20
-	// DefaultMaxProposalBytes bounds one Propose call (KafkaRaftClient's
-	// MAX_BATCH_SIZE_BYTES).
-	DefaultMaxProposalBytes = 8 << 20
-	// DefaultMaxApplyBytes bounds the committed entries handed out by one
-	// Ready, so one Ready never holds an unbounded slice of the log.
+	// DefaultMaxBatchBytes bounds one batch, that is one Propose call, by
+	// Batch.Size (KafkaRaftClient's MAX_BATCH_SIZE_BYTES).
+	DefaultMaxBatchBytes = 8 << 20
+	// DefaultMaxBatchRecords bounds the records of one batch. The
+	// controller's own bounds (core/controller's MaxRecordsPerBatch and
+	// MaxBatchBytes) must fit within these two.
+	DefaultMaxBatchRecords = 10_000
+	// DefaultMaxApplyBytes bounds the committed batches handed out by one
+	// Ready, so one Ready never holds an unbounded slice of the log; a
+	// single batch larger than it is still handed out, whole.
 	DefaultMaxApplyBytes = 8 << 20
 	// DefaultSnapshotIntervalBytes is
 	// metadata.log.max.record.bytes.between.snapshots: once this many bytes
@@ -78,7 +84,8 @@ type Config struct {
 	// Bounds, in bytes unless named otherwise; see the Default* constants.
 	MaxFetchBytes         int
 	SnapshotChunkBytes    int
-	MaxProposalBytes      int
+	MaxBatchBytes         int
+	MaxBatchRecords       int
 	MaxApplyBytes         int
 	SnapshotIntervalBytes int64
 	MaxObservers          int
@@ -105,7 +112,8 @@ func (c Config) withDefaults() (Config, error) {
 	def(&c.FetchMaxWait, DefaultFetchMaxWait)
 	defInt(&c.MaxFetchBytes, DefaultMaxFetchBytes)
 	defInt(&c.SnapshotChunkBytes, DefaultSnapshotChunkBytes)
-	defInt(&c.MaxProposalBytes, DefaultMaxProposalBytes)
+	defInt(&c.MaxBatchBytes, DefaultMaxBatchBytes)
+	defInt(&c.MaxBatchRecords, DefaultMaxBatchRecords)
 	defInt(&c.MaxApplyBytes, DefaultMaxApplyBytes)
 	defInt(&c.MaxObservers, DefaultMaxObservers)
 	if c.SnapshotIntervalBytes == 0 {
@@ -149,12 +157,16 @@ func (c Config) withDefaults() (Config, error) {
 		v    int
 	}{
 		{"max fetch bytes", c.MaxFetchBytes}, {"snapshot chunk bytes", c.SnapshotChunkBytes},
-		{"max proposal bytes", c.MaxProposalBytes}, {"max apply bytes", c.MaxApplyBytes},
+		{"max batch bytes", c.MaxBatchBytes}, {"max batch records", c.MaxBatchRecords},
+		{"max apply bytes", c.MaxApplyBytes},
 		{"max observers", c.MaxObservers},
 	} {
 		if b.v <= 0 {
 			errs = append(errs, fmt.Errorf("%s %d must be positive", b.name, b.v))
 		}
+	}
+	if c.MaxBatchBytes > maxWireBatchBytes {
+		errs = append(errs, fmt.Errorf("max batch bytes %d exceeds what a RecordBatch can carry (%d)", c.MaxBatchBytes, maxWireBatchBytes))
 	}
 	if c.SnapshotIntervalBytes <= 0 {
 		errs = append(errs, fmt.Errorf("snapshot interval bytes %d must be positive", c.SnapshotIntervalBytes))

@@ -143,7 +143,7 @@ func (r *Raft) maybeWinElection() {
 }
 
 // becomeLeader takes the leadership of the current epoch: it appends the
-// epoch's leader-change entry (which must commit before anything else of
+// epoch's leader-change batch (which must commit before anything else of
 // the epoch can) and announces itself with BeginQuorumEpoch.
 func (r *Raft) becomeLeader() {
 	granting := make([]NodeID, 0, len(r.election.granted))
@@ -165,12 +165,12 @@ func (r *Raft) becomeLeader() {
 		ls.replicas[v] = &replicaProgress{voter: true, endOffset: -1, lastFetch: r.now}
 	}
 	r.leader = ls
-	r.appendEntries([]Entry{{
-		Offset: end.Offset,
-		Epoch:  r.state.Epoch,
-		Kind:   EntryLeaderChange,
-		Data:   encodeLeaderChange(r.id, r.cfg.Voters, granting),
-	}})
+	r.appendBatch(Batch{
+		BaseOffset: end.Offset,
+		Epoch:      r.state.Epoch,
+		Kind:       BatchLeaderChange,
+		Records:    [][]byte{encodeLeaderChange(r.id, r.cfg.Voters, granting)},
+	})
 	for _, v := range r.otherVoters() {
 		r.send(v, BeginQuorumEpochRequest{Epoch: r.state.Epoch, LeaderID: r.id})
 	}

@@ -62,7 +62,8 @@ var (
 	// ErrNotLeader: Propose or DescribeQuorum on a node that is not the
 	// leader. The error is a *NotLeaderError naming the leader if known.
 	ErrNotLeader = errors.New("quorum: not the leader")
-	// ErrProposalTooLarge: a proposal above Config.MaxProposalBytes.
+	// ErrProposalTooLarge: a proposal that does not fit one batch, above
+	// Config.MaxBatchRecords records or Config.MaxBatchBytes bytes.
 	ErrProposalTooLarge = errors.New("quorum: proposal too large")
 	// ErrEmptyProposal: Propose with no records.
 	ErrEmptyProposal = errors.New("quorum: empty proposal")

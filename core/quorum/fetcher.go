@@ -2,7 +2,8 @@ package quorum
 
 // This file is the follower side of replication: the Fetch loop of a
 // follower (or of an observer looking for the leader), applying responses
-// to the log, truncating on divergence.
+// to the log, truncating on divergence. The fetch offset is always the log
+// end, a batch boundary.
 
 import "time"
 
@@ -130,7 +131,7 @@ func (r *Raft) handleFetchResponse(from NodeID, resp FetchResponse) {
 		return // answers a position this log has left: stale or duplicated
 	}
 	f.inFlight = false
-	if resp.DivergingEpoch == nil && resp.Snapshot == nil && !r.validEntries(resp.Entries, resp.Epoch) {
+	if resp.DivergingEpoch == nil && resp.Snapshot == nil && !r.validBatches(resp.Batches, resp.Epoch) {
 		f.retryAt = r.now + r.cfg.RetryBackoff
 		return
 	}
@@ -141,33 +142,42 @@ func (r *Raft) handleFetchResponse(from NodeID, resp FetchResponse) {
 	case resp.Snapshot != nil:
 		f.snapshot = &snapshotFetch{id: *resp.Snapshot}
 	default:
-		if len(resp.Entries) > 0 {
-			r.appendEntries(resp.Entries)
+		if len(resp.Batches) > 0 {
+			r.appendBatches(resp.Batches)
 		}
+		// The leader's high watermark is a batch end of its log, which this
+		// one now matches up to its end; the floor only guards against a
+		// leader that is not so.
 		if hw := min(resp.HighWatermark, r.log.EndOffset().Offset); hw > r.highWatermark {
-			r.setHighWatermark(hw)
+			if hw = r.log.FloorBatchBoundary(hw); hw > r.highWatermark {
+				r.setHighWatermark(hw)
+			}
 		}
 	}
 	r.maybeSendFetch()
 }
 
-// validEntries checks entries from the network before they touch the log:
-// they continue it densely and their epochs do not decrease or pass the
-// leader's.
-func (r *Raft) validEntries(entries []Entry, leaderEpoch int32) bool {
+// validBatches checks batches from the network before they touch the log:
+// they continue it densely, none is empty or of an unknown kind, and their
+// epochs do not decrease or pass the leader's.
+func (r *Raft) validBatches(batches []Batch, leaderEpoch int32) bool {
 	end := r.log.EndOffset()
-	for _, e := range entries {
-		if e.Offset != end.Offset || e.Epoch < end.Epoch || e.Epoch > leaderEpoch {
+	for _, b := range batches {
+		if b.BaseOffset != end.Offset || len(b.Records) == 0 || b.Epoch < end.Epoch || b.Epoch > leaderEpoch ||
+			(b.Kind != BatchData && b.Kind != BatchLeaderChange) {
 			return false
 		}
-		end = OffsetAndEpoch{Offset: e.Offset + 1, Epoch: e.Epoch}
+		end = b.End()
 	}
 	return true
 }
 
 // truncateDiverging cuts the log where it diverges from the leader's, given
 // the leader's diverging epoch and its end offset (KRaft's
-// truncateToEndOffset).
+// truncateToEndOffset). Both logs hold the batches of an epoch as copies of
+// its leader's, so the cut falls on a batch boundary of this log; the floor
+// only guards against a leader that is not so, and a batch that straddles
+// the cut goes whole.
 func (r *Raft) truncateDiverging(d OffsetAndEpoch) {
 	local, ok := r.log.EndOffsetForEpoch(d.Epoch)
 	var to int64
@@ -179,5 +189,5 @@ func (r *Raft) truncateDiverging(d OffsetAndEpoch) {
 	default:
 		to = local.Offset
 	}
-	r.truncate(to)
+	r.truncate(r.log.FloorBatchBoundary(to))
 }

@@ -29,8 +29,8 @@ type testNode struct {
 	persists []PersistRequest
 	syncs    []pendingImage
 
-	// applied is the state machine: every entry applied, from offset 0.
-	applied []Entry
+	// applied is the state machine: every batch applied, from offset 0.
+	applied []Batch
 }
 
 type pendingImage struct {
@@ -87,7 +87,7 @@ func (n *testNode) durableSnapCovers(offset int64) bool {
 type readyEvents struct {
 	soft      *SoftState
 	snapshot  *SnapshotID
-	committed []Entry
+	committed []Batch
 	due       bool
 }
 
@@ -112,17 +112,17 @@ func (n *testNode) drain(ackNow bool, emit func(Message), observe func(readyEven
 			if !ok || id != *rd.LoadSnapshot {
 				panic(fmt.Sprintf("node %s: snapshot %s to load is not the log's", n.id, rd.LoadSnapshot))
 			}
-			entries, err := DecodeEntries(data)
+			batches, err := DecodeBatches(data)
 			if err != nil {
 				panic(fmt.Sprintf("node %s: snapshot %s: %v", n.id, id, err))
 			}
-			n.applied = entries
+			n.applied = batches
 		}
-		for _, e := range rd.Committed {
-			if int64(len(n.applied)) != e.Offset {
-				panic(fmt.Sprintf("node %s: applying %s after %d entries", n.id, e, len(n.applied)))
+		for _, b := range rd.Committed {
+			if end := n.appliedEnd(); end != b.BaseOffset {
+				panic(fmt.Sprintf("node %s: applying %s after offset %d", n.id, b, end))
 			}
-			n.applied = append(n.applied, e)
+			n.applied = append(n.applied, b)
 		}
 		if observe != nil {
 			observe(ev)
@@ -157,6 +157,14 @@ func (n *testNode) ackSync(k int) {
 	n.raft.LogSynced(last.seq)
 }
 
+// appliedEnd is the offset after the state machine's last applied record.
+func (n *testNode) appliedEnd() int64 {
+	if len(n.applied) == 0 {
+		return 0
+	}
+	return n.applied[len(n.applied)-1].EndOffset()
+}
+
 // takeSnapshot has the state machine write a snapshot of what it applied
 // and report it.
 func (n *testNode) takeSnapshot() (SnapshotID, error) {
@@ -164,8 +172,8 @@ func (n *testNode) takeSnapshot() (SnapshotID, error) {
 		return SnapshotID{}, fmt.Errorf("nothing applied")
 	}
 	last := n.applied[len(n.applied)-1]
-	id := SnapshotID{EndOffset: last.Offset + 1, Epoch: last.Epoch}
-	data, err := EncodeEntries(n.applied)
+	id := SnapshotID{EndOffset: last.EndOffset(), Epoch: last.Epoch}
+	data, err := EncodeBatches(n.applied)
 	if err != nil {
 		return id, err
 	}

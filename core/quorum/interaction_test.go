@@ -17,7 +17,7 @@ import (
 //
 // Commands (node ids are bare arguments):
 //
-//	add-nodes N | voters=1,2,3 [observers=4] [snapshot-chunk=B]
+//	add-nodes N | voters=1,2,3 [observers=4] [snapshot-chunk=B] [max-fetch-bytes=B]
 //	campaign 1                 start a pre-vote now, as on election timeout
 //	tick [1 2] by=D            advance those nodes' clocks (default all)
 //	deliver [from=] [to=] [type=Fetch]
@@ -29,7 +29,7 @@ import (
 //	                           did, stamped with their clocks
 //	partition 1 | 2 3          split the network; heal ends it; cut from= to=
 //	                           drops one direction of one link
-//	propose 1 rec...           Propose on node 1
+//	propose 1 rec...           Propose on node 1: one batch of these records
 //	snapshot 1                 node 1's state machine writes a snapshot
 //	resign 1                   graceful resignation
 //	crash 1 / restart 1        lose everything not durable / start again
@@ -205,6 +205,10 @@ func (h *interaction) addNodes(t *testing.T, d *datadriven.TestData) {
 		v, _ := strconv.Atoi(arg.SingleVal(t))
 		cfg.SnapshotChunkBytes = v
 	}
+	if arg, ok := d.Arg("max-fetch-bytes"); ok {
+		v, _ := strconv.Atoi(arg.SingleVal(t))
+		cfg.MaxFetchBytes = v
+	}
 	for _, id := range append(slices.Clone(voters), observers...) {
 		h.nodes[id] = newTestNode(id, cfg, uint64(id))
 		h.ids = append(h.ids, id)
@@ -259,7 +263,7 @@ func (h *interaction) process(id NodeID) {
 			h.printf("%sn%s: loaded snapshot %s", prefix, id, *ev.snapshot)
 		}
 		if len(ev.committed) > 0 {
-			h.printf("%sn%s: applied %s", prefix, id, entryList(ev.committed))
+			h.printf("%sn%s: applied %s", prefix, id, batchList(ev.committed))
 		}
 		if ev.due {
 			h.printf("%sn%s: snapshot due", prefix, id)
@@ -267,10 +271,10 @@ func (h *interaction) process(id NodeID) {
 	})
 }
 
-func entryList(entries []Entry) string {
-	parts := make([]string, len(entries))
-	for i, e := range entries {
-		parts[i] = e.String()
+func batchList(batches []Batch) string {
+	parts := make([]string, len(batches))
+	for i, b := range batches {
+		parts[i] = b.String()
 	}
 	return "[" + strings.Join(parts, " ") + "]"
 }
@@ -477,7 +481,7 @@ func (h *interaction) printLog(id NodeID) {
 	}
 	end := n.log.EndOffset().Offset
 	if start := n.log.StartOffset(); start < end {
-		fmt.Fprintf(&b, " %s", entryList(n.log.Entries(start, 1<<30)))
+		fmt.Fprintf(&b, " %s", batchList(n.log.Batches(start, 1<<30)))
 	} else {
 		b.WriteString(" []")
 	}

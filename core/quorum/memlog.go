@@ -11,8 +11,8 @@ import (
 // which is how a test keeps the durable image of a node's log.
 type MemoryLog struct {
 	start      int64
-	startEpoch int32   // epoch of the entry at start-1
-	entries    []Entry // entries[i].Offset == start+i
+	startEpoch int32   // epoch of the batch ending at start
+	batches    []Batch // contiguous from start
 	snap       *memSnapshot
 	partial    *memSnapshot // being fetched, chunk by chunk
 	staged     *memSnapshot // written whole by the state machine
@@ -28,10 +28,10 @@ var _ Log = (*MemoryLog)(nil)
 // NewMemoryLog returns an empty log.
 func NewMemoryLog() *MemoryLog { return &MemoryLog{} }
 
-// Clone returns a copy that shares no mutable state with l (entry data is
+// Clone returns a copy that shares no mutable state with l (record data is
 // immutable and shared).
 func (l *MemoryLog) Clone() *MemoryLog {
-	c := &MemoryLog{start: l.start, startEpoch: l.startEpoch, entries: append([]Entry(nil), l.entries...)}
+	c := &MemoryLog{start: l.start, startEpoch: l.startEpoch, batches: append([]Batch(nil), l.batches...)}
 	if l.snap != nil {
 		s := *l.snap
 		c.snap = &s
@@ -52,20 +52,19 @@ func (l *MemoryLog) StartOffset() int64 { return l.start }
 
 // EndOffset implements Log.
 func (l *MemoryLog) EndOffset() OffsetAndEpoch {
-	if n := len(l.entries); n > 0 {
-		return OffsetAndEpoch{Offset: l.entries[n-1].Offset + 1, Epoch: l.entries[n-1].Epoch}
+	if n := len(l.batches); n > 0 {
+		return l.batches[n-1].End()
 	}
 	return OffsetAndEpoch{Offset: l.start, Epoch: l.startEpoch}
 }
 
 // EndOffsetForEpoch implements Log.
 func (l *MemoryLog) EndOffsetForEpoch(epoch int32) (OffsetAndEpoch, bool) {
-	// The first entry whose epoch is above epoch; the one before it is the
-	// last entry of the largest epoch <= epoch.
-	i := sort.Search(len(l.entries), func(i int) bool { return l.entries[i].Epoch > epoch })
+	// The first batch whose epoch is above epoch; the one before it is the
+	// last batch of the largest epoch <= epoch.
+	i := sort.Search(len(l.batches), func(i int) bool { return l.batches[i].Epoch > epoch })
 	if i > 0 {
-		e := l.entries[i-1]
-		return OffsetAndEpoch{Offset: e.Offset + 1, Epoch: e.Epoch}, true
+		return l.batches[i-1].End(), true
 	}
 	if l.startEpoch <= epoch {
 		return OffsetAndEpoch{Offset: l.start, Epoch: l.startEpoch}, true
@@ -73,53 +72,75 @@ func (l *MemoryLog) EndOffsetForEpoch(epoch int32) (OffsetAndEpoch, bool) {
 	return OffsetAndEpoch{}, false
 }
 
-// Entries implements Log.
-func (l *MemoryLog) Entries(from int64, maxBytes int) []Entry {
+// index returns the index of the batch holding offset, or len(l.batches)
+// for the end offset.
+func (l *MemoryLog) index(offset int64) int {
 	end := l.EndOffset().Offset
-	assert.That(from >= l.start && from <= end, "MemoryLog.Entries: from %d outside [%d, %d]", from, l.start, end)
-	var out []Entry
+	assert.That(offset >= l.start && offset <= end, "MemoryLog: offset %d outside [%d, %d]", offset, l.start, end)
+	return sort.Search(len(l.batches), func(i int) bool { return l.batches[i].EndOffset() > offset })
+}
+
+// FloorBatchBoundary implements Log.
+func (l *MemoryLog) FloorBatchBoundary(offset int64) int64 {
+	if i := l.index(offset); i < len(l.batches) {
+		return l.batches[i].BaseOffset
+	}
+	return offset
+}
+
+// boundaryIndex returns the index of the batch starting at offset (the
+// batch count at the end offset), asserting that offset is a boundary.
+func (l *MemoryLog) boundaryIndex(op string, offset int64) int {
+	i := l.index(offset)
+	if i < len(l.batches) && l.batches[i].BaseOffset != offset {
+		assert.Never("MemoryLog.%s: offset %d inside batch %s", op, offset, l.batches[i])
+	}
+	return i
+}
+
+// Batches implements Log.
+func (l *MemoryLog) Batches(from int64, maxBytes int) []Batch {
+	var out []Batch
 	size := 0
-	for _, e := range l.entries[from-l.start:] {
-		if len(out) > 0 && size+e.Size() > maxBytes {
+	for _, b := range l.batches[l.boundaryIndex("Batches", from):] {
+		if len(out) > 0 && size+b.Size() > maxBytes {
 			break
 		}
-		size += e.Size()
-		out = append(out, e)
+		size += b.Size()
+		out = append(out, b)
 	}
 	return out
 }
 
 // Append implements Log.
-func (l *MemoryLog) Append(entries []Entry) {
+func (l *MemoryLog) Append(batches []Batch) {
 	end := l.EndOffset()
-	for _, e := range entries {
-		assert.That(e.Offset == end.Offset, "MemoryLog.Append: offset %d, want %d", e.Offset, end.Offset)
-		assert.That(e.Epoch >= end.Epoch, "MemoryLog.Append: epoch %d after %d", e.Epoch, end.Epoch)
-		l.entries = append(l.entries, e)
-		end = OffsetAndEpoch{Offset: e.Offset + 1, Epoch: e.Epoch}
+	for _, b := range batches {
+		assert.That(b.BaseOffset == end.Offset, "MemoryLog.Append: batch %s at %d, want %d", b, b.BaseOffset, end.Offset)
+		assert.That(b.Epoch >= end.Epoch, "MemoryLog.Append: epoch %d after %d", b.Epoch, end.Epoch)
+		assert.That(len(b.Records) > 0, "MemoryLog.Append: empty batch at %d", b.BaseOffset)
+		l.batches = append(l.batches, b)
+		end = b.End()
 	}
 }
 
 // TruncateTo implements Log.
 func (l *MemoryLog) TruncateTo(offset int64) {
-	end := l.EndOffset().Offset
-	assert.That(offset >= l.start && offset <= end, "MemoryLog.TruncateTo: %d outside [%d, %d]", offset, l.start, end)
-	n := int(offset - l.start)
+	n := l.boundaryIndex("TruncateTo", offset)
 	// Clip the capacity so a later append never writes into an array that a
 	// returned slice still shares.
-	l.entries = l.entries[:n:n]
+	l.batches = l.batches[:n:n]
 }
 
 // TrimPrefix implements Log.
 func (l *MemoryLog) TrimPrefix(offset int64) {
-	end := l.EndOffset().Offset
-	assert.That(offset >= l.start && offset <= end, "MemoryLog.TrimPrefix: %d outside [%d, %d]", offset, l.start, end)
+	n := l.boundaryIndex("TrimPrefix", offset)
 	assert.That(l.snap != nil && offset <= l.snap.id.EndOffset, "MemoryLog.TrimPrefix: %d not covered by a snapshot", offset)
-	if offset == l.start {
+	if n == 0 {
 		return
 	}
-	l.startEpoch = l.entries[offset-1-l.start].Epoch
-	l.entries = append([]Entry(nil), l.entries[offset-l.start:]...)
+	l.startEpoch = l.batches[n-1].Epoch
+	l.batches = append([]Batch(nil), l.batches[n:]...)
 	l.start = offset
 }
 
@@ -184,17 +205,17 @@ func (l *MemoryLog) InstallSnapshot(id SnapshotID) error {
 	default:
 		return fmt.Errorf("snapshot %s not written", id)
 	}
-	last := id.EndOffset - 1
 	end := l.EndOffset().Offset
 	keep := false
 	switch {
-	case last >= l.start && last < end:
-		keep = l.entries[last-l.start].Epoch == id.Epoch
-	case last == l.start-1:
+	case id.EndOffset == l.start:
 		keep = l.startEpoch == id.Epoch
+	case id.EndOffset > l.start && id.EndOffset <= end:
+		b := l.batches[l.index(id.EndOffset-1)]
+		keep = b.EndOffset() == id.EndOffset && b.Epoch == id.Epoch
 	}
 	if !keep {
-		l.entries, l.start, l.startEpoch = nil, id.EndOffset, id.Epoch
+		l.batches, l.start, l.startEpoch = nil, id.EndOffset, id.Epoch
 	}
 	l.snap = complete
 	return nil

@@ -5,12 +5,22 @@ import (
 	"testing"
 )
 
+// logOf returns a log of one-record batches with these epochs.
 func logOf(epochs ...int32) *MemoryLog {
 	l := NewMemoryLog()
 	for i, e := range epochs {
-		l.Append([]Entry{{Offset: int64(i), Epoch: e, Data: []byte{byte(i)}}})
+		l.Append([]Batch{{BaseOffset: int64(i), Epoch: e, Records: [][]byte{{byte(i)}}}})
 	}
 	return l
+}
+
+// recs returns n one-byte records.
+func recs(n int) [][]byte {
+	out := make([][]byte, n)
+	for i := range out {
+		out[i] = []byte{byte(i)}
+	}
+	return out
 }
 
 func TestMemoryLogEndOffsetForEpoch(t *testing.T) {
@@ -35,7 +45,7 @@ func TestMemoryLogEndOffsetForEpoch(t *testing.T) {
 	}
 
 	// Trimmed to a snapshot at 3@3: the start epoch stands in for the
-	// trimmed entries; epochs below it are unknown.
+	// trimmed batches; epochs below it are unknown.
 	l.SaveSnapshot(SnapshotID{EndOffset: 3, Epoch: 3}, []byte("s"))
 	if err := l.InstallSnapshot(SnapshotID{EndOffset: 3, Epoch: 3}); err != nil {
 		t.Fatal(err)
@@ -56,7 +66,7 @@ func TestMemoryLogEndOffsetForEpoch(t *testing.T) {
 }
 
 func TestMemoryLogInstallSnapshot(t *testing.T) {
-	// The log holds the snapshot's last entry: it is kept whole.
+	// The log holds the snapshot's last batch: it is kept whole.
 	l := logOf(1, 1, 2, 2)
 	id := SnapshotID{EndOffset: 3, Epoch: 2}
 	l.SaveSnapshot(id, []byte("snap"))
@@ -98,29 +108,97 @@ func TestMemoryLogCloneIsIndependent(t *testing.T) {
 	l := logOf(1, 1, 2)
 	c := l.Clone()
 	l.TruncateTo(1)
-	l.Append([]Entry{{Offset: 1, Epoch: 3, Data: []byte("new")}})
-	want := []Entry{{Offset: 0, Epoch: 1, Data: []byte{0}}, {Offset: 1, Epoch: 1, Data: []byte{1}}, {Offset: 2, Epoch: 2, Data: []byte{2}}}
-	if got := c.Entries(0, 1<<20); !reflect.DeepEqual(got, want) {
+	l.Append([]Batch{{BaseOffset: 1, Epoch: 3, Records: [][]byte{[]byte("new")}}})
+	want := []Batch{
+		{BaseOffset: 0, Epoch: 1, Records: [][]byte{{0}}},
+		{BaseOffset: 1, Epoch: 1, Records: [][]byte{{1}}},
+		{BaseOffset: 2, Epoch: 2, Records: [][]byte{{2}}},
+	}
+	if got := c.Batches(0, 1<<20); !reflect.DeepEqual(got, want) {
 		t.Fatalf("clone changed: %v", got)
 	}
-	// Entries returned earlier do not change when the log is rewritten.
-	before := l.Entries(0, 1<<20)
+	// Batches returned earlier do not change when the log is rewritten.
+	before := l.Batches(0, 1<<20)
 	l.TruncateTo(0)
-	l.Append([]Entry{{Offset: 0, Epoch: 4}})
+	l.Append([]Batch{{BaseOffset: 0, Epoch: 4, Records: recs(1)}})
 	if before[0].Epoch != 1 {
-		t.Fatalf("returned entries aliased the log: %v", before)
+		t.Fatalf("returned batches aliased the log: %v", before)
 	}
 }
 
-func TestMemoryLogEntriesBound(t *testing.T) {
+func TestMemoryLogBatchesBound(t *testing.T) {
 	l := logOf(1, 1, 1, 1)
-	if got := l.Entries(0, 1); len(got) != 1 {
-		t.Fatalf("at least one entry: got %d", len(got))
+	one := Batch{Records: recs(1)}.Size()
+	if got := l.Batches(0, 1); len(got) != 1 {
+		t.Fatalf("at least one batch: got %d", len(got))
 	}
-	if got := l.Entries(1, 2*(1+entryOverheadBytes)); len(got) != 2 {
-		t.Fatalf("two entries fit: got %d", len(got))
+	if got := l.Batches(1, 2*one); len(got) != 2 {
+		t.Fatalf("two batches fit: got %d", len(got))
 	}
-	if got := l.Entries(4, 100); len(got) != 0 {
+	if got := l.Batches(4, 100); len(got) != 0 {
 		t.Fatalf("at the end: got %d", len(got))
+	}
+}
+
+// Batches are units: reads return them whole, positions inside one are
+// rounded down to its base, and truncating inside one is a broken
+// invariant.
+func TestMemoryLogBatchesAreWhole(t *testing.T) {
+	l := NewMemoryLog()
+	l.Append([]Batch{
+		{BaseOffset: 0, Epoch: 1, Kind: BatchLeaderChange, Records: recs(1)},
+		{BaseOffset: 1, Epoch: 1, Records: recs(4)}, // [1, 5)
+		{BaseOffset: 5, Epoch: 2, Records: recs(2)}, // [5, 7)
+	})
+	if end := l.EndOffset(); end != (OffsetAndEpoch{Offset: 7, Epoch: 2}) {
+		t.Fatalf("end %v", end)
+	}
+	for offset, want := range []int64{0, 1, 1, 1, 1, 5, 5, 7} {
+		if got := l.FloorBatchBoundary(int64(offset)); got != want {
+			t.Errorf("FloorBatchBoundary(%d) = %d, want %d", offset, got, want)
+		}
+	}
+	// A batch larger than maxBytes still comes whole, and alone.
+	if got := l.Batches(1, 1); len(got) != 1 || len(got[0].Records) != 4 {
+		t.Fatalf("oversized batch: %v", got)
+	}
+	if got, _ := l.EndOffsetForEpoch(1); got != (OffsetAndEpoch{Offset: 5, Epoch: 1}) {
+		t.Fatalf("end of epoch 1: %v", got)
+	}
+	for _, c := range []struct {
+		name string
+		f    func()
+	}{
+		{"TruncateTo", func() { l.Clone().TruncateTo(3) }},
+		{"Batches", func() { l.Batches(2, 100) }},
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%s inside a batch did not panic", c.name)
+				}
+			}()
+			c.f()
+		}()
+	}
+	// A snapshot that ends inside a batch does not keep the log.
+	inside := SnapshotID{EndOffset: 3, Epoch: 1}
+	c := l.Clone()
+	c.SaveSnapshot(inside, []byte("s"))
+	if err := c.InstallSnapshot(inside); err != nil {
+		t.Fatal(err)
+	}
+	if c.StartOffset() != 3 || c.EndOffset().Offset != 3 {
+		t.Fatalf("snapshot inside a batch kept the log: [%d, %d)", c.StartOffset(), c.EndOffset().Offset)
+	}
+	// One at a batch end does; trimming to it drops whole batches.
+	at := SnapshotID{EndOffset: 5, Epoch: 1}
+	l.SaveSnapshot(at, []byte("s"))
+	if err := l.InstallSnapshot(at); err != nil {
+		t.Fatal(err)
+	}
+	l.TrimPrefix(5)
+	if l.StartOffset() != 5 || l.EndOffset().Offset != 7 || len(l.Batches(5, 1<<20)) != 1 {
+		t.Fatalf("after trim: [%d, %d)", l.StartOffset(), l.EndOffset().Offset)
 	}
 }

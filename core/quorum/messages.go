@@ -42,7 +42,7 @@ func IsRequest(p Payload) bool {
 type VoteRequest struct {
 	Epoch       int32
 	CandidateID NodeID
-	// LastEnd is the candidate's log end: offset of the next entry and
+	// LastEnd is the candidate's log end: offset of the next batch and
 	// epoch of the last. The voter grants only if it is at least its own.
 	LastEnd OffsetAndEpoch
 	PreVote bool
@@ -92,7 +92,9 @@ type EndQuorumEpochResponse struct {
 
 // FetchRequest is a follower or observer pulling the log from the leader
 // (Kafka's Fetch of __cluster_metadata with a replica id). Its FetchOffset is
-// also the fetcher's acknowledgement: every entry below it is durable there.
+// also the fetcher's acknowledgement: every batch below it is durable there.
+// It is always a batch boundary of the fetcher's log, and so of the
+// leader's once validated.
 type FetchRequest struct {
 	// Epoch is the fetcher's epoch (CurrentLeaderEpoch).
 	Epoch     int32
@@ -112,7 +114,7 @@ type FetchRequest struct {
 
 // FetchResponse answers a FetchRequest. When Error is ErrNone exactly one of
 // these holds: DivergingEpoch is set (truncate, then fetch again), Snapshot
-// is set (fetch that snapshot first), or Entries continue the fetcher's log
+// is set (fetch that snapshot first), or Batches continue the fetcher's log
 // (possibly none).
 type FetchResponse struct {
 	Error          ErrorCode
@@ -120,7 +122,10 @@ type FetchResponse struct {
 	LeaderID       NodeID
 	HighWatermark  int64
 	LogStartOffset int64
-	Entries        []Entry
+	// Batches are whole batches: a response never splits one, and holds at
+	// least one when the leader has any past the fetch offset, even if it
+	// exceeds the fetch's MaxBytes.
+	Batches []Batch
 	// DivergingEpoch is the largest epoch the leader holds that is not
 	// above the fetcher's last fetched epoch, with its end offset.
 	DivergingEpoch *OffsetAndEpoch
@@ -228,8 +233,8 @@ func (f FetchResponse) String() string {
 	case f.Snapshot != nil:
 		fmt.Fprintf(&b, " snapshot=%s", *f.Snapshot)
 	default:
-		b.WriteString(" entries=[")
-		for i, e := range f.Entries {
+		b.WriteString(" batches=[")
+		for i, e := range f.Batches {
 			if i > 0 {
 				b.WriteByte(' ')
 			}

@@ -51,7 +51,8 @@ type Raft struct {
 	durableEnd  int64
 
 	highWatermark int64
-	// applied is the offset below which entries were handed out in Ready.
+	// applied is the offset below which batches were handed out in Ready;
+	// always a batch end.
 	applied           int64
 	loadSnapshot      bool
 	appliedSinceSnap  int64
@@ -121,9 +122,12 @@ func New(cfg Config, log Log, durable QuorumState, rng *rand.Rand, now time.Dura
 	r.durableEnd = end.Offset
 	r.highWatermark = log.StartOffset()
 	if snap, ok := log.LatestSnapshot(); ok {
-		// A snapshot holds only committed entries.
+		// A snapshot holds only committed batches.
 		r.highWatermark = max(r.highWatermark, min(snap.EndOffset, end.Offset))
 		r.loadSnapshot = true
+		if b := log.FloorBatchBoundary(r.highWatermark); b != r.highWatermark {
+			return nil, fmt.Errorf("quorum: snapshot %s ends inside the log's batch at %d", snap, b)
+		}
 	} else if log.StartOffset() != 0 {
 		return nil, fmt.Errorf("quorum: log starts at %d without a snapshot", log.StartOffset())
 	}
@@ -135,7 +139,7 @@ func New(cfg Config, log Log, durable QuorumState, rng *rand.Rand, now time.Dura
 	switch {
 	case r.state.LeaderID == r.id:
 		// A leader that restarts never leads its epoch again: it lost its
-		// volatile state, and entries it had not synced may be gone.
+		// volatile state, and batches it had not synced may be gone.
 		r.enterResigned(nil)
 	case r.state.LeaderID != NoNode:
 		r.becomeFollower(r.state.Epoch, r.state.LeaderID)

@@ -55,7 +55,7 @@ func TestNewRejectsInconsistentState(t *testing.T) {
 }
 
 // A single voter elects itself once its candidacy is durable, commits its
-// leader-change entry once that is synced, and then commits proposals.
+// leader-change batch once that is synced, and then commits proposals.
 func TestSingleVoter(t *testing.T) {
 	r := newTestRaft(t, Config{ID: 1, Voters: []NodeID{1}})
 	if err := r.Campaign(); err != nil {
@@ -80,7 +80,8 @@ func TestSingleVoter(t *testing.T) {
 	r.StatePersisted(rd.PersistState.Seq)
 	r.LogSynced(rd.SyncLog.Seq)
 	rd = r.Ready()
-	if rd.HighWatermark != 3 || len(rd.Committed) != 3 || string(rd.Committed[2].Data) != "b" {
+	// One proposal, one batch, applied whole.
+	if rd.HighWatermark != 3 || len(rd.Committed) != 2 || len(rd.Committed[1].Records) != 2 || string(rd.Committed[1].Records[1]) != "b" {
 		t.Fatalf("after sync: hw %d committed %v", rd.HighWatermark, rd.Committed)
 	}
 	if r.HasReady() {
@@ -89,13 +90,13 @@ func TestSingleVoter(t *testing.T) {
 }
 
 func TestProposeErrors(t *testing.T) {
-	r := newTestRaft(t, Config{ID: 1, Voters: []NodeID{1, 2, 3}, MaxProposalBytes: 100})
+	r := newTestRaft(t, Config{ID: 1, Voters: []NodeID{1, 2, 3}, MaxBatchBytes: 100, MaxBatchRecords: 3})
 	_, _, err := r.Propose([][]byte{[]byte("x")})
 	var nl *NotLeaderError
 	if !errors.As(err, &nl) || !errors.Is(err, ErrNotLeader) || nl.LeaderID != NoNode {
 		t.Fatalf("follower propose: %v", err)
 	}
-	single := newTestRaft(t, Config{ID: 1, Voters: []NodeID{1}, MaxProposalBytes: 100})
+	single := newTestRaft(t, Config{ID: 1, Voters: []NodeID{1}, MaxBatchBytes: 100, MaxBatchRecords: 3})
 	single.Campaign()
 	single.StatePersisted(single.Ready().PersistState.Seq)
 	if _, _, err := single.Propose(nil); !errors.Is(err, ErrEmptyProposal) {
@@ -103,6 +104,12 @@ func TestProposeErrors(t *testing.T) {
 	}
 	if _, _, err := single.Propose([][]byte{make([]byte, 200)}); !errors.Is(err, ErrProposalTooLarge) {
 		t.Errorf("too large: %v", err)
+	}
+	if _, _, err := single.Propose(make([][]byte, 4)); !errors.Is(err, ErrProposalTooLarge) {
+		t.Errorf("too many records: %v", err)
+	}
+	if _, _, err := single.Propose(make([][]byte, 1)); err != nil {
+		t.Errorf("within bounds: %v", err)
 	}
 }
 
@@ -123,7 +130,7 @@ func TestStepRejectsMisaddressed(t *testing.T) {
 	}
 }
 
-// Malformed responses from the network are ignored, never trusted: entries
+// Malformed responses from the network are ignored, never trusted: batches
 // that do not continue the log, a snapshot chunk past its size.
 func TestFollowerIgnoresMalformedResponses(t *testing.T) {
 	r := newTestRaft(t, Config{ID: 2, Voters: []NodeID{1, 2, 3}})
@@ -132,8 +139,9 @@ func TestFollowerIgnoresMalformedResponses(t *testing.T) {
 	}
 	r.StatePersisted(r.Ready().PersistState.Seq)
 	bad := []FetchResponse{
-		{Epoch: 1, LeaderID: 1, HighWatermark: 1, Entries: []Entry{{Offset: 5, Epoch: 1}}},
-		{Epoch: 1, LeaderID: 1, HighWatermark: 1, Entries: []Entry{{Offset: 0, Epoch: 2}}},
+		{Epoch: 1, LeaderID: 1, HighWatermark: 1, Batches: []Batch{{BaseOffset: 5, Epoch: 1, Records: recs(1)}}},
+		{Epoch: 1, LeaderID: 1, HighWatermark: 1, Batches: []Batch{{BaseOffset: 0, Epoch: 2, Records: recs(1)}}},
+		{Epoch: 1, LeaderID: 1, HighWatermark: 1, Batches: []Batch{{BaseOffset: 0, Epoch: 1}}},
 	}
 	for _, resp := range bad {
 		if err := r.Step(Message{From: 1, To: 2, Payload: resp}); err != nil {
@@ -142,5 +150,58 @@ func TestFollowerIgnoresMalformedResponses(t *testing.T) {
 		if s := r.Status(); s.LogEnd.Offset != 0 || s.HighWatermark != 0 {
 			t.Fatalf("malformed %v changed the log: %+v", resp, s)
 		}
+	}
+	// A high watermark inside a batch is taken down to the batch's base:
+	// a batch commits whole or not at all.
+	inside := FetchResponse{Epoch: 1, LeaderID: 1, HighWatermark: 2, Batches: []Batch{
+		{BaseOffset: 0, Epoch: 1, Kind: BatchLeaderChange, Records: recs(1)},
+		{BaseOffset: 1, Epoch: 1, Records: recs(3)},
+	}}
+	if err := r.Step(Message{From: 1, To: 2, Payload: inside}); err != nil {
+		t.Fatal(err)
+	}
+	if s := r.Status(); s.LogEnd.Offset != 4 || s.HighWatermark != 1 {
+		t.Fatalf("high watermark inside a batch: %+v", s)
+	}
+}
+
+// A leader answers fetches in whole batches, one however large past the
+// fetch's max bytes, and refuses as malformed a fetch offset inside a batch
+// (a follower whose log matches ends on a batch boundary).
+func TestLeaderFetchesAreWholeBatches(t *testing.T) {
+	n := newTestNode(1, Config{Voters: []NodeID{1, 2, 3}}, 1)
+	var sent []Message
+	step := func(p Payload) {
+		t.Helper()
+		sent = nil
+		if err := n.raft.Step(Message{From: 2, To: 1, Payload: p}); err != nil {
+			t.Fatal(err)
+		}
+		n.drain(true, func(m Message) { sent = append(sent, m) }, nil)
+	}
+	if err := n.raft.Campaign(); err != nil {
+		t.Fatal(err)
+	}
+	n.drain(true, func(Message) {}, nil)
+	step(VoteResponse{Epoch: 0, LeaderID: NoNode, Granted: true, PreVote: true})
+	step(VoteResponse{Epoch: 1, LeaderID: NoNode, Granted: true})
+	if s := n.raft.Status(); s.Role != RoleLeader {
+		t.Fatalf("not elected: %+v", s)
+	}
+	if last, _, err := n.raft.Propose([][]byte{[]byte("a"), []byte("b"), []byte("c")}); err != nil || last != 3 {
+		t.Fatalf("Propose = %d, %v", last, err)
+	}
+	n.drain(true, func(Message) {}, nil)
+
+	step(FetchRequest{Epoch: 1, ReplicaID: 2, FetchOffset: 2, LastFetchedEpoch: 1, MaxBytes: 1})
+	if len(sent) != 1 || sent[0].Payload.(FetchResponse).Error != ErrInvalidRequest {
+		t.Fatalf("fetch inside a batch: sent %v", sent)
+	}
+	step(FetchRequest{Epoch: 1, ReplicaID: 2, FetchOffset: 1, LastFetchedEpoch: 1, MaxBytes: 1})
+	if len(sent) != 1 {
+		t.Fatalf("fetch at a batch boundary: sent %v", sent)
+	}
+	if got := sent[0].Payload.(FetchResponse).Batches; len(got) != 1 || got[0].BaseOffset != 1 || len(got[0].Records) != 3 {
+		t.Fatalf("fetch at a batch boundary: got %v, want the batch [1, 4) whole", got)
 	}
 }

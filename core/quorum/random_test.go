@@ -87,14 +87,17 @@ type simCluster struct {
 	// Invariant state.
 	leaderOf    map[int32]NodeID         // epoch -> its leader
 	leaderEnd   map[leaderKey]leaderMark // last seen log end of a leader
-	committed   []Entry                  // the committed log, from applies
-	commitEpoch []int32                  // an upper bound of each entry's commit epoch
-	entryData   map[OffsetAndEpoch]string
-	proposals   int
-	steps       int
-	snapshots   int
-	loads       int
-	trace       bool
+	committed   []flatRecord             // the committed log, from applies
+	commitEpoch []int32                  // an upper bound of each record's commit epoch
+	recordAt    map[OffsetAndEpoch]flatRecord
+	// proposed tags every record ever proposed with its proposal, for the
+	// all-or-nothing checks (record values are unique).
+	proposed  map[string]proposalTag
+	proposals int
+	steps     int
+	snapshots int
+	loads     int
+	trace     bool
 	// traceHash folds every delivered message when hashing is on.
 	hashing   bool
 	traceHash uint64
@@ -108,7 +111,36 @@ type leaderKey struct {
 
 type leaderMark struct {
 	end  int64
-	last Entry
+	last Batch
+}
+
+// flatRecord is one record of the log with the batch that holds it: the
+// record-level view the safety checks compare across nodes.
+type flatRecord struct {
+	Offset    int64
+	Epoch     int32
+	Kind      BatchKind
+	Data      string
+	Base, End int64
+}
+
+func (f flatRecord) String() string {
+	return fmt.Sprintf("%d@%d:%q(batch [%d, %d))", f.Offset, f.Epoch, f.Data, f.Base, f.End)
+}
+
+func flatten(batches []Batch) []flatRecord {
+	var out []flatRecord
+	for _, b := range batches {
+		for i, rec := range b.Records {
+			out = append(out, flatRecord{Offset: b.BaseOffset + int64(i), Epoch: b.Epoch, Kind: b.Kind, Data: string(rec), Base: b.BaseOffset, End: b.EndOffset()})
+		}
+	}
+	return out
+}
+
+// proposalTag places a record in the Propose call that carried it.
+type proposalTag struct {
+	proposal, index, count int
 }
 
 type event struct {
@@ -142,14 +174,17 @@ func newSimCluster(t *testing.T, seed uint64, voters, observers int) *simCluster
 		nodes:     map[NodeID]*testNode{},
 		leaderOf:  map[int32]NodeID{},
 		leaderEnd: map[leaderKey]leaderMark{},
-		entryData: map[OffsetAndEpoch]string{},
+		recordAt:  map[OffsetAndEpoch]flatRecord{},
+		proposed:  map[string]proposalTag{},
 		cut:       map[[2]NodeID]bool{},
 		maxDelay:  5 * time.Millisecond,
 	}
 	for i := 1; i <= voters; i++ {
 		c.voters = append(c.voters, NodeID(i))
 	}
-	cfg := Config{Voters: c.voters, SnapshotChunkBytes: 64, SnapshotIntervalBytes: 600, MaxFetchBytes: 50}
+	// A fetch of 50 bytes holds one (oversized) batch, of 1000 several.
+	maxFetch := []int{50, 300, 1000}[c.rng.IntN(3)]
+	cfg := Config{Voters: c.voters, SnapshotChunkBytes: 64, SnapshotIntervalBytes: 1500, MaxFetchBytes: maxFetch}
 	for i := 1; i <= voters+observers; i++ {
 		id := NodeID(i)
 		c.ids = append(c.ids, id)
@@ -204,9 +239,48 @@ func (c *simCluster) checkDurable(m Message) {
 			c.t.Fatalf("durability: node %s fetches from %d with its log durable only to %d", m.From, p.FetchOffset, end)
 		}
 		if p.FetchOffset > dl.StartOffset() {
-			if e := dl.Entries(p.FetchOffset-1, 1)[0]; e.Epoch != p.LastFetchedEpoch {
-				c.t.Fatalf("durability: node %s fetches from %d@%d but its durable log holds %s there", m.From, p.FetchOffset, p.LastFetchedEpoch, e)
+			b := dl.Batches(dl.FloorBatchBoundary(p.FetchOffset-1), 1)[0]
+			if b.EndOffset() != p.FetchOffset {
+				c.t.Fatalf("batch atomicity: node %s fetches from %d, inside its batch %s", m.From, p.FetchOffset, b)
 			}
+			if b.Epoch != p.LastFetchedEpoch {
+				c.t.Fatalf("durability: node %s fetches from %d@%d but its durable log holds %s there", m.From, p.FetchOffset, p.LastFetchedEpoch, b)
+			}
+		}
+	}
+}
+
+// checkSent checks what a leader ships: a correct fetcher is never refused
+// as malformed (its fetch offset is a batch boundary of the leader's log),
+// and every batch is one whole proposal.
+func (c *simCluster) checkSent(m Message) {
+	p, ok := m.Payload.(FetchResponse)
+	if !ok {
+		return
+	}
+	if p.Error == ErrInvalidRequest {
+		c.t.Fatalf("batch atomicity: node %s refused %s's fetch from %d@%d as invalid", m.From, m.To, p.FetchOffset, p.LastFetchedEpoch)
+	}
+	for _, b := range p.Batches {
+		c.checkWholeProposal(m.From, "sent", b)
+	}
+}
+
+// checkWholeProposal checks that batch b holds exactly the records of one
+// Propose call, in order: a proposal is never split across batches or
+// merged with another.
+func (c *simCluster) checkWholeProposal(id NodeID, what string, b Batch) {
+	if b.Kind == BatchLeaderChange {
+		if len(b.Records) != 1 {
+			c.t.Fatalf("node %s %s leader-change batch %s with %d records", id, what, b, len(b.Records))
+		}
+		return
+	}
+	first, ok := c.proposed[string(b.Records[0])]
+	for i, rec := range b.Records {
+		tag, known := c.proposed[string(rec)]
+		if !ok || !known || tag.proposal != first.proposal || tag.index != i || tag.count != len(b.Records) {
+			c.t.Fatalf("proposal atomicity: node %s %s batch %s, which is not one whole proposal (record %q is %+v)", id, what, b, rec, tag)
 		}
 	}
 }
@@ -215,6 +289,7 @@ func (c *simCluster) checkDurable(m Message) {
 // with its own delay (so copies and messages reorder).
 func (c *simCluster) send(m Message) {
 	c.checkDurable(m)
+	c.checkSent(m)
 	if !c.reachable(m.From, m.To) || c.rng.Float64() < c.dropRate {
 		return
 	}
@@ -456,13 +531,16 @@ func (c *simCluster) checkLiveness(limit time.Duration) {
 	applied := func() bool {
 		if l := c.leader(); l != nil && l.raft.Status().State.Epoch != epoch {
 			l.raft.Tick(c.now)
+			c.proposed[marker] = proposalTag{proposal: -1, count: 1}
 			if _, e, err := l.raft.Propose([][]byte{[]byte(marker)}); err == nil {
 				epoch = e
 				c.process(l.id)
 			}
 		}
 		for _, id := range c.ids {
-			if !slices.ContainsFunc(c.nodes[id].applied, func(e Entry) bool { return string(e.Data) == marker }) {
+			if !slices.ContainsFunc(c.nodes[id].applied, func(b Batch) bool {
+				return slices.ContainsFunc(b.Records, func(rec []byte) bool { return string(rec) == marker })
+			}) {
 				return false
 			}
 		}
@@ -485,8 +563,11 @@ func (c *simCluster) proposeSomewhere() {
 	}
 	c.proposals++
 	var recs [][]byte
-	for i := range 1 + c.rng.IntN(3) {
-		recs = append(recs, []byte(fmt.Sprintf("r%d.%d", c.proposals, i)))
+	count := 1 + c.rng.IntN(5)
+	for i := range count {
+		rec := fmt.Sprintf("r%d.%d", c.proposals, i)
+		c.proposed[rec] = proposalTag{proposal: c.proposals, index: i, count: count}
+		recs = append(recs, []byte(rec))
 	}
 	n.raft.Tick(c.now)
 	if _, _, err := n.raft.Propose(recs); err == nil {
@@ -509,14 +590,20 @@ func (c *simCluster) leader() *testNode {
 }
 
 // checkApplied checks state machine safety: what a node applies (or loads
-// from a snapshot) agrees with everything applied anywhere before.
-func (c *simCluster) checkApplied(n *testNode, entries []Entry) {
+// from a snapshot) agrees with everything applied anywhere before, record by
+// record and batch by batch; each batch is one whole proposal, so every node
+// applies a proposal all or nothing; and the committed prefix never ends
+// inside a proposal.
+func (c *simCluster) checkApplied(n *testNode, batches []Batch) {
 	epoch := n.raft.Status().State.Epoch
-	for _, e := range entries {
+	for _, b := range batches {
+		c.checkWholeProposal(n.id, "applied", b)
+	}
+	for _, e := range flatten(batches) {
 		o := int(e.Offset)
 		switch {
 		case o < len(c.committed):
-			if got := c.committed[o]; got.Epoch != e.Epoch || string(got.Data) != string(e.Data) || got.Kind != e.Kind {
+			if got := c.committed[o]; got != e {
 				c.t.Fatalf("state machine safety: node %s applied %s at %d, others applied %s", n.id, e, o, got)
 			}
 			c.commitEpoch[o] = min(c.commitEpoch[o], epoch)
@@ -527,12 +614,19 @@ func (c *simCluster) checkApplied(n *testNode, entries []Entry) {
 			c.t.Fatalf("node %s applied %s with a gap after %d", n.id, e, len(c.committed))
 		}
 	}
+	if k := len(c.committed); k > 0 {
+		last := c.committed[k-1]
+		if tag, ok := c.proposed[last.Data]; last.Kind == BatchData && (!ok || tag.index != tag.count-1) {
+			c.t.Fatalf("proposal atomicity: the committed log ends at %s, inside proposal %+v", last, tag)
+		}
+	}
 }
 
 // check verifies, after every step: one leader per epoch; a leader's log
-// only grows; entries are unique per (offset, epoch) and logs match below
-// any common entry; every leader holds every entry committed in an earlier
-// epoch.
+// only grows; every node's high watermark, applied offset and durable end
+// sit on batch boundaries; records are unique per (offset, epoch) and logs
+// match below any common record; every leader holds every record committed
+// in an earlier epoch.
 func (c *simCluster) check() {
 	c.steps++
 	for _, id := range c.ids {
@@ -541,6 +635,16 @@ func (c *simCluster) check() {
 			continue
 		}
 		s := n.raft.Status()
+		for _, pos := range []struct {
+			what   string
+			offset int64
+		}{{"high watermark", s.HighWatermark}, {"applied offset", s.Applied}, {"durable end", s.DurableEnd}} {
+			if pos.offset >= s.LogStart && pos.offset <= s.LogEnd.Offset {
+				if b := n.log.FloorBatchBoundary(pos.offset); b != pos.offset {
+					c.t.Fatalf("batch atomicity: node %s's %s %d is inside the batch at %d", id, pos.what, pos.offset, b)
+				}
+			}
+		}
 		if s.Role != RoleLeader {
 			continue
 		}
@@ -553,14 +657,14 @@ func (c *simCluster) check() {
 			if s.LogEnd.Offset < mark.end {
 				c.t.Fatalf("leader append-only: leader %s of epoch %d shrank its log from %d to %d", id, s.State.Epoch, mark.end, s.LogEnd.Offset)
 			}
-			if mark.last.Offset >= n.log.StartOffset() {
-				if got := n.log.Entries(mark.last.Offset, 1)[0]; got.Epoch != mark.last.Epoch || string(got.Data) != string(mark.last.Data) {
+			if mark.last.BaseOffset >= n.log.StartOffset() {
+				if got := n.log.Batches(mark.last.BaseOffset, 1)[0]; !sameBatch(got, mark.last) {
 					c.t.Fatalf("leader append-only: leader %s of epoch %d rewrote %s as %s", id, s.State.Epoch, mark.last, got)
 				}
 			}
 		}
-		if s.LogEnd.Offset > n.log.StartOffset() {
-			c.leaderEnd[key] = leaderMark{end: s.LogEnd.Offset, last: n.log.Entries(s.LogEnd.Offset-1, 1)[0]}
+		if end := s.LogEnd.Offset; end > n.log.StartOffset() {
+			c.leaderEnd[key] = leaderMark{end: end, last: n.log.Batches(n.log.FloorBatchBoundary(end-1), 1)[0]}
 		}
 		c.checkLeaderCompleteness(n, s.State.Epoch)
 	}
@@ -569,28 +673,42 @@ func (c *simCluster) check() {
 	}
 }
 
+func sameBatch(a, b Batch) bool {
+	return a.BaseOffset == b.BaseOffset && a.Epoch == b.Epoch && a.Kind == b.Kind &&
+		slices.EqualFunc(a.Records, b.Records, func(x, y []byte) bool { return string(x) == string(y) })
+}
+
 func (c *simCluster) checkLeaderCompleteness(n *testNode, epoch int32) {
 	start, end := n.log.StartOffset(), n.log.EndOffset().Offset
+	// Walk the leader's batches alongside the committed records, in place:
+	// this runs after every step.
+	batches, bi := n.log.batches, 0
 	for o := int(start); o < len(c.committed); o++ {
+		want := c.committed[o]
 		if c.commitEpoch[o] >= epoch {
 			continue
 		}
 		if int64(o) >= end {
-			c.t.Fatalf("leader completeness: leader %s of epoch %d ends at %d, missing %s committed by epoch %d", n.id, epoch, end, c.committed[o], c.commitEpoch[o])
+			c.t.Fatalf("leader completeness: leader %s of epoch %d ends at %d, missing %s committed by epoch %d", n.id, epoch, end, want, c.commitEpoch[o])
 		}
-		if got := n.log.Entries(int64(o), 1)[0]; got.Epoch != c.committed[o].Epoch || string(got.Data) != string(c.committed[o].Data) {
-			c.t.Fatalf("leader completeness: leader %s of epoch %d holds %s where %s was committed", n.id, epoch, got, c.committed[o])
+		for batches[bi].EndOffset() <= int64(o) {
+			bi++
+		}
+		b := batches[bi]
+		rec := b.Records[int64(o)-b.BaseOffset]
+		if b.Epoch != want.Epoch || b.Kind != want.Kind || b.BaseOffset != want.Base || b.EndOffset() != want.End || string(rec) != want.Data {
+			c.t.Fatalf("leader completeness: leader %s of epoch %d holds %s where %s was committed", n.id, epoch, flatten([]Batch{b})[int64(o)-b.BaseOffset], want)
 		}
 	}
 }
 
-// checkLogMatching checks that an (offset, epoch) names one entry across
-// all logs, and that two logs holding the same (offset, epoch) agree on
-// every entry before it that both hold.
+// checkLogMatching checks that an (offset, epoch) names one record, in one
+// batch, across all logs, and that two logs holding the same (offset,
+// epoch) agree on every record (and batch) before it that both hold.
 func (c *simCluster) checkLogMatching() {
 	type view struct {
 		id      NodeID
-		entries []Entry
+		records []flatRecord
 	}
 	var views []view
 	for _, id := range c.ids {
@@ -599,19 +717,19 @@ func (c *simCluster) checkLogMatching() {
 		if start == end {
 			continue
 		}
-		entries := n.log.Entries(start, 1<<40)
-		for _, e := range entries {
+		records := flatten(n.log.Batches(start, 1<<40))
+		for _, e := range records {
 			key := OffsetAndEpoch{Offset: e.Offset, Epoch: e.Epoch}
-			if d, ok := c.entryData[key]; ok && d != string(e.Data) {
-				c.t.Fatalf("log matching: node %s holds %s, another log holds %q at the same offset and epoch", id, e, d)
+			if d, ok := c.recordAt[key]; ok && d != e {
+				c.t.Fatalf("log matching: node %s holds %s, another log holds %s at the same offset and epoch", id, e, d)
 			}
-			c.entryData[key] = string(e.Data)
+			c.recordAt[key] = e
 		}
-		views = append(views, view{id: id, entries: entries})
+		views = append(views, view{id: id, records: records})
 	}
 	for i := range views {
 		for j := i + 1; j < len(views); j++ {
-			a, b := views[i].entries, views[j].entries
+			a, b := views[i].records, views[j].records
 			lo := max(a[0].Offset, b[0].Offset)
 			hi := min(a[len(a)-1].Offset, b[len(b)-1].Offset)
 			// The highest common (offset, epoch).
@@ -622,7 +740,7 @@ func (c *simCluster) checkLogMatching() {
 				}
 				for k := lo; k <= o; k++ {
 					x, y := a[k-a[0].Offset], b[k-b[0].Offset]
-					if x.Epoch != y.Epoch || string(x.Data) != string(y.Data) {
+					if x != y {
 						c.t.Fatalf("log matching: nodes %s and %s agree at %d@%d but differ at %d: %s vs %s", views[i].id, views[j].id, o, ea.Epoch, k, x, y)
 					}
 				}
@@ -631,7 +749,6 @@ func (c *simCluster) checkLogMatching() {
 		}
 	}
 }
-
 func (c *simCluster) dump() {
 	for _, id := range c.ids {
 		n := c.nodes[id]

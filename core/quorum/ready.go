@@ -4,7 +4,11 @@ package quorum
 // Ready and the completions that answer it, and the durability bookkeeping
 // behind the persist barrier.
 
-import "github.com/strata-log/strata/core/assert"
+import (
+	"fmt"
+
+	"github.com/strata-log/strata/core/assert"
+)
 
 // Ready is what the driver must do next, drained by Raft.Ready. Handle it in
 // field order: persisting and syncing may complete later (report them with
@@ -15,7 +19,7 @@ type Ready struct {
 	// call StatePersisted(PersistState.Seq). Requests complete in order.
 	PersistState *PersistRequest
 	// SyncLog, when set, asks for an fsync of everything written through
-	// the Log so far (entries, truncations, snapshot installs); then call
+	// the Log so far (batches, truncations, snapshot installs); then call
 	// LogSynced(SyncLog.Seq). Requests complete in order.
 	SyncLog *SyncRequest
 	// Messages are to be sent to their destinations, best effort.
@@ -23,9 +27,10 @@ type Ready struct {
 	// LoadSnapshot, when set, tells the state machine to replace its state
 	// with this snapshot (read it from the Log) before applying Committed.
 	LoadSnapshot *SnapshotID
-	// Committed are entries to apply to the state machine, in offset order,
-	// leader-change control entries included.
-	Committed []Entry
+	// Committed are batches to apply to the state machine, in offset order,
+	// leader-change batches included. Each is whole: the state machine
+	// applies a batch atomically, all its records or none.
+	Committed []Batch
 	// HighWatermark is the current high watermark.
 	HighWatermark int64
 	// SnapshotDue asks the state machine to write a snapshot at what it has
@@ -147,16 +152,20 @@ func (r *Raft) Ready() Ready {
 	}
 	if limit := r.applyLimit(); r.applied < limit {
 		assert.That(r.applied >= r.log.StartOffset(), "quorum: applied %d below log start %d", r.applied, r.log.StartOffset())
-		entries := r.log.Entries(r.applied, r.cfg.MaxApplyBytes)
-		if n := int(limit - r.applied); len(entries) > n {
-			entries = entries[:n]
+		batches := r.log.Batches(r.applied, r.cfg.MaxApplyBytes)
+		n := 0
+		for _, b := range batches {
+			if b.EndOffset() > limit {
+				break
+			}
+			assert.That(b.BaseOffset == r.applied, "quorum: applying batch %s, want offset %d", b, r.applied)
+			r.applied = b.EndOffset()
+			r.appliedSinceSnap += int64(b.Size())
+			n++
 		}
-		for _, e := range entries {
-			assert.That(e.Offset == r.applied, "quorum: applying offset %d, want %d", e.Offset, r.applied)
-			r.applied++
-			r.appliedSinceSnap += int64(e.Size())
-		}
-		rd.Committed = entries
+		// The limit is a batch end, so the batch holding it was taken whole.
+		assert.That(n > 0, "quorum: apply limit %d inside the batch at %d", limit, r.applied)
+		rd.Committed = batches[:n:n]
 	}
 	if r.snapshotDue() {
 		rd.SnapshotDue = true
@@ -169,8 +178,8 @@ func (r *Raft) Ready() Ready {
 	return rd
 }
 
-// applyLimit is the offset below which entries may be applied: committed and
-// durable here.
+// applyLimit is the offset below which batches may be applied: committed
+// and durable here. Both bounds are batch ends, so it is one too.
 func (r *Raft) applyLimit() int64 { return min(r.highWatermark, r.durableEnd) }
 
 func (r *Raft) snapshotDue() bool {
@@ -187,20 +196,24 @@ func (r *Raft) send(to NodeID, p Payload) {
 	r.gated = append(r.gated, gatedMessage{seq: r.stateSeq, msg: m})
 }
 
-// appendEntries writes entries to the log and schedules a sync.
-func (r *Raft) appendEntries(entries []Entry) {
-	r.log.Append(entries)
+// appendBatch writes one batch to the log and schedules a sync.
+func (r *Raft) appendBatch(b Batch) { r.appendBatches([]Batch{b}) }
+
+// appendBatches writes batches to the log and schedules a sync.
+func (r *Raft) appendBatches(batches []Batch) {
+	r.log.Append(batches)
 	r.syncPending = true
 }
 
-// truncate removes entries at and above offset, which must all be
-// uncommitted; a leader never truncates.
+// truncate removes the batches at and above offset, a batch boundary, which
+// must all be uncommitted; a leader never truncates.
 func (r *Raft) truncate(offset int64) {
 	assert.That(r.role != RoleLeader, "quorum: leader %s truncating its log to %d", r.id, offset)
 	assert.That(offset >= r.highWatermark, "quorum: node %s truncating to %d below its high watermark %d", r.id, offset, r.highWatermark)
 	if offset >= r.log.EndOffset().Offset {
 		return
 	}
+	r.assertBoundary(offset, "truncation point")
 	r.log.TruncateTo(offset)
 	r.clampDurable(offset)
 }
@@ -214,15 +227,30 @@ func (r *Raft) clampDurable(offset int64) {
 	}
 }
 
-// setHighWatermark advances the high watermark.
+// setHighWatermark advances the high watermark, always to a batch end.
 func (r *Raft) setHighWatermark(hw int64) {
 	assert.NotDecreasing("quorum high watermark", r.highWatermark, hw)
 	assert.That(hw <= r.log.EndOffset().Offset, "quorum: high watermark %d past log end %d", hw, r.log.EndOffset().Offset)
+	r.assertBoundary(hw, "high watermark")
 	if hw == r.highWatermark {
 		return
 	}
 	r.highWatermark = hw
 	if r.role == RoleLeader {
 		r.answerParkedFetches()
+	}
+}
+
+// assertBoundary checks that offset, a log position the Raft derived (a high
+// watermark, a replica's log end, a truncation point), is a batch boundary of
+// the log: no batch is ever committed, acknowledged or truncated in part.
+// Positions below the log start (unknown, or trimmed into a snapshot) are
+// not checked.
+func (r *Raft) assertBoundary(offset int64, format string, args ...any) {
+	if offset < r.log.StartOffset() {
+		return
+	}
+	if b := r.log.FloorBatchBoundary(offset); b != offset {
+		assert.Never("quorum: node %s: %s at %d is inside the batch at %d", r.id, fmt.Sprintf(format, args...), offset, b)
 	}
 }

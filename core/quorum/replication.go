@@ -5,6 +5,7 @@ package quorum
 // new), the high watermark, and check-quorum.
 
 import (
+	"fmt"
 	"slices"
 	"time"
 
@@ -13,8 +14,8 @@ import (
 
 // leaderState is the leader's view of its epoch and of every replica.
 type leaderState struct {
-	// epochStartOffset is the offset of the epoch's leader-change entry:
-	// the high watermark moves only past it, that is, only once an entry of
+	// epochStartOffset is the offset of the epoch's leader-change batch:
+	// the high watermark moves only past it, that is, only once a batch of
 	// the current epoch is on a majority.
 	epochStartOffset int64
 	// replicas holds every other voter and the observers seen fetching.
@@ -46,11 +47,14 @@ type parkedFetch struct {
 }
 
 // Propose appends records to the log as one batch in the leader's epoch and
-// returns the offset of the last record and the epoch. The records commit
-// when the high watermark passes that offset, unless the leader loses its
-// epoch first; then they may be truncated, and the caller learns it by
-// never seeing them committed in that epoch. Not on the leader, it returns
-// a *NotLeaderError.
+// returns the offset of its last record and the epoch. The batch is a unit:
+// it is replicated, committed, truncated and handed to Ready.Committed
+// whole, never in part. It commits when the high watermark reaches its end
+// (offset+1), unless the leader loses its epoch first; then it may be
+// truncated, and the caller learns it by never seeing it committed in that
+// epoch. Not on the leader, it returns a *NotLeaderError; a batch above
+// Config.MaxBatchRecords records or Config.MaxBatchBytes bytes (by
+// Batch.Size) gets ErrProposalTooLarge.
 func (r *Raft) Propose(records [][]byte) (offset int64, epoch int32, err error) {
 	if r.role != RoleLeader {
 		return 0, 0, &NotLeaderError{LeaderID: r.leaderHint(), Epoch: r.state.Epoch}
@@ -58,21 +62,16 @@ func (r *Raft) Propose(records [][]byte) (offset int64, epoch int32, err error) 
 	if len(records) == 0 {
 		return 0, 0, ErrEmptyProposal
 	}
-	size := 0
-	for _, rec := range records {
-		size += len(rec) + entryOverheadBytes
+	// The record values are shared (they are immutable once proposed), the
+	// slice holding them is not: the caller may reuse it.
+	b := Batch{BaseOffset: r.log.EndOffset().Offset, Epoch: r.state.Epoch, Kind: BatchData, Records: slices.Clone(records)}
+	if size := b.Size(); len(records) > r.cfg.MaxBatchRecords || size > r.cfg.MaxBatchBytes {
+		return 0, 0, fmt.Errorf("%w: %d records of %d bytes, at most %d records and %d bytes fit a batch",
+			ErrProposalTooLarge, len(records), size, r.cfg.MaxBatchRecords, r.cfg.MaxBatchBytes)
 	}
-	if size > r.cfg.MaxProposalBytes {
-		return 0, 0, ErrProposalTooLarge
-	}
-	next := r.log.EndOffset().Offset
-	entries := make([]Entry, len(records))
-	for i, rec := range records {
-		entries[i] = Entry{Offset: next + int64(i), Epoch: r.state.Epoch, Kind: EntryData, Data: rec}
-	}
-	r.appendEntries(entries)
+	r.appendBatch(b)
 	r.answerParkedFetches()
-	return next + int64(len(records)) - 1, r.state.Epoch, nil
+	return b.EndOffset() - 1, b.Epoch, nil
 }
 
 func (r *Raft) handleFetchRequest(from NodeID, req FetchRequest) {
@@ -115,6 +114,12 @@ func (r *Raft) handleFetchRequest(from NodeID, req FetchRequest) {
 	}
 	end := r.log.EndOffset().Offset
 	assert.That(req.FetchOffset <= end, "quorum: validated fetch offset %d past leader end %d", req.FetchOffset, end)
+	if r.log.FloorBatchBoundary(req.FetchOffset) != req.FetchOffset {
+		// A fetcher whose log matches this one up to its offset ends on a
+		// boundary of it; one that does not is broken, not diverged.
+		respondErr(ErrInvalidRequest)
+		return
+	}
 	p.endOffset = req.FetchOffset
 	if req.FetchOffset == end {
 		p.caughtUp, p.lastCaughtUp = true, r.now
@@ -130,7 +135,8 @@ func (r *Raft) handleFetchRequest(from NodeID, req FetchRequest) {
 }
 
 // fetchResponse answers a validated fetch with the leader's log from the
-// fetch offset.
+// fetch offset, in whole batches: at least one, however large, and then as
+// many as fit the fetch's max bytes.
 func (r *Raft) fetchResponse(req FetchRequest) FetchResponse {
 	resp := FetchResponse{
 		Epoch: r.state.Epoch, LeaderID: r.id,
@@ -142,7 +148,7 @@ func (r *Raft) fetchResponse(req FetchRequest) FetchResponse {
 		if req.MaxBytes > 0 {
 			maxBytes = min(maxBytes, int(req.MaxBytes))
 		}
-		resp.Entries = r.log.Entries(req.FetchOffset, maxBytes)
+		resp.Batches = r.log.Batches(req.FetchOffset, maxBytes)
 	}
 	return resp
 }
@@ -202,16 +208,19 @@ func (r *Raft) trackReplica(id NodeID) *replicaProgress {
 
 // maybeAdvanceHighWatermark moves the high watermark to the largest offset
 // a majority of voters durably holds, once that includes the current
-// epoch's first entry.
+// epoch's leader-change batch. Every voter's end is a batch boundary of
+// this log (a validated fetch offset, or the durable end), so the high
+// watermark only ever lands on a batch end.
 func (r *Raft) maybeAdvanceHighWatermark() {
 	ls := r.leader
 	ends := make([]int64, 0, len(r.cfg.Voters))
 	for _, v := range r.cfg.Voters {
-		if v == r.id {
-			ends = append(ends, r.durableEnd)
-		} else {
-			ends = append(ends, ls.replicas[v].endOffset)
+		end := r.durableEnd
+		if v != r.id {
+			end = ls.replicas[v].endOffset
 		}
+		r.assertBoundary(end, "voter %s's log end", v)
+		ends = append(ends, end)
 	}
 	slices.Sort(ends)
 	slices.Reverse(ends)
@@ -222,7 +231,7 @@ func (r *Raft) maybeAdvanceHighWatermark() {
 }
 
 // answerParkedFetches answers the parked fetches that now have something
-// new: entries past their offset or a newer high watermark.
+// new: batches past their offset or a newer high watermark.
 func (r *Raft) answerParkedFetches() {
 	r.releaseParked(func(pf parkedFetch) bool {
 		return r.log.EndOffset().Offset > pf.req.FetchOffset || r.highWatermark > pf.req.HighWatermark

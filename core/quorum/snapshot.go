@@ -14,11 +14,12 @@ type snapshotFetch struct {
 
 // SnapshotTaken tells the Raft that the state machine wrote snapshot id,
 // covering everything it applied below id.EndOffset, and that the snapshot
-// is durable in the Log's store. It becomes the snapshot that fetchers
-// behind the log start are sent.
+// is durable in the Log's store. id.EndOffset must be the end of a batch of
+// epoch id.Epoch (the state machine applies whole batches). It becomes the
+// snapshot that fetchers behind the log start are sent.
 //
 // Retention: the log is trimmed to the previous snapshot, not to this one,
-// so it keeps one snapshot interval of entries behind the latest snapshot:
+// so it keeps one snapshot interval of batches behind the latest snapshot:
 // a replica less than an interval behind catches up from the log instead of
 // being sent a snapshot that is replaced while it downloads it.
 func (r *Raft) SnapshotTaken(id SnapshotID) error {
@@ -32,8 +33,10 @@ func (r *Raft) SnapshotTaken(id SnapshotID) error {
 	if id.EndOffset <= r.log.StartOffset() {
 		return fmt.Errorf("%w: %s is below the log start %d", ErrInvalidSnapshot, id, r.log.StartOffset())
 	}
-	if e := r.log.Entries(id.EndOffset-1, 1); len(e) == 0 || e[0].Epoch != id.Epoch {
-		return fmt.Errorf("%w: %s does not match the log's entry at %d", ErrInvalidSnapshot, id, id.EndOffset-1)
+	// A snapshot ends on a batch end: the state machine applies whole
+	// batches, and the log keeps or drops a batch whole around it.
+	if b := r.log.Batches(r.log.FloorBatchBoundary(id.EndOffset-1), 1)[0]; b.EndOffset() != id.EndOffset || b.Epoch != id.Epoch {
+		return fmt.Errorf("%w: %s does not end the log's batch %s", ErrInvalidSnapshot, id, b)
 	}
 	if err := r.log.InstallSnapshot(id); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidSnapshot, err)
@@ -133,9 +136,9 @@ func (r *Raft) handleFetchSnapshotResponse(from NodeID, resp FetchSnapshotRespon
 }
 
 // installFetchedSnapshot makes a fetched snapshot the latest; the log
-// restarts after it unless it already holds the snapshot's last entry. The
-// next fetch waits for the install to be synced, since its offset
-// acknowledges the snapshot's entries.
+// restarts after it unless it already holds the batch the snapshot ends
+// with. The next fetch waits for the install to be synced, since its offset
+// acknowledges the snapshot's records.
 func (r *Raft) installFetchedSnapshot(id SnapshotID) {
 	oldStart := r.log.StartOffset()
 	if latest, ok := r.log.LatestSnapshot(); ok && id.EndOffset <= latest.EndOffset {

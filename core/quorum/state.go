@@ -3,6 +3,7 @@ package quorum
 import (
 	"fmt"
 	"strconv"
+	"strings"
 )
 
 // NodeID identifies a node, as Kafka's node.id.
@@ -88,7 +89,7 @@ func (r Role) String() string {
 }
 
 // OffsetAndEpoch is a position in the log: an offset and the epoch of the
-// entry just before it. A log's end is the offset of the next entry and the
+// record just before it. A log's end is the offset of the next batch and the
 // epoch of the last one; Vote compares candidates by it and Fetch validates
 // followers with it.
 type OffsetAndEpoch struct {
@@ -116,8 +117,9 @@ func (p OffsetAndEpoch) Compare(q OffsetAndEpoch) int {
 // String formats the position as offset@epoch.
 func (p OffsetAndEpoch) String() string { return fmt.Sprintf("%d@%d", p.Offset, p.Epoch) }
 
-// SnapshotID names a snapshot as KIP-630 does: it covers every entry below
-// EndOffset, and Epoch is the epoch of the entry at EndOffset-1.
+// SnapshotID names a snapshot as KIP-630 does: it covers every record below
+// EndOffset, and Epoch is the epoch of the record at EndOffset-1. EndOffset
+// is always a batch end: a snapshot never covers part of a batch.
 type SnapshotID struct {
 	EndOffset int64
 	Epoch     int32
@@ -126,42 +128,71 @@ type SnapshotID struct {
 // String formats the id as endOffset@epoch.
 func (s SnapshotID) String() string { return fmt.Sprintf("%d@%d", s.EndOffset, s.Epoch) }
 
-// EntryKind says what an entry carries.
-type EntryKind uint8
+// BatchKind says what a batch carries.
+type BatchKind uint8
 
 const (
-	// EntryData is a record proposed by the state machine (a metadata
-	// record, opaque to the quorum).
-	EntryData EntryKind = iota
-	// EntryLeaderChange is the control entry a new leader appends at the
-	// start of its epoch (Kafka's LEADER_CHANGE control record). Committing
-	// it is what lets the leader commit everything before it.
-	EntryLeaderChange
+	// BatchData holds the records of one proposal by the state machine
+	// (metadata records, opaque to the quorum).
+	BatchData BatchKind = iota
+	// BatchLeaderChange is the control batch a new leader appends at the
+	// start of its epoch: one record, Kafka's LEADER_CHANGE control record.
+	// Committing it is what lets the leader commit everything before it.
+	BatchLeaderChange
 )
 
-// entryOverheadBytes is what an entry costs beyond its data when sizing
-// fetch responses and applies: offset, epoch and record framing, roughly a
-// RecordBatch v2 record's overhead.
-const entryOverheadBytes = 16
+// Weights of a batch against byte bounds. They bound its RecordBatch v2
+// encoding from above: the batch header, and per record its framing (length,
+// attributes, timestamp and offset deltas, key and value lengths, header
+// count as varints) plus a control record's 4-byte key.
+const (
+	batchOverheadBytes  = 61
+	recordOverheadBytes = 24
+)
 
-// Entry is one record of the replicated log.
-type Entry struct {
-	Offset int64
-	Epoch  int32
-	Kind   EntryKind
-	// Data is the record's value; for EntryLeaderChange, Kafka's encoded
-	// LeaderChangeMessage. It is immutable once proposed: the log and
-	// messages share it.
-	Data []byte
+// Batch is the unit of the replicated log: the records of one Propose call,
+// or a new leader's leader-change record. It is appended, replicated,
+// committed, truncated, snapshotted and applied whole, and is one
+// RecordBatch v2 on the wire and on disk, as in KRaft. Its records occupy
+// the offsets [BaseOffset, EndOffset()); every batch holds at least one.
+type Batch struct {
+	BaseOffset int64
+	Epoch      int32
+	Kind       BatchKind
+	// Records are the record values; for BatchLeaderChange, one Kafka
+	// LeaderChangeMessage. They are immutable once proposed: the log,
+	// messages and the state machine share them.
+	Records [][]byte
 }
 
-// Size is the entry's weight against byte bounds.
-func (e Entry) Size() int { return len(e.Data) + entryOverheadBytes }
+// EndOffset is the offset just after the batch's last record: the next
+// batch's base offset.
+func (b Batch) EndOffset() int64 { return b.BaseOffset + int64(len(b.Records)) }
 
-// String formats the entry as offset@epoch:data (or "leader-change").
-func (e Entry) String() string {
-	if e.Kind == EntryLeaderChange {
-		return fmt.Sprintf("%d@%d:leader-change", e.Offset, e.Epoch)
+// End is the log position just after the batch.
+func (b Batch) End() OffsetAndEpoch { return OffsetAndEpoch{Offset: b.EndOffset(), Epoch: b.Epoch} }
+
+// Size is the batch's weight against byte bounds: at least its encoded size.
+func (b Batch) Size() int {
+	size := batchOverheadBytes
+	for _, rec := range b.Records {
+		size += len(rec) + recordOverheadBytes
 	}
-	return fmt.Sprintf("%d@%d:%s", e.Offset, e.Epoch, e.Data)
+	return size
+}
+
+// String formats the batch as offset@epoch:record for one record,
+// base-last@epoch:[record ...] for several, and offset@epoch:leader-change.
+func (b Batch) String() string {
+	if b.Kind == BatchLeaderChange {
+		return fmt.Sprintf("%d@%d:leader-change", b.BaseOffset, b.Epoch)
+	}
+	if len(b.Records) == 1 {
+		return fmt.Sprintf("%d@%d:%s", b.BaseOffset, b.Epoch, b.Records[0])
+	}
+	recs := make([]string, len(b.Records))
+	for i, rec := range b.Records {
+		recs[i] = string(rec)
+	}
+	return fmt.Sprintf("%d-%d@%d:[%s]", b.BaseOffset, b.EndOffset()-1, b.Epoch, strings.Join(recs, " "))
 }

@@ -36,10 +36,6 @@ var DefaultWireVersions = WireVersions{Vote: 2, BeginQuorumEpoch: 1, EndQuorumEp
 // leader and snapshot id tags that KRaft needs.
 const minFetchVersion = 12
 
-// wireBatchBytes bounds the records grouped into one RecordBatch when
-// entries are encoded for a Fetch response.
-const wireBatchBytes = 1 << 20
-
 // ErrWire wraps every translation failure: a payload that cannot be
 // expressed at the requested version, or a kmsg message that is not a
 // well-formed quorum RPC for the metadata partition.
@@ -303,7 +299,7 @@ func EncodeResponse(m Message, version int16) (kmsg.Response, error) {
 		if s := p.Snapshot; s != nil {
 			part.SnapshotID.EndOffset, part.SnapshotID.Epoch = s.EndOffset, s.Epoch
 		}
-		batches, err := EncodeEntries(p.Entries)
+		batches, err := EncodeBatches(p.Batches)
 		if err != nil {
 			return nil, err
 		}
@@ -402,11 +398,11 @@ func DecodeResponse(resp kmsg.Response, req Message) (Message, error) {
 		if s := p.SnapshotID; s.EndOffset >= 0 && s.Epoch >= 0 {
 			fresp.Snapshot = &SnapshotID{EndOffset: s.EndOffset, Epoch: s.Epoch}
 		}
-		entries, err := DecodeEntries(p.RecordBatches)
+		batches, err := DecodeBatches(p.RecordBatches)
 		if err != nil {
 			return Message{}, err
 		}
-		fresp.Entries = entries
+		fresp.Batches = batches
 		out.Payload = fresp
 		return out, nil
 	case *kmsg.FetchSnapshotResponse:

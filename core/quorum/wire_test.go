@@ -8,6 +8,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/core/record"
 )
 
 // roundTripRequest encodes m as a kmsg request, serializes it, parses the
@@ -112,11 +114,10 @@ func TestWireResponsesRoundTrip(t *testing.T) {
 		{end, Message{From: 2, To: 1, Payload: EndQuorumEpochResponse{Epoch: 9, LeaderID: NoNode}}, 1},
 		{fetch, Message{From: 1, To: 2, Payload: FetchResponse{
 			Epoch: 4, LeaderID: 1, HighWatermark: 9, LogStartOffset: 0, FetchEpoch: 4, FetchOffset: 10, LastFetchedEpoch: 3,
-			Entries: []Entry{
-				{Offset: 10, Epoch: 3, Kind: EntryData, Data: []byte("x")},
-				{Offset: 11, Epoch: 4, Kind: EntryLeaderChange, Data: lc},
-				{Offset: 12, Epoch: 4, Kind: EntryData, Data: []byte("y")},
-				{Offset: 13, Epoch: 4, Kind: EntryData, Data: []byte{}},
+			Batches: []Batch{
+				{BaseOffset: 10, Epoch: 3, Kind: BatchData, Records: [][]byte{[]byte("x")}},
+				{BaseOffset: 11, Epoch: 4, Kind: BatchLeaderChange, Records: [][]byte{lc}},
+				{BaseOffset: 12, Epoch: 4, Kind: BatchData, Records: [][]byte{[]byte("y"), {}}},
 			},
 		}}, 17},
 		{fetch, Message{From: 1, To: 2, Payload: FetchResponse{
@@ -143,33 +144,49 @@ func TestWireResponsesRoundTrip(t *testing.T) {
 	}
 }
 
-func TestWireEntriesRoundTrip(t *testing.T) {
-	var entries []Entry
-	for i := range 50 {
-		e := Entry{Offset: int64(100 + i), Epoch: int32(3 + i/20), Kind: EntryData, Data: []byte{byte(i)}}
-		if i%20 == 0 {
-			e.Kind, e.Data = EntryLeaderChange, encodeLeaderChange(NodeID(i%3), []NodeID{0, 1, 2}, []NodeID{0, 1})
+func TestWireBatchesRoundTrip(t *testing.T) {
+	var batches []Batch
+	next := int64(100)
+	for i := range 30 {
+		b := Batch{BaseOffset: next, Epoch: int32(3 + i/10), Kind: BatchData}
+		if i%10 == 0 {
+			b.Kind, b.Records = BatchLeaderChange, [][]byte{encodeLeaderChange(NodeID(i%3), []NodeID{0, 1, 2}, []NodeID{0, 1})}
+		} else {
+			for j := range 1 + i%4 {
+				b.Records = append(b.Records, []byte{byte(i), byte(j)})
+			}
 		}
-		entries = append(entries, e)
+		batches = append(batches, b)
+		next = b.EndOffset()
 	}
-	wire, err := EncodeEntries(entries)
+	wire, err := EncodeBatches(batches)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := DecodeEntries(wire)
+	// One Batch is one RecordBatch: a proposal is a unit on the wire too.
+	split := record.NewSplitter(wire, record.MaxBatchSize, record.CheckStored)
+	for i := 0; split.Next(); i++ {
+		if rb, b := split.Batch(), batches[i]; rb.BaseOffset() != b.BaseOffset || rb.NextOffset() != b.EndOffset() || rb.PartitionLeaderEpoch() != b.Epoch {
+			t.Fatalf("RecordBatch %d covers [%d, %d)@%d, want %s", i, rb.BaseOffset(), rb.NextOffset(), rb.PartitionLeaderEpoch(), b)
+		}
+	}
+	got, err := DecodeBatches(wire)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(got, entries) {
-		t.Fatalf("round trip:\n got %v\nwant %v", got, entries)
+	if !reflect.DeepEqual(got, batches) {
+		t.Fatalf("round trip:\n got %v\nwant %v", got, batches)
 	}
-	// A flipped byte fails the CRC: an error, never a panic or bad entries.
+	// A flipped byte fails the CRC: an error, never a panic or bad batches.
 	wire[len(wire)-1] ^= 0xff
-	if _, err := DecodeEntries(wire); !errors.Is(err, ErrWire) {
+	if _, err := DecodeBatches(wire); !errors.Is(err, ErrWire) {
 		t.Fatalf("corrupt batch: got %v, want ErrWire", err)
 	}
-	if got, err := DecodeEntries(nil); err != nil || got != nil {
+	if got, err := DecodeBatches(nil); err != nil || got != nil {
 		t.Fatalf("no batches: got %v, %v", got, err)
+	}
+	if _, err := EncodeBatches([]Batch{{BaseOffset: 1, Epoch: 1}}); !errors.Is(err, ErrWire) {
+		t.Fatalf("empty batch: got %v, want ErrWire", err)
 	}
 }
 
