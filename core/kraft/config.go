@@ -1,0 +1,114 @@
+package kraft
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/strata-log/strata/core/controller"
+	"github.com/strata-log/strata/core/quorum"
+)
+
+const (
+	// DefaultReconnectBackoffMin is the first wait before redialing a peer
+	// whose connection failed or closed; it doubles up to
+	// DefaultReconnectBackoffMax and resets on a successful dial.
+	DefaultReconnectBackoffMin = 50 * time.Millisecond
+	// DefaultReconnectBackoffMax caps the redial wait.
+	DefaultReconnectBackoffMax = 1 * time.Second
+	// DefaultControllerTickInterval is how often the active controller's
+	// clock is advanced (it fences brokers whose session expired).
+	DefaultControllerTickInterval = 100 * time.Millisecond
+	// maxQueuedMessagesPerPeer bounds the quorum messages held for a peer
+	// while its connection is being (re)established; older ones are
+	// dropped first (the Raft retries on its own timeouts).
+	maxQueuedMessagesPerPeer = 64
+	// maxInflightPerPeer bounds the requests awaiting a response on one
+	// outbound connection; past it the connection is reset.
+	maxInflightPerPeer = 256
+	// maxPendingPerConn bounds the requests received on one inbound
+	// connection that the Raft has not answered yet; past it the oldest is
+	// forgotten (its sender times out and retries).
+	maxPendingPerConn = 64
+)
+
+// Voter is one entry of controller.quorum.voters: id@host:port.
+type Voter struct {
+	ID   quorum.NodeID
+	Addr string
+}
+
+// Config is one quorum member's configuration.
+type Config struct {
+	// NodeID is node.id.
+	NodeID quorum.NodeID
+	// Voters is controller.quorum.voters, sorted by id (Start sorts a
+	// copy). This member must be one of them.
+	Voters []Voter
+	// ListenAddr is the controller listener's address; empty means this
+	// member's entry in Voters.
+	ListenAddr string
+	// ClusterID is sent in quorum requests and checked by the controller.
+	ClusterID string
+	// Quorum configures the Raft; ID and Voters are filled in from above.
+	Quorum quorum.Config
+	// Controller configures the active controller; an empty ClusterID is
+	// filled in from above.
+	Controller controller.Config
+
+	// ReconnectBackoffMin and ReconnectBackoffMax bound the redial wait
+	// (DefaultReconnectBackoffMin, DefaultReconnectBackoffMax).
+	ReconnectBackoffMin time.Duration
+	ReconnectBackoffMax time.Duration
+	// ControllerTickInterval is DefaultControllerTickInterval when zero.
+	ControllerTickInterval time.Duration
+}
+
+// ParseVoters is a convenience for tests and callers holding a map of
+// controller.quorum.voters: it returns the voters sorted by id.
+func ParseVoters(m map[quorum.NodeID]string) []Voter {
+	vs := make([]Voter, 0, len(m))
+	for id, addr := range m { //determinism:unordered sorted below
+		vs = append(vs, Voter{ID: id, Addr: addr})
+	}
+	slices.SortFunc(vs, func(a, b Voter) int { return int(a.ID) - int(b.ID) })
+	return vs
+}
+
+func (c Config) withDefaults() (Config, error) {
+	c.Voters = slices.Clone(c.Voters)
+	slices.SortFunc(c.Voters, func(a, b Voter) int { return int(a.ID) - int(b.ID) })
+	self := -1
+	for i, v := range c.Voters {
+		if i > 0 && c.Voters[i-1].ID == v.ID {
+			return c, fmt.Errorf("kraft: voter %d listed twice", v.ID)
+		}
+		if v.ID == c.NodeID {
+			self = i
+		}
+	}
+	if self < 0 {
+		return c, fmt.Errorf("kraft: node %d is not a voter (observers are not supported yet)", c.NodeID)
+	}
+	if c.ListenAddr == "" {
+		c.ListenAddr = c.Voters[self].Addr
+	}
+	c.Quorum.ID = c.NodeID
+	c.Quorum.Voters = c.Quorum.Voters[:0:0]
+	for _, v := range c.Voters {
+		c.Quorum.Voters = append(c.Quorum.Voters, v.ID)
+	}
+	if c.Controller.ClusterID == "" {
+		c.Controller.ClusterID = c.ClusterID
+	}
+	if c.ReconnectBackoffMin <= 0 {
+		c.ReconnectBackoffMin = DefaultReconnectBackoffMin
+	}
+	if c.ReconnectBackoffMax <= 0 {
+		c.ReconnectBackoffMax = DefaultReconnectBackoffMax
+	}
+	if c.ControllerTickInterval <= 0 {
+		c.ControllerTickInterval = DefaultControllerTickInterval
+	}
+	return c, nil
+}

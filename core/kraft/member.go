@@ -1,0 +1,379 @@
+package kraft
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/core/assert"
+	"github.com/strata-log/strata/core/controller"
+	"github.com/strata-log/strata/core/env"
+	"github.com/strata-log/strata/core/meta"
+	"github.com/strata-log/strata/core/quorum"
+)
+
+// Member is one running member of the metadata quorum. All its methods
+// must be called on the loop of the Env it was started with.
+type Member struct {
+	e   env.Env
+	cfg Config
+	log *slog.Logger
+
+	raft    *quorum.Raft // nil until the journal's directory entry is durable
+	journal *journalLog
+	state   *statePersister
+	ctrl    *controller.Controller
+
+	// image is the metadata image of everything applied so far.
+	image *meta.Image
+	// soft is the latest role, epoch and leader the Raft reported.
+	soft quorum.SoftState
+	// activateEpoch is the epoch this member leads and whose leader-change
+	// batch it waits to see committed before activating the controller;
+	// 0 when not waiting.
+	activateEpoch int32
+	highWatermark int64
+
+	// Log syncs run one at a time; waitingSync is the newest request made
+	// while one was in flight.
+	syncing     bool
+	waitingSync *quorum.SyncRequest
+
+	// tickets maps a controller ticket to the callback of its Submit.
+	tickets map[controller.Ticket]func(kmsg.Response, error)
+
+	net *network
+
+	timer         env.Timer
+	timerDeadline time.Duration
+	ctrlTickAt    time.Duration
+	err           error
+}
+
+// Status is a member's view of itself, for tests, metrics and debugging.
+type Status struct {
+	// Quorum is the Raft's status; zero until the member has started.
+	Quorum quorum.Status
+	// Leader and Epoch are the leader this member follows (itself when
+	// leading) and its epoch; quorum.NoNode when none is known.
+	Leader quorum.NodeID
+	Epoch  int32
+	// ActiveController reports whether this member's controller is active.
+	ActiveController bool
+	// Applied is the position of the image.
+	Applied meta.Position
+	// Err is the fatal error that stopped the member, if any.
+	Err error
+}
+
+// Start recovers the member's durable state from e.Disk(), listens on its
+// controller address and starts the quorum. It returns an error for what
+// fails at once (configuration, recovery, the listener); later fatal
+// errors stop the member and show in Status().Err.
+func Start(e env.Env, cfg Config) (*Member, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	m := &Member{
+		e:       e,
+		cfg:     cfg,
+		log:     e.Logger().With("component", "kraft", "node", int32(cfg.NodeID)),
+		ctrl:    controller.New(cfg.Controller, e.Rand()),
+		image:   meta.Empty(),
+		tickets: map[controller.Ticket]func(kmsg.Response, error){},
+		soft:    quorum.SoftState{LeaderID: quorum.NoNode},
+	}
+	durable, err := loadState(e.Disk())
+	if err != nil {
+		return nil, err
+	}
+	m.journal, err = openJournal(e.Disk())
+	if err != nil {
+		return nil, err
+	}
+	m.state = &statePersister{disk: e.Disk(), done: m.statePersisted}
+	m.net = newNetwork(m)
+	if err := m.net.listen(); err != nil {
+		return nil, err
+	}
+	m.log.Info("recovered", "state", durable.String(), "log_end", m.journal.EndOffset().String())
+	// The journal's directory entry (and a recovery truncation) must be
+	// durable before the Raft is told anything in it is.
+	e.Disk().SyncDir(".", func(err error) {
+		if err != nil {
+			m.fail(fmt.Errorf("kraft: sync data dir: %w", err))
+			return
+		}
+		if m.err != nil {
+			return
+		}
+		r, err := quorum.New(cfg.Quorum, m.journal, durable, e.Rand(), e.Monotonic())
+		if err != nil {
+			m.fail(fmt.Errorf("kraft: start quorum: %w", err))
+			return
+		}
+		m.raft = r
+		m.net.dialAll()
+		m.step(nil)
+	})
+	return m, nil
+}
+
+// Image returns the metadata image of every batch this member applied.
+func (m *Member) Image() *meta.Image { return m.image }
+
+// Status returns the member's current view of itself.
+func (m *Member) Status() Status {
+	s := Status{Leader: quorum.NoNode, Applied: m.image.Position(), Err: m.err, ActiveController: m.ctrl.IsLeader()}
+	if m.raft != nil {
+		s.Quorum = m.raft.Status()
+		s.Leader, s.Epoch = m.raft.Leader()
+	}
+	return s
+}
+
+// Submit hands a controller request (BrokerRegistration, BrokerHeartbeat,
+// CreateTopics, ...) to the active controller; done runs later on the loop
+// with its response once the records it depends on are committed. On a
+// member whose controller is not active the response is NOT_CONTROLLER.
+// A request kind the controller does not serve gets an error.
+func (m *Member) Submit(req kmsg.Request, done func(kmsg.Response, error)) {
+	if !controller.Supports(req) {
+		m.e.Post(func() {
+			done(nil, fmt.Errorf("kraft: %w: %s", controller.ErrUnsupportedRequest, kmsg.NameForKey(req.Key())))
+		})
+		return
+	}
+	if m.err != nil || m.raft == nil || !m.ctrl.IsLeader() {
+		m.e.Post(func() { done(controller.NotControllerResponse(req), nil) })
+		return
+	}
+	m.step(func() {
+		ticket, err := m.ctrl.Handle(m.e.Monotonic(), req)
+		if err != nil {
+			m.e.Post(func() { done(nil, err) })
+			return
+		}
+		m.tickets[ticket] = done
+	})
+}
+
+// step runs one input against the Raft at the current time: Tick first
+// (inputs happen at the Raft's clock), then the input, then everything the
+// Raft and the controller produced, then the timer for the next deadline.
+func (m *Member) step(input func()) {
+	if m.err != nil || m.raft == nil {
+		return
+	}
+	now := m.e.Monotonic()
+	m.raft.Tick(now)
+	if m.ctrl.IsLeader() && now >= m.ctrlTickAt {
+		m.ctrl.Tick(now)
+		m.ctrlTickAt = now + m.cfg.ControllerTickInterval
+	}
+	if input != nil {
+		input()
+	}
+	m.drain()
+	if m.journal.failed != nil {
+		m.fail(m.journal.failed)
+		return
+	}
+	m.arm()
+}
+
+// arm sets the timer for the Raft's next deadline (and the controller's
+// tick while it is active).
+func (m *Member) arm() {
+	if m.err != nil {
+		return
+	}
+	deadline := m.raft.NextDeadline()
+	if m.ctrl.IsLeader() {
+		deadline = min(deadline, m.ctrlTickAt)
+	}
+	if m.timer != nil && m.timerDeadline == deadline {
+		return
+	}
+	if m.timer != nil {
+		m.timer.Stop()
+	}
+	m.timerDeadline = deadline
+	m.timer = m.e.AfterFunc(deadline-m.e.Monotonic(), func() {
+		m.timer = nil
+		m.step(nil)
+	})
+}
+
+// drain handles the Raft's and the controller's outputs until neither has
+// any: each may produce input for the other.
+func (m *Member) drain() {
+	for m.err == nil && (m.raft.HasReady() || m.ctrl.HasReady()) {
+		if m.raft.HasReady() {
+			m.handleReady(m.raft.Ready())
+		}
+		if m.err == nil && m.ctrl.HasReady() {
+			m.handleControllerReady(m.ctrl.Ready())
+		}
+	}
+}
+
+func (m *Member) handleReady(rd quorum.Ready) {
+	if rd.SoftState != nil {
+		m.softStateChanged(*rd.SoftState)
+	}
+	if rd.PersistState != nil {
+		m.state.persist(*rd.PersistState)
+	}
+	if rd.SyncLog != nil {
+		m.syncLog(*rd.SyncLog)
+	}
+	for _, msg := range rd.Messages {
+		m.net.send(msg)
+	}
+	if rd.LoadSnapshot != nil {
+		m.fail(fmt.Errorf("kraft: asked to load snapshot %s: %w", rd.LoadSnapshot, errSnapshotsUnsupported))
+		return
+	}
+	for _, b := range rd.Committed {
+		if err := m.apply(b); err != nil {
+			m.fail(err)
+			return
+		}
+	}
+	m.highWatermark = rd.HighWatermark
+	// rd.SnapshotDue is ignored until the log is backed by core/log.
+}
+
+func (m *Member) softStateChanged(s quorum.SoftState) {
+	m.log.Info("quorum role", "role", s.Role.String(), "epoch", s.Epoch, "leader", int32(s.LeaderID))
+	m.soft = s
+	if s.Role == quorum.RoleLeader {
+		// Activate once the epoch's leader-change batch is applied: the
+		// image then holds everything before the epoch.
+		m.activateEpoch = s.Epoch
+		return
+	}
+	m.activateEpoch = 0
+	if m.ctrl.IsLeader() {
+		m.log.Info("controller resigns", "epoch", m.ctrl.Epoch())
+		m.ctrl.Resign()
+	}
+}
+
+// apply replays one committed batch into the image, whole.
+func (m *Member) apply(b quorum.Batch) error {
+	pos := meta.Position{Offset: b.EndOffset() - 1, Epoch: b.Epoch}
+	var records []meta.Record
+	if b.Kind == quorum.BatchData {
+		delta := m.image.NewDelta()
+		records = make([]meta.Record, 0, len(b.Records))
+		for i, v := range b.Records {
+			rec, err := meta.DecodeRecord(v)
+			if err != nil {
+				return fmt.Errorf("kraft: committed record at offset %d: %w", b.BaseOffset+int64(i), err)
+			}
+			if err := delta.Replay(rec); err != nil {
+				return fmt.Errorf("kraft: committed record at offset %d refused: %w", b.BaseOffset+int64(i), err)
+			}
+			records = append(records, rec)
+		}
+		m.image = delta.Apply(pos)
+	} else {
+		// A leader-change batch holds no metadata record; it only moves
+		// the position.
+		m.image = m.image.NewDelta().Apply(pos)
+	}
+	switch {
+	case m.ctrl.IsLeader():
+		if err := m.ctrl.Committed(pos, records); err != nil {
+			return fmt.Errorf("kraft: controller refused committed batch %s: %w", b, err)
+		}
+	case b.Kind == quorum.BatchLeaderChange && m.activateEpoch != 0 && b.Epoch == m.activateEpoch:
+		m.activateEpoch = 0
+		next := m.raft.Status().LogEnd.Offset
+		assert.That(next == b.EndOffset(), "kraft: log end %d after the leader-change batch ending at %d, before the controller proposed", next, b.EndOffset())
+		m.log.Info("controller active", "epoch", b.Epoch, "next_offset", next)
+		now := m.e.Monotonic()
+		m.ctrl.BecomeLeader(now, b.Epoch, m.image, next)
+		m.ctrlTickAt = now + m.cfg.ControllerTickInterval
+	}
+	return nil
+}
+
+func (m *Member) handleControllerReady(rd controller.Ready) {
+	for _, p := range rd.Proposals {
+		if !m.ctrl.IsLeader() {
+			break
+		}
+		last, epoch, err := m.raft.Propose(p.Values)
+		if err != nil || last != p.LastOffset || epoch != p.Epoch {
+			m.log.Warn("proposal not placed where the controller expected; resigning",
+				"err", err, "offset", last, "epoch", epoch, "want_offset", p.LastOffset, "want_epoch", p.Epoch)
+			m.ctrl.Resign()
+			break
+		}
+	}
+	for _, r := range rd.Responses {
+		done, ok := m.tickets[r.Ticket]
+		if !ok {
+			continue
+		}
+		delete(m.tickets, r.Ticket)
+		done(r.Msg, nil)
+	}
+}
+
+func (m *Member) statePersisted(seq uint64, err error) {
+	if err != nil {
+		m.fail(err)
+		return
+	}
+	m.step(func() { m.raft.StatePersisted(seq) })
+}
+
+// syncLog fsyncs the journal for req; one sync runs at a time, and a sync
+// started later covers every write before it, so only the newest waiting
+// request needs its own.
+func (m *Member) syncLog(req quorum.SyncRequest) {
+	m.waitingSync = &req
+	if m.syncing {
+		return
+	}
+	req = *m.waitingSync
+	m.waitingSync = nil
+	m.syncing = true
+	m.journal.file.Sync(func(err error) {
+		m.syncing = false
+		if err != nil {
+			m.fail(fmt.Errorf("kraft: sync journal: %w", err))
+			return
+		}
+		m.step(func() { m.raft.LogSynced(req.Seq) })
+		if m.waitingSync != nil && !m.syncing && m.err == nil {
+			m.syncLog(*m.waitingSync)
+		}
+	})
+}
+
+// fail stops the member on an error it cannot continue past: the state
+// on disk is still safe, and a restart recovers from it.
+func (m *Member) fail(err error) {
+	if m.err != nil {
+		return
+	}
+	m.err = err
+	m.log.Error("kraft member stopped", "err", err)
+	if m.timer != nil {
+		m.timer.Stop()
+		m.timer = nil
+	}
+	if m.ctrl.IsLeader() {
+		m.ctrl.Resign()
+		m.handleControllerReady(m.ctrl.Ready())
+	}
+	m.net.close()
+}

@@ -1,0 +1,409 @@
+package kraft
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kbin"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/core/controller"
+	"github.com/strata-log/strata/core/env"
+	"github.com/strata-log/strata/core/quorum"
+)
+
+// network carries the quorum's messages as Kafka frames. Each member dials
+// every other voter and sends its requests on that outbound connection,
+// where their responses come back; requests from peers arrive on the
+// connections it accepts, and their responses go back on the same one.
+type network struct {
+	m         *Member
+	formatter *kmsg.RequestFormatter
+	listener  env.Listener
+	peers     []*peer // sorted by id, self excluded
+	inbound   []*inboundConn
+	nextCorr  int32
+	closed    bool
+}
+
+// peer is the outbound side toward one voter.
+type peer struct {
+	id       quorum.NodeID
+	addr     string
+	conn     env.Conn
+	dialing  bool
+	backoff  time.Duration
+	queue    []quorum.Message // held while not connected
+	inflight map[int32]sentRequest
+}
+
+type sentRequest struct {
+	req kmsg.Request
+	msg quorum.Message
+}
+
+// inboundConn is an accepted connection and the requests received on it
+// that the Raft has not answered yet.
+type inboundConn struct {
+	conn    env.Conn
+	pending []pendingRequest
+	closed  bool
+}
+
+type pendingRequest struct {
+	correlationID int32
+	version       int16
+	msg           quorum.Message
+}
+
+func newNetwork(m *Member) *network {
+	n := &network{m: m, formatter: kmsg.NewRequestFormatter(kmsg.FormatterClientID(fmt.Sprintf("kraft-%d", int32(m.cfg.NodeID))))}
+	for _, v := range m.cfg.Voters {
+		if v.ID != m.cfg.NodeID {
+			n.peers = append(n.peers, &peer{id: v.ID, addr: v.Addr, inflight: map[int32]sentRequest{}})
+		}
+	}
+	return n
+}
+
+func (n *network) listen() error {
+	l, err := n.m.e.Net().Listen(n.m.cfg.ListenAddr, n.accept)
+	if err != nil {
+		return fmt.Errorf("kraft: listen on %s: %w", n.m.cfg.ListenAddr, err)
+	}
+	n.listener = l
+	return nil
+}
+
+func (n *network) close() {
+	if n.closed {
+		return
+	}
+	n.closed = true
+	if n.listener != nil {
+		_ = n.listener.Close()
+	}
+	for _, p := range n.peers {
+		if p.conn != nil {
+			p.conn.Close()
+		}
+	}
+	for _, ic := range n.inbound {
+		ic.conn.Close()
+	}
+}
+
+func (n *network) peer(id quorum.NodeID) *peer {
+	for _, p := range n.peers {
+		if p.id == id {
+			return p
+		}
+	}
+	return nil
+}
+
+func (n *network) dialAll() {
+	for _, p := range n.peers {
+		n.dial(p)
+	}
+}
+
+func (n *network) dial(p *peer) {
+	if n.closed || p.conn != nil || p.dialing {
+		return
+	}
+	p.dialing = true
+	n.m.e.Net().Dial(p.addr, func(conn env.Conn, err error) {
+		p.dialing = false
+		if n.closed {
+			if conn != nil {
+				conn.Close()
+			}
+			return
+		}
+		if err != nil {
+			n.redial(p)
+			return
+		}
+		p.conn, p.backoff = conn, 0
+		conn.OnFrame(func(frame []byte) { n.onResponse(p, conn, frame) })
+		conn.OnClose(func(error) {
+			if p.conn != conn {
+				return
+			}
+			p.conn = nil
+			// Requests in flight are lost; the Raft times them out.
+			clear(p.inflight)
+			n.redial(p)
+		})
+		queued := p.queue
+		p.queue = nil
+		for _, msg := range queued {
+			n.sendTo(p, msg)
+		}
+	})
+}
+
+// redial waits an exponentially growing backoff, then dials again.
+func (n *network) redial(p *peer) {
+	if n.closed {
+		return
+	}
+	if p.backoff == 0 {
+		p.backoff = n.m.cfg.ReconnectBackoffMin
+	} else {
+		p.backoff = min(2*p.backoff, n.m.cfg.ReconnectBackoffMax)
+	}
+	n.m.e.AfterFunc(p.backoff, func() { n.dial(p) })
+}
+
+// send delivers one message the Raft produced: a request goes out on the
+// peer's outbound conn, a response answers a pending inbound request.
+func (n *network) send(msg quorum.Message) {
+	if n.closed {
+		return
+	}
+	if !quorum.IsRequest(msg.Payload) {
+		n.respond(msg)
+		return
+	}
+	p := n.peer(msg.To)
+	if p == nil {
+		n.m.log.Warn("dropping message to unknown node", "msg", msg.String())
+		return
+	}
+	if p.conn == nil {
+		if len(p.queue) == maxQueuedMessagesPerPeer {
+			p.queue = p.queue[1:]
+		}
+		p.queue = append(p.queue, msg)
+		n.dial(p)
+		return
+	}
+	n.sendTo(p, msg)
+}
+
+func (n *network) sendTo(p *peer, msg quorum.Message) {
+	req, err := quorum.EncodeRequest(msg, n.m.cfg.ClusterID, quorum.DefaultWireVersions)
+	if err != nil {
+		n.m.log.Warn("cannot encode quorum request", "msg", msg.String(), "err", err)
+		return
+	}
+	if len(p.inflight) >= maxInflightPerPeer {
+		n.m.log.Warn("too many requests in flight, resetting connection", "peer", int32(p.id))
+		p.conn.Close()
+		return
+	}
+	n.nextCorr++
+	corr := n.nextCorr
+	// AppendRequest writes the 4-byte size prefix, which env.Net adds itself.
+	frame := n.formatter.AppendRequest(nil, req, corr)[4:]
+	if err := p.conn.Send(frame); err != nil {
+		return // OnClose follows
+	}
+	p.inflight[corr] = sentRequest{req: req, msg: msg}
+}
+
+// onResponse decodes a response on an outbound conn and steps the Raft.
+func (n *network) onResponse(p *peer, conn env.Conn, frame []byte) {
+	r := kbin.Reader{Src: frame}
+	corr := r.Int32()
+	sent, ok := p.inflight[corr]
+	if !r.Ok() || !ok {
+		n.m.log.Warn("response with unknown correlation id, resetting connection", "peer", int32(p.id), "correlation_id", corr)
+		conn.Close()
+		return
+	}
+	delete(p.inflight, corr)
+	resp := sent.req.ResponseKind()
+	resp.SetVersion(sent.req.GetVersion())
+	if resp.IsFlexible() {
+		kmsg.SkipTags(&r)
+	}
+	if !r.Ok() {
+		conn.Close()
+		return
+	}
+	if err := resp.ReadFrom(r.Src); err != nil {
+		n.m.log.Warn("malformed quorum response", "peer", int32(p.id), "err", err)
+		conn.Close()
+		return
+	}
+	msg, err := quorum.DecodeResponse(resp, sent.msg)
+	if err != nil {
+		n.m.log.Warn("undecodable quorum response", "peer", int32(p.id), "err", err)
+		return
+	}
+	n.m.step(func() {
+		if err := n.m.raft.Step(msg); err != nil {
+			n.m.log.Debug("quorum refused response", "msg", msg.String(), "err", err)
+		}
+	})
+}
+
+func (n *network) accept(conn env.Conn) {
+	if n.closed {
+		conn.Close()
+		return
+	}
+	ic := &inboundConn{conn: conn}
+	n.inbound = append(n.inbound, ic)
+	conn.OnFrame(func(frame []byte) { n.onRequest(ic, frame) })
+	conn.OnClose(func(error) {
+		ic.closed = true
+		for i, other := range n.inbound {
+			if other == ic {
+				n.inbound = append(n.inbound[:i], n.inbound[i+1:]...)
+				break
+			}
+		}
+	})
+}
+
+// onRequest parses a request frame: quorum requests are stepped into the
+// Raft (the response follows when the Raft produces it), controller
+// requests are submitted to the controller.
+func (n *network) onRequest(ic *inboundConn, frame []byte) {
+	r := kbin.Reader{Src: frame}
+	key, version, corr := r.Int16(), r.Int16(), r.Int32()
+	req := kmsg.RequestForKey(key)
+	if !r.Ok() || req == nil {
+		n.m.log.Warn("malformed or unknown request, closing connection", "key", key)
+		ic.conn.Close()
+		return
+	}
+	req.SetVersion(version)
+	// The client id is a classic nullable string even in flexible headers.
+	_ = r.NullableString()
+	if req.IsFlexible() {
+		kmsg.SkipTags(&r)
+	}
+	if !r.Ok() {
+		ic.conn.Close()
+		return
+	}
+	if err := req.ReadFrom(r.Src); err != nil {
+		n.m.log.Warn("malformed request body, closing connection", "api", kmsg.NameForKey(key), "err", err)
+		ic.conn.Close()
+		return
+	}
+	if controller.Supports(req) {
+		n.m.Submit(req, func(resp kmsg.Response, err error) {
+			if err != nil || ic.closed {
+				return
+			}
+			_ = ic.conn.Send(encodeResponse(corr, resp))
+		})
+		return
+	}
+	if n.m.raft == nil {
+		return // not started yet: the sender times out and retries
+	}
+	msg, err := quorum.DecodeRequest(req, n.m.cfg.NodeID)
+	if err != nil {
+		n.m.log.Warn("not a quorum request, closing connection", "api", kmsg.NameForKey(key), "err", err)
+		ic.conn.Close()
+		return
+	}
+	if len(ic.pending) == maxPendingPerConn {
+		ic.pending = ic.pending[1:]
+	}
+	ic.pending = append(ic.pending, pendingRequest{correlationID: corr, version: version, msg: msg})
+	n.m.step(func() {
+		if err := n.m.raft.Step(msg); err != nil {
+			n.m.log.Debug("quorum refused request", "msg", msg.String(), "err", err)
+		}
+	})
+}
+
+// respond sends a response the Raft produced back on the connection its
+// request came in on. The Raft answers each request at most once, but not
+// always in arrival order (a parked fetch is answered later, or never when
+// a newer fetch from the same replica supersedes it), so a response is
+// matched to a pending request of the same kind from its destination: a
+// fetch response by the position it echoes, anything else to the oldest.
+func (n *network) respond(msg quorum.Message) {
+	var best *inboundConn
+	bestIdx := -1
+	fetch := isFetch(msg.Payload)
+search:
+	for _, ic := range n.inbound {
+		for i, pr := range ic.pending {
+			if pr.msg.From == msg.To && answers(msg.Payload, pr.msg.Payload) {
+				best, bestIdx = ic, i
+				if !fetch {
+					break search // the oldest
+				}
+				// for a fetch, keep looking: the newest matching wins
+			}
+		}
+	}
+	if best == nil {
+		n.m.log.Debug("response with no pending request", "msg", msg.String())
+		return
+	}
+	pr := best.pending[bestIdx]
+	best.pending = append(best.pending[:bestIdx], best.pending[bestIdx+1:]...)
+	if isFetch(msg.Payload) {
+		// Older fetches from the same replica were superseded and will
+		// never be answered.
+		kept := best.pending[:0]
+		for i, other := range best.pending {
+			if i < bestIdx && other.msg.From == msg.To && isFetch(other.msg.Payload) {
+				continue
+			}
+			kept = append(kept, other)
+		}
+		best.pending = kept
+	}
+	resp, err := quorum.EncodeResponse(msg, pr.version)
+	if err != nil {
+		n.m.log.Warn("cannot encode quorum response", "msg", msg.String(), "err", err)
+		return
+	}
+	if !best.closed {
+		_ = best.conn.Send(encodeResponse(pr.correlationID, resp))
+	}
+}
+
+func isFetch(p quorum.Payload) bool {
+	switch p.(type) {
+	case quorum.FetchRequest, quorum.FetchResponse:
+		return true
+	}
+	return false
+}
+
+// answers reports whether resp is the response kind of req (and, for a
+// fetch, answers that fetch's position).
+func answers(resp, req quorum.Payload) bool {
+	switch r := resp.(type) {
+	case quorum.VoteResponse:
+		q, ok := req.(quorum.VoteRequest)
+		return ok && q.PreVote == r.PreVote
+	case quorum.BeginQuorumEpochResponse:
+		_, ok := req.(quorum.BeginQuorumEpochRequest)
+		return ok
+	case quorum.EndQuorumEpochResponse:
+		_, ok := req.(quorum.EndQuorumEpochRequest)
+		return ok
+	case quorum.FetchResponse:
+		q, ok := req.(quorum.FetchRequest)
+		return ok && q.Epoch == r.FetchEpoch && q.FetchOffset == r.FetchOffset && q.LastFetchedEpoch == r.LastFetchedEpoch
+	case quorum.FetchSnapshotResponse:
+		_, ok := req.(quorum.FetchSnapshotRequest)
+		return ok
+	}
+	return false
+}
+
+// encodeResponse prepends the response header (correlation id, and an
+// empty tagged-field section for flexible versions) to the response.
+func encodeResponse(correlationID int32, resp kmsg.Response) []byte {
+	dst := make([]byte, 0, 256)
+	dst = kbin.AppendInt32(dst, correlationID)
+	if resp.IsFlexible() && resp.Key() != kmsg.ApiVersions.Int16() {
+		dst = append(dst, 0)
+	}
+	return resp.AppendTo(dst)
+}
