@@ -115,6 +115,9 @@ func (l *Log) appendAsLeader(batches []byte, leaderEpoch int32, origin record.Or
 		if err := b.ValidateForAppend(origin); err != nil {
 			return AppendInfo{}, fmt.Errorf("log %s: append: batch at byte %d: %w", l.dir, sp.Pos(), err)
 		}
+		if err := l.checkKeys(b); err != nil {
+			return AppendInfo{}, fmt.Errorf("log %s: append: batch at byte %d: %w", l.dir, sp.Pos(), err)
+		}
 		count += int64(b.LastOffsetDelta()) + 1
 		l.batches = append(l.batches, b)
 	}

@@ -125,6 +125,37 @@ type Config struct {
 	// appended since the last one, bounding what recovery rescans after a
 	// crash. Default 256 MiB.
 	RecoveryCheckpointBytes int64
+
+	// CleanupPolicy is cleanup.policy: CleanupDelete (the default, and the
+	// zero value) applies retention.ms and retention.bytes in
+	// ApplyRetention; CleanupCompact runs the cleaner (CleanStep) instead
+	// and makes Append reject records without a key; CleanupCompactDelete
+	// does both.
+	CleanupPolicy CleanupPolicy
+
+	// DeleteRetention is delete.retention.ms: how long the cleaner keeps a
+	// tombstone (a record with a null value) after it first cleaned it, so
+	// that consumers reading from the start see the delete. Default 1 day.
+	DeleteRetention time.Duration
+
+	// MinCompactionLag is min.compaction.lag.ms: the cleaner leaves a
+	// segment alone while its largest record timestamp is newer than now
+	// minus this. Default 0.
+	MinCompactionLag time.Duration
+
+	// MinCleanableDirtyRatio is min.cleanable.dirty.ratio: a cleaning
+	// starts once the dirty bytes (not yet cleaned) are at least this
+	// fraction of the cleanable bytes, or when tombstones it kept have
+	// reached their delete horizon. Default 0.5.
+	MinCleanableDirtyRatio float64
+
+	// CleanerDedupeBufferBytes is log.cleaner.dedupe.buffer.size, for the
+	// one cleaning of this log in progress: it bounds the offset map (key
+	// -> latest offset, full keys, about 48 bytes of overhead each) built
+	// over the dirty section. A cleaning whose dirty section does not fit
+	// cleans up to where the map filled and leaves the rest for the next.
+	// Default 128 MiB.
+	CleanerDedupeBufferBytes int64
 }
 
 // DefaultConfig returns Kafka's defaults (and Strata's for its own
@@ -141,6 +172,11 @@ func DefaultConfig() Config {
 		MaxOpenFiles:            DefaultMaxOpenFiles,
 		FlushCheckpointInterval: DefaultFlushCheckpointInterval,
 		RecoveryCheckpointBytes: DefaultRecoveryCheckpointBytes,
+
+		CleanupPolicy:            CleanupDelete,
+		DeleteRetention:          DefaultDeleteRetention,
+		MinCleanableDirtyRatio:   DefaultMinCleanableDirtyRatio,
+		CleanerDedupeBufferBytes: DefaultCleanerDedupeBufferBytes,
 	}
 }
 
@@ -167,6 +203,16 @@ func (c Config) Validate() error {
 		return bad("log.flush.offset.checkpoint.interval.ms", c.FlushCheckpointInterval, "positive")
 	case c.RecoveryCheckpointBytes <= 0:
 		return bad("recovery checkpoint bytes", c.RecoveryCheckpointBytes, "positive")
+	case !c.CleanupPolicy.valid():
+		return bad("cleanup.policy", c.CleanupPolicy, "delete, compact or compact,delete")
+	case c.DeleteRetention < 0:
+		return bad("delete.retention.ms", c.DeleteRetention, "at least 0")
+	case c.MinCompactionLag < 0:
+		return bad("min.compaction.lag.ms", c.MinCompactionLag, "at least 0")
+	case !(c.MinCleanableDirtyRatio >= 0 && c.MinCleanableDirtyRatio <= 1):
+		return bad("min.cleanable.dirty.ratio", c.MinCleanableDirtyRatio, "0..1")
+	case c.CleanupPolicy.Compacts() && c.CleanerDedupeBufferBytes < minCleanerDedupeBufferBytes:
+		return bad("log.cleaner.dedupe.buffer.size", c.CleanerDedupeBufferBytes, fmt.Sprintf("at least %d", minCleanerDedupeBufferBytes))
 	}
 	return nil
 }

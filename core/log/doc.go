@@ -13,6 +13,7 @@
 //	00000000000000012345.log ...    later segments, named by base offset (20 digits)
 //	recovery-checkpoint             recovery point and log start offset (Kafka's checkpoint text format)
 //	leader-epoch-checkpoint         leader epoch -> start offset (Kafka's file, same format)
+//	cleaner-checkpoint              compacted topics: the cleaner's first dirty offset (same format)
 //
 // A Log appends batches (Append for producers, AppendCoordinator for the
 // broker's own control batches, AppendReplicated for followers), assigning
@@ -36,8 +37,10 @@
 //     complete on a later turn of the loop.
 //   - It never decompresses or rewrites records on the produce path; the
 //     only bytes it writes into a batch are the base offset and the
-//     partition leader epoch, outside the CRC. Only OffsetForTimestamp
-//     reads records, to find one inside a batch.
+//     partition leader epoch, outside the CRC. Records are read only by
+//     OffsetForTimestamp (to find one inside a batch), by Append on a
+//     compacted topic (to reject records without a key, as Kafka does) and
+//     by the cleaner, which also rewrites batches, off the produce path.
 //   - It never drops data it made durable without an error: a bad batch
 //     below the recovery point fails Open, naming the file and position.
 //   - It never trusts a single read: env reads may flip bits, so recovery,
@@ -46,7 +49,8 @@
 //     header it navigates by (against the indexes, the segment's offsets and
 //     a second read), re-reading before it reports corruption. Read does not
 //     CRC-check the regions it serves, as Kafka does not on fetch; Verify does.
-//   - It does not compact; see the seam below.
+//   - It compacts only in bounded steps that its caller drives (CleanStep);
+//     see Compaction below.
 //
 // # Invariants (asserted with core/assert)
 //
@@ -80,24 +84,22 @@
 // ErrBusy until what recovery (or the truncation) changed is durable. Flush
 // callbacks say when.
 //
-// # The seam for compaction
+// # Compaction
 //
-// A cleaner replaces segment B with a cleaned copy, crash-safely, like
-// this: write B.log.cleaned, B.index.cleaned and B.timeindex.cleaned
-// (indexes in the formats above, the time index ending with the largest
-// timestamp) and sync them; rename each to .swap, the .log last (its rename
-// is the commit point), and sync the directory; rename the .swap files over
-// B.log, B.index and B.timeindex and sync the directory again; then drop
-// the segment's handles and loaded indexes (closeFiles) and reset its
-// metadata from the new files (the code that loads trusted segments at Open,
-// checkTrusted, does that). Open completes a committed swap and deletes
-// uncommitted .cleaned and .swap files (recovery rule 1), so a crash at
-// any step leaves the old or the new segment, whole.
-//
-// Two constraints keep recovery right: a cleaner replaces only segments
-// that Open trusts without reading them (those ending before the segment
-// holding the recovery point: flush first), because Open reads a gap at the
-// end of any other segment as a lost tail; and merging several segments
-// into one needs one more recovery rule, deleting the merged segments that
-// a committed swap covers, which the cleaner adds with it.
+// For cleanup.policy=compact (and compact,delete) the cleaner (clean.go)
+// keeps the latest record of each key, in bounded steps on the loop
+// (CleanStep), Kafka's way: an offset map over the dirty section, then
+// groups of inactive segments rewritten into one new segment each, offsets
+// kept, tombstones removed after delete.retention.ms (the batch delete
+// horizon, KIP-534), progress kept in cleaner-checkpoint. A cleaned group
+// is written as B.log.cleaned, B.index.cleaned and B.timeindex.cleaned,
+// synced, and swapped in with renames (.cleaned to .swap, the .log last as
+// the commit point; the other segments of the group deleted; .swap over the
+// final names) in one turn of the loop, then the directory is synced by a
+// flush cycle. Open completes a committed swap, deleting the segments it
+// covers, and deletes uncommitted .cleaned and .swap files (recovery rule
+// 1), so a crash at any step leaves the old segments or the cleaned one,
+// whole. A cleaned segment ends exactly where its group ended (its last
+// batch stays, maybe empty), so that recovery never reads its end as a
+// lost tail.
 package log

@@ -39,6 +39,8 @@ type Log struct {
 	closing bool // Shutdown in progress: no more changes
 	// trunc is the truncation in progress (see truncate.go).
 	trunc *truncation
+	// clean is the log cleaner's state (clean.go), nil until first used.
+	clean *cleanState
 
 	// Scratch space, reused across calls.
 	hdr      [headerReadBytes]byte
@@ -211,6 +213,7 @@ func (l *Log) Close() error {
 	}
 	l.closed = true
 	l.failWaiters(fmt.Errorf("%w: %s", ErrClosed, l.dir))
+	l.closeCleaner()
 	for _, s := range l.segs {
 		if s.pins == 0 {
 			l.closeFiles(s)

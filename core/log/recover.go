@@ -19,7 +19,9 @@ import (
 // rules, in order:
 //
 //  1. Leftovers. A cleaner's swap that reached its commit point (a
-//     <base>.log.swap file exists) is completed: every <base>.*.swap file is
+//     <base>.log.swap file exists) is completed: the segments it replaces
+//     besides base (those based after base and below the end of the swap
+//     file's last batch) are deleted, then every <base>.*.swap file is
 //     renamed over its final name. Then *.cleaned, *.swap (uncommitted),
 //     *.deleted and *.tmp files are deleted, and so are .index and
 //     .timeindex files whose .log file is missing. Other files (other
@@ -334,6 +336,9 @@ func (l *Log) cleanLeftovers() ([]int64, error) {
 		base, suffix, ok := parseSegmentFile(name)
 		if !ok || suffix != logSuffix+swapSuffix {
 			continue
+		}
+		if err := l.dropSwapCovered(base, names); err != nil {
+			return nil, err
 		}
 		for _, k := range []fileKind{kindIndex, kindTimeIndex, kindLog} {
 			from := segmentFile(base, kindSuffix[k]+swapSuffix)

@@ -73,8 +73,9 @@ func (l *Log) ApplyRetention(now time.Time) (int, error) {
 			break
 		}
 		belowStart := upper <= l.logStart
-		byTime := l.cfg.RetentionTime >= 0 && s.maxTs >= 0 && nowMs-s.maxTs > retentionMs
-		bySize := l.cfg.RetentionBytes >= 0 && size-s.size >= l.cfg.RetentionBytes
+		deletes := l.cfg.CleanupPolicy.Deletes() // not for cleanup.policy=compact
+		byTime := deletes && l.cfg.RetentionTime >= 0 && s.maxTs >= 0 && nowMs-s.maxTs > retentionMs
+		bySize := deletes && l.cfg.RetentionBytes >= 0 && size-s.size >= l.cfg.RetentionBytes
 		if !belowStart && !byTime && !bySize {
 			break
 		}

@@ -238,6 +238,7 @@ func (l *Log) startOver(offset int64) error {
 func (l *Log) afterTruncation(end int64) {
 	assert.That(l.LogEndOffset() == end, "truncation to %d left the log end at %d", end, l.LogEndOffset())
 	l.epochs.truncateFromEnd(end)
+	l.cleanerTruncated(end)
 	l.hw = max(min(l.hw, end), l.logStart)
 	l.fl.durableOffset = min(l.fl.durableOffset, end)
 	l.fl.metaGen++
