@@ -46,6 +46,7 @@ type Func func(Options) sim.Summary
 var registry = map[string]Func{
 	"counters": Counters,
 	"idle":     Idle,
+	"kraft":    KRaft,
 }
 
 // Names lists the registered scenarios, sorted.
