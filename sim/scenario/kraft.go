@@ -12,6 +12,7 @@ import (
 	"github.com/strata-log/strata/core/kraft"
 	"github.com/strata-log/strata/core/meta"
 	"github.com/strata-log/strata/core/quorum"
+	"github.com/strata-log/strata/linearizability"
 	"github.com/strata-log/strata/nemesis"
 	"github.com/strata-log/strata/sim"
 )
@@ -33,6 +34,13 @@ import (
 // an active controller exists and every member's image converges to the
 // same position and digest.
 //
+// Linearizability: every topic operation attempt of the admin client and
+// every describe read (see kraftAdmin.read) is recorded in a
+// linearizability.History against virtual time, and after liveness the
+// history is checked against linearizability.KVModel: CreateTopics is
+// CreateIfAbsent, DeleteTopics is Delete, a describe is Get. A history that
+// is not linearizable fails the run.
+//
 // First step: the admin client calls Member.Submit on the member object
 // directly instead of going through a broker's network listener.
 func KRaft(o Options) sim.Summary {
@@ -42,6 +50,25 @@ func KRaft(o Options) sim.Summary {
 
 // runKRaft runs the scenario and also returns its harness, for tests.
 func runKRaft(o Options) (sim.Summary, *kraftHarness) {
+	return runKRaftWith(o, kraftBugs{})
+}
+
+// kraftBugs plants bugs in the harness so that tests can prove the checks
+// catch them. The zero value plants none.
+type kraftBugs struct {
+	// ackCreateEarly makes the admin client record a CreateTopics as
+	// successful when it sends it, without waiting for the controller's
+	// answer (a client that acknowledges before the commit).
+	ackCreateEarly bool
+	// followerReads makes describe reads come from the image of the first
+	// running member that is not the active controller, a follower's
+	// possibly lagging image, without the freshness condition of
+	// kraftAdmin.read.
+	followerReads bool
+}
+
+// runKRaftWith is runKRaft with planted bugs.
+func runKRaftWith(o Options, bugs kraftBugs) (sim.Summary, *kraftHarness) {
 	o = o.withDefaults(3, 20*time.Second, 15*time.Second)
 	s := sim.New(sim.Config{Seed: o.Seed, Log: o.Log})
 	h := &kraftHarness{
@@ -54,6 +81,9 @@ func runKRaft(o Options) (sim.Summary, *kraftHarness) {
 		digests:   map[meta.Position]meta.Digest{},
 		restarts:  make([]uint64, o.Nodes),
 		opsUntil:  o.FaultPhase,
+		hist:      linearizability.NewHistory(),
+		unknown:   map[string]int{},
+		bugs:      bugs,
 	}
 	voters := map[quorum.NodeID]string{}
 	for i := 0; i < o.Nodes; i++ {
@@ -109,7 +139,7 @@ func runKRaft(o Options) (sim.Summary, *kraftHarness) {
 		}
 	}
 	s.Trace("kraft:converged " + h.describe())
-	return sum(nil)
+	return sum(h.checkHistory())
 }
 
 const (
@@ -146,6 +176,55 @@ type kraftHarness struct {
 	digests  map[meta.Position]meta.Digest // applied position -> image digest seen there
 	restarts []uint64                      // incarnation a supervisor restart is scheduled for (+1), 0 for none
 	opsUntil time.Duration                 // the admin issues topic operations until then
+
+	// hist is the admin client's history of topic operations and describe
+	// reads; unknown counts, per topic name, the attempts whose outcome
+	// is unknown (see kraftUnknownBudget).
+	hist    *linearizability.History
+	unknown map[string]int
+	reads   int // describe reads recorded
+	skipped int // describe reads left out: freshness not provable
+	bugs    kraftBugs
+}
+
+// checkHistory checks the admin client's history for linearizability and
+// traces the verdict; it returns the error that fails the run, if any.
+func (h *kraftHarness) checkHistory() error {
+	res, err := linearizability.Check(linearizability.KVModel(), h.hist)
+	if err != nil {
+		h.s.Trace("kraft:linearizability error " + err.Error())
+		return fmt.Errorf("linearizability: %w", err)
+	}
+	h.s.Trace("kraft:linearizability " + res.String())
+	if !res.Ok {
+		return fmt.Errorf("linearizability: admin history %s; %s", res, describeLinearizationInfo(res))
+	}
+	return nil
+}
+
+// describeLinearizationInfo renders, for each partition (topic name) of a
+// failing check, the tail of porcupine's longest partial linearization: the
+// operations it could order before getting stuck.
+func describeLinearizationInfo(res linearizability.Result) string {
+	out := ""
+	for p, lins := range res.Info.PartialLinearizationsOperations() {
+		if len(lins) == 0 {
+			continue
+		}
+		best := 0
+		for j, l := range lins {
+			if len(l) > len(lins[best]) {
+				best = j
+			}
+		}
+		l := lins[best]
+		out += fmt.Sprintf(" partition %d: longest partial linearization of %d ops ends", p, len(l))
+		for _, op := range l[max(0, len(l)-6):] {
+			out += fmt.Sprintf(" [%+v -> %+v @%v..%v]", op.Input, op.Output, time.Duration(op.Call), time.Duration(op.Return))
+		}
+		out += ";"
+	}
+	return out
 }
 
 // member returns the running, started member i, or nil.
@@ -268,7 +347,7 @@ func (h *kraftHarness) describe() string {
 			kraftName(i), st.Leader, st.Epoch, st.ActiveController, st.Applied.Offset, st.Applied.Epoch, m.Image().NumTopics(), st.Err)
 	}
 	if c := h.client; c != nil {
-		out += fmt.Sprintf(" admin={ok=%d retries=%d}", c.completed, c.retries)
+		out += fmt.Sprintf(" admin={ok=%d retries=%d reads=%d skipped=%d ops=%d unknown=%d}", c.completed, c.retries, h.reads, h.skipped, h.hist.Len(), h.hist.UnknownLen())
 	}
 	return out
 }
@@ -306,7 +385,9 @@ func startKRaftAdmin(h *kraftHarness, e env.Env) *kraftAdmin {
 }
 
 func (c *kraftAdmin) tick() {
-	if !c.opBusy && c.brokerEpoch >= 0 && c.h.s.Now() < c.h.opsUntil {
+	if c.e.Rand().IntN(3) == 0 {
+		c.read(kraftTopics[c.e.Rand().IntN(len(kraftTopics))])
+	} else if !c.opBusy && c.brokerEpoch >= 0 && c.h.s.Now() < c.h.opsUntil {
 		c.topicOp()
 	}
 	c.e.AfterFunc(kraftAdminTick+time.Duration(c.e.Rand().Int64N(int64(kraftAdminTick))), c.tick)
@@ -326,6 +407,13 @@ func (c *kraftAdmin) heartbeatLoop() {
 // submit sends req to the active controller and calls done with its
 // response, or with nil on a timeout, a missing controller or an error.
 func (c *kraftAdmin) submit(req kmsg.Request, done func(kmsg.Response)) {
+	c.submitOp(req, nil, func(r kmsg.Response, _ bool) { done(r) })
+}
+
+// submitOp is submit for a topic operation: sent(i) runs when the request
+// is handed to member i, and done also learns whether the request was sent
+// at all (with no active controller it is not, and has no effect).
+func (c *kraftAdmin) submitOp(req kmsg.Request, sent func(), done func(r kmsg.Response, wasSent bool)) {
 	c.seq++
 	id := c.seq
 	finished := false
@@ -334,12 +422,15 @@ func (c *kraftAdmin) submit(req kmsg.Request, done func(kmsg.Response)) {
 			return
 		}
 		finished = true
-		done(r)
+		done(r, true)
 	}
 	i := c.h.active()
 	if i < 0 {
-		c.e.Post(func() { finish(nil) })
+		c.e.Post(func() { done(nil, false) })
 		return
+	}
+	if sent != nil {
+		sent()
 	}
 	name := kmsg.NameForKey(req.Key())
 	c.h.s.Trace(fmt.Sprintf("admin:req=%d %s to=%s", id, name, kraftName(i)))
@@ -404,13 +495,93 @@ func (c *kraftAdmin) heartbeat() {
 
 // topicOp creates or deletes one of the names, chosen at random.
 func (c *kraftAdmin) topicOp() {
-	c.opBusy = true
 	name := kraftTopics[c.e.Rand().IntN(len(kraftTopics))]
-	if c.e.Rand().IntN(2) == 0 {
+	create := c.e.Rand().IntN(2) == 0
+	if c.h.unknown[name] >= kraftUnknownBudget {
+		return
+	}
+	c.opBusy = true
+	if create {
 		c.createTopic(name)
 	} else {
 		c.deleteTopic(name)
 	}
+}
+
+// kraftUnknownBudget is how many attempts per topic name may end with an
+// unknown outcome; past it the client stops operating on the name, since
+// linearizability.Check refuses a partition with more than
+// DefaultMaxUnknownPerPartition of them. The margin covers the attempt
+// still in flight when the run ends, exported as pending.
+const kraftUnknownBudget = linearizability.DefaultMaxUnknownPerPartition - 2
+
+// kraftTopicValue is the value a created topic has in the KV model: the
+// model only needs presence.
+const kraftTopicValue = "topic"
+
+// Outcome classification of one topic operation attempt (each attempt,
+// retries included, is its own operation in the history):
+//
+//   - a definite answer (created, TOPIC_ALREADY_EXISTS; deleted,
+//     UNKNOWN_TOPIC_OR_PARTITION) completes the operation when it arrives;
+//   - NOT_CONTROLLER is unknown (Timeout). The client only sends to a member
+//     whose controller is active, so the answer comes from Controller.Handle
+//     or Controller.Resign after the member's Raft stepped: the request may
+//     have been proposed, and a resigning controller's proposals may still
+//     commit under the next leader. Member.Submit answers NOT_CONTROLLER
+//     without proposing only when the controller is inactive, which the
+//     client cannot tell apart from outside, so it never discards one;
+//   - no answer within kraftRequestTimeout, a failed Submit or a member that
+//     crashed holding the request is unknown (Timeout);
+//   - REQUEST_TIMED_OUT is Controller.Handle refusing a request because too
+//     many records are uncommitted, before acting on it: Discard. So is any
+//     other error code (validation errors): the controller wrote nothing;
+//   - with no active controller the request is never sent: Discard.
+func (c *kraftAdmin) attempt(name string, in linearizability.KVInput, req kmsg.Request, code func(kmsg.Response) (int16, bool), okErr int16, errOut error, again func()) {
+	h := c.h
+	if h.unknown[name] >= kraftUnknownBudget || h.s.Now() >= h.opsUntil {
+		c.opBusy = false
+		return
+	}
+	var id linearizability.OpID
+	recorded := false
+	c.submitOp(req, func() {
+		id = h.hist.Invoke(0, in, h.s.Now())
+		if h.bugs.ackCreateEarly && in.Op == linearizability.KVOpCreateIfAbsent {
+			h.hist.Complete(id, linearizability.KVOutput{}, h.s.Now())
+			recorded = true
+		}
+	}, func(r kmsg.Response, sent bool) {
+		cd, ok := code(r)
+		if !sent {
+			// Never sent: nothing was invoked.
+			c.retryOp(in.Op.String()+" "+name, r, again)
+			return
+		}
+		outcome := "unknown"
+		switch {
+		case recorded:
+			outcome = "recorded-early"
+		case !ok || cd == kerr.NotController.Code:
+			h.hist.Timeout(id)
+			h.unknown[name]++
+		case cd == 0:
+			h.hist.Complete(id, linearizability.KVOutput{}, h.s.Now())
+			outcome = "ok"
+		case cd == okErr:
+			h.hist.Complete(id, linearizability.KVOutput{Err: errOut}, h.s.Now())
+			outcome = "err"
+		default:
+			h.hist.Discard(id)
+			outcome = "discarded"
+		}
+		h.s.Trace(fmt.Sprintf("admin:hist %s %s code=%d -> %s", in.Op, name, cd, outcome))
+		if !ok || retriable(cd) {
+			c.retryOp(in.Op.String()+" "+name, r, again)
+			return
+		}
+		c.done(fmt.Sprintf("%s %s code=%d", in.Op, name, cd))
+	})
 }
 
 func (c *kraftAdmin) createTopic(name string) {
@@ -419,28 +590,84 @@ func (c *kraftAdmin) createTopic(name string) {
 	t := kmsg.NewCreateTopicsRequestTopic()
 	t.Topic, t.NumPartitions, t.ReplicationFactor = name, 2, 1
 	req.Topics = []kmsg.CreateTopicsRequestTopic{t}
-	c.submit(req, func(r kmsg.Response) {
+	c.attempt(name, linearizability.KVCreateIfAbsent(name, kraftTopicValue), req, func(r kmsg.Response) (int16, bool) {
 		resp, ok := r.(*kmsg.CreateTopicsResponse)
-		if !ok || len(resp.Topics) != 1 || retriable(resp.Topics[0].ErrorCode) {
-			c.retryOp("create "+name, r, func() { c.createTopic(name) })
-			return
+		if !ok || len(resp.Topics) != 1 {
+			return 0, false
 		}
-		c.done(fmt.Sprintf("create %s code=%d", name, resp.Topics[0].ErrorCode))
-	})
+		return resp.Topics[0].ErrorCode, true
+	}, kerr.TopicAlreadyExists.Code, linearizability.ErrKeyExists, func() { c.createTopic(name) })
 }
 
 func (c *kraftAdmin) deleteTopic(name string) {
 	req := kmsg.NewPtrDeleteTopicsRequest()
 	req.Version = 4
 	req.TopicNames = []string{name}
-	c.submit(req, func(r kmsg.Response) {
+	c.attempt(name, linearizability.KVDelete(name), req, func(r kmsg.Response) (int16, bool) {
 		resp, ok := r.(*kmsg.DeleteTopicsResponse)
-		if !ok || len(resp.Topics) != 1 || retriable(resp.Topics[0].ErrorCode) {
-			c.retryOp("delete "+name, r, func() { c.deleteTopic(name) })
+		if !ok || len(resp.Topics) != 1 {
+			return 0, false
+		}
+		return resp.Topics[0].ErrorCode, true
+	}, kerr.UnknownTopicOrPartition.Code, linearizability.ErrKeyNotFound, func() { c.deleteTopic(name) })
+}
+
+// read records a describe of name: whether the topic exists, read from the
+// committed image of the active controller, as a Get, when that read is
+// linearizable, and not at all otherwise.
+//
+// A member's committed image is linearizable only on the leader of the
+// newest epoch. A controller becomes active only once it applied its
+// epoch's leader-change batch, so its image then holds every record
+// committed in earlier epochs; in its own epoch it is the only proposer and
+// answers a request only after applying its records. But a deposed leader
+// that has not noticed yet (partitioned, paused, with a slow check-quorum)
+// still reports itself active while a newer leader commits creates and
+// deletes: its image is stale, which is what a Kafka Metadata or
+// DescribeTopics request served from a metadata cache gives (not
+// linearizable in Kafka either). So the harness, which sees every member,
+// reads only when no member, up, paused or crashed, knows an epoch newer
+// than the reading controller's: electing a newer leader takes a
+// candidate that durably moved to the newer epoch before asking for votes,
+// and a member being started (whose state is unknown) blocks the read. The
+// read takes no virtual time. Reads the harness cannot prove fresh are left
+// out of the history (counted in kraftHarness.skipped).
+func (c *kraftAdmin) read(name string) {
+	h := c.h
+	i := h.active()
+	if i < 0 {
+		return
+	}
+	if h.bugs.followerReads {
+		for j := range h.procs {
+			if j != i && h.member(j) != nil {
+				i = j
+				break
+			}
+		}
+	}
+	epoch := h.members[i].Status().Epoch
+	for j := range h.procs {
+		if h.bugs.followerReads {
+			break
+		}
+		m := h.members[j]
+		if m == nil || h.memberInc[j] != h.procs[j].Incarnation() && h.procs[j].Up() || m.Status().Epoch > epoch {
+			// Being started (its durable epoch is unknown here), or a
+			// newer epoch exists.
+			h.skipped++
 			return
 		}
-		c.done(fmt.Sprintf("delete %s code=%d", name, resp.Topics[0].ErrorCode))
-	})
+	}
+	now := h.s.Now()
+	id := h.hist.Invoke(0, linearizability.KVGet(name), now)
+	_, found := h.members[i].Image().TopicByName(name)
+	out := linearizability.KVOutput{Found: found}
+	if found {
+		out.Value = kraftTopicValue
+	}
+	h.hist.Complete(id, out, now)
+	h.reads++
 }
 
 // retriable reports whether an answer means "try again elsewhere or later".

@@ -80,3 +80,33 @@ func TestKRaftNoFaultsMakesProgress(t *testing.T) {
 	require.NoError(t, sum.Err)
 	require.Positive(t, h.client.completed, h.describe())
 }
+
+// kraftBugFails runs seeds 1..n with bugs planted and returns the first
+// seed whose run fails the linearizability check, or 0.
+func kraftBugFails(t *testing.T, bugs kraftBugs, n uint64) uint64 {
+	t.Helper()
+	for seed := uint64(1); seed <= n; seed++ {
+		sum, _ := runKRaftWith(Options{Seed: seed}, bugs)
+		if sum.Err != nil {
+			require.Contains(t, sum.Err.Error(), "linearizability", "seed %d failed for another reason", seed)
+			t.Logf("seed %d: %v", seed, sum.Err)
+			return seed
+		}
+	}
+	return 0
+}
+
+// TestKRaftLinearizabilityCatchesEarlyAck plants a client that records a
+// CreateTopics as successful as soon as it sends it: creating a topic that
+// already exists then "succeeds", which no linearization explains.
+func TestKRaftLinearizabilityCatchesEarlyAck(t *testing.T) {
+	require.NotZero(t, kraftBugFails(t, kraftBugs{ackCreateEarly: true}, 5), "no seed caught the early-ack bug")
+}
+
+// TestKRaftLinearizabilityCatchesFollowerReads plants describe reads from a
+// follower's image (what a broker's metadata cache gives): a follower
+// applies a commit only after the leader answered the client, so a read
+// right after a create or delete can miss it.
+func TestKRaftLinearizabilityCatchesFollowerReads(t *testing.T) {
+	require.NotZero(t, kraftBugFails(t, kraftBugs{followerReads: true}, 20), "no seed caught the follower-read bug")
+}
