@@ -26,6 +26,13 @@ const (
 	// maxInflightPerPeer bounds the requests awaiting a response on one
 	// outbound connection; past it the connection is reset.
 	maxInflightPerPeer = 256
+	// closeResignWait bounds how long Close waits, after resigning
+	// leadership, for the voters to acknowledge EndQuorumEpoch before it
+	// closes the connections.
+	closeResignWait = 500 * time.Millisecond
+	// closePollInterval is how often Close checks for those
+	// acknowledgements.
+	closePollInterval = 5 * time.Millisecond
 	// maxPendingPerConn bounds the requests received on one inbound
 	// connection that the Raft has not answered yet; past it the oldest is
 	// forgotten (its sender times out and retries).
@@ -43,10 +50,13 @@ type Config struct {
 	// NodeID is node.id.
 	NodeID quorum.NodeID
 	// Voters is controller.quorum.voters, sorted by id (Start sorts a
-	// copy). This member must be one of them.
+	// copy). A member whose NodeID is not among them is an observer (a
+	// broker): it fetches and applies the metadata log but never votes and
+	// never runs the controller.
 	Voters []Voter
 	// ListenAddr is the controller listener's address; empty means this
-	// member's entry in Voters.
+	// member's entry in Voters, and for an observer no listener at all
+	// (an observer's listener only serves DescribeQuorum).
 	ListenAddr string
 	// ClusterID is sent in quorum requests and checked by the controller.
 	ClusterID string
@@ -75,6 +85,16 @@ func ParseVoters(m map[quorum.NodeID]string) []Voter {
 	return vs
 }
 
+// isVoter reports whether the configured NodeID is one of the voters.
+func (c Config) isVoter() bool {
+	for _, v := range c.Voters {
+		if v.ID == c.NodeID {
+			return true
+		}
+	}
+	return false
+}
+
 func (c Config) withDefaults() (Config, error) {
 	c.Voters = slices.Clone(c.Voters)
 	slices.SortFunc(c.Voters, func(a, b Voter) int { return int(a.ID) - int(b.ID) })
@@ -87,10 +107,10 @@ func (c Config) withDefaults() (Config, error) {
 			self = i
 		}
 	}
-	if self < 0 {
-		return c, fmt.Errorf("kraft: node %d is not a voter (observers are not supported yet)", c.NodeID)
+	if len(c.Voters) == 0 {
+		return c, fmt.Errorf("kraft: no voters configured")
 	}
-	if c.ListenAddr == "" {
+	if c.ListenAddr == "" && self >= 0 {
 		c.ListenAddr = c.Voters[self].Addr
 	}
 	c.Quorum.ID = c.NodeID

@@ -17,6 +17,33 @@
 //     (kmsg Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch, FetchSnapshot with
 //     a request header), matches responses by correlation id, and answers the
 //     requests it receives with the responses the Raft produces.
+//   - DescribeQuorum: a kmsg DescribeQuorumRequest on the listener is
+//     answered at once from Raft.DescribeQuorum with quorum's
+//     DescribeQuorumResponse (leader, epoch, high watermark, voters and
+//     observers with their log end offsets; fetch and caught-up times turned
+//     from monotonic to wall clock as env.Now()-(env.Monotonic()-t)). A
+//     member that does not lead answers NOT_LEADER_OR_FOLLOWER naming the
+//     leader it knows, as Kafka does. Member.DescribeQuorum and
+//     Member.DescribeQuorumResponse give the same answer in process.
+//
+// # Voters and observers
+//
+// A member whose NodeID is in Config.Voters is a voter: it votes, may lead
+// and runs the active controller when it does. Any other member is an
+// observer (a broker, in KRaft's terms): it dials the voters, fetches the
+// metadata log from the leader and applies it to its image like a voter,
+// but never votes, never counts toward a majority and never runs the
+// controller (Submit answers NOT_CONTROLLER). An observer listens only if
+// Config.ListenAddr is set, and then only to serve DescribeQuorum.
+//
+// # Shutdown
+//
+// Member.Close shuts a member down gracefully: a leader resigns first
+// (Raft.Resign sends EndQuorumEpoch, so the most up-to-date voter
+// campaigns at once instead of after the 2 s fetch timeout), and Close
+// waits until every voter acknowledged it or 500 ms of env time passed;
+// then the timer, the controller and every connection stop. Nothing
+// durable is touched: a restart recovers as after a crash.
 //   - The applied image: every committed batch is decoded record by record
 //     and replayed into a meta.Delta, applied whole (a batch is atomic).
 //   - The active controller: when the Raft makes this member leader, the
@@ -38,8 +65,9 @@
 //   - The image is rebuilt on restart by replaying the committed log from
 //     offset 0 (as the Raft hands committed batches out again once per
 //     incarnation).
-//   - DescribeQuorum is not served on the wire, and BeginQuorumEpoch v1's
-//     leader endpoints are not filled in.
+//   - BeginQuorumEpoch v1's leader endpoints are not filled in.
+//   - An observer keeps its own quorum-state file and journal as a voter
+//     does (it needs the log to rebuild its image on restart).
 //
 // # What it never does
 //

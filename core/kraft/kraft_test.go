@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -35,17 +36,32 @@ type cluster struct {
 }
 
 func newCluster(t *testing.T, seed uint64, n int) *cluster {
-	c := &cluster{t: t, s: sim.New(sim.Config{Seed: seed, Log: testLog}), members: make([]*kraft.Member, n)}
+	return newClusterWithObservers(t, seed, n, 0)
+}
+
+// observerID is the node id of observer j (0-based): brokers 201, 202, ...
+func observerID(j int) quorum.NodeID { return quorum.NodeID(201 + j) }
+
+// newClusterWithObservers starts n voters c1..cn (members 0..n-1) and
+// observers b1..bk (members n..n+k-1, node ids observerID), each observer
+// listening on bj:9093.
+func newClusterWithObservers(t *testing.T, seed uint64, n, observers int) *cluster {
+	c := &cluster{t: t, s: sim.New(sim.Config{Seed: seed, Log: testLog}), members: make([]*kraft.Member, n+observers)}
 	voters := map[quorum.NodeID]string{}
 	for i := 0; i < n; i++ {
 		voters[quorum.NodeID(i+1)] = fmt.Sprintf("c%d:9093", i+1)
 	}
-	for i := 0; i < n; i++ {
+	for i := 0; i < n+observers; i++ {
 		cfg := kraft.Config{NodeID: quorum.NodeID(i + 1), Voters: kraft.ParseVoters(voters), ClusterID: "sim-cluster"}
-		p := c.s.AddProcess(fmt.Sprintf("c%d", i+1), func(e env.Env) {
+		name := fmt.Sprintf("c%d", i+1)
+		if i >= n {
+			name = fmt.Sprintf("b%d", i-n+1)
+			cfg.NodeID, cfg.ListenAddr = observerID(i-n), name+":9093"
+		}
+		p := c.s.AddProcess(name, func(e env.Env) {
 			m, err := kraft.Start(e, cfg)
 			if err != nil {
-				t.Errorf("start c%d: %v", i+1, err)
+				t.Errorf("start %s: %v", name, err)
 			}
 			c.members[i] = m
 		})
@@ -223,6 +239,194 @@ func TestElectCreateFailover(t *testing.T) {
 
 			c.procs[leader].Start()
 			c.converge("alpha", "beta")
+		})
+	}
+}
+
+func TestObserversConverge(t *testing.T) {
+	const voters, observers = 3, 2
+	for _, seed := range []uint64{1, 2, 3} {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			c := newClusterWithObservers(t, seed, voters, observers)
+			leader := c.waitLeader()
+			brokerEpoch := c.registerBroker(leader)
+			c.heartbeat(leader, brokerEpoch)
+			c.createTopic(leader, "alpha")
+			c.converge("alpha") // every member, observers included: same digest
+
+			for j := voters; j < voters+observers; j++ {
+				st := c.members[j].Status()
+				if st.Quorum.Voter || st.ActiveController || st.Leader != c.members[leader].Status().Leader {
+					t.Fatalf("observer %s: voter=%v active=%v leader=%d", c.procs[j].Name(), st.Quorum.Voter, st.ActiveController, st.Leader)
+				}
+				req := kmsg.NewPtrCreateTopicsRequest()
+				req.Version = 7
+				topic := kmsg.NewCreateTopicsRequestTopic()
+				topic.Topic, topic.NumPartitions, topic.ReplicationFactor = "gamma", 1, 1
+				req.Topics = []kmsg.CreateTopicsRequestTopic{topic}
+				resp := c.do(j, req).(*kmsg.CreateTopicsResponse)
+				if len(resp.Topics) == 0 || resp.Topics[0].ErrorCode != kerr.NotController.Code {
+					t.Fatalf("observer %s answered CreateTopics with %+v, want NOT_CONTROLLER", c.procs[j].Name(), resp)
+				}
+			}
+
+			c.procs[leader].Crash()
+			next := c.waitLeader()
+			if next == leader || next >= voters {
+				t.Fatalf("c%d leads after c%d crashed", next+1, leader+1)
+			}
+			c.heartbeat(next, brokerEpoch)
+			c.createTopic(next, "beta")
+			c.procs[leader].Start()
+			c.converge("alpha", "beta")
+		})
+	}
+}
+
+// describeQuorumOverNet sends a framed DescribeQuorum v2 request from a
+// client process to addr over env.Net and returns the decoded response.
+func (c *cluster) describeQuorumOverNet(addr string) *kmsg.DescribeQuorumResponse {
+	c.t.Helper()
+	var got *kmsg.DescribeQuorumResponse
+	var failed error
+	name := fmt.Sprintf("client-%d", len(c.s.Processes()))
+	c.s.AddProcess(name, func(e env.Env) {
+		e.Net().Dial(addr, func(conn env.Conn, err error) {
+			if err != nil {
+				failed = err
+				return
+			}
+			req := kmsg.NewPtrDescribeQuorumRequest()
+			req.Version = 2
+			topic := kmsg.NewDescribeQuorumRequestTopic()
+			topic.Topic = quorum.MetadataTopic
+			part := kmsg.NewDescribeQuorumRequestTopicPartition()
+			part.Partition = quorum.MetadataPartition
+			topic.Partitions = []kmsg.DescribeQuorumRequestTopicPartition{part}
+			req.Topics = []kmsg.DescribeQuorumRequestTopic{topic}
+			const corr = 42
+			conn.OnFrame(func(frame []byte) {
+				r := kbin.Reader{Src: frame}
+				if id := r.Int32(); id != corr {
+					failed = fmt.Errorf("correlation id %d", id)
+					return
+				}
+				kmsg.SkipTags(&r) // flexible response header
+				resp := kmsg.NewPtrDescribeQuorumResponse()
+				resp.Version = req.Version
+				if err := resp.ReadFrom(r.Src); err != nil {
+					failed = err
+					return
+				}
+				got = resp
+				conn.Close()
+			})
+			frame := kmsg.NewRequestFormatter(kmsg.FormatterClientID("test")).AppendRequest(nil, req, corr)[4:]
+			if err := conn.Send(frame); err != nil {
+				failed = err
+			}
+		})
+	}).Start()
+	c.runUntil(commitBound, "DescribeQuorum from "+addr, func() bool { return got != nil || failed != nil })
+	if failed != nil {
+		c.t.Fatalf("DescribeQuorum from %s: %v", addr, failed)
+	}
+	if len(got.Topics) != 1 || len(got.Topics[0].Partitions) != 1 {
+		c.t.Fatalf("DescribeQuorum from %s: %+v", addr, got)
+	}
+	return got
+}
+
+func TestDescribeQuorum(t *testing.T) {
+	const voters, observers = 3, 2
+	c := newClusterWithObservers(t, 7, voters, observers)
+	leader := c.waitLeader()
+	c.heartbeat(leader, c.registerBroker(leader))
+	c.createTopic(leader, "alpha")
+	c.converge("alpha")
+	// Let the observers' next fetches reach the leader.
+	if err := c.s.RunFor(time.Second); err != nil {
+		t.Fatal(err)
+	}
+	st := c.members[leader].Status()
+
+	resp := c.describeQuorumOverNet(fmt.Sprintf("c%d:9093", leader+1))
+	p := resp.Topics[0].Partitions[0]
+	if p.ErrorCode != 0 || p.LeaderID != int32(leader+1) || p.LeaderEpoch != st.Epoch || p.HighWatermark <= 0 {
+		t.Fatalf("leader answered error %d leader %d epoch %d hw %d; want leader %d epoch %d", p.ErrorCode, p.LeaderID, p.LeaderEpoch, p.HighWatermark, leader+1, st.Epoch)
+	}
+	if len(p.CurrentVoters) != voters {
+		t.Fatalf("voters %+v", p.CurrentVoters)
+	}
+	wallNow := c.s.Epoch().Add(c.s.Now()).UnixMilli()
+	for _, v := range p.CurrentVoters {
+		if v.ReplicaID < 1 || v.ReplicaID > voters || v.LogEndOffset <= 0 || v.LogEndOffset > st.Quorum.LogEnd.Offset {
+			t.Fatalf("voter %+v (leader log end %d)", v, st.Quorum.LogEnd.Offset)
+		}
+		if v.LastFetchTimestamp <= 0 || v.LastFetchTimestamp > wallNow+1000 || v.LastFetchTimestamp < wallNow-10_000 {
+			t.Fatalf("voter %d last fetch %d, wall now %d", v.ReplicaID, v.LastFetchTimestamp, wallNow)
+		}
+	}
+	seen := map[int32]bool{}
+	for _, o := range p.Observers {
+		seen[o.ReplicaID] = o.LogEndOffset > 0
+	}
+	for j := 0; j < observers; j++ {
+		if !seen[int32(observerID(j))] {
+			t.Fatalf("observer %d not listed with a log end offset: %+v", observerID(j), p.Observers)
+		}
+	}
+
+	// In process, the same answer.
+	info, err := c.members[leader].DescribeQuorum()
+	if err != nil || info.LeaderID != quorum.NodeID(leader+1) || len(info.Voters) != voters || len(info.Observers) != observers {
+		t.Fatalf("in-process DescribeQuorum: %+v, %v", info, err)
+	}
+
+	// A follower and an observer answer NOT_LEADER_OR_FOLLOWER naming the leader.
+	follower := (leader + 1) % voters
+	for _, addr := range []string{fmt.Sprintf("c%d:9093", follower+1), "b1:9093"} {
+		p := c.describeQuorumOverNet(addr).Topics[0].Partitions[0]
+		if p.ErrorCode != kerr.NotLeaderForPartition.Code || p.LeaderID != int32(leader+1) {
+			t.Fatalf("%s answered error %d leader %d; want NOT_LEADER_OR_FOLLOWER naming %d", addr, p.ErrorCode, p.LeaderID, leader+1)
+		}
+	}
+}
+
+func TestCloseResignsFast(t *testing.T) {
+	for _, seed := range []uint64{1, 2, 3} {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			c := newClusterWithObservers(t, seed, 3, 1)
+			leader := c.waitLeader()
+			brokerEpoch := c.registerBroker(leader)
+			c.heartbeat(leader, brokerEpoch)
+			c.createTopic(leader, "alpha")
+			c.converge("alpha")
+
+			closed := false
+			start := c.s.Now()
+			c.members[leader].Close(func() { closed = true })
+			next := -1
+			c.runUntil(electionBound, "elect a successor", func() bool {
+				next = c.activeController()
+				return next >= 0 && next != leader
+			})
+			took := c.s.Now() - start
+			t.Logf("seed %d: c%d leads %v after c%d closed", seed, next+1, took, leader+1)
+			if took >= time.Second {
+				t.Fatalf("successor after %v, want < 1s (the fetch timeout is %v)", took, quorum.DefaultFetchTimeout)
+			}
+			c.runUntil(time.Second, "close completes", func() bool { return closed })
+			if st := c.members[leader].Status(); st.ActiveController || st.Err != nil {
+				t.Fatalf("closed member: %+v", st)
+			}
+			// The rest of the cluster still makes progress.
+			c.heartbeat(next, brokerEpoch)
+			c.createTopic(next, "beta")
+			c.runUntil(commitBound, "observer applies beta", func() bool {
+				_, ok := c.members[3].Image().TopicByName("beta")
+				return ok
+			})
 		})
 	}
 }

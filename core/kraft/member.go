@@ -50,6 +50,13 @@ type Member struct {
 	timerDeadline time.Duration
 	ctrlTickAt    time.Duration
 	err           error
+
+	// voter reports whether this member is one of the voters; an observer
+	// never runs the controller.
+	voter bool
+	// closing is set by Close; closed once the member has shut down.
+	closing bool
+	closed  bool
 }
 
 // Status is a member's view of itself, for tests, metrics and debugging.
@@ -94,12 +101,13 @@ func Start(e env.Env, cfg Config) (*Member, error) {
 	if err != nil {
 		return nil, err
 	}
+	m.voter = cfg.isVoter()
 	m.state = &statePersister{disk: e.Disk(), done: m.statePersisted}
 	m.net = newNetwork(m)
 	if err := m.net.listen(); err != nil {
 		return nil, err
 	}
-	m.log.Info("recovered", "state", durable.String(), "log_end", m.journal.EndOffset().String())
+	m.log.Info("recovered", "state", durable.String(), "log_end", m.journal.EndOffset().String(), "voter", m.voter)
 	// The journal's directory entry (and a recovery truncation) must be
 	// durable before the Raft is told anything in it is.
 	e.Disk().SyncDir(".", func(err error) {
@@ -107,7 +115,7 @@ func Start(e env.Env, cfg Config) (*Member, error) {
 			m.fail(fmt.Errorf("kraft: sync data dir: %w", err))
 			return
 		}
-		if m.err != nil {
+		if m.err != nil || m.closed {
 			return
 		}
 		r, err := quorum.New(cfg.Quorum, m.journal, durable, e.Rand(), e.Monotonic())
@@ -138,8 +146,8 @@ func (m *Member) Status() Status {
 // Submit hands a controller request (BrokerRegistration, BrokerHeartbeat,
 // CreateTopics, ...) to the active controller; done runs later on the loop
 // with its response once the records it depends on are committed. On a
-// member whose controller is not active the response is NOT_CONTROLLER.
-// A request kind the controller does not serve gets an error.
+// member whose controller is not active (an observer's never is) the
+// response is NOT_CONTROLLER. A request kind the controller does not serve gets an error.
 func (m *Member) Submit(req kmsg.Request, done func(kmsg.Response, error)) {
 	if !controller.Supports(req) {
 		m.e.Post(func() {
@@ -147,7 +155,7 @@ func (m *Member) Submit(req kmsg.Request, done func(kmsg.Response, error)) {
 		})
 		return
 	}
-	if m.err != nil || m.raft == nil || !m.ctrl.IsLeader() {
+	if m.err != nil || m.closing || !m.voter || m.raft == nil || !m.ctrl.IsLeader() {
 		m.e.Post(func() { done(controller.NotControllerResponse(req), nil) })
 		return
 	}
@@ -165,7 +173,7 @@ func (m *Member) Submit(req kmsg.Request, done func(kmsg.Response, error)) {
 // (inputs happen at the Raft's clock), then the input, then everything the
 // Raft and the controller produced, then the timer for the next deadline.
 func (m *Member) step(input func()) {
-	if m.err != nil || m.raft == nil {
+	if m.err != nil || m.closed || m.raft == nil {
 		return
 	}
 	now := m.e.Monotonic()
@@ -188,7 +196,7 @@ func (m *Member) step(input func()) {
 // arm sets the timer for the Raft's next deadline (and the controller's
 // tick while it is active).
 func (m *Member) arm() {
-	if m.err != nil {
+	if m.err != nil || m.closed {
 		return
 	}
 	deadline := m.raft.NextDeadline()
@@ -251,7 +259,7 @@ func (m *Member) handleReady(rd quorum.Ready) {
 func (m *Member) softStateChanged(s quorum.SoftState) {
 	m.log.Info("quorum role", "role", s.Role.String(), "epoch", s.Epoch, "leader", int32(s.LeaderID))
 	m.soft = s
-	if s.Role == quorum.RoleLeader {
+	if s.Role == quorum.RoleLeader && m.voter && !m.closing {
 		// Activate once the epoch's leader-change batch is applied: the
 		// image then holds everything before the epoch.
 		m.activateEpoch = s.Epoch
@@ -367,6 +375,100 @@ func (m *Member) fail(err error) {
 	}
 	m.err = err
 	m.log.Error("kraft member stopped", "err", err)
+	if m.timer != nil {
+		m.timer.Stop()
+		m.timer = nil
+	}
+	if m.ctrl.IsLeader() {
+		m.ctrl.Resign()
+		m.handleControllerReady(m.ctrl.Ready())
+	}
+	m.net.close()
+}
+
+// DescribeQuorum reports the quorum as this member sees it when it leads
+// (leader, epoch, high watermark, voters and observers with their log end
+// offsets and monotonic fetch times). Any other member returns a
+// *quorum.NotLeaderError naming the leader it knows, as does a member
+// that has not started its quorum yet or has stopped.
+func (m *Member) DescribeQuorum() (quorum.QuorumInfo, error) {
+	var info quorum.QuorumInfo
+	var err error = &quorum.NotLeaderError{LeaderID: quorum.NoNode, Epoch: m.soft.Epoch}
+	m.step(func() { info, err = m.raft.DescribeQuorum() })
+	return info, err
+}
+
+// DescribeQuorumResponse is DescribeQuorum encoded as Kafka's response at
+// version, with the monotonic times converted to wall-clock milliseconds;
+// a member that does not lead answers NOT_LEADER_OR_FOLLOWER.
+func (m *Member) DescribeQuorumResponse(version int16) *kmsg.DescribeQuorumResponse {
+	info, err := m.DescribeQuorum()
+	return quorum.DescribeQuorumResponse(info, err, version, m.wallMillis)
+}
+
+// wallMillis converts a monotonic time of this member's env to wall-clock
+// milliseconds.
+func (m *Member) wallMillis(t time.Duration) int64 {
+	return m.e.Now().Add(-(m.e.Monotonic() - t)).UnixMilli()
+}
+
+// Close shuts the member down gracefully. A leader first resigns
+// (Raft.Resign: EndQuorumEpoch asks the other voters to elect the most
+// up-to-date of them at once, rather than after the fetch timeout) and
+// waits until every voter acknowledged it, or closeResignWait of env time;
+// then the member stops its timer, its controller and its connections.
+// done, if not nil, runs on the loop once the member is closed. Calling
+// Close again only runs done once that close completes.
+func (m *Member) Close(done func()) {
+	finished := func() {
+		if done != nil {
+			done()
+		}
+	}
+	if m.closing {
+		m.whenClosed(finished)
+		return
+	}
+	m.closing = true
+	if m.err != nil || m.raft == nil || m.soft.Role != quorum.RoleLeader {
+		m.shutdown()
+		m.e.Post(finished)
+		return
+	}
+	m.log.Info("closing: resigning leadership", "epoch", m.soft.Epoch)
+	m.step(func() { m.raft.Resign() })
+	deadline := m.e.Monotonic() + closeResignWait
+	var poll func()
+	poll = func() {
+		if m.err != nil || m.closed || !m.net.awaitingEndQuorumEpoch() || m.e.Monotonic() >= deadline {
+			m.shutdown()
+			finished()
+			return
+		}
+		m.e.AfterFunc(closePollInterval, poll)
+	}
+	poll()
+}
+
+// whenClosed runs f once the member has shut down.
+func (m *Member) whenClosed(f func()) {
+	if m.closed || m.err != nil {
+		m.e.Post(f)
+		return
+	}
+	m.e.AfterFunc(closePollInterval, func() { m.whenClosed(f) })
+}
+
+// shutdown stops the member for good: no more inputs reach the Raft, the
+// controller resigns (answering what it still holds) and the network
+// closes. The durable state stays as it is; a restart recovers from it.
+func (m *Member) shutdown() {
+	if m.closed {
+		return
+	}
+	m.closed = true
+	m.closing = true
+	m.log.Info("kraft member closed")
 	if m.timer != nil {
 		m.timer.Stop()
 		m.timer = nil

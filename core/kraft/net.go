@@ -67,6 +67,9 @@ func newNetwork(m *Member) *network {
 }
 
 func (n *network) listen() error {
+	if n.m.cfg.ListenAddr == "" {
+		return nil // an observer without a listener
+	}
 	l, err := n.m.e.Net().Listen(n.m.cfg.ListenAddr, n.accept)
 	if err != nil {
 		return fmt.Errorf("kraft: listen on %s: %w", n.m.cfg.ListenAddr, err)
@@ -287,6 +290,10 @@ func (n *network) onRequest(ic *inboundConn, frame []byte) {
 		ic.conn.Close()
 		return
 	}
+	if dq, ok := req.(*kmsg.DescribeQuorumRequest); ok {
+		n.describeQuorum(ic, corr, dq)
+		return
+	}
 	if controller.Supports(req) {
 		n.m.Submit(req, func(resp kmsg.Response, err error) {
 			if err != nil || ic.closed {
@@ -314,6 +321,44 @@ func (n *network) onRequest(ic *inboundConn, frame []byte) {
 			n.m.log.Debug("quorum refused request", "msg", msg.String(), "err", err)
 		}
 	})
+}
+
+// describeQuorum answers a DescribeQuorum request at once: the leader
+// with its view of the quorum, any other member NOT_LEADER_OR_FOLLOWER
+// naming the leader it knows (as Kafka does).
+func (n *network) describeQuorum(ic *inboundConn, corr int32, req *kmsg.DescribeQuorumRequest) {
+	var resp *kmsg.DescribeQuorumResponse
+	if err := quorum.CheckDescribeQuorumRequest(req); err != nil {
+		n.m.log.Warn("invalid DescribeQuorum request", "err", err)
+		resp = quorum.DescribeQuorumResponse(quorum.QuorumInfo{}, err, req.Version, n.m.wallMillis)
+	} else {
+		resp = n.m.DescribeQuorumResponse(req.Version)
+	}
+	if !ic.closed {
+		_ = ic.conn.Send(encodeResponse(corr, resp))
+	}
+}
+
+// awaitingEndQuorumEpoch reports whether an EndQuorumEpoch request is
+// still queued for, or awaiting the response of, a connected or
+// connecting voter.
+func (n *network) awaitingEndQuorumEpoch() bool {
+	if n.closed {
+		return false
+	}
+	for _, p := range n.peers {
+		for _, msg := range p.queue {
+			if _, ok := msg.Payload.(quorum.EndQuorumEpochRequest); ok {
+				return true
+			}
+		}
+		for _, sent := range p.inflight { //determinism:unordered only an existence test
+			if _, ok := sent.msg.Payload.(quorum.EndQuorumEpochRequest); ok {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // respond sends a response the Raft produced back on the connection its
