@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"github.com/strata-log/strata/core/broker"
+	"github.com/strata-log/strata/core/kraft"
+	"github.com/strata-log/strata/core/quorum"
 )
 
 // Config keys, named as in Kafka so operators' server.properties carry over.
@@ -23,6 +25,9 @@ const (
 	KeyLogDir                = "log.dir" // Kafka's single-directory fallback for log.dirs
 	KeySocketRequestMaxBytes = "socket.request.max.bytes"
 	KeyMaxConnections        = "max.connections"
+	KeyProcessRoles          = "process.roles"
+	KeyControllerVoters      = "controller.quorum.voters"
+	KeyControllerListeners   = "controller.listener.names"
 )
 
 // Defaults of `strata serve` with no configuration: a single node on
@@ -30,7 +35,16 @@ const (
 const (
 	DefaultNodeID    = 1
 	DefaultListeners = "PLAINTEXT://127.0.0.1:9092"
-	DefaultLogDir    = "./data"
+	// DefaultControllerVoters makes the node the sole voter of its
+	// metadata quorum, on the controller listener 127.0.0.1:9093.
+	DefaultControllerVoters       = "1@127.0.0.1:9093"
+	DefaultControllerListenerName = "CONTROLLER"
+	DefaultControllerAddr         = "127.0.0.1:9093"
+	DefaultProcessRoles           = "broker,controller"
+	// MetadataLogDirName is the metadata quorum's directory under the
+	// data directory, named as in Kafka.
+	MetadataLogDirName = "__cluster_metadata-0"
+	DefaultLogDir      = "./data"
 	// DefaultSocketRequestMaxBytes is Kafka's default
 	// socket.request.max.bytes, 100 MiB.
 	DefaultSocketRequestMaxBytes = DefaultMaxFrameBytes
@@ -76,17 +90,45 @@ type Config struct {
 	// MaxConnections is max.connections, the most client connections
 	// served at once; more are closed on accept. Default 10000.
 	MaxConnections int
+
+	// ProcessRoles is process.roles; only "broker,controller" (combined
+	// mode, the default) is supported yet.
+	ProcessRoles []string
+
+	// Voters is controller.quorum.voters (id@host:port, ...). Empty (the
+	// default) means this node alone, on its controller listener:
+	// 1@127.0.0.1:9093 with the other defaults.
+	Voters []kraft.Voter
+
+	// ControllerListenerName is controller.listener.names (one name).
+	// Default CONTROLLER.
+	ControllerListenerName string
+
+	// ControllerListener is the controller listener's "host:port" when
+	// not empty; otherwise the listeners entry named
+	// ControllerListenerName, else this node's address in Voters, else
+	// 127.0.0.1:9093. Port 0 (for tests) is only usable when the node is
+	// the sole voter.
+	ControllerListener string
+
+	// listenerNames are the names of the listeners entries other than
+	// PLAINTEXT, checked against ControllerListenerName by Validate.
+	listenerNames []string
+	// controllerListeners maps those names to their addresses.
+	controllerListeners map[string]string
 }
 
 // DefaultConfig is the configuration of `strata serve` with no arguments.
 func DefaultConfig() Config {
 	cfg := Config{
-		NodeID:                DefaultNodeID,
-		LogDir:                DefaultLogDir,
-		SocketRequestMaxBytes: DefaultSocketRequestMaxBytes,
-		MaxConnections:        DefaultMaxConnections,
+		NodeID:                 DefaultNodeID,
+		LogDir:                 DefaultLogDir,
+		SocketRequestMaxBytes:  DefaultSocketRequestMaxBytes,
+		MaxConnections:         DefaultMaxConnections,
+		ControllerListenerName: DefaultControllerListenerName,
 	}
-	cfg.Listener, _ = parseListeners(KeyListeners, DefaultListeners)
+	_, _ = cfg.Set(KeyListeners, DefaultListeners)
+	_, _ = cfg.Set(KeyProcessRoles, DefaultProcessRoles)
 	return cfg
 }
 
@@ -103,11 +145,58 @@ func (c *Config) Set(key, value string) (known bool, err error) {
 		}
 		c.NodeID = int32(id)
 	case KeyListeners:
-		l, err := parseListeners(key, value)
+		named, err := parseListenerList(key, value)
 		if err != nil {
 			return true, err
 		}
-		c.Listener = l
+		c.Listener = ""
+		c.listenerNames = nil
+		c.controllerListeners = map[string]string{}
+		for _, nl := range named {
+			if nl.name == "PLAINTEXT" {
+				c.Listener = nl.addr
+				continue
+			}
+			c.listenerNames = append(c.listenerNames, nl.name)
+			c.controllerListeners[nl.name] = nl.addr
+		}
+		if c.Listener == "" {
+			return true, invalid(key, value, "want a PLAINTEXT://host:port listener")
+		}
+	case KeyProcessRoles:
+		roles := splitList(value)
+		var broker, ctrl bool
+		for _, r := range roles {
+			switch strings.ToLower(r) {
+			case "broker":
+				broker = true
+			case "controller":
+				ctrl = true
+			default:
+				return true, invalid(key, value, "unknown role "+strconv.Quote(r)+"; want broker,controller")
+			}
+		}
+		if !broker || !ctrl {
+			return true, invalid(key, value, "only combined mode (broker,controller) is supported yet")
+		}
+		c.ProcessRoles = []string{"broker", "controller"}
+	case KeyControllerVoters:
+		voters, err := parseVoters(key, value)
+		if err != nil {
+			return true, err
+		}
+		c.Voters = voters
+	case KeyControllerListeners:
+		names := splitList(value)
+		switch {
+		case len(names) == 0:
+			return true, invalid(key, value, "want a listener name, e.g. CONTROLLER")
+		case len(names) > 1:
+			return true, invalid(key, value, "only one controller listener is supported yet")
+		case strings.EqualFold(names[0], "PLAINTEXT"):
+			return true, invalid(key, value, "the controller listener must not be the PLAINTEXT client listener")
+		}
+		c.ControllerListenerName = strings.ToUpper(names[0])
 	case KeyAdvertisedListeners:
 		l, err := parseListeners(key, value)
 		if err != nil {
@@ -154,6 +243,26 @@ func (c Config) Validate() error {
 		return invalid(KeySocketRequestMaxBytes, strconv.Itoa(c.SocketRequestMaxBytes), "want a positive number of bytes")
 	case c.MaxConnections < 1:
 		return invalid(KeyMaxConnections, strconv.Itoa(c.MaxConnections), "want a positive number")
+	case len(c.ProcessRoles) == 0:
+		return invalid(KeyProcessRoles, "", "want broker,controller")
+	case c.ControllerListenerName == "":
+		return invalid(KeyControllerListeners, "", "want a listener name, e.g. CONTROLLER")
+	}
+	for _, name := range c.listenerNames {
+		if name != c.ControllerListenerName {
+			return invalid(KeyListeners, name, "listener "+name+" is neither PLAINTEXT nor the controller listener ("+
+				KeyControllerListeners+"="+c.ControllerListenerName+")")
+		}
+	}
+	self := len(c.Voters) == 0
+	for _, v := range c.Voters {
+		if v.ID == quorum.NodeID(c.NodeID) {
+			self = true
+		}
+	}
+	if !self {
+		return invalid(KeyControllerVoters, votersString(c.Voters),
+			"node.id "+strconv.Itoa(int(c.NodeID))+" is not a voter; with process.roles=broker,controller it must be")
 	}
 	// As in Kafka, advertised.listeners defaults to listeners, and neither
 	// may advertise 0.0.0.0 or ::, which no client can connect to.
@@ -187,9 +296,118 @@ func splitList(value string) []string {
 	return out
 }
 
-// parseListeners parses Kafka's listener list and returns the one
+// base is c without the metadata quorum settings, for tests.
+func (c Config) base() Config {
+	return Config{NodeID: c.NodeID, Listener: c.Listener, AdvertisedListener: c.AdvertisedListener,
+		LogDir: c.LogDir, SocketRequestMaxBytes: c.SocketRequestMaxBytes, MaxConnections: c.MaxConnections}
+}
+
+// controllerListen is the address the controller listener binds: the
+// listeners entry named by controller.listener.names, else this node's
+// voter address.
+func (c Config) controllerListen() string {
+	if c.ControllerListener != "" {
+		return c.ControllerListener
+	}
+	if a, ok := c.controllerListeners[c.ControllerListenerName]; ok {
+		return a
+	}
+	for _, v := range c.Voters {
+		if v.ID == quorum.NodeID(c.NodeID) {
+			return v.Addr
+		}
+	}
+	return DefaultControllerAddr
+}
+
+// voters is the effective controller.quorum.voters.
+func (c Config) voters() []kraft.Voter {
+	if len(c.Voters) > 0 {
+		return c.Voters
+	}
+	return []kraft.Voter{{ID: quorum.NodeID(c.NodeID), Addr: c.controllerListen()}}
+}
+
+type namedListener struct{ name, addr string }
+
+// parseListenerList parses listeners: NAME://host:port entries (a bare
+// host:port is PLAINTEXT), each name once.
+func parseListenerList(key, value string) ([]namedListener, error) {
+	list := splitList(value)
+	if len(list) == 0 {
+		return nil, invalid(key, value, "want PLAINTEXT://host:port")
+	}
+	var out []namedListener
+	for _, entry := range list {
+		name, addr := "PLAINTEXT", entry
+		if n, rest, ok := strings.Cut(entry, "://"); ok {
+			name, addr = strings.ToUpper(n), rest
+		}
+		for _, o := range out {
+			if o.name == name {
+				return nil, invalid(key, value, "listener "+name+" given twice")
+			}
+		}
+		hp, err := parseHostPort(key, value, addr)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, namedListener{name: name, addr: hp})
+	}
+	return out, nil
+}
+
+func parseHostPort(key, value, addr string) (string, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", invalid(key, value, err.Error())
+	}
+	p, err := strconv.ParseUint(port, 10, 16)
+	if err != nil {
+		return "", invalid(key, value, "bad port "+strconv.Quote(port))
+	}
+	return net.JoinHostPort(host, strconv.FormatUint(p, 10)), nil
+}
+
+// parseVoters parses controller.quorum.voters: id@host:port, ...
+func parseVoters(key, value string) ([]kraft.Voter, error) {
+	list := splitList(value)
+	if len(list) == 0 {
+		return nil, invalid(key, value, "want id@host:port, e.g. "+DefaultControllerVoters)
+	}
+	m := map[quorum.NodeID]string{}
+	for _, entry := range list {
+		idStr, addr, ok := strings.Cut(entry, "@")
+		if !ok {
+			return nil, invalid(key, value, "entry "+strconv.Quote(entry)+" is not id@host:port")
+		}
+		id, err := strconv.ParseInt(strings.TrimSpace(idStr), 10, 32)
+		if err != nil || id < 0 {
+			return nil, invalid(key, value, "entry "+strconv.Quote(entry)+": bad node id")
+		}
+		if _, dup := m[quorum.NodeID(id)]; dup {
+			return nil, invalid(key, value, "voter "+strconv.FormatInt(id, 10)+" listed twice")
+		}
+		hp, err := parseHostPort(key, value, strings.TrimSpace(addr))
+		if err != nil {
+			return nil, err
+		}
+		m[quorum.NodeID(id)] = hp
+	}
+	return kraft.ParseVoters(m), nil
+}
+
+func votersString(vs []kraft.Voter) string {
+	parts := make([]string, len(vs))
+	for i, v := range vs {
+		parts[i] = strconv.Itoa(int(v.ID)) + "@" + v.Addr
+	}
+	return strings.Join(parts, ",")
+}
+
+// parseListeners parses advertised.listeners and returns the one
 // "host:port" it names. Only a single PLAINTEXT listener is supported yet
-// (no TLS, SASL or separate controller listener).
+// (no TLS or SASL).
 func parseListeners(key, value string) (string, error) {
 	list := splitList(value)
 	switch {

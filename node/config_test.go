@@ -1,6 +1,7 @@
 package node
 
 import (
+	"github.com/strata-log/strata/core/kraft"
 	"os"
 	"path/filepath"
 	"strings"
@@ -48,7 +49,9 @@ func TestConfigSetAndValidate(t *testing.T) {
 	cfg := DefaultConfig()
 	require.NoError(t, cfg.Validate())
 	require.Equal(t, Config{NodeID: 1, Listener: "127.0.0.1:9092", LogDir: "./data",
-		SocketRequestMaxBytes: 104857600, MaxConnections: 10000}, cfg)
+		SocketRequestMaxBytes: 104857600, MaxConnections: 10000}, cfg.base())
+	require.Equal(t, []kraft.Voter{{ID: 1, Addr: "127.0.0.1:9093"}}, cfg.voters())
+	require.Equal(t, "127.0.0.1:9093", cfg.controllerListen())
 
 	for key, value := range map[string]string{
 		"node.id":                  "12",
@@ -63,7 +66,13 @@ func TestConfigSetAndValidate(t *testing.T) {
 		require.NoError(t, err, key)
 	}
 	require.Equal(t, Config{NodeID: 12, Listener: "[::1]:0", AdvertisedListener: "kafka.example:19092",
-		LogDir: "/srv/strata", SocketRequestMaxBytes: 1024, MaxConnections: 50}, cfg)
+		LogDir: "/srv/strata", SocketRequestMaxBytes: 1024, MaxConnections: 50}, cfg.base())
+	require.NoError(t, cfg.Validate())
+	_, err := cfg.Set("controller.quorum.voters", "1@[::1]:19093")
+	require.NoError(t, err)
+	require.ErrorContains(t, cfg.Validate(), "controller.quorum.voters", "node 12 is not a voter")
+	_, err = cfg.Set("controller.quorum.voters", "12@[::1]:19093")
+	require.NoError(t, err)
 	require.NoError(t, cfg.Validate())
 
 	known, err := cfg.Set("num.network.threads", "3")
@@ -71,13 +80,16 @@ func TestConfigSetAndValidate(t *testing.T) {
 	require.NoError(t, err)
 
 	bad := map[string]string{
-		"node.id":                  "-1",
-		"listeners":                "SSL://127.0.0.1:9093",
-		"advertised.listeners":     "PLAINTEXT://a:1,PLAINTEXT://b:2",
-		"log.dirs":                 "/a,/b",
-		"log.dir":                  "",
-		"socket.request.max.bytes": "0",
-		"max.connections":          "0",
+		"node.id":                   "-1",
+		"listeners":                 "SSL://127.0.0.1:9093",
+		"advertised.listeners":      "PLAINTEXT://a:1,PLAINTEXT://b:2",
+		"log.dirs":                  "/a,/b",
+		"log.dir":                   "",
+		"socket.request.max.bytes":  "0",
+		"max.connections":           "0",
+		"process.roles":             "broker",
+		"controller.quorum.voters":  "1-127.0.0.1:9093",
+		"controller.listener.names": "PLAINTEXT",
 	}
 	for key, value := range bad {
 		_, err := cfg.Set(key, value)
@@ -106,7 +118,7 @@ func TestLoadConfigFile(t *testing.T) {
 	cfg := DefaultConfig()
 	ignored, err := LoadConfigFile(&cfg, path)
 	require.NoError(t, err)
-	require.Equal(t, []string{"process.roles", "num.io.threads"}, ignored)
+	require.Equal(t, []string{"num.io.threads"}, ignored)
 	require.Equal(t, int32(5), cfg.NodeID)
 	require.Equal(t, "127.0.0.1:0", cfg.Listener)
 
@@ -118,4 +130,22 @@ func TestLoadConfigFile(t *testing.T) {
 
 	_, err = LoadConfigFile(&cfg, filepath.Join(t.TempDir(), "missing.properties"))
 	require.ErrorIs(t, err, os.ErrNotExist)
+}
+
+func TestControllerListenerConfig(t *testing.T) {
+	cfg := DefaultConfig()
+	_, err := cfg.Set("listeners", "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:19093")
+	require.NoError(t, err)
+	require.NoError(t, cfg.Validate())
+	require.Equal(t, "127.0.0.1:19093", cfg.controllerListen())
+
+	_, err = cfg.Set("listeners", "PLAINTEXT://127.0.0.1:9092,CTRL://127.0.0.1:19093")
+	require.NoError(t, err)
+	require.ErrorContains(t, cfg.Validate(), "listeners")
+	_, err = cfg.Set("controller.listener.names", "CTRL")
+	require.NoError(t, err)
+	require.NoError(t, cfg.Validate())
+
+	_, err = cfg.Set("listeners", "CONTROLLER://127.0.0.1:9093")
+	require.ErrorContains(t, err, "listeners=")
 }

@@ -32,6 +32,7 @@ func startNode(t *testing.T, dataDir string, nodeID int32) *node.Node {
 	cfg := node.DefaultConfig()
 	cfg.NodeID = nodeID
 	cfg.Listener = "127.0.0.1:0"
+	cfg.ControllerListener = "127.0.0.1:0"
 	cfg.LogDir = dataDir
 	n, err := node.Start(cfg, slog.New(slog.NewTextHandler(testWriter{t}, nil)))
 	require.NoError(t, err)
@@ -67,6 +68,7 @@ func checkMetadata(t *testing.T, n *node.Node) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), e2eTimeout)
 	defer cancel()
+	waitActive(t, n)
 	md, err := newAdmin(t, n.Addr()).Metadata(ctx)
 	require.NoError(t, err)
 	require.Equal(t, n.ClusterID(), md.Cluster)
@@ -79,6 +81,64 @@ func checkMetadata(t *testing.T, n *node.Node) {
 	require.Equal(t, port, strconv.Itoa(int(md.Brokers[0].Port)))
 	require.Nil(t, md.Brokers[0].Rack)
 	require.Empty(t, md.Topics)
+}
+
+// waitActive waits until the node's controller is active and its broker
+// registered and unfenced.
+func waitActive(t *testing.T, n *node.Node) {
+	t.Helper()
+	require.Eventually(t, n.ActiveController, e2eTimeout, 10*time.Millisecond, "controller never became active")
+}
+
+func TestE2ECreateAndDeleteTopics(t *testing.T) {
+	n := startNode(t, t.TempDir(), 1)
+	waitActive(t, n)
+	adm := newAdmin(t, n.Addr())
+	ctx, cancel := context.WithTimeout(context.Background(), e2eTimeout)
+	defer cancel()
+
+	created, err := adm.CreateTopics(ctx, 3, 1, nil, "t1")
+	require.NoError(t, err)
+	ct, err := created.On("t1", nil)
+	require.NoError(t, err)
+	require.NoError(t, ct.Err)
+	require.NotEqual(t, kadm.TopicID{}, ct.ID)
+
+	md, err := adm.Metadata(ctx)
+	require.NoError(t, err)
+	require.Equal(t, n.NodeID(), md.Controller)
+	td, ok := md.Topics["t1"]
+	require.True(t, ok, "t1 listed")
+	require.NoError(t, td.Err)
+	require.Equal(t, ct.ID, td.ID)
+	require.Len(t, td.Partitions, 3)
+	for p := int32(0); p < 3; p++ {
+		pd, ok := td.Partitions[p]
+		require.True(t, ok, "partition %d", p)
+		require.NoError(t, pd.Err)
+		require.Equal(t, n.NodeID(), pd.Leader)
+		require.Equal(t, []int32{n.NodeID()}, pd.Replicas)
+		require.Equal(t, []int32{n.NodeID()}, pd.ISR)
+		require.GreaterOrEqual(t, pd.LeaderEpoch, int32(0))
+	}
+
+	again, err := adm.CreateTopics(ctx, 3, 1, nil, "t1")
+	require.NoError(t, err)
+	at, err := again.On("t1", nil)
+	require.NoError(t, err)
+	require.ErrorIs(t, at.Err, kerr.TopicAlreadyExists)
+
+	deleted, err := adm.DeleteTopics(ctx, "t1")
+	require.NoError(t, err)
+	dt, err := deleted.On("t1", nil)
+	require.NoError(t, err)
+	require.NoError(t, dt.Err)
+
+	// A fresh client: kgo caches metadata for MetadataMinAge (5 s).
+	md, err = newAdmin(t, n.Addr()).Metadata(ctx)
+	require.NoError(t, err)
+	_, ok = md.Topics["t1"]
+	require.False(t, ok, "t1 deleted")
 }
 
 func TestE2EFranzGoMetadataAndApiVersions(t *testing.T) {
@@ -200,6 +260,7 @@ func TestE2ERestartKeepsClusterIDAndChecksNodeID(t *testing.T) {
 	dir := t.TempDir()
 	cfg := node.DefaultConfig()
 	cfg.Listener = "127.0.0.1:0"
+	cfg.ControllerListener = "127.0.0.1:0"
 	cfg.LogDir = dir
 	cfg.NodeID = 5
 	log := slog.New(slog.NewTextHandler(testWriter{t}, nil))
@@ -227,6 +288,7 @@ func TestE2EStartFailsCleanlyWhenPortTaken(t *testing.T) {
 	defer taken.Close()
 	cfg := node.DefaultConfig()
 	cfg.Listener = taken.Addr().String()
+	cfg.ControllerListener = "127.0.0.1:0"
 	cfg.LogDir = t.TempDir()
 	_, err = node.Start(cfg, slog.New(slog.DiscardHandler))
 	require.ErrorContains(t, err, "address already in use")
@@ -235,6 +297,7 @@ func TestE2EStartFailsCleanlyWhenPortTaken(t *testing.T) {
 func TestE2ERunStopsWhenContextEnds(t *testing.T) {
 	cfg := node.DefaultConfig()
 	cfg.Listener = "127.0.0.1:0"
+	cfg.ControllerListener = "127.0.0.1:0"
 	cfg.LogDir = t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

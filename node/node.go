@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/strata-log/strata/core/broker"
+	"github.com/strata-log/strata/core/kraft"
+	"github.com/strata-log/strata/core/quorum"
 )
 
 // DefaultShutdownTimeout bounds Run's clean shutdown after its context ends:
@@ -28,7 +30,11 @@ type Node struct {
 	loop       *Loop
 	env        *Env
 	broker     *broker.Broker
+	member     *kraft.Member
+	reg        *registrar
+	metaDisk   *Disk
 	addr       string
+	ctrlAddr   string
 	advertised string
 
 	shutdownOnce sync.Once
@@ -79,12 +85,34 @@ func Start(cfg Config, log *slog.Logger) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	metaDir := filepath.Join(dataDir, MetadataLogDirName)
+	if err := mkdirAll(metaDir); err != nil {
+		_ = e.Close()
+		return nil, fmt.Errorf("%s %s: %w", KeyLogDirs, metaDir, err)
+	}
+	metaDisk, err := NewDisk(metaDir, loop, 0)
+	if err != nil {
+		_ = e.Close()
+		return nil, err
+	}
 	go loop.Run()
 
-	n := &Node{cfg: cfg, meta: meta, log: log, loop: loop, env: e}
+	n := &Node{cfg: cfg, meta: meta, log: log, loop: loop, env: e, metaDisk: metaDisk}
 	var startErr error
 	err = loop.Call(func() {
+		n.member, startErr = kraft.Start(subdirEnv{Env: e, disk: metaDisk}, kraft.Config{
+			NodeID:     quorum.NodeID(cfg.NodeID),
+			Voters:     cfg.voters(),
+			ListenAddr: cfg.controllerListen(),
+			ClusterID:  meta.ClusterID,
+		})
+		if startErr != nil {
+			startErr = fmt.Errorf("start metadata quorum: %w", startErr)
+			return
+		}
+		n.ctrlAddr = n.member.Addr()
 		n.broker, startErr = broker.New(e, broker.Config{
+			Metadata:       n.member,
 			NodeID:         cfg.NodeID,
 			ClusterID:      meta.ClusterID,
 			ListenAddr:     cfg.Listener,
@@ -92,18 +120,24 @@ func Start(cfg Config, log *slog.Logger) (*Node, error) {
 			AdvertisedPort: advPort,
 			MaxConnections: cfg.MaxConnections,
 		})
-		if startErr == nil {
-			n.addr = n.broker.Addr()
-			n.advertised = net.JoinHostPort(advHost, strconv.Itoa(int(n.broker.AdvertisedPort())))
+		if startErr != nil {
+			n.member.Close(nil)
+			return
 		}
+		n.addr = n.broker.Addr()
+		n.advertised = net.JoinHostPort(advHost, strconv.Itoa(int(n.broker.AdvertisedPort())))
+		n.reg = &registrar{e: e, m: n.member, nodeID: cfg.NodeID, clusterID: meta.ClusterID,
+			host: advHost, port: n.broker.AdvertisedPort()}
+		n.reg.start()
 	})
 	if err = errors.Join(err, startErr); err != nil {
 		loop.Stop()
 		<-loop.Done()
 		_ = e.Close()
+		metaDisk.wait()
 		return nil, fmt.Errorf("start broker: %w", err)
 	}
-	log.Info("node started", "listener", n.addr, "advertised", n.advertised, "cluster_id", meta.ClusterID)
+	log.Info("node started", "listener", n.addr, "controller_listener", n.ctrlAddr, "advertised", n.advertised, "cluster_id", meta.ClusterID)
 	return n, nil
 }
 
@@ -134,6 +168,23 @@ func (n *Node) Addr() string { return n.addr }
 // AdvertisedAddr is the address clients are told to use.
 func (n *Node) AdvertisedAddr() string { return n.advertised }
 
+// ControllerAddr is the address the controller listener bound.
+func (n *Node) ControllerAddr() string { return n.ctrlAddr }
+
+// ActiveController reports whether this node's controller is active and
+// this node is registered and unfenced, i.e. ready for CreateTopics.
+func (n *Node) ActiveController() bool {
+	ready := false
+	_ = n.loop.Call(func() {
+		if !n.member.Status().ActiveController {
+			return
+		}
+		b, ok := n.member.Image().Broker(n.cfg.NodeID)
+		ready = ok && !b.Fenced
+	})
+	return ready
+}
+
 // ClusterID is the cluster id from meta.properties.
 func (n *Node) ClusterID() string { return n.meta.ClusterID }
 
@@ -160,7 +211,22 @@ func (n *Node) Shutdown(ctx context.Context) error {
 
 func (n *Node) shutdown(ctx context.Context) error {
 	closed := make(chan error, 1)
-	go func() { closed <- n.loop.Call(n.broker.Close) }()
+	go func() {
+		memberClosed := make(chan struct{})
+		err := n.loop.Call(func() {
+			n.broker.Close()
+			n.reg.shutdown(func() {
+				n.member.Close(func() { close(memberClosed) })
+			})
+		})
+		if err == nil {
+			select {
+			case <-memberClosed:
+			case <-ctx.Done():
+			}
+		}
+		closed <- err
+	}()
 	select {
 	case err := <-closed:
 		if err != nil && !errors.Is(err, ErrLoopStopped) {
@@ -176,7 +242,7 @@ func (n *Node) shutdown(ctx context.Context) error {
 		return fmt.Errorf("waiting for the loop to stop: %w", ctx.Err())
 	}
 	envClosed := make(chan error, 1)
-	go func() { envClosed <- n.env.Close() }()
+	go func() { err := n.env.Close(); n.metaDisk.wait(); envClosed <- err }()
 	select {
 	case err := <-envClosed:
 		return err

@@ -83,7 +83,7 @@ func TestServeProcess(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, os.Args[0], "serve",
-		"--config", props, "--listeners", "PLAINTEXT://127.0.0.1:0", "--log.dirs", filepath.Join(dir, "data"))
+		"--config", props, "--listeners", "PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0", "--log.dirs", filepath.Join(dir, "data"))
 	cmd.Env = append(os.Environ(), "STRATA_TEST_MAIN=1")
 	stderr, err := cmd.StderrPipe()
 	require.NoError(t, err)
@@ -124,6 +124,8 @@ func TestServeProcess(t *testing.T) {
 	require.Equal(t, int32(9), md.Brokers[0].NodeID)
 	_, err = os.Stat(filepath.Join(dir, "data", "meta.properties"))
 	require.NoError(t, err)
+	_, err = os.Stat(filepath.Join(dir, "data", "__cluster_metadata-0"))
+	require.NoError(t, err, "the metadata quorum lives under the data dir")
 	_, err = os.Stat(filepath.Join(dir, "data", "objects"))
 	require.NoError(t, err, "the filesystem bucket lives under the data dir")
 

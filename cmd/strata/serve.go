@@ -34,6 +34,7 @@ func serve(args []string) int {
 		{node.KeyListeners, "listener, e.g. PLAINTEXT://127.0.0.1:9092 (default " + node.DefaultListeners + ")"},
 		{node.KeyLogDirs, "data `directory` (default " + node.DefaultLogDir + ")"},
 		{node.KeyNodeID, "node `id` (default 1)"},
+		{node.KeyControllerVoters, "metadata quorum voters, id@host:port,... (default <node.id>@" + node.DefaultControllerAddr + ")"},
 	}
 	for _, o := range overrides {
 		fs.String(o.key, "", o.usage)

@@ -36,7 +36,16 @@ type conn struct {
 	// closing is set once the broker decided to close the connection, so
 	// that frames the transport still delivers before OnClose are ignored.
 	closing bool
+	// busy is set while a request is with the metadata quorum; frames
+	// received meanwhile wait in queued (at most maxQueuedFrames), so
+	// responses stay in request order.
+	busy   bool
+	queued [][]byte
 }
+
+// maxQueuedFrames bounds the frames a connection may send while one of its
+// requests is with the metadata quorum; past it the connection is closed.
+const maxQueuedFrames = 64
 
 // New validates cfg, starts listening on cfg.ListenAddr through
 // e.Net().Listen and returns the broker. It must be called on e's loop.
@@ -132,7 +141,26 @@ func (b *Broker) onFrame(cn *conn, frame []byte) {
 	if cn.closing {
 		return
 	}
-	resp, ferr := b.handleFrame(frame)
+	if cn.busy {
+		if len(cn.queued) >= maxQueuedFrames {
+			b.log.Warn("closing connection: too many pipelined requests", "remote", cn.remote)
+			b.closeConn(cn)
+			return
+		}
+		cn.queued = append(cn.queued, frame)
+		return
+	}
+	cn.busy = true
+	replied := false
+	sync := true
+	ferr := b.handleFrameAsync(frame, func(resp []byte) {
+		replied = true
+		b.send(cn, resp)
+		if !sync {
+			b.resume(cn)
+		}
+	})
+	sync = false
 	if ferr != nil {
 		b.log.Warn("closing connection: bad request",
 			"remote", cn.remote,
@@ -142,6 +170,26 @@ func (b *Broker) onFrame(cn *conn, frame []byte) {
 			"correlation_id", ferr.correlationID,
 			"reason", ferr.reason)
 		b.closeConn(cn)
+		return
+	}
+	if replied {
+		cn.busy = false
+	}
+}
+
+// resume handles the frames queued while a request was in flight.
+func (b *Broker) resume(cn *conn) {
+	cn.busy = false
+	for len(cn.queued) > 0 && !cn.busy && !cn.closing {
+		f := cn.queued[0]
+		cn.queued = cn.queued[1:]
+		b.onFrame(cn, f)
+	}
+}
+
+// send sends one response frame and applies the buffered-bytes bound.
+func (b *Broker) send(cn *conn, resp []byte) {
+	if cn.closing || b.closed {
 		return
 	}
 	if err := cn.c.Send(resp); err != nil {

@@ -3,6 +3,10 @@ package broker
 import (
 	"errors"
 	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/core/meta"
 )
 
 // Defaults for the bounds in Config.
@@ -54,6 +58,24 @@ type Config struct {
 	// bytes (env.Conn.Buffered) before the broker disconnects it. Zero
 	// means DefaultMaxBufferedResponseBytes.
 	MaxBufferedResponseBytes int
+
+	// Metadata is the metadata quorum member this broker reads topics
+	// from and passes CreateTopics, DeleteTopics and CreatePartitions to.
+	// Nil means no quorum: Metadata lists no topics and those requests
+	// get NOT_CONTROLLER.
+	Metadata Metadata
+}
+
+// Metadata is what the broker needs of the metadata quorum member
+// (kraft.Member implements it). Its methods are called on the broker's
+// loop; Submit's done must run later on the same loop.
+type Metadata interface {
+	// Image is the metadata image applied so far.
+	Image() *meta.Image
+	// Submit hands a controller request to the active controller.
+	Submit(req kmsg.Request, done func(kmsg.Response, error))
+	// ActiveController is the id of the active controller, -1 if unknown.
+	ActiveController() int32
 }
 
 // errInvalidConfig is wrapped by every Config validation error.

@@ -5,7 +5,10 @@
 //
 // It owns the per-connection protocol state (correlation ids, which
 // connections are open) and the answers to the cluster-level requests it
-// implements today: ApiVersions and Metadata. Which API keys and versions it
+// implements today: ApiVersions and Metadata (topics from the metadata
+// quorum member's image, Config.Metadata), and CreateTopics, DeleteTopics
+// and CreatePartitions, which it passes to the member's Submit and answers
+// with the controller's response. Which API keys and versions it
 // serves is decided in one place, package protocol; the handlers here must
 // implement every version that table advertises.
 //
@@ -26,10 +29,10 @@
 // # Invariants
 //
 //   - Responses on a connection go out in the order their requests arrived.
-//     Today every handler completes synchronously inside the frame callback,
-//     so this holds by construction; handlers that must wait (acks=all
-//     produce) will need an ordered per-connection response queue bounded
-//     by the in-flight limit.
+//     A request passed to the metadata quorum is answered later; until
+//     then the connection's further frames wait, unhandled, in a queue of
+//     at most maxQueuedFrames (past it the connection is closed), so one
+//     request per connection is in flight.
 //   - An ApiVersions request at any version gets an answer the client can
 //     decode (KIP-511), so it can retry at a version we support.
 package broker

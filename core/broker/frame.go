@@ -4,9 +4,11 @@ import (
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kbin"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/core/assert"
+	"github.com/strata-log/strata/core/controller"
 	"github.com/strata-log/strata/core/protocol"
 )
 
@@ -39,6 +41,30 @@ func (e *frameError) apiName() string {
 // broker's state and never panics on any input; FuzzHandleFrame checks
 // that.
 func (b *Broker) handleFrame(frame []byte) ([]byte, *frameError) {
+	var out []byte
+	ferr := b.handleFrameAsync(frame, func(resp []byte) { out = resp })
+	if ferr != nil {
+		return nil, ferr
+	}
+	assert.That(out != nil, "handleFrame on a request answered later")
+	return out, nil
+}
+
+// handleFrameAsync is handleFrame for requests whose answer may come later
+// (those passed to the metadata quorum): reply runs exactly once, now or
+// later on the loop, unless a frameError is returned.
+func (b *Broker) handleFrameAsync(frame []byte, reply func([]byte)) *frameError {
+	resp, ferr := b.decodeAndHandle(frame, reply)
+	if ferr != nil {
+		return ferr
+	}
+	if resp != nil {
+		reply(resp)
+	}
+	return nil
+}
+
+func (b *Broker) decodeAndHandle(frame []byte, reply func([]byte)) ([]byte, *frameError) {
 	if len(frame) < requestHeaderFixedBytes {
 		return nil, &frameError{key: unknownKey, version: -1, correlationID: -1,
 			reason: fmt.Sprintf("frame of %d bytes is shorter than a request header", len(frame))}
@@ -86,6 +112,19 @@ func (b *Broker) handleFrame(frame []byte) ([]byte, *frameError) {
 		resp = b.handleApiVersions(req)
 	case *kmsg.MetadataRequest:
 		resp = b.handleMetadata(req)
+	case *kmsg.CreateTopicsRequest, *kmsg.DeleteTopicsRequest, *kmsg.CreatePartitionsRequest:
+		if b.cfg.Metadata == nil {
+			resp = controller.NotControllerResponse(req)
+			break
+		}
+		b.cfg.Metadata.Submit(req, func(r kmsg.Response, err error) {
+			if err != nil || r == nil || r.GetVersion() != version {
+				b.log.Warn("controller request failed", "api_name", api.Name(), "err", err)
+				r = controller.ErrorResponse(req, kerr.UnknownServerError, "The controller failed the request.")
+			}
+			reply(encodeResponse(correlationID, r))
+		})
+		return nil, nil
 	default:
 		assert.Never("protocol table lists %s (key %d) but broker has no handler", api.Name(), key)
 	}

@@ -133,6 +133,28 @@ func Start(e env.Env, cfg Config) (*Member, error) {
 // Image returns the metadata image of every batch this member applied.
 func (m *Member) Image() *meta.Image { return m.image }
 
+// Addr is the address the controller listener bound (with the real port
+// when configured with port 0); empty for an observer without a listener.
+func (m *Member) Addr() string {
+	if m.net.listener == nil {
+		return ""
+	}
+	return m.net.listener.Addr()
+}
+
+// ActiveController is the id of the quorum leader, which runs the active
+// controller (Kafka's Metadata ControllerID), or -1 when none is known.
+func (m *Member) ActiveController() int32 {
+	if m.raft == nil {
+		return -1
+	}
+	leader, _ := m.raft.Leader()
+	if leader == quorum.NoNode {
+		return -1
+	}
+	return int32(leader)
+}
+
 // Status returns the member's current view of itself.
 func (m *Member) Status() Status {
 	s := Status{Leader: quorum.NoNode, Applied: m.image.Position(), Err: m.err, ActiveController: m.ctrl.IsLeader()}

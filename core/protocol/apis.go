@@ -31,6 +31,16 @@ var apis = [...]API{
 	// which we do not implement yet; a v5 request gets the KIP-511
 	// UNSUPPORTED_VERSION answer and the client retries at v4.
 	{Key: kmsg.ApiVersions.Int16(), MinVersion: 0, MaxVersion: 4},
+	// CreateTopics v0..v7: every version kmsg encodes; the request is
+	// passed to the metadata quorum's active controller, which answers
+	// each version (v7 adds topic ids).
+	{Key: kmsg.CreateTopics.Int16(), MinVersion: 0, MaxVersion: 7},
+	// DeleteTopics v0..v6: every version kmsg encodes (v6 deletes by
+	// topic id); passed to the active controller like CreateTopics.
+	{Key: kmsg.DeleteTopics.Int16(), MinVersion: 0, MaxVersion: 6},
+	// CreatePartitions v0..v3: every version kmsg encodes; passed to the
+	// active controller.
+	{Key: kmsg.CreatePartitions.Int16(), MinVersion: 0, MaxVersion: 3},
 }
 
 // Lookup returns the table row for key and whether Strata implements that

@@ -1,0 +1,177 @@
+package node
+
+import (
+	"encoding/binary"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/core/env"
+	"github.com/strata-log/strata/core/kraft"
+)
+
+// brokerHeartbeatInterval is how often the broker heartbeats to the
+// controller (Kafka's broker.heartbeat.interval.ms default).
+const brokerHeartbeatInterval = 2 * time.Second
+
+// subdirEnv is an Env whose Disk is rooted at a subdirectory: the metadata
+// quorum's files live under <log.dirs>/__cluster_metadata-0/.
+type subdirEnv struct {
+	*Env
+	disk *Disk
+}
+
+func (e subdirEnv) Disk() env.Disk { return e.disk }
+
+// registrar registers the broker with the active controller through the
+// local quorum member, then heartbeats so that it is unfenced and can be
+// given replicas. It runs on the loop.
+type registrar struct {
+	e           *Env
+	m           *kraft.Member
+	nodeID      int32
+	clusterID   string
+	host        string
+	port        int32
+	incarnation [16]byte
+	epoch       int64 // -1 until registered
+	timer       env.Timer
+	stopped     bool
+	// waitingLogged is set once DUPLICATE_BROKER_REGISTRATION was logged.
+	waitingLogged bool
+}
+
+func (r *registrar) start() {
+	r.epoch = -1
+	binary.LittleEndian.PutUint64(r.incarnation[:8], r.e.Rand().Uint64())
+	binary.LittleEndian.PutUint64(r.incarnation[8:], r.e.Rand().Uint64())
+	r.tick()
+}
+
+func (r *registrar) stop() {
+	r.stopped = true
+	if r.timer != nil {
+		r.timer.Stop()
+	}
+}
+
+func (r *registrar) schedule(d time.Duration) {
+	if r.stopped {
+		return
+	}
+	r.timer = r.e.AfterFunc(d, r.tick)
+}
+
+func (r *registrar) tick() {
+	if r.stopped {
+		return
+	}
+	if r.epoch < 0 {
+		r.register()
+	} else {
+		r.heartbeat()
+	}
+}
+
+func (r *registrar) register() {
+	req := kmsg.NewPtrBrokerRegistrationRequest()
+	req.Version = 3
+	req.BrokerID = r.nodeID
+	req.ClusterID = r.clusterID
+	req.IncarnationID = r.incarnation
+	l := kmsg.NewBrokerRegistrationRequestListener()
+	l.Name, l.Host, l.Port = "PLAINTEXT", r.host, uint16(r.port)
+	req.Listeners = []kmsg.BrokerRegistrationRequestListener{l}
+	r.m.Submit(req, func(resp kmsg.Response, err error) {
+		if r.stopped {
+			return
+		}
+		rr, ok := resp.(*kmsg.BrokerRegistrationResponse)
+		if err != nil || !ok || rr.ErrorCode != 0 {
+			code := int16(-1)
+			if ok {
+				code = rr.ErrorCode
+			}
+			switch {
+			case code == kerr.NotController.Code:
+				// No active controller yet (election in progress).
+			case code == kerr.DuplicateBrokerRegistration.Code:
+				// The previous incarnation's session has not expired
+				// yet (a restart); the controller fences it after
+				// its session timeout, as in Kafka.
+				if !r.waitingLogged {
+					r.waitingLogged = true
+					r.e.Logger().Info("waiting for the previous broker registration's session to expire")
+				}
+			default:
+				r.e.Logger().Warn("broker registration failed; retrying", "err", err, "error_code", code)
+			}
+			r.schedule(250 * time.Millisecond)
+			return
+		}
+		r.epoch = rr.BrokerEpoch
+		r.e.Logger().Info("broker registered with the controller", "broker_epoch", r.epoch)
+		r.heartbeat()
+	})
+}
+
+func (r *registrar) heartbeat() {
+	req := kmsg.NewPtrBrokerHeartbeatRequest()
+	req.Version = 1
+	req.BrokerID, req.BrokerEpoch = r.nodeID, r.epoch
+	req.CurrentMetadataOffset = r.m.Image().Position().Offset
+	r.m.Submit(req, func(resp kmsg.Response, err error) {
+		if r.stopped {
+			return
+		}
+		hr, ok := resp.(*kmsg.BrokerHeartbeatResponse)
+		switch {
+		case err != nil || !ok:
+			r.e.Logger().Warn("broker heartbeat failed", "err", err)
+			r.schedule(brokerHeartbeatInterval)
+		case hr.ErrorCode == kerr.StaleBrokerEpoch.Code || hr.ErrorCode == kerr.BrokerIDNotRegistered.Code:
+			r.epoch = -1
+			r.schedule(250 * time.Millisecond)
+		case hr.ErrorCode == 0 && hr.IsFenced:
+			// Not caught up yet: heartbeat again soon.
+			r.schedule(100 * time.Millisecond)
+		default:
+			r.schedule(brokerHeartbeatInterval)
+		}
+	})
+}
+
+// fenceTimeout bounds how long a clean shutdown waits for the controller to
+// fence this broker.
+const fenceTimeout = time.Second
+
+// shutdown stops heartbeating and, when registered, asks the controller to
+// fence this broker at once (WantFence and WantShutdown, as a broker
+// finishing a controlled shutdown does), so that the next incarnation can
+// register without waiting for this one's session to expire. done runs
+// once, on the loop, when that is committed or after fenceTimeout.
+func (r *registrar) shutdown(done func()) {
+	r.stop()
+	if r.epoch < 0 {
+		done()
+		return
+	}
+	finished := false
+	finish := func() {
+		if !finished {
+			finished = true
+			done()
+		}
+	}
+	t := r.e.AfterFunc(fenceTimeout, finish)
+	req := kmsg.NewPtrBrokerHeartbeatRequest()
+	req.Version = 1
+	req.BrokerID, req.BrokerEpoch = r.nodeID, r.epoch
+	req.CurrentMetadataOffset = r.m.Image().Position().Offset
+	req.WantFence, req.WantShutdown = true, true
+	r.m.Submit(req, func(kmsg.Response, error) {
+		t.Stop()
+		finish()
+	})
+}
