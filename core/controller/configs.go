@@ -94,22 +94,33 @@ func (c *Controller) incrementalAlterConfigs(req *kmsg.IncrementalAlterConfigsRe
 		b = c.openBatch()
 	}
 	for _, res := range req.Resources {
-		var e *apiError
-		if dup[configKey{res.ResourceType, res.ResourceName}] {
-			e = errorf(kerr.InvalidRequest, "Duplicate resource.")
-		} else if e = c.configResourceError(res.ResourceType, res.ResourceName); e == nil {
-			var recs []meta.Record
-			recs, e = c.incrementalChanges(res)
-			if e == nil && b != nil && !c.add(b, recs...) {
-				e = errorf(kerr.PolicyViolation, "The changes do not fit in one controller batch.")
-			}
-		}
+		e := c.alterResource(b, dup, configKey{res.ResourceType, res.ResourceName}, func() ([]meta.Record, *apiError) {
+			return c.incrementalChanges(res)
+		})
 		resp.Resources = append(resp.Resources, alterConfigsResult(res.ResourceType, res.ResourceName, e))
 	}
 	if b != nil {
 		c.seal(b)
 	}
 	return resp
+}
+
+// alterResource applies one resource of an (Incremental)AlterConfigs
+// request: duplicates and unknown resources are refused, otherwise changes
+// validates and returns the records, which go into b (nil for
+// validate_only) all or nothing.
+func (c *Controller) alterResource(b *batch, dup map[configKey]bool, key configKey, changes func() ([]meta.Record, *apiError)) *apiError {
+	if dup[key] {
+		return errorf(kerr.InvalidRequest, "Duplicate resource.")
+	}
+	if e := c.configResourceError(key.typ, key.name); e != nil {
+		return e
+	}
+	recs, e := changes()
+	if e == nil && b != nil && !c.add(b, recs...) {
+		e = errorf(kerr.PolicyViolation, "The changes do not fit in one controller batch.")
+	}
+	return e
 }
 
 // configKey identifies a config resource of a request.
@@ -189,16 +200,9 @@ func (c *Controller) alterConfigs(req *kmsg.AlterConfigsRequest) kmsg.Response {
 		b = c.openBatch()
 	}
 	for _, res := range req.Resources {
-		var e *apiError
-		if dup[configKey{res.ResourceType, res.ResourceName}] {
-			e = errorf(kerr.InvalidRequest, "Duplicate resource.")
-		} else if e = c.configResourceError(res.ResourceType, res.ResourceName); e == nil {
-			var recs []meta.Record
-			recs, e = c.replacementChanges(res)
-			if e == nil && b != nil && !c.add(b, recs...) {
-				e = errorf(kerr.PolicyViolation, "The changes do not fit in one controller batch.")
-			}
-		}
+		e := c.alterResource(b, dup, configKey{res.ResourceType, res.ResourceName}, func() ([]meta.Record, *apiError) {
+			return c.replacementChanges(res)
+		})
 		rr := alterConfigsResult(res.ResourceType, res.ResourceName, e)
 		resp.Resources = append(resp.Resources, kmsg.AlterConfigsResponseResource{
 			ErrorCode: rr.ErrorCode, ErrorMessage: rr.ErrorMessage, ResourceType: rr.ResourceType, ResourceName: rr.ResourceName,
