@@ -8,7 +8,7 @@ SEEDS     ?= 1000
 BENCHTIME ?= 1s
 PKGS      := ./...
 
-.PHONY: run test sim sim-sweep lint vet fmt-check bench fuzz clean build
+.PHONY: run test sim sim-sweep sim-sweep-kraft lint vet fmt-check bench bench-failover fuzz clean build
 
 ## run: start one combined broker+controller on 127.0.0.1:9092, data in ./data
 run: build
@@ -30,6 +30,11 @@ sim: build
 sim-sweep: build
 	./bin/strata sim -scenario $(SCENARIO) -sweep $(SEEDS)
 
+## sim-sweep-kraft: run SEEDS consecutive seeds of each kraft shape (kraft: 3 voters, kraft5: 5 voters; 2 observers each)
+sim-sweep-kraft: build
+	./bin/strata sim -scenario kraft -sweep $(SEEDS)
+	./bin/strata sim -scenario kraft5 -sweep $(SEEDS)
+
 ## lint: go vet and gofmt
 lint: vet fmt-check
 
@@ -43,6 +48,16 @@ fmt-check:
 ## bench: the benchmarks behind docs/benchmarks.md
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -benchmem $(PKGS)
+
+## bench-failover: SIGKILL the active controller of a 3-process cluster RUNS times; prints median/min/max
+## of the time to a new leader and to a successful CreateTopics (FETCH_TIMEOUT_MS, ELECTION_TIMEOUT_MS
+## set controller.quorum.fetch.timeout.ms and controller.quorum.election.timeout.ms)
+RUNS ?= 10
+FETCH_TIMEOUT_MS ?=
+ELECTION_TIMEOUT_MS ?=
+bench-failover:
+	STRATA_FAILOVER_RUNS=$(RUNS) STRATA_FAILOVER_FETCH_TIMEOUT_MS=$(FETCH_TIMEOUT_MS) STRATA_FAILOVER_ELECTION_TIMEOUT_MS=$(ELECTION_TIMEOUT_MS) \
+	  $(GO) test -count=1 -timeout 30m -run '^TestKRaftFailoverProcesses$$' -v ./cmd/strata/
 
 ## fuzz: run each fuzz target for FUZZTIME (default 30s)
 FUZZTIME ?= 30s

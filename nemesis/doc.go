@@ -9,8 +9,11 @@
 // killed nodes restart, disk and bucket faults clear and clocks run true. The
 // scenario checks liveness in the healed phase that follows.
 //
-// Primitives: kill, restart, pause, partition (symmetric and one-way) and
-// heal, clog (delay all traffic of a node), connection resets, disk faults
+// Primitives: kill (a power loss: unsynced disk writes are lost, but for a
+// possible torn prefix) and restart, pause, partition (symmetric) and
+// one-way blocks (of one link, or asymmetric: a node cut from all others in
+// one direction) and heal, clog (delay all traffic of a node, or one
+// direction of a link), connection resets, disk faults
 // (fsync failures, read bit flips, full disk, slow syncs), bucket faults
 // (errors, ambiguous failures, latency), clock jumps and clock skew.
 //

@@ -15,8 +15,8 @@ const (
 	Kill        Kind = "kill"       // crash a node; it restarts after a downtime
 	Pause       Kind = "pause"      // freeze a node (GC pause, SIGSTOP)
 	Partition   Kind = "partition"  // split the nodes into two groups
-	OneWay      Kind = "one-way"    // block traffic in one direction of a link
-	Clog        Kind = "clog"       // delay all traffic of a node
+	OneWay      Kind = "one-way"    // block traffic in one direction: of a link, or between a node and all others
+	Clog        Kind = "clog"       // delay all traffic of a node, or of one direction of a link
 	Reset       Kind = "reset"      // reset every connection of a node
 	DiskFaults  Kind = "disk"       // fsync failures, bit flips, full disk, slow syncs
 	BucketFault Kind = "bucket"     // object store errors, ambiguous failures, latency

@@ -97,8 +97,7 @@ func (n *Nemesis) inject(k Kind) {
 	case OneWay:
 		n.oneWay()
 	case Clog:
-		p := n.procs[n.pick()]
-		n.s.Network().Clog(p.Name(), n.duration())
+		n.clog()
 	case Reset:
 		p := n.procs[n.pick()]
 		n.s.Network().ResetConns(p.Name())
@@ -161,14 +160,52 @@ func (n *Nemesis) partition() {
 	n.later(n.duration(), "nemesis:heal-partition", n.s.Network().Heal)
 }
 
+// oneWay cuts traffic in one direction only: half the time on one link,
+// otherwise between one node and all the others (an asymmetric partition:
+// the node can send but not hear, or hear but not send, which is what
+// lets a deposed leader keep talking or a follower keep voting blind).
 func (n *Nemesis) oneWay() {
 	if len(n.procs) < 2 {
 		return
 	}
 	i := n.pick()
+	var links [][2]string
+	if n.r.IntN(2) == 0 {
+		j := (i + 1 + n.r.IntN(len(n.procs)-1)) % len(n.procs)
+		links = append(links, [2]string{n.procs[i].Name(), n.procs[j].Name()})
+	} else {
+		outbound := n.r.IntN(2) == 0
+		for j, p := range n.procs {
+			if j == i {
+				continue
+			}
+			if outbound {
+				links = append(links, [2]string{n.procs[i].Name(), p.Name()})
+			} else {
+				links = append(links, [2]string{p.Name(), n.procs[i].Name()})
+			}
+		}
+	}
+	for _, l := range links {
+		n.s.Network().Block(l[0], l[1])
+	}
+	n.later(n.duration(), "nemesis:heal-one-way", func() {
+		for _, l := range links {
+			n.s.Network().Unblock(l[0], l[1])
+		}
+	})
+}
+
+// clog holds traffic for a while: half the time all of one node's,
+// otherwise one direction of one link (a congested path).
+func (n *Nemesis) clog() {
+	i := n.pick()
+	if len(n.procs) < 2 || n.r.IntN(2) == 0 {
+		n.s.Network().Clog(n.procs[i].Name(), n.duration())
+		return
+	}
 	j := (i + 1 + n.r.IntN(len(n.procs)-1)) % len(n.procs)
-	n.s.Network().Block(n.procs[i].Name(), n.procs[j].Name())
-	n.later(n.duration(), "nemesis:heal-one-way", n.s.Network().Heal)
+	n.s.Network().ClogLink(n.procs[i].Name(), n.procs[j].Name(), n.duration())
 }
 
 // HealAll ends the fault phase: the network heals, disk and bucket faults

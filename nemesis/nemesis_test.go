@@ -101,3 +101,22 @@ func TestNoneInjectsNothing(t *testing.T) {
 	require.Zero(t, n.Injected())
 	require.Empty(t, s.Faults())
 }
+
+// TestOneWayIsolatesNodesAsymmetrically checks that one-way faults cut
+// single links and also a node from all others in one direction.
+func TestOneWayIsolatesNodesAsymmetrically(t *testing.T) {
+	s, procs := cluster(7, 5)
+	mix := Mix{Kinds: []Kind{OneWay}, MeanInterval: 50 * time.Millisecond, MaxDuration: 100 * time.Millisecond, MaxDown: 2, Severity: 1}
+	n := Start(s, procs, mix, 5*time.Second)
+	require.NoError(t, s.RunFor(6*time.Second))
+	blocks := 0
+	for _, f := range s.Faults() {
+		if f.Kind == "net-block" {
+			blocks = int(f.Count)
+		}
+	}
+	require.Positive(t, n.Injected())
+	// A single link is one block, an isolated node four.
+	require.Greater(t, blocks, n.Injected(), "no one-way fault isolated a node")
+	require.Less(t, blocks, 4*n.Injected(), "no one-way fault cut a single link")
+}

@@ -8,8 +8,10 @@ import (
 	"math"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/strata-log/strata/core/broker"
 	"github.com/strata-log/strata/core/kraft"
@@ -28,19 +30,44 @@ const (
 	KeyProcessRoles          = "process.roles"
 	KeyControllerVoters      = "controller.quorum.voters"
 	KeyControllerListeners   = "controller.listener.names"
+	KeyElectionTimeoutMs     = "controller.quorum.election.timeout.ms"
+	KeyFetchTimeoutMs        = "controller.quorum.fetch.timeout.ms"
+)
+
+// Process roles, the values of process.roles.
+const (
+	RoleBroker     = "broker"
+	RoleController = "controller"
 )
 
 // Defaults of `strata serve` with no configuration: a single node on
 // loopback with its data under ./data.
 const (
-	DefaultNodeID    = 1
-	DefaultListeners = "PLAINTEXT://127.0.0.1:9092"
+	DefaultNodeID = 1
+	// DefaultListeners is listeners when not set, for the default
+	// combined roles: the client listener and the controller listener.
+	// A broker-only node's default is only the first, a controller-only
+	// node's only the second.
+	DefaultListeners = "PLAINTEXT://" + DefaultBrokerAddr + "," + DefaultControllerListenerName + "://" + DefaultControllerAddr
+	// DefaultBrokerAddr is the client (PLAINTEXT) listener's default.
+	DefaultBrokerAddr = "127.0.0.1:9092"
 	// DefaultControllerVoters makes the node the sole voter of its
 	// metadata quorum, on the controller listener 127.0.0.1:9093.
 	DefaultControllerVoters       = "1@127.0.0.1:9093"
 	DefaultControllerListenerName = "CONTROLLER"
 	DefaultControllerAddr         = "127.0.0.1:9093"
 	DefaultProcessRoles           = "broker,controller"
+	// DefaultElectionTimeoutMs is controller.quorum.election.timeout.ms,
+	// Kafka's default (quorum.DefaultElectionTimeout).
+	DefaultElectionTimeoutMs = 1000
+	// DefaultFetchTimeoutMs is controller.quorum.fetch.timeout.ms,
+	// Kafka's default (quorum.DefaultFetchTimeout): how long a follower
+	// waits without a successful fetch before it starts an election, so
+	// it bounds failover after a leader crashes.
+	DefaultFetchTimeoutMs = 2000
+	// maxQuorumTimeoutMs bounds both quorum timeouts (one hour): a larger
+	// value is a typo, not a choice.
+	maxQuorumTimeoutMs = 3_600_000
 	// MetadataLogDirName is the metadata quorum's directory under the
 	// data directory, named as in Kafka.
 	MetadataLogDirName = "__cluster_metadata-0"
@@ -66,16 +93,27 @@ type Config struct {
 	// NodeID is node.id, the id this node has in the cluster. Default 1.
 	NodeID int32
 
-	// Listener is the address to bind, from listeners
-	// ("PLAINTEXT://host:port"; a bare "host:port" is accepted too). An
-	// empty host binds every interface; port 0 picks a free port.
-	// Default 127.0.0.1:9092.
+	// Listener is the client (PLAINTEXT) listener's address, from
+	// listeners ("PLAINTEXT://host:port"; a bare "host:port" is accepted
+	// too). An empty host binds every interface; port 0 picks a free
+	// port. Only a node with the broker role binds it. Default
+	// 127.0.0.1:9092.
 	Listener string
 
 	// AdvertisedListener is the address clients are told to use, from
 	// advertised.listeners; empty means Listener's. Port 0 means the
 	// bound port; an empty host means this machine's hostname.
 	AdvertisedListener string
+
+	// ClusterID, when not empty, is the cluster id a fresh data directory
+	// is formatted with, and the one an existing directory must have
+	// (Kafka's `kafka-storage format --cluster-id`). Every node of a
+	// multi-node cluster needs the same one: the controller refuses a
+	// broker's registration from another cluster. Empty means a random
+	// id on first start, which suits a single node. It is the --cluster-id
+	// flag of `strata serve`, not a server.properties key (Kafka keeps it
+	// in meta.properties only).
+	ClusterID string
 
 	// LogDir is log.dirs (one directory for now): where the node keeps
 	// meta.properties, its logs and, under objects/, its filesystem
@@ -91,14 +129,30 @@ type Config struct {
 	// served at once; more are closed on accept. Default 10000.
 	MaxConnections int
 
-	// ProcessRoles is process.roles; only "broker,controller" (combined
-	// mode, the default) is supported yet.
+	// ProcessRoles is process.roles: "broker", "controller" or both
+	// (combined mode, the default), as in Kafka, normalized to that
+	// order. A controller is a voter of the metadata quorum and runs the
+	// controller when elected; a broker serves clients and registers with
+	// the active controller; a broker-only node follows the metadata log
+	// as an observer.
 	ProcessRoles []string
 
 	// Voters is controller.quorum.voters (id@host:port, ...). Empty (the
 	// default) means this node alone, on its controller listener:
-	// 1@127.0.0.1:9093 with the other defaults.
+	// 1@127.0.0.1:9093 with the other defaults. A node with the
+	// controller role must be one of them, a broker-only node must not.
 	Voters []kraft.Voter
+
+	// ElectionTimeoutMs is controller.quorum.election.timeout.ms: how
+	// long a voter without a leader waits (randomly, in [T, 2T)) before
+	// it starts an election. Default 1000.
+	ElectionTimeoutMs int
+
+	// FetchTimeoutMs is controller.quorum.fetch.timeout.ms: how long a
+	// voter goes without a successful fetch from its leader before it
+	// starts an election. It bounds failover after the leader dies
+	// without resigning (a crash, kill -9, a partition). Default 2000.
+	FetchTimeoutMs int
 
 	// ControllerListenerName is controller.listener.names (one name).
 	// Default CONTROLLER.
@@ -106,11 +160,14 @@ type Config struct {
 
 	// ControllerListener is the controller listener's "host:port" when
 	// not empty; otherwise the listeners entry named
-	// ControllerListenerName, else this node's address in Voters, else
-	// 127.0.0.1:9093. Port 0 (for tests) is only usable when the node is
-	// the sole voter.
+	// ControllerListenerName, or 127.0.0.1:9093 when listeners was never
+	// set. Only a node with the controller role binds it. Port 0 (for
+	// tests) is only usable when the node is the sole voter.
 	ControllerListener string
 
+	// listenersSet records that listeners was given, so the role-based
+	// defaults no longer apply.
+	listenersSet bool
 	// listenerNames are the names of the listeners entries other than
 	// PLAINTEXT, checked against ControllerListenerName by Validate.
 	listenerNames []string
@@ -122,12 +179,14 @@ type Config struct {
 func DefaultConfig() Config {
 	cfg := Config{
 		NodeID:                 DefaultNodeID,
+		Listener:               DefaultBrokerAddr,
 		LogDir:                 DefaultLogDir,
 		SocketRequestMaxBytes:  DefaultSocketRequestMaxBytes,
 		MaxConnections:         DefaultMaxConnections,
 		ControllerListenerName: DefaultControllerListenerName,
+		ElectionTimeoutMs:      DefaultElectionTimeoutMs,
+		FetchTimeoutMs:         DefaultFetchTimeoutMs,
 	}
-	_, _ = cfg.Set(KeyListeners, DefaultListeners)
 	_, _ = cfg.Set(KeyProcessRoles, DefaultProcessRoles)
 	return cfg
 }
@@ -149,7 +208,11 @@ func (c *Config) Set(key, value string) (known bool, err error) {
 		if err != nil {
 			return true, err
 		}
-		c.Listener = ""
+		// Which entries a node needs depends on process.roles and
+		// controller.listener.names, which may come later: Validate
+		// checks them.
+		c.listenersSet = true
+		c.Listener, c.ControllerListener = "", ""
 		c.listenerNames = nil
 		c.controllerListeners = map[string]string{}
 		for _, nl := range named {
@@ -160,26 +223,42 @@ func (c *Config) Set(key, value string) (known bool, err error) {
 			c.listenerNames = append(c.listenerNames, nl.name)
 			c.controllerListeners[nl.name] = nl.addr
 		}
-		if c.Listener == "" {
-			return true, invalid(key, value, "want a PLAINTEXT://host:port listener")
-		}
 	case KeyProcessRoles:
-		roles := splitList(value)
 		var broker, ctrl bool
-		for _, r := range roles {
-			switch strings.ToLower(r) {
-			case "broker":
+		for _, r := range splitList(value) {
+			role := strings.ToLower(r)
+			if (role == RoleBroker && broker) || (role == RoleController && ctrl) {
+				return true, invalid(key, value, "role "+strconv.Quote(r)+" given twice")
+			}
+			switch role {
+			case RoleBroker:
 				broker = true
-			case "controller":
+			case RoleController:
 				ctrl = true
 			default:
-				return true, invalid(key, value, "unknown role "+strconv.Quote(r)+"; want broker,controller")
+				return true, invalid(key, value, "unknown role "+strconv.Quote(r)+"; want broker, controller or broker,controller")
 			}
 		}
-		if !broker || !ctrl {
-			return true, invalid(key, value, "only combined mode (broker,controller) is supported yet")
+		c.ProcessRoles = nil
+		if broker {
+			c.ProcessRoles = append(c.ProcessRoles, RoleBroker)
 		}
-		c.ProcessRoles = []string{"broker", "controller"}
+		if ctrl {
+			c.ProcessRoles = append(c.ProcessRoles, RoleController)
+		}
+		if len(c.ProcessRoles) == 0 {
+			return true, invalid(key, value, "want broker, controller or broker,controller")
+		}
+	case KeyElectionTimeoutMs, KeyFetchTimeoutMs:
+		ms, err := strconv.ParseInt(value, 10, 32)
+		if err != nil || ms < 1 || ms > maxQuorumTimeoutMs {
+			return true, invalid(key, value, "want milliseconds, 1 to "+strconv.Itoa(maxQuorumTimeoutMs))
+		}
+		if key == KeyElectionTimeoutMs {
+			c.ElectionTimeoutMs = int(ms)
+		} else {
+			c.FetchTimeoutMs = int(ms)
+		}
 	case KeyControllerVoters:
 		voters, err := parseVoters(key, value)
 		if err != nil {
@@ -230,23 +309,37 @@ func (c *Config) Set(key, value string) (known bool, err error) {
 	return true, nil
 }
 
-// Validate checks the configuration as a whole.
+// Validate checks the configuration as a whole, as Kafka does for
+// process.roles: a controller is one of controller.quorum.voters and has the
+// controller listener in listeners; a broker-only node is not a voter, has
+// no controller listener and needs the voters to find the quorum; a
+// controller-only node listens on the controller listener only.
 func (c Config) Validate() error {
 	switch {
 	case c.NodeID < 0:
 		return invalid(KeyNodeID, strconv.Itoa(int(c.NodeID)), "want a non-negative 32-bit integer")
-	case c.Listener == "":
-		return invalid(KeyListeners, "", "want a listener")
 	case c.LogDir == "":
 		return invalid(KeyLogDirs, "", "want a directory")
+	case c.ClusterID != "" && CheckClusterID(c.ClusterID) != nil:
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, CheckClusterID(c.ClusterID))
 	case c.SocketRequestMaxBytes < 1:
 		return invalid(KeySocketRequestMaxBytes, strconv.Itoa(c.SocketRequestMaxBytes), "want a positive number of bytes")
 	case c.MaxConnections < 1:
 		return invalid(KeyMaxConnections, strconv.Itoa(c.MaxConnections), "want a positive number")
 	case len(c.ProcessRoles) == 0:
-		return invalid(KeyProcessRoles, "", "want broker,controller")
+		return invalid(KeyProcessRoles, "", "want broker, controller or broker,controller")
 	case c.ControllerListenerName == "":
 		return invalid(KeyControllerListeners, "", "want a listener name, e.g. CONTROLLER")
+	case c.ElectionTimeoutMs < 0 || c.ElectionTimeoutMs > maxQuorumTimeoutMs:
+		return invalid(KeyElectionTimeoutMs, strconv.Itoa(c.ElectionTimeoutMs), "want milliseconds, 1 to "+strconv.Itoa(maxQuorumTimeoutMs))
+	case c.FetchTimeoutMs < 0 || c.FetchTimeoutMs > maxQuorumTimeoutMs:
+		return invalid(KeyFetchTimeoutMs, strconv.Itoa(c.FetchTimeoutMs), "want milliseconds, 1 to "+strconv.Itoa(maxQuorumTimeoutMs))
+	case c.FetchTimeoutMs != 0 && time.Duration(c.FetchTimeoutMs)*time.Millisecond <= quorum.DefaultFetchMaxWait:
+		// The leader parks an idle follower's fetch for the fetch max
+		// wait; a shorter fetch timeout would have idle followers call
+		// elections against a healthy leader.
+		return invalid(KeyFetchTimeoutMs, strconv.Itoa(c.FetchTimeoutMs),
+			"must exceed the leader's fetch max wait ("+strconv.Itoa(int(quorum.DefaultFetchMaxWait/time.Millisecond))+" ms)")
 	}
 	for _, name := range c.listenerNames {
 		if name != c.ControllerListenerName {
@@ -254,15 +347,45 @@ func (c Config) Validate() error {
 				KeyControllerListeners+"="+c.ControllerListenerName+")")
 		}
 	}
-	self := len(c.Voters) == 0
+	roles := strings.Join(c.ProcessRoles, ",")
+	voter := false
 	for _, v := range c.Voters {
 		if v.ID == quorum.NodeID(c.NodeID) {
-			self = true
+			voter = true
 		}
 	}
-	if !self {
-		return invalid(KeyControllerVoters, votersString(c.Voters),
-			"node.id "+strconv.Itoa(int(c.NodeID))+" is not a voter; with process.roles=broker,controller it must be")
+	if c.IsController() {
+		if c.controllerListen() == "" {
+			return invalid(KeyListeners, c.listenersString(), "process.roles="+roles+" needs the controller listener "+
+				c.ControllerListenerName+"://host:port in listeners (named by "+KeyControllerListeners+"), e.g. "+
+				c.ControllerListenerName+"://"+DefaultControllerAddr)
+		}
+		if len(c.Voters) > 0 && !voter {
+			return invalid(KeyControllerVoters, votersString(c.Voters),
+				"node.id "+strconv.Itoa(int(c.NodeID))+" is not a voter; with process.roles="+roles+" it must be")
+		}
+	}
+	if !c.IsController() {
+		switch {
+		case len(c.Voters) == 0:
+			return invalid(KeyControllerVoters, "", "a broker-only node (process.roles=broker) needs the controller quorum's voters, id@host:port,...")
+		case voter:
+			return invalid(KeyControllerVoters, votersString(c.Voters),
+				"node.id "+strconv.Itoa(int(c.NodeID))+" is a voter, so its process.roles must include controller (it is "+roles+")")
+		case c.ControllerListener != "" || c.controllerListeners[c.ControllerListenerName] != "":
+			return invalid(KeyListeners, c.listenersString(), "a broker-only node (process.roles=broker) must not have the controller listener "+
+				c.ControllerListenerName+" in listeners")
+		}
+	}
+	if !c.IsBroker() {
+		if c.listenersSet && c.Listener != "" {
+			return invalid(KeyListeners, c.listenersString(), "a controller-only node (process.roles=controller) has only the controller listener "+
+				c.ControllerListenerName+"; it serves no clients")
+		}
+		return nil
+	}
+	if c.Listener == "" {
+		return invalid(KeyListeners, c.listenersString(), "process.roles="+roles+" needs a PLAINTEXT://host:port client listener")
 	}
 	// As in Kafka, advertised.listeners defaults to listeners, and neither
 	// may advertise 0.0.0.0 or ::, which no client can connect to.
@@ -272,6 +395,36 @@ func (c Config) Validate() error {
 			"cannot advertise the non-routable meta-address "+host+"; set advertised.listeners to a routable address")
 	}
 	return nil
+}
+
+// IsBroker reports whether process.roles includes broker.
+func (c Config) IsBroker() bool { return slices.Contains(c.ProcessRoles, RoleBroker) }
+
+// IsController reports whether process.roles includes controller.
+func (c Config) IsController() bool { return slices.Contains(c.ProcessRoles, RoleController) }
+
+// listenersString is the effective listeners, for error messages.
+func (c Config) listenersString() string {
+	var parts []string
+	if c.Listener != "" {
+		parts = append(parts, "PLAINTEXT://"+c.Listener)
+	}
+	if c.ControllerListener != "" {
+		parts = append(parts, c.ControllerListenerName+"://"+c.ControllerListener)
+	}
+	for _, name := range c.listenerNames {
+		parts = append(parts, name+"://"+c.controllerListeners[name])
+	}
+	return strings.Join(parts, ",")
+}
+
+// quorumConfig is the Raft's share of the configuration; zero fields take
+// core/quorum's defaults.
+func (c Config) quorumConfig() quorum.Config {
+	return quorum.Config{
+		ElectionTimeout: time.Duration(c.ElectionTimeoutMs) * time.Millisecond,
+		FetchTimeout:    time.Duration(c.FetchTimeoutMs) * time.Millisecond,
+	}
 }
 
 // advertised is the effective advertised listener.
@@ -302,9 +455,10 @@ func (c Config) base() Config {
 		LogDir: c.LogDir, SocketRequestMaxBytes: c.SocketRequestMaxBytes, MaxConnections: c.MaxConnections}
 }
 
-// controllerListen is the address the controller listener binds: the
-// listeners entry named by controller.listener.names, else this node's
-// voter address.
+// controllerListen is the address the controller listener binds:
+// ControllerListener, else the listeners entry named by
+// controller.listener.names, else (listeners never set) the default
+// 127.0.0.1:9093; empty when listeners has no such entry.
 func (c Config) controllerListen() string {
 	if c.ControllerListener != "" {
 		return c.ControllerListener
@@ -312,12 +466,10 @@ func (c Config) controllerListen() string {
 	if a, ok := c.controllerListeners[c.ControllerListenerName]; ok {
 		return a
 	}
-	for _, v := range c.Voters {
-		if v.ID == quorum.NodeID(c.NodeID) {
-			return v.Addr
-		}
+	if !c.listenersSet {
+		return DefaultControllerAddr
 	}
-	return DefaultControllerAddr
+	return ""
 }
 
 // voters is the effective controller.quorum.voters.

@@ -1,13 +1,15 @@
 package node
 
 import (
-	"github.com/strata-log/strata/core/kraft"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/strata-log/strata/core/kraft"
 )
 
 func TestParseProperties(t *testing.T) {
@@ -67,10 +69,14 @@ func TestConfigSetAndValidate(t *testing.T) {
 	}
 	require.Equal(t, Config{NodeID: 12, Listener: "[::1]:0", AdvertisedListener: "kafka.example:19092",
 		LogDir: "/srv/strata", SocketRequestMaxBytes: 1024, MaxConnections: 50}, cfg.base())
-	require.NoError(t, cfg.Validate())
-	_, err := cfg.Set("controller.quorum.voters", "1@[::1]:19093")
+	require.ErrorContains(t, cfg.Validate(), "needs the controller listener CONTROLLER://host:port in listeners",
+		"a combined node's listeners must name the controller listener, as in Kafka")
+	_, err := cfg.Set("listeners", "plaintext://[::1]:0,CONTROLLER://[::1]:19093")
 	require.NoError(t, err)
-	require.ErrorContains(t, cfg.Validate(), "controller.quorum.voters", "node 12 is not a voter")
+	require.NoError(t, cfg.Validate())
+	_, err = cfg.Set("controller.quorum.voters", "1@[::1]:19093")
+	require.NoError(t, err)
+	require.ErrorContains(t, cfg.Validate(), "node.id 12 is not a voter")
 	_, err = cfg.Set("controller.quorum.voters", "12@[::1]:19093")
 	require.NoError(t, err)
 	require.NoError(t, cfg.Validate())
@@ -80,16 +86,18 @@ func TestConfigSetAndValidate(t *testing.T) {
 	require.NoError(t, err)
 
 	bad := map[string]string{
-		"node.id":                   "-1",
-		"listeners":                 "SSL://127.0.0.1:9093",
-		"advertised.listeners":      "PLAINTEXT://a:1,PLAINTEXT://b:2",
-		"log.dirs":                  "/a,/b",
-		"log.dir":                   "",
-		"socket.request.max.bytes":  "0",
-		"max.connections":           "0",
-		"process.roles":             "broker",
-		"controller.quorum.voters":  "1-127.0.0.1:9093",
-		"controller.listener.names": "PLAINTEXT",
+		"node.id":                               "-1",
+		"listeners":                             "SSL://127.0.0.1:9093,SSL://127.0.0.1:9094",
+		"advertised.listeners":                  "PLAINTEXT://a:1,PLAINTEXT://b:2",
+		"log.dirs":                              "/a,/b",
+		"log.dir":                               "",
+		"socket.request.max.bytes":              "0",
+		"max.connections":                       "0",
+		"process.roles":                         "broker,observer",
+		"controller.quorum.fetch.timeout.ms":    "0",
+		"controller.quorum.election.timeout.ms": "soon",
+		"controller.quorum.voters":              "1-127.0.0.1:9093",
+		"controller.listener.names":             "PLAINTEXT",
 	}
 	for key, value := range bad {
 		_, err := cfg.Set(key, value)
@@ -103,7 +111,7 @@ func TestConfigSetAndValidate(t *testing.T) {
 
 	// 0.0.0.0 can be bound but not advertised, as in Kafka.
 	wild := DefaultConfig()
-	_, err = wild.Set("listeners", "PLAINTEXT://0.0.0.0:9092")
+	_, err = wild.Set("listeners", "PLAINTEXT://0.0.0.0:9092,CONTROLLER://0.0.0.0:9093")
 	require.NoError(t, err)
 	require.ErrorContains(t, wild.Validate(), "advertised.listeners")
 	_, err = wild.Set("advertised.listeners", "PLAINTEXT://10.1.2.3:9092")
@@ -146,6 +154,116 @@ func TestControllerListenerConfig(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, cfg.Validate())
 
-	_, err = cfg.Set("listeners", "CONTROLLER://127.0.0.1:9093")
-	require.ErrorContains(t, err, "listeners=")
+	// Valid on its own (a controller-only node's listeners), but not for
+	// the default combined roles.
+	_, err = cfg.Set("listeners", "CTRL://127.0.0.1:9093")
+	require.NoError(t, err)
+	require.ErrorContains(t, cfg.Validate(), "process.roles=broker,controller needs a PLAINTEXT://host:port client listener")
+}
+
+func TestProcessRoles(t *testing.T) {
+	set := func(t *testing.T, cfg *Config, kv ...string) {
+		t.Helper()
+		for i := 0; i < len(kv); i += 2 {
+			_, err := cfg.Set(kv[i], kv[i+1])
+			require.NoError(t, err, kv[i])
+		}
+	}
+	voters := "1@127.0.0.1:19093,2@127.0.0.1:29093,3@127.0.0.1:39093"
+
+	t.Run("any order, normalized", func(t *testing.T) {
+		for _, roles := range []string{"broker,controller", "controller,broker", " Controller , BROKER "} {
+			cfg := DefaultConfig()
+			set(t, &cfg, "process.roles", roles)
+			require.Equal(t, []string{"broker", "controller"}, cfg.ProcessRoles, roles)
+			require.True(t, cfg.IsBroker())
+			require.True(t, cfg.IsController())
+		}
+		cfg := DefaultConfig()
+		_, err := cfg.Set("process.roles", "broker,broker")
+		require.ErrorContains(t, err, "given twice")
+		_, err = cfg.Set("process.roles", " , ")
+		require.ErrorIs(t, err, ErrInvalidConfig)
+	})
+
+	t.Run("combined defaults are make run", func(t *testing.T) {
+		cfg := DefaultConfig()
+		require.NoError(t, cfg.Validate())
+		require.Equal(t, "127.0.0.1:9092", cfg.Listener)
+		require.Equal(t, "127.0.0.1:9093", cfg.controllerListen())
+		require.Equal(t, "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093", DefaultListeners)
+		q := cfg.quorumConfig()
+		require.Equal(t, time.Second, q.ElectionTimeout)
+		require.Equal(t, 2*time.Second, q.FetchTimeout)
+	})
+
+	t.Run("controller-only", func(t *testing.T) {
+		cfg := DefaultConfig()
+		set(t, &cfg, "process.roles", "controller", "node.id", "2", "controller.quorum.voters", voters,
+			"listeners", "CONTROLLER://127.0.0.1:29093")
+		require.NoError(t, cfg.Validate())
+		require.Equal(t, "127.0.0.1:29093", cfg.controllerListen())
+
+		// With listeners unset, the default is the controller listener
+		// alone.
+		def := DefaultConfig()
+		set(t, &def, "process.roles", "controller")
+		require.NoError(t, def.Validate())
+
+		set(t, &cfg, "listeners", "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:29093")
+		require.ErrorContains(t, cfg.Validate(), "a controller-only node (process.roles=controller) has only the controller listener")
+		set(t, &cfg, "listeners", "CONTROLLER://127.0.0.1:29093", "node.id", "4")
+		require.ErrorContains(t, cfg.Validate(), "node.id 4 is not a voter; with process.roles=controller it must be")
+		set(t, &cfg, "node.id", "2", "controller.listener.names", "CTRL")
+		require.ErrorContains(t, cfg.Validate(), "neither PLAINTEXT nor the controller listener")
+		set(t, &cfg, "listeners", "PLAINTEXT://127.0.0.1:9092")
+		require.ErrorContains(t, cfg.Validate(), "needs the controller listener CTRL://host:port in listeners")
+	})
+
+	t.Run("broker-only", func(t *testing.T) {
+		cfg := DefaultConfig()
+		set(t, &cfg, "process.roles", "broker", "node.id", "4")
+		require.ErrorContains(t, cfg.Validate(), "a broker-only node (process.roles=broker) needs the controller quorum's voters")
+		set(t, &cfg, "controller.quorum.voters", voters)
+		require.NoError(t, cfg.Validate(), "listeners unset: the default is the client listener alone")
+		set(t, &cfg, "listeners", "PLAINTEXT://127.0.0.1:49092")
+		require.NoError(t, cfg.Validate())
+
+		set(t, &cfg, "listeners", "PLAINTEXT://127.0.0.1:49092,CONTROLLER://127.0.0.1:49093")
+		require.ErrorContains(t, cfg.Validate(), "must not have the controller listener CONTROLLER in listeners")
+		set(t, &cfg, "listeners", "PLAINTEXT://127.0.0.1:49092", "node.id", "3")
+		require.ErrorContains(t, cfg.Validate(), "node.id 3 is a voter, so its process.roles must include controller")
+		set(t, &cfg, "node.id", "4", "listeners", "CONTROLLER://127.0.0.1:49093")
+		require.ErrorContains(t, cfg.Validate(), "must not have the controller listener")
+		set(t, &cfg, "controller.listener.names", "CONTROLLER", "listeners", "PLAINTEXT://127.0.0.1:49092")
+		cfg.Listener = ""
+		require.ErrorContains(t, cfg.Validate(), "needs a PLAINTEXT://host:port client listener")
+	})
+
+	t.Run("quorum timeouts", func(t *testing.T) {
+		cfg := DefaultConfig()
+		set(t, &cfg, "controller.quorum.election.timeout.ms", "150", "controller.quorum.fetch.timeout.ms", "600")
+		require.NoError(t, cfg.Validate())
+		q := cfg.quorumConfig()
+		require.Equal(t, 150*time.Millisecond, q.ElectionTimeout)
+		require.Equal(t, 600*time.Millisecond, q.FetchTimeout)
+		set(t, &cfg, "controller.quorum.fetch.timeout.ms", "500")
+		require.ErrorContains(t, cfg.Validate(), "must exceed the leader's fetch max wait (500 ms)")
+		_, err := cfg.Set("controller.quorum.election.timeout.ms", "-5")
+		require.ErrorContains(t, err, "controller.quorum.election.timeout.ms=")
+		_, err = cfg.Set("controller.quorum.fetch.timeout.ms", "99999999999")
+		require.ErrorIs(t, err, ErrInvalidConfig)
+	})
+}
+
+func TestControllerPortMismatchWarning(t *testing.T) {
+	cfg := DefaultConfig()
+	_, err := cfg.Set("controller.quorum.voters", "1@127.0.0.1:19093")
+	require.NoError(t, err)
+	_, err = cfg.Set("listeners", "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093")
+	require.NoError(t, err)
+	require.Contains(t, controllerPortMismatch(cfg), "is not on this node's port")
+	_, err = cfg.Set("listeners", "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:19093")
+	require.NoError(t, err)
+	require.Empty(t, controllerPortMismatch(cfg))
 }

@@ -311,3 +311,70 @@ func TestE2ERunStopsWhenContextEnds(t *testing.T) {
 		t.Fatal("Run did not return after its context ended")
 	}
 }
+
+func TestE2EStartRejectsRoleMistakes(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		kv   []string
+		want string
+	}{
+		{"broker-only voter", []string{"process.roles", "broker", "node.id", "1", "controller.quorum.voters", "1@127.0.0.1:19093"},
+			"node.id 1 is a voter, so its process.roles must include controller"},
+		{"broker-only without voters", []string{"process.roles", "broker", "node.id", "4"},
+			"needs the controller quorum's voters"},
+		{"controller-only not a voter", []string{"process.roles", "controller", "node.id", "4", "controller.quorum.voters", "1@127.0.0.1:19093"},
+			"node.id 4 is not a voter"},
+		{"combined without a controller listener", []string{"listeners", "PLAINTEXT://127.0.0.1:0"},
+			"needs the controller listener CONTROLLER://host:port in listeners"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := node.DefaultConfig()
+			cfg.LogDir = t.TempDir()
+			for i := 0; i < len(tc.kv); i += 2 {
+				_, err := cfg.Set(tc.kv[i], tc.kv[i+1])
+				require.NoError(t, err)
+			}
+			_, err := node.Start(cfg, slog.New(slog.DiscardHandler))
+			require.ErrorIs(t, err, node.ErrInvalidConfig)
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
+}
+
+// TestE2ESplitRolesInProcess runs a controller-only node and a broker-only
+// node: the controller has no client listener, the broker no controller
+// listener, and the broker follows the metadata log as an observer.
+func TestE2ESplitRolesInProcess(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	ctrlAddr := l.Addr().String()
+	require.NoError(t, l.Close())
+	log := slog.New(slog.NewTextHandler(testWriter{t}, nil))
+	start := func(kv ...string) *node.Node {
+		cfg := node.DefaultConfig()
+		cfg.LogDir = t.TempDir()
+		for i := 0; i < len(kv); i += 2 {
+			_, err := cfg.Set(kv[i], kv[i+1])
+			require.NoError(t, err)
+		}
+		n, err := node.Start(cfg, log)
+		require.NoError(t, err)
+		t.Cleanup(func() { shutdown(t, n) })
+		return n
+	}
+	voters := "1@" + ctrlAddr
+	ctrl := start("process.roles", "controller", "node.id", "1", "listeners", "CONTROLLER://"+ctrlAddr, "controller.quorum.voters", voters)
+	brk := start("process.roles", "broker", "node.id", "2", "listeners", "PLAINTEXT://127.0.0.1:0", "controller.quorum.voters", voters)
+	require.Empty(t, ctrl.Addr())
+	require.Equal(t, ctrlAddr, ctrl.ControllerAddr())
+	require.Equal(t, []string{"controller"}, ctrl.Roles())
+	require.Empty(t, brk.ControllerAddr())
+	require.NotEmpty(t, brk.Addr())
+	require.Equal(t, []string{"broker"}, brk.Roles())
+
+	require.Eventually(t, ctrl.ActiveController, e2eTimeout, 10*time.Millisecond, "the controller-only node leads")
+	require.False(t, ctrl.Registered(), "a controller-only node has no broker to register")
+	require.Eventually(t, func() bool { return brk.QuorumLeader() == 1 }, e2eTimeout, 10*time.Millisecond,
+		"the broker-only node learns the leader by fetching from the voter")
+	require.False(t, brk.ActiveController())
+}

@@ -50,17 +50,30 @@ func NewClusterID(random io.Reader) (string, error) {
 	}
 }
 
+// CheckClusterID reports whether id is a cluster id in Kafka's form: 22
+// characters of unpadded base64url encoding 16 bytes.
+func CheckClusterID(id string) error {
+	b, err := base64.RawURLEncoding.DecodeString(id)
+	if err != nil || len(b) != 16 || len(id) != 22 {
+		return fmt.Errorf("cluster id %q is not 22 characters of base64url (16 bytes) (kafka-storage.sh random-uuid prints one)", id)
+	}
+	return nil
+}
+
 // loadOrCreateMeta reads dir/meta.properties, checking that it was written
-// for nodeID, or, on a first start, creates it with a fresh cluster id.
-// created reports which happened.
-func loadOrCreateMeta(dir string, nodeID int32) (meta MetaProperties, created bool, err error) {
+// for nodeID (and for clusterID when that is not empty), or, on a first
+// start, creates it with clusterID, or a fresh cluster id when that is
+// empty. created reports which happened.
+func loadOrCreateMeta(dir string, nodeID int32, clusterID string) (meta MetaProperties, created bool, err error) {
 	path := filepath.Join(dir, MetaPropertiesFile)
 	data, err := os.ReadFile(path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		id, err := NewClusterID(crand.Reader)
-		if err != nil {
-			return meta, false, err
+		id := clusterID
+		if id == "" {
+			if id, err = NewClusterID(crand.Reader); err != nil {
+				return meta, false, err
+			}
 		}
 		meta = MetaProperties{ClusterID: id, NodeID: nodeID, Version: metaVersion}
 		if err := writeMeta(dir, meta); err != nil {
@@ -77,6 +90,10 @@ func loadOrCreateMeta(dir string, nodeID int32) (meta MetaProperties, created bo
 	if meta.NodeID != nodeID {
 		return meta, false, fmt.Errorf("%w: %s has node.id=%d but the configuration says node.id=%d; "+
 			"this data directory belongs to another node", ErrMetaMismatch, path, meta.NodeID, nodeID)
+	}
+	if clusterID != "" && meta.ClusterID != clusterID {
+		return meta, false, fmt.Errorf("%w: %s has cluster.id=%s but the configuration says %s; "+
+			"this data directory belongs to another cluster", ErrMetaMismatch, path, meta.ClusterID, clusterID)
 	}
 	return meta, false, nil
 }

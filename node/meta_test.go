@@ -34,7 +34,7 @@ func TestNewClusterIDIsKafkaShaped(t *testing.T) {
 
 func TestMetaPropertiesCreateThenLoad(t *testing.T) {
 	dir := t.TempDir()
-	meta, created, err := loadOrCreateMeta(dir, 3)
+	meta, created, err := loadOrCreateMeta(dir, 3, "")
 	require.NoError(t, err)
 	require.True(t, created)
 	require.Equal(t, int32(3), meta.NodeID)
@@ -48,12 +48,12 @@ func TestMetaPropertiesCreateThenLoad(t *testing.T) {
 	_, err = os.Stat(filepath.Join(dir, MetaPropertiesFile+".tmp"))
 	require.ErrorIs(t, err, os.ErrNotExist)
 
-	again, created, err := loadOrCreateMeta(dir, 3)
+	again, created, err := loadOrCreateMeta(dir, 3, "")
 	require.NoError(t, err)
 	require.False(t, created)
 	require.Equal(t, meta, again)
 
-	_, _, err = loadOrCreateMeta(dir, 4)
+	_, _, err = loadOrCreateMeta(dir, 4, "")
 	require.ErrorIs(t, err, ErrMetaMismatch)
 	require.ErrorContains(t, err, "node.id=3")
 	require.ErrorContains(t, err, "node.id=4")
@@ -64,7 +64,7 @@ func TestMetaPropertiesFromKafka(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, MetaPropertiesFile), []byte(
 		"#\n#Tue Jan 02 10:00:00 UTC 2024\nnode.id=1\ndirectory.id=q3K8vYvXRlWnXb8oUyb6Xw\nversion=1\ncluster.id=MkU3OEVBNTcwNTJENDM2Qk\n"), 0o644))
-	meta, created, err := loadOrCreateMeta(dir, 1)
+	meta, created, err := loadOrCreateMeta(dir, 1, "")
 	require.NoError(t, err)
 	require.False(t, created)
 	require.Equal(t, "MkU3OEVBNTcwNTJENDM2Qk", meta.ClusterID)
@@ -79,8 +79,32 @@ func TestMetaPropertiesCorrupt(t *testing.T) {
 	} {
 		dir := t.TempDir()
 		require.NoError(t, os.WriteFile(filepath.Join(dir, MetaPropertiesFile), []byte(content), 0o644))
-		_, _, err := loadOrCreateMeta(dir, 1)
+		_, _, err := loadOrCreateMeta(dir, 1, "")
 		require.Error(t, err, content)
 		require.ErrorContains(t, err, MetaPropertiesFile)
 	}
+}
+
+func TestMetaGivenClusterID(t *testing.T) {
+	dir := t.TempDir()
+	id, err := NewClusterID(crand.Reader)
+	require.NoError(t, err)
+	require.NoError(t, CheckClusterID(id))
+	meta, created, err := loadOrCreateMeta(dir, 3, id)
+	require.NoError(t, err)
+	require.True(t, created)
+	require.Equal(t, id, meta.ClusterID)
+	_, _, err = loadOrCreateMeta(dir, 3, id)
+	require.NoError(t, err)
+	_, _, err = loadOrCreateMeta(dir, 3, "")
+	require.NoError(t, err, "no --cluster-id: the directory's is used")
+	other, err := NewClusterID(crand.Reader)
+	require.NoError(t, err)
+	_, _, err = loadOrCreateMeta(dir, 3, other)
+	require.ErrorIs(t, err, ErrMetaMismatch)
+	require.ErrorContains(t, err, "belongs to another cluster")
+
+	cfg := DefaultConfig()
+	cfg.ClusterID = "not-a-cluster-id"
+	require.ErrorIs(t, cfg.Validate(), ErrInvalidConfig)
 }

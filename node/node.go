@@ -8,7 +8,9 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -22,7 +24,9 @@ import (
 const DefaultShutdownTimeout = 30 * time.Second
 
 // Node is one running Strata process: its loop, its Env and the core
-// components on the loop (today, the broker).
+// components on the loop: the metadata quorum member (a voter when the node
+// has the controller role, an observer otherwise) and, with the broker
+// role, the broker and its registration with the controller.
 type Node struct {
 	cfg        Config
 	meta       MetaProperties
@@ -43,8 +47,9 @@ type Node struct {
 
 // Start validates cfg, prepares the data directory (creating
 // meta.properties with a new cluster id on first start, checking it on
-// later starts), starts the loop and the broker, and returns once the
-// listener is bound. log nil means slog.Default().
+// later starts), starts the loop, the metadata quorum member and, with the
+// broker role, the broker, and returns once the listeners are bound. log
+// nil means slog.Default().
 func Start(cfg Config, log *slog.Logger) (*Node, error) {
 	if log == nil {
 		log = slog.Default()
@@ -59,7 +64,7 @@ func Start(cfg Config, log *slog.Logger) (*Node, error) {
 	if err := mkdirAll(dataDir); err != nil {
 		return nil, fmt.Errorf("%s %s: %w", KeyLogDirs, dataDir, err)
 	}
-	meta, created, err := loadOrCreateMeta(dataDir, cfg.NodeID)
+	meta, created, err := loadOrCreateMeta(dataDir, cfg.NodeID, cfg.ClusterID)
 	if err != nil {
 		return nil, err
 	}
@@ -70,9 +75,15 @@ func Start(cfg Config, log *slog.Logger) (*Node, error) {
 		log.Info("loaded data directory", "dir", dataDir, "cluster_id", meta.ClusterID)
 	}
 
-	advHost, advPort, err := advertisedHostPort(cfg)
-	if err != nil {
-		return nil, err
+	if warn := controllerPortMismatch(cfg); warn != "" {
+		log.Warn(warn)
+	}
+	var advHost string
+	var advPort int32
+	if cfg.IsBroker() {
+		if advHost, advPort, err = advertisedHostPort(cfg); err != nil {
+			return nil, err
+		}
 	}
 
 	loop := NewLoop()
@@ -100,17 +111,28 @@ func Start(cfg Config, log *slog.Logger) (*Node, error) {
 	n := &Node{cfg: cfg, meta: meta, log: log, loop: loop, env: e, metaDisk: metaDisk}
 	var startErr error
 	err = loop.Call(func() {
+		// A controller is a voter on its controller listener; a
+		// broker-only node is an observer with no listener of its own,
+		// fetching the metadata log from the voters.
+		var ctrlListen string
+		if cfg.IsController() {
+			ctrlListen = cfg.controllerListen()
+		}
 		n.member, startErr = kraft.Start(subdirEnv{Env: e, disk: metaDisk}, kraft.Config{
 			NodeID:     quorum.NodeID(cfg.NodeID),
 			Voters:     cfg.voters(),
-			ListenAddr: cfg.controllerListen(),
+			ListenAddr: ctrlListen,
 			ClusterID:  meta.ClusterID,
+			Quorum:     cfg.quorumConfig(),
 		})
 		if startErr != nil {
 			startErr = fmt.Errorf("start metadata quorum: %w", startErr)
 			return
 		}
 		n.ctrlAddr = n.member.Addr()
+		if !cfg.IsBroker() {
+			return
+		}
 		n.broker, startErr = broker.New(e, broker.Config{
 			Metadata:       n.member,
 			NodeID:         cfg.NodeID,
@@ -135,10 +157,35 @@ func Start(cfg Config, log *slog.Logger) (*Node, error) {
 		<-loop.Done()
 		_ = e.Close()
 		metaDisk.wait()
-		return nil, fmt.Errorf("start broker: %w", err)
+		return nil, fmt.Errorf("start node: %w", err)
 	}
-	log.Info("node started", "listener", n.addr, "controller_listener", n.ctrlAddr, "advertised", n.advertised, "cluster_id", meta.ClusterID)
+	log.Info("node started", "process_roles", strings.Join(cfg.ProcessRoles, ","), "listener", n.addr,
+		"controller_listener", n.ctrlAddr, "advertised", n.advertised, "cluster_id", meta.ClusterID)
 	return n, nil
+}
+
+// controllerPortMismatch warns of a controller listener whose port is not
+// the one controller.quorum.voters gives for this node: the other voters
+// would dial a port nobody listens on. It is not an error, as in Kafka
+// (a port may be forwarded), but it is almost always a typo.
+func controllerPortMismatch(cfg Config) string {
+	if !cfg.IsController() {
+		return ""
+	}
+	_, listenPort, err := net.SplitHostPort(cfg.controllerListen())
+	if err != nil || listenPort == "0" {
+		return ""
+	}
+	for _, v := range cfg.Voters {
+		if v.ID != quorum.NodeID(cfg.NodeID) {
+			continue
+		}
+		if _, voterPort, err := net.SplitHostPort(v.Addr); err == nil && voterPort != listenPort {
+			return fmt.Sprintf("the controller listener %s is not on this node's port in %s (%s): the other voters will not reach it",
+				cfg.controllerListen(), KeyControllerVoters, v.Addr)
+		}
+	}
+	return ""
 }
 
 // advertisedHostPort resolves the address given to clients: the advertised
@@ -161,28 +208,56 @@ func advertisedHostPort(cfg Config) (string, int32, error) {
 	return host, int32(port), nil
 }
 
-// Addr is the address the listener bound (with the real port when
-// configured with port 0).
+// Addr is the address the client listener bound (with the real port when
+// configured with port 0); empty on a controller-only node.
 func (n *Node) Addr() string { return n.addr }
 
-// AdvertisedAddr is the address clients are told to use.
+// AdvertisedAddr is the address clients are told to use; empty on a
+// controller-only node.
 func (n *Node) AdvertisedAddr() string { return n.advertised }
 
-// ControllerAddr is the address the controller listener bound.
+// ControllerAddr is the address the controller listener bound; empty on a
+// broker-only node, which has none.
 func (n *Node) ControllerAddr() string { return n.ctrlAddr }
 
-// ActiveController reports whether this node's controller is active and
-// this node is registered and unfenced, i.e. ready for CreateTopics.
+// Roles is process.roles: "broker", "controller" or both, in that order.
+func (n *Node) Roles() []string { return slices.Clone(n.cfg.ProcessRoles) }
+
+// ActiveController reports whether this node's controller is active and,
+// on a node with the broker role, this node's broker is registered and
+// unfenced: on a combined node, that it is ready for CreateTopics.
 func (n *Node) ActiveController() bool {
 	ready := false
 	_ = n.loop.Call(func() {
 		if !n.member.Status().ActiveController {
 			return
 		}
-		b, ok := n.member.Image().Broker(n.cfg.NodeID)
-		ready = ok && !b.Fenced
+		ready = !n.cfg.IsBroker() || n.registered()
 	})
 	return ready
+}
+
+// Registered reports whether this node's broker is registered with the
+// controller and unfenced, as this node's copy of the metadata image says.
+// It is false on a controller-only node.
+func (n *Node) Registered() bool {
+	ready := false
+	_ = n.loop.Call(func() { ready = n.cfg.IsBroker() && n.registered() })
+	return ready
+}
+
+// registered runs on the loop.
+func (n *Node) registered() bool {
+	b, ok := n.member.Image().Broker(n.cfg.NodeID)
+	return ok && !b.Fenced
+}
+
+// QuorumLeader is the metadata quorum's leader as this node knows it (the
+// active controller's id), or -1 when none is known.
+func (n *Node) QuorumLeader() int32 {
+	leader := int32(-1)
+	_ = n.loop.Call(func() { leader = n.member.ActiveController() })
+	return leader
 }
 
 // ClusterID is the cluster id from meta.properties.
@@ -214,10 +289,13 @@ func (n *Node) shutdown(ctx context.Context) error {
 	go func() {
 		memberClosed := make(chan struct{})
 		err := n.loop.Call(func() {
+			closeMember := func() { n.member.Close(func() { close(memberClosed) }) }
+			if n.broker == nil {
+				closeMember()
+				return
+			}
 			n.broker.Close()
-			n.reg.shutdown(func() {
-				n.member.Close(func() { close(memberClosed) })
-			})
+			n.reg.shutdown(closeMember)
 		})
 		if err == nil {
 			select {

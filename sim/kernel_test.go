@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"math"
 	"sort"
 	"testing"
 	"time"
@@ -199,4 +200,23 @@ func BenchmarkEventThroughput(b *testing.B) {
 	for remaining > 0 && s.Step() {
 	}
 	b.ReportMetric(float64(s.Events())/b.Elapsed().Seconds(), "events/s")
+}
+
+// TestTimerAtNeverSaturates: a timer for the largest duration (a deadline
+// "never", as quorum's NextDeadline gives) neither fires nor moves virtual
+// time backwards, at any clock rate (kraft seed 364 overflowed here).
+func TestTimerAtNeverSaturates(t *testing.T) {
+	for _, rate := range []float64{1, 0.9, 1.1} {
+		s := New(Config{Seed: 1})
+		fired := 0
+		p := s.AddProcess("n1", func(e env.Env) {
+			e.AfterFunc(time.Duration(math.MaxInt64), func() { fired++ })
+			e.AfterFunc(time.Duration(math.MaxInt64)-time.Second, func() { fired++ })
+		})
+		p.SetClockRate(rate)
+		p.Start()
+		require.NoError(t, s.RunFor(time.Minute), "rate %v", rate)
+		require.Zero(t, fired, "rate %v", rate)
+		require.Equal(t, time.Minute, s.Now(), "rate %v", rate)
+	}
 }

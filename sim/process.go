@@ -189,7 +189,11 @@ func (c *localClock) toVirtual(d time.Duration) time.Duration {
 	if c.rate == 1 {
 		return d
 	}
-	v := time.Duration(float64(d) / c.rate)
+	f := float64(d) / c.rate
+	if f >= float64(maxTime) {
+		return maxTime // converting an out-of-range float is undefined
+	}
+	v := time.Duration(f)
 	if float64(v)*c.rate < float64(d) {
 		v++ // never fire early in local time
 	}

@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"runtime/debug"
 	"sort"
@@ -102,6 +103,9 @@ func (s *Sim) At(at time.Duration, label string, fn func()) {
 	s.push(&event{at: at, label: label, fn: fn})
 }
 
+// maxTime is the latest virtual time; scheduling past it saturates there.
+const maxTime = time.Duration(math.MaxInt64)
+
 // After schedules a simulator-level event d from now.
 func (s *Sim) After(d time.Duration, label string, fn func()) {
 	s.At(s.now+d, label, fn)
@@ -115,7 +119,11 @@ func (s *Sim) schedule(owner *Process, d time.Duration, label string, fn func())
 	if d < 0 {
 		d = 0
 	}
-	e := &event{at: s.now + d, label: label, owner: owner, fn: fn}
+	at := s.now + d
+	if at < s.now {
+		at = maxTime // saturate: a timer "never" stays in the far future
+	}
+	e := &event{at: at, label: label, owner: owner, fn: fn}
 	if owner != nil {
 		e.inc = owner.inc
 	}

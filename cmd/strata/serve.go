@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	crand "crypto/rand"
 	"errors"
 	"flag"
 	"fmt"
@@ -14,7 +15,16 @@ import (
 )
 
 func init() {
-	register("serve", "run a Strata node (one broker on 127.0.0.1:9092 with data under ./data by default)", serve)
+	register("random-uuid", "print a new cluster id for --cluster-id (like kafka-storage.sh random-uuid)", func([]string) int {
+		id, err := node.NewClusterID(crand.Reader)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "strata random-uuid:", err)
+			return exitError
+		}
+		fmt.Println(id)
+		return exitOK
+	})
+	register("serve", "run a Strata node (by default one combined broker+controller on 127.0.0.1:9092, data under ./data)", serve)
 }
 
 // serve runs a node until SIGINT or SIGTERM. Configuration is applied in
@@ -23,15 +33,17 @@ func init() {
 func serve(args []string) int {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: strata serve [--config server.properties] [--listeners ...] [--log.dirs ...] [--node.id ...]\n\n"+
-			"With no arguments, runs a single node on %s with data under %s.\n\n", node.DefaultListeners, node.DefaultLogDir)
+		fmt.Fprintf(fs.Output(), "Usage: strata serve [--config server.properties] [--process.roles ...] [--listeners ...] [--log.dirs ...] [--node.id ...]\n\n"+
+			"With no arguments, runs a single combined broker and controller on %s with data under %s.\n\n", node.DefaultListeners, node.DefaultLogDir)
 		fs.PrintDefaults()
 	}
 	configPath := fs.String("config", "", "server.properties `file` (Kafka's format and key names)")
+	clusterID := fs.String("cluster-id", "", "the cluster `id` a fresh data directory is formatted with (every node of a cluster needs the same one; 'strata random-uuid' prints one); default: a random id for a single node")
 	// Kafka's key names as flags; applied after --config. Registered
 	// without defaults so that only flags actually given override.
 	overrides := []struct{ key, usage string }{
-		{node.KeyListeners, "listener, e.g. PLAINTEXT://127.0.0.1:9092 (default " + node.DefaultListeners + ")"},
+		{node.KeyProcessRoles, "`roles`: broker, controller or broker,controller (default " + node.DefaultProcessRoles + ")"},
+		{node.KeyListeners, "listeners: PLAINTEXT://host:port for a broker, CONTROLLER://host:port for a controller (default " + node.DefaultListeners + ")"},
 		{node.KeyLogDirs, "data `directory` (default " + node.DefaultLogDir + ")"},
 		{node.KeyNodeID, "node `id` (default 1)"},
 		{node.KeyControllerVoters, "metadata quorum voters, id@host:port,... (default <node.id>@" + node.DefaultControllerAddr + ")"},
@@ -64,7 +76,7 @@ func serve(args []string) int {
 	}
 	var flagErr error
 	fs.Visit(func(f *flag.Flag) { // only flags given on the command line
-		if f.Name == "config" || flagErr != nil {
+		if f.Name == "config" || f.Name == "cluster-id" || flagErr != nil {
 			return
 		}
 		if _, err := cfg.Set(f.Name, f.Value.String()); err != nil {
@@ -75,6 +87,7 @@ func serve(args []string) int {
 		log.Error("bad configuration", "err", flagErr)
 		return exitUsage
 	}
+	cfg.ClusterID = *clusterID
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -22,7 +22,8 @@ func runSim(args []string) int {
 	fs := flag.NewFlagSet("sim", flag.ContinueOnError)
 	seed := fs.Uint64("seed", 0, "seed to run (0 picks a random one and prints it)")
 	name := fs.String("scenario", "counters", "scenario: "+strings.Join(scenario.Names(), ", "))
-	nodes := fs.Int("nodes", 0, "cluster size (0: the scenario's default)")
+	nodes := fs.Int("nodes", 0, "cluster size; for kraft and kraft5 the voters (0: the scenario's default)")
+	observers := fs.Int("observers", 0, "kraft, kraft5: brokers observing the metadata quorum (0: the shape's default of 2, -1: none)")
 	fault := fs.Duration("fault", 0, "virtual duration of the fault phase (0: default)")
 	heal := fs.Duration("heal", 0, "virtual duration of the healed phase before the liveness check (0: default)")
 	noFaults := fs.Bool("no-faults", false, "turn the nemesis off")
@@ -31,7 +32,7 @@ func runSim(args []string) int {
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
-	opts := scenario.Options{Nodes: *nodes, FaultPhase: *fault, HealPhase: *heal, NoFaults: *noFaults}
+	opts := scenario.Options{Nodes: *nodes, Observers: *observers, FaultPhase: *fault, HealPhase: *heal, NoFaults: *noFaults}
 	if *verbose {
 		opts.Log = os.Stderr
 	}

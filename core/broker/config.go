@@ -30,7 +30,7 @@ const (
 // Config is what a broker needs to know about itself.
 type Config struct {
 	// NodeID is this node's id (Kafka's node.id), reported in Metadata as
-	// the only broker and as the controller.
+	// a broker, and as the controller id while registered and unfenced.
 	NodeID int32
 
 	// ClusterID is the cluster's id (Kafka's 22-character base64url form),
@@ -59,9 +59,10 @@ type Config struct {
 	// means DefaultMaxBufferedResponseBytes.
 	MaxBufferedResponseBytes int
 
-	// Metadata is the metadata quorum member this broker reads topics
-	// from and passes CreateTopics, DeleteTopics and CreatePartitions to.
-	// Nil means no quorum: Metadata lists no topics and those requests
+	// Metadata is the metadata quorum member this broker reads brokers
+	// and topics from and passes CreateTopics, DeleteTopics,
+	// CreatePartitions and DescribeQuorum to. Nil means no quorum:
+	// Metadata lists this broker alone and no topics, and those requests
 	// get NOT_CONTROLLER.
 	Metadata Metadata
 }
@@ -72,10 +73,11 @@ type Config struct {
 type Metadata interface {
 	// Image is the metadata image applied so far.
 	Image() *meta.Image
-	// Submit hands a controller request to the active controller.
+	// Submit hands a controller request, or DescribeQuorum, to the
+	// active controller (forwarding it to the quorum leader when the
+	// member's own controller is not active) and calls done with the
+	// response at the request's version.
 	Submit(req kmsg.Request, done func(kmsg.Response, error))
-	// ActiveController is the id of the active controller, -1 if unknown.
-	ActiveController() int32
 }
 
 // errInvalidConfig is wrapped by every Config validation error.

@@ -5,10 +5,13 @@
 //
 // It owns the per-connection protocol state (correlation ids, which
 // connections are open) and the answers to the cluster-level requests it
-// implements today: ApiVersions and Metadata (topics from the metadata
-// quorum member's image, Config.Metadata), and CreateTopics, DeleteTopics
-// and CreatePartitions, which it passes to the member's Submit and answers
-// with the controller's response. Which API keys and versions it
+// implements today: ApiVersions and Metadata (unfenced brokers, topics and
+// partitions from the metadata quorum member's image, Config.Metadata),
+// and CreateTopics, DeleteTopics, CreatePartitions and DescribeQuorum,
+// which it passes to the member's Submit (which forwards them to the
+// quorum leader when needed) and answers with the controller's response.
+// Metadata's controller id names a broker, as in KRaft Kafka: this one
+// when it is registered and unfenced (metadata.go). Which API keys and versions it
 // serves is decided in one place, package protocol; the handlers here must
 // implement every version that table advertises.
 //

@@ -9,10 +9,10 @@ import (
 	"github.com/strata-log/strata/core/meta"
 )
 
-// handleMetadata answers Metadata at any version in the protocol table. The
-// broker list is this node (the only broker serving clients yet); topics and
-// partitions come from the metadata quorum member's image when one is
-// configured, and the controller id is the active controller.
+// handleMetadata answers Metadata at any version in the protocol table.
+// Brokers, topics and partitions come from the metadata quorum member's
+// image when one is configured (see brokerList and controllerID); without
+// one the broker list is this node alone, which is also the controller id.
 //
 // Topic auto-creation (AllowAutoTopicCreation, auto.create.topics.enable)
 // is not supported yet: there is no topic metadata to create topics in, so
@@ -22,21 +22,14 @@ import (
 func (b *Broker) handleMetadata(req *kmsg.MetadataRequest) *kmsg.MetadataResponse {
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 
-	self := kmsg.NewMetadataResponseBroker()
-	self.NodeID = b.cfg.NodeID
-	self.Host = b.cfg.AdvertisedHost
-	self.Port = b.cfg.AdvertisedPort
-	self.Rack = nil // broker.rack is not configurable yet
-	resp.Brokers = []kmsg.MetadataResponseBroker{self}
-
-	clusterID := b.cfg.ClusterID
-	resp.ClusterID = &clusterID      // encoded from v2
-	resp.ControllerID = b.cfg.NodeID // encoded from v1
 	var img *meta.Image
 	if b.cfg.Metadata != nil {
 		img = b.cfg.Metadata.Image()
-		resp.ControllerID = b.cfg.Metadata.ActiveController()
 	}
+	resp.Brokers = b.brokerList(img)
+	clusterID := b.cfg.ClusterID
+	resp.ClusterID = &clusterID             // encoded from v2
+	resp.ControllerID = b.controllerID(img) // encoded from v1
 	// AuthorizedOperations (v8..v10) keeps kmsg's default, INT32_MIN,
 	// Kafka's "not provided": there is no authorizer yet.
 	resp.ErrorCode = 0 // v13 (KIP-1102): no rebootstrap needed
@@ -97,6 +90,81 @@ func (b *Broker) handleMetadata(req *kmsg.MetadataRequest) *kmsg.MetadataRespons
 		resp.Topics = append(resp.Topics, t)
 	}
 	return resp
+}
+
+// brokerListener is the listener whose endpoints Metadata reports: the one
+// clients use (Kafka reports the listener the request arrived on; there is
+// one client listener, and brokers register it under this name).
+const brokerListener = "PLAINTEXT"
+
+// brokerList is Metadata's broker list: every registered broker of img that
+// is unfenced and has a brokerListener endpoint, in id order, as Kafka
+// lists its alive brokers (a fenced broker leads nothing and is omitted).
+// This broker is always listed, from its own configuration when it is not
+// (yet) unfenced in img: it is answering, and during startup it serves
+// clients before its registration is unfenced (Kafka opens its client
+// listeners only once caught up), so omitting it would leave a client that
+// bootstrapped here without any broker. With no image the list is this
+// broker alone.
+func (b *Broker) brokerList(img *meta.Image) []kmsg.MetadataResponseBroker {
+	self := kmsg.NewMetadataResponseBroker()
+	self.NodeID = b.cfg.NodeID
+	self.Host = b.cfg.AdvertisedHost
+	self.Port = b.cfg.AdvertisedPort
+	self.Rack = nil // broker.rack is not configurable yet
+	if img == nil {
+		return []kmsg.MetadataResponseBroker{self}
+	}
+	brokers := make([]kmsg.MetadataResponseBroker, 0, img.NumBrokers()+1)
+	selfListed := false
+	for reg := range img.Brokers() { // ascending id
+		if reg.Fenced {
+			continue
+		}
+		ep, ok := reg.Endpoint(brokerListener)
+		if !ok {
+			continue
+		}
+		if !selfListed && reg.ID > b.cfg.NodeID {
+			brokers = append(brokers, self)
+			selfListed = true
+		}
+		mb := kmsg.NewMetadataResponseBroker()
+		mb.NodeID, mb.Host, mb.Port = reg.ID, ep.Host, int32(ep.Port)
+		if reg.Rack != "" {
+			rack := reg.Rack
+			mb.Rack = &rack
+		}
+		brokers = append(brokers, mb)
+		selfListed = selfListed || reg.ID == b.cfg.NodeID
+	}
+	if !selfListed {
+		brokers = append(brokers, self)
+	}
+	return brokers
+}
+
+// controllerID is Metadata's controller id. As in KRaft Kafka it names a
+// live broker, not the active controller: controllers need not be brokers
+// (split roles), and a broker forwards controller requests to the quorum
+// leader. Kafka picks a random unfenced broker; Strata picks
+// deterministically this broker when it is registered and unfenced, so
+// that a client's admin requests land here and are forwarded, else the
+// lowest unfenced broker id, else -1 (Kafka's "no controller"), which
+// makes clients retry. Without an image it is this broker.
+func (b *Broker) controllerID(img *meta.Image) int32 {
+	if img == nil {
+		return b.cfg.NodeID
+	}
+	if reg, ok := img.Broker(b.cfg.NodeID); ok && !reg.Fenced {
+		return b.cfg.NodeID
+	}
+	for reg := range img.Brokers() { // ascending id
+		if _, ok := reg.Endpoint(brokerListener); ok && !reg.Fenced {
+			return reg.ID
+		}
+	}
+	return -1
 }
 
 // topicMetadata describes one topic of the image. A partition without a

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -8,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/core/meta"
+	"github.com/strata-log/strata/core/protocol"
 )
 
 // fakeMetadata holds submitted requests until the test answers them.
@@ -17,8 +19,7 @@ type fakeMetadata struct {
 	reqs    []kmsg.Request
 }
 
-func (m *fakeMetadata) Image() *meta.Image      { return m.img }
-func (m *fakeMetadata) ActiveController() int32 { return 7 }
+func (m *fakeMetadata) Image() *meta.Image { return m.img }
 func (m *fakeMetadata) Submit(req kmsg.Request, done func(kmsg.Response, error)) {
 	m.reqs = append(m.reqs, req)
 	m.pending = append(m.pending, done)
@@ -57,7 +58,8 @@ func TestControllerRequestsKeepResponseOrder(t *testing.T) {
 	mr := kmsg.NewPtrMetadataResponse()
 	mr.Version = 12
 	decodeResponse(t, c.sent[1], 2, mr)
-	require.Equal(t, int32(7), mr.ControllerID)
+	require.Equal(t, int32(-1), mr.ControllerID, "no broker is unfenced yet")
+	require.Len(t, mr.Brokers, 1, "this broker lists itself")
 	require.Empty(t, mr.Topics)
 }
 
@@ -76,4 +78,163 @@ func TestControllerRequestWithoutQuorumIsNotController(t *testing.T) {
 	got.Version = 6
 	decodeResponse(t, c.sent[0], 9, got)
 	require.Equal(t, kerr.NotController.Code, got.Topics[0].ErrorCode)
+}
+
+// imageWithBrokers is an image holding the given registrations, each
+// registered with a PLAINTEXT listener on host "b<id>", port 9000+id.
+func imageWithBrokers(t *testing.T, regs ...meta.RegisterBrokerRecord) *meta.Image {
+	t.Helper()
+	d := meta.Empty().NewDelta()
+	for i := range regs {
+		r := regs[i]
+		r.BrokerEpoch = int64(i + 1)
+		if r.Endpoints == nil {
+			r.Endpoints = []meta.Endpoint{{Name: "PLAINTEXT", Host: fmt.Sprintf("b%d", r.BrokerID), Port: uint16(9000 + r.BrokerID)}}
+		}
+		require.NoError(t, d.Replay(&r))
+	}
+	return d.Apply(meta.Position{Offset: int64(len(regs) - 1), Epoch: 1})
+}
+
+func metadataFrom(t *testing.T, img *meta.Image, version int16) *kmsg.MetadataResponse {
+	t.Helper()
+	_, e := newTestBroker(t, func(c *Config) { c.Metadata = &fakeMetadata{img: img} })
+	c := e.net.connect()
+	req := kmsg.NewPtrMetadataRequest()
+	req.Version = version
+	c.deliver(encodeRequest(req, 3))
+	resp := kmsg.NewPtrMetadataResponse()
+	resp.Version = version
+	decodeResponse(t, lastSent(t, c), 3, resp)
+	return resp
+}
+
+type listedBroker struct {
+	id   int32
+	host string
+	port int32
+	rack string
+}
+
+func listed(resp *kmsg.MetadataResponse) []listedBroker {
+	var out []listedBroker
+	for _, b := range resp.Brokers {
+		lb := listedBroker{id: b.NodeID, host: b.Host, port: b.Port}
+		if b.Rack != nil {
+			lb.rack = *b.Rack
+		}
+		out = append(out, lb)
+	}
+	return out
+}
+
+func TestMetadataListsUnfencedBrokers(t *testing.T) {
+	other := []meta.Endpoint{{Name: "INTERNAL", Host: "internal", Port: 1}}
+	img := imageWithBrokers(t,
+		meta.RegisterBrokerRecord{BrokerID: 3, Rack: "rack-a"},
+		meta.RegisterBrokerRecord{BrokerID: 5, Fenced: true},     // omitted
+		meta.RegisterBrokerRecord{BrokerID: 6, Endpoints: other}, // no PLAINTEXT listener: omitted
+		meta.RegisterBrokerRecord{BrokerID: testNodeID},          // this broker, from the image
+		meta.RegisterBrokerRecord{BrokerID: 9},
+	)
+	resp := metadataFrom(t, img, 12)
+	require.Equal(t, []listedBroker{
+		{3, "b3", 9003, "rack-a"},
+		{testNodeID, "b7", 9007, ""},
+		{9, "b9", 9009, ""},
+	}, listed(resp))
+	require.Equal(t, int32(testNodeID), resp.ControllerID, "this broker when unfenced")
+
+	// v0 has no controller id and no rack; the list is the same.
+	resp = metadataFrom(t, img, 0)
+	require.Len(t, resp.Brokers, 3)
+}
+
+func TestMetadataControllerIDWhenThisBrokerIsFenced(t *testing.T) {
+	img := imageWithBrokers(t,
+		meta.RegisterBrokerRecord{BrokerID: 2, Fenced: true},
+		meta.RegisterBrokerRecord{BrokerID: testNodeID, Fenced: true},
+		meta.RegisterBrokerRecord{BrokerID: 8},
+		meta.RegisterBrokerRecord{BrokerID: 4},
+	)
+	resp := metadataFrom(t, img, 13)
+	require.Equal(t, int32(4), resp.ControllerID, "the lowest unfenced broker")
+	// This broker lists itself (advertised address) even while fenced.
+	require.Equal(t, []listedBroker{
+		{4, "b4", 9004, ""},
+		{testNodeID, testHost, 40001, ""},
+		{8, "b8", 9008, ""},
+	}, listed(resp))
+
+	// Nobody unfenced: no controller (clients retry), this broker listed.
+	img = imageWithBrokers(t, meta.RegisterBrokerRecord{BrokerID: 1, Fenced: true})
+	resp = metadataFrom(t, img, 13)
+	require.Equal(t, int32(-1), resp.ControllerID)
+	require.Equal(t, []listedBroker{{testNodeID, testHost, 40001, ""}}, listed(resp))
+}
+
+func describeQuorumRequest(version int16) *kmsg.DescribeQuorumRequest {
+	req := kmsg.NewPtrDescribeQuorumRequest()
+	req.Version = version
+	topic := kmsg.NewDescribeQuorumRequestTopic()
+	topic.Topic = "__cluster_metadata"
+	topic.Partitions = []kmsg.DescribeQuorumRequestTopicPartition{kmsg.NewDescribeQuorumRequestTopicPartition()}
+	req.Topics = []kmsg.DescribeQuorumRequestTopic{topic}
+	return req
+}
+
+func TestDescribeQuorumIsPassedToTheQuorum(t *testing.T) {
+	api, ok := protocol.Lookup(kmsg.DescribeQuorum.Int16())
+	require.True(t, ok, "DescribeQuorum is in the protocol table")
+	for v := api.MinVersion; v <= api.MaxVersion; v++ {
+		md := &fakeMetadata{img: meta.Empty()}
+		_, e := newTestBroker(t, func(c *Config) { c.Metadata = md })
+		c := e.net.connect()
+		c.deliver(encodeRequest(describeQuorumRequest(v), 5))
+		require.Empty(t, c.sent, "answered by the quorum, later")
+		require.Len(t, md.reqs, 1)
+		require.IsType(t, &kmsg.DescribeQuorumRequest{}, md.reqs[0])
+		require.Equal(t, v, md.reqs[0].GetVersion(), "passed on at the client's version")
+
+		answer := kmsg.NewPtrDescribeQuorumResponse()
+		answer.Version = v
+		p := kmsg.NewDescribeQuorumResponseTopicPartition()
+		p.LeaderID, p.LeaderEpoch, p.HighWatermark = 2, 5, 42
+		topic := kmsg.NewDescribeQuorumResponseTopic()
+		topic.Topic, topic.Partitions = "__cluster_metadata", []kmsg.DescribeQuorumResponseTopicPartition{p}
+		answer.Topics = []kmsg.DescribeQuorumResponseTopic{topic}
+		md.pending[0](answer, nil)
+		e.run()
+
+		got := kmsg.NewPtrDescribeQuorumResponse()
+		got.Version = v
+		decodeResponse(t, lastSent(t, c), 5, got)
+		require.Len(t, got.Topics, 1)
+		require.Equal(t, int32(2), got.Topics[0].Partitions[0].LeaderID)
+		require.Equal(t, int64(42), got.Topics[0].Partitions[0].HighWatermark)
+	}
+}
+
+func TestDescribeQuorumErrors(t *testing.T) {
+	// Without a quorum: NOT_CONTROLLER at the top level.
+	_, e := newTestBroker(t)
+	c := e.net.connect()
+	c.deliver(encodeRequest(describeQuorumRequest(2), 6))
+	got := kmsg.NewPtrDescribeQuorumResponse()
+	got.Version = 2
+	decodeResponse(t, lastSent(t, c), 6, got)
+	require.Equal(t, kerr.NotController.Code, got.ErrorCode)
+
+	// A failed submit: UNKNOWN_SERVER_ERROR, the connection stays open.
+	md := &fakeMetadata{img: meta.Empty()}
+	_, e = newTestBroker(t, func(c *Config) { c.Metadata = md })
+	c = e.net.connect()
+	c.deliver(encodeRequest(describeQuorumRequest(1), 7))
+	md.pending[0](nil, fmt.Errorf("boom"))
+	e.run()
+	got = kmsg.NewPtrDescribeQuorumResponse()
+	got.Version = 1
+	decodeResponse(t, lastSent(t, c), 7, got)
+	require.Equal(t, kerr.UnknownServerError.Code, got.ErrorCode)
+	require.False(t, c.closed)
 }

@@ -2,6 +2,7 @@ package kraft
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -19,6 +20,20 @@ const (
 	// DefaultControllerTickInterval is how often the active controller's
 	// clock is advanced (it fences brokers whose session expired).
 	DefaultControllerTickInterval = 100 * time.Millisecond
+	// DefaultLogSegmentBytes is metadata.log.segment.bytes: the metadata
+	// log rolls a new segment file past it (1 GiB, Kafka's default).
+	DefaultLogSegmentBytes = 1 << 30
+	// DefaultForwardRequestTimeout bounds how long a request forwarded to
+	// the leader's controller waits for its answer before it gets
+	// REQUEST_TIMED_OUT: Kafka's request.timeout.ms default (30 s), which
+	// is what clients and brokers wait for a controller request.
+	DefaultForwardRequestTimeout = 30 * time.Second
+	// maxForwardedInflight bounds the requests a member forwards to the
+	// controller at once (a broker's client connections each have at
+	// most one in flight, plus its own registration and heartbeats), and
+	// the controller requests a listener holds per inbound connection;
+	// past it a request gets REQUEST_TIMED_OUT at once.
+	maxForwardedInflight = 256
 	// maxQueuedMessagesPerPeer bounds the quorum messages held for a peer
 	// while its connection is being (re)established; older ones are
 	// dropped first (the Raft retries on its own timeouts).
@@ -33,6 +48,8 @@ const (
 	// closePollInterval is how often Close checks for those
 	// acknowledgements.
 	closePollInterval = 5 * time.Millisecond
+	// noDeadline is Raft.NextDeadline's "nothing is due" (quorum's never).
+	noDeadline = time.Duration(math.MaxInt64)
 	// maxPendingPerConn bounds the requests received on one inbound
 	// connection that the Raft has not answered yet; past it the oldest is
 	// forgotten (its sender times out and retries).
@@ -72,6 +89,21 @@ type Config struct {
 	ReconnectBackoffMax time.Duration
 	// ControllerTickInterval is DefaultControllerTickInterval when zero.
 	ControllerTickInterval time.Duration
+
+	// LogSegmentBytes is metadata.log.segment.bytes
+	// (DefaultLogSegmentBytes when zero). A segment is deleted once the
+	// log start offset, which follows the snapshots, passes its end; every
+	// batch must fit in one segment.
+	LogSegmentBytes int64
+	// SnapshotIntervalRecords, when positive, also writes a snapshot once
+	// this many records were applied since the latest one (Strata's own;
+	// Kafka has only the byte interval,
+	// metadata.log.max.record.bytes.between.snapshots, which is
+	// Quorum.SnapshotIntervalBytes, 20 MiB by default). Zero: off.
+	SnapshotIntervalRecords int64
+	// ForwardRequestTimeout bounds the wait for the answer to a request
+	// Submit forwards to the leader (DefaultForwardRequestTimeout).
+	ForwardRequestTimeout time.Duration
 }
 
 // ParseVoters is a convenience for tests and callers holding a map of
@@ -129,6 +161,18 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.ControllerTickInterval <= 0 {
 		c.ControllerTickInterval = DefaultControllerTickInterval
+	}
+	if c.LogSegmentBytes == 0 {
+		c.LogSegmentBytes = DefaultLogSegmentBytes
+	}
+	if err := logConfig(c).Validate(); err != nil {
+		return c, fmt.Errorf("kraft: metadata log: %w", err)
+	}
+	if c.SnapshotIntervalRecords < 0 {
+		return c, fmt.Errorf("kraft: snapshot interval records %d is negative", c.SnapshotIntervalRecords)
+	}
+	if c.ForwardRequestTimeout <= 0 {
+		c.ForwardRequestTimeout = DefaultForwardRequestTimeout
 	}
 	return c, nil
 }

@@ -46,6 +46,12 @@ func observerID(j int) quorum.NodeID { return quorum.NodeID(201 + j) }
 // observers b1..bk (members n..n+k-1, node ids observerID), each observer
 // listening on bj:9093.
 func newClusterWithObservers(t *testing.T, seed uint64, n, observers int) *cluster {
+	return newClusterWithConfig(t, seed, n, observers, nil)
+}
+
+// newClusterWithConfig is newClusterWithObservers with tweak, if not nil,
+// applied to every member's configuration.
+func newClusterWithConfig(t *testing.T, seed uint64, n, observers int, tweak func(*kraft.Config)) *cluster {
 	c := &cluster{t: t, s: sim.New(sim.Config{Seed: seed, Log: testLog}), members: make([]*kraft.Member, n+observers)}
 	voters := map[quorum.NodeID]string{}
 	for i := 0; i < n; i++ {
@@ -57,6 +63,9 @@ func newClusterWithObservers(t *testing.T, seed uint64, n, observers int) *clust
 		if i >= n {
 			name = fmt.Sprintf("b%d", i-n+1)
 			cfg.NodeID, cfg.ListenAddr = observerID(i-n), name+":9093"
+		}
+		if tweak != nil {
+			tweak(&cfg)
 		}
 		p := c.s.AddProcess(name, func(e env.Env) {
 			m, err := kraft.Start(e, cfg)
@@ -259,15 +268,8 @@ func TestObserversConverge(t *testing.T) {
 				if st.Quorum.Voter || st.ActiveController || st.Leader != c.members[leader].Status().Leader {
 					t.Fatalf("observer %s: voter=%v active=%v leader=%d", c.procs[j].Name(), st.Quorum.Voter, st.ActiveController, st.Leader)
 				}
-				req := kmsg.NewPtrCreateTopicsRequest()
-				req.Version = 7
-				topic := kmsg.NewCreateTopicsRequestTopic()
-				topic.Topic, topic.NumPartitions, topic.ReplicationFactor = "gamma", 1, 1
-				req.Topics = []kmsg.CreateTopicsRequestTopic{topic}
-				resp := c.do(j, req).(*kmsg.CreateTopicsResponse)
-				if len(resp.Topics) == 0 || resp.Topics[0].ErrorCode != kerr.NotController.Code {
-					t.Fatalf("observer %s answered CreateTopics with %+v, want NOT_CONTROLLER", c.procs[j].Name(), resp)
-				}
+				// An observer's Submit is forwarded to the leader.
+				c.createTopic(j, "gamma-"+c.procs[j].Name())
 			}
 
 			c.procs[leader].Crash()

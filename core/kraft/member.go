@@ -21,8 +21,11 @@ type Member struct {
 	cfg Config
 	log *slog.Logger
 
-	raft    *quorum.Raft // nil until the journal's directory entry is durable
-	journal *journalLog
+	raft *quorum.Raft // nil until what recovery changed is durable
+	// journal is the metadata log the Raft reads and writes: core/log
+	// segments and snapshot files behind an in-memory mirror (metalog.go).
+	journal *metaLog
+	snap    snapshotState
 	state   *statePersister
 	ctrl    *controller.Controller
 
@@ -97,22 +100,31 @@ func Start(e env.Env, cfg Config) (*Member, error) {
 	if err != nil {
 		return nil, err
 	}
-	m.journal, err = openJournal(e.Disk())
+	var snapImage *meta.Image
+	m.journal, snapImage, err = openMetaLog(e, cfg, m.log)
 	if err != nil {
 		return nil, err
 	}
+	if snapImage != nil {
+		// The Raft asks to load its latest snapshot first thing; the
+		// image already is that snapshot's.
+		m.image = snapImage
+	}
+	m.journal.onFail = m.fail
 	m.voter = cfg.isVoter()
 	m.state = &statePersister{disk: e.Disk(), done: m.statePersisted}
 	m.net = newNetwork(m)
 	if err := m.net.listen(); err != nil {
 		return nil, err
 	}
-	m.log.Info("recovered", "state", durable.String(), "log_end", m.journal.EndOffset().String(), "voter", m.voter)
-	// The journal's directory entry (and a recovery truncation) must be
+	m.log.Info("recovered", "state", durable.String(), "log_start", m.journal.StartOffset(),
+		"log_end", m.journal.EndOffset().String(), "image", m.image.Position().String(), "voter", m.voter)
+	// What recovery changed (a torn tail cut, a trim, a damaged snapshot
+	// deleted) must be durable before the Raft is told anything in it is.
 	// durable before the Raft is told anything in it is.
-	e.Disk().SyncDir(".", func(err error) {
+	m.journal.settle(func(err error) {
 		if err != nil {
-			m.fail(fmt.Errorf("kraft: sync data dir: %w", err))
+			m.fail(fmt.Errorf("kraft: settle the metadata log: %w", err))
 			return
 		}
 		if m.err != nil || m.closed {
@@ -165,12 +177,14 @@ func (m *Member) Status() Status {
 	return s
 }
 
-// Submit hands a controller request (BrokerRegistration, BrokerHeartbeat,
-// CreateTopics, ...) to the active controller; done runs later on the loop
-// with its response once the records it depends on are committed. On a
-// member whose controller is not active (an observer's never is) the
-// response is NOT_CONTROLLER. A request kind the controller does not serve gets an error.
-func (m *Member) Submit(req kmsg.Request, done func(kmsg.Response, error)) {
+// submitLocal hands a controller request (BrokerRegistration,
+// BrokerHeartbeat, CreateTopics, ...) to this member's own controller; done
+// runs later on the loop with its response once the records it depends on
+// are committed. On a member whose controller is not active (an observer's
+// never is) the response is NOT_CONTROLLER: submitLocal never forwards
+// (Submit does, and the controller listener must not). A request kind the
+// controller does not serve gets an error.
+func (m *Member) submitLocal(req kmsg.Request, done func(kmsg.Response, error)) {
 	if !controller.Supports(req) {
 		m.e.Post(func() {
 			done(nil, fmt.Errorf("kraft: %w: %s", controller.ErrUnsupportedRequest, kmsg.NameForKey(req.Key())))
@@ -230,6 +244,13 @@ func (m *Member) arm() {
 	}
 	if m.timer != nil {
 		m.timer.Stop()
+		m.timer = nil
+	}
+	if deadline == noDeadline {
+		// Nothing is due (an unattached observer with no fetch in flight):
+		// the next input re-arms. A timer at "never" would overflow the
+		// env's clock arithmetic (kraft seed 364).
+		return
 	}
 	m.timerDeadline = deadline
 	m.timer = m.e.AfterFunc(deadline-m.e.Monotonic(), func() {
@@ -265,22 +286,26 @@ func (m *Member) handleReady(rd quorum.Ready) {
 		m.net.send(msg)
 	}
 	if rd.LoadSnapshot != nil {
-		m.fail(fmt.Errorf("kraft: asked to load snapshot %s: %w", rd.LoadSnapshot, errSnapshotsUnsupported))
-		return
+		if err := m.loadSnapshot(*rd.LoadSnapshot); err != nil {
+			m.fail(err)
+			return
+		}
 	}
 	for _, b := range rd.Committed {
+		m.snap.records += int64(len(b.Records))
 		if err := m.apply(b); err != nil {
 			m.fail(err)
 			return
 		}
 	}
 	m.highWatermark = rd.HighWatermark
-	// rd.SnapshotDue is ignored until the log is backed by core/log.
+	m.maybeSnapshot(rd.SnapshotDue)
 }
 
 func (m *Member) softStateChanged(s quorum.SoftState) {
 	m.log.Info("quorum role", "role", s.Role.String(), "epoch", s.Epoch, "leader", int32(s.LeaderID))
 	m.soft = s
+	m.net.fwd.leaderChanged(s.LeaderID)
 	if s.Role == quorum.RoleLeader && m.voter && !m.closing {
 		// Activate once the epoch's leader-change batch is applied: the
 		// image then holds everything before the epoch.
@@ -365,7 +390,7 @@ func (m *Member) statePersisted(seq uint64, err error) {
 	m.step(func() { m.raft.StatePersisted(seq) })
 }
 
-// syncLog fsyncs the journal for req; one sync runs at a time, and a sync
+// syncLog makes the metadata log durable for req; one sync runs at a time, and a sync
 // started later covers every write before it, so only the newest waiting
 // request needs its own.
 func (m *Member) syncLog(req quorum.SyncRequest) {
@@ -376,10 +401,10 @@ func (m *Member) syncLog(req quorum.SyncRequest) {
 	req = *m.waitingSync
 	m.waitingSync = nil
 	m.syncing = true
-	m.journal.file.Sync(func(err error) {
+	m.journal.sync(func(err error) {
 		m.syncing = false
 		if err != nil {
-			m.fail(fmt.Errorf("kraft: sync journal: %w", err))
+			m.fail(fmt.Errorf("kraft: sync metadata log: %w", err))
 			return
 		}
 		m.step(func() { m.raft.LogSynced(req.Seq) })
@@ -500,4 +525,5 @@ func (m *Member) shutdown() {
 		m.handleControllerReady(m.ctrl.Ready())
 	}
 	m.net.close()
+	m.journal.close()
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kbin"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/core/controller"
@@ -24,6 +25,8 @@ type network struct {
 	inbound   []*inboundConn
 	nextCorr  int32
 	closed    bool
+	// fwd forwards controller requests to the leader (forward.go).
+	fwd *forwarder
 }
 
 // peer is the outbound side toward one voter.
@@ -48,6 +51,9 @@ type inboundConn struct {
 	conn    env.Conn
 	pending []pendingRequest
 	closed  bool
+	// controllerRequests counts the controller requests received on the
+	// conn and not answered yet (at most maxForwardedInflight).
+	controllerRequests int
 }
 
 type pendingRequest struct {
@@ -57,7 +63,7 @@ type pendingRequest struct {
 }
 
 func newNetwork(m *Member) *network {
-	n := &network{m: m, formatter: kmsg.NewRequestFormatter(kmsg.FormatterClientID(fmt.Sprintf("kraft-%d", int32(m.cfg.NodeID))))}
+	n := &network{m: m, formatter: kmsg.NewRequestFormatter(kmsg.FormatterClientID(fmt.Sprintf("kraft-%d", int32(m.cfg.NodeID)))), fwd: newForwarder(m)}
 	for _, v := range m.cfg.Voters {
 		if v.ID != m.cfg.NodeID {
 			n.peers = append(n.peers, &peer{id: v.ID, addr: v.Addr, inflight: map[int32]sentRequest{}})
@@ -83,6 +89,7 @@ func (n *network) close() {
 		return
 	}
 	n.closed = true
+	n.fwd.close()
 	if n.listener != nil {
 		_ = n.listener.Close()
 	}
@@ -126,6 +133,13 @@ func (n *network) dial(p *peer) {
 		}
 		if err != nil {
 			n.redial(p)
+			// A refused (or timed-out) dial is what tells a crashed
+			// leader's followers to elect a successor now rather than at
+			// the fetch timeout. A closed connection alone is not reported:
+			// it is redialed after ReconnectBackoffMin, and only a failed
+			// redial is, so a reset that a live leader survives does not
+			// start an election.
+			n.m.step(func() { n.m.raft.PeerUnreachable(p.id) })
 			return
 		}
 		p.conn, p.backoff = conn, 0
@@ -265,13 +279,23 @@ func (n *network) accept(conn env.Conn) {
 
 // onRequest parses a request frame: quorum requests are stepped into the
 // Raft (the response follows when the Raft produces it), controller
-// requests are submitted to the controller.
+// requests are submitted to this member's controller, never forwarded
+// further (a follower answers NOT_CONTROLLER), and DescribeQuorum is
+// answered at once. A frame that is malformed, of an unknown key or of a
+// version kmsg cannot decode closes the connection.
 func (n *network) onRequest(ic *inboundConn, frame []byte) {
 	r := kbin.Reader{Src: frame}
 	key, version, corr := r.Int16(), r.Int16(), r.Int32()
 	req := kmsg.RequestForKey(key)
 	if !r.Ok() || req == nil {
 		n.m.log.Warn("malformed or unknown request, closing connection", "key", key)
+		ic.conn.Close()
+		return
+	}
+	// The controller and the quorum serve every version kmsg decodes (the
+	// broker's protocol table narrows what clients may send).
+	if version < 0 || version > req.MaxVersion() {
+		n.m.log.Warn("unsupported request version, closing connection", "api", kmsg.NameForKey(key), "version", version, "max_version", req.MaxVersion())
 		ic.conn.Close()
 		return
 	}
@@ -295,12 +319,7 @@ func (n *network) onRequest(ic *inboundConn, frame []byte) {
 		return
 	}
 	if controller.Supports(req) {
-		n.m.Submit(req, func(resp kmsg.Response, err error) {
-			if err != nil || ic.closed {
-				return
-			}
-			_ = ic.conn.Send(encodeResponse(corr, resp))
-		})
+		n.controllerRequest(ic, corr, req)
 		return
 	}
 	if n.m.raft == nil {
@@ -319,6 +338,30 @@ func (n *network) onRequest(ic *inboundConn, frame []byte) {
 	n.m.step(func() {
 		if err := n.m.raft.Step(msg); err != nil {
 			n.m.log.Debug("quorum refused request", "msg", msg.String(), "err", err)
+		}
+	})
+}
+
+// controllerRequest submits a controller request received on the listener
+// (forwarded by another member, or sent by a tool) to this member's own
+// controller: one hop only, so a member whose controller is not active
+// answers NOT_CONTROLLER and the sender retries once it learns the leader.
+func (n *network) controllerRequest(ic *inboundConn, corr int32, req kmsg.Request) {
+	if ic.controllerRequests >= maxForwardedInflight {
+		resp := controller.ErrorResponse(req, kerr.RequestTimedOut,
+			fmt.Sprintf("Too many controller requests (%d) in flight on this connection; retry later.", ic.controllerRequests))
+		_ = ic.conn.Send(encodeResponse(corr, resp))
+		return
+	}
+	ic.controllerRequests++
+	n.m.submitLocal(req, func(resp kmsg.Response, err error) {
+		ic.controllerRequests--
+		if err != nil {
+			n.m.log.Warn("controller request failed", "api", kmsg.NameForKey(req.Key()), "err", err)
+			resp = controller.ErrorResponse(req, kerr.UnknownServerError, "The controller failed the request.")
+		}
+		if !ic.closed {
+			_ = ic.conn.Send(encodeResponse(corr, resp))
 		}
 	})
 }

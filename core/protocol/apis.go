@@ -41,6 +41,12 @@ var apis = [...]API{
 	// CreatePartitions v0..v3: every version kmsg encodes; passed to the
 	// active controller.
 	{Key: kmsg.CreatePartitions.Int16(), MinVersion: 0, MaxVersion: 3},
+	// DescribeQuorum v0..v2: every version kmsg encodes (v1 adds fetch
+	// and caught-up timestamps, v2 error messages, directory ids and the
+	// leader's nodes, which stay empty). As in Kafka, the broker forwards
+	// it to the quorum leader, which answers it (core/quorum's encoder
+	// covers every version).
+	{Key: kmsg.DescribeQuorum.Int16(), MinVersion: 0, MaxVersion: 2},
 }
 
 // Lookup returns the table row for key and whether Strata implements that

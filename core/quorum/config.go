@@ -16,6 +16,8 @@ const (
 	// DefaultFetchTimeout is controller.quorum.fetch.timeout.ms: a follower
 	// that has not had a successful fetch for this long starts a pre-vote;
 	// a voter that has heard from its leader within it refuses pre-votes.
+	// Both stop waiting for it once the driver reports the leader
+	// unreachable (Raft.PeerUnreachable).
 	DefaultFetchTimeout = 2 * time.Second
 	// DefaultElectionBackoffMax is controller.quorum.election.backoff.max.ms:
 	// the cap of the random exponential wait after lost elections, and of

@@ -8,8 +8,9 @@
 //
 // A Raft is one node's view of the quorum as a pure state machine, in the
 // style of etcd's raft. It takes inputs — Tick (monotonic time), Step (a
-// received request or response), Propose, Campaign, Resign, SnapshotTaken
-// and the storage completions StatePersisted and LogSynced — and returns
+// received request or response), Propose, Campaign, Resign, SnapshotTaken,
+// the storage completions StatePersisted and LogSynced, and the transport
+// hint PeerUnreachable — and returns
 // everything else as effects that the driver drains with Ready: the quorum
 // state to persist, a log sync to issue, messages to send, a snapshot to
 // load, committed batches to apply, a hint that a snapshot is due, and the
@@ -34,6 +35,23 @@
 // majority for 1.5 fetch timeouts resigns (check-quorum), and a voter that
 // heard from its leader within the fetch timeout refuses pre-votes, so a
 // node returning from a partition cannot disrupt a healthy quorum.
+//
+// A leader's death is learned sooner than the fetch timeout when the
+// transport can tell: the driver calls PeerUnreachable when it cannot
+// connect to a voter (a crashed process's host refuses the port). A
+// follower whose leader that is starts its pre-vote after a random wait
+// below a quarter of the election timeout (so the survivors of one crash
+// rarely start together and split the vote), and grants pre-votes from
+// then on although it heard from its leader recently; a prospective or a
+// candidate counts the voter as rejecting until it answers, so a split
+// vote with a dead voter ends in the short election backoff rather than
+// an election timeout. Kafka has no such input; it is Strata's extension.
+// It changes only when a pre-vote round starts or gives up, never what a
+// node votes for in an epoch or what a leader commits, so safety does not
+// rest on it, and a wrong report costs one refused pre-vote round: while
+// the other voters still hear from the leader they refuse it, and the
+// follower goes back to following the leader in the same epoch, ignoring
+// further reports until it hears from the leader again.
 //
 // # Batches
 //

@@ -18,9 +18,13 @@ type election struct {
 	// candidacySeq is the state seq of the candidacy: the candidate's own
 	// vote counts once that state is durable.
 	candidacySeq uint64
-	// lost: a majority rejected the candidate; it waits out a random
-	// backoff before trying again.
+	// lost: a majority rejected the candidate (or cannot answer: see
+	// unreachable); it waits out a random backoff before trying again.
 	lost bool
+	// unreachable holds the voters the driver reported unreachable
+	// (PeerUnreachable) that have not answered this round: they count as
+	// rejecting it in hopeless.
+	unreachable map[NodeID]bool
 	// req is the request of this round, sent again every RequestTimeout to
 	// voters that have not answered.
 	req     VoteRequest
@@ -28,10 +32,11 @@ type election struct {
 }
 
 func newElection() *election {
-	return &election{granted: map[NodeID]bool{}, rejected: map[NodeID]bool{}}
+	return &election{granted: map[NodeID]bool{}, rejected: map[NodeID]bool{}, unreachable: map[NodeID]bool{}}
 }
 
 func (e *election) record(from NodeID, granted bool) {
+	delete(e.unreachable, from)
 	if granted {
 		delete(e.rejected, from)
 		e.granted[from] = true
@@ -40,10 +45,28 @@ func (e *election) record(from NodeID, granted bool) {
 	}
 }
 
-// hopeless reports whether so many voters rejected that a majority cannot
-// grant.
+// hopeless reports whether so many voters rejected (or are unreachable and
+// have not answered) that a majority cannot grant.
 func (r *Raft) hopeless(e *election) bool {
-	return len(e.rejected) > len(r.cfg.Voters)-r.majority()
+	return len(e.rejected)+len(e.unreachable) > len(r.cfg.Voters)-r.majority()
+}
+
+// loseIfHopeless ends a round a majority can no longer grant: a
+// prospective gives up its pre-vote, a candidate waits out the election
+// backoff before trying again.
+func (r *Raft) loseIfHopeless() {
+	e := r.election
+	if !r.hopeless(e) {
+		return
+	}
+	switch {
+	case r.role == RoleProspective:
+		r.prospectiveLost()
+	case r.role == RoleCandidate && !e.lost:
+		e.lost = true
+		r.electionRetries++
+		r.electionDeadline = r.now + r.electionBackoff(r.electionRetries)
+	}
 }
 
 // Campaign starts an election now, as if the election timeout had fired:
@@ -178,12 +201,13 @@ func (r *Raft) becomeLeader() {
 
 // wouldGrantPreVote: a voter refuses pre-votes while it has a live leader,
 // which is what keeps a node rejoining from a partition from disrupting it.
+// A leader its driver reported unreachable (PeerUnreachable) is not live.
 func (r *Raft) wouldGrantPreVote() bool {
 	switch r.role {
 	case RoleLeader:
 		return false
 	case RoleFollower:
-		return !r.heardFromLeader || r.now-r.lastLeaderContact >= r.cfg.FetchTimeout
+		return r.leaderUnreachable || !r.heardFromLeader || r.now-r.lastLeaderContact >= r.cfg.FetchTimeout
 	}
 	return true
 }
@@ -244,12 +268,11 @@ func (r *Raft) handleVoteResponse(from NodeID, resp VoteResponse) {
 			return
 		}
 		e.record(from, resp.Granted)
-		switch {
-		case len(e.granted) >= r.majority():
+		if len(e.granted) >= r.majority() {
 			r.becomeCandidate()
-		case r.hopeless(e):
-			r.prospectiveLost()
+			return
 		}
+		r.loseIfHopeless()
 	case RoleCandidate:
 		if resp.PreVote {
 			return
@@ -260,10 +283,8 @@ func (r *Raft) handleVoteResponse(from NodeID, resp VoteResponse) {
 		}
 		e.record(from, resp.Granted)
 		r.maybeWinElection()
-		if r.role == RoleCandidate && !e.lost && r.hopeless(e) {
-			e.lost = true
-			r.electionRetries++
-			r.electionDeadline = r.now + r.electionBackoff(r.electionRetries)
+		if r.role == RoleCandidate {
+			r.loseIfHopeless()
 		}
 	}
 }

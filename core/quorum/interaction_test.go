@@ -32,6 +32,9 @@ import (
 //	propose 1 rec...           Propose on node 1: one batch of these records
 //	snapshot 1                 node 1's state machine writes a snapshot
 //	resign 1                   graceful resignation
+//	unreachable 2 3 peer=1     nodes 2 and 3's drivers report node 1
+//	                           unreachable (PeerUnreachable); prints their
+//	                           next deadlines, after and before
 //	crash 1 / restart 1        lose everything not durable / start again
 //	hold-storage 1 / release-storage 1
 //	                           withhold / complete node 1's fsyncs
@@ -124,6 +127,16 @@ func (h *interaction) run(t *testing.T, d *datadriven.TestData) string {
 		for _, id := range h.nodeArgs(t, d) {
 			h.nodes[id].raft.Resign()
 			h.process(id)
+		}
+	case "unreachable":
+		var peer int
+		d.ScanArgs(t, "peer", &peer)
+		for _, id := range h.nodeArgs(t, d) {
+			n := h.nodes[id]
+			was := n.raft.NextDeadline()
+			n.raft.PeerUnreachable(NodeID(peer))
+			h.process(id)
+			h.printf("n%s: next deadline @%v (was @%v)", id, n.raft.NextDeadline(), was)
 		}
 	case "crash":
 		for _, id := range h.nodeArgs(t, d) {

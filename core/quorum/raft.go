@@ -17,7 +17,7 @@ const never = time.Duration(math.MaxInt64)
 // concurrent use; the driver calls it from the event loop that owns it.
 //
 // Inputs: Tick, Step, Propose, Campaign, Resign, SnapshotTaken,
-// StatePersisted, LogSynced. Outputs: Ready. Queries: Status,
+// StatePersisted, LogSynced, PeerUnreachable. Outputs: Ready. Queries: Status,
 // DescribeQuorum, NextDeadline.
 //
 // Time: the Raft's clock is the time of the last Tick, and every input is
@@ -63,6 +63,10 @@ type Raft struct {
 	// leaderGone: the leader of this epoch resigned (EndQuorumEpoch, or it
 	// answered a fetch as a non-leader); it is never followed again.
 	leaderGone bool
+	// leaderUnreachable: the driver reported the leader of the current
+	// state unreachable (PeerUnreachable) and it has not been heard from
+	// since; cleared when the epoch or the leader changes.
+	leaderUnreachable bool
 	// electionRetries counts elections lost in a row, for the backoff.
 	electionRetries    int
 	electionDeadline   time.Duration
@@ -268,6 +272,9 @@ func (r *Raft) setState(next QuorumState) {
 	if next == prev {
 		return
 	}
+	if next.Epoch != prev.Epoch || next.LeaderID != prev.LeaderID {
+		r.leaderUnreachable = false
+	}
 	r.state = next
 	r.stateSeq++
 	r.persistPending = true
@@ -344,6 +351,7 @@ const maxBackoffShift = 20
 
 func (r *Raft) markLeaderContact() {
 	r.heardFromLeader = true
+	r.leaderUnreachable = false
 	r.lastLeaderContact = r.now
 	r.fetchDeadline = r.now + r.cfg.FetchTimeout
 }

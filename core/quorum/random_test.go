@@ -14,7 +14,8 @@ import (
 
 // TestRandomized runs 3- and 5-voter clusters (plus an observer) through a
 // seeded storm of message delays, drops, duplicates and reordering, crashes
-// and restarts with slow storage, partitions and snapshots, checking the
+// and restarts with slow storage, partitions, snapshots and drivers
+// reporting peers unreachable (truly or not), checking the
 // Raft safety properties after every step; then heals everything and checks
 // that a leader emerges and a new record reaches every node.
 func TestRandomized(t *testing.T) {
@@ -290,6 +291,10 @@ func (c *simCluster) checkWholeProposal(id NodeID, what string, b Batch) {
 func (c *simCluster) send(m Message) {
 	c.checkDurable(m)
 	c.checkSent(m)
+	if to := c.nodes[m.To]; !to.up() && c.rng.IntN(2) == 0 {
+		// The driver's dial to a crashed node is refused.
+		c.reportUnreachable(m.From, m.To, time.Duration(c.rng.Int64N(int64(c.maxDelay)+1)))
+	}
 	if !c.reachable(m.From, m.To) || c.rng.Float64() < c.dropRate {
 		return
 	}
@@ -301,6 +306,23 @@ func (c *simCluster) send(m Message) {
 		delay := time.Duration(c.rng.Int64N(int64(c.maxDelay) + 1))
 		c.at(delay, func() { c.deliver(m) })
 	}
+}
+
+// reportUnreachable has node id's driver report peer unreachable
+// (PeerUnreachable) after delay, unless id crashes first.
+func (c *simCluster) reportUnreachable(id, peer NodeID, delay time.Duration) {
+	n := c.nodes[id]
+	inc := n.incarnation
+	c.at(delay, func() {
+		if n.up() && n.incarnation == inc {
+			if c.trace {
+				c.t.Logf("%v n%s: %s unreachable", c.now, id, peer)
+			}
+			n.raft.Tick(c.now)
+			n.raft.PeerUnreachable(peer)
+			c.process(id)
+		}
+	})
 }
 
 func (c *simCluster) deliver(m Message) {
@@ -449,6 +471,13 @@ func (c *simCluster) chaos(d time.Duration) {
 			}
 			if n := c.nodes[id]; n.up() {
 				n.crash()
+				// Its peers' connections to it close; their drivers'
+				// redials are refused.
+				for _, peer := range c.ids {
+					if peer != id && c.rng.IntN(2) == 0 {
+						c.reportUnreachable(peer, id, time.Duration(c.rng.Int64N(int64(60*time.Millisecond))))
+					}
+				}
 				down := time.Duration(c.rng.Int64N(int64(3 * time.Second)))
 				if c.rng.IntN(2) == 0 {
 					down /= 10
@@ -480,6 +509,12 @@ func (c *simCluster) chaos(d time.Duration) {
 			link := [2]NodeID{c.ids[c.rng.IntN(len(c.ids))], c.ids[c.rng.IntN(len(c.ids))]}
 			c.cut[link] = true
 			c.at(time.Duration(c.rng.Int64N(int64(5*time.Second))), func() { delete(c.cut, link) })
+		case x < 68:
+			// A driver reports a voter unreachable whether it is or not (a
+			// reset connection, a dial that timed out): only a hint.
+			if id, peer := c.ids[c.rng.IntN(len(c.ids))], c.voters[c.rng.IntN(len(c.voters))]; id != peer {
+				c.reportUnreachable(id, peer, 0)
+			}
 		}
 		c.at(time.Duration(c.rng.Int64N(int64(100*time.Millisecond))), nemesis)
 	}

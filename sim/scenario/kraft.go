@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"fmt"
+	"runtime/debug"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -17,44 +18,47 @@ import (
 	"github.com/strata-log/strata/sim"
 )
 
-// KRaft runs a quorum of controller members (core/kraft, three voters by
-// default) under the nemesis, with an admin client that registers and
-// heartbeats one broker and creates and deletes a few topics through
-// whichever member is the active controller. Every 10 ms of virtual time it
-// checks:
-//
-//   - at most one leader per epoch, across every member's view (a leader's
-//     own and its followers');
-//   - a member's applied position never goes backwards within an
-//     incarnation (a restart replays the committed log from the start);
-//   - two images at the same applied position, on any members at any time,
-//     have the same digest.
-//
-// Liveness: after the final heal, within the heal phase (15 s by default)
-// an active controller exists and every member's image converges to the
-// same position and digest.
-//
-// Linearizability: every topic operation attempt of the admin client and
-// every describe read (see kraftAdmin.read) is recorded in a
-// linearizability.History against virtual time, and after liveness the
-// history is checked against linearizability.KVModel: CreateTopics is
-// CreateIfAbsent, DeleteTopics is Delete, a describe is Get. A history that
-// is not linearizable fails the run.
-//
-// First step: the admin client calls Member.Submit on the member object
-// directly instead of going through a broker's network listener.
+// KRaft runs the "kraft" shape: three controller voters and two brokers
+// as observers (see runKRaftWith).
 func KRaft(o Options) sim.Summary {
-	sum, _ := runKRaft(o)
+	sum, _ := runKRaftWith(o, kraftShape3, kraftBugs{})
 	return sum
 }
 
-// runKRaft runs the scenario and also returns its harness, for tests.
+// KRaft5 runs the "kraft5" shape: five controller voters and two brokers
+// as observers.
+func KRaft5(o Options) sim.Summary {
+	sum, _ := runKRaftWith(o, kraftShape5, kraftBugs{})
+	return sum
+}
+
+// kraftShape is a cluster shape of the kraft scenario: voters run the
+// metadata quorum and the controller; observers (brokers, node ids not
+// among the voters) fetch and apply the metadata log but never vote.
+type kraftShape struct {
+	name      string
+	voters    int
+	observers int
+}
+
+var (
+	kraftShape3 = kraftShape{name: "kraft", voters: 3, observers: 2}
+	kraftShape5 = kraftShape{name: "kraft5", voters: 5, observers: 2}
+)
+
+// kraftObserverBaseID is added to an observer's index (from 1) to make its
+// node id: brokers 101, 102, ... (the admin's registered broker is
+// kraftBrokerID).
+const kraftObserverBaseID = 100
+
+// runKRaft runs the "kraft" shape and also returns its harness, for tests.
 func runKRaft(o Options) (sim.Summary, *kraftHarness) {
-	return runKRaftWith(o, kraftBugs{})
+	return runKRaftWith(o, kraftShape3, kraftBugs{})
 }
 
 // kraftBugs plants bugs in the harness so that tests can prove the checks
-// catch them. The zero value plants none.
+// catch them. The zero value plants none. The view bugs change only what
+// the log checker reads (kraftLogReader), never a member.
 type kraftBugs struct {
 	// ackCreateEarly makes the admin client record a CreateTopics as
 	// successful when it sends it, without waiting for the controller's
@@ -65,39 +69,114 @@ type kraftBugs struct {
 	// possibly lagging image, without the freshness condition of
 	// kraftAdmin.read.
 	followerReads bool
+	// divergentBatch makes the checker read the batch at offset
+	// kraftCorruptOffset of member c2 with a different first record: a log
+	// that diverged under the same (epoch, end offset) key.
+	divergentBatch bool
+	// leaderTruncates hides the last batch of a leading member's log at
+	// every other check: a leader whose log shrinks within its epoch.
+	leaderTruncates bool
+	// staleLeader hides, at the check that first sees a member lead an
+	// epoch, the last batch known committed and everything after it: a
+	// leader elected without a committed batch.
+	staleLeader bool
 }
 
-// runKRaftWith is runKRaft with planted bugs.
-func runKRaftWith(o Options, bugs kraftBugs) (sim.Summary, *kraftHarness) {
-	o = o.withDefaults(3, 20*time.Second, 15*time.Second)
+// kraftCorruptOffset is the base offset of the batch kraftBugs.divergentBatch
+// corrupts: low enough that every run has it.
+const kraftCorruptOffset = 3
+
+// runKRaftWith runs one shape of the scenario with planted bugs.
+//
+// The cluster: shape.voters controller members (Options.Nodes overrides
+// the count) named c1, c2, ... with node ids 1, 2, ..., and shape.observers
+// broker members (Options.Observers overrides it) named b1, b2, ... with
+// node ids 101, 102, ..., all under the nemesis. An admin client registers
+// and heartbeats one broker and creates and deletes a few topics through
+// whichever member is the active controller. Every 10 ms of virtual time
+// the harness checks, across every member:
+//
+//   - at most one leader per epoch, across every member's view (a leader's
+//     own and its followers' and observers');
+//   - a member's applied position never goes backwards within an
+//     incarnation (a restart replays the committed log from the start);
+//   - two images at the same applied position, on any members at any time,
+//     have the same digest;
+//   - the Raft log checks of kraft_log.go: log matching, leader
+//     append-only, one committed log (state-machine safety), leader
+//     completeness, and every image a replay of a committed prefix.
+//
+// Liveness: after the final heal, within the heal phase (15 s by default)
+// an active controller exists and every member's image, observers
+// included, converges to the same position and digest.
+//
+// Linearizability: every topic operation attempt of the admin client and
+// every describe read (see kraftAdmin.read) is recorded in a
+// linearizability.History against virtual time, and after liveness the
+// history is checked against linearizability.KVModel: CreateTopics is
+// CreateIfAbsent, DeleteTopics is Delete, a describe is Get. A history that
+// is not linearizable fails the run.
+//
+// The admin client calls Member.Submit on the active member directly
+// instead of going through a broker's network listener.
+func runKRaftWith(o Options, shape kraftShape, bugs kraftBugs) (sim.Summary, *kraftHarness) {
+	o = o.withDefaults(shape.voters, 20*time.Second, 15*time.Second)
+	observers := shape.observers
+	switch {
+	case o.Observers > 0:
+		observers = o.Observers
+	case o.Observers < 0:
+		observers = 0
+	}
+	n := o.Nodes + observers
 	s := sim.New(sim.Config{Seed: o.Seed, Log: o.Log})
 	h := &kraftHarness{
 		s:         s,
-		n:         o.Nodes,
-		members:   make([]*kraft.Member, o.Nodes),
-		memberInc: make([]uint64, o.Nodes),
-		applied:   make([]kraftApplied, o.Nodes),
+		n:         n,
+		voters:    o.Nodes,
+		members:   make([]*kraft.Member, n),
+		memberInc: make([]uint64, n),
+		applied:   make([]kraftApplied, n),
 		leaders:   map[int32]quorum.NodeID{},
 		digests:   map[meta.Position]meta.Digest{},
-		restarts:  make([]uint64, o.Nodes),
+		restarts:  make([]uint64, n),
 		opsUntil:  o.FaultPhase,
 		hist:      linearizability.NewHistory(),
 		unknown:   map[string]int{},
 		bugs:      bugs,
+		logs:      newKRaftLogChecker(n),
+	}
+	for i := 0; i < n; i++ {
+		if i < o.Nodes {
+			h.names = append(h.names, fmt.Sprintf("c%d", i+1))
+		} else {
+			h.names = append(h.names, fmt.Sprintf("b%d", i-o.Nodes+1))
+		}
 	}
 	voters := map[quorum.NodeID]string{}
 	for i := 0; i < o.Nodes; i++ {
-		voters[quorum.NodeID(i+1)] = kraftName(i) + ":9093"
+		voters[quorum.NodeID(i+1)] = h.name(i) + ":9093"
 	}
-	for i := 0; i < o.Nodes; i++ {
+	for i := 0; i < n; i++ {
 		i := i
-		cfg := kraft.Config{NodeID: quorum.NodeID(i + 1), Voters: kraft.ParseVoters(voters), ClusterID: kraftClusterID}
-		p := s.AddProcess(kraftName(i), func(e env.Env) {
+		id := quorum.NodeID(i + 1)
+		if i >= o.Nodes {
+			id = quorum.NodeID(kraftObserverBaseID + i - o.Nodes + 1)
+		}
+		cfg := kraft.Config{NodeID: id, Voters: kraft.ParseVoters(voters), ClusterID: kraftClusterID}
+		// Swarm: two seeds in three snapshot often and roll small
+		// segments, so that snapshot writes, log trimming, segment
+		// deletion and FetchSnapshot installs run under the faults.
+		if every := kraftSnapshotEvery[o.Seed%uint64(len(kraftSnapshotEvery))]; every > 0 {
+			cfg.SnapshotIntervalRecords = every
+			cfg.LogSegmentBytes = 4 << 10
+		}
+		p := s.AddProcess(h.name(i), func(e env.Env) {
 			h.members[i] = nil
 			m, err := kraft.Start(e, cfg)
 			if err != nil {
 				e.Logger().Error("kraft start failed", "err", err)
-				s.Trace(fmt.Sprintf("%s:start-failed:%v", kraftName(i), err))
+				s.Trace(fmt.Sprintf("%s:start-failed:%v", h.name(i), err))
 				h.superviseRestart(i)
 				return
 			}
@@ -113,17 +192,18 @@ func runKRaftWith(o Options, bugs kraftBugs) (sim.Summary, *kraftHarness) {
 	admin.Start()
 	mix := nemesis.None()
 	if !o.NoFaults {
+		// MaxDown follows the voters: a majority of them stays up.
 		mix = nemesis.DrawMix(s.Rand("nemesis/mix"), o.Nodes)
 	}
 	nemesis.Start(s, h.procs, mix, o.FaultPhase)
 	h.scheduleCheck()
 
 	sum := func(err error) (sim.Summary, *kraftHarness) {
-		m := s.Summarize("kraft")
+		m := s.Summarize(shape.name)
 		m.Err = err
 		return m, h
 	}
-	if err := s.RunUntil(o.FaultPhase); err != nil {
+	if err := kraftRunUntil(s, o.FaultPhase); err != nil {
 		return sum(err)
 	}
 	// The nemesis healed everything at FaultPhase; the admin client stops
@@ -134,11 +214,14 @@ func runKRaftWith(o Options, bugs kraftBugs) (sim.Summary, *kraftHarness) {
 		if s.Now() >= deadline {
 			return sum(fmt.Errorf("liveness: no active controller with converged images within %v of the heal: %s", o.HealPhase, h.describe()))
 		}
-		if err := s.RunFor(kraftCheckEvery); err != nil {
+		if err := kraftRunUntil(s, s.Now()+kraftCheckEvery); err != nil {
 			return sum(err)
 		}
 	}
 	s.Trace("kraft:converged " + h.describe())
+	if err := h.logs.checkPendingAtEnd(); err != nil {
+		return sum(err)
+	}
 	return sum(h.checkHistory())
 }
 
@@ -151,7 +234,37 @@ const (
 	kraftSupervisorDelay = 50 * time.Millisecond
 )
 
-func kraftName(i int) string { return fmt.Sprintf("c%d", i+1) }
+// kraftMaxEventsPerInstant bounds the events delivered at one virtual
+// instant. A run past it is livelocked (an event that reschedules itself at
+// once, forever): without the bound, RunUntil would never return and the
+// seed would hang instead of failing.
+const kraftMaxEventsPerInstant = 1_000_000
+
+// kraftRunUntil is s.RunUntil(t) with a livelock guard: it fails the run,
+// as a *sim.Failure, when more than kraftMaxEventsPerInstant events arrive
+// at one virtual instant.
+func kraftRunUntil(s *sim.Sim, t time.Duration) (err error) {
+	reached := false
+	s.At(t, "kraft:run-until", func() { reached = true })
+	defer func() {
+		if r := recover(); r != nil {
+			err = &sim.Failure{At: s.Now(), Value: r, Stack: string(debug.Stack())}
+		}
+	}()
+	instant, same := s.Now(), 0
+	for !reached && s.Step() {
+		if s.Now() != instant {
+			instant, same = s.Now(), 0
+			continue
+		}
+		same++
+		if same > kraftMaxEventsPerInstant {
+			return &sim.Failure{At: s.Now(), Value: fmt.Sprintf("livelock: more than %d events at virtual time %v without time advancing", kraftMaxEventsPerInstant, s.Now())}
+		}
+	}
+	// Events due at t after the marker.
+	return s.RunUntil(t)
+}
 
 // kraftApplied is the last applied position the checker saw on a member's
 // incarnation.
@@ -161,10 +274,13 @@ type kraftApplied struct {
 }
 
 type kraftHarness struct {
-	s       *sim.Sim
-	n       int
-	procs   []*sim.Process
-	members []*kraft.Member // latest member started, nil if its start failed
+	s      *sim.Sim
+	n      int // members: voters, then observers
+	voters int
+	names  []string
+	procs  []*sim.Process
+	// members are the latest members started, nil if its start failed.
+	members []*kraft.Member
 	// memberInc is the incarnation members[i] belongs to: between a
 	// restart and the new incarnation's start event, members[i] is the
 	// dead incarnation's.
@@ -176,6 +292,8 @@ type kraftHarness struct {
 	digests  map[meta.Position]meta.Digest // applied position -> image digest seen there
 	restarts []uint64                      // incarnation a supervisor restart is scheduled for (+1), 0 for none
 	opsUntil time.Duration                 // the admin issues topic operations until then
+	logs     *kraftLogChecker
+	checks   uint64 // checks run
 
 	// hist is the admin client's history of topic operations and describe
 	// reads; unknown counts, per topic name, the attempts whose outcome
@@ -186,6 +304,13 @@ type kraftHarness struct {
 	skipped int // describe reads left out: freshness not provable
 	bugs    kraftBugs
 }
+
+// name is member i's process (host) name.
+// kraftSnapshotEvery is the snapshot interval in records drawn per seed
+// (0: only the default 20 MiB, which a run never reaches).
+var kraftSnapshotEvery = []int64{0, 8, 40}
+
+func (h *kraftHarness) name(i int) string { return h.names[i] }
 
 // checkHistory checks the admin client's history for linearizability and
 // traces the verdict; it returns the error that fails the run, if any.
@@ -244,6 +369,13 @@ func (h *kraftHarness) scheduleCheck() {
 
 // check runs the safety checks against every running member.
 func (h *kraftHarness) check() {
+	h.checks++
+	// The last batch known committed before this check: a member first
+	// seen leading now was elected after it was committed.
+	ckpt := h.logs.committedLast()
+	// Image positions are checked after every log was read, so that the
+	// committed batches of this check are known.
+	var applied []kraftMemberPos
 	for i := range h.procs {
 		m := h.member(i)
 		if m == nil {
@@ -258,22 +390,72 @@ func (h *kraftHarness) check() {
 				h.leaders[st.Epoch] = st.Leader
 				h.s.Trace(fmt.Sprintf("kraft:leader epoch=%d node=%d", st.Epoch, st.Leader))
 			} else {
-				assert.That(prev == st.Leader, "two leaders in epoch %d: node %d and node %d (seen by %s)", st.Epoch, prev, st.Leader, kraftName(i))
+				assert.That(prev == st.Leader, "two leaders in epoch %d: node %d and node %d (seen by %s)", st.Epoch, prev, st.Leader, h.name(i))
 			}
 		}
 		inc := h.procs[i].Incarnation()
 		pos := st.Applied
 		if a := h.applied[i]; a.inc == inc {
-			assert.That(pos.Offset >= a.pos.Offset, "%s applied position went backwards: %+v -> %+v", kraftName(i), a.pos, pos)
+			assert.That(pos.Offset >= a.pos.Offset, "%s applied position went backwards: %+v -> %+v", h.name(i), a.pos, pos)
 		}
 		h.applied[i] = kraftApplied{inc: inc, pos: pos}
+		r := h.logReader(i, m, ckpt)
+		h.checkLog(i, r, r.view(), ckpt)
+		applied = append(applied, kraftMemberPos{i, pos})
 		d := m.Image().Digest()
 		if prev, ok := h.digests[pos]; !ok {
 			h.digests[pos] = d
 		} else {
-			assert.That(prev == d, "%s image at %+v has digest %s, another image there had %s", kraftName(i), pos, d, prev)
+			assert.That(prev == d, "%s image at %+v has digest %s, another image there had %s", h.name(i), pos, d, prev)
 		}
 	}
+	h.logs.recheckPending()
+	for _, a := range applied {
+		h.checkApplied(a.i, a.pos)
+	}
+}
+
+type kraftMemberPos struct {
+	i   int
+	pos meta.Position
+}
+
+// logReader returns the reader of member i's log for this check, with the
+// planted view bugs.
+func (h *kraftHarness) logReader(i int, m *kraft.Member, ckpt quorum.OffsetAndEpoch) kraftLogReader {
+	r := kraftLogReader{m: m, cut: -1}
+	b := h.bugs
+	if !b.divergentBatch && !b.leaderTruncates && !b.staleLeader {
+		return r
+	}
+	if b.divergentBatch && i == 1 {
+		r.corrupt = func(b quorum.Batch) quorum.Batch {
+			if b.BaseOffset != kraftCorruptOffset {
+				return b
+			}
+			recs := append([][]byte(nil), b.Records...)
+			recs[0] = append(append([]byte(nil), recs[0]...), 0xff)
+			b.Records = recs
+			return b
+		}
+	}
+	v := m.LogView()
+	if !v.Started || v.Role != quorum.RoleLeader {
+		return r
+	}
+	ml := h.logs.members[i]
+	firstLead := ml.inc != h.procs[i].Incarnation() || ml.leading != v.Epoch
+	switch {
+	case b.leaderTruncates && h.checks%2 == 1:
+		if last, ok := m.LogBatchEndingAt(v.EndOffset.Offset); ok {
+			r.cut = last.BaseOffset
+		}
+	case b.staleLeader && firstLead && ckpt.Offset > 0:
+		if c, ok := m.LogBatchEndingAt(ckpt.Offset); ok {
+			r.cut = c.BaseOffset
+		}
+	}
+	return r
 }
 
 // superviseRestart restarts member i's process a little later, unless it
@@ -286,7 +468,7 @@ func (h *kraftHarness) superviseRestart(i int) {
 		return
 	}
 	h.restarts[i] = inc + 1
-	h.s.Trace(kraftName(i) + ":supervisor-restart")
+	h.s.Trace(h.name(i) + ":supervisor-restart")
 	h.s.After(kraftSupervisorDelay, "supervisor:restart", func() {
 		if p.Incarnation() == inc && p.Up() {
 			p.Restart()
@@ -339,15 +521,17 @@ func (h *kraftHarness) describe() string {
 	for i := range h.procs {
 		m := h.member(i)
 		if m == nil {
-			out += fmt.Sprintf(" %s=down", kraftName(i))
+			out += fmt.Sprintf(" %s=down", h.name(i))
 			continue
 		}
 		st := m.Status()
 		out += fmt.Sprintf(" %s={leader=%d epoch=%d active=%v applied=%d/%d topics=%d err=%v}",
-			kraftName(i), st.Leader, st.Epoch, st.ActiveController, st.Applied.Offset, st.Applied.Epoch, m.Image().NumTopics(), st.Err)
+			h.name(i), st.Leader, st.Epoch, st.ActiveController, st.Applied.Offset, st.Applied.Epoch, m.Image().NumTopics(), st.Err)
 	}
+	lc := h.logs
+	out += fmt.Sprintf(" log={committed=%d batches=%d verified=%d}", lc.committedEnd(), len(lc.batches), lc.verified)
 	if c := h.client; c != nil {
-		out += fmt.Sprintf(" admin={ok=%d retries=%d reads=%d skipped=%d ops=%d unknown=%d}", c.completed, c.retries, h.reads, h.skipped, h.hist.Len(), h.hist.UnknownLen())
+		out += fmt.Sprintf(" admin={ok=%d retries=%d forwarded=%d reads=%d skipped=%d ops=%d unknown=%d}", c.completed, c.retries, c.forwarded, h.reads, h.skipped, h.hist.Len(), h.hist.UnknownLen())
 	}
 	return out
 }
@@ -367,7 +551,14 @@ type kraftAdmin struct {
 
 	completed int
 	retries   int
+	forwarded int // topic operation attempts sent through a forwarding member
+	// configTopicReady is set once kraftConfigTopic exists.
+	configTopicReady bool
 }
+
+// kraftForwardOneIn: one topic operation attempt in this many goes through
+// a follower or an observer, which forwards it to the leader.
+const kraftForwardOneIn = 3
 
 const (
 	kraftAdminTick      = 20 * time.Millisecond
@@ -385,9 +576,19 @@ func startKRaftAdmin(h *kraftHarness, e env.Env) *kraftAdmin {
 }
 
 func (c *kraftAdmin) tick() {
-	if c.e.Rand().IntN(3) == 0 {
-		c.read(kraftTopics[c.e.Rand().IntN(len(kraftTopics))])
-	} else if !c.opBusy && c.brokerEpoch >= 0 && c.h.s.Now() < c.h.opsUntil {
+	switch {
+	case c.e.Rand().IntN(3) == 0:
+		if c.e.Rand().IntN(4) == 0 {
+			c.readConfig()
+		} else {
+			c.read(kraftTopics[c.e.Rand().IntN(len(kraftTopics))])
+		}
+	case c.opBusy || c.brokerEpoch < 0 || c.h.s.Now() >= c.h.opsUntil:
+	case !c.configTopicReady:
+		c.createConfigTopic()
+	case c.e.Rand().IntN(4) == 0:
+		c.configOp()
+	default:
 		c.topicOp()
 	}
 	c.e.AfterFunc(kraftAdminTick+time.Duration(c.e.Rand().Int64N(int64(kraftAdminTick))), c.tick)
@@ -407,33 +608,69 @@ func (c *kraftAdmin) heartbeatLoop() {
 // submit sends req to the active controller and calls done with its
 // response, or with nil on a timeout, a missing controller or an error.
 func (c *kraftAdmin) submit(req kmsg.Request, done func(kmsg.Response)) {
-	c.submitOp(req, nil, func(r kmsg.Response, _ bool) { done(r) })
+	c.submitOp(req, false, nil, func(r kmsg.Response, _, _ bool) { done(r) })
 }
 
-// submitOp is submit for a topic operation: sent(i) runs when the request
-// is handed to member i, and done also learns whether the request was sent
-// at all (with no active controller it is not, and has no effect).
-func (c *kraftAdmin) submitOp(req kmsg.Request, sent func(), done func(r kmsg.Response, wasSent bool)) {
+// via picks the member a request goes to: the active controller (-1 when
+// there is none), or with forward a running member that is not active and
+// follows a leader other than itself, so that its Submit forwards the
+// request to that leader; forwarded reports which.
+func (c *kraftAdmin) via(forward bool) (i int, forwarded bool) {
+	h := c.h
+	active := h.active()
+	if active < 0 || !forward {
+		return active, false
+	}
+	var cands []int
+	for j := range h.procs {
+		m := h.member(j)
+		if j == active || m == nil || h.procs[j].Paused() {
+			continue
+		}
+		st := m.Status()
+		if st.Err == nil && !st.ActiveController && st.Leader != quorum.NoNode && st.Leader != st.Quorum.ID {
+			cands = append(cands, j)
+		}
+	}
+	if len(cands) == 0 {
+		return active, false
+	}
+	return cands[c.e.Rand().IntN(len(cands))], true
+}
+
+// submitOp is submit for a topic operation: sent runs when the request
+// is handed to a member, and done also learns whether the request was sent
+// at all (with no active controller it is not, and has no effect) and
+// whether it went through a member that forwards it to the leader. With
+// forward set, the request goes to a running member that is not the
+// active controller but knows a leader, when there is one, and that member
+// forwards it (Member.Submit).
+func (c *kraftAdmin) submitOp(req kmsg.Request, forward bool, sent func(), done func(r kmsg.Response, wasSent, forwarded bool)) {
 	c.seq++
 	id := c.seq
 	finished := false
+	i, forwarded := c.via(forward)
 	finish := func(r kmsg.Response) {
 		if finished {
 			return
 		}
 		finished = true
-		done(r, true)
+		done(r, true, forwarded)
 	}
-	i := c.h.active()
 	if i < 0 {
-		c.e.Post(func() { done(nil, false) })
+		c.e.Post(func() { done(nil, false, false) })
 		return
 	}
 	if sent != nil {
 		sent()
 	}
 	name := kmsg.NameForKey(req.Key())
-	c.h.s.Trace(fmt.Sprintf("admin:req=%d %s to=%s", id, name, kraftName(i)))
+	via := ""
+	if forwarded {
+		via = " forwarded"
+		c.forwarded++
+	}
+	c.h.s.Trace(fmt.Sprintf("admin:req=%d %s to=%s%s", id, name, c.h.name(i), via))
 	c.h.members[i].Submit(req, func(r kmsg.Response, err error) {
 		if err != nil {
 			c.e.Logger().Warn("submit failed", "req", name, "err", err)
@@ -524,8 +761,9 @@ const kraftTopicValue = "topic"
 //
 //   - a definite answer (created, TOPIC_ALREADY_EXISTS; deleted,
 //     UNKNOWN_TOPIC_OR_PARTITION) completes the operation when it arrives;
-//   - NOT_CONTROLLER is unknown (Timeout). The client only sends to a member
-//     whose controller is active, so the answer comes from Controller.Handle
+//   - NOT_CONTROLLER is unknown (Timeout). Sent directly, the client only
+//     sends to a member whose controller is active, so the answer comes
+//     from Controller.Handle
 //     or Controller.Resign after the member's Raft stepped: the request may
 //     have been proposed, and a resigning controller's proposals may still
 //     commit under the next leader. Member.Submit answers NOT_CONTROLLER
@@ -536,8 +774,26 @@ const kraftTopicValue = "topic"
 //   - REQUEST_TIMED_OUT is Controller.Handle refusing a request because too
 //     many records are uncommitted, before acting on it: Discard. So is any
 //     other error code (validation errors): the controller wrote nothing;
-//   - with no active controller the request is never sent: Discard.
+//   - with no active controller the request is never sent: Discard;
+//   - a forwarded request (one in kraftForwardOneIn goes through a
+//     follower or observer, see submitOp) may also come back
+//     REQUEST_TIMED_OUT from the forwarder (its timeout, or too many
+//     requests forwarded) or NOT_CONTROLLER (connection to the leader lost,
+//     leader changed) after the leader acted on it: both unknown. A
+//     forwarder sends to the leader it knows, which may be a deposed one
+//     whose controller has not noticed yet: it answers
+//     TOPIC_ALREADY_EXISTS or UNKNOWN_TOPIC_OR_PARTITION from its stale
+//     image without committing anything (as Kafka's controller does), which
+//     is not linearizable (seed 204). So a forwarded error answer is
+//     Discard: the request wrote nothing, and only its read is unchecked.
+//     A forwarded success comes only after the commit and is checked.
 func (c *kraftAdmin) attempt(name string, in linearizability.KVInput, req kmsg.Request, code func(kmsg.Response) (int16, bool), okErr int16, errOut error, again func()) {
+	c.attemptVia(name, in, req, true, code, okErr, errOut, again)
+}
+
+// attemptVia is attempt; mayForward false keeps the request off the
+// forwarding path.
+func (c *kraftAdmin) attemptVia(name string, in linearizability.KVInput, req kmsg.Request, mayForward bool, code func(kmsg.Response) (int16, bool), okErr int16, errOut error, again func()) {
 	h := c.h
 	if h.unknown[name] >= kraftUnknownBudget || h.s.Now() >= h.opsUntil {
 		c.opBusy = false
@@ -545,13 +801,14 @@ func (c *kraftAdmin) attempt(name string, in linearizability.KVInput, req kmsg.R
 	}
 	var id linearizability.OpID
 	recorded := false
-	c.submitOp(req, func() {
+	forward := c.e.Rand().IntN(kraftForwardOneIn) == 0 && mayForward
+	c.submitOp(req, forward, func() {
 		id = h.hist.Invoke(0, in, h.s.Now())
 		if h.bugs.ackCreateEarly && in.Op == linearizability.KVOpCreateIfAbsent {
 			h.hist.Complete(id, linearizability.KVOutput{}, h.s.Now())
 			recorded = true
 		}
-	}, func(r kmsg.Response, sent bool) {
+	}, func(r kmsg.Response, sent, forwarded bool) {
 		cd, ok := code(r)
 		if !sent {
 			// Never sent: nothing was invoked.
@@ -562,12 +819,17 @@ func (c *kraftAdmin) attempt(name string, in linearizability.KVInput, req kmsg.R
 		switch {
 		case recorded:
 			outcome = "recorded-early"
-		case !ok || cd == kerr.NotController.Code:
+		case !ok || cd == kerr.NotController.Code || forwarded && cd == kerr.RequestTimedOut.Code:
 			h.hist.Timeout(id)
 			h.unknown[name]++
 		case cd == 0:
 			h.hist.Complete(id, linearizability.KVOutput{}, h.s.Now())
 			outcome = "ok"
+		case forwarded:
+			// A definite error through a forwarder may come from a deposed
+			// controller's stale image (see above): it wrote nothing.
+			h.hist.Discard(id)
+			outcome = "discarded"
 		case cd == okErr:
 			h.hist.Complete(id, linearizability.KVOutput{Err: errOut}, h.s.Now())
 			outcome = "err"
@@ -612,6 +874,79 @@ func (c *kraftAdmin) deleteTopic(name string) {
 	}, kerr.UnknownTopicOrPartition.Code, linearizability.ErrKeyNotFound, func() { c.deleteTopic(name) })
 }
 
+// The config workload: IncrementalAlterConfigs SETs kraftConfigKey on
+// kraftConfigTopic, a topic the client creates once and never deletes,
+// to one of a few values; the history records it as a Put of
+// kraftConfigHistKey, and describe reads of the key from the image
+// (readConfig) as Gets. A config change goes to the active controller
+// only, never through a forwarder: a SET to the value already held writes
+// nothing, and a deposed controller would answer it from its stale image.
+const (
+	kraftConfigTopic   = "settings"
+	kraftConfigKey     = "retention.ms"
+	kraftConfigHistKey = kraftConfigTopic + "/" + kraftConfigKey
+	// kraftNoErrorCode is an error code no response carries.
+	kraftNoErrorCode = int16(-32768)
+)
+
+var kraftConfigValues = []string{"60000", "120000", "180000", "240000"}
+
+// createConfigTopic creates kraftConfigTopic, outside the history (its
+// existence is not checked); the config workload starts once it exists.
+func (c *kraftAdmin) createConfigTopic() {
+	c.opBusy = true
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.Version = 7
+	t := kmsg.NewCreateTopicsRequestTopic()
+	t.Topic, t.NumPartitions, t.ReplicationFactor = kraftConfigTopic, 1, 1
+	req.Topics = []kmsg.CreateTopicsRequestTopic{t}
+	c.submit(req, func(r kmsg.Response) {
+		c.opBusy = false
+		resp, ok := r.(*kmsg.CreateTopicsResponse)
+		if ok && len(resp.Topics) == 1 && (resp.Topics[0].ErrorCode == 0 || resp.Topics[0].ErrorCode == kerr.TopicAlreadyExists.Code) {
+			c.configTopicReady = true
+			c.h.s.Trace("admin:config-topic-ready")
+			return
+		}
+		c.retry("create "+kraftConfigTopic, r)
+	})
+}
+
+// configOp sets kraftConfigKey to a random value.
+func (c *kraftAdmin) configOp() {
+	if c.h.unknown[kraftConfigHistKey] >= kraftUnknownBudget {
+		return
+	}
+	c.opBusy = true
+	c.setConfig(kraftConfigValues[c.e.Rand().IntN(len(kraftConfigValues))])
+}
+
+func (c *kraftAdmin) setConfig(value string) {
+	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	req.Version = 1
+	res := kmsg.NewIncrementalAlterConfigsRequestResource()
+	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeTopic, kraftConfigTopic
+	cfg := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+	cfg.Name, cfg.Op, cfg.Value = kraftConfigKey, kmsg.IncrementalAlterConfigOpSet, kmsg.StringPtr(value)
+	res.Configs = []kmsg.IncrementalAlterConfigsRequestResourceConfig{cfg}
+	req.Resources = []kmsg.IncrementalAlterConfigsRequestResource{res}
+	c.attemptVia(kraftConfigHistKey, linearizability.KVPut(kraftConfigHistKey, value), req, false, func(r kmsg.Response) (int16, bool) {
+		resp, ok := r.(*kmsg.IncrementalAlterConfigsResponse)
+		if !ok || len(resp.Resources) != 1 {
+			return 0, false
+		}
+		return resp.Resources[0].ErrorCode, true
+	}, kraftNoErrorCode, nil, func() { c.setConfig(value) })
+}
+
+// readConfig records a describe of kraftConfigKey from the image, under the
+// same freshness condition as read.
+func (c *kraftAdmin) readConfig() {
+	c.readKey(kraftConfigHistKey, func(img *meta.Image) (string, bool) {
+		return img.ConfigValue(meta.ConfigResource{Type: meta.ConfigResourceTopic, Name: kraftConfigTopic}, kraftConfigKey)
+	})
+}
+
 // read records a describe of name: whether the topic exists, read from the
 // committed image of the active controller, as a Get, when that read is
 // linearizable, and not at all otherwise.
@@ -633,6 +968,15 @@ func (c *kraftAdmin) deleteTopic(name string) {
 // read takes no virtual time. Reads the harness cannot prove fresh are left
 // out of the history (counted in kraftHarness.skipped).
 func (c *kraftAdmin) read(name string) {
+	c.readKey(name, func(img *meta.Image) (string, bool) {
+		_, found := img.TopicByName(name)
+		return kraftTopicValue, found
+	})
+}
+
+// readKey records a read of the history key key, whose value get reads
+// from an image, when the read is provably fresh (see read).
+func (c *kraftAdmin) readKey(key string, get func(*meta.Image) (string, bool)) {
 	h := c.h
 	i := h.active()
 	if i < 0 {
@@ -660,11 +1004,11 @@ func (c *kraftAdmin) read(name string) {
 		}
 	}
 	now := h.s.Now()
-	id := h.hist.Invoke(0, linearizability.KVGet(name), now)
-	_, found := h.members[i].Image().TopicByName(name)
+	id := h.hist.Invoke(0, linearizability.KVGet(key), now)
+	value, found := get(h.members[i].Image())
 	out := linearizability.KVOutput{Found: found}
 	if found {
-		out.Value = kraftTopicValue
+		out.Value = value
 	}
 	h.hist.Complete(id, out, now)
 	h.reads++

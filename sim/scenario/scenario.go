@@ -19,8 +19,12 @@ import (
 // defaults.
 type Options struct {
 	Seed uint64
-	// Nodes is the cluster size.
+	// Nodes is the cluster size (for the kraft shapes, the voters).
 	Nodes int
+	// Observers is, for the kraft shapes, how many brokers run as
+	// observers of the metadata quorum besides the voters: 0 picks the
+	// shape's default, a negative value none.
+	Observers int
 	// FaultPhase is how long the nemesis injects faults.
 	FaultPhase time.Duration
 	// HealPhase is how long the healed cluster runs before liveness is
@@ -47,6 +51,7 @@ var registry = map[string]Func{
 	"counters": Counters,
 	"idle":     Idle,
 	"kraft":    KRaft,
+	"kraft5":   KRaft5,
 }
 
 // Names lists the registered scenarios, sorted.

@@ -1,0 +1,341 @@
+package kraft
+
+// This file forwards the controller requests (and DescribeQuorum) that a
+// member cannot answer itself to the quorum leader's controller listener:
+// a follower voter's or an observer's Submit reaches the active controller
+// over the network, one hop, as Kafka brokers forward to the controller.
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kbin"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/core/controller"
+	"github.com/strata-log/strata/core/env"
+	"github.com/strata-log/strata/core/quorum"
+)
+
+// Submit hands a controller request (BrokerRegistration, BrokerHeartbeat,
+// CreateTopics, ..., any kind controller.Supports) or a DescribeQuorum
+// request to the active controller; done runs later on the loop with the
+// response, at the request's version, once the records it depends on are
+// committed.
+//
+// A member whose controller is active answers itself. Any other member (a
+// follower voter, an observer) that knows the quorum leader forwards the
+// request to the leader's controller listener and completes done with the
+// leader's answer; one that knows no leader (or leads without an active
+// controller yet) answers NOT_CONTROLLER at once. A forwarded request that
+// finds no answer gets a retriable error instead: NOT_CONTROLLER when the
+// connection to the leader is lost or the leader changes, REQUEST_TIMED_OUT
+// after Config.ForwardRequestTimeout or when maxForwardedInflight requests
+// are already forwarded. For the first two the outcome is unknown: the
+// leader may have applied the request, so a retry may find its effect (a
+// topic that already exists).
+//
+// DescribeQuorum is answered by the leader, as the controller answers it in
+// Kafka; a member that knows no other leader answers itself
+// (NOT_LEADER_OR_FOLLOWER when it does not lead). A request kind neither
+// the controller nor DescribeQuorum serves gets an error, and so does a
+// stopped member's.
+func (m *Member) Submit(req kmsg.Request, done func(kmsg.Response, error)) {
+	if dq, ok := req.(*kmsg.DescribeQuorumRequest); ok {
+		m.submitDescribeQuorum(dq, done)
+		return
+	}
+	if !controller.Supports(req) || m.ctrl.IsLeader() {
+		m.submitLocal(req, done)
+		return
+	}
+	leader := m.forwardTarget()
+	if leader == quorum.NoNode {
+		m.submitLocal(req, done) // NOT_CONTROLLER
+		return
+	}
+	m.net.fwd.forward(leader, req, done)
+}
+
+// submitDescribeQuorum answers DescribeQuorum here when this member leads
+// or knows no other leader, and forwards it to the leader otherwise.
+func (m *Member) submitDescribeQuorum(req *kmsg.DescribeQuorumRequest, done func(kmsg.Response, error)) {
+	if err := quorum.CheckDescribeQuorumRequest(req); err != nil {
+		resp := quorum.DescribeQuorumResponse(quorum.QuorumInfo{}, err, req.Version, m.wallMillis)
+		m.e.Post(func() { done(resp, nil) })
+		return
+	}
+	leader := m.forwardTarget()
+	if leader == quorum.NoNode {
+		resp := m.DescribeQuorumResponse(req.Version)
+		m.e.Post(func() { done(resp, nil) })
+		return
+	}
+	m.net.fwd.forward(leader, req, done)
+}
+
+// forwardTarget is the voter to forward a request to: the quorum leader
+// this member knows when it is another node, else quorum.NoNode.
+func (m *Member) forwardTarget() quorum.NodeID {
+	if m.err != nil || m.closing || m.raft == nil {
+		return quorum.NoNode
+	}
+	leader, _ := m.raft.Leader()
+	if leader == m.cfg.NodeID {
+		return quorum.NoNode
+	}
+	return leader
+}
+
+// forwardErrorResponse answers a forwarded request that got no answer from
+// the leader: err in every place the response carries an error code.
+func forwardErrorResponse(req kmsg.Request, err *kerr.Error, msg string) kmsg.Response {
+	if dq, ok := req.(*kmsg.DescribeQuorumRequest); ok {
+		resp := dq.ResponseKind().(*kmsg.DescribeQuorumResponse)
+		resp.ErrorCode = err.Code
+		resp.ErrorMessage = &msg // encoded from v2
+		return resp
+	}
+	return controller.ErrorResponse(req, err, msg)
+}
+
+// forwarder sends forwarded requests to the leaders' controller listeners.
+// It keeps one connection per destination voter, its own rather than the
+// quorum's peer connection: an observer's peer connections carry its
+// Fetches, the quorum resets a peer connection on its own bounds, and a
+// controller request may wait seconds for a commit, so the two traffic
+// kinds are kept from failing each other. A connection is dialed when a
+// request needs it and not redialed on its own; its requests fail when it
+// is lost.
+type forwarder struct {
+	m         *Member
+	formatter *kmsg.RequestFormatter
+	dests     []*forwardDest // sorted by id, created on first use
+	// inflight counts the forwarded requests not yet answered, across
+	// destinations; at maxForwardedInflight new ones are refused.
+	inflight int
+	closed   bool
+}
+
+// forwardDest is the connection to one voter's controller listener and the
+// requests forwarded on it, in the order they were forwarded.
+type forwardDest struct {
+	id       quorum.NodeID
+	addr     string
+	conn     env.Conn // nil while not connected
+	dialing  bool
+	nextCorr int32
+	pending  []*forwardedRequest
+}
+
+// forwardedRequest is one request awaiting the leader's answer; sent is
+// false while it waits for the connection.
+type forwardedRequest struct {
+	req   kmsg.Request
+	done  func(kmsg.Response, error)
+	timer env.Timer
+	corr  int32
+	sent  bool
+}
+
+func newForwarder(m *Member) *forwarder {
+	return &forwarder{m: m, formatter: kmsg.NewRequestFormatter(kmsg.FormatterClientID(fmt.Sprintf("kraft-%d-forward", int32(m.cfg.NodeID))))}
+}
+
+// dest returns the destination for voter id, creating it; nil when id is
+// not a voter.
+func (f *forwarder) dest(id quorum.NodeID) *forwardDest {
+	i, found := slices.BinarySearchFunc(f.dests, id, func(d *forwardDest, id quorum.NodeID) int { return int(d.id) - int(id) })
+	if found {
+		return f.dests[i]
+	}
+	for _, v := range f.m.cfg.Voters {
+		if v.ID == id {
+			d := &forwardDest{id: id, addr: v.Addr}
+			f.dests = slices.Insert(f.dests, i, d)
+			return d
+		}
+	}
+	return nil
+}
+
+// forward sends req to voter leader's controller listener; done runs later
+// with the answer or a retriable error.
+func (f *forwarder) forward(leader quorum.NodeID, req kmsg.Request, done func(kmsg.Response, error)) {
+	d := f.dest(leader)
+	var refuse *kerr.Error
+	var msg string
+	switch {
+	case f.closed:
+		refuse, msg = kerr.NotController, "This node is shutting down."
+	case d == nil:
+		refuse, msg = kerr.NotController, fmt.Sprintf("The quorum leader %d is not a configured voter.", int32(leader))
+	case f.inflight >= maxForwardedInflight:
+		refuse, msg = kerr.RequestTimedOut, fmt.Sprintf("This node already forwards %d requests to the controller; retry later.", f.inflight)
+	}
+	if refuse != nil {
+		resp := forwardErrorResponse(req, refuse, msg)
+		f.m.e.Post(func() { done(resp, nil) })
+		return
+	}
+	fr := &forwardedRequest{req: req, done: done}
+	f.inflight++
+	d.pending = append(d.pending, fr)
+	fr.timer = f.m.e.AfterFunc(f.m.cfg.ForwardRequestTimeout, func() {
+		fr.timer = nil
+		f.m.log.Warn("forwarded request timed out", "api", kmsg.NameForKey(req.Key()), "leader", int32(d.id), "timeout", f.m.cfg.ForwardRequestTimeout)
+		f.finish(d, fr, forwardErrorResponse(req, kerr.RequestTimedOut,
+			fmt.Sprintf("The controller did not answer within %v.", f.m.cfg.ForwardRequestTimeout)))
+	})
+	if d.conn != nil {
+		f.send(d, fr)
+		return
+	}
+	f.dial(d)
+}
+
+func (f *forwarder) dial(d *forwardDest) {
+	if d.dialing || d.conn != nil || f.closed {
+		return
+	}
+	d.dialing = true
+	f.m.e.Net().Dial(d.addr, func(conn env.Conn, err error) {
+		d.dialing = false
+		if f.closed {
+			if conn != nil {
+				conn.Close()
+			}
+			return
+		}
+		if err != nil {
+			f.m.log.Debug("cannot reach the controller to forward to", "leader", int32(d.id), "err", err)
+			f.drop(d, fmt.Sprintf("Cannot reach the controller %d: %v.", int32(d.id), err))
+			return
+		}
+		d.conn = conn
+		conn.OnFrame(func(frame []byte) { f.onResponse(d, conn, frame) })
+		conn.OnClose(func(error) {
+			if d.conn != conn {
+				return
+			}
+			d.conn = nil
+			f.drop(d, fmt.Sprintf("The connection to the controller %d was lost; the request may or may not have been applied.", int32(d.id)))
+		})
+		for _, fr := range d.pending {
+			if !fr.sent {
+				f.send(d, fr)
+			}
+		}
+	})
+}
+
+// send writes fr on d's connection. A failed Send is followed by OnClose,
+// which fails fr with the rest.
+func (f *forwarder) send(d *forwardDest, fr *forwardedRequest) {
+	d.nextCorr++
+	fr.corr, fr.sent = d.nextCorr, true
+	// AppendRequest writes the 4-byte size prefix, which env.Net adds itself.
+	frame := f.formatter.AppendRequest(nil, fr.req, fr.corr)[4:]
+	_ = d.conn.Send(frame)
+}
+
+// onResponse completes the forwarded request a response frame answers. A
+// response to a request already finished (timed out) is dropped; a
+// malformed one closes the connection, failing the rest.
+func (f *forwarder) onResponse(d *forwardDest, conn env.Conn, frame []byte) {
+	if d.conn != conn {
+		return
+	}
+	r := kbin.Reader{Src: frame}
+	corr := r.Int32()
+	if !r.Ok() {
+		conn.Close()
+		return
+	}
+	i := slices.IndexFunc(d.pending, func(fr *forwardedRequest) bool { return fr.sent && fr.corr == corr })
+	if i < 0 {
+		f.m.log.Debug("response to a forwarded request no longer awaited", "leader", int32(d.id), "correlation_id", corr)
+		return
+	}
+	fr := d.pending[i]
+	resp := fr.req.ResponseKind()
+	resp.SetVersion(fr.req.GetVersion())
+	if resp.IsFlexible() {
+		kmsg.SkipTags(&r)
+	}
+	var err error
+	if !r.Ok() {
+		err = fmt.Errorf("malformed response header")
+	} else {
+		err = resp.ReadFrom(r.Src)
+	}
+	if err != nil {
+		f.m.log.Warn("malformed response to a forwarded request, closing connection", "leader", int32(d.id), "api", kmsg.NameForKey(fr.req.Key()), "err", err)
+		conn.Close()
+		return
+	}
+	f.finish(d, fr, resp)
+}
+
+// finish completes fr with resp, once.
+func (f *forwarder) finish(d *forwardDest, fr *forwardedRequest, resp kmsg.Response) {
+	i := slices.Index(d.pending, fr)
+	if i < 0 {
+		return
+	}
+	d.pending = slices.Delete(d.pending, i, i+1)
+	f.inflight--
+	if fr.timer != nil {
+		fr.timer.Stop()
+		fr.timer = nil
+	}
+	fr.done(resp, nil)
+}
+
+// leaderChanged fails the requests forwarded to any voter but leader and
+// closes their connections: a former leader answers them NOT_CONTROLLER
+// anyway when it resigned, and may never answer when it is cut off.
+func (f *forwarder) leaderChanged(leader quorum.NodeID) {
+	for _, d := range f.dests {
+		if d.id == leader || (len(d.pending) == 0 && d.conn == nil) {
+			continue
+		}
+		if len(d.pending) > 0 {
+			f.m.log.Info("quorum leader changed; failing forwarded requests", "to", int32(d.id), "requests", len(d.pending), "leader", int32(leader))
+		}
+		f.drop(d, fmt.Sprintf("The controller %d lost leadership; the request may or may not have been applied.", int32(d.id)))
+	}
+}
+
+// close fails every pending request and closes the connections.
+func (f *forwarder) close() {
+	if f.closed {
+		return
+	}
+	f.closed = true
+	for _, d := range f.dests {
+		f.drop(d, "This node is shutting down; the request may or may not have been applied.")
+	}
+}
+
+// drop closes d's connection and completes every request pending on it
+// with NOT_CONTROLLER and msg, in the order they were forwarded. The
+// callbacks run later on the loop: drop may run inside the member's step
+// (a leader change, a shutdown), and a callback may call back into it.
+func (f *forwarder) drop(d *forwardDest, msg string) {
+	conn, pending := d.conn, d.pending
+	d.conn, d.pending = nil, nil
+	f.inflight -= len(pending)
+	for _, fr := range pending {
+		if fr.timer != nil {
+			fr.timer.Stop()
+			fr.timer = nil
+		}
+		resp, done := forwardErrorResponse(fr.req, kerr.NotController, msg), fr.done
+		f.m.e.Post(func() { done(resp, nil) })
+	}
+	if conn != nil {
+		conn.Close() // its OnClose sees d.conn != conn and does nothing
+	}
+}

@@ -1,0 +1,4 @@
+package kraft
+
+// MaxForwardedInflight exposes the bound to the external tests.
+const MaxForwardedInflight = maxForwardedInflight
