@@ -9,8 +9,9 @@
 // killed nodes restart, disk and bucket faults clear and clocks run true. The
 // scenario checks liveness in the healed phase that follows.
 //
-// Primitives: kill (a power loss: unsynced disk writes are lost, but for a
-// possible torn prefix) and restart, pause, partition (symmetric) and
+// Primitives: kill (half the time a power loss: unsynced disk writes are
+// lost, but for a possible torn prefix; half the time a process kill with
+// the machine up, which keeps the page cache) and restart, pause, partition (symmetric) and
 // one-way blocks (of one link, or asymmetric: a node cut from all others in
 // one direction) and heal, clog (delay all traffic of a node, or one
 // direction of a link), connection resets, disk faults

@@ -12,7 +12,7 @@ type Kind string
 
 // The fault primitives.
 const (
-	Kill        Kind = "kill"       // crash a node; it restarts after a downtime
+	Kill        Kind = "kill"       // power loss or process kill of a node (half each); it restarts after a downtime
 	Pause       Kind = "pause"      // freeze a node (GC pause, SIGSTOP)
 	Partition   Kind = "partition"  // split the nodes into two groups
 	OneWay      Kind = "one-way"    // block traffic in one direction: of a link, or between a node and all others

@@ -126,7 +126,14 @@ func (n *Nemesis) kill() {
 	if n.down[i] || !n.procs[i].Up() {
 		return
 	}
-	n.procs[i].Crash()
+	// Half the kills are power losses (unsynced writes lost but for a
+	// torn prefix), half process kills with the machine up (SIGKILL, OOM:
+	// the page cache survives).
+	if n.r.IntN(2) == 0 {
+		n.procs[i].Crash()
+	} else {
+		n.procs[i].Kill()
+	}
 	n.down[i] = true
 	n.downN++
 	n.later(n.duration(), "nemesis:restart", func() { n.restart(i) })

@@ -67,6 +67,10 @@ type Disk struct {
 	// bytes, which DiskFaults.CapacityBytes bounds.
 	used  int64
 	stats DiskStats
+	// handles are the file handles the current incarnation opened (closed
+	// ones are dropped now and then), so that a process exit can close
+	// the ones it left open.
+	handles []*fileHandle
 }
 
 // Bounds and defaults of the simulated disk.
@@ -194,8 +198,41 @@ func (d *Disk) ReadDurable(name string) ([]byte, bool) {
 }
 
 // crash applies a power loss: see the type's documentation for what stays.
+// processExit is the end of an incarnation that leaves the machine up (a
+// SIGKILL, an OOM kill): the OS closes the handles it left open and keeps
+// the page cache, so nothing written is lost; what was not synced is
+// still not durable, and a later power loss can lose it.
+func (d *Disk) processExit() {
+	for _, h := range d.handles {
+		if !h.closed {
+			h.closed = true
+			h.node.opens--
+			d.release(h.node)
+		}
+	}
+	d.handles = nil
+}
+
+// trackHandle remembers an open handle for processExit, dropping closed
+// ones once they are the majority so the list stays bounded by the open
+// handles.
+func (d *Disk) trackHandle(h *fileHandle) {
+	if len(d.handles) >= 64 && len(d.handles)%64 == 0 {
+		open := d.handles[:0]
+		for _, o := range d.handles {
+			if !o.closed {
+				open = append(open, o)
+			}
+		}
+		clear(d.handles[len(open):])
+		d.handles = open
+	}
+	d.handles = append(d.handles, h)
+}
+
 func (d *Disk) crash() {
 	d.stats.Crashes++
+	d.handles = nil
 	d.crashDirectories()
 
 	// Rebuild the page cache from what is reachable through durable

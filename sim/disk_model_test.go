@@ -41,13 +41,13 @@ func runDiskModel(t *rapid.T) *diskModel {
 		actions := map[string]func(*rapid.T){
 			"open": m.open, "write": m.write, "append": m.append, "truncate": m.truncate,
 			"sync": m.sync, "close": m.close, "remove": m.remove, "rename": m.rename,
-			"syncdir": m.syncDir, "run": m.run, "crash": m.crash,
+			"syncdir": m.syncDir, "run": m.run, "crash": m.crash, "kill": m.kill,
 		}
 		// Weighted so that files grow and get synced between crashes.
 		var deck []string
 		for name, weight := range map[string]int{
 			"open": 3, "write": 3, "append": 6, "truncate": 1, "sync": 4, "close": 1,
-			"remove": 1, "rename": 2, "syncdir": 3, "run": 3, "crash": 1,
+			"remove": 1, "rename": 2, "syncdir": 3, "run": 3, "crash": 1, "kill": 1,
 		} {
 			for range weight {
 				deck = append(deck, name)
@@ -437,6 +437,32 @@ func (m *diskModel) crash(t *rapid.T) {
 		m.checkFile(t, name, id, node.data)
 	}
 	m.reset()
+	m.start()
+}
+
+// kill ends the incarnation with the machine up (Process.Kill): every
+// file keeps its page-cache content exactly, synced or not, the
+// handles die, and what was not durable stays not durable for a later
+// crash to judge.
+func (m *diskModel) kill(t *rapid.T) {
+	m.runFor(time.Duration(rapid.IntRange(0, 2000).Draw(t, "preKillMicros")) * time.Microsecond)
+	m.p.Kill()
+	for _, name := range m.disk.Files() {
+		node := m.disk.resolve(name, false)
+		id, ok := m.ids[node]
+		if !ok {
+			t.Fatalf("kill: file %q is no file the model created", name)
+		}
+		if !bytes.Equal(node.data, m.files[id].data) {
+			t.Fatalf("kill: file %q changed: %d bytes, model %d", name, len(node.data), len(m.files[id].data))
+		}
+	}
+	for _, f := range m.handles {
+		if _, err := f.ReadAt(make([]byte, 1), 0); !errors.Is(err, env.ErrClosed) {
+			t.Fatalf("kill: a handle of the killed incarnation still works: %v", err)
+		}
+	}
+	m.handles = map[int]env.File{}
 	m.start()
 }
 

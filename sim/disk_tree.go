@@ -269,7 +269,9 @@ func (h *diskHandle) Open(name string, create bool) (env.File, error) {
 		d.change(dir, entryChange{name: base, node: n})
 	}
 	n.opens++
-	return &fileHandle{d: d, node: n, name: strings.TrimSuffix(name, "/"), inc: h.inc}, nil
+	fh := &fileHandle{d: d, node: n, name: strings.TrimSuffix(name, "/"), inc: h.inc}
+	d.trackHandle(fh)
+	return fh, nil
 }
 
 func (h *diskHandle) Remove(name string) error {

@@ -87,15 +87,35 @@ func (p *Process) Start() {
 // callbacks are dropped, unsynced disk state is lost (a torn tail may
 // remain), and connections reset.
 func (p *Process) Crash() {
-	if !p.up {
-		return
+	if p.end("crash") {
+		p.disk.crash()
 	}
-	p.sim.Fault("crash", p.name)
+}
+
+// Kill ends the running incarnation as a SIGKILL or an OOM kill would,
+// with the machine staying up: pending callbacks are dropped and
+// connections reset, but the disk keeps its page cache (writes already
+// made stay readable; what was not synced is still not durable) and open
+// files are closed.
+func (p *Process) Kill() {
+	if p.end("kill") {
+		p.disk.processExit()
+	}
+}
+
+// end ends the running incarnation, if any, as fault what: its pending and
+// held callbacks are dropped and its connections reset. It reports whether
+// an incarnation was running.
+func (p *Process) end(what string) bool {
+	if !p.up {
+		return false
+	}
+	p.sim.Fault(what, p.name)
 	p.up = false
 	p.held = nil
 	p.env = nil
 	p.sim.network.processDown(p)
-	p.disk.crash()
+	return true
 }
 
 // Restart crashes the process if it is up and starts it again.

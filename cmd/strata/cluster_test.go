@@ -240,6 +240,30 @@ func brokersInMetadata(p *nodeProcess) int {
 	return len(resp.Brokers)
 }
 
+// topicsInMetadata are the topics p's Metadata lists, sorted; nil when p
+// does not answer.
+func topicsInMetadata(p *nodeProcess) []string {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(p.brokerAddr), kgo.DialTimeout(time.Second))
+	if err != nil {
+		return nil
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), clusterRequestTimeout)
+	defer cancel()
+	resp, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl.SeedBrokers()[0])
+	if err != nil {
+		return nil
+	}
+	var topics []string
+	for _, t := range resp.Topics {
+		if t.Topic != nil && t.ErrorCode == 0 {
+			topics = append(topics, *t.Topic)
+		}
+	}
+	slices.Sort(topics)
+	return topics
+}
+
 // registeredBrokers are the nodes that logged their broker's registration.
 func (c *testCluster) registeredBrokers() []int32 {
 	var ids []int32
@@ -296,30 +320,20 @@ func measureFailover(t *testing.T, run int, checkAllRegistered bool, extra ...st
 		return slices.Contains(c.registeredBrokers(), leader.id)
 	})
 	if checkAllRegistered {
-		// Every broker registers through the active controller: the
-		// others' registrations need forwarding from a non-leader
-		// member (core/kraft). Once they land, Metadata lists all three
-		// (core/broker) — required then.
-		deadline := time.Now().Add(3 * time.Second)
-		for len(c.registeredBrokers()) < 3 && time.Now().Before(deadline) {
-			time.Sleep(20 * time.Millisecond)
-		}
-		if reg := c.registeredBrokers(); len(reg) < 3 {
-			t.Logf("NOTE: only brokers %v registered within 3 s: a non-leader node's BrokerRegistration needs forwarding to the active controller (core/kraft), not there yet; checked the quorum instead (leader %d, voters %s)",
-				reg, before.LeaderID, replicaIDs(before.CurrentVoters))
-		} else {
-			c.waitFor(clusterStartTimeout, "Metadata does not list the three brokers", func() bool {
-				for _, p := range c.procs {
-					if n := brokersInMetadata(p); n != 3 && n != 1 {
-						return false
-					}
+		// Every broker registers (the followers' registrations are
+		// forwarded to the active controller) and every broker's
+		// Metadata lists all three.
+		c.waitFor(clusterStartTimeout, "not every broker registered", func() bool {
+			return len(c.registeredBrokers()) == 3
+		})
+		c.waitFor(clusterStartTimeout, "Metadata does not list the three brokers on every broker", func() bool {
+			for _, p := range c.procs {
+				if brokersInMetadata(p) != 3 {
+					return false
 				}
-				return true
-			})
-			if n := brokersInMetadata(leader); n == 1 {
-				t.Logf("NOTE: all three brokers registered, but Metadata lists only the answering broker (the broker Metadata change in core/broker is not there yet)")
 			}
-		}
+			return true
+		})
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), clusterStartTimeout)
@@ -382,6 +396,17 @@ func measureFailover(t *testing.T, run int, checkAllRegistered bool, extra ...st
 	<-leader.exited
 	require.NotZero(t, res.election, "no survivor became the leader within %v of the SIGKILL", failoverTimeout)
 	require.NotZero(t, res.createTopics, "no CreateTopics succeeded within %v of the SIGKILL", failoverTimeout)
+	// No metadata is lost, and every surviving broker converges to the
+	// same topics: the one created before the kill and the one after.
+	want := []string{fmt.Sprintf("after-%d", run), fmt.Sprintf("before-%d", run)}
+	c.waitFor(clusterStartTimeout, fmt.Sprintf("the survivors' Metadata does not converge to topics %v", want), func() bool {
+		for _, p := range c.procs {
+			if p != leader && !slices.Equal(topicsInMetadata(p), want) {
+				return false
+			}
+		}
+		return true
+	})
 	t.Logf("run %d: killed leader %d; node %d led after %v; CreateTopics succeeded after %v",
 		run, res.oldLeader, res.newLeader, res.election.Round(time.Millisecond), res.createTopics.Round(time.Millisecond))
 	return res

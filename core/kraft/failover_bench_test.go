@@ -6,13 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/strata-log/strata/core/env"
 	"github.com/strata-log/strata/core/kraft"
-	"github.com/strata-log/strata/core/quorum"
-	"github.com/strata-log/strata/sim"
 )
 
 // BenchmarkFailover100kPartitions measures controller failover in the
@@ -46,131 +40,27 @@ func BenchmarkFailover100kPartitions(b *testing.B) {
 // the latest snapshot holds all of them.
 const failoverSnapshotRecords = 20_000
 
-type benchCluster struct {
-	tb       testing.TB
-	s        *sim.Sim
-	procs    []*sim.Process
-	members  []*kraft.Member
-	startDur []time.Duration // wall time of each member's latest kraft.Start
-	// startParts is the partition count of each member's image right
-	// after its latest kraft.Start: what its snapshot held.
-	startParts []int
-}
-
-func (c *benchCluster) runUntil(bound time.Duration, what string, cond func() bool) {
-	c.tb.Helper()
-	deadline := c.s.Now() + bound
-	for !cond() {
-		if c.s.Now() >= deadline {
-			c.tb.Fatalf("%s: not within %v (at %v)", what, bound, c.s.Now())
-		}
-		if err := c.s.RunFor(pollStep); err != nil {
-			c.tb.Fatalf("%s: %v", what, err)
-		}
-	}
-}
-
-func (c *benchCluster) active(except int) int {
-	for i, m := range c.members {
-		if i != except && m != nil && c.procs[i].Up() && m.Status().ActiveController {
-			return i
-		}
-	}
-	return -1
-}
-
-func (c *benchCluster) do(i int, req kmsg.Request) kmsg.Response {
-	c.tb.Helper()
-	var resp kmsg.Response
-	done := false
-	c.members[i].Submit(req, func(r kmsg.Response, err error) {
-		if err != nil {
-			c.tb.Fatalf("submit %s: %v", kmsg.NameForKey(req.Key()), err)
-		}
-		resp, done = r, true
-	})
-	c.runUntil(30*time.Second, "answer "+kmsg.NameForKey(req.Key()), func() bool { return done })
-	return resp
-}
-
-func (c *benchCluster) heartbeat(leader int, brokerEpoch int64) {
-	c.tb.Helper()
-	for try := 0; try < 20; try++ {
-		hb := kmsg.NewPtrBrokerHeartbeatRequest()
-		hb.Version = 1
-		hb.BrokerID, hb.BrokerEpoch = 100, brokerEpoch
-		hb.CurrentMetadataOffset = c.members[leader].Image().Position().Offset
-		resp := c.do(leader, hb).(*kmsg.BrokerHeartbeatResponse)
-		if resp.ErrorCode != 0 {
-			c.tb.Fatalf("heartbeat: %v", kerr.ErrorForCode(resp.ErrorCode))
-		}
-		if !resp.IsFenced {
-			return
-		}
-	}
-	c.tb.Fatalf("broker still fenced")
-}
-
-func (c *benchCluster) createTopics(leader int, names []string, partitions int32) {
-	c.tb.Helper()
-	req := kmsg.NewPtrCreateTopicsRequest()
-	req.Version = 7
-	req.TimeoutMillis = 30_000
-	for _, name := range names {
-		t := kmsg.NewCreateTopicsRequestTopic()
-		t.Topic, t.NumPartitions, t.ReplicationFactor = name, partitions, 1
-		req.Topics = append(req.Topics, t)
-	}
-	resp := c.do(leader, req).(*kmsg.CreateTopicsResponse)
-	for _, t := range resp.Topics {
-		if t.ErrorCode != 0 {
-			c.tb.Fatalf("create topic %s: %v", t.Topic, kerr.ErrorForCode(t.ErrorCode))
-		}
-	}
-}
-
 func runFailoverBench(b *testing.B, seed uint64, topics, partitions int) {
 	b.StopTimer()
 	const perRequest = 20
-	c := &benchCluster{tb: b, s: sim.New(sim.Config{Seed: seed, Log: testLog}), members: make([]*kraft.Member, 3), startDur: make([]time.Duration, 3), startParts: make([]int, 3)}
-	voters := map[quorum.NodeID]string{}
-	for i := 0; i < 3; i++ {
-		voters[quorum.NodeID(i+1)] = fmt.Sprintf("c%d:9093", i+1)
+	c := newClusterStopped(b, seed, 3, 0, func(cfg *kraft.Config) { cfg.SnapshotIntervalRecords = failoverSnapshotRecords })
+	startDur := make([]time.Duration, 3) // wall time of each member's latest kraft.Start
+	// startParts is the partition count of each member's image right
+	// after its latest kraft.Start: what its snapshot held.
+	startParts := make([]int, 3)
+	var startedAt time.Time
+	c.started = func(i int, m *kraft.Member) {
+		startDur[i] = time.Since(startedAt)
+		if m != nil {
+			startParts[i] = m.Image().NumPartitions()
+		}
 	}
-	for i := 0; i < 3; i++ {
-		cfg := kraft.Config{NodeID: quorum.NodeID(i + 1), Voters: kraft.ParseVoters(voters), ClusterID: "sim-cluster"}
-		cfg.SnapshotIntervalRecords = failoverSnapshotRecords
-		p := c.s.AddProcess(fmt.Sprintf("c%d", i+1), func(e env.Env) {
-			start := time.Now()
-			m, err := kraft.Start(e, cfg)
-			c.startDur[i] = time.Since(start)
-			if err != nil {
-				b.Errorf("start c%d: %v", i+1, err)
-			}
-			c.members[i] = m
-			if m != nil {
-				c.startParts[i] = m.Image().NumPartitions()
-			}
-		})
-		c.procs = append(c.procs, p)
+	for _, p := range c.procs {
+		startedAt = time.Now()
 		p.Start()
 	}
-	leader := -1
-	c.runUntil(electionBound, "elect", func() bool { leader = c.active(-1); return leader >= 0 })
-
-	reg := kmsg.NewPtrBrokerRegistrationRequest()
-	reg.Version = 3
-	reg.BrokerID = 100
-	reg.IncarnationID = [16]byte{0: 1, 15: 1}
-	reg.ClusterID = "sim-cluster"
-	l := kmsg.NewBrokerRegistrationRequestListener()
-	l.Name, l.Host, l.Port = "PLAINTEXT", "broker-100", 9092
-	reg.Listeners = []kmsg.BrokerRegistrationRequestListener{l}
-	regResp := c.do(leader, reg).(*kmsg.BrokerRegistrationResponse)
-	if regResp.ErrorCode != 0 {
-		b.Fatalf("register: %v", kerr.ErrorForCode(regResp.ErrorCode))
-	}
-	brokerEpoch := regResp.BrokerEpoch
+	leader := c.waitLeader()
+	brokerEpoch := c.registerBroker(leader)
 
 	createStart := time.Now()
 	for t := 0; t < topics; t += perRequest {
@@ -179,7 +69,7 @@ func runFailoverBench(b *testing.B, seed uint64, topics, partitions int) {
 			names = append(names, fmt.Sprintf("topic-%04d", k))
 		}
 		c.heartbeat(leader, brokerEpoch)
-		c.createTopics(leader, names, int32(partitions))
+		c.createTopicBatch(leader, names, int32(partitions))
 	}
 	createWall := time.Since(createStart)
 	c.runUntil(30*time.Second, "converge", func() bool {
@@ -197,10 +87,10 @@ func runFailoverBench(b *testing.B, seed uint64, topics, partitions int) {
 	crashedAt, wallStart := c.s.Now(), time.Now()
 	c.procs[leader].Crash()
 	next := -1
-	c.runUntil(electionBound, "elect a successor", func() bool { next = c.active(leader); return next >= 0 })
+	c.runUntil(electionBound, "elect a successor", func() bool { next = c.activeController(); return next >= 0 && next != leader })
 	activeAt := c.s.Now()
 	c.heartbeat(next, brokerEpoch)
-	c.createTopics(next, []string{"after-failover"}, 1)
+	c.createTopicBatch(next, []string{"after-failover"}, 1)
 	failoverSim, failoverWall := c.s.Now()-crashedAt, time.Since(wallStart)
 	b.StopTimer()
 
@@ -215,6 +105,7 @@ func runFailoverBench(b *testing.B, seed uint64, topics, partitions int) {
 	}
 	c.members[leader] = nil
 	catchupStart := time.Now()
+	startedAt = catchupStart
 	c.procs[leader].Start()
 	c.runUntil(30*time.Second, "restarted member converges", func() bool {
 		m := c.members[leader]
@@ -225,12 +116,12 @@ func runFailoverBench(b *testing.B, seed uint64, topics, partitions int) {
 	b.ReportMetric(float64(failoverSim.Milliseconds()), "failover-sim-ms")
 	b.ReportMetric(float64(failoverWall.Milliseconds()), "failover-wall-ms")
 	b.ReportMetric(float64(snapBytes), "snapshot-bytes")
-	b.ReportMetric(float64(c.startParts[leader]), "snapshot-partitions")
-	b.ReportMetric(float64(c.startDur[leader].Microseconds())/1000, "snapshot-load-wall-ms")
+	b.ReportMetric(float64(startParts[leader]), "snapshot-partitions")
+	b.ReportMetric(float64(startDur[leader].Microseconds())/1000, "snapshot-load-wall-ms")
 	b.ReportMetric(float64(catchupWall.Milliseconds()), "catchup-wall-ms")
 	b.ReportMetric(createWall.Seconds(), "create-wall-s")
 	b.Logf("seed %d: %d partitions; c%d crashed, c%d active after %v (sim), CreateTopics answered %v after the crash (sim), %v wall; "+
 		"snapshot %s of %d bytes (%d partitions) loaded by kraft.Start in %v wall, caught up in %v wall; creating took %v wall",
 		seed, count, leader+1, next+1, activeAt-crashedAt, failoverSim, failoverWall,
-		snapName, snapBytes, c.startParts[leader], c.startDur[leader], catchupWall, createWall)
+		snapName, snapBytes, startParts[leader], startDur[leader], catchupWall, createWall)
 }

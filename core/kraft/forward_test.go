@@ -55,7 +55,7 @@ func describeQuorumRequest() *kmsg.DescribeQuorumRequest {
 }
 
 // topicError is the error code of the only topic of a CreateTopics response.
-func topicError(t *testing.T, r kmsg.Response) int16 {
+func topicError(t testing.TB, r kmsg.Response) int16 {
 	t.Helper()
 	resp, ok := r.(*kmsg.CreateTopicsResponse)
 	if !ok || len(resp.Topics) != 1 {

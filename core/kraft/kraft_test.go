@@ -29,10 +29,13 @@ const (
 )
 
 type cluster struct {
-	t       *testing.T
+	t       testing.TB
 	s       *sim.Sim
 	procs   []*sim.Process
 	members []*kraft.Member
+	// started, if not nil, runs after each kraft.Start of member i (the
+	// benchmark measures the start there).
+	started func(i int, m *kraft.Member)
 }
 
 func newCluster(t *testing.T, seed uint64, n int) *cluster {
@@ -51,7 +54,17 @@ func newClusterWithObservers(t *testing.T, seed uint64, n, observers int) *clust
 
 // newClusterWithConfig is newClusterWithObservers with tweak, if not nil,
 // applied to every member's configuration.
-func newClusterWithConfig(t *testing.T, seed uint64, n, observers int, tweak func(*kraft.Config)) *cluster {
+func newClusterWithConfig(t testing.TB, seed uint64, n, observers int, tweak func(*kraft.Config)) *cluster {
+	c := newClusterStopped(t, seed, n, observers, tweak)
+	for _, p := range c.procs {
+		p.Start()
+	}
+	return c
+}
+
+// newClusterStopped is newClusterWithConfig without starting the
+// processes.
+func newClusterStopped(t testing.TB, seed uint64, n, observers int, tweak func(*kraft.Config)) *cluster {
 	c := &cluster{t: t, s: sim.New(sim.Config{Seed: seed, Log: testLog}), members: make([]*kraft.Member, n+observers)}
 	voters := map[quorum.NodeID]string{}
 	for i := 0; i < n; i++ {
@@ -73,11 +86,11 @@ func newClusterWithConfig(t *testing.T, seed uint64, n, observers int, tweak fun
 				t.Errorf("start %s: %v", name, err)
 			}
 			c.members[i] = m
+			if c.started != nil {
+				c.started(i, m)
+			}
 		})
 		c.procs = append(c.procs, p)
-	}
-	for _, p := range c.procs {
-		p.Start()
 	}
 	return c
 }
@@ -187,14 +200,29 @@ func (c *cluster) heartbeat(leader int, brokerEpoch int64) {
 
 func (c *cluster) createTopic(leader int, name string) {
 	c.t.Helper()
+	c.createTopicBatch(leader, []string{name}, 3)
+}
+
+// createTopicBatch creates topics of the given partition count (replication
+// factor 1) in one CreateTopics through member leader.
+func (c *cluster) createTopicBatch(leader int, names []string, partitions int32) {
+	c.t.Helper()
 	req := kmsg.NewPtrCreateTopicsRequest()
 	req.Version = 7
-	t := kmsg.NewCreateTopicsRequestTopic()
-	t.Topic, t.NumPartitions, t.ReplicationFactor = name, 3, 1
-	req.Topics = []kmsg.CreateTopicsRequestTopic{t}
+	req.TimeoutMillis = 30_000
+	for _, name := range names {
+		t := kmsg.NewCreateTopicsRequestTopic()
+		t.Topic, t.NumPartitions, t.ReplicationFactor = name, partitions, 1
+		req.Topics = append(req.Topics, t)
+	}
 	resp := c.do(leader, req).(*kmsg.CreateTopicsResponse)
-	if len(resp.Topics) != 1 || resp.Topics[0].ErrorCode != 0 {
-		c.t.Fatalf("create topic %s: %+v", name, resp.Topics)
+	if len(resp.Topics) != len(names) {
+		c.t.Fatalf("create topics %v: %d answers", names, len(resp.Topics))
+	}
+	for _, t := range resp.Topics {
+		if t.ErrorCode != 0 {
+			c.t.Fatalf("create topic %s: %v", t.Topic, kerr.ErrorForCode(t.ErrorCode))
+		}
 	}
 }
 

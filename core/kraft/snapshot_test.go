@@ -87,7 +87,7 @@ func (c *cluster) snapshotFiles(i int) []string {
 }
 
 // snapshotEnd parses the end offset out of a snapshot file name.
-func snapshotEnd(t *testing.T, name string) int64 {
+func snapshotEnd(t testing.TB, name string) int64 {
 	var end int64
 	var epoch int32
 	if _, err := fmt.Sscanf(name, "%020d-%010d.checkpoint", &end, &epoch); err != nil {

@@ -14,6 +14,8 @@
 //	recovery-checkpoint             recovery point and log start offset (Kafka's checkpoint text format)
 //	leader-epoch-checkpoint         leader epoch -> start offset (Kafka's file, same format)
 //	cleaner-checkpoint              compacted topics: the cleaner's first dirty offset (same format)
+//	.sync-failed-<D>                empty failure marker: the log failed with durable offset D (failure.go)
+//	.flushed-offset                 the durable offset, noted in the page cache only (failure.go)
 //
 // A Log appends batches (Append for producers, AppendCoordinator for the
 // broker's own control batches, AppendReplicated for followers), assigning
@@ -79,6 +81,16 @@
 // directory offline (Kafka's KAFKA_STORAGE_ERROR) and a restart recovers
 // from what is durable. A full disk (env.ErrNoSpace) on append is not a
 // failure: the append changed nothing and returns the error.
+//
+// A restart with the machine up (a supervisor restarting the process) would
+// read those lost writes from the page cache as valid data, and its own
+// syncs would not write them. So a failing log first creates a failure
+// marker, .sync-failed-<D> with D its durable offset; the next Open drops
+// everything at or beyond D (no Flush ever acknowledged it), makes the cut
+// durable with fresh index files and re-linked segment entries, checkpoints
+// and only then removes the marker, staying Busy until it has. Without a
+// marker (a plain kill) the page cache is trusted as before. failure.go has
+// the design, the ordering argument and its limits.
 //
 // After Open, and during a truncation, the log is Busy: changes fail with
 // ErrBusy until what recovery (or the truncation) changed is durable. Flush

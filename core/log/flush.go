@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/strata-log/strata/core/assert"
+	"github.com/strata-log/strata/core/env"
 )
 
 // Durability works in flush cycles, at most one in flight (so at most one
@@ -17,10 +18,12 @@ import (
 //     recovery point), or a truncation (see truncate.go, which has its own
 //     first steps): the files recovery cut are synced first, then the
 //     checkpoints are rewritten (recovery point first when it fell) and the
-//     directory is synced, which makes the deletions durable. In that order
-//     a crash halfway leaves evidence from which recovery reaches the same
-//     result again; and the log refuses changes (ErrBusy) until then, so
-//     that nothing new is built on a recovery a crash could still undo.
+//     directory is synced, which makes the deletions durable; after a
+//     recovery that obeyed failure markers (failure.go) the markers are
+//     removed last, and the directory synced again. In that order a crash
+//     halfway leaves evidence from which recovery reaches the same result
+//     again; and the log refuses changes (ErrBusy) until then, so that
+//     nothing new is built on a recovery a crash could still undo.
 //  2. Sync: every segment file with unsynced writes or truncations is
 //     synced (normally just the active .log file; after a roll also the
 //     sealed segment's files). When the recovery checkpoint is due, its
@@ -74,6 +77,15 @@ type flushState struct {
 	background bool
 	// recovering holds cycles back while Open runs.
 	recovering bool
+	// markers are the failure markers Open found (failure.go); the settle
+	// step removes them once what it obeyed them for is durable.
+	markers []string
+	// hint is the open .flushed-offset file and hintWritten the offset it
+	// holds (failure.go); hinted is the offset a previous incarnation's
+	// hint vouched for, used until the first settle completes.
+	hint        env.File
+	hintWritten int64
+	hinted      int64
 	// lastCheckpoint (Env.Monotonic) and bytesAtCheckpoint (of
 	// appendedBytes) date the last checkpoint.
 	lastCheckpoint    time.Duration
@@ -277,6 +289,13 @@ func (l *Log) cycleSettle(c *flushCycle) {
 				l.fl.epochVersionWritten = epochVersion
 				l.fl.durableOffset = max(l.fl.durableOffset, ck.recoveryPoint)
 				l.epochs.prune(ck.logStartOffset)
+				if l.writeHint(); l.failed != nil {
+					return
+				}
+				if len(l.fl.markers) > 0 {
+					l.settleMarkers(c)
+					return
+				}
 				l.fl.settle = false
 				l.cycleSync(c)
 			})
@@ -297,6 +316,25 @@ func (l *Log) cycleSettle(c *flushCycle) {
 		l.end(c)
 	})
 	l.syncDirtyFiles(c)
+	l.end(c)
+}
+
+// settleMarkers ends a settle step that obeyed failure markers
+// (failure.go): the cut files and the checkpoint at the new log end are
+// durable now, so the markers go, and the log takes changes only once their
+// removal is durable too.
+func (l *Log) settleMarkers(c *flushCycle) {
+	if err := l.removeFailedMarkers(); err != nil {
+		_ = l.fail(err)
+		return
+	}
+	c.dirGen = l.fl.dirGen
+	c.begin(func() {
+		l.fl.dirSyncedGen = max(l.fl.dirSyncedGen, c.dirGen)
+		l.fl.settle = false
+		l.cycleSync(c)
+	})
+	l.syncDirs(c)
 	l.end(c)
 }
 
@@ -407,6 +445,9 @@ func (l *Log) cycleInstall(c *flushCycle) {
 func (l *Log) cycleFinish(c *flushCycle) {
 	assert.That(c.target <= l.LogEndOffset(), "flush covered offset %d beyond the log end %d", c.target, l.LogEndOffset())
 	l.fl.durableOffset = max(l.fl.durableOffset, c.target)
+	if l.writeHint(); l.failed != nil {
+		return
+	}
 	l.fl.durableGen = max(l.fl.durableGen, c.gen)
 	if c.ckpt != nil {
 		l.fl.checkpointed = *c.ckpt

@@ -191,12 +191,13 @@ func (l *Log) mutable() error {
 	return nil
 }
 
-// fail marks the log failed (once) and returns the error. Pending flush
-// callbacks get it.
+// fail marks the log failed (once), leaves a failure marker for the next
+// Open (failure.go) and returns the error. Pending flush callbacks get it.
 func (l *Log) fail(cause error) error {
 	if l.failed == nil {
 		l.failed = fmt.Errorf("%w: %s: %w", ErrLogFailed, l.dir, cause)
 		l.logger.Error("log failed; the log directory must go offline", "dir", l.dir, "err", cause)
+		l.markFailed()
 		l.failWaiters(l.failed)
 	}
 	return l.failed
@@ -214,6 +215,7 @@ func (l *Log) Close() error {
 	l.closed = true
 	l.failWaiters(fmt.Errorf("%w: %s", ErrClosed, l.dir))
 	l.closeCleaner()
+	l.closeHint()
 	for _, s := range l.segs {
 		if s.pins == 0 {
 			l.closeFiles(s)

@@ -34,6 +34,16 @@ const (
 	// epochCheckpointName is Kafka's leader-epoch-checkpoint.
 	epochCheckpointName = "leader-epoch-checkpoint"
 
+	// failedMarkerPrefix starts the name of a failure marker,
+	// .sync-failed-<D>: an empty file a log creates when it fails (see
+	// failure.go), D being the offset below which its flushes had made
+	// everything durable. Its presence tells the next Open to distrust what
+	// the page cache shows at or beyond D.
+	failedMarkerPrefix = ".sync-failed-"
+	// flushedHintName is a page-cache note of the durable offset (see
+	// failure.go), never synced.
+	flushedHintName = ".flushed-offset"
+
 	// offsetNameDigits is the width of the zero-padded base offset in a
 	// segment file name: enough for any int64.
 	offsetNameDigits = 20
@@ -64,6 +74,31 @@ func parseSegmentFile(name string) (base int64, suffix string, ok bool) {
 		return 0, "", false
 	}
 	return base, name[offsetNameDigits:], true
+}
+
+// failedMarkerFile returns the name of the failure marker for durable
+// offset d.
+func failedMarkerFile(d int64) string {
+	return failedMarkerPrefix + strconv.FormatInt(d, 10)
+}
+
+// parseFailedMarkerFile returns the durable offset a failure marker's name
+// records; ok is false for other names.
+func parseFailedMarkerFile(name string) (int64, bool) {
+	digits, found := strings.CutPrefix(name, failedMarkerPrefix)
+	if !found || digits == "" {
+		return 0, false
+	}
+	for i := 0; i < len(digits); i++ {
+		if digits[i] < '0' || digits[i] > '9' {
+			return 0, false
+		}
+	}
+	d, err := strconv.ParseInt(digits, 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	return d, true
 }
 
 // join returns the disk path of name inside the log directory.

@@ -101,6 +101,11 @@ func (l *Log) recover() error {
 	}
 	l.fl.checkpointed = ckpt
 	l.fl.epochVersionWritten = l.epochs.version
+	trusted, err := l.readFailedMarkers()
+	if err != nil {
+		return err
+	}
+	marked := len(l.fl.markers) > 0
 	if len(bases) == 0 {
 		return l.recoverEmpty(ckpt, hasCkpt)
 	}
@@ -126,6 +131,16 @@ func (l *Log) recover() error {
 		l.segs = l.segs[1:]
 	}
 	recoveryPoint := ckpt.recoveryPoint
+	if marked {
+		if err := l.distrustFrom(trusted); err != nil {
+			return err
+		}
+		if recoveryPoint > trusted {
+			l.logger.Warn("lowering the recovery point to the failed log's durable offset (a failed directory sync left a newer checkpoint in the page cache)",
+				"recoveryPoint", recoveryPoint, "durableOffset", trusted)
+			recoveryPoint = trusted
+		}
+	}
 	// k is the segment holding the recovery point, or the one that ends
 	// there: a segment rolled after the checkpoint ends exactly at the
 	// recovery point, and its sealed index files need not be durable yet.
@@ -178,6 +193,8 @@ func (l *Log) recover() error {
 		limit := int64(math.MaxInt64)
 		if i+1 < len(l.segs) {
 			limit = l.segs[i+1].base
+		} else if marked {
+			limit = trusted
 		}
 		torn, err := l.recoverSegment(s, recoveryPoint, i == k, limit)
 		if err != nil {
@@ -217,6 +234,7 @@ func (l *Log) recover() error {
 		l.logStart = l.segs[0].base
 	}
 	l.fl.durableOffset = recoveryPoint
+	l.readHint(recoveryPoint, leo)
 	if l.logStart > leo {
 		l.logger.Warn("log start offset beyond the log end; emptying the log", "logStartOffset", l.logStart, "logEndOffset", leo)
 		if err := l.startOver(l.logStart); err != nil {
@@ -226,11 +244,41 @@ func (l *Log) recover() error {
 	}
 	l.epochs.truncateFromEnd(l.LogEndOffset())
 	l.epochs.prune(l.logStart)
+	if marked {
+		// The cleaner checkpoint must not claim offsets the cut dropped.
+		l.cleanerTruncated(l.LogEndOffset())
+		if err := l.relinkSegments(); err != nil {
+			return err
+		}
+	}
 	l.hw = l.logStart
 	if err := l.openActive(); err != nil {
 		return err
 	}
 	l.startRecovered()
+	return nil
+}
+
+// distrustFrom applies a failure marker (failure.go) before the scan: the
+// segments based at or beyond trusted are deleted, newest first, except the
+// first; the scan then cuts the last one at trusted.
+func (l *Log) distrustFrom(trusted int64) error {
+	i := len(l.segs)
+	for i > 1 && l.segs[i-1].base >= trusted {
+		i--
+	}
+	if i == len(l.segs) {
+		return nil
+	}
+	later := l.segs[i:]
+	reversed := make([]*segment, len(later))
+	for j, t := range later {
+		reversed[len(later)-1-j] = t
+	}
+	if err := l.removeSegments(reversed, "beyond the failed log's durable offset"); err != nil {
+		return err
+	}
+	l.segs = l.segs[:i]
 	return nil
 }
 
@@ -616,8 +664,8 @@ func (l *Log) recoverSegment(s *segment, recoveryPoint int64, first bool, limit 
 			break
 		}
 		if h.lastOffset() >= limit {
-			l.logger.Warn("cutting batches beyond the next segment's base (a truncation that did not reach the disk)",
-				"file", f.Name(), "position", pos, "nextSegment", limit)
+			l.logger.Warn("cutting batches beyond the next segment's base (a truncation that did not reach the disk) or the failed log's durable offset",
+				"file", f.Name(), "position", pos, "limit", limit)
 			break
 		}
 		s.account(h, pos, l.cfg.indexPolicy(), resumed && pos == start)
@@ -627,7 +675,10 @@ func (l *Log) recoverSegment(s *segment, recoveryPoint int64, first bool, limit 
 			}
 		}
 	}
-	if s.size < fileSize {
+	// After a failure (failure.go) the cut is issued even when the page
+	// cache already ends there: the failed incarnation may have cut the
+	// file in the page cache only, its Sync lost.
+	if s.size < fileSize || len(l.fl.markers) > 0 {
 		if err := f.Truncate(s.size); err != nil {
 			return false, fmt.Errorf("truncate %s to %d: %w", f.Name(), s.size, err)
 		}
@@ -851,8 +902,13 @@ func (l *Log) reconcileIndexFiles(s *segment) error {
 		for common < len(data) && common < len(want) && data[common] == want[common] {
 			common++
 		}
+		if len(l.fl.markers) > 0 {
+			// After a failure (failure.go) the page cache may show
+			// entries that never reach the disk: rewrite the file whole.
+			common = 0
+		}
 		kept := common / entryBytes
-		if len(data) > kept*entryBytes {
+		if len(data) > kept*entryBytes || len(l.fl.markers) > 0 {
 			if err := f.Truncate(int64(kept * entryBytes)); err != nil {
 				return fmt.Errorf("truncate %s: %w", f.Name(), err)
 			}

@@ -241,6 +241,7 @@ func (l *Log) afterTruncation(end int64) {
 	l.cleanerTruncated(end)
 	l.hw = max(min(l.hw, end), l.logStart)
 	l.fl.durableOffset = min(l.fl.durableOffset, end)
+	l.writeHint()
 	l.fl.metaGen++
 	for i := range l.fl.waiters {
 		l.fl.waiters[i].upto = min(l.fl.waiters[i].upto, end)

@@ -471,7 +471,11 @@ func (h *kraftHarness) superviseRestart(i int) {
 	h.s.Trace(h.name(i) + ":supervisor-restart")
 	h.s.After(kraftSupervisorDelay, "supervisor:restart", func() {
 		if p.Incarnation() == inc && p.Up() {
-			p.Restart()
+			// A node that stopped on a fatal error exits and its
+			// supervisor (systemd) starts it again: a process restart,
+			// the machine's page cache intact.
+			p.Kill()
+			p.Start()
 		}
 	})
 }

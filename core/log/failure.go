@@ -1,0 +1,277 @@
+package log
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+
+	"github.com/strata-log/strata/core/env"
+)
+
+// # After a failed Sync: the failure marker
+//
+// When a Sync (or SyncDir) fails, the writes it covered are lost for good,
+// yet the page cache may go on showing them (Linux marks the pages clean
+// after the EIO: PostgreSQL's "fsyncgate"). The log then fails. A power
+// loss is harmless: recovery sees only what reached the disk, and what was
+// lost lies beyond the last recovery point, which only successful syncs
+// move. A process restart with the machine up is not: the next Open reads
+// the page cache, finds the lost bytes valid, its settling flush syncs
+// nothing (the pages are clean) and it checkpoints a recovery point over
+// data that is not on the disk; the next power loss leaves zeros below the
+// recovery point, and Open fails for good. Nor can the new process tell
+// those bytes from data a process killed without a failure left in the
+// page cache, which must stay (it may have been flushed, and the recovery
+// checkpoint lags the flushes).
+//
+// So a failing log leaves evidence first: an empty file .sync-failed-<D>
+// in its directory, D being its durable offset (every batch below D was
+// covered by a successful flush cycle). The name carries D so that
+// creating the marker is a single directory change, atomic, that needs no
+// data block (a full disk cannot stop it, a torn write cannot garble it).
+// The marker does not need to reach the disk: it matters only while the
+// page cache still shows lost writes, that is until a power loss, and a
+// page-cache entry is visible to the next process at once; the log
+// nevertheless asks for a SyncDir, best effort. If even the creation
+// fails, the log can only log it (a double fault): the next Open trusts
+// the page cache as before.
+//
+// Open (recover.go) looks for markers. With one (or several: a failure
+// while recovering from one adds another; the largest D counts, since
+// nothing is appended until the markers are gone) it distrusts everything
+// at or beyond T = D: the recovery point is lowered to T if it was above
+// (a failed SyncDir can leave a renamed checkpoint in the page cache);
+// segments based at or beyond T are deleted (keeping the first); the last
+// one is cut at T; every scanned segment's .log gets a truncation that the
+// settling flush syncs (re-issuing a cut the failed incarnation made in
+// the page cache only) and its index files are rewritten whole (their
+// page cache may show entries that are lost too), and every kept segment's
+// files are renamed to .swap and back (relinkSegments), so that the
+// settling SyncDir records their entries anew. What is dropped was
+// never acknowledged by a Flush, so dropping it is always safe; acks=1
+// style data the leader had acknowledged to producers before it was
+// flushed is gone, as after a power loss, and the replicas (or the Raft
+// leader) bring it back if it was committed. The settling flush then syncs
+// the cut files, installs a recovery checkpoint at the new log end, syncs
+// the directory, and only then removes the markers and syncs the directory
+// again. The log refuses changes (ErrBusy) until all of that is done, so
+// nothing new is built on data the marker still disowns; a crash at any
+// point leaves the markers (Open starts over, to the same result) or a
+// durable checkpoint at T with every cut durable (markers gone).
+//
+// A log never installs a recovery checkpoint once failed: every cycle
+// stops at its first error. The checkpoints (recovery, leader epoch,
+// cleaner) are written to .tmp, synced and only then renamed, so a failed
+// Sync of one never puts it in place; a failed SyncDir after the rename
+// leaves it in the page cache only, which is why Open lowers the recovery
+// point to T and the settle rewrites both log checkpoints (the cleaner
+// checkpoint is lowered to the log end in memory; an older one on the disk
+// only costs cleaning). A cleaner group whose .cleaned files fail to sync
+// is never swapped in; Open deletes the leftovers. Recovery trusts the
+// bytes below the recovery point without a CRC check (rules 4 and 6 of
+// Open), as Kafka does; that is sound again with the marker, because a
+// recovery point is now only ever written over data synced successfully
+// (or read back after a power loss) by the incarnation that writes it.
+//
+// Limits. A failure while settling a normal recovery (no marker) can vouch
+// only for what the previous incarnation noted in its flushed-offset hint
+// (below); without a hint, data it had flushed beyond its last checkpoint
+// is dropped by the next Open. A failed SyncDir loses directory
+// changes for good on the simulated disk (a later successful SyncDir does
+// not bring them back). The marker recovery re-links the segments it keeps
+// and the settling flush rewrites the checkpoints under new entries, but a
+// deletion the failed SyncDir lost (retention's, a truncation's, a marker
+// recovery's own) cannot be re-issued, since nothing records the name, and
+// neither can the creation of the log directory itself or its parents:
+// recovery's existing rules (segments below the log start offset, beyond a
+// torn tail, uncommitted swaps) must deal with what a later power loss
+// brings back, and they do not always (core/log's crash test skips two
+// such seeds, crashKnownSyncDirSeeds). On Linux a failed directory fsync
+// usually means an aborted journal and a read-only filesystem instead.
+
+// markFailed creates the failure marker for the current durable offset,
+// best effort (see above). It is not called while Open recovers: no Sync
+// of this incarnation has failed then, and its durable offset is not
+// known yet.
+func (l *Log) markFailed() {
+	if l.fl.recovering {
+		return
+	}
+	d := l.fl.durableOffset
+	if l.fl.settle {
+		d = max(d, l.fl.hinted) // see the flushed-offset hint below
+	}
+	name := l.path(failedMarkerFile(d))
+	f, err := l.disk.Open(name, true)
+	if err != nil {
+		l.logger.Error("cannot create the failure marker (a double fault): the next Open will trust the page cache",
+			"file", name, "err", err)
+		return
+	}
+	_ = f.Close()
+	l.logger.Warn("marked the log failed: the next Open drops what lies beyond the durable offset",
+		"file", name, "durableOffset", d)
+	l.disk.SyncDir(l.dir, func(err error) {
+		if err != nil {
+			l.logger.Error("cannot make the failure marker durable", "file", name, "err", err)
+		}
+	})
+}
+
+// readFailedMarkers lists the failure markers of the directory and returns
+// the offset the log is trusted below: the largest durable offset they
+// record, or math.MaxInt64 without markers.
+func (l *Log) readFailedMarkers() (int64, error) {
+	names, err := l.disk.List(l.dir)
+	if err != nil {
+		return 0, fmt.Errorf("list %s: %w", l.dir, err)
+	}
+	trusted := int64(-1)
+	l.fl.markers = nil
+	for _, name := range names {
+		d, ok := parseFailedMarkerFile(name)
+		if !ok {
+			continue
+		}
+		l.fl.markers = append(l.fl.markers, name)
+		trusted = max(trusted, d)
+	}
+	if len(l.fl.markers) == 0 {
+		return math.MaxInt64, nil
+	}
+	l.logger.Warn("the log failed before: dropping what lies beyond its durable offset", "markers", l.fl.markers, "durableOffset", trusted)
+	return trusted, nil
+}
+
+// relinkSegments renames the files of every segment to their .swap names
+// and back (the .log file last one way and first the other; an empty
+// segment's files are removed and created again instead), so that the
+// settling flush's SyncDir makes their directory entries durable again: a
+// failed SyncDir loses the entry changes it covered for good (a segment
+// created by a roll, a cleaner's swap), and a later successful SyncDir
+// does not bring them back. A crash halfway is ordinary recovery: a
+// committed swap (the .log.swap file exists) is completed, uncommitted
+// index .swap files are deleted and the indexes rebuilt.
+func (l *Log) relinkSegments() error {
+	kinds := []fileKind{kindIndex, kindTimeIndex, kindLog}
+	for _, s := range l.segs {
+		if s.size == 0 {
+			// An empty .log.swap is no committed swap to recovery: remove
+			// the files instead and let openActive create them anew.
+			l.closeFiles(s)
+			for _, k := range kinds {
+				name := l.path(segmentFile(s.base, kindSuffix[k]))
+				if err := l.disk.Remove(name); err != nil && !errors.Is(err, env.ErrNotExist) {
+					return fmt.Errorf("remove %s: %w", name, err)
+				}
+				l.dirChanged()
+			}
+			continue
+		}
+		var moved []fileKind
+		for _, k := range kinds {
+			name := l.path(segmentFile(s.base, kindSuffix[k]))
+			if err := l.disk.Rename(name, name+swapSuffix); err != nil {
+				if k != kindLog && errors.Is(err, env.ErrNotExist) {
+					continue
+				}
+				return fmt.Errorf("rename %s: %w", name, err)
+			}
+			moved = append(moved, k)
+			l.dirChanged()
+		}
+		for i := len(moved) - 1; i >= 0; i-- {
+			name := l.path(segmentFile(s.base, kindSuffix[moved[i]]))
+			if err := l.disk.Rename(name+swapSuffix, name); err != nil {
+				return fmt.Errorf("rename %s: %w", name+swapSuffix, err)
+			}
+			l.dirChanged()
+		}
+	}
+	return nil
+}
+
+// removeFailedMarkers deletes the markers Open found, once the recovery
+// that obeyed them is durable; the caller syncs the directory.
+func (l *Log) removeFailedMarkers() error {
+	for _, name := range l.fl.markers {
+		if err := l.disk.Remove(l.path(name)); err != nil {
+			return fmt.Errorf("remove %s: %w", name, err)
+		}
+		l.dirChanged()
+	}
+	l.fl.markers = nil
+	return nil
+}
+
+// The flushed-offset hint. A failure while settling a normal recovery (no
+// marker) must record a durable offset too, and the recovery point is too
+// low: the recovery checkpoint lags the flushes, and the next Open would
+// drop data a previous, killed incarnation had flushed beyond it. So every
+// incarnation notes its durable offset in .flushed-offset whenever it
+// changes: a 21-byte overwrite in the page cache, never synced, lowered in
+// the same turn of the loop as a truncation's cut. Open reads it as
+// follows. After a process kill the page cache holds the note as last
+// written, which is at most what was durable. After a power loss
+// everything recovery reads is on the disk, so any offset up to the log
+// end is durable; the never-synced note is then missing or empty (or,
+// written once only, still right), and a missing or empty note counts as
+// the log end. A note that cannot be written fails the log (its file is
+// sized sparsely first, so an overwrite never needs space), so that a
+// missing note never means anything but a power loss or a new log.
+
+// writeHint notes the durable offset in the hint file if it changed.
+func (l *Log) writeHint() {
+	d := l.fl.durableOffset
+	if l.failed != nil || l.fl.hint != nil && d == l.fl.hintWritten {
+		return
+	}
+	name := l.path(flushedHintName)
+	if l.fl.hint == nil {
+		f, err := l.disk.Open(name, true)
+		if err == nil && f.Size() != offsetNameDigits+1 {
+			if err = f.Truncate(offsetNameDigits + 1); err != nil {
+				_ = f.Close()
+			}
+		}
+		if err != nil {
+			_ = l.fail(fmt.Errorf("note the flushed offset in %s: %w", name, err))
+			return
+		}
+		l.fl.hint = f
+	}
+	if err := l.fl.hint.WriteAt(fmt.Appendf(nil, "%020d\n", d), 0); err != nil {
+		_ = l.fail(fmt.Errorf("note the flushed offset in %s: %w", name, err))
+		return
+	}
+	l.fl.hintWritten = d
+}
+
+func (l *Log) closeHint() {
+	if l.fl.hint != nil {
+		_ = l.fl.hint.Close()
+		l.fl.hint = nil
+	}
+}
+
+// readHint sets hinted from the hint file a previous incarnation left (see
+// above): at least the recovery point, at most the log end.
+func (l *Log) readHint(recoveryPoint, leo int64) {
+	l.fl.hinted = recoveryPoint
+	data, ok, err := readCheckpointFile(l.disk, l.path(flushedHintName))
+	switch {
+	case err != nil:
+		return
+	case !ok || len(data) == 0:
+		l.fl.hinted = max(recoveryPoint, leo)
+		return
+	case len(data) != offsetNameDigits+1 || data[offsetNameDigits] != '\n':
+		return
+	}
+	v, err := strconv.ParseInt(string(data[:offsetNameDigits]), 10, 64)
+	if err != nil || v < 0 {
+		return
+	}
+	l.fl.hinted = max(recoveryPoint, min(v, leo))
+}
