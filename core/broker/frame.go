@@ -8,7 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/core/assert"
-	"github.com/strata-log/strata/core/controller"
+	"github.com/strata-log/strata/core/kraft"
 	"github.com/strata-log/strata/core/protocol"
 )
 
@@ -115,7 +115,7 @@ func (b *Broker) decodeAndHandle(frame []byte, reply func([]byte)) ([]byte, *fra
 	case *kmsg.CreateTopicsRequest, *kmsg.DeleteTopicsRequest, *kmsg.CreatePartitionsRequest,
 		*kmsg.DescribeQuorumRequest:
 		if b.cfg.Metadata == nil {
-			resp = errorResponse(req, kerr.NotController, "This node has no metadata quorum.")
+			resp = kraft.ErrorResponse(req, kerr.NotController, "This node has no metadata quorum.")
 			break
 		}
 		// The quorum member answers, forwarding to the quorum leader when
@@ -123,7 +123,7 @@ func (b *Broker) decodeAndHandle(frame []byte, reply func([]byte)) ([]byte, *fra
 		b.cfg.Metadata.Submit(req, func(r kmsg.Response, err error) {
 			if err != nil || r == nil || r.GetVersion() != version {
 				b.log.Warn("controller request failed", "api_name", api.Name(), "err", err)
-				r = errorResponse(req, kerr.UnknownServerError, "The controller failed the request.")
+				r = kraft.ErrorResponse(req, kerr.UnknownServerError, "The controller failed the request.")
 			}
 			reply(encodeResponse(correlationID, r))
 		})
@@ -134,20 +134,6 @@ func (b *Broker) decodeAndHandle(frame []byte, reply func([]byte)) ([]byte, *fra
 	assert.That(resp.GetVersion() == version, "%s response version %d for request version %d",
 		api.Name(), resp.GetVersion(), version)
 	return encodeResponse(correlationID, resp), nil
-}
-
-// errorResponse answers a request passed to the metadata quorum with err
-// wherever its response carries an error code: DescribeQuorum at the top
-// level (as Kafka's error response for it), the controller's requests as
-// the controller would.
-func errorResponse(req kmsg.Request, err *kerr.Error, msg string) kmsg.Response {
-	if dq, ok := req.(*kmsg.DescribeQuorumRequest); ok {
-		resp := dq.ResponseKind().(*kmsg.DescribeQuorumResponse)
-		resp.ErrorCode = err.Code
-		resp.ErrorMessage = &msg // encoded from v2
-		return resp
-	}
-	return controller.ErrorResponse(req, err, msg)
 }
 
 // encodeResponse prepends the response header to the encoded response.

@@ -88,9 +88,13 @@ func (m *Member) forwardTarget() quorum.NodeID {
 	return leader
 }
 
-// forwardErrorResponse answers a forwarded request that got no answer from
-// the leader: err in every place the response carries an error code.
-func forwardErrorResponse(req kmsg.Request, err *kerr.Error, msg string) kmsg.Response {
+// ErrorResponse answers a request that Submit serves (a controller request
+// or DescribeQuorum) with err in every place its response carries an error
+// code: DescribeQuorum at the top level (as Kafka's error response for
+// it), the controller's requests as the controller would. It answers a
+// forwarded request that got no answer from the leader, and a broker's
+// request it cannot pass on.
+func ErrorResponse(req kmsg.Request, err *kerr.Error, msg string) kmsg.Response {
 	if dq, ok := req.(*kmsg.DescribeQuorumRequest); ok {
 		resp := dq.ResponseKind().(*kmsg.DescribeQuorumResponse)
 		resp.ErrorCode = err.Code
@@ -175,7 +179,7 @@ func (f *forwarder) forward(leader quorum.NodeID, req kmsg.Request, done func(km
 		refuse, msg = kerr.RequestTimedOut, fmt.Sprintf("This node already forwards %d requests to the controller; retry later.", f.inflight)
 	}
 	if refuse != nil {
-		resp := forwardErrorResponse(req, refuse, msg)
+		resp := ErrorResponse(req, refuse, msg)
 		f.m.e.Post(func() { done(resp, nil) })
 		return
 	}
@@ -185,7 +189,7 @@ func (f *forwarder) forward(leader quorum.NodeID, req kmsg.Request, done func(km
 	fr.timer = f.m.e.AfterFunc(f.m.cfg.ForwardRequestTimeout, func() {
 		fr.timer = nil
 		f.m.log.Warn("forwarded request timed out", "api", kmsg.NameForKey(req.Key()), "leader", int32(d.id), "timeout", f.m.cfg.ForwardRequestTimeout)
-		f.finish(d, fr, forwardErrorResponse(req, kerr.RequestTimedOut,
+		f.finish(d, fr, ErrorResponse(req, kerr.RequestTimedOut,
 			fmt.Sprintf("The controller did not answer within %v.", f.m.cfg.ForwardRequestTimeout)))
 	})
 	if d.conn != nil {
@@ -332,7 +336,7 @@ func (f *forwarder) drop(d *forwardDest, msg string) {
 			fr.timer.Stop()
 			fr.timer = nil
 		}
-		resp, done := forwardErrorResponse(fr.req, kerr.NotController, msg), fr.done
+		resp, done := ErrorResponse(fr.req, kerr.NotController, msg), fr.done
 		f.m.e.Post(func() { done(resp, nil) })
 	}
 	if conn != nil {

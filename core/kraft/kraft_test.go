@@ -33,9 +33,11 @@ type cluster struct {
 	s       *sim.Sim
 	procs   []*sim.Process
 	members []*kraft.Member
-	// started, if not nil, runs after each kraft.Start of member i (the
+	// beforeStart, if not nil, runs before each kraft.Start of member i
+	// (to damage its files, say); started, if not nil, after it (the
 	// benchmark measures the start there).
-	started func(i int, m *kraft.Member)
+	beforeStart func(i int, e env.Env)
+	started     func(i int, m *kraft.Member)
 }
 
 func newCluster(t *testing.T, seed uint64, n int) *cluster {
@@ -81,6 +83,9 @@ func newClusterStopped(t testing.TB, seed uint64, n, observers int, tweak func(*
 			tweak(&cfg)
 		}
 		p := c.s.AddProcess(name, func(e env.Env) {
+			if c.beforeStart != nil {
+				c.beforeStart(i, e)
+			}
 			m, err := kraft.Start(e, cfg)
 			if err != nil {
 				t.Errorf("start %s: %v", name, err)

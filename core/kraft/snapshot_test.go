@@ -13,8 +13,6 @@ import (
 	"github.com/strata-log/strata/core/env"
 	"github.com/strata-log/strata/core/kraft"
 	"github.com/strata-log/strata/core/meta"
-	"github.com/strata-log/strata/core/quorum"
-	"github.com/strata-log/strata/sim"
 )
 
 // snapCluster is a cluster whose members snapshot every few KiB of
@@ -36,40 +34,22 @@ func smallSnapshots(c *kraft.Config) {
 
 func newSnapCluster(t *testing.T, seed uint64, n, observers int) *snapCluster {
 	sc := &snapCluster{
-		cluster:     &cluster{t: t, s: sim.New(sim.Config{Seed: seed, Log: testLog}), members: make([]*kraft.Member, n+observers)},
+		cluster:     newClusterStopped(t, seed, n, observers, smallSnapshots),
 		beforeStart: make([]func(env.Env), n+observers),
 		started:     make([]meta.Position, n+observers),
 	}
-	c := sc.cluster
-	voters := map[quorum.NodeID]string{}
-	for i := 0; i < n; i++ {
-		voters[quorum.NodeID(i+1)] = fmt.Sprintf("c%d:9093", i+1)
-	}
-	for i := 0; i < n+observers; i++ {
-		cfg := kraft.Config{NodeID: quorum.NodeID(i + 1), Voters: kraft.ParseVoters(voters), ClusterID: "sim-cluster"}
-		name := fmt.Sprintf("c%d", i+1)
-		if i >= n {
-			name = fmt.Sprintf("b%d", i-n+1)
-			cfg.NodeID, cfg.ListenAddr = observerID(i-n), name+":9093"
+	sc.cluster.beforeStart = func(i int, e env.Env) {
+		if h := sc.beforeStart[i]; h != nil {
+			sc.beforeStart[i] = nil
+			h(e)
 		}
-		smallSnapshots(&cfg)
-		p := c.s.AddProcess(name, func(e env.Env) {
-			if h := sc.beforeStart[i]; h != nil {
-				sc.beforeStart[i] = nil
-				h(e)
-			}
-			m, err := kraft.Start(e, cfg)
-			if err != nil {
-				t.Errorf("start %s: %v", name, err)
-			}
-			c.members[i] = m
-			if m != nil {
-				sc.started[i] = m.Image().Position()
-			}
-		})
-		c.procs = append(c.procs, p)
 	}
-	for _, p := range c.procs {
+	sc.cluster.started = func(i int, m *kraft.Member) {
+		if m != nil {
+			sc.started[i] = m.Image().Position()
+		}
+	}
+	for _, p := range sc.procs {
 		p.Start()
 	}
 	return sc

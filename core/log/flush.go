@@ -281,9 +281,7 @@ func (l *Log) cycleSettle(c *flushCycle) {
 				_ = l.fail(err)
 				return
 			}
-			c.dirGen = l.fl.dirGen
-			c.begin(func() {
-				l.fl.dirSyncedGen = max(l.fl.dirSyncedGen, c.dirGen)
+			l.syncDirsThen(c, func() {
 				l.fl.parentDirs = nil
 				l.fl.checkpointed = ck
 				l.fl.epochVersionWritten = epochVersion
@@ -299,8 +297,6 @@ func (l *Log) cycleSettle(c *flushCycle) {
 				l.fl.settle = false
 				l.cycleSync(c)
 			})
-			l.syncDirs(c)
-			l.end(c)
 		})
 		// The epoch checkpoint goes in place first when the recovery
 		// point rises (the new one relies on it), last when it falls
@@ -328,14 +324,10 @@ func (l *Log) settleMarkers(c *flushCycle) {
 		_ = l.fail(err)
 		return
 	}
-	c.dirGen = l.fl.dirGen
-	c.begin(func() {
-		l.fl.dirSyncedGen = max(l.fl.dirSyncedGen, c.dirGen)
+	l.syncDirsThen(c, func() {
 		l.fl.settle = false
 		l.cycleSync(c)
 	})
-	l.syncDirs(c)
-	l.end(c)
 }
 
 // cycleSync is step 2.
@@ -429,14 +421,10 @@ func (l *Log) cycleInstall(c *flushCycle) {
 		l.cycleFinish(c)
 		return
 	}
-	c.dirGen = l.fl.dirGen
-	c.begin(func() {
-		l.fl.dirSyncedGen = max(l.fl.dirSyncedGen, c.dirGen)
+	l.syncDirsThen(c, func() {
 		l.fl.parentDirs = nil
 		l.cycleFinish(c)
 	})
-	l.syncDirs(c)
-	l.end(c)
 }
 
 // cycleFinish completes a cycle: it publishes what became durable, fires
@@ -476,6 +464,19 @@ func (l *Log) cycleFinish(c *flushCycle) {
 	}
 	l.enforceBudget(nil)
 	l.kick()
+}
+
+// syncDirsThen syncs the log directory (and any parent Open created) as
+// the next step of c, records the directory generation that covers, and
+// then runs then.
+func (l *Log) syncDirsThen(c *flushCycle, then func()) {
+	c.dirGen = l.fl.dirGen
+	c.begin(func() {
+		l.fl.dirSyncedGen = max(l.fl.dirSyncedGen, c.dirGen)
+		then()
+	})
+	l.syncDirs(c)
+	l.end(c)
 }
 
 // syncDirs issues SyncDir for the log directory and any parent Open

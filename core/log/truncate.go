@@ -151,9 +151,7 @@ func (l *Log) cycleTruncate(c *flushCycle) {
 			_ = l.fail(err)
 			return
 		}
-		c.dirGen = l.fl.dirGen
-		c.begin(func() {
-			l.fl.dirSyncedGen = max(l.fl.dirSyncedGen, c.dirGen)
+		l.syncDirsThen(c, func() {
 			l.fl.checkpointed = ck
 			l.epochs.prune(ck.logStartOffset)
 			var err error
@@ -170,8 +168,6 @@ func (l *Log) cycleTruncate(c *flushCycle) {
 			c.truncation = t
 			l.cycleSync(c)
 		})
-		l.syncDirs(c)
-		l.end(c)
 	})
 	// The lowered recovery point goes in place first: until it is, the old
 	// epoch checkpoint must stay, since it vouches for epochs below the old
