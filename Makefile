@@ -18,9 +18,12 @@ run: build
 build:
 	$(GO) build -o bin/strata ./cmd/strata
 
-## test: everything a change can break (vet, gofmt, unit, property, sim seeds, determinism, real clients)
+## test: everything a change can break (vet, gofmt, unit, property, sim seeds, determinism, real clients);
+## node/ and cmd/ (goroutines, sockets, processes) run under the race detector
+RACE_PKGS := ./node/... ./cmd/...
 test: vet fmt-check
-	$(GO) test -count=1 -timeout 30m $(PKGS)
+	$(GO) test -count=1 -timeout 30m $$($(GO) list $(PKGS) | grep -v -e '/node$$' -e '/node/' -e '/cmd/')
+	$(GO) test -race -count=1 -timeout 30m $(RACE_PKGS)
 
 ## sim: replay one seed (SEED=N; a random seed when unset) of SCENARIO
 sim: build

@@ -43,6 +43,9 @@ type EnvConfig struct {
 	BucketConcurrency int
 	// Logger receives every log line; nil means slog.Default().
 	Logger *slog.Logger
+	// NoSendfile sends fetched file regions through user space (pread and
+	// write) instead of sendfile(2); for measuring what zero-copy saves.
+	NoSendfile bool
 }
 
 // NewEnv builds an Env whose callbacks run on loop.
@@ -62,6 +65,7 @@ func NewEnv(loop *Loop, cfg EnvConfig) (*Env, error) {
 		net:  NewNet(loop, cfg.MaxFrameBytes, log),
 		log:  log,
 	}
+	e.net.UseSendfile(!cfg.NoSendfile)
 	if cfg.BucketDir != "" {
 		if e.bucket, err = NewFilesystemBucket(cfg.BucketDir, loop, cfg.BucketConcurrency); err != nil {
 			return nil, err

@@ -10,9 +10,13 @@ import (
 	"log/slog"
 	"math"
 	"net"
+	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/strata-log/strata/core/env"
 )
@@ -64,6 +68,10 @@ type Net struct {
 	loop          *Loop
 	maxFrameBytes int
 	log           *slog.Logger
+	// sendfile: file regions go out with sendfile(2); false sends them
+	// through user space with pread and write (for comparison, and for a
+	// later TLS listener). Set before the first conn.
+	sendfile bool
 
 	ctx    context.Context // cancelled by Close: aborts dials
 	cancel context.CancelFunc
@@ -88,12 +96,18 @@ func NewNet(loop *Loop, maxFrameBytes int, log *slog.Logger) *Net {
 		loop:          loop,
 		maxFrameBytes: maxFrameBytes,
 		log:           log.With("component", "net"),
+		sendfile:      true,
 		ctx:           ctx,
 		cancel:        cancel,
 		listeners:     make(map[*tcpListener]struct{}),
 		conns:         make(map[*tcpConn]struct{}),
 	}
 }
+
+// UseSendfile says whether file regions are sent with sendfile(2) (the
+// default) or read into user space and written. Call it before any conn
+// exists.
+func (n *Net) UseSendfile(on bool) { n.sendfile = on }
 
 // Close closes every listener and connection at the socket level and waits
 // for all goroutines of this Net to exit. Callbacks it would post are
@@ -269,11 +283,38 @@ type tcpConn struct {
 	ended bool
 
 	mu       sync.Mutex
-	cond     *sync.Cond // signals: out queued, bytes written, frame handled, closed
+	cond     *sync.Cond // signals: out queued, bytes written, frame handled, closed, resumed
 	closed   bool
-	out      [][]byte // size prefixes and frames, in send order
-	buffered int      // bytes in out and in the writev in progress
-	queued   int      // frames posted to the loop but not handled yet
+	out      []outItem // size prefixes, frames and file regions, in send order
+	buffered int       // bytes in out and in the write in progress
+	queued   int       // frames posted to the loop but not handled yet
+	paused   bool      // Pause: the reader reads nothing until Resume
+}
+
+// outItem is one piece of the outgoing byte stream: bytes, or (fd >= 0) n
+// bytes at off of a file the conn holds a duplicate descriptor of, sent
+// with sendfile and closed once sent or dropped.
+type outItem struct {
+	b      []byte
+	fd     int
+	off, n int64
+	name   string // the file's name, for errors
+}
+
+func (it outItem) len() int {
+	if it.fd >= 0 {
+		return int(it.n)
+	}
+	return len(it.b)
+}
+
+// closeFDs closes the descriptors of file items that will not be sent.
+func closeFDs(items []outItem) {
+	for _, it := range items {
+		if it.fd >= 0 {
+			_ = unix.Close(it.fd)
+		}
+	}
 }
 
 var _ env.Conn = (*tcpConn)(nil)
@@ -305,15 +346,97 @@ func (c *tcpConn) Send(frame []byte) error {
 	}
 	size := make([]byte, 4)
 	binary.BigEndian.PutUint32(size, uint32(len(frame)))
+	return c.queue([]outItem{{b: size, fd: -1}, {b: frame, fd: -1}}, 4+len(frame))
+}
+
+// SendParts implements env.Conn. A file region of a node file is queued as
+// a duplicate of its descriptor, sent with sendfile (or pread and write
+// when the Net's sendfile is off) by the writer; a region of any other
+// env.File is read now, on the loop.
+func (c *tcpConn) SendParts(parts []env.Part) error {
+	var total int64
+	for _, p := range parts {
+		if p.Len() < 0 {
+			return fmt.Errorf("send to %s: negative part length %d", c.remote, p.Len())
+		}
+		total += p.Len()
+	}
+	if total > math.MaxInt32 {
+		return fmt.Errorf("send %d bytes to %s: %w", total, c.remote, env.ErrFrameTooLarge)
+	}
+	items := make([]outItem, 0, len(parts)+1)
+	size := make([]byte, 4)
+	binary.BigEndian.PutUint32(size, uint32(total))
+	items = append(items, outItem{b: size, fd: -1})
+	for _, p := range parts {
+		if p.File == nil {
+			items = append(items, outItem{b: p.Bytes, fd: -1})
+			continue
+		}
+		it, err := regionItem(p)
+		if err != nil {
+			closeFDs(items)
+			return fmt.Errorf("send to %s: %w", c.remote, err)
+		}
+		items = append(items, it)
+	}
+	return c.queue(items, 4+int(total))
+}
+
+// regionItem turns a file part into an out item holding a duplicate
+// descriptor, or, for a file that is not a node file, its bytes.
+func regionItem(p env.Part) (outItem, error) {
+	f := p.File
+	for {
+		u, ok := f.(interface{ Unwrap() env.File })
+		if !ok {
+			break
+		}
+		f = u.Unwrap()
+	}
+	if f, ok := f.(*file); ok {
+		fd, err := f.dupFD()
+		if err != nil {
+			return outItem{}, err
+		}
+		return outItem{fd: fd, off: p.Offset, n: p.Length, name: f.name}, nil
+	}
+	b := make([]byte, p.Length)
+	n, err := p.File.ReadAt(b, p.Offset)
+	if n < len(b) {
+		return outItem{}, fmt.Errorf("read %d bytes at %d of %s: got %d: %w", p.Length, p.Offset, p.File.Name(), n, err)
+	}
+	return outItem{b: b, fd: -1}, nil
+}
+
+// queue appends items to the writer's queue, or closes their descriptors
+// when the conn has ended.
+func (c *tcpConn) queue(items []outItem, bytes int) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
+		closeFDs(items)
 		return fmt.Errorf("send to %s: %w", c.remote, env.ErrClosed)
 	}
-	c.out = append(c.out, size, frame)
-	c.buffered += 4 + len(frame)
+	c.out = append(c.out, items...)
+	c.buffered += bytes
 	c.cond.Broadcast()
 	return nil
+}
+
+// Pause implements env.Conn: the reader stops before its next frame.
+func (c *tcpConn) Pause() {
+	c.mu.Lock()
+	c.paused = true
+	c.mu.Unlock()
+}
+
+// Resume implements env.Conn.
+func (c *tcpConn) Resume() {
+	c.mu.Lock()
+	c.paused = false
+	c.cond.Broadcast()
+	c.mu.Unlock()
 }
 
 // Buffered implements env.Conn.
@@ -341,6 +464,7 @@ func (c *tcpConn) end(err error) {
 		return
 	}
 	c.closed = true
+	closeFDs(c.out)
 	c.out = nil
 	c.buffered = 0
 	c.cond.Broadcast()
@@ -375,7 +499,7 @@ func (c *tcpConn) readLoop() {
 		// Back-pressure: stop reading while the loop has enough of this
 		// conn's frames or the client is not reading our responses.
 		c.mu.Lock()
-		for !c.closed && (c.queued >= MaxQueuedFramesPerConn || c.buffered > WriteQueueHighWaterBytes) {
+		for !c.closed && (c.paused || c.queued >= MaxQueuedFramesPerConn || c.buffered > WriteQueueHighWaterBytes) {
 			c.cond.Wait()
 		}
 		closed := c.closed
@@ -431,7 +555,8 @@ func readFrame(r io.Reader, size int) ([]byte, error) {
 }
 
 func (c *tcpConn) writeLoop() {
-	var batch net.Buffers
+	var batch []outItem
+	w := writer{c: c}
 	for {
 		c.mu.Lock()
 		for !c.closed && len(c.out) == 0 {
@@ -445,13 +570,10 @@ func (c *tcpConn) writeLoop() {
 		c.mu.Unlock()
 
 		bytes := 0
-		for _, b := range batch {
-			bytes += len(b)
+		for _, it := range batch {
+			bytes += it.len()
 		}
-		// WriteTo consumes batch (it reslices it); keep the backing
-		// array for reuse.
-		pending := batch
-		_, err := pending.WriteTo(c.nc) // writev
+		err := w.write(batch)
 		clear(batch)
 		batch = batch[:0]
 
@@ -466,4 +588,121 @@ func (c *tcpConn) writeLoop() {
 			return
 		}
 	}
+}
+
+// writer writes out items to a conn's socket: runs of byte items with one
+// writev, file regions with sendfile at explicit offsets (so concurrent
+// readers of one segment never share a file position), or with pread and
+// write when the Net's sendfile is off. It closes every file descriptor of
+// the items it is given, sent or not.
+type writer struct {
+	c    *tcpConn
+	bufs net.Buffers
+	buf  []byte // pread buffer of the read+write path
+}
+
+// readWriteChunkBytes is the pread buffer of the read+write path.
+const readWriteChunkBytes = 256 << 10
+
+func (w *writer) write(items []outItem) error {
+	defer closeFDs(items)
+	for i := 0; i < len(items); {
+		if items[i].fd < 0 {
+			j := i
+			for j < len(items) && items[j].fd < 0 {
+				w.bufs = append(w.bufs, items[j].b)
+				j++
+			}
+			pending := w.bufs
+			_, err := pending.WriteTo(w.c.nc) // writev; consumes pending
+			clear(w.bufs)
+			w.bufs = w.bufs[:0]
+			if err != nil {
+				return err
+			}
+			i = j
+			continue
+		}
+		var err error
+		if w.c.net.sendfile {
+			err = w.sendfile(items[i])
+		} else {
+			err = w.readWrite(items[i])
+		}
+		if err != nil {
+			return err
+		}
+		i++
+	}
+	return nil
+}
+
+// sendfile sends a file region with sendfile(2), waiting on the poller
+// while the socket buffer is full.
+func (w *writer) sendfile(it outItem) error {
+	tc, ok := w.c.nc.(syscallConn)
+	if !ok {
+		return w.readWrite(it)
+	}
+	rc, err := tc.SyscallConn()
+	if err != nil {
+		return err
+	}
+	off, left := it.off, it.n
+	var serr error
+	werr := rc.Write(func(sock uintptr) bool {
+		for left > 0 {
+			n, err := unix.Sendfile(int(sock), it.fd, &off, int(min(left, 1<<30)))
+			if n > 0 {
+				left -= int64(n)
+			}
+			switch {
+			case errors.Is(err, unix.EAGAIN):
+				return false // wait until writable
+			case errors.Is(err, unix.EINTR):
+				continue
+			case err != nil:
+				serr = &os.PathError{Op: "sendfile", Path: it.name, Err: err}
+				return true
+			case n == 0:
+				serr = fmt.Errorf("sendfile %s: the file ends before offset %d (%d bytes promised): %w", it.name, off, left, io.ErrUnexpectedEOF)
+				return true
+			}
+		}
+		return true
+	})
+	return errors.Join(werr, serr)
+}
+
+// readWrite sends a file region through user space: pread into a buffer,
+// then write, as a broker without zero-copy (TLS) must.
+func (w *writer) readWrite(it outItem) error {
+	if w.buf == nil {
+		w.buf = make([]byte, readWriteChunkBytes)
+	}
+	off, left := it.off, it.n
+	for left > 0 {
+		chunk := w.buf[:min(left, int64(len(w.buf)))]
+		n, err := unix.Pread(it.fd, chunk, off)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return &os.PathError{Op: "pread", Path: it.name, Err: err}
+		}
+		if n == 0 {
+			return fmt.Errorf("pread %s: the file ends before offset %d (%d bytes promised): %w", it.name, off, left, io.ErrUnexpectedEOF)
+		}
+		if _, err := w.c.nc.Write(chunk[:n]); err != nil {
+			return err
+		}
+		off += int64(n)
+		left -= int64(n)
+	}
+	return nil
+}
+
+// syscallConn is the part of *net.TCPConn that sendfile needs.
+type syscallConn interface {
+	SyscallConn() (syscall.RawConn, error)
 }

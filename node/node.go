@@ -17,26 +17,24 @@ import (
 	"github.com/strata-log/strata/core/broker"
 	"github.com/strata-log/strata/core/kraft"
 	"github.com/strata-log/strata/core/quorum"
+	"github.com/strata-log/strata/core/server"
 )
 
 // DefaultShutdownTimeout bounds Run's clean shutdown after its context ends:
 // closing sockets and waiting for in-flight fsyncs and object-store calls.
 const DefaultShutdownTimeout = 30 * time.Second
 
-// Node is one running Strata process: its loop, its Env and the core
-// components on the loop: the metadata quorum member (a voter when the node
-// has the controller role, an observer otherwise) and, with the broker
-// role, the broker and its registration with the controller.
+// Node is one running Strata process: its loop, its Env and the
+// core/server Server on the loop (the metadata quorum member and, with the
+// broker role, the broker, its registration and its partitions), composed
+// in core exactly as the simulator runs it.
 type Node struct {
 	cfg        Config
 	meta       MetaProperties
 	log        *slog.Logger
 	loop       *Loop
 	env        *Env
-	broker     *broker.Broker
-	member     *kraft.Member
-	reg        *registrar
-	metaDisk   *Disk
+	srv        *server.Server
 	addr       string
 	ctrlAddr   string
 	advertised string
@@ -96,67 +94,46 @@ func Start(cfg Config, log *slog.Logger) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	metaDir := filepath.Join(dataDir, MetadataLogDirName)
-	if err := mkdirAll(metaDir); err != nil {
-		_ = e.Close()
-		return nil, fmt.Errorf("%s %s: %w", KeyLogDirs, metaDir, err)
-	}
-	metaDisk, err := NewDisk(metaDir, loop, 0)
-	if err != nil {
-		_ = e.Close()
-		return nil, err
-	}
 	go loop.Run()
 
-	n := &Node{cfg: cfg, meta: meta, log: log, loop: loop, env: e, metaDisk: metaDisk}
+	n := &Node{cfg: cfg, meta: meta, log: log, loop: loop, env: e}
 	var startErr error
 	err = loop.Call(func() {
+		scfg := server.Config{
+			NodeID:     cfg.NodeID,
+			ClusterID:  meta.ClusterID,
+			Broker:     cfg.IsBroker(),
+			Controller: cfg.IsController(),
+			Quorum:     kraft.Config{Voters: cfg.voters(), Quorum: cfg.quorumConfig()},
+		}
 		// A controller is a voter on its controller listener; a
 		// broker-only node is an observer with no listener of its own,
 		// fetching the metadata log from the voters.
-		var ctrlListen string
 		if cfg.IsController() {
-			ctrlListen = cfg.controllerListen()
+			scfg.Quorum.ListenAddr = cfg.controllerListen()
 		}
-		n.member, startErr = kraft.Start(subdirEnv{Env: e, disk: metaDisk}, kraft.Config{
-			NodeID:     quorum.NodeID(cfg.NodeID),
-			Voters:     cfg.voters(),
-			ListenAddr: ctrlListen,
-			ClusterID:  meta.ClusterID,
-			Quorum:     cfg.quorumConfig(),
-		})
+		if cfg.IsBroker() {
+			scfg.BrokerListener = broker.Config{
+				ListenAddr:     cfg.Listener,
+				AdvertisedHost: advHost,
+				AdvertisedPort: advPort,
+				MaxConnections: cfg.MaxConnections,
+			}
+		}
+		n.srv, startErr = server.Start(e, scfg)
 		if startErr != nil {
-			startErr = fmt.Errorf("start metadata quorum: %w", startErr)
 			return
 		}
-		n.ctrlAddr = n.member.Addr()
-		if !cfg.IsBroker() {
-			return
+		n.ctrlAddr = n.srv.ControllerAddr()
+		if cfg.IsBroker() {
+			n.addr = n.srv.BrokerAddr()
+			n.advertised = net.JoinHostPort(advHost, strconv.Itoa(int(n.srv.Broker().AdvertisedPort())))
 		}
-		n.broker, startErr = broker.New(e, broker.Config{
-			Metadata:       n.member,
-			NodeID:         cfg.NodeID,
-			ClusterID:      meta.ClusterID,
-			ListenAddr:     cfg.Listener,
-			AdvertisedHost: advHost,
-			AdvertisedPort: advPort,
-			MaxConnections: cfg.MaxConnections,
-		})
-		if startErr != nil {
-			n.member.Close(nil)
-			return
-		}
-		n.addr = n.broker.Addr()
-		n.advertised = net.JoinHostPort(advHost, strconv.Itoa(int(n.broker.AdvertisedPort())))
-		n.reg = &registrar{e: e, m: n.member, nodeID: cfg.NodeID, clusterID: meta.ClusterID,
-			host: advHost, port: n.broker.AdvertisedPort()}
-		n.reg.start()
 	})
 	if err = errors.Join(err, startErr); err != nil {
 		loop.Stop()
 		<-loop.Done()
 		_ = e.Close()
-		metaDisk.wait()
 		return nil, fmt.Errorf("start node: %w", err)
 	}
 	log.Info("node started", "process_roles", strings.Join(cfg.ProcessRoles, ","), "listener", n.addr,
@@ -228,12 +205,7 @@ func (n *Node) Roles() []string { return slices.Clone(n.cfg.ProcessRoles) }
 // unfenced: on a combined node, that it is ready for CreateTopics.
 func (n *Node) ActiveController() bool {
 	ready := false
-	_ = n.loop.Call(func() {
-		if !n.member.Status().ActiveController {
-			return
-		}
-		ready = !n.cfg.IsBroker() || n.registered()
-	})
+	_ = n.loop.Call(func() { ready = n.srv.ActiveController() })
 	return ready
 }
 
@@ -242,21 +214,15 @@ func (n *Node) ActiveController() bool {
 // It is false on a controller-only node.
 func (n *Node) Registered() bool {
 	ready := false
-	_ = n.loop.Call(func() { ready = n.cfg.IsBroker() && n.registered() })
+	_ = n.loop.Call(func() { ready = n.srv.Registered() })
 	return ready
-}
-
-// registered runs on the loop.
-func (n *Node) registered() bool {
-	b, ok := n.member.Image().Broker(n.cfg.NodeID)
-	return ok && !b.Fenced
 }
 
 // QuorumLeader is the metadata quorum's leader as this node knows it (the
 // active controller's id), or -1 when none is known.
 func (n *Node) QuorumLeader() int32 {
 	leader := int32(-1)
-	_ = n.loop.Call(func() { leader = n.member.ActiveController() })
+	_ = n.loop.Call(func() { leader = n.srv.Member().ActiveController() })
 	return leader
 }
 
@@ -288,15 +254,7 @@ func (n *Node) shutdown(ctx context.Context) error {
 	closed := make(chan error, 1)
 	go func() {
 		memberClosed := make(chan struct{})
-		err := n.loop.Call(func() {
-			closeMember := func() { n.member.Close(func() { close(memberClosed) }) }
-			if n.broker == nil {
-				closeMember()
-				return
-			}
-			n.broker.Close()
-			n.reg.shutdown(closeMember)
-		})
+		err := n.loop.Call(func() { n.srv.Close(func() { close(memberClosed) }) })
 		if err == nil {
 			select {
 			case <-memberClosed:
@@ -320,7 +278,7 @@ func (n *Node) shutdown(ctx context.Context) error {
 		return fmt.Errorf("waiting for the loop to stop: %w", ctx.Err())
 	}
 	envClosed := make(chan error, 1)
-	go func() { err := n.env.Close(); n.metaDisk.wait(); envClosed <- err }()
+	go func() { envClosed <- n.env.Close() }()
 	select {
 	case err := <-envClosed:
 		return err

@@ -234,6 +234,7 @@ type connEnd struct {
 	onClose func(error)
 
 	ready    bool
+	paused   bool  // Pause: frames wait in the pipe until Resume
 	ended    bool  // no more sends, no more deliveries
 	closeErr error // why it ended; nil for a local Close
 	owesNote bool  // OnClose must run once the end is ready
@@ -281,6 +282,54 @@ func (e *connEnd) Send(frame []byte) error {
 	}
 	pp.enqueue(pipeItem{frame: frame, kind: kind})
 	return nil
+}
+
+// SendParts sends one frame made of parts. File regions are read at once,
+// through the file's ReadAt (so the disk's read faults apply, as they would
+// to the page cache a real sendfile reads); a region that cannot be read
+// whole resets the conn, as a short sendfile breaks the promised frame.
+func (e *connEnd) SendParts(parts []env.Part) error {
+	if e.ended {
+		return errSendEnded
+	}
+	var total int64
+	for _, p := range parts {
+		if p.Len() < 0 {
+			return fmt.Errorf("sim/net: send: negative part length %d", p.Len())
+		}
+		total += p.Len()
+	}
+	frame := make([]byte, 0, total)
+	for _, p := range parts {
+		if p.File == nil {
+			frame = append(frame, p.Bytes...)
+			continue
+		}
+		start := len(frame)
+		frame = frame[:start+int(p.Length)]
+		if n, err := p.File.ReadAt(frame[start:], p.Offset); n < int(p.Length) {
+			e.n.stats.Resets++
+			e.abort(fmt.Errorf("sim/net: send: read %d bytes at %d of %s: got %d: %v: %w",
+				p.Length, p.Offset, p.File.Name(), n, err, env.ErrConnReset), true, errPeerReset)
+			return nil
+		}
+	}
+	return e.Send(frame)
+}
+
+// Pause holds received frames in the pipe until Resume (the receive
+// window closes); the sender's Buffered grows meanwhile.
+func (e *connEnd) Pause() { e.paused = true }
+
+// Resume delivers the held frames again.
+func (e *connEnd) Resume() {
+	if !e.paused {
+		return
+	}
+	e.paused = false
+	if !e.ended && e.ready && e.in.pending() {
+		e.in.arm(e.n.sim.now)
+	}
 }
 
 // Close ends the conn: undelivered frames in both directions are dropped,
@@ -454,6 +503,9 @@ func (pp *pipe) pump() {
 	r := pp.recv
 	if r.ended || !r.ready || !pp.pending() {
 		return
+	}
+	if r.paused && pp.queue[pp.head].kind == itemFrame {
+		return // Resume re-arms
 	}
 	n, now := pp.n, pp.n.sim.now
 	it := pp.queue[pp.head]

@@ -537,9 +537,13 @@ func TestKRaftSplitRolesProcesses(t *testing.T) {
 	}
 	require.NoError(t, createErr, "CreateTopics through the broker-only node: it must forward to the active controller "+
 		"(and report a reachable broker as Metadata's controller id, as Kafka's KRaft brokers do)")
-	md, err := adm.Metadata(ctx, "split")
-	require.NoError(t, err)
-	require.Len(t, md.Topics["split"].Partitions, 3)
+	// The broker's image follows the controller's commit a moment later
+	// (as a Kafka broker's metadata cache does).
+	var md kadm.Metadata
+	c.waitFor(clusterStartTimeout, "the broker never listed the created topic", func() bool {
+		md, err = adm.Metadata(ctx, "split")
+		return err == nil && len(md.Topics["split"].Partitions) == 3
+	})
 	for _, p := range md.Topics["split"].Partitions {
 		require.Equal(t, []int32{4}, p.Replicas, "the only broker holds every replica")
 	}

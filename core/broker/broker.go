@@ -10,14 +10,18 @@ import (
 	"strings"
 
 	"github.com/strata-log/strata/core/env"
+	"github.com/strata-log/strata/core/protocol"
 )
 
 // Broker serves Kafka requests on one listener. All its methods and
 // callbacks run on the loop that owns its env.Env.
 type Broker struct {
+	e        env.Env
 	cfg      Config
 	log      *slog.Logger
 	listener env.Listener
+	table    protocol.Table
+	handlers map[int16]*apiHandler
 
 	// conns holds the open connections sorted by id (ids only grow, so
 	// appending keeps the order). A slice rather than a map so that Close
@@ -26,26 +30,13 @@ type Broker struct {
 	conns      []*conn
 	nextConnID uint64
 	closed     bool
-}
 
-// conn is the broker's view of one client connection.
-type conn struct {
-	id     uint64
-	c      env.Conn
-	remote string
-	// closing is set once the broker decided to close the connection, so
-	// that frames the transport still delivers before OnClose are ignored.
-	closing bool
-	// busy is set while a request is with the metadata quorum; frames
-	// received meanwhile wait in queued (at most maxQueuedFrames), so
-	// responses stay in request order.
-	busy   bool
-	queued [][]byte
+	// inflightBytes is the size of the request frames received and not
+	// yet answered, across connections (Config.MaxInflightRequestBytes);
+	// paused lists the connections paused for a bound, oldest first.
+	inflightBytes int
+	paused        []*conn
 }
-
-// maxQueuedFrames bounds the frames a connection may send while one of its
-// requests is with the metadata quorum; past it the connection is closed.
-const maxQueuedFrames = 64
 
 // New validates cfg, starts listening on cfg.ListenAddr through
 // e.Net().Listen and returns the broker. It must be called on e's loop.
@@ -55,11 +46,13 @@ func New(e env.Env, cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	b := &Broker{
+		e:   e,
 		cfg: cfg,
 		// The env's logger already names the process (node id in
 		// production, process name in the simulator).
 		log: e.Logger().With("component", "broker"),
 	}
+	b.table, b.handlers = apiTable()
 	ln, err := e.Net().Listen(cfg.ListenAddr, b.accept)
 	if err != nil {
 		return nil, fmt.Errorf("broker: listen on %s: %w", cfg.ListenAddr, err)
@@ -85,6 +78,9 @@ func (b *Broker) Addr() string { return b.listener.Addr() }
 // AdvertisedPort is the port reported to clients in Metadata (the bound
 // port when Config.AdvertisedPort was 0).
 func (b *Broker) AdvertisedPort() int32 { return b.cfg.AdvertisedPort }
+
+// Table is the protocol table the broker serves.
+func (b *Broker) Table() protocol.Table { return b.table }
 
 // Close stops accepting connections and closes every open one, in the order
 // they were accepted. It is idempotent.
@@ -115,7 +111,7 @@ func (b *Broker) accept(c env.Conn) {
 		c.Close()
 		return
 	}
-	cn := &conn{id: b.nextConnID, c: c, remote: c.RemoteAddr()}
+	cn := &conn{b: b, id: b.nextConnID, c: c, remote: c.RemoteAddr()}
 	b.nextConnID++
 	b.conns = append(b.conns, cn)
 	c.OnFrame(func(frame []byte) { b.onFrame(cn, frame) })
@@ -133,89 +129,28 @@ func (b *Broker) accept(c env.Conn) {
 	b.log.Debug("connection accepted", "remote", cn.remote)
 }
 
-// onFrame handles one request frame. Handling is synchronous, so the
-// response is sent before the next frame of this connection is looked at:
-// that is what keeps responses in request order and bounds the requests in
-// flight per connection to one.
-func (b *Broker) onFrame(cn *conn, frame []byte) {
-	if cn.closing {
-		return
-	}
-	if cn.busy {
-		if len(cn.queued) >= maxQueuedFrames {
-			b.log.Warn("closing connection: too many pipelined requests", "remote", cn.remote)
-			b.closeConn(cn)
-			return
-		}
-		cn.queued = append(cn.queued, frame)
-		return
-	}
-	cn.busy = true
-	replied := false
-	sync := true
-	ferr := b.handleFrameAsync(frame, func(resp []byte) {
-		replied = true
-		b.send(cn, resp)
-		if !sync {
-			b.resume(cn)
-		}
-	})
-	sync = false
-	if ferr != nil {
-		b.log.Warn("closing connection: bad request",
-			"remote", cn.remote,
-			"api_key", ferr.key,
-			"api_name", ferr.apiName(),
-			"api_version", ferr.version,
-			"correlation_id", ferr.correlationID,
-			"reason", ferr.reason)
-		b.closeConn(cn)
-		return
-	}
-	if replied {
-		cn.busy = false
-	}
-}
-
-// resume handles the frames queued while a request was in flight.
-func (b *Broker) resume(cn *conn) {
-	cn.busy = false
-	for len(cn.queued) > 0 && !cn.busy && !cn.closing {
-		f := cn.queued[0]
-		cn.queued = cn.queued[1:]
-		b.onFrame(cn, f)
-	}
-}
-
-// send sends one response frame and applies the buffered-bytes bound.
-func (b *Broker) send(cn *conn, resp []byte) {
-	if cn.closing || b.closed {
-		return
-	}
-	if err := cn.c.Send(resp); err != nil {
-		// The conn ended under us; its OnClose does the bookkeeping.
-		b.log.Debug("response not sent", "remote", cn.remote, "err", err)
-		return
-	}
-	if buffered := cn.c.Buffered(); buffered > b.cfg.MaxBufferedResponseBytes {
-		b.log.Warn("closing connection: client is not reading responses",
-			"remote", cn.remote, "buffered_bytes", buffered,
-			"max_buffered_response_bytes", b.cfg.MaxBufferedResponseBytes)
-		b.closeConn(cn)
-	}
-}
-
-// forget drops a closed connection from b.conns.
+// forget drops a closed connection from b.conns, and its unsent answers.
 func (b *Broker) forget(cn *conn) {
+	cn.closing = true
 	i, found := slices.BinarySearchFunc(b.conns, cn.id, func(c *conn, id uint64) int {
 		return cmp.Compare(c.id, id)
 	})
 	if found {
 		b.conns = slices.Delete(b.conns, i, i+1)
 	}
+	if cn.paused {
+		b.resume(cn)
+	}
+	b.flush(cn) // drops what is answered; handled requests drop as they answer
+	// Requests a barrier held back are never handled now.
+	for _, r := range cn.queue[cn.dispatched:] {
+		b.inflightBytes -= r.bytes
+	}
+	clear(cn.queue[cn.dispatched:])
+	cn.queue = cn.queue[:cn.dispatched]
 }
 
-// closeConn closes a connection once. The map entry goes when OnClose runs.
+// closeConn closes a connection once. The list entry goes when OnClose runs.
 func (b *Broker) closeConn(cn *conn) {
 	if cn.closing {
 		return

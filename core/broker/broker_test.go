@@ -68,10 +68,18 @@ func lastSent(t *testing.T, c *fakeConn) []byte {
 	return c.sent[len(c.sent)-1]
 }
 
-func wantKeys() []kmsg.ApiVersionsResponseApiKey { return supportedKeys() }
+func wantKeys() []kmsg.ApiVersionsResponseApiKey {
+	var keys []kmsg.ApiVersionsResponseApiKey
+	for _, a := range APIs().Rows() {
+		k := kmsg.NewApiVersionsResponseApiKey()
+		k.ApiKey, k.MinVersion, k.MaxVersion = a.Key, a.MinVersion, a.MaxVersion
+		keys = append(keys, k)
+	}
+	return keys
+}
 
 func TestApiVersionsEveryVersion(t *testing.T) {
-	api, ok := protocol.Lookup(kmsg.ApiVersions.Int16())
+	api, ok := APIs().Lookup(kmsg.ApiVersions.Int16())
 	require.True(t, ok)
 	for v := api.MinVersion; v <= api.MaxVersion; v++ {
 		_, e := newTestBroker(t)
@@ -135,13 +143,13 @@ func TestApiVersionsInvalidSoftwareName(t *testing.T) {
 		require.Equal(t, kerr.InvalidRequest.Code, resp.ErrorCode, "name %q", name)
 		require.Empty(t, resp.ApiKeys)
 	}
-	require.True(t, validSoftwareField("a"))
-	require.True(t, validSoftwareField("kgo"))
-	require.True(t, validSoftwareField("v1.22.3-rc.1"))
+	require.True(t, protocol.ValidSoftwareField("a"))
+	require.True(t, protocol.ValidSoftwareField("kgo"))
+	require.True(t, protocol.ValidSoftwareField("v1.22.3-rc.1"))
 }
 
 func TestMetadataEveryVersion(t *testing.T) {
-	api, ok := protocol.Lookup(kmsg.Metadata.Int16())
+	api, ok := APIs().Lookup(kmsg.Metadata.Int16())
 	require.True(t, ok)
 	for v := api.MinVersion; v <= api.MaxVersion; v++ {
 		b, e := newTestBroker(t)
@@ -280,7 +288,7 @@ func TestBadFramesCloseTheConnection(t *testing.T) {
 		{"short header", []byte{0, 3, 0}, "shorter than a request header"},
 		{"unknown key", header(9999, 0), "unknown API key 9999"},
 		{"negative key", header(-5, 0), "unknown API key -5"},
-		{"known key not implemented", header(kmsg.Produce.Int16(), 9), "API Produce (key 0) is not implemented"},
+		{"known key not served", header(kmsg.JoinGroup.Int16(), 9), "API JoinGroup (key 11) is not served on this listener"},
 		{"metadata too new", header(kmsg.Metadata.Int16(), 14), "version 14 not supported (supported 0..13)"},
 		{"metadata negative version", header(kmsg.Metadata.Int16(), -1), "version -1 not supported"},
 		{"missing client id", header(kmsg.Metadata.Int16(), 1), "malformed request header"},
@@ -406,16 +414,16 @@ func connIDs(b *Broker) []uint64 {
 // dispatch in step: a key in the table without a handler would be an
 // assertion failure at run time.
 func TestEveryTableKeyHasAHandler(t *testing.T) {
-	b, _ := newTestBroker(t)
-	for _, api := range protocol.Supported() {
+	_, e := newTestBroker(t)
+	for _, api := range APIs().Rows() {
 		for v := api.MinVersion; v <= api.MaxVersion; v++ {
 			req := kmsg.RequestForKey(api.Key)
 			req.SetVersion(v)
 			if r, ok := req.(*kmsg.ApiVersionsRequest); ok {
 				r.ClientSoftwareName, r.ClientSoftwareVersion = "x", "1"
 			}
-			resp, ferr := b.handleFrame(encodeRequest(req, 3))
-			require.Nil(t, ferr, "%s v%d", api.Name(), v)
+			resp, closed := e.exchange(encodeRequest(req, 3))
+			require.False(t, closed, "%s v%d", api.Name(), v)
 			require.NotEmpty(t, resp)
 		}
 	}

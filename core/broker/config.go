@@ -25,6 +25,24 @@ const (
 	// writes are backed up), so this is the backstop for any env.Net that
 	// does not. 128 MiB leaves room for one maximum-size (100 MiB) frame.
 	DefaultMaxBufferedResponseBytes = 128 << 20
+
+	// DefaultMaxInflightRequestsPerConn bounds the requests of one
+	// connection received and not yet answered; at the bound the
+	// connection is paused (its socket is not read) until one is
+	// answered. Kafka's clients pipeline at most 5 produce requests per
+	// connection with idempotence; 32 leaves room for fetches and
+	// metadata without letting one connection hold the broker's memory.
+	DefaultMaxInflightRequestsPerConn = 32
+
+	// DefaultMaxInflightRequestBytes bounds the bytes of the request
+	// frames received and not yet answered across every connection (a
+	// producer's batches wait in memory until they are durable). Past
+	// it, each connection that delivers a request is paused until the
+	// total drops, so a producer flooding faster than the disk takes
+	// meets TCP back-pressure instead of growing the heap. Kafka's
+	// queued.max.request.bytes (unbounded by default) is the nearest
+	// counterpart.
+	DefaultMaxInflightRequestBytes = 128 << 20
 )
 
 // Config is what a broker needs to know about itself.
@@ -58,6 +76,12 @@ type Config struct {
 	// bytes (env.Conn.Buffered) before the broker disconnects it. Zero
 	// means DefaultMaxBufferedResponseBytes.
 	MaxBufferedResponseBytes int
+
+	// MaxInflightRequestsPerConn and MaxInflightRequestBytes bound what
+	// requests hold while they are handled (see the defaults). Zero
+	// means the default.
+	MaxInflightRequestsPerConn int
+	MaxInflightRequestBytes    int
 
 	// Metadata is the metadata quorum member this broker reads brokers
 	// and topics from and passes CreateTopics, DeleteTopics,
@@ -100,6 +124,14 @@ func (cfg Config) withDefaults() (Config, error) {
 		return cfg, fmt.Errorf("%w: negative max connections %d", errInvalidConfig, cfg.MaxConnections)
 	case cfg.MaxBufferedResponseBytes < 0:
 		return cfg, fmt.Errorf("%w: negative max buffered response bytes %d", errInvalidConfig, cfg.MaxBufferedResponseBytes)
+	case cfg.MaxInflightRequestsPerConn < 0 || cfg.MaxInflightRequestBytes < 0:
+		return cfg, fmt.Errorf("%w: negative in-flight request bounds", errInvalidConfig)
+	}
+	if cfg.MaxInflightRequestsPerConn == 0 {
+		cfg.MaxInflightRequestsPerConn = DefaultMaxInflightRequestsPerConn
+	}
+	if cfg.MaxInflightRequestBytes == 0 {
+		cfg.MaxInflightRequestBytes = DefaultMaxInflightRequestBytes
 	}
 	if cfg.MaxConnections == 0 {
 		cfg.MaxConnections = DefaultMaxConnections

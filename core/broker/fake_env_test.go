@@ -115,7 +115,24 @@ func (c *fakeConn) Send(frame []byte) error {
 	c.sent = append(c.sent, frame)
 	return nil
 }
+func (c *fakeConn) SendParts(parts []env.Part) error {
+	var frame []byte
+	for _, p := range parts {
+		if p.File == nil {
+			frame = append(frame, p.Bytes...)
+			continue
+		}
+		b := make([]byte, p.Length)
+		if _, err := p.File.ReadAt(b, p.Offset); err != nil {
+			return err
+		}
+		frame = append(frame, b...)
+	}
+	return c.Send(frame)
+}
 func (c *fakeConn) Buffered() int { return c.buffered }
+func (c *fakeConn) Pause()        {}
+func (c *fakeConn) Resume()       {}
 func (c *fakeConn) Close() {
 	if c.closed {
 		return
@@ -150,4 +167,15 @@ func (c *fakeConn) peerClose() {
 	c.closeRan++
 	c.onClose(fmt.Errorf("fake conn: peer closed: %w", env.ErrConnReset))
 	c.env.run()
+}
+
+// exchange delivers one frame on a fresh connection and returns the
+// response the broker sent (nil if none) and whether it closed the conn.
+func (e *fakeEnv) exchange(frame []byte) (resp []byte, closed bool) {
+	c := e.net.connect()
+	c.deliver(frame)
+	if len(c.sent) > 0 {
+		resp = c.sent[len(c.sent)-1]
+	}
+	return resp, c.closed
 }

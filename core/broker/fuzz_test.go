@@ -6,19 +6,17 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/strata-log/strata/core/protocol"
 )
 
 // FuzzHandleFrame feeds arbitrary frames to the request decoder. Whatever
-// the bytes, handleFrame must not panic, and when it answers, the answer
+// the bytes, the broker must not panic, and when it answers, the answer
 // must echo the correlation id and decode as the response kmsg expects for
 // that request. The committed corpus in testdata/fuzz/FuzzHandleFrame
 // holds valid requests of every supported key and version and known bad
 // shapes; run `go test -fuzz=FuzzHandleFrame ./core/broker` to search for
 // more.
 func FuzzHandleFrame(f *testing.F) {
-	for _, api := range protocol.Supported() {
+	for _, api := range APIs().Rows() {
 		for v := api.MinVersion; v <= api.MaxVersion; v++ {
 			req := kmsg.RequestForKey(api.Key)
 			req.SetVersion(v)
@@ -37,17 +35,17 @@ func FuzzHandleFrame(f *testing.F) {
 	f.Add([]byte{0, 18, 0, 127, 0, 0, 0, 1})
 	f.Add([]byte{0x27, 0x0f, 0, 0, 0, 0, 0, 1, 0xff, 0xff})
 
-	b := newFuzzBroker(f)
+	e := newFuzzEnv(f)
 	f.Fuzz(func(t *testing.T, frame []byte) {
-		resp, ferr := b.handleFrame(frame)
-		if ferr != nil {
+		resp, closed := e.exchange(frame)
+		if closed {
 			if resp != nil {
-				t.Fatalf("both a response and a close reason (%s)", ferr.reason)
-			}
-			if ferr.reason == "" {
-				t.Fatal("close without a reason")
+				t.Fatalf("both a response and a close")
 			}
 			return
+		}
+		if resp == nil {
+			t.Fatalf("neither a response nor a close for %x", frame)
 		}
 		if len(resp) < 4 || len(frame) < 8 {
 			t.Fatalf("response %x to frame %x", resp, frame)
@@ -57,7 +55,7 @@ func FuzzHandleFrame(f *testing.F) {
 		}
 		key := int16(binary.BigEndian.Uint16(frame))
 		version := int16(binary.BigEndian.Uint16(frame[2:]))
-		api, _ := protocol.Lookup(key)
+		api, _ := APIs().Lookup(key)
 		if !api.Supports(version) {
 			version = 0 // the KIP-511 answer
 		}
@@ -73,15 +71,15 @@ func FuzzHandleFrame(f *testing.F) {
 	})
 }
 
-func newFuzzBroker(f *testing.F) *Broker {
+func newFuzzEnv(f *testing.F) *fakeEnv {
 	e := newFakeEnv()
 	e.logger = slog.New(slog.DiscardHandler) // millions of inputs: keep no log
-	b, err := New(e, Config{
+	_, err := New(e, Config{
 		NodeID: testNodeID, ClusterID: testClusterID,
 		ListenAddr: "127.0.0.1:0", AdvertisedHost: testHost,
 	})
 	if err != nil {
 		f.Fatal(err)
 	}
-	return b
+	return e
 }

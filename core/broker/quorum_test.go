@@ -9,7 +9,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/core/meta"
-	"github.com/strata-log/strata/core/protocol"
 )
 
 // fakeMetadata holds submitted requests until the test answers them.
@@ -184,7 +183,7 @@ func describeQuorumRequest(version int16) *kmsg.DescribeQuorumRequest {
 }
 
 func TestDescribeQuorumIsPassedToTheQuorum(t *testing.T) {
-	api, ok := protocol.Lookup(kmsg.DescribeQuorum.Int16())
+	api, ok := APIs().Lookup(kmsg.DescribeQuorum.Int16())
 	require.True(t, ok, "DescribeQuorum is in the protocol table")
 	for v := api.MinVersion; v <= api.MaxVersion; v++ {
 		md := &fakeMetadata{img: meta.Empty()}

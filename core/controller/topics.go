@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/core/meta"
+	"github.com/strata-log/strata/core/protocol"
 )
 
 const (
@@ -277,7 +278,7 @@ func topicConfigRecords(topic string, cfgs []kmsg.CreateTopicsRequestTopicConfig
 // (version 6+). All deletions share the request's batch.
 func (c *Controller) deleteTopics(req *kmsg.DeleteTopicsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
-	entries := deleteTopicsEntries(req)
+	entries := protocol.DeleteTopicsEntries(req)
 	names := duplicates(entries, func(t kmsg.DeleteTopicsRequestTopic) string {
 		if t.Topic == nil {
 			return ""
@@ -334,18 +335,4 @@ func (c *Controller) topicToDelete(t kmsg.DeleteTopicsRequestTopic, names map[st
 		return nil, errorf(kerr.UnknownTopicID, "This server does not host this topic ID.")
 	}
 	return topic, nil
-}
-
-// deleteTopicsEntries lists a DeleteTopics request's topics in the
-// version 6 form: versions 0 to 5 name topics in TopicNames.
-func deleteTopicsEntries(req *kmsg.DeleteTopicsRequest) []kmsg.DeleteTopicsRequestTopic {
-	if req.Version >= 6 {
-		return req.Topics
-	}
-	out := make([]kmsg.DeleteTopicsRequestTopic, len(req.TopicNames))
-	for i := range req.TopicNames {
-		out[i] = kmsg.NewDeleteTopicsRequestTopic()
-		out[i].Topic = &req.TopicNames[i]
-	}
-	return out
 }

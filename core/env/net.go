@@ -60,9 +60,33 @@ type Conn interface {
 	// returns an error wrapping ErrClosed and sends nothing.
 	Send(frame []byte) error
 
+	// SendParts queues one frame made of parts, in order: byte slices and
+	// regions of files (a fetch response's record bytes, which the
+	// production transport sends with sendfile, never copying them
+	// through user space). Like Send it never blocks and the conn owns
+	// the byte slices from now on. The transport takes its own reference
+	// to every file region before returning, so the caller may close the
+	// file or unpin the region at once; the bytes sent are the file's
+	// when the transport sends them, as with sendfile (a truncation
+	// meanwhile changes them, which Kafka's fetch accepts too). A region
+	// that cannot be read in full when it is sent ends the conn, because
+	// the frame's size prefix already promised its bytes.
+	SendParts(parts []Part) error
+
 	// Buffered reports the bytes queued by Send but not yet handed to the
 	// transport, so that a producer of responses can apply back-pressure.
 	Buffered() int
+
+	// Pause stops reading requests from the peer until Resume: the
+	// transport stops reading the socket, so TCP pushes back on the peer
+	// instead of its frames filling our memory. Frames the transport had
+	// already read may still be delivered after Pause (at most a small,
+	// transport-defined number: the production transport's read-ahead is
+	// node.MaxQueuedFramesPerConn frames); the handler must accept them.
+	// Pause and Resume are idempotent.
+	Pause()
+	// Resume undoes Pause.
+	Resume()
 
 	// Close ends the conn. Queued frames not yet handed to the transport
 	// are discarded.
@@ -71,4 +95,21 @@ type Conn interface {
 	// LocalAddr and RemoteAddr identify the two ends.
 	LocalAddr() string
 	RemoteAddr() string
+}
+
+// Part is a piece of a frame passed to Conn.SendParts: either Bytes, or,
+// when File is not nil, Length bytes of File at Offset.
+type Part struct {
+	Bytes  []byte
+	File   File
+	Offset int64
+	Length int64
+}
+
+// Len is the number of bytes the part contributes to its frame.
+func (p Part) Len() int64 {
+	if p.File != nil {
+		return p.Length
+	}
+	return int64(len(p.Bytes))
 }

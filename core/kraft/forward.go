@@ -9,12 +9,12 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/core/controller"
 	"github.com/strata-log/strata/core/env"
+	"github.com/strata-log/strata/core/protocol"
 	"github.com/strata-log/strata/core/quorum"
 )
 
@@ -90,18 +90,10 @@ func (m *Member) forwardTarget() quorum.NodeID {
 
 // ErrorResponse answers a request that Submit serves (a controller request
 // or DescribeQuorum) with err in every place its response carries an error
-// code: DescribeQuorum at the top level (as Kafka's error response for
-// it), the controller's requests as the controller would. It answers a
-// forwarded request that got no answer from the leader, and a broker's
-// request it cannot pass on.
+// code. It answers a forwarded request that got no answer from the leader,
+// and a broker's request it cannot pass on.
 func ErrorResponse(req kmsg.Request, err *kerr.Error, msg string) kmsg.Response {
-	if dq, ok := req.(*kmsg.DescribeQuorumRequest); ok {
-		resp := dq.ResponseKind().(*kmsg.DescribeQuorumResponse)
-		resp.ErrorCode = err.Code
-		resp.ErrorMessage = &msg // encoded from v2
-		return resp
-	}
-	return controller.ErrorResponse(req, err, msg)
+	return protocol.ErrorResponse(req, err, msg)
 }
 
 // forwarder sends forwarded requests to the leaders' controller listeners.
@@ -113,9 +105,9 @@ func ErrorResponse(req kmsg.Request, err *kerr.Error, msg string) kmsg.Response 
 // request needs it and not redialed on its own; its requests fail when it
 // is lost.
 type forwarder struct {
-	m         *Member
-	formatter *kmsg.RequestFormatter
-	dests     []*forwardDest // sorted by id, created on first use
+	m        *Member
+	clientID string
+	dests    []*forwardDest // sorted by id, created on first use
 	// inflight counts the forwarded requests not yet answered, across
 	// destinations; at maxForwardedInflight new ones are refused.
 	inflight int
@@ -125,12 +117,11 @@ type forwarder struct {
 // forwardDest is the connection to one voter's controller listener and the
 // requests forwarded on it, in the order they were forwarded.
 type forwardDest struct {
-	id       quorum.NodeID
-	addr     string
-	conn     env.Conn // nil while not connected
-	dialing  bool
-	nextCorr int32
-	pending  []*forwardedRequest
+	id      quorum.NodeID
+	addr    string
+	client  *protocol.Client // nil while not connected
+	dialing bool
+	pending []*forwardedRequest
 }
 
 // forwardedRequest is one request awaiting the leader's answer; sent is
@@ -139,12 +130,11 @@ type forwardedRequest struct {
 	req   kmsg.Request
 	done  func(kmsg.Response, error)
 	timer env.Timer
-	corr  int32
 	sent  bool
 }
 
 func newForwarder(m *Member) *forwarder {
-	return &forwarder{m: m, formatter: kmsg.NewRequestFormatter(kmsg.FormatterClientID(fmt.Sprintf("kraft-%d-forward", int32(m.cfg.NodeID))))}
+	return &forwarder{m: m, clientID: fmt.Sprintf("kraft-%d-forward", int32(m.cfg.NodeID))}
 }
 
 // dest returns the destination for voter id, creating it; nil when id is
@@ -192,7 +182,7 @@ func (f *forwarder) forward(leader quorum.NodeID, req kmsg.Request, done func(km
 		f.finish(d, fr, ErrorResponse(req, kerr.RequestTimedOut,
 			fmt.Sprintf("The controller did not answer within %v.", f.m.cfg.ForwardRequestTimeout)))
 	})
-	if d.conn != nil {
+	if d.client != nil {
 		f.send(d, fr)
 		return
 	}
@@ -200,7 +190,7 @@ func (f *forwarder) forward(leader quorum.NodeID, req kmsg.Request, done func(km
 }
 
 func (f *forwarder) dial(d *forwardDest) {
-	if d.dialing || d.conn != nil || f.closed {
+	if d.dialing || d.client != nil || f.closed {
 		return
 	}
 	d.dialing = true
@@ -217,15 +207,20 @@ func (f *forwarder) dial(d *forwardDest) {
 			f.drop(d, fmt.Sprintf("Cannot reach the controller %d: %v.", int32(d.id), err))
 			return
 		}
-		d.conn = conn
-		conn.OnFrame(func(frame []byte) { f.onResponse(d, conn, frame) })
-		conn.OnClose(func(error) {
-			if d.conn != conn {
-				return
-			}
-			d.conn = nil
-			f.drop(d, fmt.Sprintf("The connection to the controller %d was lost; the request may or may not have been applied.", int32(d.id)))
+		var cl *protocol.Client
+		cl = protocol.NewClient(conn, protocol.ClientConfig{
+			ClientID:    f.clientID,
+			MaxInflight: maxForwardedInflight,
+			Logger:      f.m.log,
+			OnClose: func(error) {
+				if d.client != cl {
+					return
+				}
+				d.client = nil
+				f.drop(d, fmt.Sprintf("The connection to the controller %d was lost; the request may or may not have been applied.", int32(d.id)))
+			},
 		})
+		d.client = cl
 		for _, fr := range d.pending {
 			if !fr.sent {
 				f.send(d, fr)
@@ -234,52 +229,16 @@ func (f *forwarder) dial(d *forwardDest) {
 	})
 }
 
-// send writes fr on d's connection. A failed Send is followed by OnClose,
-// which fails fr with the rest.
+// send writes fr on d's connection. A response to a request that already
+// finished (timed out) is dropped by finish; a connection that ends fails
+// every pending request through the client's OnClose (drop), in order.
 func (f *forwarder) send(d *forwardDest, fr *forwardedRequest) {
-	d.nextCorr++
-	fr.corr, fr.sent = d.nextCorr, true
-	// AppendRequest writes the 4-byte size prefix, which env.Net adds itself.
-	frame := f.formatter.AppendRequest(nil, fr.req, fr.corr)[4:]
-	_ = d.conn.Send(frame)
-}
-
-// onResponse completes the forwarded request a response frame answers. A
-// response to a request already finished (timed out) is dropped; a
-// malformed one closes the connection, failing the rest.
-func (f *forwarder) onResponse(d *forwardDest, conn env.Conn, frame []byte) {
-	if d.conn != conn {
-		return
-	}
-	r := kbin.Reader{Src: frame}
-	corr := r.Int32()
-	if !r.Ok() {
-		conn.Close()
-		return
-	}
-	i := slices.IndexFunc(d.pending, func(fr *forwardedRequest) bool { return fr.sent && fr.corr == corr })
-	if i < 0 {
-		f.m.log.Debug("response to a forwarded request no longer awaited", "leader", int32(d.id), "correlation_id", corr)
-		return
-	}
-	fr := d.pending[i]
-	resp := fr.req.ResponseKind()
-	resp.SetVersion(fr.req.GetVersion())
-	if resp.IsFlexible() {
-		kmsg.SkipTags(&r)
-	}
-	var err error
-	if !r.Ok() {
-		err = fmt.Errorf("malformed response header")
-	} else {
-		err = resp.ReadFrom(r.Src)
-	}
-	if err != nil {
-		f.m.log.Warn("malformed response to a forwarded request, closing connection", "leader", int32(d.id), "api", kmsg.NameForKey(fr.req.Key()), "err", err)
-		conn.Close()
-		return
-	}
-	f.finish(d, fr, resp)
+	fr.sent = true
+	_ = d.client.Do(fr.req, func(resp kmsg.Response, err error) {
+		if err == nil {
+			f.finish(d, fr, resp)
+		}
+	})
 }
 
 // finish completes fr with resp, once.
@@ -302,7 +261,7 @@ func (f *forwarder) finish(d *forwardDest, fr *forwardedRequest, resp kmsg.Respo
 // anyway when it resigned, and may never answer when it is cut off.
 func (f *forwarder) leaderChanged(leader quorum.NodeID) {
 	for _, d := range f.dests {
-		if d.id == leader || (len(d.pending) == 0 && d.conn == nil) {
+		if d.id == leader || (len(d.pending) == 0 && d.client == nil) {
 			continue
 		}
 		if len(d.pending) > 0 {
@@ -328,8 +287,8 @@ func (f *forwarder) close() {
 // callbacks run later on the loop: drop may run inside the member's step
 // (a leader change, a shutdown), and a callback may call back into it.
 func (f *forwarder) drop(d *forwardDest, msg string) {
-	conn, pending := d.conn, d.pending
-	d.conn, d.pending = nil, nil
+	cl, pending := d.client, d.pending
+	d.client, d.pending = nil, nil
 	f.inflight -= len(pending)
 	for _, fr := range pending {
 		if fr.timer != nil {
@@ -339,7 +298,7 @@ func (f *forwarder) drop(d *forwardDest, msg string) {
 		resp, done := ErrorResponse(fr.req, kerr.NotController, msg), fr.done
 		f.m.e.Post(func() { done(resp, nil) })
 	}
-	if conn != nil {
-		conn.Close() // its OnClose sees d.conn != conn and does nothing
+	if cl != nil {
+		cl.Close() // its OnClose sees d.client != cl and does nothing
 	}
 }

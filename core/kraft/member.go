@@ -31,6 +31,8 @@ type Member struct {
 
 	// image is the metadata image of everything applied so far.
 	image *meta.Image
+	// onImage, if set, learns of every new image (SetOnImage).
+	onImage func(*meta.Image)
 	// soft is the latest role, epoch and leader the Raft reported.
 	soft quorum.SoftState
 	// activateEpoch is the epoch this member leads and whose leader-change
@@ -144,6 +146,20 @@ func Start(e env.Env, cfg Config) (*Member, error) {
 
 // Image returns the metadata image of every batch this member applied.
 func (m *Member) Image() *meta.Image { return m.image }
+
+// SetOnImage registers f to learn of every image the member applies: after
+// each committed batch and after a snapshot is loaded. f runs inside the
+// member's own processing: it must not call back into the member
+// synchronously (post the work instead).
+func (m *Member) SetOnImage(f func(*meta.Image)) { m.onImage = f }
+
+// setImage installs a new image and tells the listener.
+func (m *Member) setImage(img *meta.Image) {
+	m.image = img
+	if m.onImage != nil {
+		m.onImage(img)
+	}
+}
 
 // Addr is the address the controller listener bound (with the real port
 // when configured with port 0); empty for an observer without a listener.
@@ -336,11 +352,11 @@ func (m *Member) apply(b quorum.Batch) error {
 			}
 			records = append(records, rec)
 		}
-		m.image = delta.Apply(pos)
+		m.setImage(delta.Apply(pos))
 	} else {
 		// A leader-change batch holds no metadata record; it only moves
 		// the position.
-		m.image = m.image.NewDelta().Apply(pos)
+		m.setImage(m.image.NewDelta().Apply(pos))
 	}
 	switch {
 	case m.ctrl.IsLeader():

@@ -1,15 +1,16 @@
 package kraft
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/core/controller"
 	"github.com/strata-log/strata/core/env"
+	"github.com/strata-log/strata/core/protocol"
 	"github.com/strata-log/strata/core/quorum"
 )
 
@@ -18,31 +19,27 @@ import (
 // where their responses come back; requests from peers arrive on the
 // connections it accepts, and their responses go back on the same one.
 type network struct {
-	m         *Member
-	formatter *kmsg.RequestFormatter
-	listener  env.Listener
-	peers     []*peer // sorted by id, self excluded
-	inbound   []*inboundConn
-	nextCorr  int32
-	closed    bool
+	m        *Member
+	clientID string
+	listener env.Listener
+	peers    []*peer // sorted by id, self excluded
+	inbound  []*inboundConn
+	closed   bool
 	// fwd forwards controller requests to the leader (forward.go).
 	fwd *forwarder
 }
 
 // peer is the outbound side toward one voter.
 type peer struct {
-	id       quorum.NodeID
-	addr     string
-	conn     env.Conn
-	dialing  bool
-	backoff  time.Duration
-	queue    []quorum.Message // held while not connected
-	inflight map[int32]sentRequest
-}
-
-type sentRequest struct {
-	req kmsg.Request
-	msg quorum.Message
+	id      quorum.NodeID
+	addr    string
+	client  *protocol.Client // nil while not connected
+	dialing bool
+	backoff time.Duration
+	queue   []quorum.Message // held while not connected
+	// endQuorumEpochs counts the EndQuorumEpoch requests awaiting a
+	// response (a resigning leader waits for them).
+	endQuorumEpochs int
 }
 
 // inboundConn is an accepted connection and the requests received on it
@@ -63,10 +60,10 @@ type pendingRequest struct {
 }
 
 func newNetwork(m *Member) *network {
-	n := &network{m: m, formatter: kmsg.NewRequestFormatter(kmsg.FormatterClientID(fmt.Sprintf("kraft-%d", int32(m.cfg.NodeID)))), fwd: newForwarder(m)}
+	n := &network{m: m, clientID: fmt.Sprintf("kraft-%d", int32(m.cfg.NodeID)), fwd: newForwarder(m)}
 	for _, v := range m.cfg.Voters {
 		if v.ID != m.cfg.NodeID {
-			n.peers = append(n.peers, &peer{id: v.ID, addr: v.Addr, inflight: map[int32]sentRequest{}})
+			n.peers = append(n.peers, &peer{id: v.ID, addr: v.Addr})
 		}
 	}
 	return n
@@ -94,8 +91,8 @@ func (n *network) close() {
 		_ = n.listener.Close()
 	}
 	for _, p := range n.peers {
-		if p.conn != nil {
-			p.conn.Close()
+		if p.client != nil {
+			p.client.Close()
 		}
 	}
 	for _, ic := range n.inbound {
@@ -119,7 +116,7 @@ func (n *network) dialAll() {
 }
 
 func (n *network) dial(p *peer) {
-	if n.closed || p.conn != nil || p.dialing {
+	if n.closed || p.client != nil || p.dialing {
 		return
 	}
 	p.dialing = true
@@ -142,17 +139,24 @@ func (n *network) dial(p *peer) {
 			n.m.step(func() { n.m.raft.PeerUnreachable(p.id) })
 			return
 		}
-		p.conn, p.backoff = conn, 0
-		conn.OnFrame(func(frame []byte) { n.onResponse(p, conn, frame) })
-		conn.OnClose(func(error) {
-			if p.conn != conn {
-				return
-			}
-			p.conn = nil
-			// Requests in flight are lost; the Raft times them out.
-			clear(p.inflight)
-			n.redial(p)
+		p.backoff = 0
+		var cl *protocol.Client
+		cl = protocol.NewClient(conn, protocol.ClientConfig{
+			ClientID: n.clientID,
+			// sendTo resets the conn at maxInflightPerPeer; the client's
+			// own bound is never the one that refuses.
+			MaxInflight: maxInflightPerPeer + 1,
+			Logger:      n.m.log,
+			OnClose: func(error) {
+				if p.client != cl {
+					return
+				}
+				// Requests in flight are lost; the Raft times them out.
+				p.client = nil
+				n.redial(p)
+			},
 		})
+		p.client = cl
 		queued := p.queue
 		p.queue = nil
 		for _, msg := range queued {
@@ -189,7 +193,7 @@ func (n *network) send(msg quorum.Message) {
 		n.m.log.Warn("dropping message to unknown node", "msg", msg.String())
 		return
 	}
-	if p.conn == nil {
+	if p.client == nil {
 		if len(p.queue) == maxQueuedMessagesPerPeer {
 			p.queue = p.queue[1:]
 		}
@@ -206,54 +210,37 @@ func (n *network) sendTo(p *peer, msg quorum.Message) {
 		n.m.log.Warn("cannot encode quorum request", "msg", msg.String(), "err", err)
 		return
 	}
-	if len(p.inflight) >= maxInflightPerPeer {
+	if p.client.Inflight() >= maxInflightPerPeer {
 		n.m.log.Warn("too many requests in flight, resetting connection", "peer", int32(p.id))
-		p.conn.Close()
+		p.client.Close()
 		return
 	}
-	n.nextCorr++
-	corr := n.nextCorr
-	// AppendRequest writes the 4-byte size prefix, which env.Net adds itself.
-	frame := n.formatter.AppendRequest(nil, req, corr)[4:]
-	if err := p.conn.Send(frame); err != nil {
-		return // OnClose follows
+	_, endEpoch := msg.Payload.(quorum.EndQuorumEpochRequest)
+	err = p.client.Do(req, func(resp kmsg.Response, err error) {
+		if endEpoch {
+			p.endQuorumEpochs--
+		}
+		if err != nil {
+			return // the conn ended: the Raft times the request out
+		}
+		n.onResponse(p, msg, resp)
+	})
+	if err == nil && endEpoch {
+		p.endQuorumEpochs++
 	}
-	p.inflight[corr] = sentRequest{req: req, msg: msg}
+	// A failed Do means the conn ended; its OnClose redials.
 }
 
-// onResponse decodes a response on an outbound conn and steps the Raft.
-func (n *network) onResponse(p *peer, conn env.Conn, frame []byte) {
-	r := kbin.Reader{Src: frame}
-	corr := r.Int32()
-	sent, ok := p.inflight[corr]
-	if !r.Ok() || !ok {
-		n.m.log.Warn("response with unknown correlation id, resetting connection", "peer", int32(p.id), "correlation_id", corr)
-		conn.Close()
-		return
-	}
-	delete(p.inflight, corr)
-	resp := sent.req.ResponseKind()
-	resp.SetVersion(sent.req.GetVersion())
-	if resp.IsFlexible() {
-		kmsg.SkipTags(&r)
-	}
-	if !r.Ok() {
-		conn.Close()
-		return
-	}
-	if err := resp.ReadFrom(r.Src); err != nil {
-		n.m.log.Warn("malformed quorum response", "peer", int32(p.id), "err", err)
-		conn.Close()
-		return
-	}
-	msg, err := quorum.DecodeResponse(resp, sent.msg)
+// onResponse steps the Raft with the response to msg.
+func (n *network) onResponse(p *peer, msg quorum.Message, resp kmsg.Response) {
+	reply, err := quorum.DecodeResponse(resp, msg)
 	if err != nil {
 		n.m.log.Warn("undecodable quorum response", "peer", int32(p.id), "err", err)
 		return
 	}
 	n.m.step(func() {
-		if err := n.m.raft.Step(msg); err != nil {
-			n.m.log.Debug("quorum refused response", "msg", msg.String(), "err", err)
+		if err := n.m.raft.Step(reply); err != nil {
+			n.m.log.Debug("quorum refused response", "msg", reply.String(), "err", err)
 		}
 	})
 }
@@ -284,34 +271,19 @@ func (n *network) accept(conn env.Conn) {
 // answered at once. A frame that is malformed, of an unknown key or of a
 // version kmsg cannot decode closes the connection.
 func (n *network) onRequest(ic *inboundConn, frame []byte) {
-	r := kbin.Reader{Src: frame}
-	key, version, corr := r.Int16(), r.Int16(), r.Int32()
-	req := kmsg.RequestForKey(key)
-	if !r.Ok() || req == nil {
-		n.m.log.Warn("malformed or unknown request, closing connection", "key", key)
+	hdr, req, err := controllerAPIs.ParseRequest(frame)
+	switch {
+	case errors.Is(err, protocol.ErrApiVersionsTooNew):
+		n.reply(ic, hdr.CorrelationID, controllerAPIs.ApiVersionsUnsupported())
+		return
+	case err != nil:
+		n.m.log.Warn("bad request on the controller listener, closing connection", "remote", ic.conn.RemoteAddr(), "err", err)
 		ic.conn.Close()
 		return
 	}
-	// The controller and the quorum serve every version kmsg decodes (the
-	// broker's protocol table narrows what clients may send).
-	if version < 0 || version > req.MaxVersion() {
-		n.m.log.Warn("unsupported request version, closing connection", "api", kmsg.NameForKey(key), "version", version, "max_version", req.MaxVersion())
-		ic.conn.Close()
-		return
-	}
-	req.SetVersion(version)
-	// The client id is a classic nullable string even in flexible headers.
-	_ = r.NullableString()
-	if req.IsFlexible() {
-		kmsg.SkipTags(&r)
-	}
-	if !r.Ok() {
-		ic.conn.Close()
-		return
-	}
-	if err := req.ReadFrom(r.Src); err != nil {
-		n.m.log.Warn("malformed request body, closing connection", "api", kmsg.NameForKey(key), "err", err)
-		ic.conn.Close()
+	corr, version := hdr.CorrelationID, hdr.Version
+	if av, ok := req.(*kmsg.ApiVersionsRequest); ok {
+		n.reply(ic, corr, controllerAPIs.AnswerApiVersions(av))
 		return
 	}
 	if dq, ok := req.(*kmsg.DescribeQuorumRequest); ok {
@@ -327,7 +299,7 @@ func (n *network) onRequest(ic *inboundConn, frame []byte) {
 	}
 	msg, err := quorum.DecodeRequest(req, n.m.cfg.NodeID)
 	if err != nil {
-		n.m.log.Warn("not a quorum request, closing connection", "api", kmsg.NameForKey(key), "err", err)
+		n.m.log.Warn("not a quorum request, closing connection", "api", hdr.APIName(), "err", err)
 		ic.conn.Close()
 		return
 	}
@@ -348,9 +320,8 @@ func (n *network) onRequest(ic *inboundConn, frame []byte) {
 // answers NOT_CONTROLLER and the sender retries once it learns the leader.
 func (n *network) controllerRequest(ic *inboundConn, corr int32, req kmsg.Request) {
 	if ic.controllerRequests >= maxForwardedInflight {
-		resp := controller.ErrorResponse(req, kerr.RequestTimedOut,
-			fmt.Sprintf("Too many controller requests (%d) in flight on this connection; retry later.", ic.controllerRequests))
-		_ = ic.conn.Send(encodeResponse(corr, resp))
+		n.reply(ic, corr, controller.ErrorResponse(req, kerr.RequestTimedOut,
+			fmt.Sprintf("Too many controller requests (%d) in flight on this connection; retry later.", ic.controllerRequests)))
 		return
 	}
 	ic.controllerRequests++
@@ -360,10 +331,15 @@ func (n *network) controllerRequest(ic *inboundConn, corr int32, req kmsg.Reques
 			n.m.log.Warn("controller request failed", "api", kmsg.NameForKey(req.Key()), "err", err)
 			resp = controller.ErrorResponse(req, kerr.UnknownServerError, "The controller failed the request.")
 		}
-		if !ic.closed {
-			_ = ic.conn.Send(encodeResponse(corr, resp))
-		}
+		n.reply(ic, corr, resp)
 	})
+}
+
+// reply sends a response on an inbound conn that is still open.
+func (n *network) reply(ic *inboundConn, corr int32, resp kmsg.Response) {
+	if !ic.closed {
+		_ = ic.conn.Send(protocol.EncodeResponse(corr, resp))
+	}
 }
 
 // describeQuorum answers a DescribeQuorum request at once: the leader
@@ -377,9 +353,7 @@ func (n *network) describeQuorum(ic *inboundConn, corr int32, req *kmsg.Describe
 	} else {
 		resp = n.m.DescribeQuorumResponse(req.Version)
 	}
-	if !ic.closed {
-		_ = ic.conn.Send(encodeResponse(corr, resp))
-	}
+	n.reply(ic, corr, resp)
 }
 
 // awaitingEndQuorumEpoch reports whether an EndQuorumEpoch request is
@@ -395,10 +369,8 @@ func (n *network) awaitingEndQuorumEpoch() bool {
 				return true
 			}
 		}
-		for _, sent := range p.inflight { //determinism:unordered only an existence test
-			if _, ok := sent.msg.Payload.(quorum.EndQuorumEpochRequest); ok {
-				return true
-			}
+		if p.endQuorumEpochs > 0 {
+			return true
 		}
 	}
 	return false
@@ -449,9 +421,7 @@ search:
 		n.m.log.Warn("cannot encode quorum response", "msg", msg.String(), "err", err)
 		return
 	}
-	if !best.closed {
-		_ = best.conn.Send(encodeResponse(pr.correlationID, resp))
-	}
+	n.reply(best, pr.correlationID, resp)
 }
 
 func isFetch(p quorum.Payload) bool {
@@ -483,15 +453,4 @@ func answers(resp, req quorum.Payload) bool {
 		return ok
 	}
 	return false
-}
-
-// encodeResponse prepends the response header (correlation id, and an
-// empty tagged-field section for flexible versions) to the response.
-func encodeResponse(correlationID int32, resp kmsg.Response) []byte {
-	dst := make([]byte, 0, 256)
-	dst = kbin.AppendInt32(dst, correlationID)
-	if resp.IsFlexible() && resp.Key() != kmsg.ApiVersions.Int16() {
-		dst = append(dst, 0)
-	}
-	return resp.AppendTo(dst)
 }

@@ -110,7 +110,7 @@ func (m *Member) loadSnapshot(id quorum.SnapshotID) error {
 	if err != nil {
 		return fmt.Errorf("kraft: load snapshot %s: %w", id, err)
 	}
-	m.image = img
+	m.setImage(img)
 	m.snap.records = 0
 	m.log.Info("snapshot loaded", "snapshot", id.String(), "took", m.e.Monotonic()-start)
 	return nil

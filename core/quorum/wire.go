@@ -32,9 +32,9 @@ type WireVersions struct {
 // replica state, topic ids and the KIP-1166 high watermark tag.
 var DefaultWireVersions = WireVersions{Vote: 2, BeginQuorumEpoch: 1, EndQuorumEpoch: 1, Fetch: 17, FetchSnapshot: 1, DescribeQuorum: 2}
 
-// minFetchVersion is the oldest Fetch carrying the diverging epoch, current
+// MinFetchVersion is the oldest Fetch carrying the diverging epoch, current
 // leader and snapshot id tags that KRaft needs.
-const minFetchVersion = 12
+const MinFetchVersion = 12
 
 // ErrWire wraps every translation failure: a payload that cannot be
 // expressed at the requested version, or a kmsg message that is not a
@@ -105,8 +105,8 @@ func EncodeRequest(m Message, clusterID string, v WireVersions) (kmsg.Request, e
 		req.Topics = []kmsg.EndQuorumEpochRequestTopic{topic}
 		return req, nil
 	case FetchRequest:
-		if v.Fetch < minFetchVersion {
-			return nil, wireErr("KRaft fetch needs Fetch v%d+, have v%d", minFetchVersion, v.Fetch)
+		if v.Fetch < MinFetchVersion {
+			return nil, wireErr("KRaft fetch needs Fetch v%d+, have v%d", MinFetchVersion, v.Fetch)
 		}
 		req := kmsg.NewPtrFetchRequest()
 		req.Version, req.ClusterID = v.Fetch, optString(clusterID)
@@ -206,8 +206,8 @@ func DecodeRequest(req kmsg.Request, local NodeID) (Message, error) {
 			Epoch: p.LeaderEpoch, LeaderID: NodeID(p.LeaderID), PreferredSuccessors: successors,
 		}}, nil
 	case *kmsg.FetchRequest:
-		if q.Version < minFetchVersion {
-			return Message{}, wireErr("KRaft fetch needs Fetch v%d+, got v%d", minFetchVersion, q.Version)
+		if q.Version < MinFetchVersion {
+			return Message{}, wireErr("KRaft fetch needs Fetch v%d+, got v%d", MinFetchVersion, q.Version)
 		}
 		if len(q.Topics) != 1 || len(q.Topics[0].Partitions) != 1 {
 			return Message{}, wireErr("fetch of %d topics, want 1 partition of %s", len(q.Topics), MetadataTopic)
@@ -284,8 +284,8 @@ func EncodeResponse(m Message, version int16) (kmsg.Response, error) {
 		resp.Topics = []kmsg.EndQuorumEpochResponseTopic{topic}
 		return resp, nil
 	case FetchResponse:
-		if version < minFetchVersion {
-			return nil, wireErr("KRaft fetch needs Fetch v%d+, have v%d", minFetchVersion, version)
+		if version < MinFetchVersion {
+			return nil, wireErr("KRaft fetch needs Fetch v%d+, have v%d", MinFetchVersion, version)
 		}
 		resp := kmsg.NewPtrFetchResponse()
 		resp.Version = version

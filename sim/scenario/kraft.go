@@ -9,10 +9,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/core/assert"
+	"github.com/strata-log/strata/core/broker"
 	"github.com/strata-log/strata/core/env"
 	"github.com/strata-log/strata/core/kraft"
 	"github.com/strata-log/strata/core/meta"
 	"github.com/strata-log/strata/core/quorum"
+	"github.com/strata-log/strata/core/server"
 	"github.com/strata-log/strata/linearizability"
 	"github.com/strata-log/strata/nemesis"
 	"github.com/strata-log/strata/sim"
@@ -171,16 +173,23 @@ func runKRaftWith(o Options, shape kraftShape, bugs kraftBugs) (sim.Summary, *kr
 			cfg.SnapshotIntervalRecords = every
 			cfg.LogSegmentBytes = 4 << 10
 		}
+		// Every member runs the whole server, as a node does: voters
+		// with the controller role, observers as brokers (which
+		// register and heartbeat like the real ones).
+		scfg := server.Config{NodeID: int32(id), ClusterID: kraftClusterID, Controller: i < o.Nodes, Broker: i >= o.Nodes, Quorum: cfg}
+		if scfg.Broker {
+			scfg.BrokerListener = broker.Config{ListenAddr: h.name(i) + ":9092", AdvertisedHost: h.name(i)}
+		}
 		p := s.AddProcess(h.name(i), func(e env.Env) {
 			h.members[i] = nil
-			m, err := kraft.Start(e, cfg)
+			srv, err := server.Start(e, scfg)
 			if err != nil {
-				e.Logger().Error("kraft start failed", "err", err)
+				e.Logger().Error("server start failed", "err", err)
 				s.Trace(fmt.Sprintf("%s:start-failed:%v", h.name(i), err))
 				h.superviseRestart(i)
 				return
 			}
-			h.members[i] = m
+			h.members[i] = srv.Member()
 			h.memberInc[i] = h.procs[i].Incarnation()
 		})
 		h.procs = append(h.procs, p)

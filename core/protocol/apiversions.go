@@ -1,48 +1,44 @@
-package broker
+package protocol
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/strata-log/strata/core/protocol"
 )
 
-// handleApiVersions answers a supported-version ApiVersions request with the
-// protocol table.
-func (b *Broker) handleApiVersions(req *kmsg.ApiVersionsRequest) *kmsg.ApiVersionsResponse {
+// AnswerApiVersions answers a supported-version ApiVersions request with
+// the table.
+func (t Table) AnswerApiVersions(req *kmsg.ApiVersionsRequest) *kmsg.ApiVersionsResponse {
 	resp := req.ResponseKind().(*kmsg.ApiVersionsResponse)
 	// v3+ (KIP-511) requires the client software name and version to match
 	// Kafka's pattern; Kafka answers INVALID_REQUEST with no keys
 	// otherwise, and so do we.
-	if req.Version >= 3 && (!validSoftwareField(req.ClientSoftwareName) || !validSoftwareField(req.ClientSoftwareVersion)) {
+	if req.Version >= 3 && (!ValidSoftwareField(req.ClientSoftwareName) || !ValidSoftwareField(req.ClientSoftwareVersion)) {
 		resp.ErrorCode = kerr.InvalidRequest.Code
 		return resp
 	}
-	resp.ApiKeys = supportedKeys()
+	resp.ApiKeys = t.apiVersionsKeys()
 	return resp
 }
 
-// apiVersionsUnsupported is the KIP-511 answer to an ApiVersions request at
-// a version we do not implement: a v0 response (the only format every
-// client can read) with UNSUPPORTED_VERSION. Kafka lists only the
+// ApiVersionsUnsupported is the KIP-511 answer to an ApiVersions request at
+// a version the table does not implement: a v0 response (the only format
+// every client can read) with UNSUPPORTED_VERSION. Kafka lists only the
 // ApiVersions key there; we list every key, which is a superset clients
 // handle either way: the Java client and librdkafka look up the
 // ApiVersions row and retry at its max version, and franz-go uses a full
 // list directly.
-func (b *Broker) apiVersionsUnsupported(requested int16) *kmsg.ApiVersionsResponse {
+func (t Table) ApiVersionsUnsupported() *kmsg.ApiVersionsResponse {
 	resp := kmsg.NewPtrApiVersionsResponse()
 	resp.Version = 0
 	resp.ErrorCode = kerr.UnsupportedVersion.Code
-	resp.ApiKeys = supportedKeys()
-	b.log.Debug("ApiVersions at unsupported version; answered v0 with UNSUPPORTED_VERSION", "requested_version", requested)
+	resp.ApiKeys = t.apiVersionsKeys()
 	return resp
 }
 
-// supportedKeys renders the protocol table as ApiVersions rows.
-func supportedKeys() []kmsg.ApiVersionsResponseApiKey {
-	table := protocol.Supported()
-	keys := make([]kmsg.ApiVersionsResponseApiKey, 0, len(table))
-	for _, a := range table {
+// apiVersionsKeys renders the table as ApiVersions rows.
+func (t Table) apiVersionsKeys() []kmsg.ApiVersionsResponseApiKey {
+	keys := make([]kmsg.ApiVersionsResponseApiKey, 0, len(t.rows))
+	for _, a := range t.rows {
 		k := kmsg.NewApiVersionsResponseApiKey()
 		k.ApiKey, k.MinVersion, k.MaxVersion = a.Key, a.MinVersion, a.MaxVersion
 		keys = append(keys, k)
@@ -50,10 +46,10 @@ func supportedKeys() []kmsg.ApiVersionsResponseApiKey {
 	return keys
 }
 
-// validSoftwareField reports whether s matches Kafka's pattern for
+// ValidSoftwareField reports whether s matches Kafka's pattern for
 // ClientSoftwareName and ClientSoftwareVersion:
 // [a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?
-func validSoftwareField(s string) bool {
+func ValidSoftwareField(s string) bool {
 	if s == "" || !isAlnum(s[0]) || !isAlnum(s[len(s)-1]) {
 		return false
 	}

@@ -1,4 +1,4 @@
-package node
+package server
 
 import (
 	"encoding/binary"
@@ -15,20 +15,11 @@ import (
 // controller (Kafka's broker.heartbeat.interval.ms default).
 const brokerHeartbeatInterval = 2 * time.Second
 
-// subdirEnv is an Env whose Disk is rooted at a subdirectory: the metadata
-// quorum's files live under <log.dirs>/__cluster_metadata-0/.
-type subdirEnv struct {
-	*Env
-	disk *Disk
-}
-
-func (e subdirEnv) Disk() env.Disk { return e.disk }
-
 // registrar registers the broker with the active controller through the
 // local quorum member, then heartbeats so that it is unfenced and can be
 // given replicas. It runs on the loop.
 type registrar struct {
-	e           *Env
+	e           env.Env
 	m           *kraft.Member
 	nodeID      int32
 	clusterID   string

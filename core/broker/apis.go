@@ -1,0 +1,99 @@
+package broker
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/core/protocol"
+)
+
+// apiHandler is one row of the broker's API table: the key, the versions
+// served and the handler, which must answer every request it is given
+// exactly once (respond, respondParts or noResponse), now or later.
+type apiHandler struct {
+	protocol.API
+	handle func(b *Broker, r *request)
+	// barrier holds back the connection's later requests until this one
+	// is answered (requests passed to the metadata quorum).
+	barrier bool
+	// why the version range stops where it does.
+	why string
+}
+
+// apis is the broker's one table of API keys, versions and handlers;
+// ApiVersions answers from it, ParseRequest accepts only what it lists,
+// and docs/compatibility.md is checked against it by a test. Adding a row
+// is a promise that its handler serves every version in the range.
+var apis = []apiHandler{
+	{API: api(kmsg.Metadata, 0, 13), handle: handleMetadata,
+		why: "every version kmsg encodes; v13 (KIP-1102) only adds a top-level error code"},
+	{API: api(kmsg.ApiVersions, 0, 4), handle: handleApiVersions,
+		why: "v4 is Kafka 4's newest stable version; a v5 request (KIP-1242) gets the KIP-511 answer and retries at v4"},
+	{API: api(kmsg.CreateTopics, 0, 7), handle: handleController, barrier: true,
+		why: "passed to the active controller, which answers every version kmsg encodes"},
+	{API: api(kmsg.DeleteTopics, 0, 6), handle: handleController, barrier: true,
+		why: "as CreateTopics"},
+	{API: api(kmsg.CreatePartitions, 0, 3), handle: handleController, barrier: true,
+		why: "as CreateTopics"},
+	{API: api(kmsg.DescribeQuorum, 0, 2), handle: handleController, barrier: true,
+		why: "forwarded to the quorum leader, whose encoder covers every version"},
+}
+
+func api(key kmsg.Key, minVersion, maxVersion int16) protocol.API {
+	return protocol.API{Key: key.Int16(), MinVersion: minVersion, MaxVersion: maxVersion}
+}
+
+// apiTable builds the protocol table and the handler index from apis.
+func apiTable() (protocol.Table, map[int16]*apiHandler) {
+	rows := make([]protocol.API, 0, len(apis))
+	handlers := make(map[int16]*apiHandler, len(apis))
+	for i := range apis {
+		rows = append(rows, apis[i].API)
+		handlers[apis[i].Key] = &apis[i]
+	}
+	return protocol.NewTable(rows...), handlers
+}
+
+// APIs returns the broker's table (for tests and the compatibility docs).
+func APIs() protocol.Table {
+	t, _ := apiTable()
+	return t
+}
+
+// apiVersionsTooNew answers an ApiVersions request newer than the table's
+// (KIP-511): a v0 response the client can read, listing what we serve.
+var apiVersionsTooNew = apiHandler{
+	API: api(kmsg.ApiVersions, 0, 0),
+	handle: func(b *Broker, r *request) {
+		b.log.Debug("ApiVersions at unsupported version; answered v0 with UNSUPPORTED_VERSION", "requested_version", r.hdr.Version)
+		// Encoded directly: the response's version (0) is not the
+		// request's.
+		r.respondFrame(protocol.EncodeResponse(r.hdr.CorrelationID, b.table.ApiVersionsUnsupported()))
+	},
+}
+
+func handleApiVersions(b *Broker, r *request) {
+	r.respond(b.table.AnswerApiVersions(r.body.(*kmsg.ApiVersionsRequest)))
+}
+
+func handleMetadata(b *Broker, r *request) {
+	r.respond(b.handleMetadata(r.body.(*kmsg.MetadataRequest)))
+}
+
+// handleController passes a request to the metadata quorum member, which
+// answers it with its active controller or forwards it to the quorum
+// leader's, and answers with the controller's response.
+func handleController(b *Broker, r *request) {
+	if b.cfg.Metadata == nil {
+		r.respond(protocol.ErrorResponse(r.body, kerr.NotController, "This node has no metadata quorum."))
+		return
+	}
+	version := r.hdr.Version
+	b.cfg.Metadata.Submit(r.body, func(resp kmsg.Response, err error) {
+		if err != nil || resp == nil || resp.GetVersion() != version {
+			b.log.Warn("controller request failed", "api_name", r.hdr.APIName(), "err", err)
+			resp = protocol.ErrorResponse(r.body, kerr.UnknownServerError, "The controller failed the request.")
+		}
+		r.respond(resp)
+	})
+}

@@ -1,0 +1,219 @@
+package broker
+
+import (
+	"errors"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/core/assert"
+	"github.com/strata-log/strata/core/env"
+	"github.com/strata-log/strata/core/protocol"
+)
+
+// conn is the broker's view of one client connection: its requests in
+// arrival order, each answered in place, and sent in that order.
+//
+// Requests are handled as they arrive (pipelined), except behind a
+// barrier: a request kind whose table row says barrier (those passed to
+// the metadata quorum) holds back the requests after it until it is
+// answered, so that a client's Metadata after its CreateTopics on one
+// connection is not served before the CreateTopics is. Responses always go
+// out in request order, as Kafka requires: an answered request waits for
+// every earlier one.
+type conn struct {
+	b      *Broker
+	id     uint64
+	c      env.Conn
+	remote string
+	// closing is set once the broker decided to close the connection, so
+	// that frames the transport still delivers before OnClose are ignored.
+	closing bool
+	// queue holds the requests not yet sent, oldest first; the first
+	// dispatched of them are handled, the rest wait behind a barrier.
+	queue      []*request
+	dispatched int
+	// paused is set while the conn's reads are paused for a bound.
+	paused bool
+}
+
+// request is one request of a connection and, once answered, its answer.
+type request struct {
+	cn    *conn
+	hdr   protocol.RequestHeader
+	body  kmsg.Request
+	api   *apiHandler
+	bytes int // the request frame's size, charged to the broker's budget
+
+	answered bool
+	silent   bool       // no response is sent (a Produce with acks=0)
+	frame    []byte     // the encoded response, or
+	parts    []env.Part // a response with file regions (Fetch)
+	release  func()     // unpins the regions once sent or dropped
+}
+
+// respond answers the request with resp, which must be of its version.
+func (r *request) respond(resp kmsg.Response) {
+	assert.That(resp.GetVersion() == r.hdr.Version, "%s response version %d for request version %d",
+		r.hdr.APIName(), resp.GetVersion(), r.hdr.Version)
+	r.respondFrame(protocol.EncodeResponse(r.hdr.CorrelationID, resp))
+}
+
+// respondFrame answers the request with an encoded response frame.
+func (r *request) respondFrame(frame []byte) {
+	assert.That(!r.answered, "%s (correlation id %d) answered twice", r.hdr.APIName(), r.hdr.CorrelationID)
+	r.answered, r.frame = true, frame
+	r.cn.b.flush(r.cn)
+}
+
+// respondParts answers the request with a frame of parts; release runs
+// once the transport took its own reference to the regions, or when the
+// connection is dropped first.
+func (r *request) respondParts(parts []env.Part, release func()) {
+	assert.That(!r.answered, "%s (correlation id %d) answered twice", r.hdr.APIName(), r.hdr.CorrelationID)
+	r.answered, r.parts, r.release = true, parts, release
+	r.cn.b.flush(r.cn)
+}
+
+// noResponse completes a request that gets no answer (acks=0).
+func (r *request) noResponse() {
+	assert.That(!r.answered, "%s (correlation id %d) answered twice", r.hdr.APIName(), r.hdr.CorrelationID)
+	r.answered, r.silent = true, true
+	r.cn.b.flush(r.cn)
+}
+
+// dropped releases what an unsent request holds.
+func (r *request) dropped() {
+	if r.release != nil {
+		r.release()
+		r.release = nil
+	}
+}
+
+// onFrame parses one request frame and queues it. A frame that cannot be
+// served closes the connection with a log line.
+func (b *Broker) onFrame(cn *conn, frame []byte) {
+	if cn.closing || b.closed {
+		return
+	}
+	hdr, body, err := b.table.ParseRequest(frame)
+	var api *apiHandler
+	switch {
+	case err == nil:
+		api = b.handlers[hdr.Key]
+		assert.That(api != nil, "protocol table lists %s (key %d) but the broker has no handler", hdr.APIName(), hdr.Key)
+	case errors.Is(err, protocol.ErrApiVersionsTooNew):
+		api = &apiVersionsTooNew
+	default:
+		b.log.Warn("closing connection: bad request", "remote", cn.remote, "err", err)
+		b.closeConn(cn)
+		return
+	}
+	r := &request{cn: cn, hdr: hdr, body: body, api: api, bytes: len(frame)}
+	cn.queue = append(cn.queue, r)
+	b.inflightBytes += r.bytes
+	b.applyBounds(cn)
+	b.dispatch(cn)
+}
+
+// dispatch hands the queued requests to their handlers, in order, up to
+// the first unanswered barrier.
+func (b *Broker) dispatch(cn *conn) {
+	for cn.dispatched < len(cn.queue) && !cn.closing {
+		if cn.dispatched > 0 {
+			prev := cn.queue[cn.dispatched-1]
+			if prev.api.barrier && !prev.answered {
+				return
+			}
+		}
+		r := cn.queue[cn.dispatched]
+		cn.dispatched++
+		r.api.handle(b, r)
+	}
+}
+
+// flush sends the answered requests at the head of cn's queue, in order,
+// then dispatches what a barrier held back.
+func (b *Broker) flush(cn *conn) {
+	sent := 0
+	for sent < len(cn.queue) && cn.queue[sent].answered {
+		r := cn.queue[sent]
+		sent++
+		b.inflightBytes -= r.bytes
+		if cn.closing || b.closed {
+			r.dropped()
+			continue
+		}
+		b.send(cn, r)
+	}
+	if sent > 0 {
+		clear(cn.queue[:sent])
+		cn.queue = slices.Delete(cn.queue, 0, sent)
+		cn.dispatched -= sent
+		b.applyBounds(cn)
+		b.resumePaused()
+	}
+	b.dispatch(cn)
+}
+
+// send writes one answered request's response.
+func (b *Broker) send(cn *conn, r *request) {
+	var err error
+	switch {
+	case r.silent:
+		return
+	case r.parts != nil:
+		err = cn.c.SendParts(r.parts)
+		r.dropped() // the transport holds its own reference now
+	default:
+		err = cn.c.Send(r.frame)
+	}
+	if err != nil {
+		// The conn ended under us; its OnClose does the bookkeeping.
+		b.log.Debug("response not sent", "remote", cn.remote, "err", err)
+		return
+	}
+	if buffered := cn.c.Buffered(); buffered > b.cfg.MaxBufferedResponseBytes {
+		b.log.Warn("closing connection: client is not reading responses",
+			"remote", cn.remote, "buffered_bytes", buffered,
+			"max_buffered_response_bytes", b.cfg.MaxBufferedResponseBytes)
+		b.closeConn(cn)
+	}
+}
+
+// applyBounds pauses cn while it has too many requests in flight or the
+// broker holds too many request bytes; resumePaused undoes it.
+func (b *Broker) applyBounds(cn *conn) {
+	over := len(cn.queue) >= b.cfg.MaxInflightRequestsPerConn || b.inflightBytes > b.cfg.MaxInflightRequestBytes
+	switch {
+	case over && !cn.paused && !cn.closing:
+		cn.paused = true
+		cn.c.Pause()
+		b.paused = append(b.paused, cn)
+	case !over && cn.paused && len(cn.queue) < b.cfg.MaxInflightRequestsPerConn && b.inflightBytes <= b.cfg.MaxInflightRequestBytes:
+		b.resume(cn)
+	}
+}
+
+// resumePaused resumes the paused connections that are within their
+// bounds again, oldest pause first, while the byte budget allows.
+func (b *Broker) resumePaused() {
+	for i := 0; i < len(b.paused) && b.inflightBytes <= b.cfg.MaxInflightRequestBytes; {
+		cn := b.paused[i]
+		if cn.closing || len(cn.queue) < b.cfg.MaxInflightRequestsPerConn {
+			b.resume(cn)
+			continue // b.paused shrank at i
+		}
+		i++
+	}
+}
+
+func (b *Broker) resume(cn *conn) {
+	cn.paused = false
+	if i := slices.Index(b.paused, cn); i >= 0 {
+		b.paused = slices.Delete(b.paused, i, i+1)
+	}
+	if !cn.closing {
+		cn.c.Resume()
+	}
+}

@@ -1,0 +1,134 @@
+package server
+
+import (
+	"fmt"
+	"log/slog"
+
+	"github.com/strata-log/strata/core/broker"
+	"github.com/strata-log/strata/core/env"
+	"github.com/strata-log/strata/core/kraft"
+	"github.com/strata-log/strata/core/meta"
+	"github.com/strata-log/strata/core/quorum"
+)
+
+// Server is one running Strata server on one env.Env: the metadata quorum
+// member (a voter with the controller role, an observer otherwise) and,
+// with the broker role, the broker's client listener, its registration
+// with the controller and the partitions it hosts. Every method runs on
+// the Env's loop.
+type Server struct {
+	e      env.Env
+	cfg    Config
+	log    *slog.Logger
+	member *kraft.Member
+	broker *broker.Broker // nil without the broker role
+	reg    *registrar     // nil without the broker role
+	closed bool
+}
+
+// Start validates cfg, recovers the quorum member from the data directory
+// (e.Disk(); the member's files live under __cluster_metadata-0), binds
+// the listeners and starts the member, and with the broker role the
+// broker and its registration. It returns an error for what fails at once
+// (configuration, recovery, a listener); later fatal errors of the member
+// show in Status.
+func Start(e env.Env, cfg Config) (*Server, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{e: e, cfg: cfg, log: e.Logger().With("component", "server")}
+	if err := e.Disk().MkdirAll(metadataDir); err != nil {
+		return nil, fmt.Errorf("server: create %s: %w", metadataDir, err)
+	}
+	s.member, err = kraft.Start(subdirEnv{Env: e, disk: newSubDisk(e.Disk(), metadataDir)}, cfg.Quorum)
+	if err != nil {
+		return nil, fmt.Errorf("server: start the metadata quorum member: %w", err)
+	}
+	if !cfg.Broker {
+		return s, nil
+	}
+	bcfg := cfg.BrokerListener
+	bcfg.Metadata = s.member
+	s.broker, err = broker.New(e, bcfg)
+	if err != nil {
+		s.member.Close(nil)
+		return nil, err
+	}
+	s.reg = &registrar{e: e, m: s.member, nodeID: cfg.NodeID, clusterID: cfg.ClusterID,
+		host: bcfg.AdvertisedHost, port: s.broker.AdvertisedPort()}
+	s.reg.start()
+	return s, nil
+}
+
+// kraftID is a node id as the quorum names it.
+func kraftID(id int32) quorum.NodeID { return quorum.NodeID(id) }
+
+// Member is the metadata quorum member.
+func (s *Server) Member() *kraft.Member { return s.member }
+
+// Broker is the client listener, nil without the broker role.
+func (s *Server) Broker() *broker.Broker { return s.broker }
+
+// BrokerAddr is the address the client listener bound; empty without the
+// broker role.
+func (s *Server) BrokerAddr() string {
+	if s.broker == nil {
+		return ""
+	}
+	return s.broker.Addr()
+}
+
+// ControllerAddr is the address the controller listener bound; empty on a
+// broker-only server.
+func (s *Server) ControllerAddr() string { return s.member.Addr() }
+
+// Image is the metadata image this server has applied.
+func (s *Server) Image() *meta.Image { return s.member.Image() }
+
+// Registered reports whether this server's broker is registered with the
+// controller in this incarnation and unfenced, as its own image says. It is
+// false without the broker role.
+func (s *Server) Registered() bool {
+	if s.reg == nil || s.reg.epoch < 0 {
+		return false
+	}
+	b, ok := s.member.Image().Broker(s.cfg.NodeID)
+	return ok && !b.Fenced && b.Epoch == s.reg.epoch
+}
+
+// ActiveController reports whether this server runs the active controller
+// and, with the broker role, is registered: on a combined server, that it
+// can serve CreateTopics.
+func (s *Server) ActiveController() bool {
+	if !s.member.Status().ActiveController {
+		return false
+	}
+	return !s.cfg.Broker || s.Registered()
+}
+
+// Close shuts the server down cleanly: the broker stops accepting and
+// closes its connections, asks the controller to fence it (a controlled
+// shutdown, so the next incarnation registers at once), and the quorum
+// member resigns leadership if it leads. done, if not nil, runs on the
+// loop once everything is closed. Nothing durable is touched: a restart
+// recovers as after a crash.
+func (s *Server) Close(done func()) {
+	finished := func() {
+		if done != nil {
+			done()
+		}
+	}
+	if s.closed {
+		s.e.Post(finished)
+		return
+	}
+	s.closed = true
+	closeMember := func() { s.member.Close(finished) }
+	if s.broker == nil {
+		closeMember()
+		return
+	}
+	s.broker.Close()
+	s.reg.shutdown(closeMember)
+}
