@@ -8,7 +8,7 @@ SEEDS     ?= 1000
 BENCHTIME ?= 1s
 PKGS      := ./...
 
-.PHONY: run test sim sim-sweep sim-sweep-kraft lint vet fmt-check bench bench-failover fuzz clean build
+.PHONY: run test sim sim-sweep sim-sweep-kraft lint vet fmt-check bench bench-failover bench-strata fuzz clean build
 
 ## run: start one combined broker+controller on 127.0.0.1:9092, data in ./data
 run: build
@@ -61,6 +61,12 @@ ELECTION_TIMEOUT_MS ?=
 bench-failover:
 	STRATA_FAILOVER_RUNS=$(RUNS) STRATA_FAILOVER_FETCH_TIMEOUT_MS=$(FETCH_TIMEOUT_MS) STRATA_FAILOVER_ELECTION_TIMEOUT_MS=$(ELECTION_TIMEOUT_MS) \
 	  $(GO) test -count=1 -timeout 30m -run '^TestKRaftFailoverProcesses$$' -v ./cmd/strata/
+
+## bench-strata: `strata bench` with its defaults (a strata child node, kfake and the fsync ceiling; 6 partitions,
+## 1 KiB records, 10 s phases); BENCH_ARGS adds flags, e.g. BENCH_ARGS='--runs 5 --json'. Not part of `make test`.
+BENCH_ARGS ?=
+bench-strata: build
+	./bin/strata bench $(BENCH_ARGS)
 
 ## fuzz: run each fuzz target for FUZZTIME (default 30s)
 FUZZTIME ?= 30s

@@ -1,0 +1,317 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+func init() {
+	register("bench", "measure a Strata node's produce/consume throughput and latency beside kfake and the disk's fsync ceiling", func(args []string) int {
+		ctx, stop := interruptContext()
+		defer stop()
+		return benchCommand(ctx, args, os.Stdout, os.Stderr)
+	})
+}
+
+// Defaults of `strata bench` (docs/benchmarks.md's workload).
+const (
+	defaultBenchDuration        = 10 * time.Second
+	defaultBenchLatencyDuration = 10 * time.Second
+	// defaultBenchLatencyRate is phase 3's records per second.
+	defaultBenchLatencyRate = 1000
+	defaultBenchRecordBytes = 1 << 10
+	defaultBenchPartitions  = 6
+	// defaultBenchMaxProduceBytes also ends phase 1: kfake keeps every
+	// byte in memory, and the node keeps it on disk until the run's
+	// topic is deleted.
+	defaultBenchMaxProduceBytes = 2 << 30
+	defaultBenchRuns            = 1
+	// benchRunsMax bounds --runs.
+	benchRunsMax = 1000
+)
+
+// The bench's targets, in the order each run visits them.
+const (
+	targetStrata = "strata"
+	targetKfake  = "kfake"
+	targetFsync  = "fsync"
+)
+
+var benchTargets = []string{targetStrata, targetKfake, targetFsync}
+
+// benchOptions are `strata bench`'s settings.
+type benchOptions struct {
+	targets         []string // a subset of benchTargets, in their order
+	bootstrap       string   // bench this broker as "strata" instead of starting a node
+	workload        kafkaWorkload
+	fsyncWriteBytes int
+	runs            int
+	nodeArgs        keyValues     // --key=value flags for the node's serve
+	readyTimeout    time.Duration // for the node to list a broker and a controller
+	dir             string        // where the temp dir goes; "" is the system's
+	// nodeCommand runs strata; "serve ..." is appended. Default
+	// os.Args[0].
+	nodeCommand []string
+	// nodeEnv is added to the node's environment (tests use it).
+	nodeEnv []string
+}
+
+// benchCommand is `strata bench`.
+func benchCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("strata bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, "Usage: strata bench [flags]\n\n"+
+			"Runs one workload against three targets in turn and prints a table with ratios:\n"+
+			"  strata  a Strata node the bench starts as a child process (or --bootstrap-server)\n"+
+			"  kfake   franz-go's in-memory fake Kafka, in process: no disk, no fsync\n"+
+			"  fsync   the disk's ceiling: write + fdatasync in a loop, in the bench's temp dir\n"+
+			"The workload on a broker: a topic (RF 1), random records, no compression; phase 1 produces with\n"+
+			"acks=all, linger 5 ms and 1 MiB batches for --duration; phase 2 reads it all back; phase 3\n"+
+			"produces --latency-rate records/s with linger 0 for --latency-duration and times each from\n"+
+			"Produce to acknowledgement. For a node it started, the bench reads the node's CPU time from\n"+
+			"/proc around phases 1 and 2. With --runs N it prints medians [min, max].\n\n")
+		fs.PrintDefaults()
+	}
+	targets := fs.String("targets", strings.Join(benchTargets, ","), "which targets to run, comma-separated")
+	bootstrap := fs.String("bootstrap-server", "", "bench the broker at `host:port` as the strata target instead of starting a node (no CPU figures)")
+	duration := fs.Duration("duration", defaultBenchDuration, "phase 1 (produce) and the fsync loop run this long")
+	latencyDuration := fs.Duration("latency-duration", defaultBenchLatencyDuration, "phase 3 (latency) runs this long")
+	latencyRate := fs.Int("latency-rate", defaultBenchLatencyRate, "phase 3's `records` per second")
+	recordBytes := fs.Int("record-bytes", defaultBenchRecordBytes, "each record's value, random `bytes`")
+	partitions := fs.Int("partitions", defaultBenchPartitions, "the topic's `partitions`")
+	maxBytes := fs.Int64("max-produce-bytes", defaultBenchMaxProduceBytes, "phase 1 also ends after producing this many `bytes`")
+	fsyncWrite := fs.Int("fsync-write-bytes", defaultFsyncWriteBytes, "the fsync loop's write size in `bytes` (set it to the node's group-commit size)")
+	runs := fs.Int("runs", defaultBenchRuns, "run every target's phases this many `times`, interleaved, and report medians")
+	var nodeArgs keyValues
+	fs.Var(&nodeArgs, "node-arg", "pass `key=value` to the node's 'strata serve' as --key=value, after the bench's own flags so it overrides them (repeatable)")
+	readyTimeout := fs.Duration("ready-timeout", defaultBenchReadyTimeout, "how long the node may take to list a broker and a controller")
+	dir := fs.String("dir", "", "make the temp dir (node data, fsync files) under this `directory` (default: the system's)")
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	o := benchOptions{
+		bootstrap: *bootstrap,
+		workload: kafkaWorkload{partitions: *partitions, recordBytes: *recordBytes, duration: *duration,
+			maxProduceBytes: *maxBytes, latencyDuration: *latencyDuration, latencyRate: *latencyRate},
+		fsyncWriteBytes: *fsyncWrite,
+		runs:            *runs,
+		nodeArgs:        nodeArgs,
+		readyTimeout:    *readyTimeout,
+		dir:             *dir,
+		nodeCommand:     []string{os.Args[0]},
+	}
+	var err error
+	if o.targets, err = parseTargets(*targets); err == nil {
+		err = o.validate(fs.NArg())
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "strata bench: %v\n", err)
+		return exitUsage
+	}
+	report, err := runBench(ctx, o, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "strata bench: %v\n", err)
+		return exitError
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(report); err != nil {
+			fmt.Fprintf(stderr, "strata bench: %v\n", err)
+			return exitError
+		}
+	} else {
+		report.print(stdout)
+	}
+	code := exitOK
+	for _, t := range report.Targets {
+		if t.Error != "" {
+			fmt.Fprintf(stderr, "strata bench: %s failed: %s\n", t.Name, t.Error)
+			code = exitError
+		}
+	}
+	return code
+}
+
+// parseTargets is --targets in benchTargets' order.
+func parseTargets(s string) ([]string, error) {
+	var out []string
+	for _, t := range splitAddrs(s) {
+		if !slices.Contains(benchTargets, t) {
+			return nil, fmt.Errorf("--targets: unknown target %q (want some of %s)", t, strings.Join(benchTargets, ","))
+		}
+		if !slices.Contains(out, t) {
+			out = append(out, t)
+		}
+	}
+	if len(out) == 0 {
+		return nil, errors.New("--targets is empty")
+	}
+	slices.SortFunc(out, func(a, b string) int { return slices.Index(benchTargets, a) - slices.Index(benchTargets, b) })
+	return out, nil
+}
+
+func (o *benchOptions) validate(extraArgs int) error {
+	w := o.workload
+	switch {
+	case extraArgs > 0:
+		return errors.New("unexpected arguments")
+	case w.duration <= 0 || w.latencyDuration <= 0:
+		return errors.New("--duration and --latency-duration must be positive")
+	case w.latencyRate < 1 || w.latencyRate > 1_000_000:
+		return fmt.Errorf("--latency-rate must be 1 to 1000000, got %d", w.latencyRate)
+	case w.recordBytes < 1 || w.recordBytes > benchBatchMaxBytes/2:
+		return fmt.Errorf("--record-bytes must be 1 to %d, got %d", benchBatchMaxBytes/2, w.recordBytes)
+	case w.partitions < 1 || w.partitions > 1<<16:
+		return fmt.Errorf("--partitions must be 1 to %d, got %d", 1<<16, w.partitions)
+	case w.maxProduceBytes < 1:
+		return errors.New("--max-produce-bytes must be positive")
+	case o.fsyncWriteBytes < 1 || o.fsyncWriteBytes > fsyncFileBytesMax:
+		return fmt.Errorf("--fsync-write-bytes must be 1 to %d, got %d", fsyncFileBytesMax, o.fsyncWriteBytes)
+	case o.runs < 1 || o.runs > benchRunsMax:
+		return fmt.Errorf("--runs must be 1 to %d, got %d", benchRunsMax, o.runs)
+	case o.readyTimeout <= 0:
+		return errors.New("--ready-timeout must be positive")
+	case o.bootstrap != "" && !slices.Contains(o.targets, targetStrata):
+		return errors.New("--bootstrap-server names the strata target, which --targets leaves out")
+	case o.bootstrap != "" && len(o.nodeArgs) > 0:
+		return errors.New("--node-arg configures a node the bench starts; with --bootstrap-server it starts none")
+	}
+	if o.bootstrap != "" {
+		addrs, err := parseAddrs(o.bootstrap)
+		if err != nil {
+			return err
+		}
+		if len(addrs) != 1 {
+			return errors.New("--bootstrap-server takes one address")
+		}
+	}
+	return nil
+}
+
+// benchTarget is one target, set up: once tells it to run its phases
+// one more time, appending the result to its report; teardown, when set,
+// releases what the target holds (a node, kfake) and may run early.
+type benchTarget struct {
+	report   *targetReport
+	once     func(ctx context.Context) error
+	teardown func()
+}
+
+// runBench sets the targets up, runs every target's phases o.runs times
+// (a run visits each target in turn, so all see the same machine
+// weather), tears them down and reports. A target that fails is reported
+// with its error and skipped in later runs; the error returned is for a
+// bench that could not run at all.
+func runBench(ctx context.Context, o benchOptions, progress io.Writer) (*benchReport, error) {
+	dir, err := os.MkdirTemp(o.dir, "strata-bench-")
+	if err != nil {
+		return nil, fmt.Errorf("temp dir: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	report := &benchReport{Settings: o.settings()}
+	var targets []benchTarget
+	defer func() {
+		for _, t := range targets {
+			t.teardown()
+		}
+	}()
+	for _, name := range o.targets {
+		t := &targetReport{Name: name}
+		report.Targets = append(report.Targets, t)
+		w := o.workload
+		var teardown func()
+		switch name {
+		case targetStrata:
+			if o.bootstrap != "" {
+				t.Address, t.About = o.bootstrap, "the broker at "+o.bootstrap+" (--bootstrap-server; no CPU figures)"
+				break
+			}
+			fmt.Fprintln(progress, "strata bench: starting a strata node")
+			node, err := startBenchNode(ctx, o.nodeCommand, o.nodeEnv, dir, o.nodeArgs, o.readyTimeout)
+			if err != nil {
+				t.Error = err.Error()
+				continue
+			}
+			teardown = func() {
+				if err := node.stop(); err != nil {
+					t.Error = strings.TrimPrefix(t.Error+"; then ", "; then ") + err.Error()
+				}
+			}
+			t.Address, t.About = node.addr, fmt.Sprintf("a strata node started by the bench at %s (pid %d)", node.addr, node.cmd.Process.Pid)
+			if len(o.nodeArgs) > 0 {
+				t.About += ", with --node-arg " + o.nodeArgs.String()
+			}
+			w.cpu = node.cpuSeconds
+		case targetKfake:
+			c, addr, err := newFakeKafka()
+			if err != nil {
+				t.Error = err.Error()
+				continue
+			}
+			teardown = c.Close
+			t.Address, t.About = addr, "kfake in process at "+addr+" (memory only, no fsync)"
+		case targetFsync:
+			t.About = fmt.Sprintf("%d-byte writes, each followed by fdatasync, in %s", o.fsyncWriteBytes, dir)
+			targets = append(targets, benchTarget{report: t, teardown: func() {}, once: func(ctx context.Context) error {
+				res, err := fsyncCeiling(ctx, dir, o.fsyncWriteBytes, o.workload.duration)
+				if err != nil {
+					return err
+				}
+				t.FsyncRuns = append(t.FsyncRuns, res)
+				fmt.Fprintf(progress, "run %d/%d fsync: %.1f MiB/s, %.0f fsyncs/s, p50 %.2f ms, p99 %.2f ms\n",
+					len(t.FsyncRuns), o.runs, res.MiBPerSec, res.FsyncsPerS, res.P50Ms, res.P99Ms)
+				return nil
+			}})
+			continue
+		}
+		if teardown == nil {
+			teardown = func() {}
+		}
+		targets = append(targets, benchTarget{report: t, teardown: sync.OnceFunc(teardown), once: func(ctx context.Context) error {
+			topic := fmt.Sprintf("strata-bench-%d", time.Now().UnixNano())
+			res, err := w.run(ctx, t.Address, topic)
+			if err != nil {
+				return err
+			}
+			t.Runs = append(t.Runs, res)
+			fmt.Fprintf(progress, "run %d/%d %s: produce %.1f MiB/s, consume %.1f MiB/s, latency p50 %.2f ms p99 %.2f ms p999 %.2f ms\n",
+				len(t.Runs), o.runs, name, res.Produce.MiBPerSec, res.Consume.MiBPerSec, res.Latency.P50Ms, res.Latency.P99Ms, res.Latency.P999Ms)
+			return nil
+		}})
+	}
+
+	for range o.runs {
+		for _, t := range targets {
+			if t.report.Error != "" {
+				continue
+			}
+			if err := t.once(ctx); err != nil {
+				t.report.Error = err.Error()
+				t.teardown() // a failed node's CPU and memory go back to the other targets
+			}
+			if err := ctx.Err(); err != nil {
+				return nil, fmt.Errorf("interrupted: %w", err)
+			}
+		}
+	}
+	for _, t := range report.Targets {
+		t.summarize()
+	}
+	report.Ratios = report.ratios()
+	return report, nil
+}

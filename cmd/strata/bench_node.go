@@ -1,0 +1,256 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Bounds of the bench's Strata child process.
+const (
+	// defaultBenchReadyTimeout is --ready-timeout: how long the node may
+	// take from exec to a Metadata answer that lists a broker and a
+	// controller (it elects itself and registers its broker in about a
+	// second).
+	defaultBenchReadyTimeout = 30 * time.Second
+	// benchReadyPollInterval is how often readiness is asked.
+	benchReadyPollInterval = 100 * time.Millisecond
+	// benchReadyRequestTimeout bounds one readiness Metadata request.
+	benchReadyRequestTimeout = time.Second
+	// benchNodeStopTimeout is how long the node has to exit after
+	// SIGTERM before it is killed.
+	benchNodeStopTimeout = 15 * time.Second
+	// benchNodeLogLines is how many of the node's last log lines are
+	// kept to explain a failure.
+	benchNodeLogLines = 20
+	// clockTicksPerSecond is USER_HZ, the unit of utime and stime in
+	// /proc/<pid>/stat: 100 on every Linux architecture Go supports.
+	clockTicksPerSecond = 100
+)
+
+// benchNode is a `strata serve` child process with its own data
+// directory and free ports on 127.0.0.1.
+type benchNode struct {
+	cmd    *exec.Cmd
+	addr   string // the PLAINTEXT listener
+	exited chan struct{}
+	log    *logTail
+}
+
+// startBenchNode runs `<command> serve` as a single combined node with
+// its data under dir, passes each of extraArgs as --key=value after the
+// bench's own flags (so a later one overrides), and waits until it is
+// ready: its Metadata lists a broker and a controller. command is the
+// strata binary and any arguments before "serve"; env is added to the
+// child's environment. The child is killed if this process dies.
+func startBenchNode(ctx context.Context, command []string, env []string, dir string, extraArgs keyValues, readyTimeout time.Duration) (*benchNode, error) {
+	brokerAddr, err := freeLoopbackAddr()
+	if err != nil {
+		return nil, err
+	}
+	ctrlAddr, err := freeLoopbackAddr()
+	if err != nil {
+		return nil, err
+	}
+	args := append(command[1:len(command):len(command)], "serve",
+		"--log.dirs", filepath.Join(dir, "strata-node"),
+		"--listeners", "PLAINTEXT://"+brokerAddr+",CONTROLLER://"+ctrlAddr,
+		"--controller.quorum.voters", "1@"+ctrlAddr,
+		"--node.id", "1")
+	for _, kv := range extraArgs {
+		args = append(args, "--"+kv.key+"="+kv.value)
+	}
+	n := &benchNode{addr: brokerAddr, exited: make(chan struct{}), log: &logTail{max: benchNodeLogLines}}
+	n.cmd = exec.Command(command[0], args...)
+	n.cmd.Env = append(os.Environ(), env...)
+	n.cmd.Stdout, n.cmd.Stderr = n.log, n.log
+	// A bench killed by a signal must not leave the node running.
+	n.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := n.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting the node: %w", err)
+	}
+	go func() {
+		_ = n.cmd.Wait()
+		close(n.exited)
+	}()
+	if err := n.waitReady(ctx, readyTimeout); err != nil {
+		_ = n.stop()
+		return nil, err
+	}
+	return n, nil
+}
+
+// freeLoopbackAddr is a 127.0.0.1 address that was free a moment ago: the
+// controller's port must be known before the node starts.
+func freeLoopbackAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("finding a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+// waitReady polls Metadata until it lists a broker and a controller, the
+// process exits, ctx ends or timeout passes.
+func (n *benchNode) waitReady(ctx context.Context, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(n.addr), kgo.DialTimeout(benchReadyRequestTimeout), kgo.ClientID("strata-bench"))
+	if err != nil {
+		return fmt.Errorf("client: %w", err)
+	}
+	defer cl.Close()
+	last := "no answer yet"
+	for {
+		rctx, rcancel := context.WithTimeout(ctx, benchReadyRequestTimeout)
+		req := kmsg.NewPtrMetadataRequest()
+		req.Topics = []kmsg.MetadataRequestTopic{}
+		resp, err := req.RequestWith(rctx, cl.SeedBrokers()[0])
+		rcancel()
+		switch {
+		case err != nil:
+			last = err.Error()
+		case len(resp.Brokers) > 0 && resp.ControllerID >= 0:
+			return nil
+		default:
+			last = fmt.Sprintf("Metadata lists %d brokers and controller %d", len(resp.Brokers), resp.ControllerID)
+		}
+		select {
+		case <-n.exited:
+			return fmt.Errorf("the strata node exited before it was ready (%v); its last log lines:\n%s", n.cmd.ProcessState, n.log)
+		case <-ctx.Done():
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return fmt.Errorf("the strata node at %s was not ready within %v (%s); its last log lines:\n%s", n.addr, timeout, last, n.log)
+			}
+			return ctx.Err()
+		case <-time.After(benchReadyPollInterval):
+		}
+	}
+}
+
+// stop sends SIGTERM and waits for the exit, killing the process after
+// benchNodeStopTimeout. An exit other than a clean 0 is an error.
+func (n *benchNode) stop() error {
+	select {
+	case <-n.exited:
+	default:
+		_ = n.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-n.exited:
+		case <-time.After(benchNodeStopTimeout):
+			_ = n.cmd.Process.Kill()
+			<-n.exited
+			return fmt.Errorf("the strata node did not stop within %v of SIGTERM and was killed; its last log lines:\n%s", benchNodeStopTimeout, n.log)
+		}
+	}
+	if !n.cmd.ProcessState.Success() {
+		return fmt.Errorf("the strata node exited with %v; its last log lines:\n%s", n.cmd.ProcessState, n.log)
+	}
+	return nil
+}
+
+// cpuSeconds is the node's user plus system CPU time so far, all threads,
+// from /proc/<pid>/stat.
+func (n *benchNode) cpuSeconds() (float64, error) {
+	return processCPUSeconds(n.cmd.Process.Pid)
+}
+
+// processCPUSeconds reads utime and stime (fields 14 and 15) of
+// /proc/<pid>/stat.
+func processCPUSeconds(pid int) (float64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, fmt.Errorf("reading CPU time: %w", err)
+	}
+	return parseProcStatCPU(b)
+}
+
+// parseProcStatCPU is utime+stime of a /proc/<pid>/stat line in seconds.
+// The command name (field 2) is in parentheses and may hold spaces and
+// parentheses itself, so fields are counted from the last ')'.
+func parseProcStatCPU(stat []byte) (float64, error) {
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("malformed /proc stat %q", stat)
+	}
+	fields := strings.Fields(string(stat[i+1:])) // fields[0] is field 3, state
+	const utime, stime = 14 - 3, 15 - 3
+	if len(fields) <= stime {
+		return 0, fmt.Errorf("malformed /proc stat %q", stat)
+	}
+	u, err1 := strconv.ParseUint(fields[utime], 10, 64)
+	s, err2 := strconv.ParseUint(fields[stime], 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return 0, fmt.Errorf("malformed /proc stat: %w", err)
+	}
+	return float64(u+s) / clockTicksPerSecond, nil
+}
+
+// logTail keeps the last max lines written to it.
+type logTail struct {
+	max int
+
+	mu      sync.Mutex
+	partial []byte
+	lines   []string
+}
+
+func (l *logTail) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.partial = append(l.partial, p...)
+	for {
+		i := bytes.IndexByte(l.partial, '\n')
+		if i < 0 {
+			break
+		}
+		l.add(string(l.partial[:i]))
+		l.partial = l.partial[i+1:]
+	}
+	// A line longer than a page is cut rather than grown without bound.
+	if len(l.partial) > logTailLineBytesMax {
+		l.add(string(l.partial))
+		l.partial = l.partial[:0]
+	}
+	return len(p), nil
+}
+
+// logTailLineBytesMax bounds one kept line.
+const logTailLineBytesMax = 4096
+
+func (l *logTail) add(line string) {
+	l.lines = append(l.lines, line)
+	if len(l.lines) > l.max {
+		l.lines = l.lines[len(l.lines)-l.max:]
+	}
+}
+
+func (l *logTail) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.lines) == 0 && len(l.partial) == 0 {
+		return "  (nothing logged)"
+	}
+	out := make([]string, 0, len(l.lines)+1)
+	for _, line := range l.lines {
+		out = append(out, "  "+line)
+	}
+	if len(l.partial) > 0 {
+		out = append(out, "  "+string(l.partial))
+	}
+	return strings.Join(out, "\n")
+}

@@ -1,0 +1,265 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+)
+
+// benchReport is what `strata bench` prints, as a table or as JSON.
+type benchReport struct {
+	Settings benchSettings   `json:"settings"`
+	Targets  []*targetReport `json:"targets"`
+	// Ratios compare medians: strata to kfake, strata to the fsync
+	// ceiling. One is left out when a side is missing.
+	Ratios []benchRatio `json:"ratios"`
+}
+
+// benchSettings records the workload, so a figure can be reproduced.
+type benchSettings struct {
+	Partitions             int      `json:"partitions"`
+	ReplicationFactor      int      `json:"replication_factor"`
+	RecordBytes            int      `json:"record_bytes"`
+	Compression            string   `json:"compression"`
+	Acks                   string   `json:"acks"`
+	LingerMs               float64  `json:"linger_ms"`
+	BatchMaxBytes          int      `json:"batch_max_bytes"`
+	MaxBufferedRecords     int      `json:"max_buffered_records"`
+	DurationSeconds        float64  `json:"duration_seconds"`
+	MaxProduceBytes        int64    `json:"max_produce_bytes"`
+	LatencyDurationSeconds float64  `json:"latency_duration_seconds"`
+	LatencyRatePerSec      int      `json:"latency_rate_per_s"`
+	FsyncWriteBytes        int      `json:"fsync_write_bytes"`
+	Runs                   int      `json:"runs"`
+	NodeArgs               []string `json:"node_args,omitempty"`
+}
+
+func (o *benchOptions) settings() benchSettings {
+	s := benchSettings{
+		Partitions:             o.workload.partitions,
+		ReplicationFactor:      1,
+		RecordBytes:            o.workload.recordBytes,
+		Compression:            "none",
+		Acks:                   "all",
+		LingerMs:               float64(benchLinger.Microseconds()) / 1000,
+		BatchMaxBytes:          benchBatchMaxBytes,
+		MaxBufferedRecords:     benchMaxBufferedRecords,
+		DurationSeconds:        o.workload.duration.Seconds(),
+		MaxProduceBytes:        o.workload.maxProduceBytes,
+		LatencyDurationSeconds: o.workload.latencyDuration.Seconds(),
+		LatencyRatePerSec:      o.workload.latencyRate,
+		FsyncWriteBytes:        o.fsyncWriteBytes,
+		Runs:                   o.runs,
+	}
+	for _, kv := range o.nodeArgs {
+		s.NodeArgs = append(s.NodeArgs, kv.key+"="+kv.value)
+	}
+	return s
+}
+
+// targetReport is one target's runs and their summary.
+type targetReport struct {
+	Name    string `json:"name"`
+	About   string `json:"about"`
+	Address string `json:"address,omitempty"`
+	// Runs are the Kafka workload's runs (strata, kfake).
+	Runs []kafkaRun `json:"runs,omitempty"`
+	// FsyncRuns are the fsync ceiling's runs.
+	FsyncRuns []fsyncRun `json:"fsync_runs,omitempty"`
+	// Summary is each metric over the runs, in benchMetrics' order.
+	Summary []metricSummary `json:"summary"`
+	// Error is why the target stopped, when it did; Summary covers the
+	// runs before it.
+	Error string `json:"error,omitempty"`
+}
+
+// metricSummary is one metric's median, min and max over the runs.
+type metricSummary struct {
+	Metric string  `json:"metric"`
+	Median float64 `json:"median"`
+	Min    float64 `json:"min"`
+	Max    float64 `json:"max"`
+}
+
+// benchRatio is one ratio of medians.
+type benchRatio struct {
+	Name  string  `json:"name"`
+	Value float64 `json:"value"`
+}
+
+// benchMetric is one figure the report summarizes: its name (JSON), its
+// label (table), its format, and how to read it from a run.
+type benchMetric struct {
+	name, label, format string
+	kafka               func(*kafkaRun) (float64, bool)
+	fsync               func(*fsyncRun) float64
+}
+
+// benchMetrics are the report's rows, in order.
+var benchMetrics = []benchMetric{
+	{name: "produce_mib_per_s", label: "produce MiB/s", format: "%.1f", kafka: func(r *kafkaRun) (float64, bool) { return r.Produce.MiBPerSec, true }},
+	{name: "produce_records_per_s", label: "produce records/s", format: "%.0f", kafka: func(r *kafkaRun) (float64, bool) { return r.Produce.RecordsPerSec, true }},
+	{name: "consume_mib_per_s", label: "consume MiB/s", format: "%.1f", kafka: func(r *kafkaRun) (float64, bool) { return r.Consume.MiBPerSec, true }},
+	{name: "consume_records_per_s", label: "consume records/s", format: "%.0f", kafka: func(r *kafkaRun) (float64, bool) { return r.Consume.RecordsPerSec, true }},
+	{name: "latency_p50_ms", label: "produce latency p50 ms", format: "%.2f", kafka: func(r *kafkaRun) (float64, bool) { return r.Latency.P50Ms, true }},
+	{name: "latency_p99_ms", label: "produce latency p99 ms", format: "%.2f", kafka: func(r *kafkaRun) (float64, bool) { return r.Latency.P99Ms, true }},
+	{name: "latency_p999_ms", label: "produce latency p99.9 ms", format: "%.2f", kafka: func(r *kafkaRun) (float64, bool) { return r.Latency.P999Ms, true }},
+	{name: "cpu_seconds_per_gib_produced", label: "broker CPU s per GiB produced", format: "%.2f", kafka: func(r *kafkaRun) (float64, bool) {
+		if r.CPU == nil {
+			return 0, false
+		}
+		return r.CPU.PerGiBProduced, true
+	}},
+	{name: "cpu_seconds_per_gib_fetched", label: "broker CPU s per GiB fetched", format: "%.2f", kafka: func(r *kafkaRun) (float64, bool) {
+		if r.CPU == nil {
+			return 0, false
+		}
+		return r.CPU.PerGiBFetched, true
+	}},
+	{name: "fsync_mib_per_s", label: "fsync MiB/s", format: "%.1f", fsync: func(r *fsyncRun) float64 { return r.MiBPerSec }},
+	{name: "fsyncs_per_s", label: "fsyncs/s", format: "%.0f", fsync: func(r *fsyncRun) float64 { return r.FsyncsPerS }},
+	{name: "fsync_p50_ms", label: "fsync p50 ms", format: "%.2f", fsync: func(r *fsyncRun) float64 { return r.P50Ms }},
+	{name: "fsync_p99_ms", label: "fsync p99 ms", format: "%.2f", fsync: func(r *fsyncRun) float64 { return r.P99Ms }},
+}
+
+// summarize fills Summary from the runs.
+func (t *targetReport) summarize() {
+	t.Summary = nil
+	for _, m := range benchMetrics {
+		var vs []float64
+		switch {
+		case m.kafka != nil:
+			for i := range t.Runs {
+				if v, ok := m.kafka(&t.Runs[i]); ok {
+					vs = append(vs, v)
+				}
+			}
+		case m.fsync != nil:
+			for i := range t.FsyncRuns {
+				vs = append(vs, m.fsync(&t.FsyncRuns[i]))
+			}
+		}
+		if len(vs) > 0 {
+			t.Summary = append(t.Summary, summarizeValues(m.name, vs))
+		}
+	}
+}
+
+// summarizeValues is the median (the mean of the middle two for an even
+// count), min and max.
+func summarizeValues(name string, vs []float64) metricSummary {
+	s := slices.Clone(vs)
+	slices.Sort(s)
+	med := s[len(s)/2]
+	if len(s)%2 == 0 {
+		med = (s[len(s)/2-1] + s[len(s)/2]) / 2
+	}
+	return metricSummary{Metric: name, Median: med, Min: s[0], Max: s[len(s)-1]}
+}
+
+// median is a target's median of a metric, if it has one.
+func (t *targetReport) median(metric string) (float64, bool) {
+	for _, s := range t.Summary {
+		if s.Metric == metric {
+			return s.Median, true
+		}
+	}
+	return 0, false
+}
+
+func (r *benchReport) target(name string) *targetReport {
+	for _, t := range r.Targets {
+		if t.Name == name {
+			return t
+		}
+	}
+	return nil
+}
+
+// ratios compares strata's medians with kfake's and with the fsync
+// ceiling's.
+func (r *benchReport) ratios() []benchRatio {
+	var out []benchRatio
+	add := func(name string, a *targetReport, am string, b *targetReport, bm string) {
+		if a == nil || b == nil {
+			return
+		}
+		x, ok1 := a.median(am)
+		y, ok2 := b.median(bm)
+		if ok1 && ok2 && y != 0 {
+			out = append(out, benchRatio{name, x / y})
+		}
+	}
+	strata, kfake, fsync := r.target(targetStrata), r.target(targetKfake), r.target(targetFsync)
+	add("strata/kfake produce MiB/s", strata, "produce_mib_per_s", kfake, "produce_mib_per_s")
+	add("strata/kfake consume MiB/s", strata, "consume_mib_per_s", kfake, "consume_mib_per_s")
+	add("strata/kfake produce latency p99", strata, "latency_p99_ms", kfake, "latency_p99_ms")
+	add("strata produce MiB/s / fsync ceiling MiB/s", strata, "produce_mib_per_s", fsync, "fsync_mib_per_s")
+	return out
+}
+
+// print writes the human report: the settings, what each target is, a
+// table with a row per metric and a column per target, and the ratios.
+// A target's error goes to stderr, from benchCommand.
+func (r *benchReport) print(w io.Writer) {
+	s := r.Settings
+	fmt.Fprintf(w, "Workload: %d partitions, RF %d, %d-byte random records, no compression; phase 1 acks=all, linger %g ms,\n"+
+		"%d-byte batches, for %gs (or %d bytes); phase 2 reads it all back; phase 3 %d records/s, linger 0, for %gs.\n",
+		s.Partitions, s.ReplicationFactor, s.RecordBytes, s.LingerMs, s.BatchMaxBytes, s.DurationSeconds, s.MaxProduceBytes,
+		s.LatencyRatePerSec, s.LatencyDurationSeconds)
+	if s.Runs > 1 {
+		fmt.Fprintf(w, "%d runs: median [min, max].\n", s.Runs)
+	}
+	fmt.Fprintln(w)
+	for _, t := range r.Targets {
+		fmt.Fprintf(w, "%-7s %s\n", t.Name+":", t.About)
+	}
+	fmt.Fprintln(w)
+
+	var rows []string
+	for _, m := range benchMetrics {
+		row := []string{m.label}
+		shown := false
+		for _, t := range r.Targets {
+			cell := "-"
+			for _, sm := range t.Summary {
+				if sm.Metric != m.name {
+					continue
+				}
+				shown = true
+				cell = fmt.Sprintf(m.format, sm.Median)
+				if s.Runs > 1 {
+					cell += fmt.Sprintf(" ["+m.format+", "+m.format+"]", sm.Min, sm.Max)
+				}
+			}
+			row = append(row, cell)
+		}
+		if shown {
+			rows = append(rows, strings.Join(row, "\t"))
+		}
+	}
+	if len(rows) > 0 {
+		tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
+		header := []string{"metric"}
+		for _, t := range r.Targets {
+			name := t.Name
+			if t.Error != "" {
+				name += " (failed)"
+			}
+			header = append(header, name)
+		}
+		fmt.Fprintln(tw, strings.Join(header, "\t"))
+		for _, row := range rows {
+			fmt.Fprintln(tw, row)
+		}
+		_ = tw.Flush()
+	}
+	if len(r.Ratios) > 0 {
+		fmt.Fprintln(w)
+		for _, ratio := range r.Ratios {
+			fmt.Fprintf(w, "%s: %.3f\n", ratio.Name, ratio.Value)
+		}
+	}
+}

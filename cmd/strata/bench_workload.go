@@ -1,0 +1,405 @@
+package main
+
+import (
+	"context"
+	crand "crypto/rand"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// The bench workload's client settings, the same for every target.
+const (
+	// benchLinger is the throughput producer's linger.
+	benchLinger = 5 * time.Millisecond
+	// benchBatchMaxBytes is ProducerBatchMaxBytes, 1 MiB: within the
+	// default max.message.bytes (1048588) of Kafka, kfake and Strata.
+	benchBatchMaxBytes = 1 << 20
+	// benchMaxBufferedRecords keeps the throughput producer busy: with
+	// 1 KiB records it is 128 MiB in flight, about a hundred batches.
+	benchMaxBufferedRecords = 128 << 10
+	// benchValuePool is how many distinct random values the records
+	// cycle through; values are shared, not allocated per record.
+	benchValuePool = 1024
+	// benchPhaseGrace bounds what a phase may take beyond its own
+	// duration (the final flush; reading everything back), so that a
+	// broker that stops answering is an error, not a hang.
+	benchPhaseGrace = 2 * time.Minute
+	// benchAdminTimeout bounds creating and deleting the topic,
+	// including retries while the controller is not ready.
+	benchAdminTimeout = 30 * time.Second
+)
+
+// kafkaRun is one run of the Kafka workload against one target.
+type kafkaRun struct {
+	Topic   string     `json:"topic"`
+	Produce throughput `json:"produce"`
+	Consume throughput `json:"consume"`
+	Latency latency    `json:"latency"`
+	// CPU is the broker process's CPU use, for a node the bench started.
+	CPU *brokerCPU `json:"broker_cpu,omitempty"`
+}
+
+// throughput is what a phase moved: records and bytes of values.
+type throughput struct {
+	Records       int64   `json:"records"`
+	Bytes         int64   `json:"bytes"`
+	Seconds       float64 `json:"seconds"`
+	MiBPerSec     float64 `json:"mib_per_s"`
+	RecordsPerSec float64 `json:"records_per_s"`
+}
+
+func newThroughput(records, bytes int64, elapsed time.Duration) throughput {
+	s := elapsed.Seconds()
+	return throughput{Records: records, Bytes: bytes, Seconds: s,
+		MiBPerSec: float64(bytes) / (1 << 20) / s, RecordsPerSec: float64(records) / s}
+}
+
+// latency is phase 3: produce latency at a fixed rate.
+type latency struct {
+	RatePerSec int     `json:"rate_per_s"`
+	Records    int     `json:"records"`
+	P50Ms      float64 `json:"p50_ms"`
+	P99Ms      float64 `json:"p99_ms"`
+	P999Ms     float64 `json:"p999_ms"`
+}
+
+// brokerCPU is the broker's user+system CPU seconds during phases 1 and 2.
+type brokerCPU struct {
+	ProduceSeconds float64 `json:"produce_seconds"`
+	FetchSeconds   float64 `json:"fetch_seconds"`
+	PerGiBProduced float64 `json:"seconds_per_gib_produced"`
+	PerGiBFetched  float64 `json:"seconds_per_gib_fetched"`
+}
+
+// kafkaWorkload is the workload's settings.
+type kafkaWorkload struct {
+	partitions      int
+	recordBytes     int
+	duration        time.Duration // phase 1
+	maxProduceBytes int64         // phase 1 also ends here
+	latencyDuration time.Duration // phase 3
+	latencyRate     int           // records per second in phase 3
+	// cpu, when set, reads the broker's CPU seconds.
+	cpu func() (float64, error)
+}
+
+// run creates a topic on the broker at addr, runs the three phases and
+// deletes the topic.
+func (w kafkaWorkload) run(ctx context.Context, addr, topic string) (kafkaRun, error) {
+	res := kafkaRun{Topic: topic}
+	values, err := randomValues(benchValuePool, w.recordBytes)
+	if err != nil {
+		return res, err
+	}
+	if err := requireDataPath(ctx, addr); err != nil {
+		return res, err
+	}
+	if err := createBenchTopic(ctx, addr, topic, w.partitions); err != nil {
+		return res, err
+	}
+	defer deleteBenchTopic(addr, topic)
+
+	cpu := [3]float64{}
+	readCPU := func(i int) error {
+		if w.cpu == nil {
+			return nil
+		}
+		var err error
+		cpu[i], err = w.cpu()
+		return err
+	}
+	if err := readCPU(0); err != nil {
+		return res, err
+	}
+	if res.Produce, err = w.produce(ctx, addr, topic, values); err != nil {
+		return res, fmt.Errorf("phase 1 (produce): %w", err)
+	}
+	if err := readCPU(1); err != nil {
+		return res, err
+	}
+	if res.Consume, err = w.consume(ctx, addr, topic); err != nil {
+		return res, fmt.Errorf("phase 2 (consume): %w", err)
+	}
+	if err := readCPU(2); err != nil {
+		return res, err
+	}
+	if w.cpu != nil {
+		res.CPU = &brokerCPU{ProduceSeconds: cpu[1] - cpu[0], FetchSeconds: cpu[2] - cpu[1]}
+		res.CPU.PerGiBProduced = res.CPU.ProduceSeconds / (float64(res.Produce.Bytes) / (1 << 30))
+		res.CPU.PerGiBFetched = res.CPU.FetchSeconds / (float64(res.Consume.Bytes) / (1 << 30))
+	}
+	if res.Latency, err = w.latency(ctx, addr, topic, values); err != nil {
+		return res, fmt.Errorf("phase 3 (latency): %w", err)
+	}
+	return res, nil
+}
+
+func randomValues(n, size int) ([][]byte, error) {
+	buf := make([]byte, n*size)
+	if _, err := crand.Read(buf); err != nil {
+		return nil, fmt.Errorf("random values: %w", err)
+	}
+	values := make([][]byte, n)
+	for i := range values {
+		values[i] = buf[i*size : (i+1)*size : (i+1)*size]
+	}
+	return values, nil
+}
+
+// requireDataPath checks that the broker offers what the workload sends.
+func requireDataPath(ctx context.Context, addr string) error {
+	cl, err := newKafkaClient([]string{addr})
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(ctx, benchAdminTimeout)
+	defer cancel()
+	return requireAPIs(ctx, kadm.NewClient(cl), kmsg.Produce, kmsg.InitProducerID, kmsg.Fetch, kmsg.ListOffsets)
+}
+
+// createBenchTopic creates topic (RF 1), retrying while the broker
+// answers with a retriable error (no active controller yet).
+func createBenchTopic(ctx context.Context, addr, topic string, partitions int) error {
+	cl, err := newKafkaClient([]string{addr})
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	ctx, cancel := context.WithTimeout(ctx, benchAdminTimeout)
+	defer cancel()
+	for {
+		resp, err := adm.CreateTopic(ctx, int32(partitions), 1, nil, topic)
+		if err == nil {
+			return nil
+		}
+		if !kerr.IsRetriable(err) || ctx.Err() != nil {
+			return fmt.Errorf("creating topic %s: %s", topic, kafkaError(err, resp.ErrMessage))
+		}
+		time.Sleep(benchReadyPollInterval)
+	}
+}
+
+// deleteBenchTopic deletes topic, best effort: a broker that holds on to
+// the data only costs disk until the temp dir goes.
+func deleteBenchTopic(addr, topic string) {
+	cl, err := newKafkaClient([]string{addr})
+	if err != nil {
+		return
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), benchAdminTimeout)
+	defer cancel()
+	_, _ = kadm.NewClient(cl).DeleteTopics(ctx, topic)
+}
+
+// producerOpts are the producer settings of phases 1 and 3.
+func (w kafkaWorkload) producerOpts(topic string, linger time.Duration) []kgo.Opt {
+	return []kgo.Opt{
+		kgo.DefaultProduceTopic(topic),
+		kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.ProducerLinger(linger),
+		kgo.ProducerBatchMaxBytes(benchBatchMaxBytes),
+		kgo.MaxBufferedRecords(benchMaxBufferedRecords),
+		kgo.ProducerBatchCompression(kgo.NoCompression()),
+		kgo.RecordDeliveryTimeout(benchPhaseGrace),
+	}
+}
+
+// failure keeps the first error of a phase's promises.
+type failure struct {
+	once sync.Once
+	err  atomic.Pointer[error]
+}
+
+func (f *failure) set(err error) { f.once.Do(func() { f.err.Store(&err) }) }
+
+func (f *failure) get() error {
+	if p := f.err.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// produce is phase 1: produce as fast as the client goes for duration (or
+// maxProduceBytes), then flush; the time includes the flush.
+func (w kafkaWorkload) produce(ctx context.Context, addr, topic string, values [][]byte) (throughput, error) {
+	cl, err := newKafkaClient([]string{addr}, w.producerOpts(topic, benchLinger)...)
+	if err != nil {
+		return throughput{}, err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(ctx, w.duration+benchPhaseGrace)
+	defer cancel()
+	var acked, ackedBytes atomic.Int64
+	var failed failure
+	promise := func(r *kgo.Record, err error) {
+		if err != nil {
+			failed.set(err)
+			return
+		}
+		acked.Add(1)
+		ackedBytes.Add(int64(len(r.Value)))
+	}
+	start := time.Now()
+	deadline := start.Add(w.duration)
+	var sent int64
+	for i := 0; sent < w.maxProduceBytes && time.Now().Before(deadline); i++ {
+		if failed.get() != nil || ctx.Err() != nil {
+			break
+		}
+		v := values[i%len(values)]
+		cl.Produce(ctx, &kgo.Record{Value: v}, promise)
+		sent += int64(len(v))
+	}
+	if err := cl.Flush(ctx); err != nil {
+		failed.set(fmt.Errorf("flush: %w", err))
+	}
+	elapsed := time.Since(start)
+	if err := failed.get(); err != nil {
+		return throughput{}, fmt.Errorf("%s (%d records acknowledged before it)", kafkaError(err, ""), acked.Load())
+	}
+	return newThroughput(acked.Load(), ackedBytes.Load(), elapsed), nil
+}
+
+// consume is phase 2: read every partition from its start to the end
+// offset it had after phase 1.
+func (w kafkaWorkload) consume(ctx context.Context, addr, topic string) (throughput, error) {
+	ctx, cancel := context.WithTimeout(ctx, benchPhaseGrace)
+	defer cancel()
+	ends, err := endOffsets(ctx, addr, topic)
+	if err != nil {
+		return throughput{}, err
+	}
+	starts := map[int32]kgo.Offset{}
+	for p := range ends {
+		starts[p] = kgo.NewOffset().AtStart()
+	}
+	cl, err := newKafkaClient([]string{addr}, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: starts}))
+	if err != nil {
+		return throughput{}, err
+	}
+	defer cl.Close()
+	var records, bytes int64
+	pending := 0
+	for _, end := range ends {
+		if end > 0 {
+			pending++
+		}
+	}
+	start := time.Now()
+	for pending > 0 {
+		fetches := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			return throughput{}, fmt.Errorf("read %d records in %v, and the end is not reached: %w", records, time.Since(start).Round(time.Millisecond), ctx.Err())
+		}
+		if err := fetches.Err(); err != nil {
+			return throughput{}, fmt.Errorf("fetch: %s", kafkaError(err, ""))
+		}
+		fetches.EachRecord(func(r *kgo.Record) {
+			records++
+			bytes += int64(len(r.Value))
+			if r.Offset+1 == ends[r.Partition] {
+				pending--
+			}
+		})
+	}
+	return newThroughput(records, bytes, time.Since(start)), nil
+}
+
+// endOffsets is each partition's end offset.
+func endOffsets(ctx context.Context, addr, topic string) (map[int32]int64, error) {
+	cl, err := newKafkaClient([]string{addr})
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	listed, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
+	if err == nil {
+		err = listed.Error()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listing end offsets: %s", kafkaError(err, ""))
+	}
+	ends := map[int32]int64{}
+	listed.Each(func(o kadm.ListedOffset) { ends[o.Partition] = o.Offset })
+	return ends, nil
+}
+
+// latency is phase 3: records at a fixed rate, linger 0, each timed from
+// the Produce call to its promise. The schedule is fixed in advance, so
+// a slow acknowledgement does not delay the next send (no coordinated
+// omission while the client keeps up).
+func (w kafkaWorkload) latency(ctx context.Context, addr, topic string, values [][]byte) (latency, error) {
+	res := latency{RatePerSec: w.latencyRate}
+	cl, err := newKafkaClient([]string{addr}, w.producerOpts(topic, 0)...)
+	if err != nil {
+		return res, err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(ctx, w.latencyDuration+benchPhaseGrace)
+	defer cancel()
+	var (
+		mu        sync.Mutex
+		latencies = make([]time.Duration, 0, int(w.latencyDuration.Seconds()*float64(w.latencyRate))+1)
+		failed    failure
+	)
+	interval := time.Duration(float64(time.Second) / float64(w.latencyRate))
+	start := time.Now()
+	for i := 0; ; i++ {
+		due := start.Add(time.Duration(i) * interval)
+		if due.Sub(start) >= w.latencyDuration || failed.get() != nil || ctx.Err() != nil {
+			break
+		}
+		if d := time.Until(due); d > 0 {
+			time.Sleep(d)
+		}
+		sent := time.Now()
+		cl.Produce(ctx, &kgo.Record{Value: values[i%len(values)]}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				failed.set(err)
+				return
+			}
+			d := time.Since(sent)
+			mu.Lock()
+			latencies = append(latencies, d)
+			mu.Unlock()
+		})
+	}
+	if err := cl.Flush(ctx); err != nil {
+		failed.set(fmt.Errorf("flush: %w", err))
+	}
+	if err := failed.get(); err != nil {
+		return res, errors.New(kafkaError(err, ""))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	res.Records = len(latencies)
+	res.P50Ms = percentileMs(latencies, 0.50)
+	res.P99Ms = percentileMs(latencies, 0.99)
+	res.P999Ms = percentileMs(latencies, 0.999)
+	return res, nil
+}
+
+// percentileMs is the q-quantile of ds in milliseconds (nearest rank), or
+// 0 for none.
+func percentileMs(ds []time.Duration, q float64) float64 {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	rank := max(1, int(math.Ceil(q*float64(len(s)))))
+	return float64(s[rank-1]) / float64(time.Millisecond)
+}

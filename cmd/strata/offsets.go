@@ -1,0 +1,100 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"text/tabwriter"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() {
+	register("offsets", "list a topic's offsets per partition (earliest, latest, max-timestamp or by time), like kafka-get-offsets.sh", func(args []string) int {
+		ctx, stop := interruptContext()
+		defer stop()
+		return offsetsCommand(ctx, args, os.Stdout, os.Stderr)
+	})
+}
+
+// offsetsCommand is `strata offsets`: ListOffsets for each partition of
+// --topic (or --partition), printed as a table.
+func offsetsCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs, af := newAdminFlagSet("offsets", "offsets --topic T [--partition P] [--time earliest|latest|max-timestamp|<unix ms>] [flags]",
+		"Lists an offset per partition (ListOffsets), like kafka-get-offsets.sh:\n"+
+			"  earliest       the log start offset\n"+
+			"  latest         the log end offset (high watermark): the next record's offset\n"+
+			"  max-timestamp  the offset and timestamp of the record with the largest timestamp (-1 when empty)\n"+
+			"  <unix ms>      the first offset whose record's timestamp is at or after it (the end offset if none)", stderr)
+	topic := fs.String("topic", "", "the `topic` (required)")
+	partition := fs.Int("partition", -1, "only this `partition`; -1 lists them all")
+	at := fs.String("time", "latest", "which offset: earliest, latest, max-timestamp or a `time` in unix milliseconds")
+	extra, code, ok := af.parse(fs, args)
+	if !ok {
+		return code
+	}
+	var ms int64
+	switch {
+	case len(extra) > 0:
+		return af.usageError(stderr, "unexpected arguments %q", extra)
+	case *topic == "":
+		return af.usageError(stderr, "--topic is required")
+	case *partition < -1 || *partition > 1<<31-1:
+		return af.usageError(stderr, "--partition must be a partition number, got %d", *partition)
+	}
+	switch *at {
+	case "earliest", "latest", "max-timestamp":
+	default:
+		var err error
+		if ms, err = strconv.ParseInt(*at, 10, 64); err != nil || ms < 0 {
+			return af.usageError(stderr, "--time must be earliest, latest, max-timestamp or unix milliseconds, got %q", *at)
+		}
+	}
+	return af.run(ctx, stderr, func(ctx context.Context, adm *kadm.Client) int {
+		if err := requireAPIs(ctx, adm, kmsg.ListOffsets); err != nil {
+			return af.fail(stderr, "%v", err)
+		}
+		td, err := describeTopic(ctx, adm, *topic)
+		if err != nil {
+			return af.fail(stderr, "%s", kafkaError(err, ""))
+		}
+		partitions, err := selectPartitions(td, int32(*partition))
+		if err != nil {
+			return af.fail(stderr, "%s", kafkaError(err, ""))
+		}
+		var listed kadm.ListedOffsets
+		switch *at {
+		case "earliest":
+			listed, err = adm.ListStartOffsets(ctx, *topic)
+		case "latest":
+			listed, err = adm.ListEndOffsets(ctx, *topic)
+		case "max-timestamp":
+			listed, err = adm.ListMaxTimestampOffsets(ctx, *topic)
+		default:
+			listed, err = adm.ListOffsetsAfterMilli(ctx, ms, *topic)
+		}
+		if err != nil {
+			return af.fail(stderr, "%s", kafkaError(err, ""))
+		}
+		code := exitOK
+		tw := tabwriter.NewWriter(stdout, 0, 8, 2, ' ', 0)
+		fmt.Fprintln(tw, "TOPIC\tPARTITION\tOFFSET\tTIMESTAMP\tLEADER-EPOCH")
+		for _, p := range partitions {
+			lo, ok := listed.Lookup(*topic, p)
+			switch {
+			case !ok:
+				code = af.fail(stderr, "partition %d: no answer", p)
+				continue
+			case lo.Err != nil:
+				code = af.fail(stderr, "partition %d: %s", p, kafkaError(lo.Err, ""))
+				continue
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\n", lo.Topic, lo.Partition, lo.Offset, lo.Timestamp, lo.LeaderEpoch)
+		}
+		_ = tw.Flush()
+		return code
+	})
+}

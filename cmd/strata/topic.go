@@ -1,0 +1,425 @@
+package main
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() {
+	register("topic", "create, list, describe, alter and delete topics, like kafka-topics.sh", func(args []string) int {
+		ctx, stop := interruptContext()
+		defer stop()
+		return topicCommand(ctx, args, os.Stdout, os.Stderr)
+	})
+}
+
+// Defaults of `strata topic create`.
+const (
+	// defaultTopicPartitions is --partitions of create.
+	defaultTopicPartitions = 1
+	// defaultReplicationFactor is --replication-factor of create: -1
+	// asks the broker for its default (CreateTopics v4+, KIP-464).
+	defaultReplicationFactor = -1
+)
+
+// topicSubcommands are the subcommands of `strata topic` by name.
+var topicSubcommands = map[string]func(ctx context.Context, args []string, stdout, stderr io.Writer) int{
+	"create":   topicCreate,
+	"list":     topicList,
+	"describe": topicDescribe,
+	"alter":    topicAlter,
+	"delete":   topicDelete,
+}
+
+// topicCommand is `strata topic create|list|describe|alter|delete`.
+func topicCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	usage := func() {
+		fmt.Fprint(stderr, "Usage:\n\n"+
+			"  strata topic create NAME [--partitions N] [--replication-factor R] [--config key=value ...]\n"+
+			"  strata topic list [--internal]\n"+
+			"  strata topic describe [NAME ...] [--internal]\n"+
+			"  strata topic alter NAME [--config key=value ...] [--delete-config key ...] [--partitions N]\n"+
+			"  strata topic delete NAME [NAME ...]\n\n"+
+			"Administers topics over the Kafka protocol, like kafka-topics.sh; every subcommand takes\n"+
+			"--bootstrap-server (default "+defaultBootstrapServer+") and --timeout. Run 'strata topic create -h' for a subcommand's flags.\n")
+	}
+	if len(args) == 0 {
+		usage()
+		return exitUsage
+	}
+	sub, args := args[0], args[1:]
+	switch sub {
+	case "help", "-h", "-help", "--help":
+		usage()
+		return exitOK
+	}
+	run, ok := topicSubcommands[sub]
+	if !ok {
+		fmt.Fprintf(stderr, "strata topic: unknown subcommand %q\n\n", sub)
+		usage()
+		return exitUsage
+	}
+	return run(ctx, args, stdout, stderr)
+}
+
+// adminFlags are the flags every admin command has.
+type adminFlags struct {
+	name      string // "topic create", for messages
+	bootstrap *string
+	timeout   *time.Duration
+}
+
+// newAdminFlagSet is a flag set named "strata <name>" with
+// --bootstrap-server and --timeout, and a usage that prints synopsis and
+// about above the flags.
+func newAdminFlagSet(name, synopsis, about string, stderr io.Writer) (*flag.FlagSet, *adminFlags) {
+	fs := flag.NewFlagSet("strata "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: strata %s\n\n%s\n\n", synopsis, about)
+		fs.PrintDefaults()
+	}
+	af := &adminFlags{name: name}
+	af.bootstrap = bootstrapFlag(fs)
+	af.timeout = fs.Duration("timeout", defaultAdminTimeout, "give up after this long")
+	return fs, af
+}
+
+// parse parses args into fs and returns the positional arguments, or an
+// exit code when the command should stop: exitOK for -h, exitUsage for a
+// bad flag.
+func (af *adminFlags) parse(fs *flag.FlagSet, args []string) ([]string, int, bool) {
+	positional, err := parseInterleaved(fs, args)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, exitOK, false
+		}
+		return nil, exitUsage, false
+	}
+	return positional, 0, true
+}
+
+// usageError prints a command-line mistake and returns exitUsage.
+func (af *adminFlags) usageError(stderr io.Writer, format string, args ...any) int {
+	fmt.Fprintf(stderr, "strata %s: %s\n", af.name, fmt.Sprintf(format, args...))
+	return exitUsage
+}
+
+// run connects an admin client and calls do with a context bounded by
+// --timeout; do returns the exit code.
+func (af *adminFlags) run(ctx context.Context, stderr io.Writer, do func(ctx context.Context, adm *kadm.Client) int) int {
+	if *af.timeout <= 0 {
+		return af.usageError(stderr, "--timeout must be positive")
+	}
+	addrs, err := parseAddrs(*af.bootstrap)
+	if err != nil {
+		return af.usageError(stderr, "%v", err)
+	}
+	cl, err := newKafkaClient(addrs)
+	if err != nil {
+		fmt.Fprintf(stderr, "strata %s: %v\n", af.name, err)
+		return exitError
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	adm.SetTimeoutMillis(int32(min(*af.timeout, time.Duration(1<<31-1)*time.Millisecond) / time.Millisecond))
+	ctx, cancel := context.WithTimeout(ctx, *af.timeout)
+	defer cancel()
+	return do(ctx, adm)
+}
+
+// fail prints a failed step and returns exitError.
+func (af *adminFlags) fail(stderr io.Writer, format string, args ...any) int {
+	fmt.Fprintf(stderr, "strata %s: %s\n", af.name, fmt.Sprintf(format, args...))
+	return exitError
+}
+
+func topicCreate(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs, af := newAdminFlagSet("topic create", "topic create NAME [flags]",
+		"Creates a topic (CreateTopics). Broker errors are printed with Kafka's error name.", stderr)
+	partitions := fs.Int("partitions", defaultTopicPartitions, "number of `partitions`")
+	rf := fs.Int("replication-factor", defaultReplicationFactor, "replicas per partition; -1 takes the broker's default")
+	var configs keyValues
+	fs.Var(&configs, "config", "a topic config `key=value` (repeatable), e.g. retention.ms=3600000")
+	names, code, ok := af.parse(fs, args)
+	if !ok {
+		return code
+	}
+	switch {
+	case len(names) != 1:
+		return af.usageError(stderr, "give exactly one topic name, got %q", names)
+	case *partitions < 1 || *partitions > 1<<31-1:
+		return af.usageError(stderr, "--partitions must be at least 1, got %d", *partitions)
+	case *rf != -1 && (*rf < 1 || *rf > 1<<15-1):
+		return af.usageError(stderr, "--replication-factor must be -1 (the broker's default) or at least 1, got %d", *rf)
+	}
+	cfg := map[string]*string{}
+	for _, kv := range configs {
+		cfg[kv.key] = &kv.value
+	}
+	return af.run(ctx, stderr, func(ctx context.Context, adm *kadm.Client) int {
+		resp, err := adm.CreateTopic(ctx, int32(*partitions), int16(*rf), cfg, names[0])
+		if err != nil {
+			return af.fail(stderr, "topic %q: %s", names[0], kafkaError(err, resp.ErrMessage))
+		}
+		fmt.Fprintf(stdout, "Created topic %s.\n", names[0])
+		return exitOK
+	})
+}
+
+func topicList(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs, af := newAdminFlagSet("topic list", "topic list [flags]",
+		"Lists the topics with their partition count and replication factor.", stderr)
+	internal := fs.Bool("internal", false, "include internal topics (and say which are)")
+	extra, code, ok := af.parse(fs, args)
+	if !ok {
+		return code
+	}
+	if len(extra) > 0 {
+		return af.usageError(stderr, "unexpected arguments %q", extra)
+	}
+	return af.run(ctx, stderr, func(ctx context.Context, adm *kadm.Client) int {
+		topics, err := listTopics(ctx, adm, *internal)
+		if err != nil {
+			return af.fail(stderr, "%s", kafkaError(err, ""))
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 8, 2, ' ', 0)
+		header := "TOPIC\tPARTITIONS\tREPLICATION-FACTOR"
+		if *internal {
+			header += "\tINTERNAL"
+		}
+		fmt.Fprintln(tw, header)
+		for _, td := range topics.Sorted() {
+			row := fmt.Sprintf("%s\t%d\t%d", td.Topic, len(td.Partitions), td.Partitions.NumReplicas())
+			if *internal {
+				row += "\t" + strconv.FormatBool(td.IsInternal)
+			}
+			fmt.Fprintln(tw, row)
+		}
+		_ = tw.Flush()
+		return exitOK
+	})
+}
+
+// listTopics is every topic, with the internal ones when internal.
+func listTopics(ctx context.Context, adm *kadm.Client, internal bool) (kadm.TopicDetails, error) {
+	if internal {
+		return adm.ListTopicsWithInternal(ctx)
+	}
+	return adm.ListTopics(ctx)
+}
+
+func topicDescribe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs, af := newAdminFlagSet("topic describe", "topic describe [NAME ...] [flags]",
+		"Describes the named topics (default: all), like kafka-topics.sh --describe: a line per topic with\n"+
+			"its id, partition count, replication factor and the configs not at their default (DescribeConfigs),\n"+
+			"then a line per partition with its leader, leader epoch, replicas, ISR and offline replicas.", stderr)
+	internal := fs.Bool("internal", false, "with no names, include internal topics")
+	names, code, ok := af.parse(fs, args)
+	if !ok {
+		return code
+	}
+	return af.run(ctx, stderr, func(ctx context.Context, adm *kadm.Client) int {
+		var topics kadm.TopicDetails
+		var err error
+		if len(names) > 0 {
+			topics, err = adm.ListTopicsWithInternal(ctx, names...)
+		} else {
+			topics, err = listTopics(ctx, adm, *internal)
+		}
+		if err != nil {
+			return af.fail(stderr, "%s", kafkaError(err, ""))
+		}
+		code := exitOK
+		var found []string
+		for _, td := range topics.Sorted() {
+			if td.Err != nil {
+				code = af.fail(stderr, "topic %q: %s", td.Topic, kafkaError(td.Err, ""))
+				continue
+			}
+			found = append(found, td.Topic)
+		}
+		configs, cfgErr := describedConfigs(ctx, adm, found)
+		if cfgErr != nil {
+			code = af.fail(stderr, "configs: %s", kafkaError(cfgErr, ""))
+		}
+		for _, name := range found {
+			td := topics[name]
+			rc := configs[name]
+			if rc.Err != nil {
+				code = af.fail(stderr, "topic %q configs: %s", name, kafkaError(rc.Err, rc.ErrMessage))
+			}
+			printTopicDescription(stdout, td, rc.Configs)
+		}
+		return code
+	})
+}
+
+// describedConfigs is DescribeConfigs for topics by name.
+func describedConfigs(ctx context.Context, adm *kadm.Client, topics []string) (map[string]kadm.ResourceConfig, error) {
+	out := map[string]kadm.ResourceConfig{}
+	if len(topics) == 0 {
+		return out, nil
+	}
+	if err := requireAPIs(ctx, adm, kmsg.DescribeConfigs); err != nil {
+		return out, err
+	}
+	rcs, err := adm.DescribeTopicConfigs(ctx, topics...)
+	for _, rc := range rcs {
+		out[rc.Name] = rc
+	}
+	return out, err
+}
+
+// printTopicDescription prints kafka-topics.sh --describe's lines for one
+// topic, with LeaderEpoch and Offline on every partition line. Configs are
+// those whose source is not the default, as kafka-topics.sh shows.
+func printTopicDescription(w io.Writer, td kadm.TopicDetail, configs []kadm.Config) {
+	var set []string
+	for _, c := range configs {
+		if c.Source == kmsg.ConfigSourceDefaultConfig || c.Source == kmsg.ConfigSourceUnknown {
+			continue
+		}
+		v := "null"
+		switch {
+		case c.Sensitive:
+			v = "(sensitive)"
+		case c.Value != nil:
+			v = *c.Value
+		}
+		set = append(set, c.Key+"="+v)
+	}
+	slices.Sort(set)
+	fmt.Fprintf(w, "Topic: %s\tTopicId: %s\tPartitionCount: %d\tReplicationFactor: %d\tConfigs: %s\n",
+		td.Topic, base64.RawURLEncoding.EncodeToString(td.ID[:]), len(td.Partitions), td.Partitions.NumReplicas(), strings.Join(set, ","))
+	for _, p := range td.Partitions.Sorted() {
+		leader := "none"
+		if p.Leader >= 0 {
+			leader = strconv.Itoa(int(p.Leader))
+		}
+		fmt.Fprintf(w, "\tTopic: %s\tPartition: %d\tLeader: %s\tLeaderEpoch: %d\tReplicas: %s\tIsr: %s\tOffline: %s",
+			td.Topic, p.Partition, leader, p.LeaderEpoch, joinIDs(p.Replicas), joinIDs(p.ISR), joinIDs(p.OfflineReplicas))
+		if p.Err != nil {
+			fmt.Fprintf(w, "\tError: %s", kafkaError(p.Err, ""))
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+// joinIDs is "1,2,3", as kafka-topics.sh prints replica lists.
+func joinIDs(ids []int32) string {
+	s := make([]string, len(ids))
+	for i, id := range ids {
+		s[i] = strconv.Itoa(int(id))
+	}
+	return strings.Join(s, ",")
+}
+
+func topicAlter(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs, af := newAdminFlagSet("topic alter", "topic alter NAME [flags]",
+		"Sets and deletes topic configs (IncrementalAlterConfigs) and raises the partition count\n"+
+			"(CreatePartitions). Configs are altered first.", stderr)
+	var set keyValues
+	var del stringList
+	fs.Var(&set, "config", "set a topic config, `key=value` (repeatable)")
+	fs.Var(&del, "delete-config", "delete a topic config back to its default, `key` (repeatable)")
+	partitions := fs.Int("partitions", 0, "raise the partition count to `N` (default: unchanged)")
+	names, code, ok := af.parse(fs, args)
+	if !ok {
+		return code
+	}
+	switch {
+	case len(names) != 1:
+		return af.usageError(stderr, "give exactly one topic name, got %q", names)
+	case len(set) == 0 && len(del) == 0 && *partitions == 0:
+		return af.usageError(stderr, "nothing to alter: give --config, --delete-config or --partitions")
+	case *partitions < 0 || *partitions > 1<<31-1:
+		return af.usageError(stderr, "--partitions must be positive, got %d", *partitions)
+	}
+	topic := names[0]
+	return af.run(ctx, stderr, func(ctx context.Context, adm *kadm.Client) int {
+		if len(set)+len(del) > 0 {
+			var alters []kadm.AlterConfig
+			for _, kv := range set {
+				alters = append(alters, kadm.AlterConfig{Op: kadm.SetConfig, Name: kv.key, Value: &kv.value})
+			}
+			for _, k := range del {
+				alters = append(alters, kadm.AlterConfig{Op: kadm.DeleteConfig, Name: k})
+			}
+			if err := requireAPIs(ctx, adm, kmsg.IncrementalAlterConfigs); err != nil {
+				return af.fail(stderr, "topic %q configs: %v", topic, err)
+			}
+			resps, err := adm.AlterTopicConfigs(ctx, alters, topic)
+			if err != nil {
+				return af.fail(stderr, "topic %q configs: %s", topic, kafkaError(err, ""))
+			}
+			resp, err := resps.On(topic, nil)
+			if err == nil {
+				err = resp.Err
+			}
+			if err != nil {
+				return af.fail(stderr, "topic %q configs: %s", topic, kafkaError(err, resp.ErrMessage))
+			}
+			fmt.Fprintf(stdout, "Altered configs of topic %s.\n", topic)
+		}
+		if *partitions > 0 {
+			resps, err := adm.UpdatePartitions(ctx, *partitions, topic)
+			if err != nil {
+				return af.fail(stderr, "topic %q partitions: %s", topic, kafkaError(err, ""))
+			}
+			resp, err := resps.On(topic, nil)
+			if err == nil {
+				err = resp.Err
+			}
+			if err != nil {
+				return af.fail(stderr, "topic %q partitions: %s", topic, kafkaError(err, resp.ErrMessage))
+			}
+			fmt.Fprintf(stdout, "Topic %s now has %d partitions.\n", topic, *partitions)
+		}
+		return exitOK
+	})
+}
+
+func topicDelete(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs, af := newAdminFlagSet("topic delete", "topic delete NAME [NAME ...] [flags]",
+		"Deletes topics (DeleteTopics); each topic's outcome is printed, and any failure exits 1.", stderr)
+	names, code, ok := af.parse(fs, args)
+	if !ok {
+		return code
+	}
+	if len(names) == 0 {
+		return af.usageError(stderr, "give at least one topic name")
+	}
+	return af.run(ctx, stderr, func(ctx context.Context, adm *kadm.Client) int {
+		resps, err := adm.DeleteTopics(ctx, names...)
+		if err != nil {
+			return af.fail(stderr, "%s", kafkaError(err, ""))
+		}
+		code := exitOK
+		for _, name := range names {
+			resp, err := resps.On(name, nil)
+			if err == nil {
+				err = resp.Err
+			}
+			if err != nil {
+				code = af.fail(stderr, "topic %q: %s", name, kafkaError(err, resp.ErrMessage))
+				continue
+			}
+			fmt.Fprintf(stdout, "Deleted topic %s.\n", name)
+		}
+		return code
+	})
+}
