@@ -25,6 +25,14 @@ type apiHandler struct {
 // and docs/compatibility.md is checked against it by a test. Adding a row
 // is a promise that its handler serves every version in the range.
 var apis = []apiHandler{
+	{API: api(kmsg.Produce, 3, 13), handle: handleProduce,
+		why: "from the KIP-896 baseline (v3, Kafka 2.1: RecordBatch v2 only) to every version kmsg encodes (v13 names topics by id)"},
+	{API: api(kmsg.Fetch, 4, 18), handle: handleFetch,
+		why: "from the KIP-896 baseline (v4) to every version kmsg encodes; sessions from v7 (KIP-227), topic ids from v13"},
+	{API: api(kmsg.InitProducerID, 0, 5), handle: handleInitProducerID,
+		why: "every version kmsg encodes; idempotent producers only (transactions come later)"},
+	{API: api(kmsg.ListOffsets, 1, 11), handle: handleListOffsets,
+		why: "from the KIP-896 baseline (v1) to every version kmsg encodes"},
 	{API: api(kmsg.Metadata, 0, 13), handle: handleMetadata,
 		why: "every version kmsg encodes; v13 (KIP-1102) only adds a top-level error code"},
 	{API: api(kmsg.ApiVersions, 0, 4), handle: handleApiVersions,

@@ -36,6 +36,11 @@ type Broker struct {
 	// paused lists the connections paused for a bound, oldest first.
 	inflightBytes int
 	paused        []*conn
+
+	// sessions are the fetch sessions (KIP-227).
+	sessions fetchSessions
+	// producerIDs hands out idempotent producers' ids.
+	producerIDs producerIDs
 }
 
 // New validates cfg, starts listening on cfg.ListenAddr through
@@ -53,6 +58,7 @@ func New(e env.Env, cfg Config) (*Broker, error) {
 		log: e.Logger().With("component", "broker"),
 	}
 	b.table, b.handlers = apiTable()
+	b.sessions.max = cfg.MaxFetchSessions
 	ln, err := e.Net().Listen(cfg.ListenAddr, b.accept)
 	if err != nil {
 		return nil, fmt.Errorf("broker: listen on %s: %w", cfg.ListenAddr, err)

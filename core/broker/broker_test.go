@@ -422,6 +422,9 @@ func TestEveryTableKeyHasAHandler(t *testing.T) {
 			if r, ok := req.(*kmsg.ApiVersionsRequest); ok {
 				r.ClientSoftwareName, r.ClientSoftwareVersion = "x", "1"
 			}
+			if r, ok := req.(*kmsg.ProduceRequest); ok {
+				r.Acks = 1 // acks=0 gets no response
+			}
 			resp, closed := e.exchange(encodeRequest(req, 3))
 			require.False(t, closed, "%s v%d", api.Name(), v)
 			require.NotEmpty(t, resp)

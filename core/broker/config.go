@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/core/meta"
+	"github.com/strata-log/strata/core/replica"
 )
 
 // Defaults for the bounds in Config.
@@ -83,12 +84,26 @@ type Config struct {
 	MaxInflightRequestsPerConn int
 	MaxInflightRequestBytes    int
 
+	// MaxFetchSessions is max.incremental.fetch.session.cache.slots
+	// (DefaultMaxFetchSessions when zero; negative disables sessions).
+	MaxFetchSessions int
+
 	// Metadata is the metadata quorum member this broker reads brokers
 	// and topics from and passes CreateTopics, DeleteTopics,
 	// CreatePartitions and DescribeQuorum to. Nil means no quorum:
 	// Metadata lists this broker alone and no topics, and those requests
 	// get NOT_CONTROLLER.
 	Metadata Metadata
+
+	// BrokerEpoch reports this broker's epoch from its registration, or
+	// -1 while unregistered (AllocateProducerIds names it). Nil: never
+	// registered.
+	BrokerEpoch func() int64
+
+	// Partitions are the partitions this broker hosts. Nil means none:
+	// data requests answer UNKNOWN_TOPIC_OR_PARTITION or
+	// NOT_LEADER_OR_FOLLOWER as the image says.
+	Partitions *replica.Manager
 }
 
 // Metadata is what the broker needs of the metadata quorum member
@@ -129,6 +144,9 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	if cfg.MaxInflightRequestsPerConn == 0 {
 		cfg.MaxInflightRequestsPerConn = DefaultMaxInflightRequestsPerConn
+	}
+	if cfg.MaxFetchSessions == 0 {
+		cfg.MaxFetchSessions = DefaultMaxFetchSessions
 	}
 	if cfg.MaxInflightRequestBytes == 0 {
 		cfg.MaxInflightRequestBytes = DefaultMaxInflightRequestBytes

@@ -28,16 +28,27 @@ func newFakeEnv() *fakeEnv {
 	return e
 }
 
-func (e *fakeEnv) Now() time.Time                            { return time.Unix(1_700_000_000, 0) }
-func (e *fakeEnv) Monotonic() time.Duration                  { return 0 }
-func (e *fakeEnv) AfterFunc(time.Duration, func()) env.Timer { panic("broker does not use timers yet") }
-func (e *fakeEnv) Post(f func())                             { e.pending = append(e.pending, f) }
-func (e *fakeEnv) Rand() *rand.Rand                          { return e.rnd }
-func (e *fakeEnv) Buggify(string) bool                       { return false }
-func (e *fakeEnv) Disk() env.Disk                            { return nil }
-func (e *fakeEnv) Net() env.Net                              { return e.net }
-func (e *fakeEnv) Bucket() env.Bucket                        { return nil }
-func (e *fakeEnv) Logger() *slog.Logger                      { return e.logger }
+func (e *fakeEnv) Now() time.Time           { return time.Unix(1_700_000_000, 0) }
+func (e *fakeEnv) Monotonic() time.Duration { return 0 }
+func (e *fakeEnv) AfterFunc(_ time.Duration, f func()) env.Timer {
+	// Time passes at once: a timer fires at the next run, after what is
+	// already posted.
+	t := &fakeTimer{}
+	e.Post(func() {
+		if !t.stopped {
+			t.fired = true
+			f()
+		}
+	})
+	return t
+}
+func (e *fakeEnv) Post(f func())        { e.pending = append(e.pending, f) }
+func (e *fakeEnv) Rand() *rand.Rand     { return e.rnd }
+func (e *fakeEnv) Buggify(string) bool  { return false }
+func (e *fakeEnv) Disk() env.Disk       { return nil }
+func (e *fakeEnv) Net() env.Net         { return e.net }
+func (e *fakeEnv) Bucket() env.Bucket   { return nil }
+func (e *fakeEnv) Logger() *slog.Logger { return e.logger }
 
 // run drains posted callbacks, as the loop would between events.
 func (e *fakeEnv) run() {
@@ -46,6 +57,14 @@ func (e *fakeEnv) run() {
 		e.pending = e.pending[1:]
 		f()
 	}
+}
+
+type fakeTimer struct{ stopped, fired bool }
+
+func (t *fakeTimer) Stop() bool {
+	was := !t.stopped && !t.fired
+	t.stopped = true
+	return was
 }
 
 type fakeNet struct {

@@ -57,7 +57,10 @@ var topicConfigs = []TopicConfig{
 	{"compression.zstd.level", kmsg.ConfigTypeInt, "3", "compression.zstd.level", intIn(-131072, 22)},
 	{"delete.retention.ms", kmsg.ConfigTypeLong, "86400000", "log.cleaner.delete.retention.ms", longAtLeast(0)},
 	{"file.delete.delay.ms", kmsg.ConfigTypeLong, "60000", "log.segment.delete.delay.ms", longAtLeast(0)},
-	{"flush.messages", kmsg.ConfigTypeLong, "9223372036854775807", "log.flush.interval.messages", longAtLeast(1)},
+	// flush.messages: Strata's default is 1, not Kafka's 9223372036854775807:
+	// every acknowledged batch is fsynced (with group commit). A topic set
+	// to a larger value opts into Kafka's page-cache mode (core/replica).
+	{"flush.messages", kmsg.ConfigTypeLong, "1", "log.flush.interval.messages", longAtLeast(1)},
 	{"flush.ms", kmsg.ConfigTypeLong, "9223372036854775807", "log.flush.interval.ms", longAtLeast(0)},
 	{"follower.replication.throttled.replicas", kmsg.ConfigTypeList, "", "", throttledReplicas},
 	{"index.interval.bytes", kmsg.ConfigTypeInt, "4096", "log.index.interval.bytes", intIn(0, math.MaxInt32)},

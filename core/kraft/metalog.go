@@ -598,7 +598,7 @@ func (j *metaLog) writeSnapshot(id quorum.SnapshotID, data []byte, done func(err
 		fail(fmt.Errorf("create %s: %w", tmp, err))
 		return
 	}
-	if err := f.Truncate(0); err == nil {
+	if err = f.Truncate(0); err == nil {
 		err = f.WriteAt(data, 0)
 	}
 	if err != nil {

@@ -62,6 +62,10 @@ func (l *Log) LogStartOffset() int64 { return l.logStart }
 // LogEndOffset is the offset the next appended record gets (LEO).
 func (l *Log) LogEndOffset() int64 { return l.active().next }
 
+// ActiveSegmentBase is the base offset of the active segment: it changes
+// when the log rolls (the owner snapshots its producer state then).
+func (l *Log) ActiveSegmentBase() int64 { return l.active().base }
+
 // HighWatermark is the high watermark last set (the log start offset after
 // Open, until the replication layer sets it).
 func (l *Log) HighWatermark() int64 { return l.hw }

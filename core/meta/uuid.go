@@ -3,6 +3,7 @@ package meta
 import (
 	"bytes"
 	"encoding/base64"
+	"fmt"
 )
 
 // UUID is a 128-bit identifier as Kafka uses them for topics and broker
@@ -12,6 +13,20 @@ type UUID [16]byte
 // String formats the UUID the way Kafka does: URL-safe base64 without
 // padding (22 characters).
 func (u UUID) String() string { return base64.RawURLEncoding.EncodeToString(u[:]) }
+
+// ParseUUID parses Kafka's form of a UUID (String's).
+func ParseUUID(s string) (UUID, error) {
+	var u UUID
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return u, fmt.Errorf("meta: uuid %q: %w", s, err)
+	}
+	if len(b) != len(u) {
+		return u, fmt.Errorf("meta: uuid %q decodes to %d bytes, want %d", s, len(b), len(u))
+	}
+	copy(u[:], b)
+	return u, nil
+}
 
 // IsZero reports whether u is the zero UUID.
 func (u UUID) IsZero() bool { return u == UUID{} }

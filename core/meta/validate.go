@@ -20,6 +20,10 @@ const (
 	maxFeaturesPerBroker = 256
 )
 
+// ValidTopicName reports whether name follows Kafka's rule for topic
+// names (validateTopicName).
+func ValidTopicName(name string) bool { return validateTopicName(name) == nil }
+
 // validateTopicName applies Kafka's rule: 1 to 249 characters of
 // [a-zA-Z0-9._-], and neither "." nor "..".
 func validateTopicName(name string) error {

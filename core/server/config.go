@@ -6,6 +6,7 @@ import (
 
 	"github.com/strata-log/strata/core/broker"
 	"github.com/strata-log/strata/core/kraft"
+	"github.com/strata-log/strata/core/replica"
 )
 
 // Config is one Strata server: which roles it runs and how each is
@@ -28,6 +29,10 @@ type Config struct {
 	// BrokerListener configures the client listener (with the broker
 	// role). NodeID, ClusterID and Metadata are filled in here.
 	BrokerListener broker.Config
+
+	// Partitions configures the partitions the broker hosts (with the
+	// broker role). NodeID is filled in here.
+	Partitions replica.Config
 }
 
 // ErrInvalidConfig is wrapped by every Config validation error.

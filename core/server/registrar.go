@@ -31,6 +31,8 @@ type registrar struct {
 	stopped     bool
 	// waitingLogged is set once DUPLICATE_BROKER_REGISTRATION was logged.
 	waitingLogged bool
+	// onChange, if set, runs when the broker epoch changes.
+	onChange func()
 }
 
 func (r *registrar) start() {
@@ -38,6 +40,12 @@ func (r *registrar) start() {
 	binary.LittleEndian.PutUint64(r.incarnation[:8], r.e.Rand().Uint64())
 	binary.LittleEndian.PutUint64(r.incarnation[8:], r.e.Rand().Uint64())
 	r.tick()
+}
+
+func (r *registrar) changed() {
+	if r.onChange != nil {
+		r.onChange()
+	}
 }
 
 func (r *registrar) stop() {
@@ -103,6 +111,7 @@ func (r *registrar) register() {
 		}
 		r.epoch = rr.BrokerEpoch
 		r.e.Logger().Info("broker registered with the controller", "broker_epoch", r.epoch)
+		r.changed()
 		r.heartbeat()
 	})
 }
@@ -123,6 +132,7 @@ func (r *registrar) heartbeat() {
 			r.schedule(brokerHeartbeatInterval)
 		case hr.ErrorCode == kerr.StaleBrokerEpoch.Code || hr.ErrorCode == kerr.BrokerIDNotRegistered.Code:
 			r.epoch = -1
+			r.changed()
 			r.schedule(250 * time.Millisecond)
 		case hr.ErrorCode == 0 && hr.IsFenced:
 			// Not caught up yet: heartbeat again soon.

@@ -9,6 +9,7 @@ import (
 	"github.com/strata-log/strata/core/kraft"
 	"github.com/strata-log/strata/core/meta"
 	"github.com/strata-log/strata/core/quorum"
+	"github.com/strata-log/strata/core/replica"
 )
 
 // Server is one running Strata server on one env.Env: the metadata quorum
@@ -21,9 +22,13 @@ type Server struct {
 	cfg    Config
 	log    *slog.Logger
 	member *kraft.Member
-	broker *broker.Broker // nil without the broker role
-	reg    *registrar     // nil without the broker role
+	broker *broker.Broker   // nil without the broker role
+	reg    *registrar       // nil without the broker role
+	parts  *replica.Manager // nil without the broker role
 	closed bool
+	// applyQueued is set while an Apply of the latest image to the
+	// partitions is posted (one per loop turn, whatever the batches).
+	applyQueued bool
 }
 
 // Start validates cfg, recovers the quorum member from the data directory
@@ -48,18 +53,50 @@ func Start(e env.Env, cfg Config) (*Server, error) {
 	if !cfg.Broker {
 		return s, nil
 	}
+	rcfg := cfg.Partitions
+	rcfg.NodeID = cfg.NodeID
+	rcfg.KeepDirs = append(rcfg.KeepDirs, metadataDir)
+	s.parts = replica.NewManager(e, rcfg)
 	bcfg := cfg.BrokerListener
 	bcfg.Metadata = s.member
+	bcfg.Partitions = s.parts
+	bcfg.BrokerEpoch = func() int64 {
+		if s.reg == nil {
+			return -1
+		}
+		return s.reg.epoch
+	}
 	s.broker, err = broker.New(e, bcfg)
 	if err != nil {
 		s.member.Close(nil)
+		s.parts.Close(func() {})
 		return nil, err
 	}
 	s.reg = &registrar{e: e, m: s.member, nodeID: cfg.NodeID, clusterID: cfg.ClusterID,
-		host: bcfg.AdvertisedHost, port: s.broker.AdvertisedPort()}
+		host: bcfg.AdvertisedHost, port: s.broker.AdvertisedPort(), onChange: s.scheduleApply}
+	s.member.SetOnImage(func(*meta.Image) { s.scheduleApply() })
 	s.reg.start()
 	return s, nil
 }
+
+// scheduleApply posts one Apply of the member's latest image to the
+// partitions: the member calls back inside its own processing, and a burst
+// of committed batches needs one Apply.
+func (s *Server) scheduleApply() {
+	if s.applyQueued || s.parts == nil {
+		return
+	}
+	s.applyQueued = true
+	s.e.Post(func() {
+		s.applyQueued = false
+		if !s.closed {
+			s.parts.Apply(s.member.Image(), s.Registered())
+		}
+	})
+}
+
+// Partitions is the partition manager, nil without the broker role.
+func (s *Server) Partitions() *replica.Manager { return s.parts }
 
 // kraftID is a node id as the quorum names it.
 func kraftID(id int32) quorum.NodeID { return quorum.NodeID(id) }
@@ -130,5 +167,7 @@ func (s *Server) Close(done func()) {
 		return
 	}
 	s.broker.Close()
-	s.reg.shutdown(closeMember)
+	// Fenced first (a controlled shutdown), then the logs are flushed
+	// and checkpointed, then the quorum member goes.
+	s.reg.shutdown(func() { s.parts.Close(closeMember) })
 }

@@ -1,0 +1,90 @@
+package broker
+
+import (
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/strata-log/strata/core/env"
+	"github.com/strata-log/strata/core/log"
+	"github.com/strata-log/strata/core/record"
+	"github.com/strata-log/strata/core/replica"
+)
+
+// errorTable is the one mapping from the core's sentinel errors to Kafka
+// error codes. The first row whose sentinel the error wraps wins, so more
+// specific sentinels come first. An error no row matches is
+// UNKNOWN_SERVER_ERROR (and logged: it is a gap in this table).
+var errorTable = []struct {
+	err  error
+	code *kerr.Error
+}{
+	// The partition layer.
+	{replica.ErrUnknownTopicOrPartition, kerr.UnknownTopicOrPartition},
+	{replica.ErrNotLeader, kerr.NotLeaderForPartition},
+	{replica.ErrStorage, kerr.KafkaStorageError},
+	{replica.ErrNotEnoughReplicas, kerr.NotEnoughReplicas},
+	{replica.ErrInvalidTimestamp, kerr.InvalidTimestamp},
+	{replica.ErrInvalidRequiredAcks, kerr.InvalidRequiredAcks},
+	{replica.ErrFencedLeaderEpoch, kerr.FencedLeaderEpoch},
+	{replica.ErrUnknownLeaderEpoch, kerr.UnknownLeaderEpoch},
+	{replica.ErrInvalidListOffsetsTimestamp, kerr.InvalidRequest},
+	{replica.ErrClosed, kerr.NotLeaderForPartition},
+	// The log.
+	{log.ErrOffsetOutOfRange, kerr.OffsetOutOfRange},
+	{log.ErrLogFailed, kerr.KafkaStorageError},
+	{log.ErrCorrupt, kerr.KafkaStorageError}, // stored data: the broker's disk, not the client
+	{log.ErrBusy, kerr.NotLeaderForPartition},
+	{log.ErrClosed, kerr.NotLeaderForPartition},
+	{log.ErrInvalidLeaderEpoch, kerr.NotLeaderForPartition},
+	// A client's batch.
+	{record.ErrCorrupt, kerr.CorruptMessage}, // ErrCRCMismatch and ErrTruncated too
+	{record.ErrUnsupportedMagic, kerr.UnsupportedForMessageFormat},
+	{record.ErrBatchTooLarge, kerr.MessageTooLarge},
+	{record.ErrDecompressedTooLarge, kerr.InvalidRecord},
+	{record.ErrInvalidRecord, kerr.InvalidRecord},
+	// The disk.
+	{env.ErrNoSpace, kerr.KafkaStorageError},
+	{env.ErrIO, kerr.KafkaStorageError},
+}
+
+// errorCode maps err to its Kafka error code; nil is nil.
+func (b *Broker) errorCode(err error) *kerr.Error {
+	if err == nil {
+		return nil
+	}
+	for _, row := range errorTable {
+		if errors.Is(err, row.err) {
+			return row.code
+		}
+	}
+	b.log.Warn("an error without a Kafka error code; answering UNKNOWN_SERVER_ERROR", "err", err)
+	return kerr.UnknownServerError
+}
+
+// code is errorCode's numeric code (0 for nil).
+func (b *Broker) code(err error) int16 {
+	if k := b.errorCode(err); k != nil {
+		return k.Code
+	}
+	return 0
+}
+
+// Errors of the broker itself.
+var (
+	errUnknownTopicID               = errors.New("broker: unknown topic id")
+	errTransactionalIDAuthorization = errors.New("broker: transactional id not authorized")
+)
+
+func init() {
+	errorTable = append(errorTable,
+		struct {
+			err  error
+			code *kerr.Error
+		}{errUnknownTopicID, kerr.UnknownTopicID},
+		struct {
+			err  error
+			code *kerr.Error
+		}{errTransactionalIDAuthorization, kerr.TransactionalIDAuthorizationFailed},
+	)
+}

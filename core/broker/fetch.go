@@ -1,0 +1,237 @@
+package broker
+
+import (
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/core/env"
+	"github.com/strata-log/strata/core/log"
+	"github.com/strata-log/strata/core/meta"
+	"github.com/strata-log/strata/core/replica"
+)
+
+// maxFetchWait bounds a fetch's max.wait.ms, whatever the client asks:
+// a parked fetch holds its connection's later responses.
+const maxFetchWait = 5 * time.Minute
+
+// fetchOp is one Fetch request being answered: evaluated at once, and
+// when it cannot answer yet (fewer than min.bytes ready, within
+// max.wait.ms) parked on its partitions and evaluated again when one of
+// them changes (an append moved its high watermark, its leader changed,
+// it failed or went) or when the wait ends.
+type fetchOp struct {
+	b           *Broker
+	r           *request
+	req         *kmsg.FetchRequest
+	parts       []*fetchPart
+	session     *fetchSession
+	incremental bool
+	timer       env.Timer
+	// watching holds the partitions the op waits on (each watched once).
+	watching []*replica.Partition
+	done     bool
+}
+
+// fetched is one partition's outcome in an evaluation.
+type fetched struct {
+	fp     *fetchPart
+	part   *replica.Partition // nil when the partition is not hosted here
+	name   string             // the topic's name (resolved from its id from v13)
+	err    error
+	res    log.ReadResult
+	hw     int64
+	start  int64
+	region fetchRegion
+}
+
+func handleFetch(b *Broker, r *request) {
+	req := r.body.(*kmsg.FetchRequest)
+	parts, s, incremental, serr := b.openFetch(req)
+	if serr != nil {
+		resp := req.ResponseKind().(*kmsg.FetchResponse)
+		resp.ErrorCode = serr.code.Code
+		b.log.Debug("fetch session refused", "remote", r.cn.remote, "reason", serr.msg)
+		r.respond(resp)
+		return
+	}
+	op := &fetchOp{b: b, r: r, req: req, parts: parts, session: s, incremental: incremental}
+	wait := min(time.Duration(max(req.MaxWaitMillis, 0))*time.Millisecond, maxFetchWait)
+	if op.evaluate(wait <= 0) {
+		return
+	}
+	op.timer = b.e.AfterFunc(wait, func() {
+		op.timer = nil
+		if !op.done {
+			op.evaluate(true)
+		}
+	})
+}
+
+// evaluate reads every partition of the fetch and answers when final,
+// when any partition has an error, or when min.bytes are ready; otherwise
+// it releases what it read, watches the partitions and reports false.
+func (op *fetchOp) evaluate(final bool) bool {
+	b, req := op.b, op.req
+	img := b.image()
+	budget := int64(req.MaxBytes)
+	if req.Version < 3 || budget <= 0 {
+		budget = 1 << 31 // no response bound before v3
+	}
+	results := make([]fetched, 0, len(op.parts))
+	var bytes int64
+	anyErr := false
+	for _, fp := range op.parts {
+		f := fetched{fp: fp, hw: -1, start: -1}
+		name, err := topicName(img, req.Version >= 13, fp.key.topic, fp.key.topicID)
+		f.name = name
+		if err == nil {
+			f.part, err = b.lookup(name, nil, fp.key.partition)
+		}
+		if err == nil {
+			f.res, err = f.part.Read(fp.fetchOffset, int(max(fp.maxBytes, 0)), fp.currentLeaderEpoch)
+			f.hw, f.start = f.part.HighWatermark(), f.part.LogStartOffset()
+		}
+		if err != nil {
+			f.err = err
+			anyErr = true
+		} else if f.res.Size > 0 {
+			// The first partition with records always gets them (so a
+			// batch larger than every bound still makes progress);
+			// later ones only within the response's budget.
+			if bytes > 0 && f.res.Size > budget-bytes {
+				f.res.Release()
+				f.res = log.ReadResult{}
+			} else {
+				f.region = fetchRegion{file: f.res.File, offset: f.res.Position, length: f.res.Size}
+				bytes += f.res.Size
+			}
+		}
+		results = append(results, f)
+	}
+	if !final && !anyErr && bytes < int64(max(req.MinBytes, 1)) {
+		for i := range results {
+			results[i].res.Release()
+		}
+		op.watch(results)
+		return false
+	}
+	op.respond(img, results)
+	return true
+}
+
+// watch parks the op on the partitions it read (or could not find yet).
+func (op *fetchOp) watch(results []fetched) {
+	for _, f := range results {
+		p := f.part
+		if p == nil || slices.Contains(op.watching, p) {
+			continue
+		}
+		op.watching = append(op.watching, p)
+		p.Watch(func() {
+			if i := slices.Index(op.watching, p); i >= 0 {
+				op.watching = slices.Delete(op.watching, i, i+1)
+			}
+			if !op.done {
+				op.evaluate(false)
+			}
+		})
+	}
+}
+
+// respond builds and sends the response: every partition for a full
+// fetch, the changed ones for an incremental one.
+func (op *fetchOp) respond(img *meta.Image, results []fetched) {
+	op.done = true
+	if op.timer != nil {
+		op.timer.Stop()
+		op.timer = nil
+	}
+	b, req := op.b, op.req
+	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	if op.session != nil {
+		resp.SessionID = op.session.id
+	}
+	var regions [][]fetchRegion
+	var pins []log.ReadResult
+	var returned []*fetchPart
+	for i := range results {
+		f := &results[i]
+		rp := kmsg.NewFetchResponseTopicPartition()
+		rp.Partition = f.fp.key.partition
+		rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = f.hw, f.hw, f.start
+		if req.IsolationLevel == 1 {
+			rp.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
+		}
+		if f.err != nil {
+			code := b.errorCode(f.err)
+			rp.ErrorCode = code.Code
+			if code == kerr.NotLeaderForPartition && req.Version >= 12 {
+				b.fetchCurrentLeader(img, f.name, f.fp.key.partition, &rp, resp)
+			}
+		}
+		sent := sentValues{highWatermark: rp.HighWatermark, lastStableOffset: rp.LastStableOffset, logStartOffset: rp.LogStartOffset, errorCode: rp.ErrorCode}
+		if op.incremental && f.region.length == 0 && f.fp.sentOnce && sent == f.fp.sent {
+			continue // nothing new for this partition
+		}
+		f.fp.sent, f.fp.sentOnce = sent, true
+		if f.region.length > 0 {
+			pins = append(pins, f.res)
+			returned = append(returned, f.fp)
+		}
+		n := len(resp.Topics)
+		if n == 0 || resp.Topics[n-1].Topic != f.fp.key.topic || resp.Topics[n-1].TopicID != f.fp.key.topicID {
+			rt := kmsg.NewFetchResponseTopic()
+			rt.Topic, rt.TopicID = f.fp.key.topic, f.fp.key.topicID
+			resp.Topics = append(resp.Topics, rt)
+			regions = append(regions, nil)
+			n++
+		}
+		resp.Topics[n-1].Partitions = append(resp.Topics[n-1].Partitions, rp)
+		regions[n-1] = append(regions[n-1], f.region)
+	}
+	// Round robin within a session: partitions that returned records go
+	// to the back, so a busy one cannot starve the rest of the budget.
+	if op.session != nil && len(returned) > 0 {
+		s := op.session
+		kept := s.parts[:0:0]
+		for _, p := range s.parts {
+			if !slices.Contains(returned, p) {
+				kept = append(kept, p)
+			}
+		}
+		s.parts = append(kept, returned...)
+	}
+	parts := encodeFetchResponse(op.r.hdr.CorrelationID, resp, regions)
+	op.r.respondParts(parts, func() {
+		for i := range pins {
+			pins[i].Release()
+		}
+	})
+}
+
+// fetchCurrentLeader fills a NOT_LEADER_OR_FOLLOWER partition's current
+// leader (Fetch v12+, KIP-951) and the leader's endpoint (v16+).
+func (b *Broker) fetchCurrentLeader(img *meta.Image, topic string, partition int32, rp *kmsg.FetchResponseTopicPartition, resp *kmsg.FetchResponse) {
+	leader, epoch, ok := currentLeader(img, topic, partition)
+	if !ok {
+		return
+	}
+	rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = leader, epoch
+	if resp.Version < 16 || slices.ContainsFunc(resp.Brokers, func(br kmsg.FetchResponseBroker) bool { return br.NodeID == leader }) {
+		return
+	}
+	if reg, ok := img.Broker(leader); ok {
+		if ep, ok := reg.Endpoint(brokerListener); ok {
+			nb := kmsg.NewFetchResponseBroker()
+			nb.NodeID, nb.Host, nb.Port = leader, ep.Host, int32(ep.Port)
+			if reg.Rack != "" {
+				rack := reg.Rack
+				nb.Rack = &rack
+			}
+			resp.Brokers = append(resp.Brokers, nb)
+		}
+	}
+}

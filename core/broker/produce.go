@@ -1,0 +1,167 @@
+package broker
+
+import (
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/core/meta"
+	"github.com/strata-log/strata/core/replica"
+)
+
+// handleProduce appends each partition's batch through its Partition and
+// answers once every partition has its result: for acks=1 and acks=all
+// once the batches are durable (the partitions' group commits run in
+// parallel), for acks=0 with no response at all. As Kafka does, an acks=0
+// request with any failed partition closes the connection, the only way
+// to tell such a client to refresh its metadata.
+//
+// Transactional batches are refused (transactions come later): the
+// client cannot have gotten a transactional producer id from this
+// broker anyway.
+func handleProduce(b *Broker, r *request) {
+	req := r.body.(*kmsg.ProduceRequest)
+	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	now := b.e.Now()
+	img := b.image()
+	pending := 1 // released after the loop, so a synchronous result cannot finish early
+	failed := false
+	finish := func() {
+		pending--
+		if pending > 0 {
+			return
+		}
+		if req.Acks == 0 {
+			r.noResponse()
+			if failed {
+				b.log.Debug("closing an acks=0 connection after a failed produce", "remote", r.cn.remote)
+				b.closeConn(r.cn)
+			}
+			return
+		}
+		r.respond(resp)
+	}
+	resp.Topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))
+	for i := range req.Topics {
+		t := &req.Topics[i]
+		rt := &resp.Topics[i]
+		*rt = kmsg.NewProduceResponseTopic()
+		rt.Topic, rt.TopicID = t.Topic, t.TopicID
+		name, nameErr := topicName(img, req.Version >= 13, t.Topic, t.TopicID)
+		rt.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(t.Partitions))
+		for j := range t.Partitions {
+			tp := &t.Partitions[j]
+			rp := &rt.Partitions[j]
+			*rp = kmsg.NewProduceResponseTopicPartition()
+			rp.Partition = tp.Partition
+			rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = -1, -1, -1
+			setErr := func(err error) {
+				failed = true
+				code := b.errorCode(err)
+				rp.ErrorCode = code.Code
+				msg := err.Error()
+				rp.ErrorMessage = &msg // encoded from v8
+				if code == kerr.NotLeaderForPartition {
+					b.fillCurrentLeader(img, name, tp.Partition, &rp.CurrentLeader, &resp.Brokers)
+				}
+			}
+			part, err := b.lookup(name, nameErr, tp.Partition)
+			if err == nil && req.TransactionID != nil {
+				err = fmt.Errorf("%w: transactions are not supported yet", errTransactionalIDAuthorization)
+			}
+			if err != nil {
+				setErr(err)
+				continue
+			}
+			pending++
+			part.Produce(tp.Records, req.Acks, now, func(res replica.ProduceResult) {
+				if res.Err != nil {
+					setErr(res.Err)
+				} else {
+					rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = res.BaseOffset, res.LogAppendTime, res.LogStartOffset
+				}
+				finish()
+			})
+		}
+	}
+	finish()
+}
+
+// lookup finds a hosted partition of a named topic; nameErr is the error
+// of resolving the topic's name (v13+ name topics by id).
+func (b *Broker) lookup(name string, nameErr error, partition int32) (*replica.Partition, error) {
+	if nameErr != nil {
+		return nil, nameErr
+	}
+	if b.cfg.Partitions == nil {
+		return nil, fmt.Errorf("%w: this node hosts no partitions", replica.ErrUnknownTopicOrPartition)
+	}
+	return b.cfg.Partitions.Lookup(name, partition)
+}
+
+// topicName resolves a request's topic: by name, or (byID, in versions
+// that name topics by id) through the image.
+func topicName(img *meta.Image, byID bool, name string, id [16]byte) (string, error) {
+	if !byID {
+		return name, nil
+	}
+	if img != nil {
+		if ti, ok := img.TopicByID(meta.UUID(id)); ok {
+			return ti.Name(), nil
+		}
+	}
+	return "", fmt.Errorf("%w: topic id %s", errUnknownTopicID, meta.UUID(id))
+}
+
+// image is the metadata image, or nil without a quorum member.
+func (b *Broker) image() *meta.Image {
+	if b.cfg.Metadata == nil {
+		return nil
+	}
+	return b.cfg.Metadata.Image()
+}
+
+// fillCurrentLeader fills a NOT_LEADER_OR_FOLLOWER answer's current leader
+// (KIP-951, Produce v10+ and Fetch v12+, tagged) and adds the leader's
+// endpoint to the response's node endpoints, so the client can go there
+// without a metadata round trip.
+func (b *Broker) fillCurrentLeader(img *meta.Image, topic string, partition int32, cur *kmsg.ProduceResponseTopicPartitionCurrentLeader, brokers *[]kmsg.ProduceResponseBroker) {
+	leader, epoch, ok := currentLeader(img, topic, partition)
+	if !ok {
+		return
+	}
+	cur.LeaderID, cur.LeaderEpoch = leader, epoch
+	for _, br := range *brokers {
+		if br.NodeID == leader {
+			return
+		}
+	}
+	if reg, ok := img.Broker(leader); ok {
+		if ep, ok := reg.Endpoint(brokerListener); ok {
+			nb := kmsg.NewProduceResponseBroker()
+			nb.NodeID, nb.Host, nb.Port = leader, ep.Host, int32(ep.Port)
+			if reg.Rack != "" {
+				rack := reg.Rack
+				nb.Rack = &rack
+			}
+			*brokers = append(*brokers, nb)
+		}
+	}
+}
+
+// currentLeader is a partition's leader and leader epoch in img.
+func currentLeader(img *meta.Image, topic string, partition int32) (int32, int32, bool) {
+	if img == nil {
+		return 0, 0, false
+	}
+	ti, ok := img.TopicByName(topic)
+	if !ok {
+		return 0, 0, false
+	}
+	p, ok := ti.Partition(partition)
+	if !ok || !p.HasLeader() {
+		return 0, 0, false
+	}
+	return p.Leader, p.LeaderEpoch, true
+}

@@ -1,0 +1,419 @@
+package replica
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/strata-log/strata/core/assert"
+	"github.com/strata-log/strata/core/env"
+	"github.com/strata-log/strata/core/log"
+	"github.com/strata-log/strata/core/meta"
+	"github.com/strata-log/strata/core/producer"
+)
+
+// partState is where a partition's log is in its life.
+type partState uint8
+
+const (
+	// stateOpening: the log is open but what recovery changed is not yet
+	// durable (the log is Busy); the partition serves nothing yet.
+	stateOpening partState = iota
+	// stateOnline: the log serves reads and appends.
+	stateOnline
+	// stateFailed: the log failed (or could not be opened); it is closed
+	// and reopened after Config.ReopenBackoff.
+	stateFailed
+	// stateClosed: the partition was removed or the manager closed.
+	stateClosed
+)
+
+func (s partState) String() string {
+	return [...]string{"opening", "online", "failed", "closed"}[s]
+}
+
+// Partition is one partition this broker hosts: its log, its place in the
+// metadata image (leader, leader epoch, ISR) and its effective topic
+// configuration. Every method runs on the manager's loop.
+//
+// # High watermark
+//
+// With RF=1 the high watermark is the log's durable offset when the topic
+// acknowledges after fsync (flush.messages=1, Strata's default): a consumer
+// never sees a record a power loss could take back, so no offset is ever
+// read with two different records. In Kafka's page-cache mode (a larger
+// flush.messages) it is the log end offset, as in Kafka. It never goes
+// backwards while the log is open (asserted by core/log), and recovery
+// never loses what was durable, so it never goes backwards across a
+// reopen either.
+type Partition struct {
+	m       *Manager
+	topic   string
+	id      int32
+	topicID meta.UUID
+	dir     string
+	log     *slog.Logger
+
+	cfg topicConfig
+	// leader, leaderEpoch and isr are the image's.
+	leader      int32
+	leaderEpoch int32
+	isr         []int32
+
+	state partState
+	l     *log.Log // nil unless opening or online
+	// reopen is the timer that reopens a failed log.
+	reopen env.Timer
+	// failure is why the partition is in stateFailed.
+	failure error
+
+	// watchers run once when the partition's readable state changes: the
+	// high watermark moves, leadership changes, the log fails or the
+	// partition goes (fetches waiting for data re-evaluate).
+	watchers []func()
+
+	// unflushedMessages counts the messages appended since the last flush
+	// request in page-cache mode; flushTimer is flush.ms's timer.
+	unflushedMessages int64
+	flushTimer        env.Timer
+
+	// cleaning is set while a cleaner step is in flight.
+	cleaning bool
+
+	// producers is the idempotent producer state and snaps its snapshot
+	// files (producers.go); segmentBase is the active segment's base
+	// offset when the state was last snapshotted, to notice rolls.
+	producers   *producer.State
+	snaps       *producer.Snapshots
+	segmentBase int64
+}
+
+// Topic is the partition's topic name.
+func (p *Partition) Topic() string { return p.topic }
+
+// ID is the partition's index in its topic.
+func (p *Partition) ID() int32 { return p.id }
+
+// TopicID is the topic's id.
+func (p *Partition) TopicID() meta.UUID { return p.topicID }
+
+// Dir is the partition's directory on the disk ("<topic>-<partition>").
+func (p *Partition) Dir() string { return p.dir }
+
+// LeaderEpoch is the partition's leader epoch as the image says.
+func (p *Partition) LeaderEpoch() int32 { return p.leaderEpoch }
+
+// Online reports whether the log is open and serving.
+func (p *Partition) Online() bool { return p.state == stateOnline }
+
+// Log is the partition's log, nil unless it is open. For tests and
+// inspection; callers must not change it.
+func (p *Partition) Log() *log.Log { return p.l }
+
+// IsLeader reports whether this broker leads the partition and can serve
+// it now.
+func (p *Partition) IsLeader() bool {
+	return p.state == stateOnline && p.leader == p.m.cfg.NodeID && p.m.serving
+}
+
+// HighWatermark, LogStartOffset and LogEndOffset are the log's, or -1 when
+// it is not open.
+func (p *Partition) HighWatermark() int64 {
+	if p.l == nil {
+		return -1
+	}
+	return p.l.HighWatermark()
+}
+
+// LogStartOffset is the first offset a read may ask for, or -1.
+func (p *Partition) LogStartOffset() int64 {
+	if p.l == nil {
+		return -1
+	}
+	return p.l.LogStartOffset()
+}
+
+// LogEndOffset is the offset of the next append, or -1.
+func (p *Partition) LogEndOffset() int64 {
+	if p.l == nil {
+		return -1
+	}
+	return p.l.LogEndOffset()
+}
+
+// Size is the log's size in bytes, 0 when it is not open.
+func (p *Partition) Size() int64 {
+	if p.l == nil {
+		return 0
+	}
+	return p.l.Size()
+}
+
+// Watch registers f to run once, later on the loop, when the partition's
+// readable state changes (see Partition.watchers).
+func (p *Partition) Watch(f func()) { p.watchers = append(p.watchers, f) }
+
+// wake runs and clears the watchers.
+func (p *Partition) wake() {
+	if len(p.watchers) == 0 {
+		return
+	}
+	ws := p.watchers
+	p.watchers = nil
+	for _, f := range ws {
+		p.m.e.Post(f)
+	}
+}
+
+// servable returns nil when the partition can serve a client request for
+// its data as leader, else why not.
+func (p *Partition) servable() error {
+	switch {
+	case p.state == stateFailed:
+		return fmt.Errorf("%w: %s: %v", ErrStorage, p.dir, p.failure)
+	case p.state == stateClosed:
+		return fmt.Errorf("%w: %s was removed", ErrUnknownTopicOrPartition, p.dir)
+	case !p.m.serving:
+		return fmt.Errorf("%w: this broker is not registered and unfenced yet", ErrNotLeader)
+	case p.leader != p.m.cfg.NodeID:
+		return fmt.Errorf("%w: %s is led by %d", ErrNotLeader, p.dir, p.leader)
+	case p.state == stateOpening:
+		return fmt.Errorf("%w: %s is still recovering its log", ErrNotLeader, p.dir)
+	}
+	return nil
+}
+
+// checkEpoch applies KIP-320's current leader epoch check (-1 skips it).
+func (p *Partition) checkEpoch(current int32) error {
+	switch {
+	case current < 0 || current == p.leaderEpoch:
+		return nil
+	case current < p.leaderEpoch:
+		return fmt.Errorf("%w: %s request epoch %d, leader epoch %d", ErrFencedLeaderEpoch, p.dir, current, p.leaderEpoch)
+	default:
+		return fmt.Errorf("%w: %s request epoch %d, known leader epoch %d", ErrUnknownLeaderEpoch, p.dir, current, p.leaderEpoch)
+	}
+}
+
+// update takes the partition's new state from the image.
+func (p *Partition) update(part meta.Partition, cfg topicConfig) {
+	leaderChanged := p.leader != part.Leader || p.leaderEpoch != part.LeaderEpoch
+	assert.That(part.LeaderEpoch >= p.leaderEpoch, "%s: leader epoch went back from %d to %d", p.dir, p.leaderEpoch, part.LeaderEpoch)
+	p.leader, p.leaderEpoch = part.Leader, part.LeaderEpoch
+	p.isr = slices.Clone(part.ISR)
+	wasDurable := p.cfg.durable()
+	p.cfg = cfg
+	if p.l != nil && p.l.Config() != cfg.log && p.state == stateOnline {
+		// core/log takes its configuration at Open: reopen to apply a
+		// changed topic config (a config change is rare; reopening
+		// recovers from the page cache, which is quick).
+		p.restart("topic config changed")
+		return
+	}
+	if p.state == stateOnline && wasDurable != cfg.durable() {
+		p.advanceHighWatermark()
+	}
+	if leaderChanged {
+		p.wake()
+	}
+}
+
+// open opens the partition's log and, once what recovery changed is
+// durable, brings it online.
+func (p *Partition) open() {
+	if p.state == stateClosed {
+		return
+	}
+	p.reopen = nil
+	if err := p.m.ensurePartitionMetadata(p); err != nil {
+		p.fail(fmt.Errorf("partition metadata: %w", err))
+		return
+	}
+	l, err := log.Open(p.m.e, p.dir, p.cfg.log)
+	if err != nil {
+		p.fail(err)
+		return
+	}
+	p.l, p.state = l, stateOpening
+	l.Flush(l.LogEndOffset(), func(err error) {
+		if p.l != l || p.state != stateOpening {
+			return
+		}
+		if err != nil {
+			p.fail(err)
+			return
+		}
+		p.loadProducers(l)
+	})
+}
+
+// goOnline serves the partition once its log and producer state are
+// recovered.
+func (p *Partition) goOnline(l *log.Log) {
+	p.state = stateOnline
+	p.log.Info("partition online", "log_start", l.LogStartOffset(), "log_end", l.LogEndOffset(),
+		"leader_epoch", p.leaderEpoch, "producers", p.producers.Len())
+	p.advanceHighWatermark()
+	p.wake()
+}
+
+// fail takes the partition offline after a log failure and schedules a
+// reopen, which recovers what is durable (core/log's failure marker drops
+// what a failed fsync may have lost).
+func (p *Partition) fail(err error) {
+	if p.state == stateClosed || p.state == stateFailed {
+		return
+	}
+	p.log.Error("partition log failed; it is reopened after a backoff", "err", err, "backoff", p.m.cfg.ReopenBackoff)
+	p.state, p.failure = stateFailed, err
+	p.closeLog()
+	p.wake()
+	p.reopen = p.m.e.AfterFunc(p.m.cfg.ReopenBackoff, p.open)
+}
+
+// restart closes a healthy log and opens it again.
+func (p *Partition) restart(why string) {
+	p.log.Info("reopening partition log", "reason", why)
+	l := p.l
+	p.snapshotProducers(nil)
+	p.closeProducers()
+	p.state = stateFailed
+	p.failure = errors.New(why)
+	p.l = nil
+	p.stopFlushTimer()
+	l.Shutdown(func(err error) {
+		if err != nil {
+			p.log.Warn("shutdown before reopen", "err", err)
+		}
+		if p.state == stateFailed && p.l == nil && p.reopen == nil {
+			p.open()
+		}
+	})
+	p.wake()
+}
+
+// closeLog closes the log at once (pending flush callbacks fail), and
+// the producer state with it.
+func (p *Partition) closeLog() {
+	p.stopFlushTimer()
+	p.closeProducers()
+	if p.l == nil {
+		return
+	}
+	l := p.l
+	p.l = nil
+	if err := l.Close(); err != nil {
+		p.log.Warn("closing log", "err", err)
+	}
+}
+
+// drop closes the partition for good at once, without a final flush (its
+// data is about to be deleted).
+func (p *Partition) drop() {
+	if p.state == stateClosed {
+		return
+	}
+	p.state = stateClosed
+	if p.reopen != nil {
+		p.reopen.Stop()
+		p.reopen = nil
+	}
+	p.closeLog()
+	p.wake()
+}
+
+// remove closes the partition for good with a final flush (the manager
+// shuts down); done runs once the log is closed.
+func (p *Partition) remove(done func()) {
+	if p.state == stateClosed {
+		p.m.e.Post(done)
+		return
+	}
+	p.state = stateClosed
+	if p.reopen != nil {
+		p.reopen.Stop()
+		p.reopen = nil
+	}
+	p.stopFlushTimer()
+	p.wake()
+	if p.l == nil {
+		p.closeProducers()
+		p.m.e.Post(done)
+		return
+	}
+	l := p.l
+	// A snapshot as of the log end, so the next start replays nothing.
+	p.snapshotProducers(func(error) {
+		p.closeProducers()
+		p.l = nil
+		l.Shutdown(func(error) { done() })
+	})
+}
+
+// closeProducers drops the producer state and closes its snapshots.
+func (p *Partition) closeProducers() {
+	if p.snaps != nil {
+		p.snaps.Close()
+	}
+	p.producers, p.snaps = nil, nil
+}
+
+// advanceHighWatermark moves the high watermark to the durable offset
+// (or the log end in page-cache mode) and wakes the watchers.
+func (p *Partition) advanceHighWatermark() {
+	l := p.l
+	if l == nil || p.state != stateOnline {
+		return
+	}
+	hw := l.LogEndOffset()
+	if p.cfg.durable() {
+		hw = min(l.DurableOffset(), hw)
+	}
+	if hw > l.HighWatermark() {
+		l.SetHighWatermark(hw)
+		p.wake()
+	}
+}
+
+// logFailed reports whether err means the log failed, so that the
+// partition goes offline and recovers.
+func logFailed(err error) bool { return errors.Is(err, log.ErrLogFailed) }
+
+func (p *Partition) stopFlushTimer() {
+	if p.flushTimer != nil {
+		p.flushTimer.Stop()
+		p.flushTimer = nil
+	}
+}
+
+// pageCacheFlush flushes in page-cache mode once flush.messages messages
+// were appended, or flush.ms after the first unflushed append.
+func (p *Partition) pageCacheFlush(messages int64) {
+	p.unflushedMessages += messages
+	if p.unflushedMessages >= p.cfg.flushMessages {
+		p.flushNow()
+		return
+	}
+	if p.flushTimer == nil && p.cfg.flushInterval < time.Duration(1<<62) {
+		p.flushTimer = p.m.e.AfterFunc(p.cfg.flushInterval, func() {
+			p.flushTimer = nil
+			p.flushNow()
+		})
+	}
+}
+
+func (p *Partition) flushNow() {
+	p.unflushedMessages = 0
+	p.stopFlushTimer()
+	l := p.l
+	if l == nil {
+		return
+	}
+	l.Flush(l.LogEndOffset(), func(err error) {
+		if err != nil && p.l == l {
+			p.fail(err)
+		}
+	})
+}

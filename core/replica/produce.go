@@ -1,0 +1,176 @@
+package replica
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/strata-log/strata/core/env"
+	"github.com/strata-log/strata/core/log"
+	"github.com/strata-log/strata/core/producer"
+	"github.com/strata-log/strata/core/record"
+)
+
+// ProduceResult is what a Produce answers for one partition.
+type ProduceResult struct {
+	// Err is nil on success; otherwise it wraps a sentinel of this
+	// package, core/log, core/record or core/producer.
+	Err error
+	// BaseOffset is the offset of the batch's first record.
+	BaseOffset int64
+	// LogAppendTime is the time the broker stamped for LogAppendTime
+	// topics, else -1.
+	LogAppendTime int64
+	// LogStartOffset is the log start offset after the append.
+	LogStartOffset int64
+}
+
+// Produce validates the batch of one partition of a Produce request and
+// appends it as leader. done runs once, now or later on the loop: for
+// acks=1 and acks=all once the batch is durable under the topic's flush
+// policy (with flush.messages=1, fsynced; the log group-commits every
+// append waiting on one file), for acks=0 at once. The batch's bytes are
+// written in place (offsets, leader epoch) and must not be used by the
+// caller afterwards.
+//
+// Validation, in order: the partition is led here and online; acks is -1,
+// 0 or 1; acks=all has at least min.insync.replicas in-sync replicas; the
+// payload is exactly one RecordBatch v2 within max.message.bytes (magic 0
+// and 1 refused) with a valid CRC and producer fields; CreateTime
+// timestamps within message.timestamp.before.max.ms and after.max.ms of
+// now (checked on the batch's first and largest timestamps, not record by
+// record, so as not to decompress); then the log appends it (compacted
+// topics refuse records without keys). A LogAppendTime topic stamps now
+// into the batch.
+func (p *Partition) Produce(payload []byte, acks int16, now time.Time, done func(ProduceResult)) {
+	res := ProduceResult{BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1}
+	fail := func(err error) {
+		res.Err = err
+		done(res)
+	}
+	if err := p.servable(); err != nil {
+		fail(err)
+		return
+	}
+	if acks != -1 && acks != 0 && acks != 1 {
+		fail(fmt.Errorf("%w: acks=%d", ErrInvalidRequiredAcks, acks))
+		return
+	}
+	if acks == -1 && len(p.isr) < p.cfg.minInsyncReplicas {
+		fail(fmt.Errorf("%w: %s has %d in-sync replicas, min.insync.replicas is %d", ErrNotEnoughReplicas, p.dir, len(p.isr), p.cfg.minInsyncReplicas))
+		return
+	}
+	l := p.l
+	b, err := record.ReadProduceBatch(payload, l.Config().MessageMaxBytes)
+	if err == nil {
+		err = b.ValidateForAppend(record.OriginClient)
+	}
+	if err != nil {
+		fail(err)
+		return
+	}
+	pinfo := producer.InfoOf(b)
+	check, err := p.producers.Check(pinfo)
+	if err != nil {
+		fail(err)
+		return
+	}
+	if check.Duplicate {
+		// A retry of a batch already appended: answer with its original
+		// offsets, once they are durable, and append nothing.
+		orig := check.Original
+		res.BaseOffset, res.LogStartOffset = orig.FirstOffset(), l.LogStartOffset()
+		if p.cfg.timestampType == record.LogAppendTime {
+			res.LogAppendTime = orig.Timestamp
+		}
+		p.m.log.Debug("duplicate batch answered with its original offsets", "partition", p.dir,
+			"producer_id", pinfo.ProducerID, "first_seq", pinfo.FirstSeq, "base_offset", res.BaseOffset)
+		p.whenDurable(l, orig.LastOffset+1, acks, res, done)
+		return
+	}
+	nowMs := now.UnixMilli()
+	switch p.cfg.timestampType {
+	case record.LogAppendTime:
+		b.SetMaxTimestamp(record.LogAppendTime, nowMs)
+		res.LogAppendTime = nowMs
+	default:
+		if err := p.checkTimestamps(b, nowMs); err != nil {
+			fail(err)
+			return
+		}
+	}
+	info, err := l.Append(b.Bytes(), p.leaderEpoch)
+	switch {
+	case err == nil:
+	case errors.Is(err, env.ErrNoSpace):
+		// Nothing was appended; the log is intact and takes appends
+		// again once there is room (core/log). The client retries.
+		fail(fmt.Errorf("%w: %s: %w", ErrStorage, p.dir, err))
+		return
+	case logFailed(err):
+		p.fail(err)
+		fail(fmt.Errorf("%w: %s: %w", ErrStorage, p.dir, err))
+		return
+	default:
+		fail(err)
+		return
+	}
+	p.afterAppend(pinfo, info)
+	res.BaseOffset, res.LogStartOffset = info.FirstOffset, info.LogStartOffset
+	if !p.cfg.durable() {
+		p.advanceHighWatermark()
+		p.pageCacheFlush(int64(info.LastOffset - info.FirstOffset + 1))
+		done(res)
+		return
+	}
+	p.whenDurable(l, info.LastOffset+1, acks, res, done)
+}
+
+// whenDurable answers res once the log is durable up to upto: in durable
+// mode every append asks for a flush (the log coalesces them into group
+// commits), which also moves the high watermark; acks=0 does not wait for
+// it. In page-cache mode it answers at once.
+func (p *Partition) whenDurable(l *log.Log, upto int64, acks int16, res ProduceResult, done func(ProduceResult)) {
+	if !p.cfg.durable() {
+		done(res)
+		return
+	}
+	ack := done
+	if acks == 0 {
+		done(res)
+		ack = nil
+	}
+	l.Flush(upto, func(err error) {
+		if err != nil {
+			if p.l == l {
+				p.fail(err)
+			}
+			if ack != nil {
+				res.Err = fmt.Errorf("%w: %s: %w", ErrStorage, p.dir, err)
+				ack(res)
+			}
+			return
+		}
+		if p.l == l {
+			p.advanceHighWatermark()
+		}
+		if ack != nil {
+			ack(res)
+		}
+	})
+}
+
+// checkTimestamps applies message.timestamp.before.max.ms and
+// after.max.ms to a CreateTime batch.
+func (p *Partition) checkTimestamps(b record.Batch, nowMs int64) error {
+	first, max := b.BaseTimestamp(), b.MaxTimestamp()
+	if first >= 0 && p.cfg.timestampBeforeMs < nowMs && first < nowMs-p.cfg.timestampBeforeMs {
+		return fmt.Errorf("%w: timestamp %d is more than message.timestamp.before.max.ms=%d before the broker's time %d",
+			ErrInvalidTimestamp, first, p.cfg.timestampBeforeMs, nowMs)
+	}
+	if max >= 0 && max-nowMs > p.cfg.timestampAfterMs {
+		return fmt.Errorf("%w: timestamp %d is more than message.timestamp.after.max.ms=%d after the broker's time %d",
+			ErrInvalidTimestamp, max, p.cfg.timestampAfterMs, nowMs)
+	}
+	return nil
+}

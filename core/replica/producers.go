@@ -1,0 +1,139 @@
+package replica
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/strata-log/strata/core/log"
+	"github.com/strata-log/strata/core/producer"
+	"github.com/strata-log/strata/core/record"
+)
+
+// This file keeps a partition's idempotent producer state (core/producer):
+// loaded from the newest snapshot and the log's tail when the log opens,
+// checked and updated by every produce, snapshotted at each segment roll
+// and at a clean shutdown, expired on the housekeeping timer.
+
+// replayReadBytes bounds one read of the log while replaying its tail
+// into the producer state.
+const replayReadBytes = 1 << 20
+
+// loadProducers opens the partition's producer snapshots, drops those
+// past the log end, loads the newest at or below it and replays the log
+// after it; then the partition goes online.
+func (p *Partition) loadProducers(l *log.Log) {
+	snaps, err := producer.OpenSnapshots(p.m.e, p.dir, p.m.cfg.Producers)
+	if err != nil {
+		p.fail(fmt.Errorf("producer snapshots: %w", err))
+		return
+	}
+	p.snaps = snaps
+	snaps.DeleteAbove(l.LogEndOffset(), func(err error) {
+		if p.l != l || p.state != stateOpening {
+			return
+		}
+		if err != nil {
+			p.fail(fmt.Errorf("producer snapshots: %w", err))
+			return
+		}
+		st, _, err := snaps.Load(l.LogStartOffset(), l.LogEndOffset(), p.m.e.Now())
+		if err == nil {
+			err = replayLog(l, st)
+		}
+		if err != nil {
+			p.fail(fmt.Errorf("producer state: %w", err))
+			return
+		}
+		p.producers = st
+		p.segmentBase = l.ActiveSegmentBase()
+		p.goOnline(l)
+	})
+}
+
+// replayLog applies the log's batches from the state's end offset to the
+// log end.
+func replayLog(l *log.Log, st *producer.State) error {
+	offset := max(st.EndOffset(), l.LogStartOffset())
+	st.AdvanceTo(offset)
+	var buf []byte
+	for offset < l.LogEndOffset() {
+		res, err := l.Read(offset, replayReadBytes, -1)
+		if err != nil {
+			return err
+		}
+		if res.Size == 0 {
+			break // nothing readable before the end
+		}
+		if int64(cap(buf)) < res.Size {
+			buf = make([]byte, res.Size)
+		}
+		buf = buf[:res.Size]
+		n, rerr := res.File.ReadAt(buf, res.Position)
+		res.Release()
+		if n < len(buf) {
+			return fmt.Errorf("read %d bytes at %d of %s: %w", len(buf), res.Position, l.Dir(), rerr)
+		}
+		sp := record.NewSplitter(buf, len(buf), record.CheckStored)
+		for sp.Next() {
+			b := sp.Batch()
+			if err := st.Replay(b); err != nil {
+				return err
+			}
+			offset = b.NextOffset()
+		}
+		if err := sp.Err(); err != nil {
+			return err
+		}
+	}
+	st.AdvanceTo(l.LogEndOffset())
+	return nil
+}
+
+// snapshotProducers writes the producer state as of the log end (after a
+// roll, and at a clean shutdown); done may be nil.
+func (p *Partition) snapshotProducers(done func(error)) {
+	l, st, snaps := p.l, p.producers, p.snaps
+	if l == nil || st == nil || snaps == nil {
+		if done != nil {
+			p.m.e.Post(func() { done(nil) })
+		}
+		return
+	}
+	st.AdvanceTo(l.LogEndOffset())
+	snaps.Write(st, func(err error) {
+		if err != nil && !errors.Is(err, producer.ErrCanceled) && !errors.Is(err, producer.ErrClosed) {
+			p.log.Warn("producer snapshot", "err", err)
+			if errors.Is(err, producer.ErrDirectoryFailed) && p.l == l {
+				// A failed directory sync of the partition's directory
+				// is the log's failure too (a second issuer of its
+				// directory syncs).
+				p.fail(err)
+			}
+		}
+		if done != nil {
+			done(err)
+		}
+	})
+}
+
+// afterAppend records an appended batch in the producer state and takes a
+// snapshot when the append rolled the log.
+func (p *Partition) afterAppend(info producer.BatchInfo, a log.AppendInfo) {
+	p.producers.Appended(info, a.FirstOffset, a.LastOffset, a.MaxTimestamp)
+	if base := p.l.ActiveSegmentBase(); base != p.segmentBase {
+		p.segmentBase = base
+		p.snapshotProducers(nil)
+	}
+}
+
+// expireProducers forgets idle producers and snapshots below the log
+// start (housekeeping).
+func (p *Partition) expireProducers() {
+	if p.producers == nil || p.l == nil {
+		return
+	}
+	p.producers.Expire(p.m.e.Now())
+	if err := p.snaps.DeleteBelow(p.l.LogStartOffset()); err != nil {
+		p.log.Warn("delete old producer snapshots", "err", err)
+	}
+}
