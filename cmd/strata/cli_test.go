@@ -641,7 +641,7 @@ func testConsumeInterrupt(r cliRunner) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, os.Args[0], "consume", "--bootstrap-server", r.addr, "--topic", topic, "--from-beginning")
 	cmd.Env = append(os.Environ(), "STRATA_TEST_MAIN=1")
-	var errOut bytes.Buffer
+	var errOut lockedBuffer // written by exec's copier while the test reads it
 	cmd.Stderr = &errOut
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
@@ -659,4 +659,23 @@ func testConsumeInterrupt(r cliRunner) {
 	require.NoError(t, cmd.Wait(), "exit 0 after SIGINT: %s", errOut.String())
 	require.Len(t, got, 3)
 	require.Equal(t, "Processed a total of 3 messages\n", errOut.String())
+}
+
+// lockedBuffer is a bytes.Buffer safe to write from one goroutine while
+// another reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

@@ -1,0 +1,291 @@
+package replica
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/strata-log/strata/core/log"
+	"github.com/strata-log/strata/core/meta"
+	"github.com/strata-log/strata/core/producer"
+	"github.com/strata-log/strata/core/record"
+	"github.com/strata-log/strata/sim"
+)
+
+func TestProduceAcksAfterFsyncAndHighWatermarkFollowsDurability(t *testing.T) {
+	r := newRig(t, 1)
+	r.p.Disk().SetFaults(sim.DiskFaults{SyncLatencyMin: 5 * time.Millisecond, SyncLatencyMax: 5 * time.Millisecond})
+	r.createTopic("orders", topicID(1), 2, nil)
+	p := r.online("orders", 0)
+
+	var res *ProduceResult
+	p.Produce(batch(t, 3), -1, r.e.Now(), func(pr ProduceResult) { res = &pr })
+	require.Nil(t, res, "acks=all answers only once the batch is fsynced")
+	require.Equal(t, int64(0), p.HighWatermark(), "consumers see nothing before fsync")
+	rr, err := p.Read(0, 1<<20, -1)
+	require.NoError(t, err)
+	require.Zero(t, rr.Size, "a read stops at the high watermark")
+	r.run(10 * time.Millisecond)
+	require.NotNil(t, res)
+	require.NoError(t, res.Err)
+	require.Equal(t, int64(0), res.BaseOffset)
+	require.Equal(t, int64(3), p.HighWatermark())
+	require.GreaterOrEqual(t, p.Log().DurableOffset(), int64(3))
+
+	rr, err = p.Read(0, 1<<20, -1)
+	require.NoError(t, err)
+	require.Positive(t, rr.Size)
+	require.Equal(t, int64(0), rr.FirstOffset)
+	rr.Release()
+
+	// acks=0 answers at once; the high watermark follows the flush.
+	got := r.produce(p, batch(t, 2), 0)
+	require.NoError(t, got.Err)
+	require.Equal(t, int64(3), got.BaseOffset)
+	r.run(20 * time.Millisecond)
+	require.Equal(t, int64(5), p.HighWatermark())
+}
+
+func TestPageCacheModeExposesBeforeFsync(t *testing.T) {
+	r := newRig(t, 2)
+	r.p.Disk().SetFaults(sim.DiskFaults{SyncLatencyMin: 50 * time.Millisecond, SyncLatencyMax: 50 * time.Millisecond})
+	r.createTopic("fast", topicID(2), 1, map[string]string{"flush.messages": "1000"})
+	p := r.online("fast", 0)
+	var res *ProduceResult
+	p.Produce(batch(t, 4), -1, r.e.Now(), func(pr ProduceResult) { res = &pr })
+	require.NotNil(t, res, "page-cache mode acknowledges after the append")
+	require.NoError(t, res.Err)
+	require.Equal(t, int64(4), p.HighWatermark(), "and exposes what is not yet durable, as Kafka does")
+	require.Less(t, p.Log().DurableOffset(), int64(4))
+}
+
+func TestProduceValidation(t *testing.T) {
+	r := newRig(t, 3)
+	r.createTopic("v", topicID(3), 1, map[string]string{"max.message.bytes": "200", "message.timestamp.before.max.ms": "3600000"})
+	p := r.online("v", 0)
+	cases := []struct {
+		name    string
+		payload []byte
+		acks    int16
+		want    error
+	}{
+		{"bad acks", batch(t, 1), 2, ErrInvalidRequiredAcks},
+		{"two batches", append(batch(t, 1), batch(t, 1)...), 1, record.ErrInvalidRecord},
+		{"empty", nil, 1, record.ErrInvalidRecord},
+		{"too large", batch(t, 40), 1, record.ErrBatchTooLarge},
+		{"timestamp too old", batch(t, 1), 1, ErrInvalidTimestamp}, // the builder's timestamps are at the sim epoch
+	}
+	corrupt := batch(t, 1)
+	corrupt[len(corrupt)-1] ^= 0xff
+	cases = append(cases, struct {
+		name    string
+		payload []byte
+		acks    int16
+		want    error
+	}{"crc", corrupt, 1, record.ErrCRCMismatch})
+	r.run(2 * time.Hour) // the clock moves past the before.max bound
+	for _, tc := range cases {
+		res := r.produce(p, tc.payload, tc.acks)
+		require.ErrorIs(t, res.Err, tc.want, tc.name)
+		require.Equal(t, int64(-1), res.BaseOffset, tc.name)
+	}
+	require.Equal(t, int64(0), p.LogEndOffset(), "nothing was appended")
+}
+
+func TestLogAppendTimeStampsTheBatch(t *testing.T) {
+	r := newRig(t, 4)
+	r.createTopic("lat", topicID(4), 1, map[string]string{"message.timestamp.type": "LogAppendTime"})
+	p := r.online("lat", 0)
+	now := r.e.Now().UnixMilli()
+	res := r.produce(p, batch(t, 2), 1)
+	require.NoError(t, res.Err)
+	require.Equal(t, now, res.LogAppendTime)
+	off, err := p.ListOffset(log.MaxTimestamp, -1)
+	require.NoError(t, err)
+	require.Equal(t, res.LogAppendTime, off.Timestamp)
+}
+
+func TestIdempotentDuplicatesAndSequences(t *testing.T) {
+	r := newRig(t, 5)
+	r.createTopic("idem", topicID(5), 1, nil)
+	p := r.online("idem", 0)
+	first := batch(t, 2, record.WithProducer(7, 0, 0))
+	res := r.produce(p, append([]byte(nil), first...), -1)
+	require.NoError(t, res.Err)
+	require.Equal(t, int64(0), res.BaseOffset)
+	second := r.produce(p, batch(t, 3, record.WithProducer(7, 0, 2)), -1)
+	require.NoError(t, second.Err)
+	require.Equal(t, int64(2), second.BaseOffset)
+
+	// A retry of the first batch is answered with its original offsets
+	// and appends nothing.
+	dup := r.produce(p, batch(t, 2, record.WithProducer(7, 0, 0)), -1)
+	require.NoError(t, dup.Err)
+	require.Equal(t, int64(0), dup.BaseOffset)
+	require.Equal(t, int64(5), p.LogEndOffset())
+
+	gap := r.produce(p, batch(t, 1, record.WithProducer(7, 0, 9)), -1)
+	require.ErrorIs(t, gap.Err, producer.ErrOutOfOrderSequence)
+	fenced := r.produce(p, batch(t, 1, record.WithProducer(7, -1+0, 5)), -1)
+	require.Error(t, fenced.Err)
+
+	// The state survives a restart of the process: the snapshot written
+	// at shutdown or the log's tail rebuilds it.
+	r.p.Kill()
+	r.p.Start()
+	r.run(0)
+	r.img = r.img.NewDelta().Apply(meta.Position{Offset: r.pos, Epoch: 1})
+	r.m.Apply(r.img, true)
+	p = r.online("idem", 0)
+	again := r.produce(p, batch(t, 3, record.WithProducer(7, 0, 2)), -1)
+	require.NoError(t, again.Err)
+	require.Equal(t, int64(2), again.BaseOffset, "a retry after a restart is still a duplicate")
+	require.Equal(t, int64(5), p.LogEndOffset())
+}
+
+func TestLeadershipAndEpochChecks(t *testing.T) {
+	r := newRig(t, 6)
+	r.createTopic("lead", topicID(6), 1, nil)
+	p := r.online("lead", 0)
+	res := r.produce(p, batch(t, 1), 1)
+	require.NoError(t, res.Err)
+
+	_, err := p.Read(0, 100, 3)
+	require.ErrorIs(t, err, ErrUnknownLeaderEpoch)
+	// Leadership moves to broker 2 (a reassignment that keeps a replica
+	// here): the partition stays hosted but serves nothing.
+	two := int32(2)
+	r.apply(&meta.PartitionChangeRecord{TopicID: topicID(6), Partition: 0, Replicas: []int32{testNode, 2}, ISR: []int32{testNode, 2}})
+	r.apply(&meta.PartitionChangeRecord{TopicID: topicID(6), Partition: 0, Leader: &two})
+	require.Equal(t, int32(2), p.leader)
+	require.Equal(t, int32(1), p.LeaderEpoch())
+	res = r.produce(p, batch(t, 1), 1)
+	require.ErrorIs(t, res.Err, ErrNotLeader)
+	_, err = p.Read(0, 100, -1)
+	require.True(t, errors.Is(err, ErrNotLeader), "%v", err)
+	r.apply(&meta.PartitionChangeRecord{TopicID: topicID(6), Partition: 0, Leader: ptr(int32(testNode))})
+	p = r.online("lead", 0)
+	_, err = p.Read(0, 100, 1)
+	require.ErrorIs(t, err, ErrFencedLeaderEpoch, "a fetch from the previous epoch")
+
+	_, err = r.m.Lookup("nope", 0)
+	require.ErrorIs(t, err, ErrUnknownTopicOrPartition)
+}
+
+func TestDeleteRecordsAndListOffsets(t *testing.T) {
+	r := newRig(t, 7)
+	r.createTopic("del", topicID(7), 1, nil)
+	p := r.online("del", 0)
+	for i := 0; i < 4; i++ {
+		require.NoError(t, r.produce(p, batch(t, 5), -1).Err)
+	}
+	latest, err := p.ListOffset(log.LatestTimestamp, -1)
+	require.NoError(t, err)
+	require.Equal(t, int64(20), latest.Offset)
+
+	var low int64 = -2
+	var derr error
+	p.DeleteRecords(7, func(lw int64, err error) { low, derr = lw, err })
+	r.run(50 * time.Millisecond)
+	require.NoError(t, derr)
+	require.Equal(t, int64(7), low)
+	earliest, err := p.ListOffset(log.EarliestTimestamp, -1)
+	require.NoError(t, err)
+	require.Equal(t, int64(7), earliest.Offset)
+	_, err = p.Read(3, 100, -1)
+	require.ErrorIs(t, err, log.ErrOffsetOutOfRange)
+
+	p.DeleteRecords(25, func(lw int64, err error) { low, derr = lw, err })
+	r.run(10 * time.Millisecond)
+	require.ErrorIs(t, derr, log.ErrOffsetOutOfRange)
+	p.DeleteRecords(-1, func(lw int64, err error) { low, derr = lw, err })
+	r.run(50 * time.Millisecond)
+	require.NoError(t, derr)
+	require.Equal(t, int64(20), low, "-1 deletes up to the high watermark")
+}
+
+func TestTopicDeletionAndRecreation(t *testing.T) {
+	r := newRig(t, 8)
+	r.createTopic("gone", topicID(8), 1, nil)
+	p := r.online("gone", 0)
+	require.NoError(t, r.produce(p, batch(t, 3), -1).Err)
+	r.apply(&meta.RemoveTopicRecord{TopicID: topicID(8)})
+	r.run(100 * time.Millisecond)
+	_, err := r.m.Lookup("gone", 0)
+	require.ErrorIs(t, err, ErrUnknownTopicOrPartition)
+	_, ok := r.p.Disk().ReadFile("gone-0/partition.metadata")
+	require.False(t, ok, "the directory is deleted")
+
+	// Recreated under the same name: an empty log, a new id.
+	r.createTopic("gone", topicID(9), 1, nil)
+	p2 := r.online("gone", 0)
+	require.NotSame(t, p, p2)
+	require.Equal(t, int64(0), p2.LogEndOffset())
+	md, ok := r.p.Disk().ReadFile("gone-0/partition.metadata")
+	require.True(t, ok)
+	require.Contains(t, string(md), topicID(9).String())
+}
+
+func TestStaleDirectoryOfARecreatedTopicIsReplaced(t *testing.T) {
+	r := newRig(t, 9)
+	r.createTopic("x", topicID(10), 1, nil)
+	p := r.online("x", 0)
+	require.NoError(t, r.produce(p, batch(t, 3), -1).Err)
+	// While the broker is down, the topic is deleted and recreated.
+	r.p.Kill()
+	img := meta.Empty()
+	r.img, r.pos = img, 0
+	r.p.Start()
+	r.run(0)
+	r.createTopic("x", topicID(11), 1, nil)
+	p = r.online("x", 0)
+	require.Equal(t, int64(0), p.LogEndOffset(), "the old incarnation's data is not served as the new topic's")
+}
+
+func TestConfigChangeReopensTheLog(t *testing.T) {
+	r := newRig(t, 10)
+	r.createTopic("cfg", topicID(12), 1, nil)
+	p := r.online("cfg", 0)
+	require.NoError(t, r.produce(p, batch(t, 3), -1).Err)
+	v := "2048"
+	r.apply(&meta.ConfigRecord{ResourceType: meta.ConfigResourceTopic, ResourceName: "cfg", Key: "segment.bytes", Value: &v})
+	p = r.online("cfg", 0)
+	require.Equal(t, int64(2048), p.Log().Config().SegmentBytes)
+	require.Equal(t, int64(3), p.HighWatermark(), "nothing lost across the reopen")
+}
+
+func TestFailedSyncTakesThePartitionOfflineAndItRecovers(t *testing.T) {
+	r := newRig(t, 11)
+	r.createTopic("flaky", topicID(13), 1, nil)
+	p := r.online("flaky", 0)
+	require.NoError(t, r.produce(p, batch(t, 2), -1).Err)
+	r.p.Disk().SetFaults(sim.DiskFaults{SyncFailProbability: 1})
+	res := r.produce(p, batch(t, 2), -1)
+	require.ErrorIs(t, res.Err, ErrStorage)
+	_, err := p.Read(0, 100, -1)
+	require.ErrorIs(t, err, ErrStorage)
+	r.p.Disk().SetFaults(sim.DiskFaults{})
+	p = r.online("flaky", 0)
+	require.Equal(t, int64(2), p.HighWatermark(), "what was acknowledged survives; the failed batch is dropped")
+	require.NoError(t, r.produce(p, batch(t, 1), -1).Err)
+}
+
+func TestRetentionDeletesOldSegments(t *testing.T) {
+	r := newRig(t, 12)
+	r.createTopic("ret", topicID(14), 1, map[string]string{"segment.bytes": "1024", "retention.bytes": "2048"})
+	p := r.online("ret", 0)
+	for i := 0; i < 100; i++ {
+		require.NoError(t, r.produce(p, batch(t, 5), -1).Err)
+	}
+	before := len(p.Log().Segments())
+	require.Greater(t, before, 5)
+	r.m.retentionCheckNow()
+	r.run(100 * time.Millisecond)
+	require.Less(t, len(p.Log().Segments()), before)
+	require.LessOrEqual(t, p.Size(), int64(2048+1024))
+	require.Positive(t, p.LogStartOffset())
+}
+
+func ptr[T any](v T) *T { return &v }
