@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 
@@ -31,6 +32,28 @@ type Disk struct {
 	root  string
 	loop  *Loop
 	syncs *offLoop
+	stats diskCounters
+}
+
+// diskCounters count what a Disk did, for DiskStats.
+type diskCounters struct {
+	fileSyncs    atomic.Uint64
+	dirSyncs     atomic.Uint64
+	bytesWritten atomic.Uint64
+}
+
+// DiskStats is what a Disk did since it was made.
+type DiskStats struct {
+	// FileSyncs counts fdatasync calls that succeeded; DirSyncs the
+	// directory fsyncs.
+	FileSyncs, DirSyncs uint64
+	// BytesWritten counts bytes written to files (WriteAt, Append).
+	BytesWritten uint64
+}
+
+// Stats returns the disk's counters. It is safe from any goroutine.
+func (d *Disk) Stats() DiskStats {
+	return DiskStats{FileSyncs: d.stats.fileSyncs.Load(), DirSyncs: d.stats.dirSyncs.Load(), BytesWritten: d.stats.bytesWritten.Load()}
 }
 
 var _ env.Disk = (*Disk)(nil)
@@ -174,6 +197,9 @@ func (d *Disk) SyncDir(dir string, done func(error)) {
 	}
 	d.syncs.Go(func() {
 		err := syncDir(p)
+		if err == nil {
+			d.stats.dirSyncs.Add(1)
+		}
 		d.loop.Post(func() { done(err) })
 	})
 }
@@ -238,6 +264,9 @@ func (f *file) WriteAt(p []byte, off int64) error {
 	}
 	before := f.Size()
 	_, err := f.f.WriteAt(p, off)
+	if err == nil {
+		f.disk.stats.bytesWritten.Add(uint64(len(p)))
+	}
 	if err != nil {
 		if off+int64(len(p)) > before {
 			_ = f.f.Truncate(before) // best effort; the write error is what matters
@@ -282,8 +311,12 @@ func (f *file) Sync(done func(error)) {
 		return
 	}
 	name := f.f.Name()
+	counters := &f.disk.stats
 	f.disk.syncs.Go(func() {
 		err := fdatasync(dup, name)
+		if err == nil {
+			counters.fileSyncs.Add(1)
+		}
 		if cerr := unix.Close(dup); err == nil && cerr != nil {
 			err = osErr(&os.PathError{Op: "close", Path: name, Err: cerr})
 		}

@@ -226,6 +226,11 @@ func (n *Node) QuorumLeader() int32 {
 	return leader
 }
 
+// DiskStats is what the node's data directory did since it started:
+// fdatasyncs, directory fsyncs and bytes written. Bytes written per
+// fdatasync is the size of its group commits.
+func (n *Node) DiskStats() DiskStats { return n.env.disk.Stats() }
+
 // ClusterID is the cluster id from meta.properties.
 func (n *Node) ClusterID() string { return n.meta.ClusterID }
 

@@ -90,7 +90,7 @@ func benchCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	recordBytes := fs.Int("record-bytes", defaultBenchRecordBytes, "each record's value, random `bytes`")
 	partitions := fs.Int("partitions", defaultBenchPartitions, "the topic's `partitions`")
 	maxBytes := fs.Int64("max-produce-bytes", defaultBenchMaxProduceBytes, "phase 1 also ends after producing this many `bytes`")
-	fsyncWrite := fs.Int("fsync-write-bytes", defaultFsyncWriteBytes, "the fsync loop's write size in `bytes` (set it to the node's group-commit size)")
+	fsyncWrite := fs.Int("fsync-write-bytes", 0, "the fsync loop's write size in `bytes`; 0: the node's group commit measured in phase 1 of the same run (1 MiB without one)")
 	runs := fs.Int("runs", defaultBenchRuns, "run every target's phases this many `times`, interleaved, and report medians")
 	var nodeArgs keyValues
 	fs.Var(&nodeArgs, "node-arg", "pass `key=value` to the node's 'strata serve' as --key=value, after the bench's own flags so it overrides them (repeatable)")
@@ -180,8 +180,8 @@ func (o *benchOptions) validate(extraArgs int) error {
 		return fmt.Errorf("--partitions must be 1 to %d, got %d", 1<<16, w.partitions)
 	case w.maxProduceBytes < 1:
 		return errors.New("--max-produce-bytes must be positive")
-	case o.fsyncWriteBytes < 1 || o.fsyncWriteBytes > fsyncFileBytesMax:
-		return fmt.Errorf("--fsync-write-bytes must be 1 to %d, got %d", fsyncFileBytesMax, o.fsyncWriteBytes)
+	case o.fsyncWriteBytes < 0 || o.fsyncWriteBytes > fsyncFileBytesMax:
+		return fmt.Errorf("--fsync-write-bytes must be 0 to %d, got %d", fsyncFileBytesMax, o.fsyncWriteBytes)
 	case o.runs < 1 || o.runs > benchRunsMax:
 		return fmt.Errorf("--runs must be 1 to %d, got %d", benchRunsMax, o.runs)
 	case o.readyTimeout <= 0:
@@ -257,6 +257,7 @@ func runBench(ctx context.Context, o benchOptions, progress io.Writer) (*benchRe
 				t.About += ", with --node-arg " + o.nodeArgs.String()
 			}
 			w.cpu = node.cpuSeconds
+			w.disk = node.diskCounters
 		case targetKfake:
 			c, addr, err := newFakeKafka()
 			if err != nil {
@@ -266,9 +267,16 @@ func runBench(ctx context.Context, o benchOptions, progress io.Writer) (*benchRe
 			teardown = c.Close
 			t.Address, t.About = addr, "kfake in process at "+addr+" (memory only, no fsync)"
 		case targetFsync:
-			t.About = fmt.Sprintf("%d-byte writes, each followed by fdatasync, in %s", o.fsyncWriteBytes, dir)
+			t.About = fmt.Sprintf("writes of the node's group-commit size (%d bytes without one), each followed by fdatasync, in %s", defaultFsyncWriteBytes, dir)
+			if o.fsyncWriteBytes > 0 {
+				t.About = fmt.Sprintf("%d-byte writes, each followed by fdatasync, in %s", o.fsyncWriteBytes, dir)
+			}
 			targets = append(targets, benchTarget{report: t, teardown: func() {}, once: func(ctx context.Context) error {
-				res, err := fsyncCeiling(ctx, dir, o.fsyncWriteBytes, o.workload.duration)
+				size := o.fsyncWriteBytes
+				if size == 0 {
+					size = measuredGroupCommit(report)
+				}
+				res, err := fsyncCeiling(ctx, dir, size, o.workload.duration)
 				if err != nil {
 					return err
 				}
@@ -314,4 +322,18 @@ func runBench(ctx context.Context, o benchOptions, progress io.Writer) (*benchRe
 	}
 	report.Ratios = report.ratios()
 	return report, nil
+}
+
+// measuredGroupCommit is the group-commit size the strata node showed in
+// its latest run's phase 1, or defaultFsyncWriteBytes.
+func measuredGroupCommit(report *benchReport) int {
+	for _, t := range report.Targets {
+		if t.Name != targetStrata || len(t.Runs) == 0 {
+			continue
+		}
+		if gc := t.Runs[len(t.Runs)-1].GroupCommit; gc != nil && gc.BytesPerFdatasync > 0 {
+			return int(min(gc.BytesPerFdatasync, fsyncFileBytesMax))
+		}
+	}
+	return defaultFsyncWriteBytes
 }

@@ -207,6 +207,24 @@ type logTail struct {
 	mu      sync.Mutex
 	partial []byte
 	lines   []string
+	// matches counts the lines seen containing each watched substring,
+	// and lastMatch keeps the latest such line (watch registers one).
+	matches   map[string]int
+	lastMatch map[string]string
+}
+
+// count returns how many lines containing substr were seen since watch.
+func (l *logTail) count(substr string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.matches[substr]
+}
+
+// last returns the latest line containing substr.
+func (l *logTail) last(substr string) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lastMatch[substr]
 }
 
 func (l *logTail) Write(p []byte) (int, error) {
@@ -229,10 +247,22 @@ func (l *logTail) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// watchedLogLines are the node log lines the bench reads figures from.
+var watchedLogLines = []string{"disk stats"}
+
 // logTailLineBytesMax bounds one kept line.
 const logTailLineBytesMax = 4096
 
 func (l *logTail) add(line string) {
+	for _, w := range watchedLogLines {
+		if strings.Contains(line, w) {
+			if l.matches == nil {
+				l.matches, l.lastMatch = map[string]int{}, map[string]string{}
+			}
+			l.matches[w]++
+			l.lastMatch[w] = line
+		}
+	}
 	l.lines = append(l.lines, line)
 	if len(l.lines) > l.max {
 		l.lines = l.lines[len(l.lines)-l.max:]
@@ -253,4 +283,35 @@ func (l *logTail) String() string {
 		out = append(out, "  "+string(l.partial))
 	}
 	return strings.Join(out, "\n")
+}
+
+// diskCounters asks the node for its disk counters (SIGUSR1 makes `strata
+// serve` log a "disk stats" line) and reads them from its log.
+func (n *benchNode) diskCounters(ctx context.Context) (diskCounters, error) {
+	seen := n.log.count("disk stats")
+	if err := n.cmd.Process.Signal(syscall.SIGUSR1); err != nil {
+		return diskCounters{}, fmt.Errorf("ask the node for disk stats: %w", err)
+	}
+	deadline := time.Now().Add(benchReadyRequestTimeout)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		if n.log.count("disk stats") > seen {
+			line := n.log.last("disk stats")
+			var c diskCounters
+			for _, f := range strings.Fields(line) {
+				k, v, ok := strings.Cut(f, "=")
+				if !ok {
+					continue
+				}
+				switch k {
+				case "fdatasyncs":
+					c.fdatasyncs, _ = strconv.ParseUint(v, 10, 64)
+				case "bytes_written":
+					c.bytesWritten, _ = strconv.ParseUint(v, 10, 64)
+				}
+			}
+			return c, nil
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return diskCounters{}, fmt.Errorf("the node logged no disk stats within %v", benchReadyRequestTimeout)
 }

@@ -118,6 +118,13 @@ var benchMetrics = []benchMetric{
 		}
 		return r.CPU.PerGiBFetched, true
 	}},
+	{name: "group_commit_bytes", label: "bytes per fdatasync (group commit)", format: "%.0f", kafka: func(r *kafkaRun) (float64, bool) {
+		if r.GroupCommit == nil || r.GroupCommit.Fdatasyncs == 0 {
+			return 0, false
+		}
+		return float64(r.GroupCommit.BytesPerFdatasync), true
+	}},
+	{name: "fsync_write_bytes", label: "fsync write bytes", format: "%.0f", fsync: func(r *fsyncRun) float64 { return float64(r.WriteBytes) }},
 	{name: "fsync_mib_per_s", label: "fsync MiB/s", format: "%.1f", fsync: func(r *fsyncRun) float64 { return r.MiBPerSec }},
 	{name: "fsyncs_per_s", label: "fsyncs/s", format: "%.0f", fsync: func(r *fsyncRun) float64 { return r.FsyncsPerS }},
 	{name: "fsync_p50_ms", label: "fsync p50 ms", format: "%.2f", fsync: func(r *fsyncRun) float64 { return r.P50Ms }},

@@ -81,7 +81,7 @@ func TestBenchKfakeAndFsync(t *testing.T) {
 		}
 	}
 	require.Len(t, kfake.Summary, 7, "no CPU rows")
-	require.Len(t, fsync.Summary, 4)
+	require.Len(t, fsync.Summary, 5, "write size, MiB/s, fsyncs/s, p50, p99")
 	require.Empty(t, report.Ratios, "every ratio needs the strata target")
 
 	var human bytes.Buffer
@@ -223,7 +223,7 @@ func TestBenchUsage(t *testing.T) {
 		{"--record-bytes", "0"},
 		{"--partitions", "0"},
 		{"--runs", "0"},
-		{"--fsync-write-bytes", "0"},
+		{"--fsync-write-bytes", "-1"},
 		{"--targets", "kfake", "--bootstrap-server", "127.0.0.1:9092"},
 		{"--bootstrap-server", "127.0.0.1:9092", "--node-arg", "a=b"},
 		{"--bootstrap-server", "no-port"},

@@ -47,6 +47,18 @@ type kafkaRun struct {
 	Latency latency    `json:"latency"`
 	// CPU is the broker process's CPU use, for a node the bench started.
 	CPU *brokerCPU `json:"broker_cpu,omitempty"`
+	// GroupCommit is the node's disk activity during phase 1, for a
+	// node the bench started.
+	GroupCommit *groupCommit `json:"group_commit,omitempty"`
+}
+
+// groupCommit is what the node's disk did while phase 1 produced.
+type groupCommit struct {
+	Fdatasyncs   uint64 `json:"fdatasyncs"`
+	BytesWritten uint64 `json:"bytes_written"`
+	// BytesPerFdatasync is the average group commit: the write size the
+	// fsync ceiling should use to compare like with like.
+	BytesPerFdatasync int64 `json:"bytes_per_fdatasync"`
 }
 
 // throughput is what a phase moved: records and bytes of values.
@@ -91,7 +103,12 @@ type kafkaWorkload struct {
 	latencyRate     int           // records per second in phase 3
 	// cpu, when set, reads the broker's CPU seconds.
 	cpu func() (float64, error)
+	// disk, when set, reads the node's disk counters.
+	disk func(context.Context) (diskCounters, error)
 }
+
+// diskCounters are a node's cumulative disk counters.
+type diskCounters struct{ fdatasyncs, bytesWritten uint64 }
 
 // run creates a topic on the broker at addr, runs the three phases and
 // deletes the topic.
@@ -118,14 +135,30 @@ func (w kafkaWorkload) run(ctx context.Context, addr, topic string) (kafkaRun, e
 		cpu[i], err = w.cpu()
 		return err
 	}
-	if err := readCPU(0); err != nil {
+	var disk [2]diskCounters
+	readDisk := func(i int) error {
+		if w.disk == nil {
+			return nil
+		}
+		var err error
+		disk[i], err = w.disk(ctx)
+		return err
+	}
+	if err := errors.Join(readCPU(0), readDisk(0)); err != nil {
 		return res, err
 	}
 	if res.Produce, err = w.produce(ctx, addr, topic, values); err != nil {
 		return res, fmt.Errorf("phase 1 (produce): %w", err)
 	}
-	if err := readCPU(1); err != nil {
+	if err := errors.Join(readCPU(1), readDisk(1)); err != nil {
 		return res, err
+	}
+	if w.disk != nil {
+		gc := &groupCommit{Fdatasyncs: disk[1].fdatasyncs - disk[0].fdatasyncs, BytesWritten: disk[1].bytesWritten - disk[0].bytesWritten}
+		if gc.Fdatasyncs > 0 {
+			gc.BytesPerFdatasync = int64(gc.BytesWritten / gc.Fdatasyncs)
+		}
+		res.GroupCommit = gc
 	}
 	if res.Consume, err = w.consume(ctx, addr, topic); err != nil {
 		return res, fmt.Errorf("phase 2 (consume): %w", err)

@@ -89,23 +89,30 @@ func serve(args []string) int {
 	}
 	cfg.ClusterID = *clusterID
 
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	n, err := node.Start(cfg, log)
+	if err != nil {
+		log.Error("node failed", "err", err)
+		return exitError
+	}
 	signals := make(chan os.Signal, 1)
-	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
-	go func() {
-		select {
-		case s := <-signals:
-			log.Info("signal received; shutting down (send it again to exit at once)", "signal", s.String())
-			// A second signal gets the default action: an operator
-			// can always kill a shutdown that hangs.
-			signal.Stop(signals)
-			cancel()
-		case <-ctx.Done():
+	signal.Notify(signals, os.Interrupt, syscall.SIGTERM, syscall.SIGUSR1)
+	for s := range signals {
+		if s == syscall.SIGUSR1 {
+			// Counters for benchmarks (strata bench reads the group
+			// commit size from them) until the node exports metrics.
+			st := n.DiskStats()
+			log.Info("disk stats", "fdatasyncs", st.FileSyncs, "dir_fsyncs", st.DirSyncs, "bytes_written", st.BytesWritten)
+			continue
 		}
-	}()
-
-	if err := node.Run(ctx, cfg, log); err != nil {
+		log.Info("signal received; shutting down (send it again to exit at once)", "signal", s.String())
+		break
+	}
+	// A second signal gets the default action: an operator can always
+	// kill a shutdown that hangs.
+	signal.Stop(signals)
+	ctx, cancel := context.WithTimeout(context.Background(), node.DefaultShutdownTimeout)
+	defer cancel()
+	if err := n.Shutdown(ctx); err != nil {
 		log.Error("node failed", "err", err)
 		return exitError
 	}

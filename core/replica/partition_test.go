@@ -289,3 +289,28 @@ func TestRetentionDeletesOldSegments(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+func TestFullDiskFailsAppendsButServesReadsAndRecovers(t *testing.T) {
+	r := newRig(t, 13)
+	r.createTopic("full", topicID(15), 2, nil)
+	a := r.online("full", 0)
+	b := r.online("full", 1)
+	require.NoError(t, r.produce(a, batch(t, 3), -1).Err)
+	used := r.p.Disk().Stats().UsedBytes
+	r.p.Disk().SetFaults(sim.DiskFaults{CapacityBytes: used})
+	res := r.produce(a, batch(t, 50), -1)
+	require.ErrorIs(t, res.Err, ErrStorage, "no room: KAFKA_STORAGE_ERROR")
+	// Reads and the other partition's reads go on.
+	rr, err := a.Read(0, 1<<20, -1)
+	require.NoError(t, err)
+	require.Positive(t, rr.Size)
+	rr.Release()
+	_, err = b.Read(0, 1<<20, -1)
+	require.NoError(t, err)
+	// Room again: appends succeed, nothing acknowledged was lost.
+	r.p.Disk().SetFaults(sim.DiskFaults{})
+	a = r.online("full", 0)
+	res = r.produce(a, batch(t, 2), -1)
+	require.NoError(t, res.Err)
+	require.Equal(t, int64(3), res.BaseOffset)
+}
