@@ -236,8 +236,9 @@ const offsetMapEntryBytes = 48
 // is a programming error.
 //
 // An error ends the cleaning in progress (its temporary files are deleted):
-// a full disk (env.ErrNoSpace) or a corrupt batch (ErrCorrupt) leaves the
-// log as it was; a failed write, Sync, SyncDir or rename fails the log
+// a full disk (env.ErrNoSpace), a corrupt batch (ErrCorrupt) or a read the
+// disk never returned the same twice (env.ErrIO: bit flips) leaves the log
+// as it was; a failed write, Sync, SyncDir or rename fails the log
 // (ErrLogFailed), like any other.
 func (l *Log) CleanStep(now time.Time, budgetBytes int64, done func(more bool, err error)) {
 	c := l.cleaner()

@@ -535,13 +535,15 @@ func (n *crashNode) step() {
 }
 
 // check handles an operation's error: a failed log restarts; a full disk is
-// expected; anything else is a bug.
+// expected, and so is a read that never read the same twice (bit flips),
+// which changes nothing; anything else is a bug.
 func (n *crashNode) check(err error) bool {
 	switch {
 	case err == nil:
 		return true
 	case errors.Is(err, log.ErrLogFailed):
 		n.failed(err)
+	case errors.Is(err, env.ErrIO) && !errors.Is(err, log.ErrCorrupt):
 	case errors.Is(err, env.ErrNoSpace):
 	default:
 		n.h.fail("unexpected error: %v", err)
