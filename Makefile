@@ -8,7 +8,7 @@ SEEDS     ?= 1000
 BENCHTIME ?= 1s
 PKGS      := ./...
 
-.PHONY: run test sim sim-sweep sim-sweep-kraft lint vet fmt-check bench bench-failover bench-strata fuzz clean build
+.PHONY: run test sim sim-sweep sim-sweep-kraft crash-sweep lint vet fmt-check bench bench-failover bench-strata fuzz clean build
 
 ## run: start one combined broker+controller on 127.0.0.1:9092, data in ./data
 run: build
@@ -37,6 +37,12 @@ sim-sweep: build
 sim-sweep-kraft: build
 	./bin/strata sim -scenario kraft -sweep $(SEEDS)
 	./bin/strata sim -scenario kraft5 -sweep $(SEEDS)
+
+## crash-sweep: seeds 1..SEEDS of core/log's crash tests (TestCrashRecovery, TestCompactCrashRecovery),
+## pinned regression seeds included (nightly; not part of `make test`, which runs 200 of each)
+crash-sweep:
+	STRATA_LOG_CRASH_SEEDS=$(SEEDS) STRATA_LOG_COMPACT_SEEDS=$(SEEDS) \
+	  $(GO) test -count=1 -timeout 60m -run '^(TestCrashRecovery|TestCompactCrashRecovery)$$' ./core/log/
 
 ## lint: go vet and gofmt
 lint: vet fmt-check

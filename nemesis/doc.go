@@ -6,8 +6,10 @@
 // trouble (say, only clock skew) that an everything-at-once schedule never
 // produces. The schedule then injects faults at random intervals during a
 // fault phase and always ends by healing everything: the network heals,
-// killed nodes restart, disk and bucket faults clear and clocks run true. The
-// scenario checks liveness in the healed phase that follows.
+// killed nodes restart, disk and bucket faults clear, clocks run true, and
+// machines whose filesystem failed (a failed directory sync) are
+// power-cycled, as an operator reboots a machine whose filesystem went
+// read-only. The scenario checks liveness in the healed phase that follows.
 //
 // Primitives: kill (half the time a power loss: unsynced disk writes are
 // lost, but for a possible torn prefix; half the time a process kill with
@@ -15,7 +17,9 @@
 // one-way blocks (of one link, or asymmetric: a node cut from all others in
 // one direction) and heal, clog (delay all traffic of a node, or one
 // direction of a link), connection resets, disk faults
-// (fsync failures, read bit flips, full disk, slow syncs), bucket faults
+// (fsync failures; directory-sync failures, which fail the filesystem
+// until the machine is power-cycled when the fault ends; read bit flips,
+// full disk, slow syncs), bucket faults
 // (errors, ambiguous failures, latency), clock jumps and clock skew.
 //
 // The package is deterministic code: everything it decides comes from the

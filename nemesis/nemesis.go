@@ -216,8 +216,17 @@ func (n *Nemesis) clog() {
 }
 
 // HealAll ends the fault phase: the network heals, disk and bucket faults
-// clear, clocks run true again and every node the nemesis killed restarts.
-// Processes the scenario itself stopped stay as they are.
+// clear, clocks run true again, every machine whose filesystem failed is
+// power-cycled and every node the nemesis killed restarts. Processes the
+// scenario itself stopped stay as they are.
+//
+// The power cycle is what an operator does with a machine whose
+// filesystem went read-only after a failed directory sync (ext4's aborted
+// journal, XFS's shutdown; sim.Disk.Failed): no process restart can bring
+// it back, so without it such a node could never recover and the
+// liveness checks that follow the heal would fail for a reason no code
+// can fix. The end of each disk fault does the same during the fault
+// phase (see rebootIfFailed).
 func (n *Nemesis) HealAll() {
 	if n.healed {
 		return
@@ -231,6 +240,7 @@ func (n *Nemesis) HealAll() {
 		if p.Up() {
 			p.SetClockRate(1)
 		}
+		n.rebootIfFailed(i)
 		if n.down[i] {
 			n.restart(i)
 		}

@@ -120,3 +120,82 @@ func TestOneWayIsolatesNodesAsymmetrically(t *testing.T) {
 	require.Greater(t, blocks, n.Injected(), "no one-way fault isolated a node")
 	require.Less(t, blocks, 4*n.Injected(), "no one-way fault cut a single link")
 }
+
+// failFilesystem makes one SyncDir of p fail, which fails p's filesystem
+// until the machine power-cycles.
+func failFilesystem(t *testing.T, s *sim.Sim, p *sim.Process) {
+	d := p.Disk()
+	d.SetFaults(sim.DiskFaults{SyncDirFailProbability: 1})
+	var got error
+	p.Env().Disk().SyncDir("", func(err error) { got = err })
+	require.NoError(t, s.RunFor(10*time.Millisecond))
+	require.ErrorIs(t, got, env.ErrIO)
+	require.True(t, d.Failed())
+}
+
+// TestHealAllPowerCyclesFailedFilesystems: a machine whose filesystem
+// failed is power-cycled at the heal (no process restart could cure it),
+// whether its process is up or was killed by the nemesis; one the scenario
+// stopped itself stays as it is.
+func TestHealAllPowerCyclesFailedFilesystems(t *testing.T) {
+	s, procs := cluster(1, 4)
+	n := Start(s, procs, None(), time.Second)
+	for _, p := range procs[:3] {
+		failFilesystem(t, s, p)
+	}
+	procs[1].Kill() // as the nemesis's kill does, the page cache kept
+	n.down[1] = true
+	n.downN++
+	procs[2].Kill() // stopped by the scenario, not the nemesis
+	inc := []uint64{procs[0].Incarnation(), procs[1].Incarnation(), procs[2].Incarnation(), procs[3].Incarnation()}
+
+	require.NoError(t, s.RunUntil(time.Second+time.Millisecond))
+	require.True(t, procs[0].Up())
+	require.False(t, procs[0].Disk().Failed(), "an up machine with a failed filesystem is power-cycled")
+	require.Equal(t, inc[0]+1, procs[0].Incarnation())
+	require.True(t, procs[1].Up())
+	require.False(t, procs[1].Disk().Failed(), "a killed machine with a failed filesystem is power-cycled before its restart")
+	require.Equal(t, inc[1]+1, procs[1].Incarnation())
+	require.False(t, procs[2].Up(), "the scenario's own stop stands")
+	require.True(t, procs[2].Disk().Failed())
+	require.True(t, procs[3].Up())
+	require.Equal(t, inc[3], procs[3].Incarnation(), "a healthy machine is left alone")
+	require.Equal(t, uint64(0), procs[3].Disk().Stats().Crashes)
+}
+
+// TestDiskFaultEndRebootsFailedFilesystems: with disk faults only, nodes
+// that sync their directory all the time fail their filesystems, and the
+// end of each disk fault power-cycles such a machine during the fault
+// phase already (nothing else would: no kills are enabled); after the heal
+// every node is up on a working filesystem.
+func TestDiskFaultEndRebootsFailedFilesystems(t *testing.T) {
+	s := sim.New(sim.Config{Seed: 3})
+	var procs []*sim.Process
+	for i := 0; i < 3; i++ {
+		p := s.AddProcess(fmt.Sprintf("n%d", i+1), func(e env.Env) {
+			var tick func()
+			tick = func() {
+				e.Disk().SyncDir("", func(error) {})
+				e.AfterFunc(time.Millisecond, tick)
+			}
+			tick()
+		})
+		p.Start()
+		procs = append(procs, p)
+	}
+	mix := Mix{Kinds: []Kind{DiskFaults}, MeanInterval: 20 * time.Millisecond, MaxDuration: 200 * time.Millisecond, MaxDown: 1, Severity: 1}
+	Start(s, procs, mix, 5*time.Second)
+	require.NoError(t, s.RunUntil(5*time.Second-time.Millisecond))
+	var failures, reboots uint64
+	for _, p := range procs {
+		failures += p.Disk().Stats().FSFailures
+		reboots += p.Disk().Stats().Crashes
+	}
+	require.Positive(t, failures, "the test wants failed filesystems")
+	require.Positive(t, reboots, "a failed filesystem is rebooted when its disk fault ends")
+	require.NoError(t, s.RunFor(10*time.Millisecond))
+	for _, p := range procs {
+		require.True(t, p.Up())
+		require.False(t, p.Disk().Failed())
+	}
+}

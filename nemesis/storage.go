@@ -31,12 +31,36 @@ func (n *Nemesis) diskFaults() {
 		StallProbability:    n.r.Float64() * maxStallProbability * sev,
 		StallLatency:        stallLatency,
 	}
+	// A failed directory sync fails the filesystem until the machine
+	// power-cycles; rebootIfFailed does that when the fault ends.
+	f.SyncDirFailProbability = f.SyncFailProbability
 	if n.r.IntN(4) == 0 {
 		f.CapacityBytes = usedBytes(d) + fullDiskHeadroomBytes
 	}
 	d.SetFaults(f)
 	n.s.Fault("disk", n.procs[i].Name())
-	n.later(n.duration(), "nemesis:heal-disk", func() { d.SetFaults(sim.DiskFaults{}) })
+	n.later(n.duration(), "nemesis:heal-disk", func() {
+		d.SetFaults(sim.DiskFaults{})
+		n.rebootIfFailed(i)
+	})
+}
+
+// rebootIfFailed power-cycles machine i if its filesystem failed (a failed
+// directory sync: ext4 aborts its journal, XFS shuts down), as an operator
+// reboots a machine whose filesystem went read-only: no process restart
+// can bring it back. A process that was up starts again at once; one the
+// nemesis killed starts at its scheduled restart; one the scenario stopped
+// itself is left alone.
+func (n *Nemesis) rebootIfFailed(i int) {
+	p := n.procs[i]
+	if !p.Disk().Failed() || !p.Up() && !n.down[i] {
+		return
+	}
+	up := p.Up()
+	p.PowerCycle()
+	if up {
+		p.Start()
+	}
 }
 
 func usedBytes(d *sim.Disk) int64 {

@@ -204,6 +204,7 @@ func TestOSErrMapping(t *testing.T) {
 		{syscall.ENOSPC, env.ErrNoSpace},
 		{syscall.EDQUOT, env.ErrNoSpace},
 		{syscall.EIO, env.ErrIO},
+		{syscall.EROFS, env.ErrIO},
 	}
 	for _, tc := range cases {
 		err := osErr(&os.PathError{Op: "write", Path: "/data/x", Err: tc.errno})

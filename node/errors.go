@@ -33,7 +33,9 @@ func osErr(err error) error {
 		sentinel = env.ErrExist
 	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
 		sentinel = env.ErrNoSpace
-	case errors.Is(err, syscall.EIO):
+	case errors.Is(err, syscall.EIO), errors.Is(err, syscall.EROFS):
+		// EROFS: ext4 after a failed directory fsync (an aborted
+		// journal) refuses every change; env.Disk calls that ErrIO.
 		sentinel = env.ErrIO
 	case errors.Is(err, os.ErrClosed):
 		sentinel = env.ErrClosed

@@ -21,8 +21,8 @@ import (
 //
 //   - Directories. Every directory keeps its durable entries plus a seeded
 //     prefix of its unsynced changes (create, remove, rename, mkdir), in the
-//     order they were made; changes covered by a failed SyncDir are lost and
-//     never part of it. A rename across directories is one change of
+//     order they were made (after a failed SyncDir there are none: see
+//     below). A rename across directories is one change of
 //     both directories and survives in both or in neither, as a journaling
 //     filesystem commits it; when the prefix chosen for one directory keeps
 //     it, the other directory keeps everything it did before it too. A file
@@ -44,6 +44,26 @@ import (
 //
 // Handles of the crashed incarnation stop working (their methods fail with
 // an error wrapping env.ErrClosed), and Syncs still in flight never call back.
+//
+// # A failed SyncDir fails the filesystem
+//
+// A failed directory sync is what a real filesystem cannot shrug off: ext4
+// aborts its journal (metadata changes then fail with EROFS) and XFS shuts
+// down (EIO). The simulated disk does the same. When a SyncDir fails, every
+// directory change of the disk not yet durable is lost (the journal
+// transaction that held them aborted), and from then on every change fails
+// with an error wrapping env.ErrIO: creating a file, WriteAt, Append,
+// Truncate, Rename, Remove and MkdirAll of a missing directory, and every
+// Sync and SyncDir, including those already in flight (a failed Sync loses
+// the writes it covered, as always). Reads keep working: Open of an existing
+// file, ReadAt, Size and List show the page cache, lost changes included.
+// The failure belongs to the machine, not to the process: it survives
+// Process.Kill (a restarted process finds the filesystem still failed, as
+// after a journal abort until the machine reboots) and only a power loss
+// (Process.Crash, Process.PowerCycle) clears it, when the page cache is
+// rebuilt from what is durable. A failed file Sync does not fail the
+// filesystem: its writes are lost (Linux's "fsyncgate") and the disk goes
+// on working.
 //
 // # Faults
 //
@@ -71,6 +91,10 @@ type Disk struct {
 	// ones are dropped now and then), so that a process exit can close
 	// the ones it left open.
 	handles []*fileHandle
+	// failed is set by a failed SyncDir (of directory failedBy) and
+	// cleared only by a power loss: see the type's documentation.
+	failed   bool
+	failedBy string
 }
 
 // Bounds and defaults of the simulated disk.
@@ -109,12 +133,18 @@ type DiskFaults struct {
 	StallProbability float64
 	StallLatency     time.Duration
 
-	// SyncFailProbability is the chance that a Sync or SyncDir reports an
-	// error wrapping env.ErrIO. As after a failed fsync on Linux, what it
+	// SyncFailProbability is the chance that a file Sync reports an error
+	// wrapping env.ErrIO. As after a failed fsync on Linux, what it
 	// covered and had not yet become durable is lost: reads still see it
-	// until a crash, a later successful Sync does not make it durable, and a
-	// crash drops it. For SyncDir the lost changes are directory changes.
+	// until a crash, a later successful Sync does not make it durable, and
+	// a crash drops it. The filesystem goes on working.
 	SyncFailProbability float64
+
+	// SyncDirFailProbability is the chance that a SyncDir reports an error
+	// wrapping env.ErrIO. It fails the filesystem until the next power loss
+	// (see Disk): every unsynced directory change is lost, and every later
+	// change, Sync and SyncDir fails.
+	SyncDirFailProbability float64
 
 	// BitFlipProbability is the chance that a ReadAt returning bytes flips
 	// one random bit of them. Stored data is never altered.
@@ -141,6 +171,8 @@ type DiskStats struct {
 	Crashes       uint64 // power losses applied
 	TornTails     uint64 // files that kept part of their unsynced data in a crash
 	DirUndone     uint64 // unsynced directory changes a crash undid
+	FSFailures    uint64 // failed SyncDirs that failed the filesystem
+	Refused       uint64 // changes, Syncs and SyncDirs a failed filesystem refused
 	UsedBytes     int64  // current page-cache size of the live files
 }
 
@@ -197,11 +229,44 @@ func (d *Disk) ReadDurable(name string) ([]byte, bool) {
 	return append([]byte{}, n.durable...), true
 }
 
-// crash applies a power loss: see the type's documentation for what stays.
+// Failed reports whether the filesystem has failed: a SyncDir failed since
+// the last power loss, and until the next one every change, Sync and
+// SyncDir fails with an error wrapping env.ErrIO (see the type's
+// documentation). No process restart cures it; an operator reboots the
+// machine (Process.PowerCycle).
+func (d *Disk) Failed() bool { return d.failed }
+
+// failFS fails the filesystem after a failed SyncDir of dir: the journal
+// transaction holding every unsynced directory change aborted, so none of
+// them will ever be durable (they stay visible until a power loss), and
+// nothing changes from now on.
+func (d *Disk) failFS(dir string) {
+	d.failed, d.failedBy = true, dir
+	d.stats.FSFailures++
+	for _, n := range d.pendingDirs {
+		clear(n.pending)
+		n.pending = nil
+		n.inPendingList = false
+	}
+	d.pendingDirs = nil
+}
+
+// refuse returns the error of an operation that a failed filesystem
+// refuses, or nil when the filesystem works.
+func (d *Disk) refuse(op, name string) error {
+	if !d.failed {
+		return nil
+	}
+	d.stats.Refused++
+	return fmt.Errorf("sim disk %s: %s %q: the filesystem failed (a failed directory sync of %q aborted its journal) and refuses changes until the machine restarts: %w",
+		d.owner.name, op, name, d.failedBy, env.ErrIO)
+}
+
 // processExit is the end of an incarnation that leaves the machine up (a
 // SIGKILL, an OOM kill): the OS closes the handles it left open and keeps
 // the page cache, so nothing written is lost; what was not synced is
-// still not durable, and a later power loss can lose it.
+// still not durable, and a later power loss can lose it. A failed
+// filesystem stays failed.
 func (d *Disk) processExit() {
 	for _, h := range d.handles {
 		if !h.closed {
@@ -230,9 +295,12 @@ func (d *Disk) trackHandle(h *fileHandle) {
 	d.handles = append(d.handles, h)
 }
 
+// crash applies a power loss: see the type's documentation for what stays.
+// The machine comes back with a working filesystem.
 func (d *Disk) crash() {
 	d.stats.Crashes++
 	d.handles = nil
+	d.failed, d.failedBy = false, ""
 	d.crashDirectories()
 
 	// Rebuild the page cache from what is reachable through durable
@@ -288,9 +356,9 @@ func (d *Disk) syncLatency(what string) time.Duration {
 	return lat
 }
 
-// syncFails draws whether a Sync or SyncDir fails.
-func (d *Disk) syncFails() bool {
-	p := d.faults.SyncFailProbability
+// syncFails draws whether a Sync or SyncDir fails with probability p
+// (DiskFaults.SyncFailProbability or SyncDirFailProbability).
+func (d *Disk) syncFails(p float64) bool {
 	return p > 0 && d.rng.Float64() < p
 }
 

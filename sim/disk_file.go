@@ -245,6 +245,9 @@ func (h *fileHandle) Append(p []byte) (int64, error) {
 
 // write is the all-or-nothing write behind WriteAt and Append.
 func (d *Disk) write(h *fileHandle, p []byte, off int64) error {
+	if err := d.refuse("write", h.name); err != nil {
+		return err
+	}
 	if len(p) == 0 {
 		return nil
 	}
@@ -274,6 +277,9 @@ func (h *fileHandle) Truncate(size int64) error {
 		return fmt.Errorf("sim disk: truncate %q to %d: %w", h.name, size, errInvalid)
 	}
 	d := h.d
+	if err := d.refuse("truncate", h.name); err != nil {
+		return err
+	}
 	if size > maxFileBytes {
 		return d.noSpace("truncate", h.name, "beyond the maximum file size")
 	}
@@ -302,17 +308,23 @@ func (h *fileHandle) Sync(done func(error)) {
 	f, name := h.node, h.name
 	upTo := f.opSeq
 	lat := d.syncLatency("sync " + name)
-	fail := d.syncFails()
+	fail := d.syncFails(d.faults.SyncFailProbability)
 	d.sim.schedule(p, lat, label, func() {
-		if fail {
+		switch {
+		case d.failed:
+			// The filesystem failed while this Sync was in flight (or
+			// before): what it covered never reaches the disk.
+			d.loseFile(f, upTo)
+			done(d.refuse("sync", name))
+		case fail:
 			d.stats.FailedSyncs++
 			d.sim.Fault("disk-sync-fail", p.name+" "+name)
 			d.loseFile(f, upTo)
 			done(fmt.Errorf("sim disk %s: sync %q: injected failure: %w", p.name, name, env.ErrIO))
-			return
+		default:
+			d.syncFile(f, upTo)
+			done(nil)
 		}
-		d.syncFile(f, upTo)
-		done(nil)
 	})
 }
 

@@ -26,7 +26,11 @@ import (
 //     and no byte ever shows up at an offset it was not written at;
 //   - every directory keeps a prefix of its changes that includes every
 //     change covered by a successful SyncDir, and a rename across
-//     directories survives in both or in neither.
+//     directories survives in both or in neither;
+//   - a failed SyncDir fails the filesystem: from then on every change,
+//     Sync and SyncDir fails with env.ErrIO, even after a kill, while reads
+//     still show the page cache; the next crash keeps exactly what
+//     successful SyncDirs made durable, and the filesystem works again.
 //
 // Every write fills its range with its own op id (1..250), so each surviving
 // byte names the write it came from.
@@ -42,12 +46,14 @@ func runDiskModel(t *rapid.T) *diskModel {
 			"open": m.open, "write": m.write, "append": m.append, "truncate": m.truncate,
 			"sync": m.sync, "close": m.close, "remove": m.remove, "rename": m.rename,
 			"syncdir": m.syncDir, "run": m.run, "crash": m.crash, "kill": m.kill,
+			"read": m.read,
 		}
 		// Weighted so that files grow and get synced between crashes.
 		var deck []string
 		for name, weight := range map[string]int{
 			"open": 3, "write": 3, "append": 6, "truncate": 1, "sync": 4, "close": 1,
 			"remove": 1, "rename": 2, "syncdir": 3, "run": 3, "crash": 1, "kill": 1,
+			"read": 1,
 		} {
 			for range weight {
 				deck = append(deck, name)
@@ -112,7 +118,8 @@ type modelDir struct {
 	cur  map[string]int
 	ops  []modelDirChange
 	// minKeep is how many of ops a crash must keep: those covered by a
-	// successful SyncDir.
+	// successful SyncDir (of this directory, or of the other one through a
+	// rename across both).
 	minKeep int
 }
 
@@ -133,7 +140,10 @@ type diskModel struct {
 	handles  map[int]env.File // open handles of the current incarnation
 	dirs     map[string]*modelDir
 	dirSeq   int
-	tainted  bool // a SyncDir failed: its lost changes make entries unpredictable
+	// fsFailed: a SyncDir failed, so the filesystem refuses every change
+	// until the next crash, which keeps exactly minKeep changes per
+	// directory.
+	fsFailed bool
 }
 
 func newDiskModel(t *rapid.T) *diskModel {
@@ -149,9 +159,10 @@ func newDiskModel(t *rapid.T) *diskModel {
 	m.p = m.s.AddProcess("n1", func(e env.Env) { m.e = e })
 	m.disk = m.p.Disk()
 	m.disk.SetFaults(DiskFaults{
-		SyncLatencyMin:      100 * time.Microsecond,
-		SyncLatencyMax:      rapid.SampledFrom([]time.Duration{100 * time.Microsecond, 3 * time.Millisecond}).Draw(t, "maxLatency"),
-		SyncFailProbability: rapid.SampledFrom([]float64{0, 0, 0.2}).Draw(t, "failProb"),
+		SyncLatencyMin:         100 * time.Microsecond,
+		SyncLatencyMax:         rapid.SampledFrom([]time.Duration{100 * time.Microsecond, 3 * time.Millisecond}).Draw(t, "maxLatency"),
+		SyncFailProbability:    rapid.SampledFrom([]float64{0, 0, 0.2}).Draw(t, "failProb"),
+		SyncDirFailProbability: rapid.SampledFrom([]float64{0, 0, 0.05, 0.2}).Draw(t, "dirFailProb"),
 	})
 	m.start()
 	// Directory "d" is part of the durable base of every case.
@@ -231,6 +242,8 @@ func (m *diskModel) open(t *rapid.T) {
 			t.Fatalf("open of missing %q: got %v", m.path(dir, name), err)
 		}
 		return
+	case !exists && m.refused(t, "create "+m.path(dir, name), err):
+		return
 	case err != nil:
 		t.Fatalf("open %q: %v", m.path(dir, name), err)
 	}
@@ -249,6 +262,22 @@ func (m *diskModel) open(t *rapid.T) {
 		modelMust(old.Close())
 	}
 	m.handles[id] = f
+}
+
+// refused checks the outcome of a change: a failed filesystem refuses it
+// with env.ErrIO (and the model records nothing), a working one performs
+// it. It reports whether the change was refused.
+func (m *diskModel) refused(t *rapid.T, op string, err error) bool {
+	if !m.fsFailed {
+		if err != nil {
+			t.Fatalf("%s: %v", op, err)
+		}
+		return false
+	}
+	if !errors.Is(err, env.ErrIO) {
+		t.Fatalf("%s on a failed filesystem: got %v, want an error wrapping env.ErrIO", op, err)
+	}
+	return true
 }
 
 // newWriteID returns a fresh write id, or 0 when they ran out.
@@ -281,7 +310,10 @@ func (m *diskModel) write(t *rapid.T) {
 	if wid == 0 {
 		return
 	}
-	modelMust(f.WriteAt(bytes.Repeat([]byte{byte(wid)}, n), off))
+	if m.refused(t, "write", f.WriteAt(bytes.Repeat([]byte{byte(wid)}, n), off)) {
+		m.nextID--
+		return
+	}
 	m.applyWrite(id, wid, off, n)
 }
 
@@ -296,7 +328,10 @@ func (m *diskModel) append(t *rapid.T) {
 		return
 	}
 	off, err := f.Append(bytes.Repeat([]byte{byte(wid)}, n))
-	modelMust(err)
+	if m.refused(t, "append", err) {
+		m.nextID--
+		return
+	}
 	if off != int64(len(m.files[id].data)) {
 		t.Fatalf("append at %d, model size %d", off, len(m.files[id].data))
 	}
@@ -309,7 +344,9 @@ func (m *diskModel) truncate(t *rapid.T) {
 		return
 	}
 	size := rapid.Int64Range(0, modelMaxOffset).Draw(t, "size")
-	modelMust(f.Truncate(size))
+	if m.refused(t, "truncate", f.Truncate(size)) {
+		return
+	}
 	mf := m.files[id]
 	from := min(size, int64(len(mf.data)))
 	if size <= int64(len(mf.data)) {
@@ -332,6 +369,9 @@ func (m *diskModel) sync(t *rapid.T) {
 	f.Sync(func(err error) {
 		if m.p.Incarnation() != inc || m.crashes != crashes {
 			t.Fatalf("a Sync of incarnation %d called back after a crash", inc)
+		}
+		if m.fsFailed && !errors.Is(err, env.ErrIO) {
+			t.Fatalf("a Sync completing on a failed filesystem: got %v, want an error wrapping env.ErrIO", err)
 		}
 		if err != nil {
 			// Everything covered and not yet durable is lost.
@@ -369,7 +409,9 @@ func (m *diskModel) remove(t *rapid.T) {
 		}
 		return
 	}
-	modelMust(err)
+	if m.refused(t, "remove", err) {
+		return
+	}
 	m.dirSeq++
 	m.dirChange(dir, false, [2]any{name, 0})
 }
@@ -388,7 +430,9 @@ func (m *diskModel) rename(t *rapid.T) {
 		}
 		return
 	}
-	modelMust(err)
+	if m.refused(t, "rename", err) {
+		return
+	}
 	m.dirSeq++
 	if fromDir == toDir {
 		m.dirChange(fromDir, false, [2]any{fromName, 0}, [2]any{toName, id})
@@ -406,17 +450,58 @@ func (m *diskModel) syncDir(t *rapid.T) {
 		if m.p.Incarnation() != inc || m.crashes != crashes {
 			t.Fatalf("a SyncDir of incarnation %d called back after a crash", inc)
 		}
+		if m.fsFailed && !errors.Is(err, env.ErrIO) {
+			t.Fatalf("a SyncDir completing on a failed filesystem: got %v, want an error wrapping env.ErrIO", err)
+		}
 		if err != nil {
-			m.tainted = true
+			// The filesystem fails: every unsynced change is lost.
+			m.fsFailed = true
 			return
 		}
 		d := m.dirs[dir]
-		keep := 0
-		for keep < len(d.ops) && d.ops[keep].seq <= upTo {
-			keep++
+		d.minKeep = max(d.minKeep, countUpTo(d.ops, upTo))
+		// A rename across directories made durable also makes durable
+		// what the other directory did before it.
+		cross := 0
+		for _, op := range d.ops[:countUpTo(d.ops, upTo)] {
+			if op.cross {
+				cross = op.seq
+			}
 		}
-		d.minKeep = max(d.minKeep, keep)
+		if cross > 0 {
+			for _, other := range modelDirs {
+				if o := m.dirs[other]; other != dir {
+					o.minKeep = max(o.minKeep, countUpTo(o.ops, cross))
+				}
+			}
+		}
 	})
+}
+
+// countUpTo counts the changes of ops with seq at most upTo (a prefix).
+func countUpTo(ops []modelDirChange, upTo int) int {
+	n := 0
+	for n < len(ops) && ops[n].seq <= upTo {
+		n++
+	}
+	return n
+}
+
+// read checks that an open file reads as the model says, whether or not
+// the filesystem failed.
+func (m *diskModel) read(t *rapid.T) {
+	id, f := m.drawOpen(t)
+	if f == nil {
+		return
+	}
+	want := m.files[id].data
+	if int64(len(want)) != f.Size() {
+		t.Fatalf("file #%d has size %d, model %d", id, f.Size(), len(want))
+	}
+	got := make([]byte, len(want))
+	if n, err := f.ReadAt(got, 0); err != nil || n != len(want) || !bytes.Equal(got, want) {
+		t.Fatalf("read of file #%d (failed filesystem %v): %d bytes, %v, equal %v", id, m.fsFailed, n, err, bytes.Equal(got, want))
+	}
 }
 
 func (m *diskModel) run(t *rapid.T) {
@@ -425,8 +510,14 @@ func (m *diskModel) run(t *rapid.T) {
 
 func (m *diskModel) crash(t *rapid.T) {
 	m.runFor(time.Duration(rapid.IntRange(0, 2000).Draw(t, "preCrashMicros")) * time.Microsecond)
+	if m.disk.Failed() != m.fsFailed {
+		t.Fatalf("before a crash: the disk says failed=%v, the model %v", m.disk.Failed(), m.fsFailed)
+	}
 	m.p.Crash()
 	m.crashes++
+	if m.disk.Failed() {
+		t.Fatal("a crash left the filesystem failed")
+	}
 	m.checkDirs(t)
 	for _, name := range m.disk.Files() {
 		node := m.disk.resolve(name, false)
@@ -464,15 +555,15 @@ func (m *diskModel) kill(t *rapid.T) {
 	}
 	m.handles = map[int]env.File{}
 	m.start()
+	if m.disk.Failed() != m.fsFailed {
+		t.Fatalf("after a kill: the disk says failed=%v, the model %v (a kill must not clear it)", m.disk.Failed(), m.fsFailed)
+	}
 }
 
 // checkDirs checks the directories' entries after a crash: each kept a
-// prefix of its changes, at least the synced ones, with cross-directory
-// renames whole.
+// prefix of its changes, at least the synced ones (exactly those after a
+// failed SyncDir), with cross-directory renames whole.
 func (m *diskModel) checkDirs(t *rapid.T) {
-	if m.tainted {
-		return
-	}
 	observed := map[string]map[string]int{}
 	for _, dir := range modelDirs {
 		node := m.disk.resolve(dir, false)
@@ -502,13 +593,13 @@ func (m *diskModel) checkDirs(t *rapid.T) {
 					}
 				}
 			}
-			if k >= d.minKeep && maps.Equal(state, observed[dir]) {
+			if k >= d.minKeep && (!m.fsFailed || k == d.minKeep) && maps.Equal(state, observed[dir]) {
 				prefixes[dir] = append(prefixes[dir], k)
 			}
 		}
 		if len(prefixes[dir]) == 0 {
-			t.Fatalf("crash %d: directory %q kept %v, which is no prefix of at least %d of its changes from %v: %v",
-				m.crashes, dir, observed[dir], d.minKeep, d.base, d.ops)
+			t.Fatalf("crash %d: directory %q kept %v, which is no prefix of at least %d of its changes from %v (exactly, as the filesystem failed: %v): %v",
+				m.crashes, dir, observed[dir], d.minKeep, d.base, m.fsFailed, d.ops)
 		}
 	}
 	// Some choice of prefixes must keep each cross-directory rename in both
@@ -641,7 +732,7 @@ func (m *diskModel) reset() {
 		}
 		d.cur, d.ops, d.minKeep = maps.Clone(d.base), nil, 0
 	}
-	m.tainted = false
+	m.fsFailed = false
 }
 
 // runs renders file content compactly: "5x3 0x10" is three bytes of write

@@ -266,18 +266,183 @@ func TestDiskFailedSyncLosesDataEvenAfterLaterSuccess(t *testing.T) {
 	require.Equal(t, uint64(1), r.p.Disk().Stats().FailedSyncs)
 }
 
-func TestDiskFailedSyncDirLosesEntries(t *testing.T) {
+// failSyncDir makes one SyncDir of dir fail, which fails the filesystem.
+func (r *diskRig) failSyncDir(dir string) {
+	d := r.p.Disk()
+	faults := d.Faults()
+	d.SetFaults(DiskFaults{SyncDirFailProbability: 1})
+	require.ErrorIs(r.t, r.wait(func(done func(error)) { r.disk().SyncDir(dir, done) }), env.ErrIO)
+	d.SetFaults(faults)
+	require.True(r.t, d.Failed(), "a failed SyncDir fails the filesystem")
+}
+
+// requireRefusesChanges checks that every change, Sync and SyncDir fails
+// with env.ErrIO and changes nothing, and that reads still work: a failed
+// filesystem (ext4's aborted journal, XFS's shutdown).
+func (r *diskRig) requireRefusesChanges(f env.File, name, content string) {
+	t := r.t
+	d := r.p.Disk()
+	files, used := d.Files(), d.Stats().UsedBytes
+	_, err := r.disk().Open("new", true)
+	require.ErrorIs(t, err, env.ErrIO, "create")
+	require.ErrorIs(t, f.WriteAt([]byte("x"), 0), env.ErrIO, "WriteAt")
+	_, err = f.Append([]byte("x"))
+	require.ErrorIs(t, err, env.ErrIO, "Append")
+	require.ErrorIs(t, f.Truncate(0), env.ErrIO, "Truncate")
+	require.ErrorIs(t, r.disk().Rename(name, "renamed"), env.ErrIO, "Rename")
+	require.ErrorIs(t, r.disk().Remove(name), env.ErrIO, "Remove")
+	require.ErrorIs(t, r.disk().MkdirAll("newdir/sub"), env.ErrIO, "MkdirAll")
+	require.ErrorIs(t, r.wait(f.Sync), env.ErrIO, "Sync")
+	require.ErrorIs(t, r.wait(func(done func(error)) { r.disk().SyncDir("", done) }), env.ErrIO, "SyncDir")
+	require.Equal(t, files, d.Files(), "a refused change changed the directory")
+	require.Equal(t, used, d.Stats().UsedBytes)
+
+	// Reads keep working: the page cache, lost changes included.
+	got, ok := r.read(name)
+	require.True(t, ok, "Open of an existing file")
+	require.Equal(t, content, got)
+	buf := make([]byte, len(content))
+	n, err := f.ReadAt(buf, 0)
+	require.NoError(t, err)
+	require.Equal(t, content, string(buf[:n]))
+	require.Equal(t, int64(len(content)), f.Size())
+	names, err := r.disk().List("")
+	require.NoError(t, err)
+	require.Contains(t, names, name)
+	require.NoError(t, r.disk().MkdirAll(""), "MkdirAll of an existing directory changes nothing")
+}
+
+// TestDiskFailedSyncDirFailsTheFilesystem: after a failed SyncDir every
+// change fails with env.ErrIO, even through handles opened before, while
+// reads go on showing the page cache; the lost entries never become
+// durable.
+func TestDiskFailedSyncDirFailsTheFilesystem(t *testing.T) {
 	r := newDiskRig(t, 7)
-	r.open("a")
+	require.NoError(t, r.disk().MkdirAll("d"))
+	r.syncDir("")
+	f := r.open("a")
+	r.write(f, "synced")
+	r.sync(f)
+	r.open("d/b") // an unsynced change of another directory
+	r.failSyncDir("")
+	r.requireRefusesChanges(f, "a", "synced")
+	require.Equal(t, []string{"a", "d/b"}, r.p.Disk().Files(), "the page cache still shows lost entries")
+	require.Empty(t, r.p.Disk().DurableFiles(), "lost entries never become durable")
+	st := r.p.Disk().Stats()
+	require.Equal(t, uint64(1), st.FSFailures)
+	require.Equal(t, uint64(1), st.FailedSyncs, "only the injected failure counts as one")
+	require.NotZero(t, st.Refused)
+
+	r.restart()
+	require.Equal(t, []string{"d/"}, r.mustList(""), "a power loss keeps only durable entries")
+	require.Empty(t, r.mustList("d"), "the journal aborted: no unsynced change of any directory survives")
+}
+
+// TestDiskFailedSyncDirFailsSyncsInFlight: a Sync issued before the
+// filesystem failed and completing after fails too, and its writes are
+// lost.
+func TestDiskFailedSyncDirFailsSyncsInFlight(t *testing.T) {
+	r := newDiskRig(t, 3)
+	f := r.open("a")
+	r.syncDir("")
+	r.write(f, "durable|")
+	r.sync(f)
+	r.write(f, "in flight")
+	d := r.p.Disk()
+	d.SetFaults(DiskFaults{SyncLatencyMin: 10 * time.Millisecond, SyncLatencyMax: 10 * time.Millisecond})
+	var syncErr error
+	synced := false
+	f.Sync(func(err error) { synced, syncErr = true, err })
+	d.SetFaults(DiskFaults{SyncLatencyMin: time.Millisecond, SyncLatencyMax: time.Millisecond, SyncDirFailProbability: 1})
+	var dirErr error
+	r.disk().SyncDir("", func(err error) { dirErr = err })
+	r.run(20 * time.Millisecond)
+	require.ErrorIs(t, dirErr, env.ErrIO)
+	require.True(t, synced)
+	require.ErrorIs(t, syncErr, env.ErrIO, "a Sync completing after the filesystem failed fails")
+	durable, _ := d.ReadDurable("a")
+	require.Equal(t, "durable|", string(durable))
+}
+
+// TestDiskFailedFilesystemSurvivesKill: a process restart with the machine
+// up finds the filesystem still failed, as after a journal abort until the
+// machine reboots.
+func TestDiskFailedFilesystemSurvivesKill(t *testing.T) {
+	r := newDiskRig(t, 8)
+	f := r.open("a")
+	r.write(f, "page cache")
+	r.failSyncDir("")
+	r.p.Kill()
+	r.p.Start()
+	r.run(0)
+	require.True(t, r.p.Disk().Failed(), "a kill does not clear a failed filesystem")
+	f, err := r.disk().Open("a", false)
+	require.NoError(t, err)
+	r.requireRefusesChanges(f, "a", "page cache")
+}
+
+// TestDiskPowerCycleClearsFailedFilesystem: a power loss, whether the
+// process was up (Crash) or already killed (PowerCycle), rebuilds the page
+// cache from what is durable and the filesystem works again.
+func TestDiskPowerCycleClearsFailedFilesystem(t *testing.T) {
+	for _, how := range []string{"crash", "kill then power cycle", "power cycle"} {
+		t.Run(how, func(t *testing.T) {
+			r := newDiskRig(t, 9)
+			f := r.open("a")
+			r.syncDir("")
+			r.write(f, "synced")
+			r.sync(f)
+			r.write(f, "|lost")
+			r.open("b")
+			r.failSyncDir("")
+			switch how {
+			case "crash":
+				r.p.Crash()
+			case "kill then power cycle":
+				r.p.Kill()
+				require.True(t, r.p.Disk().Failed())
+				r.p.PowerCycle()
+			default:
+				r.p.PowerCycle()
+			}
+			require.False(t, r.p.Up(), "a power cycle leaves the process down")
+			require.False(t, r.p.Disk().Failed())
+			r.p.Start()
+			r.run(0)
+			require.Equal(t, []string{"a"}, r.mustList(""))
+			got, _ := r.read("a")
+			require.True(t, got == "synced" || got == "synced|lost", "got %q", got)
+			g := r.open("c")
+			r.write(g, "works again")
+			r.sync(g)
+			r.syncDir("")
+			require.Equal(t, []string{"a", "c"}, r.p.Disk().DurableFiles())
+		})
+	}
+}
+
+// TestDiskFailedFileSyncKeepsFilesystemWorking: a failed file Sync loses
+// its writes (fsyncgate) but does not fail the filesystem.
+func TestDiskFailedFileSyncKeepsFilesystemWorking(t *testing.T) {
+	r := newDiskRig(t, 10)
+	f := r.open("a")
 	r.p.Disk().SetFaults(DiskFaults{SyncFailProbability: 1})
-	require.ErrorIs(t, r.wait(func(d func(error)) { r.disk().SyncDir("", d) }), env.ErrIO)
+	r.write(f, "lost")
+	require.ErrorIs(t, r.wait(f.Sync), env.ErrIO)
+	r.syncDir("") // SyncFailProbability is about file Syncs only
 	r.p.Disk().SetFaults(DiskFaults{})
+	require.False(t, r.p.Disk().Failed())
+	r.write(f, "more")
+	r.sync(f)
 	r.open("b")
 	r.syncDir("")
-	require.Equal(t, []string{"b"}, r.p.Disk().DurableFiles())
-	r.restart()
-	_, ok := r.read("a")
-	require.False(t, ok, "a create covered by a failed SyncDir survived")
+	require.Equal(t, []string{"a", "b"}, r.p.Disk().DurableFiles())
+}
+
+func (r *diskRig) mustList(dir string) []string {
+	names, err := r.disk().List(dir)
+	require.NoError(r.t, err)
+	return names
 }
 
 func TestDiskBitFlipOnlyInReturnedBytes(t *testing.T) {

@@ -121,25 +121,6 @@ func (d *Disk) commitDir(dir *inode, upTo uint64) {
 	}
 }
 
-// dropDir forgets the pending changes of dir whose seq is at most upTo (and
-// their rename partners): a failed SyncDir lost them. They stay visible
-// until a crash, which cannot keep them.
-func (d *Disk) dropDir(dir *inode, upTo uint64) {
-	for len(dir.pending) > 0 && dir.pending[0].seq <= upTo {
-		c := dir.pending[0]
-		dir.pending = popFront(dir.pending)
-		if p := c.partner; p != nil {
-			q := p.dir.pending
-			for i := range q {
-				if q[i] == p {
-					p.dir.pending = append(q[:i:i], q[i+1:]...)
-					break
-				}
-			}
-		}
-	}
-}
-
 func popFront(q []*dirChange) []*dirChange {
 	q[0] = nil
 	q = q[1:]
@@ -264,6 +245,9 @@ func (h *diskHandle) Open(name string, create bool) (env.File, error) {
 	case n == nil && !create:
 		return nil, fmt.Errorf("sim disk %s: open %q: %w", d.owner.name, name, env.ErrNotExist)
 	case n == nil:
+		if err := d.refuse("create", name); err != nil {
+			return nil, err
+		}
 		n = d.newInode(false)
 		n.links = 1
 		d.change(dir, entryChange{name: base, node: n})
@@ -289,6 +273,9 @@ func (h *diskHandle) Remove(name string) error {
 	}
 	if n.isDir && len(n.entries) > 0 {
 		return fmt.Errorf("sim disk %s: remove %q: directory not empty: %w", d.owner.name, name, env.ErrExist)
+	}
+	if err := d.refuse("remove", name); err != nil {
+		return err
 	}
 	d.change(dir, entryChange{name: base})
 	n.links--
@@ -328,6 +315,9 @@ func (h *diskHandle) Rename(oldName, newName string) error {
 			return fmt.Errorf("sim disk %s: rename %q to %q: target directory not empty: %w", d.owner.name, oldName, newName, env.ErrExist)
 		}
 	}
+	if err := d.refuse("rename", oldName); err != nil {
+		return err
+	}
 	if from == to {
 		d.change(from, entryChange{name: oldBase}, entryChange{name: newBase, node: n})
 	} else {
@@ -354,6 +344,9 @@ func (h *diskHandle) MkdirAll(dir string) error {
 		child := n.entries[part]
 		switch {
 		case child == nil:
+			if err := d.refuse("mkdir", dir); err != nil {
+				return err
+			}
 			child = d.newInode(true)
 			child.links = 1
 			d.change(n, entryChange{name: part, node: child})
@@ -405,16 +398,19 @@ func (h *diskHandle) SyncDir(dir string, done func(error)) {
 	}
 	upTo := d.dirSeq
 	lat := d.syncLatency("syncdir " + dir)
-	fail := d.syncFails()
+	fail := d.syncFails(d.faults.SyncDirFailProbability)
 	d.sim.schedule(d.owner, lat, label, func() {
-		if fail {
+		switch {
+		case d.failed:
+			done(d.refuse("syncdir", dir))
+		case fail:
 			d.stats.FailedSyncs++
 			d.sim.Fault("disk-syncdir-fail", d.owner.name+" "+dir)
-			d.dropDir(n, upTo)
-			done(fmt.Errorf("sim disk %s: syncdir %q: injected failure: %w", d.owner.name, dir, env.ErrIO))
-			return
+			d.failFS(dir)
+			done(fmt.Errorf("sim disk %s: syncdir %q: injected failure (the filesystem fails until the machine restarts): %w", d.owner.name, dir, env.ErrIO))
+		default:
+			d.commitDir(n, upTo)
+			done(nil)
 		}
-		d.commitDir(n, upTo)
-		done(nil)
 	})
 }

@@ -85,18 +85,35 @@ func (p *Process) Start() {
 
 // Crash ends the running incarnation as a power loss would: pending
 // callbacks are dropped, unsynced disk state is lost (a torn tail may
-// remain), and connections reset.
+// remain), a failed filesystem (Disk.Failed) comes back working, and
+// connections reset. It does nothing to a process that is down; see
+// PowerCycle.
 func (p *Process) Crash() {
 	if p.end("crash") {
 		p.disk.crash()
 	}
 }
 
+// PowerCycle turns the machine off and on again, as an operator reboots a
+// machine whose filesystem went read-only: the running incarnation, if
+// any, ends as in Crash, and the disk loses its page cache even when the
+// process was already down (a killed process leaves the page cache
+// behind; a power loss does not). A failed filesystem (Disk.Failed) works
+// again afterwards. The process stays down until Start.
+func (p *Process) PowerCycle() {
+	if p.up {
+		p.Crash()
+		return
+	}
+	p.sim.Fault("power-cycle", p.name)
+	p.disk.crash()
+}
+
 // Kill ends the running incarnation as a SIGKILL or an OOM kill would,
 // with the machine staying up: pending callbacks are dropped and
 // connections reset, but the disk keeps its page cache (writes already
-// made stay readable; what was not synced is still not durable) and open
-// files are closed.
+// made stay readable; what was not synced is still not durable), a failed
+// filesystem stays failed (Disk.Failed), and open files are closed.
 func (p *Process) Kill() {
 	if p.end("kill") {
 		p.disk.processExit()

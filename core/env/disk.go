@@ -23,16 +23,29 @@ package env
 //     boundary of the file (a torn tail); an unsynced write never survives
 //     out of order or with holes, and synced bytes are never lost or altered
 //     by a crash.
-//   - When Sync (or SyncDir) reports an error, the writes it covered must be
+//   - When a file's Sync reports an error, the writes it covered must be
 //     treated as lost: as on Linux after a failed fsync, the page cache may
 //     still show them, but they will not reach the disk even if a later Sync
 //     succeeds, and a crash removes them. Writes made after the failed
 //     Sync may still survive a crash, so the lost range can come back as a
 //     hole (zeros) before them: the prefix rule above no longer holds for
 //     that file, and recovery must validate everything past its last
-//     successful Sync. A failed SyncDir likewise voids the in-order rule for
-//     the directory changes it covered. Core treats a failed Sync as fatal
-//     for that file (Kafka takes the log directory offline).
+//     successful Sync. The filesystem goes on working (PostgreSQL's
+//     "fsyncgate"). Core treats a failed Sync as fatal for that file (Kafka
+//     takes the log directory offline).
+//   - When SyncDir reports an error, the filesystem has failed, as ext4
+//     does when a directory fsync fails (it aborts its journal; metadata
+//     changes then fail with EROFS) and XFS (it shuts down; EIO). Every
+//     directory change not yet durable is lost, in every directory (the
+//     page cache may still show it until the machine restarts), and from
+//     then on every change fails with an error wrapping ErrIO: creating a
+//     file, WriteAt, Append, Truncate, Rename, Remove and creating a
+//     directory, and so do every Sync and SyncDir, including those already
+//     in flight. Reads keep working: Open of an existing file, ReadAt, Size
+//     and List. The failure outlives the process: a restarted process with
+//     the machine up finds the filesystem still failed, and only a machine
+//     restart (which, like a crash, drops the page cache) clears it. An
+//     owner that cannot start on such a disk must wait for that restart.
 //   - Reads may return corrupted bytes (a flipped bit) without an error;
 //     callers that need integrity check a checksum (RecordBatch CRC32C).
 //   - A write may fail with an error wrapping ErrNoSpace; nothing of a
@@ -66,7 +79,9 @@ type Disk interface {
 	List(dir string) ([]string, error)
 
 	// SyncDir makes the directory's entries durable and calls done on the
-	// loop with the outcome. Use "" or "." for the root.
+	// loop with the outcome. Use "" or "." for the root. An error means the
+	// filesystem failed until the machine restarts (see the durability
+	// model above).
 	SyncDir(dir string, done func(error))
 }
 

@@ -83,7 +83,11 @@ type Status struct {
 // Start recovers the member's durable state from e.Disk(), listens on its
 // controller address and starts the quorum. It returns an error for what
 // fails at once (configuration, recovery, the listener); later fatal
-// errors stop the member and show in Status().Err.
+// errors stop the member and show in Status().Err. A recovery error
+// wrapping env.ErrIO (log.ErrStorageUnavailable from the metadata log
+// among them) means the disk refused I/O, for example a filesystem that a
+// failed directory sync left read-only until the machine restarts: the
+// supervisor starts the member again later.
 func Start(e env.Env, cfg Config) (*Member, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {

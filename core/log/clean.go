@@ -98,9 +98,9 @@ import (
 // reads the offset E after its last batch, deletes the segments based in
 // (B, E), and renames the .swap files into place. env.Disk keeps a prefix
 // of a directory's unsynced changes in a crash (and a failed SyncDir loses
-// all the changes it covers, which here are all or none of one swap's, and
-// fails the log), so every crash leaves one of the states above, and each
-// reads the same: the records of the old segments, or the cleaned ones.
+// every unsynced change, failing the log and the filesystem), so every
+// crash leaves one of the states above, and each reads the same: the
+// records of the old segments, or the cleaned ones.
 // Doing the whole sequence in one turn, rather than syncing the directory
 // after the commit point, leaves no moment in which retention or a
 // truncation could act on segments half swapped.
@@ -236,8 +236,9 @@ const offsetMapEntryBytes = 48
 // is a programming error.
 //
 // An error ends the cleaning in progress (its temporary files are deleted):
-// a full disk (env.ErrNoSpace) or a corrupt batch (ErrCorrupt) leaves the
-// log as it was; a failed write, Sync, SyncDir or rename fails the log
+// a full disk (env.ErrNoSpace), a corrupt batch (ErrCorrupt) or a read the
+// disk never returned the same twice (env.ErrIO: bit flips) leaves the log
+// as it was; a failed write, Sync, SyncDir or rename fails the log
 // (ErrLogFailed), like any other.
 func (l *Log) CleanStep(now time.Time, budgetBytes int64, done func(more bool, err error)) {
 	c := l.cleaner()

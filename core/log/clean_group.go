@@ -384,15 +384,15 @@ func (l *Log) finishGroupOutput(g *cleanGroup) error {
 }
 
 // syncGroup syncs the group's three .cleaned files and closes them; the
-// step calls back once all are durable.
+// step calls back once all are durable. A failed Sync fails the log at
+// once, as in the flush cycle (see op).
 func (l *Log) syncGroup(r *cleanRound, g *cleanGroup, finish func(bool, error)) {
 	pending := int(numKinds)
-	var failed error
 	for k := range numKinds {
 		f := g.files[k]
 		f.Sync(func(err error) {
-			if err != nil && failed == nil {
-				failed = fmt.Errorf("sync %s: %w", f.Name(), err)
+			if err != nil {
+				_ = l.failUnlessClosed(fmt.Errorf("sync %s: %w", f.Name(), err))
 			}
 			pending--
 			if pending > 0 {
@@ -400,10 +400,6 @@ func (l *Log) syncGroup(r *cleanRound, g *cleanGroup, finish func(bool, error)) 
 			}
 			if err := l.usable(); err != nil {
 				finish(false, err)
-				return
-			}
-			if failed != nil {
-				finish(false, l.fail(failed))
 				return
 			}
 			g.closeFiles(l)
@@ -430,10 +426,11 @@ func (l *Log) swapStep(r *cleanRound, g *cleanGroup, finish, later func(bool, er
 
 // syncDirChanges calls done once the directory changes made so far are
 // durable. The flush cycle syncs the directory: the log has one issuer of
-// directory syncs, so that none succeeds after one failed (a failed SyncDir
-// loses the changes it covered while later ones may still reach the disk;
-// the log fails at once and issues no more). Flush(0) waits for nothing
-// else than what flush cycles always sync.
+// directory syncs, so that what a successful one covers and what a failed
+// one fails (the log, and the filesystem: see env.Disk) is decided in one
+// place, in order (the compaction crash sweeps found a recovery checkpoint
+// on the disk without the segment it covered when the cleaner issued its
+// own). Flush(0) waits for nothing else than what flush cycles always sync.
 func (l *Log) syncDirChanges(done func(error)) {
 	l.Flush(0, done)
 }

@@ -40,6 +40,9 @@ var compactCrashRegressionSeeds = []uint64{
 	// reads (alternating bit flips, 1e-8 per stable read): the harness
 	// now restarts on such an I/O error, as a node would.
 	541, 884,
+	// The same in a cleaner step (a 2000-seed sweep): the cleaning is
+	// abandoned and the log goes on; the harness took it for a bug.
+	1815,
 }
 
 // TestCompactCrashRecovery runs a process that appends keyed records (with
@@ -105,9 +108,10 @@ func TestCompactCrashRecovery(t *testing.T) {
 }
 
 type compactStats struct {
-	Crashes, AimedCrashes, Restarts, FailedLogs, Appends, Acked      int
-	Cleanings, Swaps, RecordsRemoved, TombstonesRemoved, LiveChecks  int
-	Retained, FullDisk, FlakyOpens, TornTails, BitFlips, FailedSyncs int
+	Crashes, AimedCrashes, Restarts, FailedLogs, Appends, Acked     int
+	Cleanings, Swaps, RecordsRemoved, TombstonesRemoved, LiveChecks int
+	Retained, FullDisk, FlakyOpens, FlakyReads, TornTails, BitFlips int
+	FailedSyncs                                                     int
 }
 
 func (s *compactStats) add(o compactStats) {
@@ -125,6 +129,7 @@ func (s *compactStats) add(o compactStats) {
 	s.Retained += o.Retained
 	s.FullDisk += o.FullDisk
 	s.FlakyOpens += o.FlakyOpens
+	s.FlakyReads += o.FlakyReads
 	s.TornTails += o.TornTails
 	s.BitFlips += o.BitFlips
 	s.FailedSyncs += o.FailedSyncs
@@ -200,6 +205,7 @@ func runCompactCrashSeed(seed uint64) (compactStats, error) {
 	faults := sim.DiskFaults{}
 	if rng.IntN(2) == 0 {
 		faults.SyncFailProbability = 0.002 + rng.Float64()*0.01
+		faults.SyncDirFailProbability = faults.SyncFailProbability
 	}
 	if rng.IntN(2) == 0 {
 		faults.BitFlipProbability = 0.001 + rng.Float64()*0.01
@@ -283,12 +289,14 @@ func (h *compactHarness) start(e env.Env) {
 			h.crashSoon(10*time.Millisecond, "restart", &h.st.Restarts)
 			return
 		}
-		if errors.Is(err, env.ErrIO) && !errors.Is(err, log.ErrCorrupt) {
+		if errors.Is(err, log.ErrStorageUnavailable) {
 			// Reads that never agreed twice in a row: with reads flipping
 			// a bit up to 1.1% of the time and millions of reads per run,
 			// a read of the same range disagreeing 8 times in a row
 			// happens (about once in 1e8 stable reads). The disk is bad,
 			// not the log; a node would retry, and so does the test.
+			// (Every restart here is a power loss, so Open never meets a
+			// failed filesystem.)
 			h.st.FlakyOpens++
 			h.crashSoon(10*time.Millisecond, "restart", &h.st.Restarts)
 			return
@@ -467,7 +475,9 @@ func (n *compactNode) failed(err error) {
 }
 
 // check handles an operation's error: a failed log restarts; a full disk is
-// expected; anything else is a bug.
+// expected, and so is a read that never read the same twice (bit flips;
+// see the Open case in start), which leaves the log as it was; anything
+// else is a bug.
 func (n *compactNode) check(err error) bool {
 	switch {
 	case err == nil:
@@ -476,6 +486,8 @@ func (n *compactNode) check(err error) bool {
 		n.failed(err)
 	case errors.Is(err, env.ErrNoSpace):
 		n.h.st.FullDisk++
+	case errors.Is(err, env.ErrIO) && !errors.Is(err, log.ErrCorrupt):
+		n.h.st.FlakyReads++
 	default:
 		n.h.fail("unexpected error: %v", err)
 	}

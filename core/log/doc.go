@@ -85,12 +85,21 @@
 // A restart with the machine up (a supervisor restarting the process) would
 // read those lost writes from the page cache as valid data, and its own
 // syncs would not write them. So a failing log first creates a failure
-// marker, .sync-failed-<D> with D its durable offset; the next Open drops
-// everything at or beyond D (no Flush ever acknowledged it), makes the cut
-// durable with fresh index files and re-linked segment entries, checkpoints
-// and only then removes the marker, staying Busy until it has. Without a
-// marker (a plain kill) the page cache is trusted as before. failure.go has
-// the design, the ordering argument and its limits.
+// marker, .sync-failed-<D> with D its durable offset, in the same turn of
+// the loop that learns of the failed Sync; the next Open drops everything
+// at or beyond D (no Flush ever acknowledged it), makes the cut durable
+// with fresh index files, checkpoints and only then removes the marker,
+// staying Busy until it has. Without a marker (a plain kill) the page
+// cache is trusted as before. A failed SyncDir fails the whole filesystem
+// until the machine restarts (env.Disk), so no later incarnation can build
+// on the page cache's view and the restart drops it. failure.go has the
+// design, the ordering argument and its limits.
+//
+// Open needs a disk that takes changes: recovery cuts, rewrites and syncs.
+// An I/O error while it recovers (env.ErrIO: a failed read, or a filesystem
+// failed by a directory sync) makes Open return an error wrapping
+// ErrStorageUnavailable, and the owner retries Open after a restart (a
+// failed filesystem needs the machine restarted).
 //
 // After Open, and during a truncation, the log is Busy: changes fail with
 // ErrBusy until what recovery (or the truncation) changed is durable. Flush

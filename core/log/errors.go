@@ -21,6 +21,19 @@ var (
 	// KAFKA_STORAGE_ERROR) and a restart recovers from what is durable.
 	ErrLogFailed = errors.New("log: failed")
 
+	// ErrStorageUnavailable: Open met an I/O error (env.ErrIO) from the
+	// disk while it recovered the log: a read that failed, or a change the
+	// disk refused. A filesystem whose directory sync failed refuses every
+	// change until the machine restarts (see env.Disk), and recovery must
+	// change things (cut a torn tail, rewrite indexes, sync what a previous
+	// incarnation left unsynced). Open returns no log and has changed
+	// nothing a later Open does not redo, so the owner (a supervisor, the
+	// KRaft member, the partition manager) restarts and retries Open
+	// later; an operator reboots a machine whose filesystem stays
+	// read-only. The error also wraps the disk's error. Damaged data is
+	// ErrCorrupt instead, which a retry does not cure.
+	ErrStorageUnavailable = errors.New("log: storage unavailable; retry Open after a restart")
+
 	// ErrCorrupt: stored bytes that recovery, a read or Verify must trust
 	// are not valid batches: a CRC mismatch, a broken length or an offset
 	// that goes backwards, confirmed by a re-read. The error is a

@@ -11,44 +11,50 @@ import (
 
 // # After a failed Sync: the failure marker
 //
-// When a Sync (or SyncDir) fails, the writes it covered are lost for good,
-// yet the page cache may go on showing them (Linux marks the pages clean
-// after the EIO: PostgreSQL's "fsyncgate"). The log then fails. A power
-// loss is harmless: recovery sees only what reached the disk, and what was
-// lost lies beyond the last recovery point, which only successful syncs
-// move. A process restart with the machine up is not: the next Open reads
-// the page cache, finds the lost bytes valid, its settling flush syncs
-// nothing (the pages are clean) and it checkpoints a recovery point over
-// data that is not on the disk; the next power loss leaves zeros below the
-// recovery point, and Open fails for good. Nor can the new process tell
-// those bytes from data a process killed without a failure left in the
-// page cache, which must stay (it may have been flushed, and the recovery
-// checkpoint lags the flushes).
+// When a file's Sync fails, the writes it covered are lost for good, yet
+// the page cache may go on showing them (Linux marks the pages clean after
+// the EIO: PostgreSQL's "fsyncgate"), and the filesystem goes on working.
+// The log then fails. A power loss is harmless: recovery sees only what
+// reached the disk, and what was lost lies beyond the last recovery point,
+// which only successful syncs move. A process restart with the machine up
+// is not: the next Open reads the page cache, finds the lost bytes valid,
+// its settling flush syncs nothing (the pages are clean) and it
+// checkpoints a recovery point over data that is not on the disk; the next
+// power loss leaves zeros below the recovery point, and Open fails for
+// good. Nor can the new process tell those bytes from data a process
+// killed without a failure left in the page cache, which must stay (it may
+// have been flushed, and the recovery checkpoint lags the flushes).
 //
 // So a failing log leaves evidence first: an empty file .sync-failed-<D>
 // in its directory, D being its durable offset (every batch below D was
-// covered by a successful flush cycle). The name carries D so that
-// creating the marker is a single directory change, atomic, that needs no
-// data block (a full disk cannot stop it, a torn write cannot garble it).
-// The marker does not need to reach the disk: it matters only while the
-// page cache still shows lost writes, that is until a power loss, and a
-// page-cache entry is visible to the next process at once; the log
-// nevertheless asks for a SyncDir, best effort. If even the creation
-// fails, the log can only log it (a double fault): the next Open trusts
-// the page cache as before.
+// covered by a successful flush cycle). It does so in the turn of the loop
+// that reports the failed Sync (flush.go's op), before the process can
+// die. The name carries D so that creating the marker is a single
+// directory change, atomic, that needs no data block (a full disk cannot
+// stop it, a torn write cannot garble it). The marker does not need to
+// reach the disk: it matters only while the page cache still shows lost
+// writes, that is until a power loss, and a page-cache entry is visible to
+// the next process at once; the log nevertheless asks for a SyncDir, best
+// effort. If even the creation fails, the log can only log it: the next
+// Open trusts the page cache as before.
+//
+// A failed SyncDir needs no marker. It fails the whole filesystem
+// (env.Disk: ext4 aborts its journal, XFS shuts down): every change, Sync
+// and SyncDir fails until the machine restarts, so no later incarnation can
+// write anything over the page cache's view (its Open fails with
+// ErrStorageUnavailable, or its first flush fails the log), and the
+// machine's restart drops the page cache, leaving only what is durable.
+// The marker's creation then fails too, which is expected.
 //
 // Open (recover.go) looks for markers. With one (or several: a failure
 // while recovering from one adds another; the largest D counts, since
 // nothing is appended until the markers are gone) it distrusts everything
-// at or beyond T = D: the recovery point is lowered to T if it was above
-// (a failed SyncDir can leave a renamed checkpoint in the page cache);
+// at or beyond T = D: the recovery point is lowered to T if it was above;
 // segments based at or beyond T are deleted (keeping the first); the last
 // one is cut at T; every scanned segment's .log gets a truncation that the
 // settling flush syncs (re-issuing a cut the failed incarnation made in
 // the page cache only) and its index files are rewritten whole (their
-// page cache may show entries that are lost too), and every kept segment's
-// files are renamed to .swap and back (relinkSegments), so that the
-// settling SyncDir records their entries anew. What is dropped was
+// page cache may show entries that are lost too). What is dropped was
 // never acknowledged by a Flush, so dropping it is always safe; acks=1
 // style data the leader had acknowledged to producers before it was
 // flushed is gone, as after a power loss, and the replicas (or the Raft
@@ -57,38 +63,32 @@ import (
 // the directory, and only then removes the markers and syncs the directory
 // again. The log refuses changes (ErrBusy) until all of that is done, so
 // nothing new is built on data the marker still disowns; a crash at any
-// point leaves the markers (Open starts over, to the same result) or a
-// durable checkpoint at T with every cut durable (markers gone).
+// point leaves the markers (Open starts over, to the same result), or a
+// durable checkpoint at T with every cut durable (markers gone), or, if
+// the marker itself never reached the disk, the disk as the failed
+// incarnation left it, from which ordinary recovery may bring back
+// batches the marker's Open had dropped: never-flushed data a crash kept,
+// which the log allows (nothing was built on the cut).
 //
 // A log never installs a recovery checkpoint once failed: every cycle
 // stops at its first error. The checkpoints (recovery, leader epoch,
 // cleaner) are written to .tmp, synced and only then renamed, so a failed
-// Sync of one never puts it in place; a failed SyncDir after the rename
-// leaves it in the page cache only, which is why Open lowers the recovery
-// point to T and the settle rewrites both log checkpoints (the cleaner
-// checkpoint is lowered to the log end in memory; an older one on the disk
-// only costs cleaning). A cleaner group whose .cleaned files fail to sync
-// is never swapped in; Open deletes the leftovers. Recovery trusts the
-// bytes below the recovery point without a CRC check (rules 4 and 6 of
-// Open), as Kafka does; that is sound again with the marker, because a
-// recovery point is now only ever written over data synced successfully
-// (or read back after a power loss) by the incarnation that writes it.
+// Sync of one never puts it in place; the settle rewrites both log
+// checkpoints (the cleaner checkpoint is lowered to the log end in memory;
+// an older one on the disk only costs cleaning). A cleaner group whose
+// .cleaned files fail to sync is never swapped in; Open deletes the
+// leftovers. Recovery trusts the bytes below the recovery point without a
+// CRC check (rules 4 and 6 of Open), as Kafka does; that is sound again
+// with the marker, because a recovery point is now only ever written over
+// data synced successfully (or read back after a power loss) by the
+// incarnation that writes it.
 //
 // Limits. A failure while settling a normal recovery (no marker) can vouch
 // only for what the previous incarnation noted in its flushed-offset hint
 // (below); without a hint, data it had flushed beyond its last checkpoint
-// is dropped by the next Open. A failed SyncDir loses directory
-// changes for good on the simulated disk (a later successful SyncDir does
-// not bring them back). The marker recovery re-links the segments it keeps
-// and the settling flush rewrites the checkpoints under new entries, but a
-// deletion the failed SyncDir lost (retention's, a truncation's, a marker
-// recovery's own) cannot be re-issued, since nothing records the name, and
-// neither can the creation of the log directory itself or its parents:
-// recovery's existing rules (segments below the log start offset, beyond a
-// torn tail, uncommitted swaps) must deal with what a later power loss
-// brings back, and they do not always (core/log's crash test skips two
-// such seeds, crashKnownSyncDirSeeds). On Linux a failed directory fsync
-// usually means an aborted journal and a read-only filesystem instead.
+// is dropped by the next Open. A process killed between a failed Sync and
+// the turn that reports it (the completion is lost with the process)
+// leaves no marker; that window is the kernel's, not the log's.
 
 // markFailed creates the failure marker for the current durable offset,
 // best effort (see above). It is not called while Open recovers: no Sync
@@ -104,6 +104,11 @@ func (l *Log) markFailed() {
 	}
 	name := l.path(failedMarkerFile(d))
 	f, err := l.disk.Open(name, true)
+	if errors.Is(err, env.ErrIO) {
+		l.logger.Warn("the disk refuses changes (a failed directory sync fails the filesystem until the machine restarts): no failure marker is needed",
+			"file", name, "err", err)
+		return
+	}
 	if err != nil {
 		l.logger.Error("cannot create the failure marker (a double fault): the next Open will trust the page cache",
 			"file", name, "err", err)
@@ -142,54 +147,6 @@ func (l *Log) readFailedMarkers() (int64, error) {
 	}
 	l.logger.Warn("the log failed before: dropping what lies beyond its durable offset", "markers", l.fl.markers, "durableOffset", trusted)
 	return trusted, nil
-}
-
-// relinkSegments renames the files of every segment to their .swap names
-// and back (the .log file last one way and first the other; an empty
-// segment's files are removed and created again instead), so that the
-// settling flush's SyncDir makes their directory entries durable again: a
-// failed SyncDir loses the entry changes it covered for good (a segment
-// created by a roll, a cleaner's swap), and a later successful SyncDir
-// does not bring them back. A crash halfway is ordinary recovery: a
-// committed swap (the .log.swap file exists) is completed, uncommitted
-// index .swap files are deleted and the indexes rebuilt.
-func (l *Log) relinkSegments() error {
-	kinds := []fileKind{kindIndex, kindTimeIndex, kindLog}
-	for _, s := range l.segs {
-		if s.size == 0 {
-			// An empty .log.swap is no committed swap to recovery: remove
-			// the files instead and let openActive create them anew.
-			l.closeFiles(s)
-			for _, k := range kinds {
-				name := l.path(segmentFile(s.base, kindSuffix[k]))
-				if err := l.disk.Remove(name); err != nil && !errors.Is(err, env.ErrNotExist) {
-					return fmt.Errorf("remove %s: %w", name, err)
-				}
-				l.dirChanged()
-			}
-			continue
-		}
-		var moved []fileKind
-		for _, k := range kinds {
-			name := l.path(segmentFile(s.base, kindSuffix[k]))
-			if err := l.disk.Rename(name, name+swapSuffix); err != nil {
-				if k != kindLog && errors.Is(err, env.ErrNotExist) {
-					continue
-				}
-				return fmt.Errorf("rename %s: %w", name, err)
-			}
-			moved = append(moved, k)
-			l.dirChanged()
-		}
-		for i := len(moved) - 1; i >= 0; i-- {
-			name := l.path(segmentFile(s.base, kindSuffix[moved[i]]))
-			if err := l.disk.Rename(name+swapSuffix, name); err != nil {
-				return fmt.Errorf("rename %s: %w", name+swapSuffix, err)
-			}
-			l.dirChanged()
-		}
-	}
-	return nil
 }
 
 // removeFailedMarkers deletes the markers Open found, once the recovery

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/strata-log/strata/core/env"
 	"github.com/strata-log/strata/core/log"
 	"github.com/strata-log/strata/sim"
 )
@@ -59,20 +60,25 @@ func TestSyncFailureKillThenPowerLoss(t *testing.T) {
 	require.NoError(t, r.flush())
 	acked := r.l.LogEndOffset()
 	require.Less(t, r.l.RecoveryPoint(), acked, "the test wants flushed data beyond the recovery point")
-	want := readAll(t, r.l)
 
-	r.appendN(t, 10, 100)
+	r.appendN(t, 10, 100) // rolls start background flushes, which may succeed
+	all := readAll(t, r.l)
 	r.p.Disk().SetFaults(sim.DiskFaults{SyncFailProbability: 1})
 	require.ErrorIs(t, r.flush(), log.ErrLogFailed)
 	r.p.Disk().SetFaults(sim.DiskFaults{})
-	require.Equal(t, []string{testDir + "/.sync-failed-" + itoa(acked)}, markers(r))
+	durable := r.l.DurableOffset()
+	require.GreaterOrEqual(t, durable, acked)
+	require.Less(t, durable, int64(all[len(all)-1].last+1), "the test wants writes lost to the failed Sync")
+	require.Equal(t, []string{testDir + "/.sync-failed-" + itoa(durable)}, markers(r))
+	require.False(t, r.p.Disk().Failed(), "a failed file Sync leaves the filesystem working")
 
 	r.kill()
 	r.open()
-	require.Equal(t, acked, r.l.LogEndOffset(), "the unflushed tail beyond the failure goes")
+	require.Equal(t, durable, r.l.LogEndOffset(), "the unflushed tail beyond the failure goes")
+	want := prefixBelow(all, durable)
 	require.Equal(t, want, readAll(t, r.l))
 	require.Empty(t, markers(r), "the marker goes once the recovery is durable")
-	require.Equal(t, acked, r.l.RecoveryPoint())
+	require.Equal(t, durable, r.l.RecoveryPoint())
 
 	r.appendN(t, 10, 200)
 	require.NoError(t, r.flush())
@@ -83,6 +89,43 @@ func TestSyncFailureKillThenPowerLoss(t *testing.T) {
 	r.open()
 	require.Equal(t, end, r.l.LogEndOffset())
 	require.Equal(t, want, readAll(t, r.l))
+}
+
+// prefixBelow returns the batches of bs that end below offset end.
+func prefixBelow(bs []storedBatch, end int64) []storedBatch {
+	n := 0
+	for n < len(bs) && bs[n].last < end {
+		n++
+	}
+	return bs[:n]
+}
+
+// A failed Sync fails the log, and leaves its marker, in the turn of the
+// loop that reports it, while the other Syncs of its flush cycle are still
+// in flight: a kill at that moment must not let the next incarnation trust
+// a page cache that shows the lost writes (the log used to fail only once
+// the whole step had reported; seed 63 of TestCrashRecovery).
+func TestFailedSyncMarksTheLogAtOnce(t *testing.T) {
+	r := newRig(t, 14, lagConfig())
+	r.appendN(t, 20, 1)
+	require.NoError(t, r.flush())
+	durable := r.l.DurableOffset()
+	d := r.p.Disk()
+	d.SetFaults(sim.DiskFaults{SyncFailProbability: 1, SyncLatencyMin: 100 * time.Microsecond, SyncLatencyMax: 5 * time.Millisecond})
+	syncs := d.Stats().Syncs
+	r.appendN(t, 12, 100) // rolls: a flush cycle syncs several files
+	require.GreaterOrEqual(t, d.Stats().Syncs-syncs, uint64(2), "the test wants several Syncs in one step")
+	for d.Stats().FailedSyncs == 0 {
+		r.run(10 * time.Microsecond)
+	}
+	require.Equal(t, uint64(1), d.Stats().FailedSyncs, "the other Syncs are still in flight")
+	require.ErrorIs(t, r.l.Err(), log.ErrLogFailed)
+	require.Equal(t, []string{testDir + "/.sync-failed-" + itoa(durable)}, markers(r))
+
+	d.SetFaults(sim.DiskFaults{})
+	r.kill()
+	r.open()
+	require.Equal(t, durable, r.l.LogEndOffset())
 }
 
 // A kill without a failure keeps what the page cache holds, flushed or
@@ -132,3 +175,53 @@ func TestSettleFailureAfterKillKeepsFlushedData(t *testing.T) {
 }
 
 func itoa(v int64) string { return strconv.FormatInt(v, 10) }
+
+// diskSnapshot is every file of the page cache with its content.
+func diskSnapshot(d *sim.Disk) map[string]string {
+	out := map[string]string{}
+	for _, name := range d.Files() {
+		b, _ := d.ReadFile(name)
+		out[name] = string(b)
+	}
+	return out
+}
+
+// A failed file Sync marks the log failed, then the marker's own SyncDir
+// fails, which fails the filesystem (sim.Disk: ext4 aborts its journal).
+// A process restart finds the marker in the page cache but cannot obey it:
+// Open fails with ErrStorageUnavailable and changes nothing, as often as
+// it is retried, until the machine power-cycles; then Open recovers what
+// the flushes acknowledged.
+func TestOpenOnFailedFilesystemRetriesLater(t *testing.T) {
+	r := newRig(t, 15, lagConfig())
+	r.appendN(t, 20, 1)
+	require.NoError(t, r.flush())
+	acked := r.l.LogEndOffset()
+	want := readAll(t, r.l)
+	_, err := r.l.Append(build(batchSpec{records: 1, valueSize: 10, seed: 99}), 0)
+	require.NoError(t, err)
+	d := r.p.Disk()
+	d.SetFaults(sim.DiskFaults{SyncFailProbability: 1, SyncDirFailProbability: 1})
+	require.ErrorIs(t, r.flush(), log.ErrLogFailed)
+	r.run(10 * time.Millisecond) // the marker's SyncDir fails too
+	d.SetFaults(sim.DiskFaults{})
+	require.True(t, d.Failed())
+	require.Equal(t, []string{testDir + "/.sync-failed-" + itoa(acked)}, markers(r), "the marker is in the page cache")
+
+	before := diskSnapshot(d)
+	for range 2 {
+		r.kill()
+		err := r.tryOpen()
+		require.ErrorIs(t, err, log.ErrStorageUnavailable)
+		require.ErrorIs(t, err, env.ErrIO)
+		require.Nil(t, r.l)
+		require.Equal(t, before, diskSnapshot(d), "a failed Open changes nothing")
+	}
+
+	r.p.PowerCycle()
+	r.p.Start()
+	r.run(0)
+	r.open()
+	require.Equal(t, acked, r.l.LogEndOffset())
+	require.Equal(t, want, readAll(t, r.l))
+}

@@ -230,15 +230,19 @@ func (c *flushCycle) begin(next func()) {
 }
 
 // op registers one asynchronous operation of the current step and returns
-// its completion.
+// its completion. A failed operation fails the log at once, in the turn of
+// the loop that reports it, not when the step's other operations are
+// done: the failure marker (failure.go) must exist before the process can
+// die, or the next incarnation trusts a page cache showing lost writes.
 func (l *Log) op(c *flushCycle) func(error) {
 	c.pending++
 	return func(err error) {
 		if l.fl.cycle != c || l.closed || l.failed != nil {
 			return // a stale cycle: the log failed or closed meanwhile
 		}
-		if err != nil && c.err == nil {
-			c.err = err
+		if err != nil {
+			_ = l.fail(err)
+			return
 		}
 		c.pending--
 		if c.pending == 0 {

@@ -68,6 +68,14 @@ import (
 // keeps a crash meanwhile recoverable to the same result (see flush.go).
 // Call Flush(LogEndOffset(), done) and start appending in done. The high
 // watermark starts at the log start offset.
+//
+// An I/O error from the disk (env.ErrIO: a failed read, or a filesystem
+// that refuses changes after a failed directory sync) makes Open fail
+// with an error wrapping ErrStorageUnavailable: retry after a restart.
+// Recovery may stop at any point, as it may crash at any point: every
+// change it made before the error is one the next Open redoes or finds
+// done, so the retry finishes the job. A filesystem that refuses changes
+// refuses the first one, and then nothing has changed at all.
 func Open(e env.Env, dir string, cfg Config) (*Log, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -77,6 +85,10 @@ func Open(e env.Env, dir string, cfg Config) (*Log, error) {
 	if err := l.recover(); err != nil {
 		for _, s := range l.segs {
 			l.closeFiles(s)
+		}
+		if errors.Is(err, env.ErrIO) && !errors.Is(err, ErrCorrupt) {
+			l.logger.Warn("cannot recover the log: the disk fails I/O; retry after a restart", "err", err)
+			return nil, fmt.Errorf("log: open %s: %w: %w", dir, ErrStorageUnavailable, err)
 		}
 		return nil, fmt.Errorf("log: open %s: %w", dir, err)
 	}
@@ -136,7 +148,7 @@ func (l *Log) recover() error {
 			return err
 		}
 		if recoveryPoint > trusted {
-			l.logger.Warn("lowering the recovery point to the failed log's durable offset (a failed directory sync left a newer checkpoint in the page cache)",
+			l.logger.Warn("lowering the recovery point to the failed log's durable offset",
 				"recoveryPoint", recoveryPoint, "durableOffset", trusted)
 			recoveryPoint = trusted
 		}
@@ -247,9 +259,6 @@ func (l *Log) recover() error {
 	if marked {
 		// The cleaner checkpoint must not claim offsets the cut dropped.
 		l.cleanerTruncated(l.LogEndOffset())
-		if err := l.relinkSegments(); err != nil {
-			return err
-		}
 	}
 	l.hw = l.logStart
 	if err := l.openActive(); err != nil {
