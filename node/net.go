@@ -41,7 +41,7 @@ const (
 	// through). Without it, 16 maximum-size produce requests per
 	// connection could wait in memory before the broker's own in-flight
 	// bound (queued.max.request.bytes) sees them.
-	MaxQueuedBytesPerConn = 8 << 20
+	MaxQueuedBytesPerConn = 1 << 20
 
 	// WriteQueueHighWaterBytes: while a connection has more response bytes
 	// than this queued for its socket, its reader stops reading requests,
@@ -546,27 +546,24 @@ func (c *tcpConn) readLoop() {
 }
 
 // readFrame reads exactly size bytes, allocating as they arrive rather
-// than trusting the size prefix up front.
+// than trusting the size prefix up front: a large frame gets a first
+// chunk, and its full buffer only once that chunk has arrived, so a peer
+// announcing 100 MiB and sending nothing costs frameAllocChunkBytes, and
+// one that does send costs the frame plus one chunk.
 func readFrame(r io.Reader, size int) ([]byte, error) {
 	if size <= frameAllocChunkBytes {
 		buf := make([]byte, size)
 		_, err := io.ReadFull(r, buf)
 		return buf, err
 	}
-	buf := make([]byte, 0, frameAllocChunkBytes)
-	for len(buf) < size {
-		if len(buf) == cap(buf) {
-			grown := make([]byte, len(buf), min(2*cap(buf), size))
-			copy(grown, buf)
-			buf = grown
-		}
-		n, err := io.ReadFull(r, buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if err != nil {
-			return nil, err
-		}
+	first := make([]byte, frameAllocChunkBytes)
+	if _, err := io.ReadFull(r, first); err != nil {
+		return nil, err
 	}
-	return buf, nil
+	buf := make([]byte, size)
+	copy(buf, first)
+	_, err := io.ReadFull(r, buf[frameAllocChunkBytes:])
+	return buf, err
 }
 
 func (c *tcpConn) writeLoop() {

@@ -44,9 +44,12 @@ const (
 	targetStrata = "strata"
 	targetKfake  = "kfake"
 	targetFsync  = "fsync"
+	// targetMemory starts a node of its own and reports its memory at
+	// rest, with idle connections and under a producer flood.
+	targetMemory = "memory"
 )
 
-var benchTargets = []string{targetStrata, targetKfake, targetFsync}
+var benchTargets = []string{targetStrata, targetKfake, targetFsync, targetMemory}
 
 // benchOptions are `strata bench`'s settings.
 type benchOptions struct {
@@ -266,6 +269,34 @@ func runBench(ctx context.Context, o benchOptions, progress io.Writer) (*benchRe
 			}
 			teardown = c.Close
 			t.Address, t.About = addr, "kfake in process at "+addr+" (memory only, no fsync)"
+		case targetMemory:
+			if o.bootstrap != "" {
+				t.Error = "the memory target starts its own node; it cannot use --bootstrap-server"
+				continue
+			}
+			fmt.Fprintln(progress, "strata bench: starting a strata node for the memory target")
+			node, err := startBenchNode(ctx, o.nodeCommand, o.nodeEnv, dir+"/memory", o.nodeArgs, o.readyTimeout)
+			if err != nil {
+				t.Error = err.Error()
+				continue
+			}
+			stopNode := sync.OnceFunc(func() {
+				if err := node.stop(); err != nil {
+					t.Error = strings.TrimPrefix(t.Error+"; then ", "; then ") + err.Error()
+				}
+			})
+			t.Address, t.About = node.addr, fmt.Sprintf("a strata node of its own at %s (pid %d): RSS at rest, with %d idle connections, and under %d flooding producers", node.addr, node.cmd.Process.Pid, benchIdleConns, benchFloodProducers)
+			targets = append(targets, benchTarget{report: t, teardown: stopNode, once: func(ctx context.Context) error {
+				res, err := w.memory(ctx, node)
+				if err != nil {
+					return err
+				}
+				t.MemoryRuns = append(t.MemoryRuns, res)
+				fmt.Fprintf(progress, "run %d/%d memory: RSS %.0f MiB at rest, %.0f MiB with %d idle connections, peak %.0f MiB under a %.0f MiB/s flood\n",
+					len(t.MemoryRuns), o.runs, res.RSSAtRestMiB, res.RSSWithConnsMiB, res.IdleConns, res.RSSFloodPeakMiB, res.FloodMiBPerSec)
+				return nil
+			}})
+			continue
 		case targetFsync:
 			t.About = fmt.Sprintf("writes of the node's group-commit size (%d bytes without one), each followed by fdatasync, in %s", defaultFsyncWriteBytes, dir)
 			if o.fsyncWriteBytes > 0 {

@@ -68,6 +68,8 @@ type targetReport struct {
 	Runs []kafkaRun `json:"runs,omitempty"`
 	// FsyncRuns are the fsync ceiling's runs.
 	FsyncRuns []fsyncRun `json:"fsync_runs,omitempty"`
+	// MemoryRuns are the memory target's runs.
+	MemoryRuns []memoryRun `json:"memory_runs,omitempty"`
 	// Summary is each metric over the runs, in benchMetrics' order.
 	Summary []metricSummary `json:"summary"`
 	// Error is why the target stopped, when it did; Summary covers the
@@ -95,6 +97,7 @@ type benchMetric struct {
 	name, label, format string
 	kafka               func(*kafkaRun) (float64, bool)
 	fsync               func(*fsyncRun) float64
+	memory              func(*memoryRun) float64
 }
 
 // benchMetrics are the report's rows, in order.
@@ -118,6 +121,10 @@ var benchMetrics = []benchMetric{
 		}
 		return r.CPU.PerGiBFetched, true
 	}},
+	{name: "rss_at_rest_mib", label: "node RSS at rest MiB", format: "%.0f", memory: func(r *memoryRun) float64 { return r.RSSAtRestMiB }},
+	{name: "rss_idle_conns_mib", label: "node RSS with 1000 idle conns MiB", format: "%.0f", memory: func(r *memoryRun) float64 { return r.RSSWithConnsMiB }},
+	{name: "rss_flood_peak_mib", label: "node RSS peak under flood MiB", format: "%.0f", memory: func(r *memoryRun) float64 { return r.RSSFloodPeakMiB }},
+	{name: "flood_mib_per_s", label: "flood produce MiB/s", format: "%.1f", memory: func(r *memoryRun) float64 { return r.FloodMiBPerSec }},
 	{name: "group_commit_bytes", label: "bytes per fdatasync (group commit)", format: "%.0f", kafka: func(r *kafkaRun) (float64, bool) {
 		if r.GroupCommit == nil || r.GroupCommit.Fdatasyncs == 0 {
 			return 0, false
@@ -146,6 +153,10 @@ func (t *targetReport) summarize() {
 		case m.fsync != nil:
 			for i := range t.FsyncRuns {
 				vs = append(vs, m.fsync(&t.FsyncRuns[i]))
+			}
+		case m.memory != nil:
+			for i := range t.MemoryRuns {
+				vs = append(vs, m.memory(&t.MemoryRuns[i]))
 			}
 		}
 		if len(vs) > 0 {

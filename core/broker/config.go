@@ -43,7 +43,7 @@ const (
 	// meets TCP back-pressure instead of growing the heap. Kafka's
 	// queued.max.request.bytes (unbounded by default) is the nearest
 	// counterpart.
-	DefaultMaxInflightRequestBytes = 128 << 20
+	DefaultMaxInflightRequestBytes = 64 << 20
 )
 
 // Config is what a broker needs to know about itself.

@@ -123,6 +123,8 @@ type fakeConn struct {
 	// buffered is what Buffered reports, to test the back-pressure
 	// backstop.
 	buffered int
+	// paused is whether the broker paused reading the conn.
+	paused bool
 }
 
 func (c *fakeConn) OnFrame(f func([]byte)) { c.onFrame = f }
@@ -150,8 +152,8 @@ func (c *fakeConn) SendParts(parts []env.Part) error {
 	return c.Send(frame)
 }
 func (c *fakeConn) Buffered() int { return c.buffered }
-func (c *fakeConn) Pause()        {}
-func (c *fakeConn) Resume()       {}
+func (c *fakeConn) Pause()        { c.paused = true }
+func (c *fakeConn) Resume()       { c.paused = false }
 func (c *fakeConn) Close() {
 	if c.closed {
 		return

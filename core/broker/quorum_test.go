@@ -237,3 +237,52 @@ func TestDescribeQuorumErrors(t *testing.T) {
 	require.Equal(t, kerr.UnknownServerError.Code, got.ErrorCode)
 	require.False(t, c.closed)
 }
+
+func TestInflightBoundsPauseAndResumeTheConnection(t *testing.T) {
+	md := &fakeMetadata{img: meta.Empty()}
+	b, e := newTestBroker(t, func(c *Config) {
+		c.Metadata = md
+		c.MaxInflightRequestsPerConn = 3
+	})
+	c := e.net.connect()
+	other := e.net.connect()
+	dq := func(corr int32) []byte { return encodeRequest(describeQuorumRequest(2), corr) }
+	// A barrier request holds the ones behind it: three queued pause the
+	// connection.
+	c.deliver(dq(1))
+	c.deliver(dq(2))
+	require.False(t, c.paused)
+	c.deliver(dq(3))
+	require.True(t, c.paused, "at MaxInflightRequestsPerConn the conn is paused")
+	require.False(t, other.paused, "other connections are not")
+	// Answers drain the queue in order and resume the conn.
+	for i := 0; i < 3; i++ {
+		require.NotEmpty(t, md.pending)
+		done := md.pending[0]
+		md.pending = md.pending[1:]
+		resp := kmsg.NewPtrDescribeQuorumResponse()
+		resp.Version = 2
+		done(resp, nil)
+		e.run()
+	}
+	require.False(t, c.paused)
+	require.Len(t, c.sent, 3)
+	require.Zero(t, b.inflightBytes, "every answered request left the budget")
+
+	// The byte budget pauses whichever connection delivers past it.
+	b.cfg.MaxInflightRequestBytes = 10
+	c.deliver(dq(4))
+	require.True(t, c.paused)
+	other.deliver(dq(5))
+	require.True(t, other.paused)
+	for len(md.pending) > 0 {
+		done := md.pending[0]
+		md.pending = md.pending[1:]
+		resp := kmsg.NewPtrDescribeQuorumResponse()
+		resp.Version = 2
+		done(resp, nil)
+		e.run()
+	}
+	require.False(t, c.paused)
+	require.False(t, other.paused)
+}
