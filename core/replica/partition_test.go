@@ -314,3 +314,76 @@ func TestFullDiskFailsAppendsButServesReadsAndRecovers(t *testing.T) {
 	require.NoError(t, res.Err)
 	require.Equal(t, int64(3), res.BaseOffset)
 }
+
+func TestCompactedTopicKeepsTheLatestValuePerKey(t *testing.T) {
+	r := newRig(t, 14)
+	r.createTopic("compacted", topicID(16), 1, map[string]string{"cleanup.policy": "compact", "segment.bytes": "1024", "min.cleanable.dirty.ratio": "0.01"})
+	p := r.online("compacted", 0)
+	// Three keys written over and over: most records are superseded.
+	for i := 0; i < 60; i++ {
+		b := record.NewBuilder()
+		b.Append(1_767_225_600_000+int64(i), []byte{byte('a' + i%3)}, []byte{byte(i)})
+		payload, err := b.AppendTo(nil)
+		require.NoError(t, err)
+		require.NoError(t, r.produce(p, payload, -1).Err)
+	}
+	noKeyBuilder := record.NewBuilder()
+	noKeyBuilder.Append(1, nil, []byte("x"))
+	noKey, err := noKeyBuilder.AppendTo(nil)
+	require.NoError(t, err)
+	require.ErrorIs(t, r.produce(p, noKey, -1).Err, record.ErrInvalidRecord, "a compacted topic refuses records without a key")
+	before := p.Size()
+	for i := 0; i < 20 && p.Size() >= before; i++ {
+		r.m.retentionCheckNow()
+		r.run(100 * time.Millisecond)
+	}
+	require.Less(t, p.Size(), before, "the cleaner rewrote the dirty segments")
+	// Every key's latest value is still there.
+	latest := map[byte]byte{}
+	for off := p.LogStartOffset(); off < p.HighWatermark(); {
+		rr, err := p.Read(off, 1<<20, -1)
+		require.NoError(t, err)
+		if rr.Size == 0 {
+			break
+		}
+		buf := make([]byte, rr.Size)
+		_, err = rr.File.ReadAt(buf, rr.Position)
+		require.NoError(t, err)
+		rr.Release()
+		sp := record.NewSplitter(buf, len(buf), record.CheckStored)
+		for sp.Next() {
+			it := sp.Batch()
+			rd := record.NewRecordReader(record.NewDecompressor(record.DefaultMaxDecompressedBytes))
+			require.NoError(t, rd.Reset(it))
+			for rd.Next() {
+				rec := rd.Record()
+				latest[rec.Key[0]] = rec.Value[0]
+			}
+			off = it.NextOffset()
+		}
+	}
+	require.Equal(t, map[byte]byte{'a': 57, 'b': 58, 'c': 59}, latest)
+}
+
+func TestSegmentMsRollsAndRetentionMsDeletes(t *testing.T) {
+	r := newRig(t, 15)
+	r.createTopic("timed", topicID(17), 1, map[string]string{"segment.ms": "60000", "retention.ms": "120000"})
+	p := r.online("timed", 0)
+	stamped := func() []byte {
+		b := record.NewBuilder()
+		b.Append(r.e.Now().UnixMilli(), []byte("k"), []byte("v"))
+		out, err := b.AppendTo(nil)
+		require.NoError(t, err)
+		return out
+	}
+	require.NoError(t, r.produce(p, stamped(), -1).Err)
+	r.run(90 * time.Second)
+	require.NoError(t, r.produce(p, stamped(), -1).Err)
+	require.Len(t, p.Log().Segments(), 2, "segment.ms rolled the first segment")
+	r.m.retentionCheckNow()
+	require.Equal(t, int64(0), p.LogStartOffset(), "the first segment is 90 s old, within retention.ms")
+	r.run(60 * time.Second)
+	r.m.retentionCheckNow()
+	r.run(50 * time.Millisecond)
+	require.Equal(t, int64(1), p.LogStartOffset(), "at 150 s the first segment is past retention.ms")
+}
