@@ -111,7 +111,9 @@ func (op *fetchOp) evaluate(final bool) bool {
 		}
 		results = append(results, f)
 	}
-	if !final && !anyErr && bytes < int64(max(req.MinBytes, 1)) {
+	// Kafka answers at once when the wait is over, a partition has an
+	// error, or min.bytes are ready (so min.bytes 0 never waits).
+	if !final && !anyErr && len(op.parts) > 0 && bytes < int64(req.MinBytes) {
 		for i := range results {
 			results[i].res.Release()
 		}

@@ -2,10 +2,12 @@ package broker
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-log/strata/core/env"
 	"github.com/strata-log/strata/core/meta"
 	"github.com/strata-log/strata/core/replica"
 )
@@ -26,11 +28,16 @@ func handleProduce(b *Broker, r *request) {
 	now := b.e.Now()
 	img := b.image()
 	pending := 1 // released after the loop, so a synchronous result cannot finish early
-	failed := false
+	failed, answered := false, false
+	var timeout env.Timer
 	finish := func() {
 		pending--
-		if pending > 0 {
+		if pending > 0 || answered {
 			return
+		}
+		answered = true
+		if timeout != nil {
+			timeout.Stop()
 		}
 		if req.Acks == 0 {
 			r.noResponse()
@@ -75,7 +82,12 @@ func handleProduce(b *Broker, r *request) {
 				continue
 			}
 			pending++
+			rp.ErrorCode = kerr.RequestTimedOut.Code // until the partition answers
 			part.Produce(tp.Records, req.Acks, now, func(res replica.ProduceResult) {
+				if answered {
+					return // timed out: the client was told, and retries
+				}
+				rp.ErrorCode = 0
 				if res.Err != nil {
 					setErr(res.Err)
 				} else {
@@ -85,8 +97,36 @@ func handleProduce(b *Broker, r *request) {
 			})
 		}
 	}
+	if pending > 1 && req.Acks != 0 {
+		// Kafka's produce purgatory: partitions that are not durable
+		// within the request's timeout answer REQUEST_TIMED_OUT (their
+		// batches may still become durable; an idempotent retry is then
+		// answered as a duplicate).
+		wait := time.Duration(req.TimeoutMillis) * time.Millisecond
+		if wait <= 0 {
+			// Not Kafka's: there, acks=1 never waits, and a zero timeout
+			// with acks=all expires at once. Here acks=1 waits for the
+			// fsync too, so a client sending no timeout gets
+			// request.timeout.ms's default rather than a certain
+			// failure.
+			wait = defaultProduceTimeout
+		}
+		timeout = b.e.AfterFunc(wait, func() {
+			timeout = nil
+			if answered {
+				return
+			}
+			answered = true
+			b.log.Debug("produce timed out waiting for durability", "remote", r.cn.remote, "timeout", wait)
+			r.respond(resp)
+		})
+	}
 	finish()
 }
+
+// defaultProduceTimeout bounds the wait for durability of a produce
+// request that names no timeout: Kafka's request.timeout.ms default.
+const defaultProduceTimeout = 30 * time.Second
 
 // lookup finds a hosted partition of a named topic; nameErr is the error
 // of resolving the topic's name (v13+ name topics by id).

@@ -165,3 +165,41 @@ func TestServerProducesFetchesAndSurvivesPowerLoss(t *testing.T) {
 	resp = x.produce("events", 1, "e")
 	require.Equal(t, int64(4), resp.Topics[0].Partitions[0].BaseOffset)
 }
+
+func TestProduceTimesOutWhileTheDiskStalls(t *testing.T) {
+	x := startSingle(t, 3)
+	create := kmsg.NewPtrCreateTopicsRequest()
+	ct := kmsg.NewCreateTopicsRequestTopic()
+	ct.Topic, ct.NumPartitions, ct.ReplicationFactor = "slow", 1, 1
+	create.Topics = append(create.Topics, ct)
+	x.do(create)
+	x.waitFor("the partition", func() bool {
+		p, err := x.srv.Partitions().Lookup("slow", 0)
+		return err == nil && p.IsLeader()
+	})
+	x.node.Disk().SetFaults(sim.DiskFaults{SyncLatencyMin: 3 * time.Second, SyncLatencyMax: 3 * time.Second})
+	b := record.NewBuilder(record.WithProducer(11, 0, 0))
+	b.Append(x.cliEnv.Now().UnixMilli(), nil, []byte("v"))
+	payload, err := b.AppendTo(nil)
+	require.NoError(t, err)
+	req := kmsg.NewPtrProduceRequest()
+	req.Version, req.Acks, req.TimeoutMillis = 9, -1, 500
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = "slow"
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Records = payload
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp := x.do(req).(*kmsg.ProduceResponse)
+	require.Equal(t, kerr.RequestTimedOut.Code, resp.Topics[0].Partitions[0].ErrorCode, "not durable within the timeout")
+	x.node.Disk().SetFaults(sim.DiskFaults{})
+	require.NoError(t, x.s.RunFor(5*time.Second))
+	// The idempotent retry of the same batch is a duplicate of the one
+	// that became durable meanwhile.
+	rp.Records = append([]byte(nil), payload...)
+	resp = x.do(req).(*kmsg.ProduceResponse)
+	require.Equal(t, int16(0), resp.Topics[0].Partitions[0].ErrorCode)
+	require.Equal(t, int64(0), resp.Topics[0].Partitions[0].BaseOffset)
+	_, values := x.fetch("slow", 0, 0)
+	require.Equal(t, []string{"v"}, values, "written once")
+}
