@@ -37,9 +37,9 @@ const (
 	// quorumDialTimeout bounds one connection attempt.
 	quorumDialTimeout = 3 * time.Second
 	// describeQuorumControllerVersion is the DescribeQuorum version sent
-	// to a controller listener. Controller listeners do not answer
-	// ApiVersions yet, so there is nothing to negotiate with: v2 is the
-	// newest kmsg knows and every version the kraft listener answers.
+	// to a controller listener: v2, the newest kmsg knows, which every
+	// Strata controller listener serves (its ApiVersions says so; a
+	// one-request tool need not ask).
 	describeQuorumControllerVersion = 2
 	// metadataTopic and metadataPartition name the quorum's log.
 	metadataTopic     = "__cluster_metadata"
