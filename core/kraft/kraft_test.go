@@ -6,12 +6,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/core/env"
 	"github.com/strata-log/strata/core/kraft"
+	"github.com/strata-log/strata/core/protocol"
 	"github.com/strata-log/strata/core/quorum"
 	"github.com/strata-log/strata/sim"
 )
@@ -468,3 +470,51 @@ func TestCloseResignsFast(t *testing.T) {
 
 // testLog receives the members' log lines when set (for debugging a seed).
 var testLog io.Writer
+
+// requestOverNet sends req to a controller listener from a new client
+// process and returns the response.
+func (c *cluster) requestOverNet(addr string, req kmsg.Request) kmsg.Response {
+	c.t.Helper()
+	var got kmsg.Response
+	var failed error
+	name := fmt.Sprintf("client-%d", len(c.s.Processes()))
+	c.s.AddProcess(name, func(e env.Env) {
+		e.Net().Dial(addr, func(conn env.Conn, err error) {
+			if err != nil {
+				failed = err
+				return
+			}
+			cl := protocol.NewClient(conn, protocol.ClientConfig{ClientID: "test"})
+			if err := cl.Do(req, func(r kmsg.Response, err error) { got, failed = r, err }); err != nil {
+				failed = err
+			}
+		})
+	}).Start()
+	c.runUntil(commitBound, kmsg.NameForKey(req.Key())+" from "+addr, func() bool { return got != nil || failed != nil })
+	if failed != nil {
+		c.t.Fatalf("%s from %s: %v", kmsg.NameForKey(req.Key()), addr, failed)
+	}
+	return got
+}
+
+func TestControllerListenerAnswersApiVersions(t *testing.T) {
+	c := newCluster(t, 5, 3)
+	leader := c.waitLeader()
+	addr := c.members[leader].Addr()
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.Version = 3
+	req.ClientSoftwareName, req.ClientSoftwareVersion = "strata-test", "1.0"
+	resp := c.requestOverNet(addr, req).(*kmsg.ApiVersionsResponse)
+	require.Equal(t, int16(0), resp.ErrorCode)
+	var got []protocol.API
+	for _, k := range resp.ApiKeys {
+		got = append(got, protocol.API{Key: k.ApiKey, MinVersion: k.MinVersion, MaxVersion: k.MaxVersion})
+	}
+	require.Equal(t, kraft.ControllerAPIs().Rows(), got)
+	for _, want := range []kmsg.Key{kmsg.Vote, kmsg.Fetch, kmsg.DescribeQuorum, kmsg.BrokerRegistration, kmsg.CreateTopics} {
+		_, ok := kraft.ControllerAPIs().Lookup(want.Int16())
+		require.True(t, ok, "%s is served", want)
+	}
+	_, ok := kraft.ControllerAPIs().Lookup(kmsg.Produce.Int16())
+	require.False(t, ok, "no data path on the controller listener")
+}
