@@ -4,16 +4,22 @@
 // same connection.
 //
 // It owns the per-connection protocol state (correlation ids, which
-// connections are open) and the answers to the cluster-level requests it
-// implements today: ApiVersions and Metadata (unfenced brokers, topics and
-// partitions from the metadata quorum member's image, Config.Metadata),
-// and CreateTopics, DeleteTopics, CreatePartitions and DescribeQuorum,
-// which it passes to the member's Submit (which forwards them to the
-// quorum leader when needed) and answers with the controller's response.
-// Metadata's controller id names a broker, as in KRaft Kafka: this one
-// when it is registered and unfenced (metadata.go). Which API keys and versions it
-// serves is decided in one place, package protocol; the handlers here must
-// implement every version that table advertises.
+// connections are open, request order) and the answers to the requests in
+// its one API table (apis.go): ApiVersions; Metadata (brokers, topics and
+// partitions from the metadata quorum member's image, Config.Metadata,
+// with topic auto-creation, autocreate.go); the data path on the hosted
+// partitions (Produce, Fetch, ListOffsets, DeleteRecords,
+// OffsetForLeaderEpoch, InitProducerId); the descriptions DescribeConfigs
+// (topic configs resolved by core/replica, the function that configures
+// the partitions), DescribeCluster, DescribeTopicPartitions and
+// DescribeLogDirs; and the controller requests (CreateTopics,
+// DeleteTopics, CreatePartitions, AlterConfigs, IncrementalAlterConfigs,
+// DescribeQuorum), which it passes to the member's Submit (which forwards
+// them to the quorum leader when needed) and answers with the
+// controller's response. Metadata's controller id names a broker, as in
+// KRaft Kafka: this one when it is registered and unfenced (metadata.go).
+// The handlers must implement every version the table advertises; Kafka
+// error codes come from the one error table (errors.go).
 //
 // # What it must never do
 //
