@@ -641,7 +641,9 @@ func testConsumeInterrupt(r cliRunner) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, os.Args[0], "consume", "--bootstrap-server", r.addr, "--topic", topic, "--from-beginning")
 	cmd.Env = append(os.Environ(), "STRATA_TEST_MAIN=1")
-	var errOut bytes.Buffer
+	// Read while the child runs: exec copies its stderr on a goroutine of
+	// its own (a bytes.Buffer's ReadFrom grows it before any byte comes).
+	var errOut lockedBuffer
 	cmd.Stderr = &errOut
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
@@ -659,4 +661,23 @@ func testConsumeInterrupt(r cliRunner) {
 	require.NoError(t, cmd.Wait(), "exit 0 after SIGINT: %s", errOut.String())
 	require.Len(t, got, 3)
 	require.Equal(t, "Processed a total of 3 messages\n", errOut.String())
+}
+
+// lockedBuffer is a bytes.Buffer safe to read while another goroutine
+// writes to it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
 }
