@@ -38,10 +38,12 @@
 // # Invariants
 //
 //   - Responses on a connection go out in the order their requests arrived.
-//     A request passed to the metadata quorum is answered later; until
-//     then the connection's further frames wait, unhandled, in a queue of
-//     at most maxQueuedFrames (past it the connection is closed), so one
-//     request per connection is in flight.
+//     Requests are handled as they arrive (pipelined), except behind a
+//     barrier: a request passed to the metadata quorum holds the
+//     connection's later requests, unhandled, until it is answered (conn.go).
+//     A connection with Config.MaxInflightRequestsPerConn requests in
+//     flight, or a broker holding Config.MaxInflightRequestBytes, stops
+//     reading until answers go out.
 //   - An ApiVersions request at any version gets an answer the client can
 //     decode (KIP-511), so it can retry at a version we support.
 package broker
