@@ -165,6 +165,49 @@ type Config struct {
 	// tests) is only usable when the node is the sole voter.
 	ControllerListener string
 
+	// NumPartitions is num.partitions: the partition count of a topic
+	// created with -1 partitions or auto-created. Default 1.
+	NumPartitions int32
+
+	// DefaultReplicationFactor is default.replication.factor: the
+	// replication factor of a topic created with -1 or auto-created.
+	// Default 1; more is refused by the controller until replication is
+	// supported.
+	DefaultReplicationFactor int16
+
+	// AutoCreateTopicsEnable is auto.create.topics.enable: a Metadata
+	// request for a missing topic creates it. Default true.
+	AutoCreateTopicsEnable bool
+
+	// RetentionCheckIntervalMs is log.retention.check.interval.ms.
+	// Default 300000 (5 minutes).
+	RetentionCheckIntervalMs int64
+
+	// ProducerIDExpirationMs is producer.id.expiration.ms. Default
+	// 86400000 (1 day).
+	ProducerIDExpirationMs int64
+
+	// QueuedMaxRequestBytes is queued.max.request.bytes: the request
+	// bytes held while they are handled, across connections. Default
+	// 134217728 (128 MiB).
+	QueuedMaxRequestBytes int64
+
+	// FetchSessionCacheSlots is max.incremental.fetch.session.cache.slots;
+	// 0 disables fetch sessions. Default 1000.
+	FetchSessionCacheSlots int
+
+	// topicDefaults are the topic defaults given by their broker keys
+	// (log.segment.bytes...), by topic key; retention and roll keep
+	// their units until StaticTopicDefaults derives the topic default.
+	topicDefaults map[string]string
+	retention     [3]timeSetting // log.retention.ms, .minutes, .hours
+	roll          [2]timeSetting // log.roll.ms, .hours
+
+	// given holds the keys set by Set (server.properties, flags) with
+	// their values, for DescribeConfigs. Copied on write: a Config is a
+	// value.
+	given map[string]string
+
 	// listenersSet records that listeners was given, so the role-based
 	// defaults no longer apply.
 	listenersSet bool
@@ -186,127 +229,17 @@ func DefaultConfig() Config {
 		ControllerListenerName: DefaultControllerListenerName,
 		ElectionTimeoutMs:      DefaultElectionTimeoutMs,
 		FetchTimeoutMs:         DefaultFetchTimeoutMs,
-	}
-	_, _ = cfg.Set(KeyProcessRoles, DefaultProcessRoles)
-	return cfg
-}
 
-// Set applies one key=value. known is false for keys this version does not
-// act on (the caller logs them as ignored); err, wrapping
-// ErrInvalidConfig, names the key when the value is invalid.
-func (c *Config) Set(key, value string) (known bool, err error) {
-	value = strings.TrimSpace(value)
-	switch key {
-	case KeyNodeID:
-		id, err := strconv.ParseInt(value, 10, 32)
-		if err != nil || id < 0 {
-			return true, invalid(key, value, "want a non-negative 32-bit integer")
-		}
-		c.NodeID = int32(id)
-	case KeyListeners:
-		named, err := parseListenerList(key, value)
-		if err != nil {
-			return true, err
-		}
-		// Which entries a node needs depends on process.roles and
-		// controller.listener.names, which may come later: Validate
-		// checks them.
-		c.listenersSet = true
-		c.Listener, c.ControllerListener = "", ""
-		c.listenerNames = nil
-		c.controllerListeners = map[string]string{}
-		for _, nl := range named {
-			if nl.name == "PLAINTEXT" {
-				c.Listener = nl.addr
-				continue
-			}
-			c.listenerNames = append(c.listenerNames, nl.name)
-			c.controllerListeners[nl.name] = nl.addr
-		}
-	case KeyProcessRoles:
-		var broker, ctrl bool
-		for _, r := range splitList(value) {
-			role := strings.ToLower(r)
-			if (role == RoleBroker && broker) || (role == RoleController && ctrl) {
-				return true, invalid(key, value, "role "+strconv.Quote(r)+" given twice")
-			}
-			switch role {
-			case RoleBroker:
-				broker = true
-			case RoleController:
-				ctrl = true
-			default:
-				return true, invalid(key, value, "unknown role "+strconv.Quote(r)+"; want broker, controller or broker,controller")
-			}
-		}
-		c.ProcessRoles = nil
-		if broker {
-			c.ProcessRoles = append(c.ProcessRoles, RoleBroker)
-		}
-		if ctrl {
-			c.ProcessRoles = append(c.ProcessRoles, RoleController)
-		}
-		if len(c.ProcessRoles) == 0 {
-			return true, invalid(key, value, "want broker, controller or broker,controller")
-		}
-	case KeyElectionTimeoutMs, KeyFetchTimeoutMs:
-		ms, err := strconv.ParseInt(value, 10, 32)
-		if err != nil || ms < 1 || ms > maxQuorumTimeoutMs {
-			return true, invalid(key, value, "want milliseconds, 1 to "+strconv.Itoa(maxQuorumTimeoutMs))
-		}
-		if key == KeyElectionTimeoutMs {
-			c.ElectionTimeoutMs = int(ms)
-		} else {
-			c.FetchTimeoutMs = int(ms)
-		}
-	case KeyControllerVoters:
-		voters, err := parseVoters(key, value)
-		if err != nil {
-			return true, err
-		}
-		c.Voters = voters
-	case KeyControllerListeners:
-		names := splitList(value)
-		switch {
-		case len(names) == 0:
-			return true, invalid(key, value, "want a listener name, e.g. CONTROLLER")
-		case len(names) > 1:
-			return true, invalid(key, value, "only one controller listener is supported yet")
-		case strings.EqualFold(names[0], "PLAINTEXT"):
-			return true, invalid(key, value, "the controller listener must not be the PLAINTEXT client listener")
-		}
-		c.ControllerListenerName = strings.ToUpper(names[0])
-	case KeyAdvertisedListeners:
-		l, err := parseListeners(key, value)
-		if err != nil {
-			return true, err
-		}
-		c.AdvertisedListener = l
-	case KeyLogDirs, KeyLogDir:
-		dirs := splitList(value)
-		switch {
-		case len(dirs) == 0:
-			return true, invalid(key, value, "want a directory")
-		case len(dirs) > 1:
-			return true, invalid(key, value, "only one log directory is supported yet")
-		}
-		c.LogDir = dirs[0]
-	case KeySocketRequestMaxBytes:
-		n, err := strconv.ParseInt(value, 10, 32)
-		if err != nil || n < 1 || n > math.MaxInt32 {
-			return true, invalid(key, value, "want a positive 32-bit integer (bytes)")
-		}
-		c.SocketRequestMaxBytes = int(n)
-	case KeyMaxConnections:
-		n, err := strconv.ParseInt(value, 10, 32)
-		if err != nil || n < 1 {
-			return true, invalid(key, value, "want a positive 32-bit integer")
-		}
-		c.MaxConnections = int(n)
-	default:
-		return false, nil
+		NumPartitions:            DefaultNumPartitions,
+		DefaultReplicationFactor: DefaultReplicationFactor,
+		AutoCreateTopicsEnable:   true,
+		RetentionCheckIntervalMs: DefaultRetentionCheckIntervalMs,
+		ProducerIDExpirationMs:   DefaultProducerIDExpirationMs,
+		QueuedMaxRequestBytes:    DefaultQueuedMaxRequestBytes,
+		FetchSessionCacheSlots:   DefaultFetchSessionCacheSlots,
 	}
-	return true, nil
+	_ = setProcessRoles(&cfg, DefaultProcessRoles)
+	return cfg
 }
 
 // Validate checks the configuration as a whole, as Kafka does for
@@ -334,12 +267,27 @@ func (c Config) Validate() error {
 		return invalid(KeyElectionTimeoutMs, strconv.Itoa(c.ElectionTimeoutMs), "want milliseconds, 1 to "+strconv.Itoa(maxQuorumTimeoutMs))
 	case c.FetchTimeoutMs < 0 || c.FetchTimeoutMs > maxQuorumTimeoutMs:
 		return invalid(KeyFetchTimeoutMs, strconv.Itoa(c.FetchTimeoutMs), "want milliseconds, 1 to "+strconv.Itoa(maxQuorumTimeoutMs))
+	case c.NumPartitions < 0 || c.NumPartitions > maxPartitionsPerTopic:
+		return invalid(KeyNumPartitions, strconv.Itoa(int(c.NumPartitions)), fmt.Sprintf("want a number of partitions, 1 to %d", maxPartitionsPerTopic))
+	case c.DefaultReplicationFactor < 0:
+		return invalid(KeyDefaultReplicationFactor, strconv.Itoa(int(c.DefaultReplicationFactor)), "want a replication factor of at least 1")
+	case c.RetentionCheckIntervalMs < 0 || c.RetentionCheckIntervalMs > maxLogRetentionCheckIntervalMs:
+		return invalid(KeyLogRetentionCheckIntervalMs, strconv.FormatInt(c.RetentionCheckIntervalMs, 10), fmt.Sprintf("want milliseconds, 1 to %d", maxLogRetentionCheckIntervalMs))
+	case c.ProducerIDExpirationMs < 0 || c.ProducerIDExpirationMs > math.MaxInt32:
+		return invalid(KeyProducerIDExpirationMs, strconv.FormatInt(c.ProducerIDExpirationMs, 10), fmt.Sprintf("want milliseconds, 1 to %d", math.MaxInt32))
+	case c.QueuedMaxRequestBytes < 0:
+		return invalid(KeyQueuedMaxRequestBytes, strconv.FormatInt(c.QueuedMaxRequestBytes, 10), "want a positive number of bytes")
+	case c.FetchSessionCacheSlots < 0:
+		return invalid(KeyMaxIncrementalFetchSessionSlot, strconv.Itoa(c.FetchSessionCacheSlots), "want a number of sessions, 0 or more")
 	case c.FetchTimeoutMs != 0 && time.Duration(c.FetchTimeoutMs)*time.Millisecond <= quorum.DefaultFetchMaxWait:
 		// The leader parks an idle follower's fetch for the fetch max
 		// wait; a shorter fetch timeout would have idle followers call
 		// elections against a healthy leader.
 		return invalid(KeyFetchTimeoutMs, strconv.Itoa(c.FetchTimeoutMs),
 			"must exceed the leader's fetch max wait ("+strconv.Itoa(int(quorum.DefaultFetchMaxWait/time.Millisecond))+" ms)")
+	}
+	if err := c.validateTopicDefaults(); err != nil {
+		return err
 	}
 	for _, name := range c.listenerNames {
 		if name != c.ControllerListenerName {

@@ -267,3 +267,95 @@ func TestControllerPortMismatchWarning(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, controllerPortMismatch(cfg))
 }
+
+func TestTopicDefaultKeys(t *testing.T) {
+	set := func(cfg *Config, kv ...string) {
+		t.Helper()
+		for i := 0; i < len(kv); i += 2 {
+			known, err := cfg.Set(kv[i], kv[i+1])
+			require.True(t, known, kv[i])
+			require.NoError(t, err, kv[i])
+		}
+	}
+	cfg := DefaultConfig()
+	require.Empty(t, cfg.StaticTopicDefaults(), "nothing set: the table defaults apply")
+	require.True(t, cfg.AutoCreateTopicsEnable)
+	require.Equal(t, int32(1), cfg.NumPartitions)
+
+	// Kafka's precedence: ms over minutes over hours, whatever the order.
+	set(&cfg, "log.retention.hours", "2")
+	require.Equal(t, "7200000", cfg.StaticTopicDefaults()["retention.ms"])
+	set(&cfg, "log.retention.ms", "1234", "log.retention.minutes", "3")
+	require.Equal(t, "1234", cfg.StaticTopicDefaults()["retention.ms"])
+	cfg = DefaultConfig()
+	set(&cfg, "log.retention.hours", "2", "log.retention.minutes", "3")
+	require.Equal(t, "180000", cfg.StaticTopicDefaults()["retention.ms"])
+	set(&cfg, "log.retention.minutes", "-1")
+	require.Equal(t, "-1", cfg.StaticTopicDefaults()["retention.ms"], "negative: forever")
+	set(&cfg, "log.roll.hours", "1", "log.segment.bytes", "4096", "log.cleanup.policy", "compact",
+		"message.max.bytes", "2000", "min.insync.replicas", "2", "num.partitions", "6", "auto.create.topics.enable", "FALSE",
+		"log.retention.check.interval.ms", "1000", "producer.id.expiration.ms", "60000",
+		"queued.max.request.bytes", "1048576", "max.incremental.fetch.session.cache.slots", "0")
+	require.NoError(t, cfg.Validate())
+	require.Equal(t, map[string]string{
+		"retention.ms": "-1", "segment.ms": "3600000", "segment.bytes": "4096", "cleanup.policy": "compact",
+		"max.message.bytes": "2000", "min.insync.replicas": "2",
+	}, cfg.StaticTopicDefaults())
+	require.False(t, cfg.AutoCreateTopicsEnable)
+	bc := cfg.brokerConfig("/data")
+	require.Equal(t, -1, bc.MaxFetchSessions, "0 slots: no sessions")
+	require.Equal(t, 1<<20, bc.MaxInflightRequestBytes)
+	require.True(t, bc.AutoTopicCreationDisabled)
+	require.Equal(t, int32(6), bc.DefaultNumPartitions)
+	pc := cfg.partitionsConfig()
+	require.Equal(t, time.Second, pc.RetentionCheckInterval)
+	require.Equal(t, time.Minute, pc.Producers.ExpirationTime)
+	var seg, policy bool
+	for _, sc := range bc.StaticConfigs {
+		switch sc.Name {
+		case "log.segment.bytes":
+			seg = true
+			require.True(t, sc.Set)
+			require.Equal(t, "4096", sc.Value)
+			require.Equal(t, "1073741824", sc.Default)
+		case "log.retention.ms":
+			policy = true
+			require.False(t, sc.Set)
+			require.Empty(t, sc.Default, "Kafka's null")
+		}
+	}
+	require.True(t, seg && policy)
+}
+
+func TestTopicDefaultKeysRefuseBadValues(t *testing.T) {
+	cases := []struct{ key, value, want string }{
+		{"log.segment.bytes", "20", "log.segment.bytes"}, // the controller takes 14; a segment needs a batch header
+		{"log.segment.bytes", "big", "not an int"},
+		{"log.cleanup.policy", "shred", "not one of"},
+		{"log.cleaner.min.cleanable.ratio", "1.5", "log.cleaner.min.cleanable.ratio"},
+		{"min.insync.replicas", "0", "min.insync.replicas"},
+		{"log.message.timestamp.type", "Now", "CreateTime"},
+		{"log.retention.hours", "x", "want an integer"},
+		{"log.roll.hours", "0", "positive"},
+		{"num.partitions", "0", "1 to"},
+		{"default.replication.factor", "0", "at least 1"},
+		{"auto.create.topics.enable", "yes", "true or false"},
+		{"queued.max.request.bytes", "-1", "refused"},
+		{"max.incremental.fetch.session.cache.slots", "-2", "0 or more"},
+		{"log.retention.check.interval.ms", "0", "1 to"},
+		{"producer.id.expiration.ms", "0", "1 to"},
+	}
+	for _, tc := range cases {
+		cfg := DefaultConfig()
+		known, err := cfg.Set(tc.key, tc.value)
+		require.True(t, known, tc.key)
+		require.ErrorIs(t, err, ErrInvalidConfig, "%s=%s", tc.key, tc.value)
+		require.ErrorContains(t, err, tc.key)
+		require.ErrorContains(t, err, tc.want)
+	}
+	// A roll in hours past what segment.ms allows is caught once converted.
+	cfg := DefaultConfig()
+	_, err := cfg.Set("log.roll.ms", "1")
+	require.NoError(t, err)
+	require.NoError(t, cfg.Validate())
+}

@@ -56,7 +56,24 @@ func (d *Disk) Stats() DiskStats {
 	return DiskStats{FileSyncs: d.stats.fileSyncs.Load(), DirSyncs: d.stats.dirSyncs.Load(), BytesWritten: d.stats.bytesWritten.Load()}
 }
 
-var _ env.Disk = (*Disk)(nil)
+var (
+	_ env.Disk      = (*Disk)(nil)
+	_ env.DiskSpace = (*Disk)(nil)
+)
+
+// Space reports the size of the filesystem holding the root and the bytes
+// an unprivileged process may still use there (statfs: blocks and
+// available blocks, as Kafka's FileStore getTotalSpace and
+// getUsableSpace). One statfs call, on the loop: it reads the
+// filesystem's superblock counters and does not touch the disk.
+func (d *Disk) Space() (int64, int64, error) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(d.root, &st); err != nil {
+		return -1, -1, fmt.Errorf("statfs %s: %w", d.root, err)
+	}
+	bs := int64(st.Bsize)
+	return int64(st.Blocks) * bs, int64(st.Bavail) * bs, nil
+}
 
 // NewDisk returns a Disk rooted at root, creating the directory if needed.
 // syncConcurrency <= 0 means DefaultSyncConcurrency.

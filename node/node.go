@@ -14,7 +14,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/strata-log/strata/core/broker"
+	"github.com/strata-log/strata/core/controller"
 	"github.com/strata-log/strata/core/kraft"
 	"github.com/strata-log/strata/core/quorum"
 	"github.com/strata-log/strata/core/server"
@@ -104,7 +104,10 @@ func Start(cfg Config, log *slog.Logger) (*Node, error) {
 			ClusterID:  meta.ClusterID,
 			Broker:     cfg.IsBroker(),
 			Controller: cfg.IsController(),
-			Quorum:     kraft.Config{Voters: cfg.voters(), Quorum: cfg.quorumConfig()},
+			Quorum: kraft.Config{Voters: cfg.voters(), Quorum: cfg.quorumConfig(), Controller: controller.Config{
+				DefaultNumPartitions:     cfg.NumPartitions,
+				DefaultReplicationFactor: cfg.DefaultReplicationFactor,
+			}},
 		}
 		// A controller is a voter on its controller listener; a
 		// broker-only node is an observer with no listener of its own,
@@ -113,12 +116,9 @@ func Start(cfg Config, log *slog.Logger) (*Node, error) {
 			scfg.Quorum.ListenAddr = cfg.controllerListen()
 		}
 		if cfg.IsBroker() {
-			scfg.BrokerListener = broker.Config{
-				ListenAddr:     cfg.Listener,
-				AdvertisedHost: advHost,
-				AdvertisedPort: advPort,
-				MaxConnections: cfg.MaxConnections,
-			}
+			scfg.BrokerListener = cfg.brokerConfig(dataDir)
+			scfg.BrokerListener.AdvertisedHost, scfg.BrokerListener.AdvertisedPort = advHost, advPort
+			scfg.Partitions = cfg.partitionsConfig()
 		}
 		n.srv, startErr = server.Start(e, scfg)
 		if startErr != nil {

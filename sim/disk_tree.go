@@ -187,7 +187,20 @@ type diskHandle struct {
 	inc uint64
 }
 
-var _ env.Disk = (*diskHandle)(nil)
+var (
+	_ env.Disk      = (*diskHandle)(nil)
+	_ env.DiskSpace = (*diskHandle)(nil)
+)
+
+// Space reports DiskFaults.CapacityBytes and what the live files leave
+// of it; a disk without a capacity has no known size.
+func (h *diskHandle) Space() (int64, int64, error) {
+	c := h.d.faults.CapacityBytes
+	if c <= 0 {
+		return -1, -1, fmt.Errorf("sim disk %s: no capacity set", h.d.owner.name)
+	}
+	return c, max(c-h.d.used, 0), nil
+}
 
 // stale reports whether the incarnation that got this handle has ended.
 func (h *diskHandle) stale() bool {

@@ -41,6 +41,9 @@ type Broker struct {
 	sessions fetchSessions
 	// producerIDs hands out idempotent producers' ids.
 	producerIDs producerIDs
+	// autoCreating holds the topic names whose auto-creation is in
+	// flight (autocreate.go); only looked up, never iterated.
+	autoCreating map[string]bool
 }
 
 // New validates cfg, starts listening on cfg.ListenAddr through
@@ -58,6 +61,7 @@ func New(e env.Env, cfg Config) (*Broker, error) {
 		log: e.Logger().With("component", "broker"),
 	}
 	b.table, b.handlers = apiTable()
+	b.autoCreating = map[string]bool{}
 	b.sessions.max = cfg.MaxFetchSessions
 	ln, err := e.Net().Listen(cfg.ListenAddr, b.accept)
 	if err != nil {

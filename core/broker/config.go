@@ -88,6 +88,26 @@ type Config struct {
 	// (DefaultMaxFetchSessions when zero; negative disables sessions).
 	MaxFetchSessions int
 
+	// LogDir is the data directory (log.dirs) as DescribeLogDirs reports
+	// it: the node gives its absolute path.
+	LogDir string
+
+	// StaticConfigs are this broker's configuration keys
+	// (server.properties and the command line) as DescribeConfigs
+	// reports them for this broker's resource, in any order.
+	StaticConfigs []StaticConfig
+
+	// AutoTopicCreationDisabled is auto.create.topics.enable=false
+	// (Kafka's default is true): a Metadata request never creates a
+	// missing topic.
+	AutoTopicCreationDisabled bool
+	// DefaultNumPartitions and DefaultReplicationFactor are
+	// num.partitions and default.replication.factor: the partition count
+	// and replication factor of an auto-created topic. Zero leaves them
+	// to the active controller's defaults (-1 in the CreateTopics).
+	DefaultNumPartitions     int32
+	DefaultReplicationFactor int16
+
 	// Metadata is the metadata quorum member this broker reads brokers
 	// and topics from and passes CreateTopics, DeleteTopics,
 	// CreatePartitions and DescribeQuorum to. Nil means no quorum:
@@ -104,6 +124,22 @@ type Config struct {
 	// data requests answer UNKNOWN_TOPIC_OR_PARTITION or
 	// NOT_LEADER_OR_FOLLOWER as the image says.
 	Partitions *replica.Manager
+}
+
+// StaticConfig is one key of a broker's own configuration.
+type StaticConfig struct {
+	// Name is the key, as in Kafka's server.properties.
+	Name string
+	// Value is the value given (in server.properties or on the command
+	// line) when Set; Default is the key's default. Either may be ""
+	// for no value (Kafka's null).
+	Value, Default string
+	Set            bool
+	// Type and Doc are DescribeConfigs' config type and documentation.
+	Type kmsg.ConfigType
+	Doc  string
+	// Sensitive hides the value (Kafka's passwords).
+	Sensitive bool
 }
 
 // Metadata is what the broker needs of the metadata quorum member
@@ -139,6 +175,9 @@ func (cfg Config) withDefaults() (Config, error) {
 		return cfg, fmt.Errorf("%w: negative max connections %d", errInvalidConfig, cfg.MaxConnections)
 	case cfg.MaxBufferedResponseBytes < 0:
 		return cfg, fmt.Errorf("%w: negative max buffered response bytes %d", errInvalidConfig, cfg.MaxBufferedResponseBytes)
+	case cfg.DefaultNumPartitions < 0 || cfg.DefaultReplicationFactor < 0:
+		return cfg, fmt.Errorf("%w: negative auto-creation defaults (%d partitions, replication factor %d)", errInvalidConfig,
+			cfg.DefaultNumPartitions, cfg.DefaultReplicationFactor)
 	case cfg.MaxInflightRequestsPerConn < 0 || cfg.MaxInflightRequestBytes < 0:
 		return cfg, fmt.Errorf("%w: negative in-flight request bounds", errInvalidConfig)
 	}

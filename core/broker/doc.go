@@ -4,16 +4,22 @@
 // same connection.
 //
 // It owns the per-connection protocol state (correlation ids, which
-// connections are open) and the answers to the cluster-level requests it
-// implements today: ApiVersions and Metadata (unfenced brokers, topics and
-// partitions from the metadata quorum member's image, Config.Metadata),
-// and CreateTopics, DeleteTopics, CreatePartitions and DescribeQuorum,
-// which it passes to the member's Submit (which forwards them to the
-// quorum leader when needed) and answers with the controller's response.
-// Metadata's controller id names a broker, as in KRaft Kafka: this one
-// when it is registered and unfenced (metadata.go). Which API keys and versions it
-// serves is decided in one place, package protocol; the handlers here must
-// implement every version that table advertises.
+// connections are open, request order) and the answers to the requests in
+// its one API table (apis.go): ApiVersions; Metadata (brokers, topics and
+// partitions from the metadata quorum member's image, Config.Metadata,
+// with topic auto-creation, autocreate.go); the data path on the hosted
+// partitions (Produce, Fetch, ListOffsets, DeleteRecords,
+// OffsetForLeaderEpoch, InitProducerId); the descriptions DescribeConfigs
+// (topic configs resolved by core/replica, the function that configures
+// the partitions), DescribeCluster, DescribeTopicPartitions and
+// DescribeLogDirs; and the controller requests (CreateTopics,
+// DeleteTopics, CreatePartitions, AlterConfigs, IncrementalAlterConfigs,
+// DescribeQuorum), which it passes to the member's Submit (which forwards
+// them to the quorum leader when needed) and answers with the
+// controller's response. Metadata's controller id names a broker, as in
+// KRaft Kafka: this one when it is registered and unfenced (metadata.go).
+// The handlers must implement every version the table advertises; Kafka
+// error codes come from the one error table (errors.go).
 //
 // # What it must never do
 //
@@ -32,10 +38,12 @@
 // # Invariants
 //
 //   - Responses on a connection go out in the order their requests arrived.
-//     A request passed to the metadata quorum is answered later; until
-//     then the connection's further frames wait, unhandled, in a queue of
-//     at most maxQueuedFrames (past it the connection is closed), so one
-//     request per connection is in flight.
+//     Requests are handled as they arrive (pipelined), except behind a
+//     barrier: a request passed to the metadata quorum holds the
+//     connection's later requests, unhandled, until it is answered (conn.go).
+//     A connection with Config.MaxInflightRequestsPerConn requests in
+//     flight, or a broker holding Config.MaxInflightRequestBytes, stops
+//     reading until answers go out.
 //   - An ApiVersions request at any version gets an answer the client can
 //     decode (KIP-511), so it can retry at a version we support.
 package broker

@@ -2,6 +2,8 @@ package broker
 
 import (
 	"errors"
+	"fmt"
+	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -46,7 +48,53 @@ var errorTable = []struct {
 	// The disk.
 	{env.ErrNoSpace, kerr.KafkaStorageError},
 	{env.ErrIO, kerr.KafkaStorageError},
+	// The broker itself.
+	{errUnknownTopicID, kerr.UnknownTopicID},
+	{errTransactionalIDAuthorization, kerr.TransactionalIDAuthorizationFailed},
+	{errInvalidRequest, kerr.InvalidRequest},
+	{errInvalidTopic, kerr.InvalidTopicException},
+	{errRequestTimedOut, kerr.RequestTimedOut},
+	{errUnsupportedEndpointType, kerr.UnsupportedEndpointType},
 }
+
+// Errors of the broker itself; each stands for one Kafka error code.
+var (
+	errUnknownTopicID               = errors.New("broker: unknown topic id")
+	errTransactionalIDAuthorization = errors.New("broker: transactional id not authorized")
+	// errInvalidRequest: a request the broker cannot make sense of (an
+	// unknown resource type, another broker's id, a bad cursor).
+	errInvalidRequest = errors.New("broker: invalid request")
+	// errInvalidTopic: a topic name Kafka's rules refuse.
+	errInvalidTopic = errors.New("broker: invalid topic name")
+	// errRequestTimedOut: the request's own timeout passed before the
+	// operation completed (it may still complete).
+	errRequestTimedOut = errors.New("broker: request timed out")
+	// errUnsupportedEndpointType: DescribeCluster asked a broker for the
+	// controllers' endpoints (KIP-919), which only controllers answer.
+	errUnsupportedEndpointType = errors.New("broker: unsupported endpoint type")
+)
+
+// errorMessage is err's text for a response's error message, nil for nil.
+func errorMessage(err error) *string {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	return &msg
+}
+
+// quoteName quotes a client-given name for an error message, cut to
+// maxNameInMessageBytes so that a huge name does not swell the response.
+func quoteName(name string) string {
+	if len(name) > maxNameInMessageBytes {
+		return strconv.Quote(name[:maxNameInMessageBytes]) + fmt.Sprintf("... (%d bytes)", len(name))
+	}
+	return strconv.Quote(name)
+}
+
+// maxNameInMessageBytes bounds the part of a client-given name quoted in
+// an error message, in bytes (Kafka's longest topic name).
+const maxNameInMessageBytes = 249
 
 // errorCode maps err to its Kafka error code; nil is nil.
 func (b *Broker) errorCode(err error) *kerr.Error {
@@ -68,23 +116,4 @@ func (b *Broker) code(err error) int16 {
 		return k.Code
 	}
 	return 0
-}
-
-// Errors of the broker itself.
-var (
-	errUnknownTopicID               = errors.New("broker: unknown topic id")
-	errTransactionalIDAuthorization = errors.New("broker: transactional id not authorized")
-)
-
-func init() {
-	errorTable = append(errorTable,
-		struct {
-			err  error
-			code *kerr.Error
-		}{errUnknownTopicID, kerr.UnknownTopicID},
-		struct {
-			err  error
-			code *kerr.Error
-		}{errTransactionalIDAuthorization, kerr.TransactionalIDAuthorizationFailed},
-	)
 }

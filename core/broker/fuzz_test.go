@@ -5,7 +5,11 @@ import (
 	"log/slog"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/core/meta"
+	"github.com/strata-log/strata/core/protocol"
 )
 
 // FuzzHandleFrame feeds arbitrary frames to the request decoder. Whatever
@@ -80,6 +84,12 @@ func newFuzzEnv(f *testing.F) *fakeEnv {
 	_, err := New(e, Config{
 		NodeID: testNodeID, ClusterID: testClusterID,
 		ListenAddr: "127.0.0.1:0", AdvertisedHost: testHost,
+		// An image with brokers, topics and configs, so that the
+		// describing handlers walk real data; controller requests get
+		// NOT_CONTROLLER (a quorum without a leader).
+		Metadata:      &notControllerMetadata{e: e, img: testImage(f)},
+		StaticConfigs: []StaticConfig{{Name: "log.segment.bytes", Value: "2048", Set: true, Default: "1073741824"}},
+		LogDir:        "/data",
 	})
 	if err != nil {
 		f.Fatal(err)
@@ -95,4 +105,16 @@ func produceAcksZero(frame []byte) bool {
 	}
 	_, req, err := APIs().ParseRequest(frame)
 	return err == nil && req.(*kmsg.ProduceRequest).Acks == 0
+}
+
+// notControllerMetadata serves an image and answers every submitted
+// request, on the next loop turn, with NOT_CONTROLLER.
+type notControllerMetadata struct {
+	e   *fakeEnv
+	img *meta.Image
+}
+
+func (m *notControllerMetadata) Image() *meta.Image { return m.img }
+func (m *notControllerMetadata) Submit(req kmsg.Request, done func(kmsg.Response, error)) {
+	m.e.Post(func() { done(protocol.ErrorResponse(req, kerr.NotController, "no leader"), nil) })
 }

@@ -14,11 +14,14 @@ import (
 // image when one is configured (see brokerList and controllerID); without
 // one the broker list is this node alone, which is also the controller id.
 //
-// Topic auto-creation (AllowAutoTopicCreation, auto.create.topics.enable)
-// is not supported yet: there is no topic metadata to create topics in, so
-// a requested topic that does not exist gets UNKNOWN_TOPIC_OR_PARTITION
-// whatever the request asks for, which is what Kafka answers with
-// auto-creation disabled.
+// A named topic that does not exist is auto-created when the request
+// allows it (AllowAutoTopicCreation from v4; implied before) and
+// auto.create.topics.enable is on (see autoCreate): it is answered
+// LEADER_NOT_AVAILABLE, Kafka's answer while a topic is being created, so
+// the client retries, and the creation goes to the active controller
+// without the Metadata request waiting for it. Otherwise it is
+// UNKNOWN_TOPIC_OR_PARTITION, or INVALID_TOPIC_EXCEPTION for a name
+// Kafka's rules refuse.
 func (b *Broker) handleMetadata(req *kmsg.MetadataRequest) *kmsg.MetadataResponse {
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 
@@ -48,6 +51,9 @@ func (b *Broker) handleMetadata(req *kmsg.MetadataRequest) *kmsg.MetadataRespons
 	// membership, the response keeps request order.
 	seenNames := make(map[string]bool, len(req.Topics))
 	seenIDs := make(map[[16]byte]bool)
+	allowCreate := req.Version < 4 || req.AllowAutoTopicCreation
+	var create []string
+	defer func() { b.autoCreate(create) }()
 	for _, rt := range req.Topics {
 		t := kmsg.NewMetadataResponseTopic()
 		switch {
@@ -66,7 +72,7 @@ func (b *Broker) handleMetadata(req *kmsg.MetadataRequest) *kmsg.MetadataRespons
 			}
 			name := *rt.Topic
 			t.Topic = &name
-			t.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			t.ErrorCode = b.missingTopic(name, allowCreate, &create).Code
 		case req.Version >= 12 && rt.TopicID != [16]byte{}:
 			// By id (v12+): Kafka echoes the id with a null name.
 			if seenIDs[rt.TopicID] {
@@ -97,28 +103,46 @@ func (b *Broker) handleMetadata(req *kmsg.MetadataRequest) *kmsg.MetadataRespons
 // one client listener, and brokers register it under this name).
 const brokerListener = "PLAINTEXT"
 
-// brokerList is Metadata's broker list: every registered broker of img that
-// is unfenced and has a brokerListener endpoint, in id order, as Kafka
-// lists its alive brokers (a fenced broker leads nothing and is omitted).
-// This broker is always listed, from its own configuration when it is not
-// (yet) unfenced in img: it is answering, and during startup it serves
-// clients before its registration is unfenced (Kafka opens its client
-// listeners only once caught up), so omitting it would leave a client that
-// bootstrapped here without any broker. With no image the list is this
-// broker alone.
+// brokerList is Metadata's broker list (see brokerEndpoints).
 func (b *Broker) brokerList(img *meta.Image) []kmsg.MetadataResponseBroker {
-	self := kmsg.NewMetadataResponseBroker()
-	self.NodeID = b.cfg.NodeID
-	self.Host = b.cfg.AdvertisedHost
-	self.Port = b.cfg.AdvertisedPort
-	self.Rack = nil // broker.rack is not configurable yet
-	if img == nil {
-		return []kmsg.MetadataResponseBroker{self}
+	eps := b.brokerEndpoints(img, false)
+	out := make([]kmsg.MetadataResponseBroker, len(eps))
+	for i, ep := range eps {
+		mb := kmsg.NewMetadataResponseBroker()
+		mb.NodeID, mb.Host, mb.Port, mb.Rack = ep.id, ep.host, ep.port, ep.rack
+		out[i] = mb
 	}
-	brokers := make([]kmsg.MetadataResponseBroker, 0, img.NumBrokers()+1)
+	return out
+}
+
+// brokerEndpoint is one broker as Metadata and DescribeCluster list it.
+type brokerEndpoint struct {
+	id     int32
+	host   string
+	port   int32
+	rack   *string
+	fenced bool
+}
+
+// brokerEndpoints lists every registered broker of img that is unfenced
+// (or, with fenced, also the fenced ones) and has a brokerListener
+// endpoint, in id order, as Kafka lists its alive brokers (a fenced
+// broker leads nothing and is omitted). This broker is always listed,
+// from its own configuration when it is not (yet) unfenced in img: it is
+// answering, and during startup it serves clients before its
+// registration is unfenced (Kafka opens its client listeners only once
+// caught up), so omitting it would leave a client that bootstrapped here
+// without any broker. With no image the list is this broker alone.
+func (b *Broker) brokerEndpoints(img *meta.Image, fenced bool) []brokerEndpoint {
+	self := brokerEndpoint{id: b.cfg.NodeID, host: b.cfg.AdvertisedHost, port: b.cfg.AdvertisedPort, fenced: true}
+	// self.rack: broker.rack is not configurable yet
+	if img == nil {
+		return []brokerEndpoint{self}
+	}
+	brokers := make([]brokerEndpoint, 0, img.NumBrokers()+1)
 	selfListed := false
 	for reg := range img.Brokers() { // ascending id
-		if reg.Fenced {
+		if reg.Fenced && !fenced && reg.ID != b.cfg.NodeID {
 			continue
 		}
 		ep, ok := reg.Endpoint(brokerListener)
@@ -129,13 +153,17 @@ func (b *Broker) brokerList(img *meta.Image) []kmsg.MetadataResponseBroker {
 			brokers = append(brokers, self)
 			selfListed = true
 		}
-		mb := kmsg.NewMetadataResponseBroker()
-		mb.NodeID, mb.Host, mb.Port = reg.ID, ep.Host, int32(ep.Port)
+		if reg.ID == b.cfg.NodeID && reg.Fenced && !fenced {
+			brokers = append(brokers, self) // listed from its configuration
+			selfListed = true
+			continue
+		}
+		be := brokerEndpoint{id: reg.ID, host: ep.Host, port: int32(ep.Port), fenced: reg.Fenced}
 		if reg.Rack != "" {
 			rack := reg.Rack
-			mb.Rack = &rack
+			be.rack = &rack
 		}
-		brokers = append(brokers, mb)
+		brokers = append(brokers, be)
 		selfListed = selfListed || reg.ID == b.cfg.NodeID
 	}
 	if !selfListed {
@@ -174,7 +202,7 @@ func topicMetadata(ti *meta.TopicImage) kmsg.MetadataResponseTopic {
 	name := ti.Name()
 	t.Topic = &name
 	t.TopicID = ti.ID() // encoded from v10
-	t.IsInternal = false
+	t.IsInternal = isInternalTopic(name)
 	for p := range ti.Partitions() {
 		mp := kmsg.NewMetadataResponseTopicPartition()
 		mp.Partition = p.ID

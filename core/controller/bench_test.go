@@ -59,7 +59,7 @@ func benchBase(tb testing.TB) *meta.Image {
 // createThroughController creates the topics through an active controller
 // and returns the committed batches.
 func createThroughController(tb testing.TB, base *meta.Image, topics int) (*meta.Image, []Proposal) {
-	c := New(Config{}, rand.New(rand.NewPCG(1, 2)))
+	c := New(Config{MaxReplicationFactor: benchReplicationFactor}, rand.New(rand.NewPCG(1, 2)))
 	c.BecomeLeader(0, 2, base, base.Position().Offset+2)
 	var proposals []Proposal
 	commit := func() {
@@ -111,7 +111,7 @@ func replayWithMeta(tb testing.TB, base *meta.Image, proposals []Proposal) *meta
 
 // replayStandby feeds the batches to an inactive controller.
 func replayStandby(tb testing.TB, base *meta.Image, proposals []Proposal) *meta.Image {
-	c := New(Config{}, rand.New(rand.NewPCG(1, 2)))
+	c := New(Config{MaxReplicationFactor: benchReplicationFactor}, rand.New(rand.NewPCG(1, 2)))
 	c.LoadImage(base)
 	for _, p := range proposals {
 		if err := c.Committed(meta.Position{Offset: p.LastOffset, Epoch: p.Epoch}, p.Records); err != nil {

@@ -21,6 +21,12 @@ const (
 	// quorum's default proposal bound (8 MiB including a 16-byte overhead
 	// per record).
 	DefaultMaxBatchBytes = 4 << 20
+	// DefaultMaxReplicationFactor bounds the replicas of a new partition,
+	// in replicas: 1 until replication lands (the issue that brings ISR
+	// replication lifts it), so that a topic the brokers cannot keep
+	// replicated is refused with INVALID_REPLICATION_FACTOR rather than
+	// created and left under-replicated.
+	DefaultMaxReplicationFactor = 1
 	// DefaultMaxPendingRecords bounds the records proposed but not yet
 	// committed. Past it the controller refuses new writes with
 	// REQUEST_TIMED_OUT (retriable) until commits catch up, instead of
@@ -45,6 +51,14 @@ type Config struct {
 	// DefaultReplicationFactor is default.replication.factor
 	// (DefaultReplicationFactor).
 	DefaultReplicationFactor int16
+	// MaxReplicationFactor bounds the replication factor of a new topic
+	// or partition, in replicas (DefaultMaxReplicationFactor). A
+	// CreateTopics (or an auto-creation) asking for more, by count, by
+	// default.replication.factor or by a manual assignment, and a
+	// CreatePartitions adding partitions to a topic with more replicas,
+	// get INVALID_REPLICATION_FACTOR saying replication is not supported
+	// yet.
+	MaxReplicationFactor int
 	// TopicDeletionDisabled is delete.topic.enable=false: DeleteTopics
 	// answers TOPIC_DELETION_DISABLED.
 	TopicDeletionDisabled bool
@@ -73,6 +87,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.DefaultReplicationFactor <= 0 {
 		c.DefaultReplicationFactor = DefaultReplicationFactor
+	}
+	if c.MaxReplicationFactor <= 0 {
+		c.MaxReplicationFactor = DefaultMaxReplicationFactor
 	}
 	if c.MaxRecordsPerBatch <= 0 {
 		c.MaxRecordsPerBatch = DefaultMaxRecordsPerBatch

@@ -58,6 +58,13 @@ type logEntry struct {
 }
 
 func newHarness(tb tester, cfg Config, seed uint64) *harness {
+	if cfg.MaxReplicationFactor == 0 {
+		// The harness tests the controller's replica placement, ISR and
+		// election logic, which are ready for replication: lift the
+		// bound that holds until the data plane replicates
+		// (TestMaxReplicationFactor tests the bound itself).
+		cfg.MaxReplicationFactor = maxReplicasPerPartition
+	}
 	h := &harness{
 		tb:        tb,
 		c:         New(cfg, rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))),

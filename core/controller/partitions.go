@@ -36,6 +36,9 @@ func (c *Controller) checkAssignment(partition int32, replicas []int32, rf int) 
 	if len(replicas) == 0 {
 		return errorf(kerr.InvalidReplicaAssignment, "The manual partition assignment includes an empty replica list.")
 	}
+	if e := c.checkReplicationFactor(len(replicas)); e != nil {
+		return e
+	}
 	if len(replicas) > maxReplicasPerPartition || len(replicas) > c.spec.NumBrokers() {
 		return errorf(kerr.InvalidReplicaAssignment, "The manual partition assignment has %d replicas, more than the %d registered brokers (or %d).",
 			len(replicas), c.spec.NumBrokers(), maxReplicasPerPartition)
@@ -57,6 +60,19 @@ func (c *Controller) checkAssignment(partition int32, replicas []int32, rf int) 
 	}
 	if !anyActive {
 		return errorf(kerr.InvalidReplicaAssignment, "All brokers specified in the manual partition assignment for partition %d are fenced or in controlled shutdown.", partition)
+	}
+	return nil
+}
+
+// checkReplicationFactor refuses a replication factor above
+// Config.MaxReplicationFactor: until replication lands, a partition lives
+// on one broker, and a topic asking for more copies must not be created
+// under-replicated from its first record.
+func (c *Controller) checkReplicationFactor(rf int) *apiError {
+	if rf > c.cfg.MaxReplicationFactor {
+		return errorf(kerr.InvalidReplicationFactor,
+			"Replication factor %d is not supported: replication is not supported yet, so a partition has at most %d replica(s) (use replication factor 1, or -1 for default.replication.factor).",
+			rf, c.cfg.MaxReplicationFactor)
 	}
 	return nil
 }
@@ -136,6 +152,9 @@ func (c *Controller) planPartitions(t *kmsg.CreatePartitionsRequestTopic, broker
 			assignment = append(assignment, slices.Clone(a.Replicas))
 		}
 	} else {
+		if e := c.checkReplicationFactor(rf); e != nil {
+			return nil, e
+		}
 		if rf > len(brokers) {
 			return nil, errorf(kerr.InvalidReplicationFactor, "Unable to replicate the partition %d time(s): The target replication factor of %d cannot be reached because only %d broker(s) are registered and unfenced.",
 				rf, rf, len(brokers))

@@ -200,6 +200,9 @@ func (p *topicPlanner) topic(t *kmsg.CreateTopicsRequestTopic) (kmsg.CreateTopic
 		if rf <= 0 {
 			return rt, nil, errorf(kerr.InvalidReplicationFactor, "Replication factor must be larger than 0, or -1 to use the default value.")
 		}
+		if e := c.checkReplicationFactor(int(rf)); e != nil {
+			return rt, nil, e
+		}
 		if int(rf) > len(p.brokers) {
 			return rt, nil, errorf(kerr.InvalidReplicationFactor, "Unable to replicate the partition %d time(s): The target replication factor of %d cannot be reached because only %d broker(s) are registered and unfenced.",
 				rf, rf, len(p.brokers))

@@ -332,3 +332,67 @@ func TestNewTopicIDs(t *testing.T) {
 		seen[id] = true
 	}
 }
+
+// TestMaxReplicationFactor: until replication lands, every way of asking
+// for more than one replica is refused with INVALID_REPLICATION_FACTOR and
+// a message that says why; the bound is a Config field the replication
+// work lifts.
+func TestMaxReplicationFactor(t *testing.T) {
+	cases := []struct {
+		name string
+		cfg  Config
+		req  kmsg.Request
+		want *kerr.Error
+	}{
+		{"rf 1", Config{}, createTopicsReq(false, topicSpec{name: "t", partitions: 1, rf: 1}), nil},
+		{"rf 3", Config{}, createTopicsReq(false, topicSpec{name: "t", partitions: 1, rf: 3}), kerr.InvalidReplicationFactor},
+		{"rf 3 validate only", Config{}, createTopicsReq(true, topicSpec{name: "t", partitions: 1, rf: 3}), kerr.InvalidReplicationFactor},
+		{"rf 9 above brokers too", Config{}, createTopicsReq(false, topicSpec{name: "t", partitions: 1, rf: 9}), kerr.InvalidReplicationFactor},
+		{"default rf 2", Config{DefaultReplicationFactor: 2}, createTopicsReq(false, topicSpec{name: "t", partitions: 1, rf: -1}), kerr.InvalidReplicationFactor},
+		{"manual 2 replicas", Config{}, createTopicsReq(false, topicSpec{name: "t", assignment: [][]int32{{1, 2}}, partitions: -1, rf: -1}), kerr.InvalidReplicationFactor},
+		{"manual 1 replica", Config{}, createTopicsReq(false, topicSpec{name: "t", assignment: [][]int32{{2}}, partitions: -1, rf: -1}), nil},
+		{"lifted", Config{MaxReplicationFactor: 3}, createTopicsReq(false, topicSpec{name: "t", partitions: 1, rf: 3}), nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.cfg.MaxReplicationFactor == 0 {
+				tc.cfg.MaxReplicationFactor = DefaultMaxReplicationFactor // the harness would lift it
+			}
+			h := newCluster(t, tc.cfg, 3)
+			rt := h.do(tc.req).(*kmsg.CreateTopicsResponse).Topics[0]
+			if tc.want == nil {
+				require.Zero(t, rt.ErrorCode, errName(rt.ErrorCode))
+				return
+			}
+			require.Equal(t, tc.want.Code, rt.ErrorCode, errName(rt.ErrorCode))
+			require.Contains(t, *rt.ErrorMessage, "replication is not supported yet")
+		})
+	}
+
+	// CreatePartitions: by count for a topic with more replicas (one
+	// created before the bound, or by a lifted controller), and by a
+	// manual assignment.
+	h := newCluster(t, Config{MaxReplicationFactor: 3}, 3)
+	h.mustCreate(topicSpec{name: "wide", partitions: 1, rf: 2}, topicSpec{name: "narrow", partitions: 1, rf: 1})
+	h.c.cfg.MaxReplicationFactor = 1
+	grow := func(topic string, assignment ...[]int32) kmsg.CreatePartitionsResponseTopic {
+		req := kmsg.NewPtrCreatePartitionsRequest()
+		req.Version = 3
+		rt := kmsg.NewCreatePartitionsRequestTopic()
+		rt.Topic, rt.Count = topic, 2
+		for _, a := range assignment {
+			ra := kmsg.NewCreatePartitionsRequestTopicAssignment()
+			ra.Replicas = a
+			rt.Assignment = append(rt.Assignment, ra)
+		}
+		req.Topics = append(req.Topics, rt)
+		return h.do(req).(*kmsg.CreatePartitionsResponse).Topics[0]
+	}
+	got := grow("wide")
+	require.Equal(t, kerr.InvalidReplicationFactor.Code, got.ErrorCode, errName(got.ErrorCode))
+	require.Contains(t, *got.ErrorMessage, "replication is not supported yet")
+	got = grow("narrow", []int32{1, 2})
+	require.Equal(t, kerr.InvalidReplicationFactor.Code, got.ErrorCode, errName(got.ErrorCode))
+	got = grow("narrow")
+	require.Zero(t, got.ErrorCode, errName(got.ErrorCode))
+}

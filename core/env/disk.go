@@ -121,3 +121,12 @@ type File interface {
 	// is still subject to the durability model.
 	Close() error
 }
+
+// DiskSpace is implemented by a Disk that can report the capacity of the
+// volume it lives on (DescribeLogDirs' total and usable bytes). It is
+// optional: callers type-assert and report "unknown" (-1) without it.
+type DiskSpace interface {
+	// Space returns the volume's total bytes and the bytes still usable
+	// by this process, or an error when they cannot be known.
+	Space() (totalBytes, usableBytes int64, err error)
+}

@@ -140,7 +140,7 @@ func (m *Manager) Apply(img *meta.Image, serving bool) {
 	for _, w := range wanted {
 		if cfgTopic != w.ti {
 			var problems []string
-			cfg, problems = m.cfg.resolveTopicConfig(img, w.ti.Name())
+			cfg, _, problems = m.cfg.resolveTopicConfig(img, w.ti.Name(), false)
 			for _, pr := range problems {
 				m.log.Warn("ignoring an invalid topic config value", "topic", w.ti.Name(), "problem", pr)
 			}

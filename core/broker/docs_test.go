@@ -1,0 +1,44 @@
+package broker
+
+import (
+	"fmt"
+	"os"
+	"regexp"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestCompatibilityDocMatchesTable keeps docs/compatibility.md's API table
+// and the broker's API table (apis) in step: one row per API, with its key
+// and version range, in the table's order.
+func TestCompatibilityDocMatchesTable(t *testing.T) {
+	text, err := os.ReadFile("../../docs/compatibility.md")
+	require.NoError(t, err)
+	row := regexp.MustCompile(`(?m)^\| ([A-Za-z]+) \| (\d+) \| (\d+)(?:–(\d+))? \|`)
+	var documented []string
+	for _, m := range row.FindAllStringSubmatch(string(text), -1) {
+		hi := m[4]
+		if hi == "" {
+			hi = m[3]
+		}
+		documented = append(documented, fmt.Sprintf("%s key %s versions %s-%s", m[1], m[2], m[3], hi))
+	}
+	var want []string
+	for _, a := range APIs().Rows() {
+		want = append(want, fmt.Sprintf("%s key %d versions %d-%d", docName(a.Name()), a.Key, a.MinVersion, a.MaxVersion))
+	}
+	require.Equal(t, want, documented, "docs/compatibility.md's API table differs from core/broker/apis.go")
+	for _, a := range apis {
+		require.NotEmpty(t, a.why, "%s: the table says why its versions stop where they do", a.Name())
+	}
+}
+
+// docName is an API's name as the docs spell it (Kafka's spelling where
+// kmsg's differs).
+func docName(name string) string {
+	if name == "InitProducerID" {
+		return "InitProducerId"
+	}
+	return name
+}

@@ -1,0 +1,545 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/core/broker"
+	"github.com/strata-log/strata/core/controller"
+	"github.com/strata-log/strata/core/producer"
+	"github.com/strata-log/strata/core/replica"
+)
+
+// Config keys of the broker's topic defaults and bounds, named as in
+// Kafka. The topic defaults among them (log.segment.bytes, ...) take the
+// topic key they set from the controller's config table (its
+// ServerDefault column), so that mapping lives in one place.
+const (
+	KeyNumPartitions                  = "num.partitions"
+	KeyDefaultReplicationFactor       = "default.replication.factor"
+	KeyAutoCreateTopicsEnable         = "auto.create.topics.enable"
+	KeyLogRetentionMs                 = "log.retention.ms"
+	KeyLogRetentionMinutes            = "log.retention.minutes"
+	KeyLogRetentionHours              = "log.retention.hours"
+	KeyLogRollMs                      = "log.roll.ms"
+	KeyLogRollHours                   = "log.roll.hours"
+	KeyLogRetentionCheckIntervalMs    = "log.retention.check.interval.ms"
+	KeyProducerIDExpirationMs         = "producer.id.expiration.ms"
+	KeyQueuedMaxRequestBytes          = "queued.max.request.bytes"
+	KeyMaxIncrementalFetchSessionSlot = "max.incremental.fetch.session.cache.slots"
+)
+
+// Defaults of those keys (Kafka's, where Strata does not bound more).
+const (
+	DefaultNumPartitions            = controller.DefaultNumPartitions
+	DefaultReplicationFactor        = controller.DefaultReplicationFactor
+	DefaultRetentionCheckIntervalMs = int64(replica.DefaultRetentionCheckInterval / time.Millisecond)
+	DefaultProducerIDExpirationMs   = int64(producer.DefaultExpirationTime / time.Millisecond)
+	// DefaultQueuedMaxRequestBytes is queued.max.request.bytes. Kafka's
+	// default is -1 (unbounded); Strata always bounds the request bytes
+	// it holds (broker.DefaultMaxInflightRequestBytes, 128 MiB).
+	DefaultQueuedMaxRequestBytes = broker.DefaultMaxInflightRequestBytes
+	// DefaultFetchSessionCacheSlots is
+	// max.incremental.fetch.session.cache.slots; 0 disables sessions.
+	DefaultFetchSessionCacheSlots = broker.DefaultMaxFetchSessions
+	// maxPartitionsPerTopic bounds num.partitions, in partitions: one
+	// controller batch holds a topic's records.
+	maxPartitionsPerTopic = controller.DefaultMaxRecordsPerBatch - 1
+	// maxLogRetentionCheckIntervalMs bounds
+	// log.retention.check.interval.ms, in milliseconds (one day): a
+	// larger value is a typo, not a choice.
+	maxLogRetentionCheckIntervalMs = 24 * 3_600_000
+)
+
+// configKey is one server.properties key: the only place that names it,
+// gives its default, says what it means and parses it. docs/operations.md
+// lists every key of configKeys (a test checks both ways).
+type configKey struct {
+	name string
+	// def is the default as DescribeConfigs reports it and the docs show
+	// it; "" when there is none or it is derived from other keys.
+	def string
+	typ kmsg.ConfigType
+	// doc is a one-line description (DescribeConfigs' documentation).
+	doc string
+	// set validates value (trimmed) and applies it to c; its error says
+	// what is wanted, and Set wraps it with the key.
+	set func(c *Config, value string) error
+}
+
+// configKeys is the table, in the order docs/operations.md lists them.
+var configKeys = []configKey{
+	{KeyNodeID, strconv.Itoa(DefaultNodeID), kmsg.ConfigTypeInt, "This node's id in the cluster.", setNodeID},
+	{KeyProcessRoles, DefaultProcessRoles, kmsg.ConfigTypeList, "The roles this node runs: broker, controller or both.", setProcessRoles},
+	{KeyListeners, DefaultListeners, kmsg.ConfigTypeList, "The client (PLAINTEXT) and controller listeners.", setListeners},
+	{KeyControllerVoters, "", kmsg.ConfigTypeList, "The metadata quorum's voters, id@host:port,...", setVoters},
+	{KeyControllerListeners, DefaultControllerListenerName, kmsg.ConfigTypeList, "The name of the controller listener in listeners.", setControllerListenerName},
+	{KeyElectionTimeoutMs, strconv.Itoa(DefaultElectionTimeoutMs), kmsg.ConfigTypeInt, "How long a voter without a leader waits before an election, in milliseconds.", setElectionTimeout},
+	{KeyFetchTimeoutMs, strconv.Itoa(DefaultFetchTimeoutMs), kmsg.ConfigTypeInt, "How long a voter goes without a fetch from its leader before an election, in milliseconds.", setFetchTimeout},
+	{KeyAdvertisedListeners, "", kmsg.ConfigTypeString, "The address given to clients in Metadata.", setAdvertisedListeners},
+	{KeyLogDirs, DefaultLogDir, kmsg.ConfigTypeString, "The data directory (one).", setLogDir},
+	{KeyLogDir, DefaultLogDir, kmsg.ConfigTypeString, "The data directory when log.dirs is not set.", setLogDir},
+	{KeySocketRequestMaxBytes, strconv.Itoa(DefaultSocketRequestMaxBytes), kmsg.ConfigTypeInt, "The largest request frame, in bytes.", setSocketRequestMaxBytes},
+	{KeyMaxConnections, strconv.Itoa(DefaultMaxConnections), kmsg.ConfigTypeInt, "The most client connections served at once.", setMaxConnections},
+	{KeyQueuedMaxRequestBytes, strconv.Itoa(DefaultQueuedMaxRequestBytes), kmsg.ConfigTypeLong,
+		"The request bytes held while they are handled, across connections; past it connections are paused.", setQueuedMaxRequestBytes},
+	{KeyMaxIncrementalFetchSessionSlot, strconv.Itoa(DefaultFetchSessionCacheSlots), kmsg.ConfigTypeInt,
+		"The fetch sessions (KIP-227) kept at once; 0 disables them.", setFetchSessionSlots},
+	{KeyNumPartitions, strconv.Itoa(int(DefaultNumPartitions)), kmsg.ConfigTypeInt,
+		"The partitions of a topic created with -1 partitions or auto-created.", setNumPartitions},
+	{KeyDefaultReplicationFactor, strconv.Itoa(int(DefaultReplicationFactor)), kmsg.ConfigTypeShort,
+		"The replication factor of a topic created with -1 or auto-created (only 1 until replication is supported).", setDefaultReplicationFactor},
+	{KeyAutoCreateTopicsEnable, "true", kmsg.ConfigTypeBoolean,
+		"Whether a Metadata request for a missing topic creates it.", setAutoCreateTopics},
+	{KeyLogRetentionMs, "", kmsg.ConfigTypeLong, "How long records are kept, in milliseconds (-1: forever); wins over .minutes and .hours.", setRetention(0)},
+	{KeyLogRetentionMinutes, "", kmsg.ConfigTypeInt, "How long records are kept, in minutes; wins over .hours.", setRetention(1)},
+	{KeyLogRetentionHours, "168", kmsg.ConfigTypeInt, "How long records are kept, in hours.", setRetention(2)},
+	topicDefault("log.retention.bytes"),
+	topicDefault("log.segment.bytes"),
+	{KeyLogRollMs, "", kmsg.ConfigTypeLong, "The age at which a segment rolls, in milliseconds; wins over log.roll.hours.", setRoll(0)},
+	{KeyLogRollHours, "168", kmsg.ConfigTypeInt, "The age at which a segment rolls, in hours.", setRoll(1)},
+	topicDefault("log.cleanup.policy"),
+	topicDefault("log.cleaner.delete.retention.ms"),
+	topicDefault("log.cleaner.min.compaction.lag.ms"),
+	topicDefault("log.cleaner.min.cleanable.ratio"),
+	topicDefault("message.max.bytes"),
+	topicDefault("log.index.interval.bytes"),
+	topicDefault("log.index.size.max.bytes"),
+	topicDefault("log.flush.interval.messages"),
+	topicDefault("log.flush.interval.ms"),
+	topicDefault("log.message.timestamp.type"),
+	topicDefault("log.message.timestamp.before.max.ms"),
+	topicDefault("log.message.timestamp.after.max.ms"),
+	topicDefault("min.insync.replicas"),
+	{KeyLogRetentionCheckIntervalMs, strconv.FormatInt(DefaultRetentionCheckIntervalMs, 10), kmsg.ConfigTypeLong,
+		"How often logs are checked for segments to delete and cleanings to start, in milliseconds.", setRetentionCheckInterval},
+	{KeyProducerIDExpirationMs, strconv.FormatInt(DefaultProducerIDExpirationMs, 10), kmsg.ConfigTypeInt,
+		"How long an idle idempotent producer's state is kept, in milliseconds.", setProducerIDExpiration},
+}
+
+// configKeyIndex finds a row of configKeys by name (only looked up).
+var configKeyIndex = func() map[string]*configKey {
+	m := make(map[string]*configKey, len(configKeys))
+	for i := range configKeys {
+		m[configKeys[i].name] = &configKeys[i]
+	}
+	return m
+}()
+
+// topicDefault is the row of a broker key that sets a topic config's
+// default: the topic key, default, type and validation come from the
+// controller's config table (the row whose ServerDefault is key), checked
+// also against the range the partitions accept.
+func topicDefault(key string) configKey {
+	var def *controller.TopicConfig
+	for _, tc := range controller.TopicConfigs() {
+		if tc.ServerDefault == key {
+			def = tc
+		}
+	}
+	if def == nil {
+		panic("node: no topic config has the server default " + key) // a table bug, caught by every test
+	}
+	topicKey := def.Name
+	return configKey{name: key, def: def.Default, typ: def.Type, doc: def.Doc + " (the default of the topic config " + topicKey + ")",
+		set: func(c *Config, value string) error {
+			if err := replica.CheckTopicConfig(topicKey, value); err != nil {
+				return err
+			}
+			c.topicDefaults = maps.Clone(c.topicDefaults)
+			if c.topicDefaults == nil {
+				c.topicDefaults = map[string]string{}
+			}
+			c.topicDefaults[topicKey] = value
+			return nil
+		}}
+}
+
+// Set applies one key=value. known is false for keys this version does not
+// act on (the caller logs them as ignored); err, wrapping
+// ErrInvalidConfig, names the key when the value is invalid.
+func (c *Config) Set(key, value string) (known bool, err error) {
+	value = strings.TrimSpace(value)
+	k, ok := configKeyIndex[key]
+	if !ok {
+		return false, nil
+	}
+	if err := k.set(c, value); err != nil {
+		if errors.Is(err, ErrInvalidConfig) {
+			return true, err // already names the key
+		}
+		return true, invalid(key, value, err.Error())
+	}
+	c.given = maps.Clone(c.given)
+	if c.given == nil {
+		c.given = map[string]string{}
+	}
+	c.given[key] = value
+	return true, nil
+}
+
+// Setters of the keys that existed before the table; each is the former
+// switch case.
+
+func setNodeID(c *Config, value string) error {
+	id, err := strconv.ParseInt(value, 10, 32)
+	if err != nil || id < 0 {
+		return fmt.Errorf("want a non-negative 32-bit integer")
+	}
+	c.NodeID = int32(id)
+	return nil
+}
+
+func setListeners(c *Config, value string) error {
+	named, err := parseListenerList(KeyListeners, value)
+	if err != nil {
+		return err
+	}
+	// Which entries a node needs depends on process.roles and
+	// controller.listener.names, which may come later: Validate checks
+	// them.
+	c.listenersSet = true
+	c.Listener, c.ControllerListener = "", ""
+	c.listenerNames = nil
+	c.controllerListeners = map[string]string{}
+	for _, nl := range named {
+		if nl.name == "PLAINTEXT" {
+			c.Listener = nl.addr
+			continue
+		}
+		c.listenerNames = append(c.listenerNames, nl.name)
+		c.controllerListeners[nl.name] = nl.addr
+	}
+	return nil
+}
+
+func setProcessRoles(c *Config, value string) error {
+	var broker, ctrl bool
+	for _, r := range splitList(value) {
+		role := strings.ToLower(r)
+		if (role == RoleBroker && broker) || (role == RoleController && ctrl) {
+			return fmt.Errorf("role %q given twice", r)
+		}
+		switch role {
+		case RoleBroker:
+			broker = true
+		case RoleController:
+			ctrl = true
+		default:
+			return fmt.Errorf("unknown role %q; want broker, controller or broker,controller", r)
+		}
+	}
+	if !broker && !ctrl {
+		return fmt.Errorf("want broker, controller or broker,controller")
+	}
+	c.ProcessRoles = nil
+	if broker {
+		c.ProcessRoles = append(c.ProcessRoles, RoleBroker)
+	}
+	if ctrl {
+		c.ProcessRoles = append(c.ProcessRoles, RoleController)
+	}
+	return nil
+}
+
+var (
+	setElectionTimeout = quorumTimeout(func(c *Config, ms int) { c.ElectionTimeoutMs = ms })
+	setFetchTimeout    = quorumTimeout(func(c *Config, ms int) { c.FetchTimeoutMs = ms })
+)
+
+func quorumTimeout(set func(*Config, int)) func(*Config, string) error {
+	return func(c *Config, value string) error {
+		ms, err := strconv.ParseInt(value, 10, 32)
+		if err != nil || ms < 1 || ms > maxQuorumTimeoutMs {
+			return fmt.Errorf("want milliseconds, 1 to %d", maxQuorumTimeoutMs)
+		}
+		set(c, int(ms))
+		return nil
+	}
+}
+
+func setVoters(c *Config, value string) error {
+	voters, err := parseVoters(KeyControllerVoters, value)
+	if err != nil {
+		return err
+	}
+	c.Voters = voters
+	return nil
+}
+
+func setControllerListenerName(c *Config, value string) error {
+	names := splitList(value)
+	switch {
+	case len(names) == 0:
+		return fmt.Errorf("want a listener name, e.g. CONTROLLER")
+	case len(names) > 1:
+		return fmt.Errorf("only one controller listener is supported yet")
+	case strings.EqualFold(names[0], "PLAINTEXT"):
+		return fmt.Errorf("the controller listener must not be the PLAINTEXT client listener")
+	}
+	c.ControllerListenerName = strings.ToUpper(names[0])
+	return nil
+}
+
+func setAdvertisedListeners(c *Config, value string) error {
+	l, err := parseListeners(KeyAdvertisedListeners, value)
+	if err != nil {
+		return err
+	}
+	c.AdvertisedListener = l
+	return nil
+}
+
+func setLogDir(c *Config, value string) error {
+	dirs := splitList(value)
+	switch {
+	case len(dirs) == 0:
+		return fmt.Errorf("want a directory")
+	case len(dirs) > 1:
+		return fmt.Errorf("only one log directory is supported yet")
+	}
+	c.LogDir = dirs[0]
+	return nil
+}
+
+func setSocketRequestMaxBytes(c *Config, value string) error {
+	n, err := strconv.ParseInt(value, 10, 32)
+	if err != nil || n < 1 || n > math.MaxInt32 {
+		return fmt.Errorf("want a positive 32-bit integer (bytes)")
+	}
+	c.SocketRequestMaxBytes = int(n)
+	return nil
+}
+
+func setMaxConnections(c *Config, value string) error {
+	n, err := strconv.ParseInt(value, 10, 32)
+	if err != nil || n < 1 {
+		return fmt.Errorf("want a positive 32-bit integer")
+	}
+	c.MaxConnections = int(n)
+	return nil
+}
+
+// Setters of the topic defaults' companions and the broker's bounds.
+
+func setQueuedMaxRequestBytes(c *Config, value string) error {
+	n, err := strconv.ParseInt(value, 10, 64)
+	if err != nil || n < 1 || n > math.MaxInt32*int64(16) {
+		return fmt.Errorf("want a positive number of bytes up to %d (Kafka's -1, unbounded, is refused: Strata always bounds the request bytes it holds)",
+			math.MaxInt32*int64(16))
+	}
+	c.QueuedMaxRequestBytes = n
+	return nil
+}
+
+func setFetchSessionSlots(c *Config, value string) error {
+	n, err := strconv.ParseInt(value, 10, 32)
+	if err != nil || n < 0 {
+		return fmt.Errorf("want a number of sessions, 0 or more (0 disables fetch sessions)")
+	}
+	c.FetchSessionCacheSlots = int(n)
+	return nil
+}
+
+func setNumPartitions(c *Config, value string) error {
+	n, err := strconv.ParseInt(value, 10, 32)
+	if err != nil || n < 1 || n > maxPartitionsPerTopic {
+		return fmt.Errorf("want a number of partitions, 1 to %d", maxPartitionsPerTopic)
+	}
+	c.NumPartitions = int32(n)
+	return nil
+}
+
+func setDefaultReplicationFactor(c *Config, value string) error {
+	n, err := strconv.ParseInt(value, 10, 16)
+	if err != nil || n < 1 {
+		return fmt.Errorf("want a replication factor of at least 1")
+	}
+	c.DefaultReplicationFactor = int16(n)
+	return nil
+}
+
+func setAutoCreateTopics(c *Config, value string) error {
+	switch strings.ToLower(value) {
+	case "true":
+		c.AutoCreateTopicsEnable = true
+	case "false":
+		c.AutoCreateTopicsEnable = false
+	default:
+		return fmt.Errorf("want true or false")
+	}
+	return nil
+}
+
+func setRetentionCheckInterval(c *Config, value string) error {
+	n, err := strconv.ParseInt(value, 10, 64)
+	if err != nil || n < 1 || n > maxLogRetentionCheckIntervalMs {
+		return fmt.Errorf("want milliseconds, 1 to %d", maxLogRetentionCheckIntervalMs)
+	}
+	c.RetentionCheckIntervalMs = n
+	return nil
+}
+
+func setProducerIDExpiration(c *Config, value string) error {
+	n, err := strconv.ParseInt(value, 10, 32)
+	if err != nil || n < 1 {
+		return fmt.Errorf("want milliseconds, 1 to %d", math.MaxInt32)
+	}
+	c.ProducerIDExpirationMs = n
+	return nil
+}
+
+// Time keys in several units, as Kafka has them: log.retention.ms wins
+// over log.retention.minutes, which wins over log.retention.hours;
+// log.roll.ms wins over log.roll.hours. Each is kept as given and the
+// topic default (retention.ms, segment.ms) is derived in
+// staticTopicDefaults.
+
+// retentionUnits are the units of log.retention.{ms,minutes,hours}, in
+// milliseconds, and rollUnits those of log.roll.{ms,hours}.
+var (
+	retentionUnits = [3]int64{1, 60_000, 3_600_000}
+	rollUnits      = [2]int64{1, 3_600_000}
+)
+
+// timeSetting is one of those keys' values, if given.
+type timeSetting struct {
+	value int64
+	set   bool
+}
+
+func setRetention(unit int) func(*Config, string) error {
+	return func(c *Config, value string) error {
+		bits := 32
+		if unit == 0 {
+			bits = 64
+		}
+		n, err := strconv.ParseInt(value, 10, bits)
+		if err != nil {
+			return fmt.Errorf("want an integer (a negative value keeps records forever)")
+		}
+		c.retention[unit] = timeSetting{n, true}
+		return nil
+	}
+}
+
+func setRoll(unit int) func(*Config, string) error {
+	return func(c *Config, value string) error {
+		bits := 32
+		if unit == 0 {
+			bits = 64
+		}
+		n, err := strconv.ParseInt(value, 10, bits)
+		if err != nil || n < 1 {
+			return fmt.Errorf("want a positive integer")
+		}
+		c.roll[unit] = timeSetting{n, true}
+		return nil
+	}
+}
+
+// firstTime is the value of the first given setting in milliseconds
+// (Kafka's precedence: the finest unit wins), with the key it came from.
+func firstTime(settings []timeSetting, units []int64, keys []string) (int64, string, bool) {
+	for i, s := range settings {
+		if s.set {
+			ms := s.value * units[i]
+			if s.value < 0 {
+				ms = -1 // retention: forever
+			}
+			return ms, keys[i], true
+		}
+	}
+	return 0, "", false
+}
+
+// StaticTopicDefaults are the topic config defaults server.properties
+// sets, by topic key (replica.Config.StaticTopicDefaults): every topic
+// default key given, and retention.ms and segment.ms from the keys of
+// either unit.
+func (c Config) StaticTopicDefaults() map[string]string {
+	out := maps.Clone(c.topicDefaults)
+	if out == nil {
+		out = map[string]string{}
+	}
+	if ms, _, ok := firstTime(c.retention[:], retentionUnits[:], []string{KeyLogRetentionMs, KeyLogRetentionMinutes, KeyLogRetentionHours}); ok {
+		out["retention.ms"] = strconv.FormatInt(ms, 10)
+	}
+	if ms, _, ok := firstTime(c.roll[:], rollUnits[:], []string{KeyLogRollMs, KeyLogRollHours}); ok {
+		out["segment.ms"] = strconv.FormatInt(ms, 10)
+	}
+	return out
+}
+
+// validateTopicDefaults checks the derived topic defaults (a value in
+// hours may be out of range once in milliseconds).
+func (c Config) validateTopicDefaults() error {
+	checks := []struct {
+		topicKey string
+		settings []timeSetting
+		units    []int64
+		keys     []string
+	}{
+		{"retention.ms", c.retention[:], retentionUnits[:], []string{KeyLogRetentionMs, KeyLogRetentionMinutes, KeyLogRetentionHours}},
+		{"segment.ms", c.roll[:], rollUnits[:], []string{KeyLogRollMs, KeyLogRollHours}},
+	}
+	for _, ch := range checks {
+		ms, key, ok := firstTime(ch.settings, ch.units, ch.keys)
+		if !ok {
+			continue
+		}
+		if err := replica.CheckTopicConfig(ch.topicKey, strconv.FormatInt(ms, 10)); err != nil {
+			return invalid(key, c.given[key], fmt.Sprintf("%d ms for %s: %v", ms, ch.topicKey, err))
+		}
+	}
+	return nil
+}
+
+// brokerStaticConfigs is every key of the table with its value, as
+// DescribeConfigs reports them for this broker.
+func (c Config) brokerStaticConfigs() []broker.StaticConfig {
+	out := make([]broker.StaticConfig, 0, len(configKeys))
+	for _, k := range configKeys {
+		v, set := c.given[k.name]
+		out = append(out, broker.StaticConfig{Name: k.name, Value: v, Set: set, Default: k.def, Type: k.typ, Doc: k.doc})
+	}
+	return slices.Clip(out)
+}
+
+// brokerConfig is the broker's share of the configuration (without the
+// advertised address, which Start resolves); dataDir is the absolute
+// data directory.
+func (c Config) brokerConfig(dataDir string) broker.Config {
+	sessions := c.FetchSessionCacheSlots
+	if sessions == 0 {
+		sessions = -1 // Kafka's 0: no sessions; broker.Config's 0 is the default
+	}
+	return broker.Config{
+		ListenAddr:                c.Listener,
+		MaxConnections:            c.MaxConnections,
+		MaxInflightRequestBytes:   int(c.QueuedMaxRequestBytes),
+		MaxFetchSessions:          sessions,
+		LogDir:                    dataDir,
+		StaticConfigs:             c.brokerStaticConfigs(),
+		AutoTopicCreationDisabled: !c.AutoCreateTopicsEnable,
+		DefaultNumPartitions:      c.NumPartitions,
+		DefaultReplicationFactor:  c.DefaultReplicationFactor,
+	}
+}
+
+// partitionsConfig is the partitions' share of the configuration.
+func (c Config) partitionsConfig() replica.Config {
+	return replica.Config{
+		StaticTopicDefaults:    c.StaticTopicDefaults(),
+		RetentionCheckInterval: time.Duration(c.RetentionCheckIntervalMs) * time.Millisecond,
+		Producers:              producer.Config{ExpirationTime: time.Duration(c.ProducerIDExpirationMs) * time.Millisecond},
+	}
+}
