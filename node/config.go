@@ -187,6 +187,11 @@ type Config struct {
 	// 86400000 (1 day).
 	ProducerIDExpirationMs int64
 
+	// NoSendfile is strata.fetch.sendfile.enable=false: fetched records
+	// are read into user space and written instead of sent with
+	// sendfile(2).
+	NoSendfile bool
+
 	// QueuedMaxRequestBytes is queued.max.request.bytes: the request
 	// bytes held while they are handled, across connections. Default
 	// 134217728 (128 MiB).

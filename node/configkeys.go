@@ -34,6 +34,9 @@ const (
 	KeyLogRetentionCheckIntervalMs    = "log.retention.check.interval.ms"
 	KeyProducerIDExpirationMs         = "producer.id.expiration.ms"
 	KeyQueuedMaxRequestBytes          = "queued.max.request.bytes"
+	// KeyFetchSendfile is Strata's own: whether fetched records go out
+	// with sendfile(2) (zero copy) or through user space.
+	KeyFetchSendfile = "strata.fetch.sendfile.enable"
 	KeyMaxIncrementalFetchSessionSlot = "max.incremental.fetch.session.cache.slots"
 )
 
@@ -45,7 +48,7 @@ const (
 	DefaultProducerIDExpirationMs   = int64(producer.DefaultExpirationTime / time.Millisecond)
 	// DefaultQueuedMaxRequestBytes is queued.max.request.bytes. Kafka's
 	// default is -1 (unbounded); Strata always bounds the request bytes
-	// it holds (broker.DefaultMaxInflightRequestBytes, 128 MiB).
+	// it holds (broker.DefaultMaxInflightRequestBytes, 64 MiB).
 	DefaultQueuedMaxRequestBytes = broker.DefaultMaxInflightRequestBytes
 	// DefaultFetchSessionCacheSlots is
 	// max.incremental.fetch.session.cache.slots; 0 disables sessions.
@@ -123,6 +126,23 @@ var configKeys = []configKey{
 		"How often logs are checked for segments to delete and cleanings to start, in milliseconds.", setRetentionCheckInterval},
 	{KeyProducerIDExpirationMs, strconv.FormatInt(DefaultProducerIDExpirationMs, 10), kmsg.ConfigTypeInt,
 		"How long an idle idempotent producer's state is kept, in milliseconds.", setProducerIDExpiration},
+	{KeyFetchSendfile, "true", kmsg.ConfigTypeBoolean,
+		"Strata's own: send fetched records with sendfile (zero copy); false reads them into user space and writes them (for measuring what zero copy saves).", setFetchSendfile},
+}
+
+// ConfigKey describes one server.properties key for command lines and
+// tools.
+type ConfigKey struct {
+	Name, Default, Doc string
+}
+
+// ConfigKeys lists every server.properties key, in the docs' order.
+func ConfigKeys() []ConfigKey {
+	out := make([]ConfigKey, len(configKeys))
+	for i, k := range configKeys {
+		out[i] = ConfigKey{Name: k.name, Default: k.def, Doc: k.doc}
+	}
+	return out
 }
 
 // configKeyIndex finds a row of configKeys by name (only looked up).
@@ -373,6 +393,18 @@ func setAutoCreateTopics(c *Config, value string) error {
 		c.AutoCreateTopicsEnable = true
 	case "false":
 		c.AutoCreateTopicsEnable = false
+	default:
+		return fmt.Errorf("want true or false")
+	}
+	return nil
+}
+
+func setFetchSendfile(c *Config, value string) error {
+	switch strings.ToLower(value) {
+	case "true":
+		c.NoSendfile = false
+	case "false":
+		c.NoSendfile = true
 	default:
 		return fmt.Errorf("want true or false")
 	}

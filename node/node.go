@@ -90,6 +90,7 @@ func Start(cfg Config, log *slog.Logger) (*Node, error) {
 		BucketDir:     filepath.Join(dataDir, ObjectsDirName),
 		MaxFrameBytes: cfg.SocketRequestMaxBytes,
 		Logger:        log,
+		NoSendfile:    cfg.NoSendfile,
 	})
 	if err != nil {
 		return nil, err

@@ -33,14 +33,16 @@ func init() {
 func serve(args []string) int {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: strata serve [--config server.properties] [--process.roles ...] [--listeners ...] [--log.dirs ...] [--node.id ...]\n\n"+
-			"With no arguments, runs a single combined broker and controller on %s with data under %s.\n\n", node.DefaultListeners, node.DefaultLogDir)
+		fmt.Fprintf(fs.Output(), "Usage: strata serve [--config server.properties] [--<server.properties key> value ...]\n\n"+
+			"With no arguments, runs a single combined broker and controller on %s with data under %s.\n"+
+			"Every server.properties key (docs/operations.md) is also a flag, applied after --config.\n\n", node.DefaultListeners, node.DefaultLogDir)
 		fs.PrintDefaults()
 	}
 	configPath := fs.String("config", "", "server.properties `file` (Kafka's format and key names)")
 	clusterID := fs.String("cluster-id", "", "the cluster `id` a fresh data directory is formatted with (every node of a cluster needs the same one; 'strata random-uuid' prints one); default: a random id for a single node")
-	// Kafka's key names as flags; applied after --config. Registered
-	// without defaults so that only flags actually given override.
+	// Every server.properties key is a flag of the same name, applied
+	// after --config. Registered without defaults so that only flags
+	// actually given override; the usual ones are listed first.
 	overrides := []struct{ key, usage string }{
 		{node.KeyProcessRoles, "`roles`: broker, controller or broker,controller (default " + node.DefaultProcessRoles + ")"},
 		{node.KeyListeners, "listeners: PLAINTEXT://host:port for a broker, CONTROLLER://host:port for a controller (default " + node.DefaultListeners + ")"},
@@ -50,6 +52,16 @@ func serve(args []string) int {
 	}
 	for _, o := range overrides {
 		fs.String(o.key, "", o.usage)
+	}
+	for _, k := range node.ConfigKeys() {
+		if fs.Lookup(k.Name) != nil {
+			continue
+		}
+		usage := k.Doc
+		if k.Default != "" {
+			usage += " (default " + k.Default + ")"
+		}
+		fs.String(k.Name, "", usage)
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
