@@ -23,20 +23,20 @@ import (
 // topic key they set from the controller's config table (its
 // ServerDefault column), so that mapping lives in one place.
 const (
-	KeyNumPartitions                  = "num.partitions"
-	KeyDefaultReplicationFactor       = "default.replication.factor"
-	KeyAutoCreateTopicsEnable         = "auto.create.topics.enable"
-	KeyLogRetentionMs                 = "log.retention.ms"
-	KeyLogRetentionMinutes            = "log.retention.minutes"
-	KeyLogRetentionHours              = "log.retention.hours"
-	KeyLogRollMs                      = "log.roll.ms"
-	KeyLogRollHours                   = "log.roll.hours"
-	KeyLogRetentionCheckIntervalMs    = "log.retention.check.interval.ms"
-	KeyProducerIDExpirationMs         = "producer.id.expiration.ms"
-	KeyQueuedMaxRequestBytes          = "queued.max.request.bytes"
+	KeyNumPartitions               = "num.partitions"
+	KeyDefaultReplicationFactor    = "default.replication.factor"
+	KeyAutoCreateTopicsEnable      = "auto.create.topics.enable"
+	KeyLogRetentionMs              = "log.retention.ms"
+	KeyLogRetentionMinutes         = "log.retention.minutes"
+	KeyLogRetentionHours           = "log.retention.hours"
+	KeyLogRollMs                   = "log.roll.ms"
+	KeyLogRollHours                = "log.roll.hours"
+	KeyLogRetentionCheckIntervalMs = "log.retention.check.interval.ms"
+	KeyProducerIDExpirationMs      = "producer.id.expiration.ms"
+	KeyQueuedMaxRequestBytes       = "queued.max.request.bytes"
 	// KeyFetchSendfile is Strata's own: whether fetched records go out
 	// with sendfile(2) (zero copy) or through user space.
-	KeyFetchSendfile = "strata.fetch.sendfile.enable"
+	KeyFetchSendfile                  = "strata.fetch.sendfile.enable"
 	KeyMaxIncrementalFetchSessionSlot = "max.incremental.fetch.session.cache.slots"
 )
 

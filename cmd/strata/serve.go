@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
 	"syscall"
 
 	"github.com/strata-log/strata/node"
@@ -32,10 +33,18 @@ func init() {
 // the flags, which use Kafka's key names.
 func serve(args []string) int {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	help := false
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: strata serve [--config server.properties] [--<server.properties key> value ...]\n\n"+
 			"With no arguments, runs a single combined broker and controller on %s with data under %s.\n"+
-			"Every server.properties key (docs/operations.md) is also a flag, applied after --config.\n\n", node.DefaultListeners, node.DefaultLogDir)
+			"Every server.properties key (docs/operations.md) is also a flag, applied after --config.\n", node.DefaultListeners, node.DefaultLogDir)
+		if !help {
+			// After a bad flag the error line stays on screen; -h lists
+			// every flag.
+			fmt.Fprintln(fs.Output(), "Run 'strata serve -h' for every flag.")
+			return
+		}
+		fmt.Fprintln(fs.Output())
 		fs.PrintDefaults()
 	}
 	configPath := fs.String("config", "", "server.properties `file` (Kafka's format and key names)")
@@ -63,6 +72,7 @@ func serve(args []string) int {
 		}
 		fs.String(k.Name, "", usage)
 	}
+	help = slices.ContainsFunc(args, func(a string) bool { return a == "-h" || a == "-help" || a == "--help" || a == "--h" })
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
