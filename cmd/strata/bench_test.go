@@ -121,19 +121,17 @@ func TestBenchStrataChild(t *testing.T) {
 	require.NoError(t, ctx.Err(), "the bench must not hang on a node that cannot serve the workload")
 	strata := report.Targets[0]
 	require.Contains(t, strata.About, "a strata node started by the bench")
-	if strata.Error != "" {
-		require.Regexp(t, `^(phase \d \(\w+\): |broker 1 does not offer )`, strata.Error)
-		require.Empty(t, strata.Runs)
-		t.Logf("the workload fails on today's node, as expected until Produce/Fetch land: %s", strata.Error)
-		return
-	}
+	require.Empty(t, strata.Error)
 	require.Len(t, strata.Runs, 1)
 	r := strata.Runs[0]
 	require.Positive(t, r.Produce.MiBPerSec)
 	require.Equal(t, r.Produce.Records, r.Consume.Records)
 	require.NotNil(t, r.CPU)
-	require.Positive(t, r.CPU.PerGiBProduced)
-	require.Positive(t, r.CPU.PerGiBFetched)
+	// CPU time is read in 10 ms ticks: a short phase may read 0.
+	require.GreaterOrEqual(t, r.CPU.PerGiBProduced, 0.0)
+	require.GreaterOrEqual(t, r.CPU.PerGiBFetched, 0.0)
+	require.NotNil(t, r.GroupCommit, "the node's disk counters were read")
+	require.Positive(t, r.GroupCommit.Fdatasyncs, "acks=all produced fdatasyncs")
 }
 
 func TestBenchNodeStartStop(t *testing.T) {
