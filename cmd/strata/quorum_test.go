@@ -132,7 +132,9 @@ func TestQuorumStatusUsageAndNoAnswer(t *testing.T) {
 	require.Equal(t, exitError, code)
 	require.Contains(t, errOut, "no answer from the leader before the timeout")
 	require.Contains(t, errOut, addr)
-	require.Contains(t, errOut, "connection refused")
+	// Refused at once, or (a loaded machine) the dial outlived the
+	// 500 ms budget: either way the reason is named.
+	require.Regexp(t, `connection refused|i/o timeout`, errOut)
 	require.Less(t, time.Since(start), 5*time.Second)
 }
 
