@@ -151,12 +151,7 @@ func describePartition(img *meta.Image, p meta.Partition) kmsg.DescribeTopicPart
 	dp.ISR = slices.Clone(p.ISR)
 	dp.EligibleLeaderReplicas = nonNil(slices.Clone(p.ELR))
 	dp.LastKnownELR = nonNil(slices.Clone(p.LastKnownELR))
-	dp.OfflineReplicas = []int32{}
-	for _, id := range p.Replicas {
-		if _, ok := img.Broker(id); !ok {
-			dp.OfflineReplicas = append(dp.OfflineReplicas, id) // unregistered: no log dir anywhere
-		}
-	}
+	dp.OfflineReplicas = offlineReplicas(img, p)
 	if !p.HasLeader() {
 		dp.LeaderID = -1
 		dp.ErrorCode = kerr.LeaderNotAvailable.Code
@@ -175,3 +170,21 @@ func nonNil(s []int32) []int32 {
 // topics (__consumer_offsets, __transaction_state) and every other name
 // starting with "__", which Strata reserves for its own topics.
 func isInternalTopic(name string) bool { return strings.HasPrefix(name, "__") }
+
+// offlineReplicas lists the replicas of p that cannot serve, as Kafka's
+// KRaft metadata cache does: on a broker that is not registered, is
+// fenced, or has no client listener.
+func offlineReplicas(img *meta.Image, p meta.Partition) []int32 {
+	out := []int32{}
+	for _, id := range p.Replicas {
+		reg, ok := img.Broker(id)
+		if !ok || reg.Fenced {
+			out = append(out, id)
+			continue
+		}
+		if _, ok := reg.Endpoint(brokerListener); !ok {
+			out = append(out, id)
+		}
+	}
+	return out
+}

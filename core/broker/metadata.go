@@ -42,7 +42,7 @@ func (b *Broker) handleMetadata(req *kmsg.MetadataRequest) *kmsg.MetadataRespons
 	if req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0) {
 		if img != nil {
 			for ti := range img.Topics() {
-				resp.Topics = append(resp.Topics, topicMetadata(ti))
+				resp.Topics = append(resp.Topics, topicMetadata(img, ti))
 			}
 		}
 		return resp
@@ -66,7 +66,7 @@ func (b *Broker) handleMetadata(req *kmsg.MetadataRequest) *kmsg.MetadataRespons
 			seenNames[*rt.Topic] = true
 			if img != nil {
 				if ti, ok := img.TopicByName(*rt.Topic); ok {
-					resp.Topics = append(resp.Topics, topicMetadata(ti))
+					resp.Topics = append(resp.Topics, topicMetadata(img, ti))
 					continue
 				}
 			}
@@ -81,7 +81,7 @@ func (b *Broker) handleMetadata(req *kmsg.MetadataRequest) *kmsg.MetadataRespons
 			seenIDs[rt.TopicID] = true
 			if img != nil {
 				if ti, ok := img.TopicByID(meta.UUID(rt.TopicID)); ok {
-					resp.Topics = append(resp.Topics, topicMetadata(ti))
+					resp.Topics = append(resp.Topics, topicMetadata(img, ti))
 					continue
 				}
 			}
@@ -197,7 +197,7 @@ func (b *Broker) controllerID(img *meta.Image) int32 {
 
 // topicMetadata describes one topic of the image. A partition without a
 // leader gets LEADER_NOT_AVAILABLE with leader -1, as in Kafka.
-func topicMetadata(ti *meta.TopicImage) kmsg.MetadataResponseTopic {
+func topicMetadata(img *meta.Image, ti *meta.TopicImage) kmsg.MetadataResponseTopic {
 	t := kmsg.NewMetadataResponseTopic()
 	name := ti.Name()
 	t.Topic = &name
@@ -210,7 +210,7 @@ func topicMetadata(ti *meta.TopicImage) kmsg.MetadataResponseTopic {
 		mp.LeaderEpoch = p.LeaderEpoch // encoded from v7
 		mp.Replicas = slices.Clone(p.Replicas)
 		mp.ISR = slices.Clone(p.ISR)
-		mp.OfflineReplicas = []int32{}
+		mp.OfflineReplicas = offlineReplicas(img, p) // encoded from v5
 		if !p.HasLeader() {
 			mp.Leader = -1
 			mp.ErrorCode = kerr.LeaderNotAvailable.Code

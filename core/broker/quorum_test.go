@@ -286,3 +286,24 @@ func TestInflightBoundsPauseAndResumeTheConnection(t *testing.T) {
 	require.False(t, c.paused)
 	require.False(t, other.paused)
 }
+
+func TestMetadataListsOfflineReplicas(t *testing.T) {
+	img := imageWithBrokers(t,
+		meta.RegisterBrokerRecord{BrokerID: 3},
+		meta.RegisterBrokerRecord{BrokerID: 5, Fenced: true},
+	)
+	d := img.NewDelta()
+	id := meta.UUID{1}
+	require.NoError(t, d.Replay(&meta.TopicRecord{Name: "t", TopicID: id}))
+	require.NoError(t, d.Replay(&meta.PartitionRecord{TopicID: id, Partition: 0, Replicas: []int32{3}, ISR: []int32{3}, Leader: 3}))
+	require.NoError(t, d.Replay(&meta.PartitionRecord{TopicID: id, Partition: 1, Replicas: []int32{5}, ISR: []int32{5}, Leader: meta.NoLeader}))
+	require.NoError(t, d.Replay(&meta.PartitionRecord{TopicID: id, Partition: 2, Replicas: []int32{9}, ISR: []int32{9}, Leader: meta.NoLeader}))
+	img = d.Apply(meta.Position{Offset: 10, Epoch: 1})
+	resp := metadataFrom(t, img, 12)
+	require.Len(t, resp.Topics, 1)
+	parts := resp.Topics[0].Partitions
+	require.Empty(t, parts[0].OfflineReplicas)
+	require.Equal(t, []int32{5}, parts[1].OfflineReplicas, "a fenced broker's replica is offline")
+	require.Equal(t, []int32{9}, parts[2].OfflineReplicas, "so is an unregistered one's")
+	require.Equal(t, kerr.LeaderNotAvailable.Code, parts[1].ErrorCode)
+}
