@@ -158,7 +158,7 @@ func TestE2EFranzGoMetadataAndApiVersions(t *testing.T) {
 	v.EachKeySorted(func(key, minV, maxV int16) {
 		got = append(got, protocol.API{Key: key, MinVersion: minV, MaxVersion: maxV})
 	})
-	require.Equal(t, broker.APIs().Rows(), got, "ApiVersions is the protocol table")
+	require.Equal(t, broker.APIs().Listed(), got, "ApiVersions is the protocol table")
 
 	// An unknown topic is reported as such (no auto-creation yet).
 	md, err := newAdmin(t, n.Addr()).Metadata(ctx, "orders")

@@ -25,8 +25,9 @@ type apiHandler struct {
 // and docs/compatibility.md is checked against it by a test. Adding a row
 // is a promise that its handler serves every version in the range.
 var apis = []apiHandler{
-	{API: api(kmsg.Produce, 3, 13), handle: handleProduce,
-		why: "from the KIP-896 baseline (v3, Kafka 2.1: RecordBatch v2 only) to every version kmsg encodes (v13 names topics by id)"},
+	{API: listedFromV0(api(kmsg.Produce, 3, 13)), handle: handleProduce,
+		why: "from the KIP-896 baseline (v3, Kafka 2.1: RecordBatch v2 only) to every version kmsg encodes (v13 names topics by id); " +
+			"listed from v0 as Kafka 4 does (KAFKA-18659), or librdkafka before 2.8 never compresses with gzip or snappy"},
 	{API: api(kmsg.Fetch, 4, 18), handle: handleFetch,
 		why: "from the KIP-896 baseline (v4) to every version kmsg encodes; sessions from v7 (KIP-227), topic ids from v13"},
 	{API: api(kmsg.InitProducerID, 0, 5), handle: handleInitProducerID,
@@ -65,6 +66,13 @@ var apis = []apiHandler{
 
 func api(key kmsg.Key, minVersion, maxVersion int16) protocol.API {
 	return protocol.API{Key: key.Int16(), MinVersion: minVersion, MaxVersion: maxVersion}
+}
+
+// listedFromV0 marks a row that ApiVersions lists from version 0 (see
+// protocol.API.ListedFromV0).
+func listedFromV0(a protocol.API) protocol.API {
+	a.ListedFromV0 = true
+	return a
 }
 
 // apiTable builds the protocol table and the handler index from apis.

@@ -70,7 +70,7 @@ func lastSent(t *testing.T, c *fakeConn) []byte {
 
 func wantKeys() []kmsg.ApiVersionsResponseApiKey {
 	var keys []kmsg.ApiVersionsResponseApiKey
-	for _, a := range APIs().Rows() {
+	for _, a := range APIs().Listed() {
 		k := kmsg.NewApiVersionsResponseApiKey()
 		k.ApiKey, k.MinVersion, k.MaxVersion = a.Key, a.MinVersion, a.MaxVersion
 		keys = append(keys, k)
@@ -95,6 +95,45 @@ func TestApiVersionsEveryVersion(t *testing.T) {
 		require.Equal(t, int16(0), resp.ErrorCode, "v%d", v)
 		require.Equal(t, wantKeys(), resp.ApiKeys, "v%d", v)
 		require.False(t, c.closed, "v%d closed the connection", v)
+	}
+}
+
+// TestProduceListedFromV0ServedFromV3 pins Kafka 4's answer to
+// KAFKA-18659: ApiVersions lists Produce from v0, because librdkafka
+// before 2.8 (Debian 12's 2.0.2 among them) compresses with gzip or snappy
+// only when the broker lists Produce v2, and otherwise sends every batch
+// uncompressed without a word; but v0 to v2 (message formats 0 and 1) are
+// still refused, with the connection closed as for any unsupported
+// version.
+func TestProduceListedFromV0ServedFromV3(t *testing.T) {
+	_, e := newTestBroker(t)
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.Version = 3
+	req.ClientSoftwareName, req.ClientSoftwareVersion = "librdkafka", "2.0.2"
+	frame, closed := e.exchange(encodeRequest(req, 9))
+	require.False(t, closed)
+	resp := kmsg.NewPtrApiVersionsResponse()
+	resp.Version = 3
+	decodeResponse(t, frame, 9, resp)
+	var listed []kmsg.ApiVersionsResponseApiKey
+	for _, k := range resp.ApiKeys {
+		if k.ApiKey == kmsg.Produce.Int16() {
+			listed = append(listed, k)
+		}
+	}
+	require.Len(t, listed, 1)
+	require.Equal(t, int16(0), listed[0].MinVersion, "Produce is listed from v0")
+	require.Equal(t, int16(13), listed[0].MaxVersion)
+
+	served, ok := APIs().Lookup(kmsg.Produce.Int16())
+	require.True(t, ok)
+	require.Equal(t, int16(3), served.MinVersion, "Produce is served from v3")
+	for v := int16(0); v < served.MinVersion; v++ {
+		produce := kmsg.NewPtrProduceRequest()
+		produce.Version, produce.Acks = v, 1
+		answer, closed := e.exchange(encodeRequest(produce, 10+int32(v)))
+		require.True(t, closed, "Produce v%d closes the connection", v)
+		require.Empty(t, answer, "Produce v%d is not answered", v)
 	}
 }
 

@@ -38,7 +38,7 @@ func (t Table) ApiVersionsUnsupported() *kmsg.ApiVersionsResponse {
 // apiVersionsKeys renders the table as ApiVersions rows.
 func (t Table) apiVersionsKeys() []kmsg.ApiVersionsResponseApiKey {
 	keys := make([]kmsg.ApiVersionsResponseApiKey, 0, len(t.rows))
-	for _, a := range t.rows {
+	for _, a := range t.Listed() {
 		k := kmsg.NewApiVersionsResponseApiKey()
 		k.ApiKey, k.MinVersion, k.MaxVersion = a.Key, a.MinVersion, a.MaxVersion
 		keys = append(keys, k)

@@ -15,6 +15,21 @@ type API struct {
 	Key int16
 	// MinVersion and MaxVersion bound the versions handled, inclusively.
 	MinVersion, MaxVersion int16
+	// ListedFromV0 makes ApiVersions list the API from version 0 while
+	// only MinVersion..MaxVersion are served: a request below MinVersion
+	// is refused like any other unsupported version. Kafka 4 lists
+	// Produce this way (KAFKA-18659) because librdkafka before 2.8
+	// compresses with gzip or snappy only when the broker lists Produce
+	// v2, and otherwise silently sends every batch uncompressed.
+	ListedFromV0 bool
+}
+
+// Listed is the version range ApiVersions gives for this API.
+func (a API) Listed() (minVersion, maxVersion int16) {
+	if a.ListedFromV0 {
+		return 0, a.MaxVersion
+	}
+	return a.MinVersion, a.MaxVersion
 }
 
 // Name is the Kafka name of the API ("ApiVersions", "Metadata", ...).
@@ -65,3 +80,14 @@ func (t Table) Lookup(key int16) (API, bool) {
 
 // Rows returns a copy of the table, sorted by key.
 func (t Table) Rows() []API { return slices.Clone(t.rows) }
+
+// Listed is the table as ApiVersions lists it, sorted by key: each row's
+// MinVersion and MaxVersion are its Listed range.
+func (t Table) Listed() []API {
+	rows := make([]API, len(t.rows))
+	for i, a := range t.rows {
+		minVersion, maxVersion := a.Listed()
+		rows[i] = API{Key: a.Key, MinVersion: minVersion, MaxVersion: maxVersion}
+	}
+	return rows
+}

@@ -1,0 +1,147 @@
+"""Drives python3-confluent-kafka (librdkafka) for interop/librdkafka_test.go.
+
+Usage: confluent_interop.py produce|consume|metadata, with a JSON request on
+stdin and a JSON answer on stdout. Bytes travel as base64; null stays null.
+Every wait is bounded by the request's "timeout" (seconds); on any failure
+the script prints the reason to stderr and exits 1.
+
+produce:  {"bootstrap", "topic", "config": {...}, "records": [rec...]}
+          -> {"records": [{"partition", "offset"}...]} in input order
+consume:  {"bootstrap", "topic", "config": {...}, "start": {"<p>": offset},
+           "count"} -> {"records": [rec...]} in arrival order
+metadata: {"bootstrap", "topic"} -> {"cluster_id", "controller_id",
+           "brokers": [{"id", "host", "port"}], "partitions": [{"id",
+           "leader", "replicas", "isrs", "error"}]}
+
+rec: {"partition", "offset", "key", "value", "headers": [[k, v]...],
+      "timestamp": ms or null, "timestamp_type"}
+"""
+
+import base64
+import json
+import sys
+import time
+
+import confluent_kafka
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+
+
+def b64(b):
+    return None if b is None else base64.b64encode(b).decode("ascii")
+
+
+def unb64(s):
+    return None if s is None else base64.b64decode(s)
+
+
+def fail(msg):
+    print(msg, file=sys.stderr)
+    sys.exit(1)
+
+
+def produce(req):
+    conf = {"bootstrap.servers": req["bootstrap"]}
+    conf.update(req.get("config", {}))
+    p = Producer(conf)
+    results = [None] * len(req["records"])
+    errors = []
+
+    def delivered(i):
+        def cb(err, msg):
+            if err is not None:
+                errors.append("record %d: %s" % (i, err))
+            else:
+                results[i] = {"partition": msg.partition(), "offset": msg.offset()}
+        return cb
+
+    for i, r in enumerate(req["records"]):
+        kwargs = {
+            "partition": r["partition"],
+            "key": unb64(r["key"]),
+            "value": unb64(r["value"]),
+            "on_delivery": delivered(i),
+        }
+        if r.get("headers"):
+            kwargs["headers"] = [(k, unb64(v)) for k, v in r["headers"]]
+        if r.get("timestamp"):
+            kwargs["timestamp"] = r["timestamp"]
+        p.produce(req["topic"], **kwargs)
+        p.poll(0)
+    left = p.flush(req["timeout"])
+    if left:
+        fail("%d records not delivered within %ss" % (left, req["timeout"]))
+    if errors:
+        fail("; ".join(errors))
+    return {"records": results}
+
+
+def consume(req):
+    conf = {
+        "bootstrap.servers": req["bootstrap"],
+        # confluent-kafka's Consumer needs a group.id even when, as here,
+        # partitions are assigned by hand and no group is joined.
+        "group.id": "strata-interop-unused",
+        "enable.auto.commit": False,
+        "enable.auto.offset.store": False,
+    }
+    conf.update(req.get("config", {}))
+    c = Consumer(conf)
+    c.assign([TopicPartition(req["topic"], int(p), off) for p, off in sorted(req["start"].items())])
+    out = []
+    deadline = time.monotonic() + req["timeout"]
+    while len(out) < req["count"]:
+        if time.monotonic() > deadline:
+            fail("read %d of %d records within %ss" % (len(out), req["count"], req["timeout"]))
+        msg = c.poll(0.2)
+        if msg is None:
+            continue
+        if msg.error() is not None:
+            if msg.error().code() == confluent_kafka.KafkaError._PARTITION_EOF:
+                continue
+            fail("consume: %s" % msg.error())
+        ts_type, ts = msg.timestamp()
+        out.append({
+            "partition": msg.partition(),
+            "offset": msg.offset(),
+            "key": b64(msg.key()),
+            "value": b64(msg.value()),
+            "headers": [[k, b64(v)] for k, v in (msg.headers() or [])],
+            "timestamp": ts,
+            "timestamp_type": ts_type,
+        })
+    c.close()
+    return {"records": out}
+
+
+def metadata(req):
+    p = Producer({"bootstrap.servers": req["bootstrap"]})
+    try:
+        md = p.list_topics(req["topic"], timeout=req["timeout"])
+    except KafkaException as e:
+        fail("list_topics: %s" % e)
+    t = md.topics[req["topic"]]
+    if t.error is not None:
+        fail("topic %s: %s" % (req["topic"], t.error))
+    return {
+        "cluster_id": md.cluster_id,
+        "controller_id": md.controller_id,
+        "brokers": sorted(
+            ({"id": b.id, "host": b.host, "port": b.port} for b in md.brokers.values()),
+            key=lambda b: b["id"]),
+        "partitions": sorted(
+            ({"id": q.id, "leader": q.leader, "replicas": list(q.replicas), "isrs": list(q.isrs),
+              "error": None if q.error is None else str(q.error)} for q in t.partitions.values()),
+            key=lambda q: q["id"]),
+    }
+
+
+def main():
+    modes = {"produce": produce, "consume": consume, "metadata": metadata}
+    if len(sys.argv) != 2 or sys.argv[1] not in modes:
+        fail("usage: confluent_interop.py produce|consume|metadata < request.json")
+    req = json.load(sys.stdin)
+    json.dump(modes[sys.argv[1]](req), sys.stdout)
+
+
+if __name__ == "__main__":
+    main()
