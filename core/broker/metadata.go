@@ -42,7 +42,7 @@ func (b *Broker) handleMetadata(req *kmsg.MetadataRequest) *kmsg.MetadataRespons
 	if req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0) {
 		if img != nil {
 			for ti := range img.Topics() {
-				resp.Topics = append(resp.Topics, topicMetadata(img, ti))
+				resp.Topics = append(resp.Topics, b.topicMetadata(img, ti))
 			}
 		}
 		return resp
@@ -66,7 +66,7 @@ func (b *Broker) handleMetadata(req *kmsg.MetadataRequest) *kmsg.MetadataRespons
 			seenNames[*rt.Topic] = true
 			if img != nil {
 				if ti, ok := img.TopicByName(*rt.Topic); ok {
-					resp.Topics = append(resp.Topics, topicMetadata(img, ti))
+					resp.Topics = append(resp.Topics, b.topicMetadata(img, ti))
 					continue
 				}
 			}
@@ -81,7 +81,7 @@ func (b *Broker) handleMetadata(req *kmsg.MetadataRequest) *kmsg.MetadataRespons
 			seenIDs[rt.TopicID] = true
 			if img != nil {
 				if ti, ok := img.TopicByID(meta.UUID(rt.TopicID)); ok {
-					resp.Topics = append(resp.Topics, topicMetadata(img, ti))
+					resp.Topics = append(resp.Topics, b.topicMetadata(img, ti))
 					continue
 				}
 			}
@@ -197,7 +197,7 @@ func (b *Broker) controllerID(img *meta.Image) int32 {
 
 // topicMetadata describes one topic of the image. A partition without a
 // leader gets LEADER_NOT_AVAILABLE with leader -1, as in Kafka.
-func topicMetadata(img *meta.Image, ti *meta.TopicImage) kmsg.MetadataResponseTopic {
+func (b *Broker) topicMetadata(img *meta.Image, ti *meta.TopicImage) kmsg.MetadataResponseTopic {
 	t := kmsg.NewMetadataResponseTopic()
 	name := ti.Name()
 	t.Topic = &name
@@ -211,7 +211,11 @@ func topicMetadata(img *meta.Image, ti *meta.TopicImage) kmsg.MetadataResponseTo
 		mp.Replicas = slices.Clone(p.Replicas)
 		mp.ISR = slices.Clone(p.ISR)
 		mp.OfflineReplicas = offlineReplicas(img, p) // encoded from v5
-		if !p.HasLeader() {
+		if !p.HasLeader() || (p.Leader == b.cfg.NodeID && !b.leading(name, p.ID)) {
+			// No leader, or this broker leads it but has not opened
+			// the partition yet (just created, or recovering its log):
+			// the client retries its metadata rather than sending
+			// requests it would answer NOT_LEADER_OR_FOLLOWER.
 			mp.Leader = -1
 			mp.ErrorCode = kerr.LeaderNotAvailable.Code
 		}
@@ -221,4 +225,15 @@ func topicMetadata(img *meta.Image, ti *meta.TopicImage) kmsg.MetadataResponseTo
 		t.Partitions = []kmsg.MetadataResponseTopicPartition{}
 	}
 	return t
+}
+
+// leading reports whether this broker serves a partition as its leader
+// now (true without a partition manager, which tests of Metadata alone
+// use).
+func (b *Broker) leading(topic string, partition int32) bool {
+	if b.cfg.Partitions == nil {
+		return true
+	}
+	p, err := b.cfg.Partitions.Lookup(topic, partition)
+	return err == nil && p.IsLeader()
 }

@@ -203,3 +203,29 @@ func TestProduceTimesOutWhileTheDiskStalls(t *testing.T) {
 	_, values := x.fetch("slow", 0, 0)
 	require.Equal(t, []string{"v"}, values, "written once")
 }
+
+func TestMetadataSaysLeaderNotAvailableUntilThePartitionIsOpen(t *testing.T) {
+	x := startSingle(t, 4)
+	x.node.Disk().SetFaults(sim.DiskFaults{SyncLatencyMin: time.Second, SyncLatencyMax: time.Second})
+	create := kmsg.NewPtrCreateTopicsRequest()
+	ct := kmsg.NewCreateTopicsRequestTopic()
+	ct.Topic, ct.NumPartitions, ct.ReplicationFactor = "fresh", 1, 1
+	create.Topics = append(create.Topics, ct)
+	x.do(create)
+	x.waitFor("the topic in the image", func() bool { _, ok := x.srv.Image().TopicByName("fresh"); return ok })
+	md := kmsg.NewPtrMetadataRequest()
+	md.Version = 12
+	md.Topics = []kmsg.MetadataRequestTopic{{Topic: kmsg.StringPtr("fresh")}}
+	resp := x.do(md).(*kmsg.MetadataResponse)
+	p := resp.Topics[0].Partitions[0]
+	require.Equal(t, kerr.LeaderNotAvailable.Code, p.ErrorCode, "led here but its log is still being opened")
+	require.Equal(t, int32(-1), p.Leader)
+	x.node.Disk().SetFaults(sim.DiskFaults{})
+	x.waitFor("the partition open", func() bool {
+		part, err := x.srv.Partitions().Lookup("fresh", 0)
+		return err == nil && part.IsLeader()
+	})
+	resp = x.do(md).(*kmsg.MetadataResponse)
+	require.Equal(t, int16(0), resp.Topics[0].Partitions[0].ErrorCode)
+	require.Equal(t, int32(1), resp.Topics[0].Partitions[0].Leader)
+}
