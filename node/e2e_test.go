@@ -105,8 +105,21 @@ func TestE2ECreateAndDeleteTopics(t *testing.T) {
 	require.NoError(t, ct.Err)
 	require.NotEqual(t, kadm.TopicID{}, ct.ID)
 
-	md, err := adm.Metadata(ctx)
-	require.NoError(t, err)
+	// The partitions answer LEADER_NOT_AVAILABLE until their logs are
+	// open, a few milliseconds after the creation.
+	var md kadm.Metadata
+	require.Eventually(t, func() bool {
+		md, err = adm.Metadata(ctx)
+		if err != nil || md.Topics["t1"].Err != nil {
+			return false
+		}
+		for _, p := range md.Topics["t1"].Partitions {
+			if p.Err != nil {
+				return false
+			}
+		}
+		return true
+	}, e2eTimeout, 10*time.Millisecond)
 	require.Equal(t, n.NodeID(), md.Controller)
 	td, ok := md.Topics["t1"]
 	require.True(t, ok, "t1 listed")
