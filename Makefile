@@ -3,7 +3,7 @@
 
 GO        ?= go
 SEED      ?=
-SCENARIO  ?= counters
+SCENARIO  ?= log
 SEEDS     ?= 1000
 BENCHTIME ?= 1s
 PKGS      := ./...
@@ -25,11 +25,13 @@ test: vet fmt-check
 	$(GO) test -count=1 -timeout 30m $$($(GO) list $(PKGS) | grep -v -e '/node$$' -e '/node/' -e '/cmd/')
 	$(GO) test -race -count=1 -timeout 30m $(RACE_PKGS)
 
-## sim: replay one seed (SEED=N; a random seed when unset) of SCENARIO
+## sim: replay one seed (SEED=N; a random seed when unset) of SCENARIO (default log: the Kafka data path
+## under the nemesis; others: kraft, kraft5, counters, idle)
 sim: build
 	./bin/strata sim -scenario $(SCENARIO) $(if $(SEED),-seed $(SEED),)
 
-## sim-sweep: run SEEDS consecutive seeds of SCENARIO (nightly; not part of `make test`)
+## sim-sweep: run SEEDS consecutive seeds of SCENARIO (nightly; not part of `make test`), e.g.
+## make sim-sweep SCENARIO=log SEEDS=2000
 sim-sweep: build
 	./bin/strata sim -scenario $(SCENARIO) -sweep $(SEEDS)
 

@@ -22,11 +22,17 @@
 //     an effect that may fire before any later operation, an equivalent
 //     encoding (see unknown.go) whose cost for KVModel grows with the square
 //     of their number per key rather than exponentially.
+//   - Log histories: a [LogHistory] records a produce/consume workload
+//     against Kafka-style partitions (every produce build and send
+//     outcome, every record read, every high watermark a reader is told)
+//     and checks each observation as it arrives: durability of
+//     acknowledged records, one value per offset, no phantom values, no
+//     value at two offsets (no batch written twice) and dense, increasing
+//     offsets per reader session, the Jepsen Kafka anomalies of lost,
+//     duplicated and reordered records.
 //
-// Later this package will also hold Jepsen-style anomaly checkers for Kafka
-// logs (lost, duplicated and reordered records, poll skips, non-monotonic
-// offsets) and exactly-once checkers for idempotent and transactional
-// producers and read_committed consumers.
+// Later this package will also hold exactly-once checkers for
+// transactional producers and read_committed consumers.
 //
 // # What it never does
 //

@@ -21,8 +21,8 @@ func init() {
 func runSim(args []string) int {
 	fs := flag.NewFlagSet("sim", flag.ContinueOnError)
 	seed := fs.Uint64("seed", 0, "seed to run (0 picks a random one and prints it)")
-	name := fs.String("scenario", "counters", "scenario: "+strings.Join(scenario.Names(), ", "))
-	nodes := fs.Int("nodes", 0, "cluster size; for kraft and kraft5 the voters (0: the scenario's default)")
+	name := fs.String("scenario", scenario.Default, "scenario: "+strings.Join(scenario.Names(), ", "))
+	nodes := fs.Int("nodes", 0, "cluster size; for kraft and kraft5 the voters, for log the combined broker+controller nodes (0: the scenario's default)")
 	observers := fs.Int("observers", 0, "kraft, kraft5: brokers observing the metadata quorum (0: the shape's default of 2, -1: none)")
 	fault := fs.Duration("fault", 0, "virtual duration of the fault phase (0: default)")
 	heal := fs.Duration("heal", 0, "virtual duration of the healed phase before the liveness check (0: default)")

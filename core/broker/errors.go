@@ -9,6 +9,7 @@ import (
 
 	"github.com/strata-log/strata/core/env"
 	"github.com/strata-log/strata/core/log"
+	"github.com/strata-log/strata/core/producer"
 	"github.com/strata-log/strata/core/record"
 	"github.com/strata-log/strata/core/replica"
 )
@@ -32,6 +33,11 @@ var errorTable = []struct {
 	{replica.ErrUnknownLeaderEpoch, kerr.UnknownLeaderEpoch},
 	{replica.ErrInvalidListOffsetsTimestamp, kerr.InvalidRequest},
 	{replica.ErrClosed, kerr.NotLeaderForPartition},
+	// The idempotent producer state.
+	{producer.ErrOutOfOrderSequence, kerr.OutOfOrderSequenceNumber},
+	{producer.ErrInvalidProducerEpoch, kerr.InvalidProducerEpoch},
+	{producer.ErrInvalidTxnState, kerr.InvalidTxnState},
+	{producer.ErrInvalidBatch, kerr.InvalidRecord},
 	// The log.
 	{log.ErrOffsetOutOfRange, kerr.OffsetOutOfRange},
 	{log.ErrLogFailed, kerr.KafkaStorageError},

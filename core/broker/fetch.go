@@ -175,7 +175,12 @@ func (op *fetchOp) respond(img *meta.Image, results []fetched) {
 			}
 		}
 		sent := sentValues{highWatermark: rp.HighWatermark, lastStableOffset: rp.LastStableOffset, logStartOffset: rp.LogStartOffset, errorCode: rp.ErrorCode}
-		if op.incremental && f.region.length == 0 && f.fp.sentOnce && sent == f.fp.sent {
+		// As in Kafka (CachedPartition.maybeUpdateResponseData), a
+		// partition with an error is always included: an incremental
+		// fetch that answered at once for an error and left the error
+		// out would come back empty, and its client would fetch again
+		// at once, forever, never learning why (log seeds 23, 234).
+		if op.incremental && f.region.length == 0 && f.fp.sentOnce && sent == f.fp.sent && f.err == nil {
 			continue // nothing new for this partition
 		}
 		f.fp.sent, f.fp.sentOnce = sent, true

@@ -201,6 +201,10 @@ func TestValidateForAppend(t *testing.T) {
 		{"negative count", withHeader(plain, func(h *BatchHeader) { h.RecordCount = -3 }), OriginClient, ErrInvalidRecord, offRecordCount},
 		{"unknown codec", withHeader(plain, func(h *BatchHeader) { h.Attributes |= 7 }), OriginClient, ErrInvalidRecord, offAttributes},
 		{"max below base", withHeader(plain, func(h *BatchHeader) { h.MaxTimestamp = h.BaseTimestamp - 1 }), OriginClient, ErrInvalidRecord, offMaxTimestamp},
+		{"log append time below base", withHeader(plain, func(h *BatchHeader) {
+			h.MaxTimestamp = h.BaseTimestamp - 60_000
+			h.Attributes |= attrLogAppendTime
+		}), OriginClient, nil, 0},
 		{"no max timestamp", withHeader(plain, func(h *BatchHeader) { h.MaxTimestamp = NoTimestamp }), OriginClient, nil, 0},
 		{"delete horizon", withHeader(plain, func(h *BatchHeader) { h.Attributes |= attrHasDeleteHorizon }), OriginCoordinator, ErrInvalidRecord, offAttributes},
 		{"producer id -2", withHeader(plain, func(h *BatchHeader) { h.ProducerID = -2 }), OriginClient, ErrInvalidRecord, offProducerID},

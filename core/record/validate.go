@@ -47,7 +47,8 @@ func (b Batch) ValidateStored() error {
 //
 //   - recordCount > 0 and lastOffsetDelta == recordCount-1 (a producer batch
 //     has no gaps);
-//   - maxTimestamp is NoTimestamp or at least baseTimestamp;
+//   - maxTimestamp is NoTimestamp or at least baseTimestamp (CreateTime
+//     batches: under LogAppendTime it is the broker's append time);
 //   - no delete horizon, which only compaction sets;
 //   - from OriginClient: no control flag; producerId is NoProducerID or
 //     non-negative; a batch with a producer id has a non-negative epoch and
@@ -73,7 +74,11 @@ func (b Batch) ValidateForAppend(origin Origin) error {
 	if int64(lastDelta) != int64(count)-1 {
 		return errAt(ErrInvalidRecord, offLastOffsetDelta, "lastOffsetDelta %d, want recordCount-1 = %d", lastDelta, count-1)
 	}
-	if base, max := b.BaseTimestamp(), b.MaxTimestamp(); max != NoTimestamp && max < base {
+	// Under LogAppendTime the broker's clock stamps maxTimestamp, which
+	// then stands for every record and bears no relation to the
+	// producer's baseTimestamp (a broker clock behind the producer's
+	// stamps one below it, and the topic refused every batch: log seed 3).
+	if base, max := b.BaseTimestamp(), b.MaxTimestamp(); max != NoTimestamp && max < base && b.Attributes().TimestampType() == CreateTime {
 		return errAt(ErrInvalidRecord, offMaxTimestamp, "maxTimestamp %d is below baseTimestamp %d", max, base)
 	}
 	attrs := b.Attributes()

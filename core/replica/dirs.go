@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"slices"
@@ -38,6 +39,11 @@ func (m *Manager) ensurePartitionMetadata(p *Partition) error {
 	switch {
 	case err == nil:
 		got, rerr := readAll(f)
+		if rerr == nil && string(got) != want {
+			// What differs decides whether the directory is deleted:
+			// believe it only once two reads agree.
+			got, rerr = confirmRead(f, got)
+		}
 		_ = f.Close()
 		if rerr != nil {
 			return rerr
@@ -91,6 +97,29 @@ func parsePartitionMetadata(b []byte) (meta.UUID, bool) {
 		return id, err == nil
 	}
 	return meta.UUID{}, false
+}
+
+// maxConfirmReads bounds the reads confirmRead makes.
+const maxConfirmReads = 5
+
+// confirmRead reads f again until two reads in a row agree, starting from
+// first, and returns what they agree on. The disk may flip a bit in what
+// one read returns (the data stays intact), and a single flipped bit of a
+// topic id in partition.metadata would have the directory, and every
+// acknowledged record in it, deleted as an older topic's (log seed 917).
+func confirmRead(f env.File, first []byte) ([]byte, error) {
+	prev := first
+	for i := 1; i < maxConfirmReads; i++ {
+		got, err := readAll(f)
+		if err != nil {
+			return nil, err
+		}
+		if bytes.Equal(got, prev) {
+			return got, nil
+		}
+		prev = got
+	}
+	return nil, fmt.Errorf("%s: %d reads in a row disagree: %w", f.Name(), maxConfirmReads, env.ErrIO)
 }
 
 func readAll(f env.File) ([]byte, error) {

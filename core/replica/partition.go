@@ -262,8 +262,13 @@ func (p *Partition) goOnline(l *log.Log) {
 // fail takes the partition offline after a log failure and schedules a
 // reopen, which recovers what is durable (core/log's failure marker drops
 // what a failed fsync may have lost).
+//
+// A reopen that fails (open runs in stateFailed with no reopen pending)
+// schedules the next one: returning there, as for a second failure of
+// the same incarnation, left the partition offline for good (log seed
+// 3828).
 func (p *Partition) fail(err error) {
-	if p.state == stateClosed || p.state == stateFailed {
+	if p.state == stateClosed || p.state == stateFailed && p.reopen != nil {
 		return
 	}
 	p.log.Error("partition log failed; it is reopened after a backoff", "err", err, "backoff", p.m.cfg.ReopenBackoff)

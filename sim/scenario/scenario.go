@@ -43,6 +43,11 @@ type Options struct {
 	bugAckBeforeSync bool
 }
 
+// Default is the scenario `make sim` and `strata sim` run when none is
+// named: the richest one, so that a first replay exercises the real
+// broker.
+const Default = "log"
+
 // Func runs a scenario and summarizes it. Summary.Wall is left for the
 // caller to fill in (the simulator cannot read the wall clock).
 type Func func(Options) sim.Summary
@@ -52,6 +57,7 @@ var registry = map[string]Func{
 	"idle":     Idle,
 	"kraft":    KRaft,
 	"kraft5":   KRaft5,
+	"log":      Log,
 }
 
 // Names lists the registered scenarios, sorted.

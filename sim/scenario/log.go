@@ -1,0 +1,476 @@
+package scenario
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/strata-log/strata/core/broker"
+	"github.com/strata-log/strata/core/env"
+	"github.com/strata-log/strata/core/kraft"
+	"github.com/strata-log/strata/core/quorum"
+	"github.com/strata-log/strata/core/server"
+	"github.com/strata-log/strata/linearizability"
+	"github.com/strata-log/strata/nemesis"
+	"github.com/strata-log/strata/sim"
+)
+
+// Log runs the "log" scenario: the Kafka data path under the nemesis.
+func Log(o Options) sim.Summary {
+	sum, _ := runLog(o, logBugs{})
+	return sum
+}
+
+// logBugs plants bugs so that tests can prove the checks catch them. The
+// zero value plants none. pageCache is a real broker mode; the others
+// change only what the checker is told (the view), never a broker.
+type logBugs struct {
+	// pageCache creates the topics with flush.messages=1000, Kafka's
+	// page-cache mode: the broker acknowledges and exposes a batch
+	// before it is fsynced, so a power loss takes back acknowledged
+	// records (check a).
+	pageCache bool
+	// changeRecord makes the final read see a different value at the
+	// first offset of every partition (check b).
+	changeRecord bool
+	// invent makes the final read see one more record, never produced,
+	// after the end of every partition (check c).
+	invent bool
+	// dupBatch makes the final read see the first record of every
+	// partition again after its end: a batch written twice (check d).
+	dupBatch bool
+	// reorder makes consumers see the first two records of every fetch
+	// that returns at least two in swapped order (check e).
+	reorder bool
+	// noTailConsumers is a knob, not a bug: no consumers during the
+	// run, so that only the acknowledgements and the final read observe
+	// the log, and a lost acknowledged record is caught by the final
+	// comparison of (a) rather than by a consumer first.
+	noTailConsumers bool
+}
+
+// Defaults of the log scenario.
+const (
+	// logFaultPhase is the default fault phase: long enough for several
+	// kills, restarts and broker re-registrations (the controller fences
+	// a broker 9 s after its last heartbeat), short enough that 300
+	// seeds run in a few minutes.
+	logFaultPhase = 20 * time.Second
+	// logHealPhase bounds the healed phase: producers drain, every
+	// partition serves a probe produce and the final read catches up. A
+	// power cycle of every node at the heal costs a session timeout
+	// before the brokers can register again.
+	logHealPhase = 30 * time.Second
+	// logSetupTimeout bounds the start: brokers registered, topics
+	// created, leaders elected, before the nemesis starts.
+	logSetupTimeout = 15 * time.Second
+	// logStep is how often the harness advances its phases; the
+	// supervisor looks at the members as often.
+	logStep          = 50 * time.Millisecond
+	logClusterID     = "sim-log"
+	logSupervisorDly = 50 * time.Millisecond
+	logBrokerPort    = ":9092"
+	logControlPort   = ":9093"
+	// logMaxEvents bounds the events of one run, about ten times what a
+	// busy seed delivers: past it something loops (a client fetching at
+	// once, forever, as log seeds 23 and 234 once did) and the run fails
+	// instead of crawling.
+	logMaxEvents = 300_000
+)
+
+// logPhase is where a run is.
+type logPhase uint8
+
+const (
+	logSetup    logPhase = iota // brokers registering, topics being created
+	logFaults                   // workload and nemesis
+	logDrain                    // healed; producers deliver what they hold
+	logProbe                    // a probe record to every partition
+	logVerify                   // the final read catches up
+	logChecking                 // the final check is scheduled
+	logDone
+)
+
+func (p logPhase) String() string {
+	return [...]string{"setup", "faults", "drain", "probe", "verify", "checking", "done"}[p]
+}
+
+// runLog runs one seed of the log scenario with planted bugs and returns
+// the harness, for tests.
+//
+// The cluster: Options.Nodes (3) combined broker+controller servers
+// (core/server, process.roles=broker,controller) named n1, n2, ...,
+// node ids 1, 2, ..., each a voter of the metadata quorum, as the
+// README's three-node cluster. Combined nodes keep the run cheap (three
+// processes, not six) and make every kill a broker's and a voter's at
+// once; at most a minority is down at a time (nemesis.DrawMix), so the
+// quorum can elect. Topics have replication factor 1: a partition lives
+// on one broker and is unavailable while that broker is down or fenced.
+//
+// The workload (log_clients.go) runs in client processes the nemesis
+// does not touch (they share the network with the servers, so clogs,
+// resets and kills of a server reach them): producers of swarm-drawn
+// kinds, consumers tailing every partition, then a prober and a final
+// reader; one seed in two also resets and clogs the clients' own
+// network. Every observation goes to a linearizability.LogHistory, which
+// checks (a)–(e) at once; a violation panics inside the event that
+// observed it, which stops the run there, and the seed fails with the
+// check, the virtual time and the replay command.
+//
+// Phases: setup (before any fault); the fault phase, in which the
+// nemesis injects every kind nemesis.DrawMix enables (kills are power
+// losses or process kills, a server stopped by a fatal error is
+// restarted by a supervisor as in the kraft scenario); then the heal.
+// One seed in two power-cycles every node at once just after the heal
+// (nemesis has no such primitive: its kills take a minority). Within
+// logHealPhase of the heal, (f) liveness: every producer's batches are
+// acknowledged (acks=0: handed to the network), a probe produce to every
+// partition is acknowledged, and a final reader reads every partition
+// from its start past the probe. Then (a): every acknowledged record is
+// in the final read at its offset.
+func runLog(o Options, bugs logBugs) (sim.Summary, *logHarness) {
+	o = o.withDefaults(3, logFaultPhase, logHealPhase)
+	s := sim.New(sim.Config{Seed: o.Seed, Log: o.Log})
+	h := newLogHarness(s, o, bugs)
+	sum := func(err error) (sim.Summary, *logHarness) {
+		m := s.Summarize("log")
+		m.Err = err
+		if h.err != nil {
+			// A failed check: its message names the check and the
+			// virtual time; the panic's stack adds nothing.
+			m.Err = h.err
+		}
+		return m, h
+	}
+	h.start()
+	// Setup: no faults until the topics exist and have leaders.
+	setupEnd := s.Now() + logSetupTimeout
+	for h.phase == logSetup {
+		if s.Now() >= setupEnd {
+			return sum(fmt.Errorf("setup: the topics were not ready within %v: %s", logSetupTimeout, h.describe()))
+		}
+		if err := kraftRunUntil(s, s.Now()+logStep); err != nil {
+			return sum(err)
+		}
+		h.advance()
+	}
+	healAt := s.Now() + o.FaultPhase
+	mix := nemesis.None()
+	if !o.NoFaults {
+		mix = nemesis.DrawMix(s.Rand("nemesis/mix"), o.Nodes)
+	}
+	nemesis.Start(s, h.procs, mix, o.FaultPhase)
+	if h.swarm.clientFaults > 0 && !o.NoFaults {
+		h.scheduleClientFault(s.Rand("log/client-faults"), healAt)
+	}
+	if h.swarm.powerCycle && !o.NoFaults {
+		at := healAt + time.Duration(s.Rand("log/power-cycle").Int64N(int64(time.Second)))
+		s.At(at, "log:power-cycle", h.powerCycle)
+	}
+	deadline := healAt + o.HealPhase
+	for h.phase != logDone {
+		if s.Now() >= deadline {
+			if err := h.finalCheckAtDeadline(); err != nil {
+				return sum(err)
+			}
+			return sum(fmt.Errorf("(f) liveness: stuck in phase %s %v after the heal: %s", h.phase, o.HealPhase, h.describe()))
+		}
+		if err := kraftRunUntil(s, s.Now()+logStep); err != nil {
+			return sum(err)
+		}
+		if s.Events() > logMaxEvents {
+			return sum(fmt.Errorf("(f) liveness: more than %d events by %v, something loops: %s", logMaxEvents, s.Now(), h.describe()))
+		}
+		if s.Now() >= healAt && h.phase == logFaults {
+			h.phase = logDrain
+			h.phaseAt = s.Now()
+			s.Trace("log:phase drain")
+		}
+		h.advance()
+	}
+	if h.err != nil {
+		return sum(h.err)
+	}
+	s.Trace("log:done " + h.describe())
+	return sum(nil)
+}
+
+// logHarness is one run of the log scenario.
+type logHarness struct {
+	s     *sim.Sim
+	o     Options
+	bugs  logBugs
+	swarm logSwarm
+
+	names []string
+	procs []*sim.Process
+	// clients are the client processes (never killed; their network may
+	// be reset or clogged, see scheduleClientFault).
+	clients []*sim.Process
+	servers []*server.Server
+	// serverInc is the incarnation servers[i] belongs to; restarts the
+	// incarnation a supervisor restart is scheduled for (+1).
+	serverInc []uint64
+	restarts  []uint64
+
+	hist    *linearizability.LogHistory
+	phase   logPhase
+	phaseAt time.Duration
+	err     error
+
+	admin     *logAdmin
+	producers []*logProducer
+	consumers []*logConsumer
+	prober    *logProducer
+	verifier  *logConsumer
+	// probes are the offsets the probe records were acknowledged at.
+	probes map[linearizability.LogPartition]int64
+	// supervisor restarts and power cycles, for the summary.
+	supervised  int
+	powerCycled bool
+}
+
+func newLogHarness(s *sim.Sim, o Options, bugs logBugs) *logHarness {
+	h := &logHarness{s: s, o: o, bugs: bugs, swarm: drawLogSwarm(s, bugs),
+		probes: map[linearizability.LogPartition]int64{}}
+	h.hist = linearizability.NewLogHistory(s.Now)
+	n := o.Nodes
+	h.servers = make([]*server.Server, n)
+	h.serverInc = make([]uint64, n)
+	h.restarts = make([]uint64, n)
+	voters := map[quorum.NodeID]string{}
+	for i := 0; i < n; i++ {
+		h.names = append(h.names, fmt.Sprintf("n%d", i+1))
+		voters[quorum.NodeID(i+1)] = h.names[i] + logControlPort
+	}
+	for i := 0; i < n; i++ {
+		i := i
+		scfg := server.Config{
+			NodeID: int32(i + 1), ClusterID: logClusterID, Broker: true, Controller: true,
+			Quorum:         kraft.Config{Voters: kraft.ParseVoters(voters)},
+			BrokerListener: broker.Config{ListenAddr: h.names[i] + logBrokerPort, AdvertisedHost: h.names[i]},
+		}
+		p := s.AddProcess(h.names[i], func(e env.Env) {
+			h.servers[i] = nil
+			srv, err := server.Start(e, scfg)
+			if err != nil {
+				e.Logger().Error("server start failed", "err", err)
+				s.Trace(fmt.Sprintf("%s:start-failed:%v", h.names[i], err))
+				h.superviseRestart(i)
+				return
+			}
+			h.servers[i], h.serverInc[i] = srv, h.procs[i].Incarnation()
+		})
+		h.procs = append(h.procs, p)
+	}
+	return h
+}
+
+// bootstrap is the brokers' addresses.
+func (h *logHarness) bootstrap() []string {
+	out := make([]string, len(h.names))
+	for i, n := range h.names {
+		out[i] = n + logBrokerPort
+	}
+	return out
+}
+
+func (h *logHarness) start() {
+	for _, p := range h.procs {
+		p.Start()
+	}
+	h.admin = startLogAdmin(h)
+	h.scheduleSupervisor()
+}
+
+// fail records the first violation and stops the run by panicking inside
+// the current event (RunUntil reports it with the event and the time).
+func (h *logHarness) fail(err error) {
+	if err == nil {
+		return
+	}
+	if h.err == nil {
+		h.err = err
+	}
+	panic(err)
+}
+
+// server returns the running, started server i, or nil.
+func (h *logHarness) server(i int) *server.Server {
+	if !h.procs[i].Up() || h.serverInc[i] != h.procs[i].Incarnation() {
+		return nil
+	}
+	return h.servers[i]
+}
+
+func (h *logHarness) scheduleSupervisor() {
+	h.s.After(logStep, "log:supervise", func() {
+		for i := range h.procs {
+			if srv := h.server(i); srv != nil && srv.Member().Status().Err != nil {
+				h.superviseRestart(i)
+			}
+		}
+		h.scheduleSupervisor()
+	})
+}
+
+// superviseRestart restarts server i's process a little later unless it
+// restarted meanwhile: a process supervisor (systemd) restarting a node
+// that stopped on a fatal error, with the machine's page cache intact.
+func (h *logHarness) superviseRestart(i int) {
+	p := h.procs[i]
+	inc := p.Incarnation()
+	if h.restarts[i] == inc+1 {
+		return
+	}
+	h.restarts[i] = inc + 1
+	h.supervised++
+	h.s.Trace(h.names[i] + ":supervisor-restart")
+	h.s.After(logSupervisorDly, "supervisor:restart", func() {
+		if p.Incarnation() == inc && p.Up() {
+			p.Kill()
+			p.Start()
+		}
+	})
+}
+
+// powerCycle cuts the power of every node at once and starts them again:
+// what every acks=all record must survive.
+func (h *logHarness) powerCycle() {
+	h.powerCycled = true
+	h.s.Trace("log:power-cycle")
+	for _, p := range h.procs {
+		p.Crash()
+	}
+	for _, p := range h.procs {
+		p.Start()
+	}
+}
+
+// advance moves the run through its phases as their conditions hold; it
+// runs between steps, and starts what a new phase needs inside an event.
+func (h *logHarness) advance() {
+	switch h.phase {
+	case logSetup:
+		if h.admin.ready() {
+			h.enter(logFaults, h.startWorkload)
+		}
+	case logDrain:
+		if h.drained() {
+			h.enter(logProbe, h.startProbe)
+		}
+	case logProbe:
+		if h.prober != nil && h.prober.p.Pending() == 0 && len(h.probes) == len(h.partitions()) {
+			h.enter(logVerify, h.startVerify)
+		}
+	case logVerify:
+		if h.verified() {
+			h.phase, h.phaseAt = logChecking, h.s.Now()
+			h.s.At(h.s.Now(), "log:final-check", func() {
+				h.verifier.tamperTail()
+				h.fail(h.finalCheck())
+				h.phase = logDone
+			})
+		}
+	}
+}
+
+func (h *logHarness) enter(p logPhase, start func()) {
+	h.phase, h.phaseAt = p, h.s.Now()
+	h.s.Trace("log:phase " + p.String())
+	h.s.At(h.s.Now(), "log:start-"+p.String(), start)
+}
+
+// partitions lists every partition of the run's topics.
+func (h *logHarness) partitions() []linearizability.LogPartition {
+	var out []linearizability.LogPartition
+	for _, t := range h.swarm.topics {
+		for p := int32(0); p < t.partitions; p++ {
+			out = append(out, linearizability.LogPartition{Topic: t.name, Partition: p})
+		}
+	}
+	return out
+}
+
+// drained reports whether every producer delivered everything.
+func (h *logHarness) drained() bool {
+	for _, p := range h.producers {
+		if p.p.Pending() > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// verified reports whether the final reader caught up with every
+// partition's high watermark, past its probe record.
+func (h *logHarness) verified() bool {
+	if h.verifier == nil {
+		return false
+	}
+	for _, p := range h.partitions() {
+		if !h.verifier.caughtUp(p, h.probes[p]+1) {
+			return false
+		}
+	}
+	return true
+}
+
+// finalCheck hands the final read to the history and checks (a).
+func (h *logHarness) finalCheck() error {
+	for _, p := range h.partitions() {
+		st := h.verifier.state(p)
+		h.hist.FinalRead(p, st.start, st.hw, st.records)
+	}
+	err := h.hist.CheckDurable()
+	h.s.Trace(fmt.Sprintf("log:durable err=%v", err))
+	return err
+}
+
+// finalCheckAtDeadline judges a run stuck in verify: if the final reader
+// caught up with every partition's high watermark and only the probe
+// records are missing, acknowledged records were lost (a), which is a
+// more precise verdict than liveness.
+func (h *logHarness) finalCheckAtDeadline() error {
+	if h.phase != logVerify || h.verifier == nil {
+		return nil
+	}
+	for _, p := range h.partitions() {
+		if !h.verifier.caughtUp(p, 0) {
+			return nil
+		}
+	}
+	if err := h.finalCheck(); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (h *logHarness) describe() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "phase=%s since %v", h.phase, h.phaseAt)
+	for i := range h.procs {
+		srv := h.server(i)
+		if srv == nil {
+			fmt.Fprintf(&b, " %s=down", h.names[i])
+			continue
+		}
+		st := srv.Member().Status()
+		fmt.Fprintf(&b, " %s={leader=%d epoch=%d active=%v registered=%v err=%v}", h.names[i], st.Leader, st.Epoch, st.ActiveController, srv.Registered(), st.Err)
+	}
+	fmt.Fprintf(&b, " swarm={%s}", h.swarm)
+	fmt.Fprintf(&b, " records=%d acked=%d attempts=%d supervised=%d power-cycled=%v", h.hist.Records(), h.hist.Acked(), len(h.hist.Attempts()), h.supervised, h.powerCycled)
+	for _, p := range h.producers {
+		fmt.Fprintf(&b, " %s={pending=%d %s}", p.name, p.p.Pending(), p.counts())
+	}
+	if h.prober != nil {
+		fmt.Fprintf(&b, " probe={pending=%d acked=%d}", h.prober.p.Pending(), len(h.probes))
+	}
+	if h.verifier != nil {
+		for _, p := range h.partitions() {
+			st := h.verifier.state(p)
+			fmt.Fprintf(&b, " final[%s]={pos=%d hw=%d probe=%d}", p, st.pos, st.hw, h.probes[p])
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,198 @@
+package scenario
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// logRegressionSeeds are log seeds that once failed, pinned before their
+// fix (docs/simulation.md, "Pinned so far").
+var logRegressionSeeds = []uint64{
+	// A LogAppendTime topic refused every batch (INVALID_RECORD:
+	// maxTimestamp below baseTimestamp) once the leader's clock had
+	// jumped behind the producer's: the broker stamps its own time as
+	// the batch's maxTimestamp, which record.ValidateForAppend then
+	// compared with the producer's baseTimestamp. Producers retried
+	// forever; liveness failed. Fixed in core/record/validate.go (the
+	// rule holds for CreateTime batches only).
+	3,
+	// The broker answered OUT_OF_ORDER_SEQUENCE_NUMBER as
+	// UNKNOWN_SERVER_ERROR (core/producer's errors were missing from the
+	// broker's error table), so an idempotent producer never bumped its
+	// epoch and retried forever (liveness). Fixed in
+	// core/broker/errors.go; with the fix this seed bumps an epoch.
+	127,
+	// An incremental fetch answered at once for a partition error but
+	// left the (unchanged) error out of the response: the consumer got
+	// an empty answer and fetched again at once, thousands of times a
+	// second, and the run fails its event bound (logMaxEvents). Fixed in
+	// core/broker/fetch.go: partitions with errors are always included,
+	// as in Kafka (kclient's TestIncrementalFetchRepeatsErrors).
+	23, 234,
+	// A bit flipped on reading partition.metadata changed the topic id,
+	// and the broker deleted the partition's directory as an older
+	// topic's: acknowledged records lost (a). Fixed in
+	// core/replica/dirs.go: an unexpected partition.metadata is believed
+	// only once two reads agree (TestConfirmReadOutlastsBitFlips).
+	917,
+	// A failed log's reopen failed in log.Open (rewriting the index files
+	// on a full disk); Partition.fail returned at once because the
+	// partition was already failed, so no further reopen was scheduled
+	// and the partition answered KAFKA_STORAGE_ERROR for good (liveness).
+	// Fixed in core/replica/partition.go (TestFailedReopenIsRetried).
+	3828,
+}
+
+// logKnownFailingSeeds fail because of open bugs outside the scenario
+// (see docs/simulation.md, "Pinned so far", status open). The tests do
+// NOT run them; fix the bug, then move the seed to logRegressionSeeds.
+var logKnownFailingSeeds = []uint64{
+	// A failed SyncDir of a partition directory, issued by the producer
+	// snapshot written right after a segment roll, covered the new
+	// segment's directory entry; the simulated disk drops the changes a
+	// failed SyncDir covered for good while later SyncDirs succeed and
+	// the page cache keeps showing them. core/replica failed the
+	// partition on producer.ErrDirectoryFailed but not through
+	// core/log's failure marker, so the reopened log trusted the page
+	// cache, appended into the new segment, fsynced the file (never its
+	// entry) and acknowledged; the final power cycle removed the
+	// segment. Seeds 120 and 1681: a consumer's position, reached below
+	// the high watermark it was told, is out of range (a); seed 1546: two
+	// acknowledgements at one offset (b); seed 3768: a hole of offsets
+	// (e). Issue 8 item 1's filesystem model (branch wt-storage: a failed
+	// SyncDir fails every later mutation until a power cycle) removes
+	// the cause (earlier seeds of this class pass with it); routing a
+	// producer snapshot's directory failure through core/log's marker
+	// would close the replica's side (docs/simulation.md).
+	120, 1546, 1681, 3768,
+}
+
+// logSeedsInMakeTest is how many consecutive seeds `make test` runs.
+const logSeedsInMakeTest = 300
+
+func isKnownFailingLog(seed uint64) bool {
+	for _, s := range logKnownFailingSeeds {
+		if s == seed {
+			return true
+		}
+	}
+	return false
+}
+
+func runLogSeed(t *testing.T, seed uint64) *logHarness {
+	t.Helper()
+	sum, h := runLog(Options{Seed: seed}, logBugs{})
+	if sum.Err != nil {
+		var b strings.Builder
+		sum.Print(&b)
+		t.Fatalf("log seed %d failed:\n%s", seed, b.String())
+	}
+	return h
+}
+
+func TestLogRegressionSeeds(t *testing.T) {
+	for _, seed := range logRegressionSeeds {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) { runLogSeed(t, seed) })
+	}
+}
+
+// TestLogSeeds runs seeds 1..logSeedsInMakeTest twice each: every run
+// must pass, and the two runs of a seed must agree on the trace hash, the
+// events and the faults (the determinism check).
+func TestLogSeeds(t *testing.T) {
+	acked, attempts := 0, 0
+	for seed := uint64(1); seed <= logSeedsInMakeTest; seed++ {
+		if isKnownFailingLog(seed) {
+			continue
+		}
+		h := runLogSeed(t, seed)
+		acked += h.hist.Acked()
+		attempts += len(h.hist.Attempts())
+		a := h.s.Summarize("log")
+		b, _ := runLog(Options{Seed: seed}, logBugs{})
+		require.Equal(t, a.TraceHash, b.TraceHash, "log seed %d gave two traces", seed)
+		require.Equal(t, a.Events, b.Events, "log seed %d", seed)
+		require.Equal(t, a.Faults, b.Faults, "log seed %d", seed)
+	}
+	// A workload that acknowledges nothing checks nothing.
+	require.Positive(t, acked, "no record acknowledged in any seed")
+	t.Logf("%d seeds, each run twice: %d records acknowledged, %d produce attempts", logSeedsInMakeTest, acked, attempts)
+}
+
+// TestLogNoFaultsDeliversEverything: without faults, every batch of every
+// acks=1/all producer is acknowledged and the final read holds them all.
+func TestLogNoFaultsDeliversEverything(t *testing.T) {
+	sum, h := runLog(Options{Seed: 1, NoFaults: true}, logBugs{})
+	require.NoError(t, sum.Err)
+	require.Positive(t, h.hist.Acked())
+	for _, p := range h.producers {
+		require.Zero(t, p.p.Pending(), p.name)
+		require.Zero(t, p.unknown, p.name)
+		require.Positive(t, p.batches, p.name)
+	}
+}
+
+// logBugFails runs seeds from..to with bugs planted and returns the first
+// seed whose run fails with an error containing want, or 0.
+func logBugFails(t *testing.T, bugs logBugs, from, to uint64, want string) uint64 {
+	t.Helper()
+	for seed := from; seed <= to; seed++ {
+		sum, _ := runLog(Options{Seed: seed}, bugs)
+		if sum.Err != nil {
+			require.Contains(t, sum.Err.Error(), want, "seed %d failed for another reason", seed)
+			t.Logf("seed %d: %v", seed, sum.Err)
+			return seed
+		}
+	}
+	return 0
+}
+
+// TestLogDurabilityCatchesPageCacheMode creates the topics in Kafka's
+// page-cache mode (flush.messages=1000): the broker acknowledges and
+// exposes records before fsync, and a power loss takes them back. Check
+// (a) must fail: in the pinned seed a consumer's position, below a high
+// watermark it was told, comes back out of range after the final power
+// cycle; with no tail consumers, the final read misses an acknowledged
+// record.
+func TestLogDurabilityCatchesPageCacheMode(t *testing.T) {
+	sum, _ := runLog(Options{Seed: logPageCacheSeed}, logBugs{pageCache: true})
+	require.Error(t, sum.Err, "page-cache mode lost nothing in seed %d", logPageCacheSeed)
+	require.Contains(t, sum.Err.Error(), "(a) durability", "seed %d", logPageCacheSeed)
+	t.Logf("seed %d: %v", logPageCacheSeed, sum.Err)
+
+	sum, _ = runLog(Options{Seed: logPageCacheFinalSeed}, logBugs{pageCache: true, noTailConsumers: true})
+	require.Error(t, sum.Err, "page-cache mode lost nothing in seed %d", logPageCacheFinalSeed)
+	require.Contains(t, sum.Err.Error(), "(a) durability", "seed %d", logPageCacheFinalSeed)
+	require.Contains(t, sum.Err.Error(), "is missing", "seed %d", logPageCacheFinalSeed)
+	t.Logf("seed %d without tail consumers: %v", logPageCacheFinalSeed, sum.Err)
+}
+
+// Seeds whose page-cache runs, both power-cycled at the heal, lose
+// acknowledged records and fail check (a) first: with the whole
+// workload, and without tail consumers (the final read's comparison).
+const (
+	logPageCacheSeed      = 13
+	logPageCacheFinalSeed = 25
+)
+
+// TestLogChecksCatchViewBugs plants one bug per check in what the checker
+// is told and requires a failure of that check.
+func TestLogChecksCatchViewBugs(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		bugs logBugs
+		want string
+	}{
+		{"change a record", logBugs{changeRecord: true}, "(b) one record per offset"},
+		{"invent a record", logBugs{invent: true}, "(c) no phantom records"},
+		{"duplicate a batch", logBugs{dupBatch: true}, "(d) no duplicates"},
+		{"reorder", logBugs{reorder: true}, "(e) order"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.NotZero(t, logBugFails(t, tc.bugs, 1, 5, tc.want), "no seed caught the bug")
+		})
+	}
+}
