@@ -44,31 +44,23 @@ var logRegressionSeeds = []uint64{
 	// and the partition answered KAFKA_STORAGE_ERROR for good (liveness).
 	// Fixed in core/replica/partition.go (TestFailedReopenIsRetried).
 	3828,
+	// A failed SyncDir of a partition directory (the producer snapshot
+	// taken right after a segment roll) covered the new segment's
+	// directory entry; the old simulated disk dropped those changes for
+	// good while later SyncDirs succeeded and the page cache kept showing
+	// them, so the reopened log appended into a segment a power cycle
+	// then removed: acknowledged records lost (120, 1681: (a); 1546: (b))
+	// or a hole of offsets (3768: (e)). Fixed by the filesystem model of
+	// issue 8 item 1: a failed SyncDir fails every later mutation until a
+	// power cycle, as ext4 and XFS do, so nothing is acknowledged after
+	// it.
+	120, 1546, 1681, 3768,
 }
 
 // logKnownFailingSeeds fail because of open bugs outside the scenario
 // (see docs/simulation.md, "Pinned so far", status open). The tests do
 // NOT run them; fix the bug, then move the seed to logRegressionSeeds.
-var logKnownFailingSeeds = []uint64{
-	// A failed SyncDir of a partition directory, issued by the producer
-	// snapshot written right after a segment roll, covered the new
-	// segment's directory entry; the simulated disk drops the changes a
-	// failed SyncDir covered for good while later SyncDirs succeed and
-	// the page cache keeps showing them. core/replica failed the
-	// partition on producer.ErrDirectoryFailed but not through
-	// core/log's failure marker, so the reopened log trusted the page
-	// cache, appended into the new segment, fsynced the file (never its
-	// entry) and acknowledged; the final power cycle removed the
-	// segment. Seeds 120 and 1681: a consumer's position, reached below
-	// the high watermark it was told, is out of range (a); seed 1546: two
-	// acknowledgements at one offset (b); seed 3768: a hole of offsets
-	// (e). Issue 8 item 1's filesystem model (branch wt-storage: a failed
-	// SyncDir fails every later mutation until a power cycle) removes
-	// the cause (earlier seeds of this class pass with it); routing a
-	// producer snapshot's directory failure through core/log's marker
-	// would close the replica's side (docs/simulation.md).
-	120, 1546, 1681, 3768,
-}
+var logKnownFailingSeeds = []uint64{}
 
 // logSeedsInMakeTest is how many consecutive seeds `make test` runs.
 const logSeedsInMakeTest = 300
