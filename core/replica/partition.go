@@ -64,8 +64,10 @@ type Partition struct {
 
 	state partState
 	l     *log.Log // nil unless opening or online
-	// reopen is the timer that reopens a failed log.
-	reopen env.Timer
+	// reopen is the timer that reopens a failed log; failures counts the
+	// failures since the partition was last online (the backoff grows).
+	reopen   env.Timer
+	failures uint
 	// failure is why the partition is in stateFailed.
 	failure error
 
@@ -253,6 +255,7 @@ func (p *Partition) open() {
 // recovered.
 func (p *Partition) goOnline(l *log.Log) {
 	p.state = stateOnline
+	p.failures = 0
 	p.log.Info("partition online", "log_start", l.LogStartOffset(), "log_end", l.LogEndOffset(),
 		"leader_epoch", p.leaderEpoch, "producers", p.producers.Len())
 	p.advanceHighWatermark()
@@ -267,16 +270,27 @@ func (p *Partition) goOnline(l *log.Log) {
 // schedules the next one: returning there, as for a second failure of
 // the same incarnation, left the partition offline for good (log seed
 // 3828).
+//
+// The backoff doubles with every failure in a row, up to maxReopenBackoff,
+// and is reset once the partition is online again: a disk that stays
+// failed (a filesystem gone read-only until a reboot) is retried every
+// few seconds rather than hammered, yet a partition is back within
+// seconds of the disk recovering.
 func (p *Partition) fail(err error) {
 	if p.state == stateClosed || p.state == stateFailed && p.reopen != nil {
 		return
 	}
-	p.log.Error("partition log failed; it is reopened after a backoff", "err", err, "backoff", p.m.cfg.ReopenBackoff)
+	backoff := min(p.m.cfg.ReopenBackoff<<min(p.failures, 16), max(maxReopenBackoff, p.m.cfg.ReopenBackoff))
+	p.failures++
+	p.log.Error("partition log failed; it is reopened after a backoff", "err", err, "backoff", backoff, "failures_in_a_row", p.failures)
 	p.state, p.failure = stateFailed, err
 	p.closeLog()
 	p.wake()
-	p.reopen = p.m.e.AfterFunc(p.m.cfg.ReopenBackoff, p.open)
+	p.reopen = p.m.e.AfterFunc(backoff, p.open)
 }
+
+// maxReopenBackoff bounds the wait between reopens of a failed log.
+const maxReopenBackoff = 8 * time.Second
 
 // restart closes a healthy log and opens it again.
 func (p *Partition) restart(why string) {
