@@ -274,20 +274,22 @@ func runBench(ctx context.Context, o benchOptions, progress io.Writer) (*benchRe
 				t.Error = "the memory target starts its own node; it cannot use --bootstrap-server"
 				continue
 			}
-			fmt.Fprintln(progress, "strata bench: starting a strata node for the memory target")
-			node, err := startBenchNode(ctx, o.nodeCommand, o.nodeEnv, dir+"/memory", o.nodeArgs, o.readyTimeout)
-			if err != nil {
-				t.Error = err.Error()
-				continue
-			}
-			stopNode := sync.OnceFunc(func() {
-				if err := node.stop(); err != nil {
-					t.Error = strings.TrimPrefix(t.Error+"; then ", "; then ") + err.Error()
+			// A fresh node every run: the Go runtime keeps the heap a
+			// flood grew, so a reused node's "at rest" would be the
+			// previous run's peak.
+			t.About = fmt.Sprintf("a strata node of its own, started afresh for every run: RSS at rest, with %d idle connections, and under %d flooding producers", benchIdleConns, benchFloodProducers)
+			run := 0
+			targets = append(targets, benchTarget{report: t, teardown: func() {}, once: func(ctx context.Context) error {
+				run++
+				fmt.Fprintln(progress, "strata bench: starting a strata node for the memory target")
+				node, err := startBenchNode(ctx, o.nodeCommand, o.nodeEnv, fmt.Sprintf("%s/memory-%d", dir, run), o.nodeArgs, o.readyTimeout)
+				if err != nil {
+					return err
 				}
-			})
-			t.Address, t.About = node.addr, fmt.Sprintf("a strata node of its own at %s (pid %d): RSS at rest, with %d idle connections, and under %d flooding producers", node.addr, node.cmd.Process.Pid, benchIdleConns, benchFloodProducers)
-			targets = append(targets, benchTarget{report: t, teardown: stopNode, once: func(ctx context.Context) error {
 				res, err := w.memory(ctx, node)
+				if serr := node.stop(); err == nil {
+					err = serr
+				}
 				if err != nil {
 					return err
 				}
