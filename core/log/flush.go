@@ -460,6 +460,10 @@ func (l *Log) cycleFinish(c *flushCycle) {
 	}
 	for len(l.fl.waiters) > 0 && l.satisfied(l.fl.waiters[0]) {
 		w := l.fl.waiters[0]
+		// Cleared first: the backing array would keep the callback (and
+		// what it holds, a producer's request frame) alive until it
+		// was reallocated.
+		l.fl.waiters[0] = flushWaiter{}
 		l.fl.waiters = l.fl.waiters[1:]
 		w.done(nil)
 		if l.fl.cycle != nil || l.closed || l.failed != nil {
