@@ -10,172 +10,46 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/core/broker"
-	"github.com/strata-log/strata/core/env"
-	"github.com/strata-log/strata/core/kraft"
-	"github.com/strata-log/strata/core/protocol"
 	"github.com/strata-log/strata/core/record"
-	"github.com/strata-log/strata/core/replica"
 	"github.com/strata-log/strata/core/server"
 	"github.com/strata-log/strata/sim"
+	"github.com/strata-log/strata/sim/servertest"
 )
 
-// simServer is a whole single-node Strata server (quorum voter,
-// controller, broker, partitions: core/server, as a node runs it) in the
-// simulator, with a client connection from another simulated process.
-type simServer struct {
-	t      *testing.T
-	s      *sim.Sim
-	proc   *sim.Process
-	srv    *server.Server
-	client *protocol.Client
-}
+// simServer is a whole single-node server in the simulator
+// (sim/servertest) with the broker tests' own helpers.
+type simServer struct{ *servertest.Single }
 
-const (
-	simClusterID = "c2ltLWNsdXN0ZXItMDAwMQ"
-	// simBound is how much simulated time a step may take: an election
-	// (a 1 s timeout drawn in [1 s, 2 s)), a registration, a commit.
-	simBound = 30 * time.Second
-	simStep  = 5 * time.Millisecond
-)
-
-// newSimServer starts node 1 on host n1 and waits until its controller is
-// active and its broker registered; tweak edits the server's config.
 func newSimServer(t *testing.T, tweak func(*server.Config)) *simServer {
 	t.Helper()
-	h := &simServer{t: t, s: sim.New(sim.Config{Seed: 1})}
-	cfg := server.Config{
-		NodeID: 1, ClusterID: simClusterID, Broker: true, Controller: true,
-		Quorum:         kraft.Config{Voters: []kraft.Voter{{ID: 1, Addr: "n1:9093"}}},
-		BrokerListener: broker.Config{ListenAddr: "n1:9092", AdvertisedHost: "n1", LogDir: "/var/lib/strata"},
-	}
-	if tweak != nil {
-		tweak(&cfg)
-	}
-	h.proc = h.s.AddProcess("n1", func(e env.Env) {
-		srv, err := server.Start(e, cfg)
-		if err != nil {
-			t.Errorf("server start: %v", err)
-			return
+	return &simServer{servertest.Start(t, 1, func(c *server.Config) {
+		c.BrokerListener.LogDir = "/var/lib/strata"
+		if tweak != nil {
+			tweak(c)
 		}
-		h.srv = srv
-	})
-	var failed error
-	h.s.AddProcess("client", func(e env.Env) {
-		e.Net().Dial("n1:9092", func(c env.Conn, err error) {
-			if err != nil {
-				failed = err
-				return
-			}
-			h.client = protocol.NewClient(c, protocol.ClientConfig{ClientID: "sim-test"})
-		})
-	})
-	h.proc.Start()
-	h.runUntil("server ready", func() bool { return h.srv != nil && h.srv.ActiveController() })
-	h.s.Process("client").Start()
-	h.runUntil("client connected", func() bool { return h.client != nil || failed != nil })
-	require.NoError(t, failed)
-	return h
-}
-
-func (h *simServer) runUntil(what string, cond func() bool) {
-	h.t.Helper()
-	deadline := h.s.Now() + simBound
-	for !cond() {
-		if h.s.Now() >= deadline {
-			h.t.Fatalf("%s: not within %v", what, simBound)
-		}
-		require.NoError(h.t, h.s.RunFor(simStep), what)
-	}
-}
-
-// do sends req and returns its decoded response.
-func (h *simServer) do(req kmsg.Request) kmsg.Response {
-	h.t.Helper()
-	var resp kmsg.Response
-	var err error
-	done := false
-	require.NoError(h.t, h.client.Do(req, func(r kmsg.Response, e error) { resp, err, done = r, e, true }))
-	h.runUntil(fmt.Sprintf("%s v%d answered", kmsg.NameForKey(req.Key()), req.GetVersion()), func() bool { return done })
-	require.NoError(h.t, err)
-	require.Equal(h.t, req.GetVersion(), resp.GetVersion())
-	return resp
-}
-
-// createTopic creates a topic through the broker (which passes it to the
-// controller) and waits until the broker leads every partition.
-func (h *simServer) createTopic(name string, partitions int32, configs map[string]string) {
-	h.t.Helper()
-	req := kmsg.NewPtrCreateTopicsRequest()
-	req.Version = 7
-	t := kmsg.NewCreateTopicsRequestTopic()
-	t.Topic, t.NumPartitions, t.ReplicationFactor = name, partitions, 1
-	for k, v := range configs { //determinism:unordered order of a request's configs does not matter
-		c := kmsg.NewCreateTopicsRequestTopicConfig()
-		c.Name, c.Value = k, kmsg.StringPtr(v)
-		t.Configs = append(t.Configs, c)
-	}
-	req.Topics = append(req.Topics, t)
-	rt := h.do(req).(*kmsg.CreateTopicsResponse).Topics[0]
-	require.Zero(h.t, rt.ErrorCode, "create %s: %v", name, kerr.ErrorForCode(rt.ErrorCode))
-	h.waitServing(name, partitions)
-}
-
-func (h *simServer) waitServing(name string, partitions int32) {
-	h.t.Helper()
-	h.runUntil("serving "+name, func() bool {
-		for p := range partitions {
-			part, err := h.srv.Partitions().Lookup(name, p)
-			if err != nil || !part.IsLeader() {
-				return false
-			}
-		}
-		return true
-	})
-}
-
-func (h *simServer) partition(topic string, id int32) *replica.Partition {
-	h.t.Helper()
-	p, err := h.srv.Partitions().Lookup(topic, id)
-	require.NoError(h.t, err)
-	return p
+	})}
 }
 
 // produce appends n records of size bytes each, one batch, acks=all, and
 // returns the base offset.
 func (h *simServer) produce(topic string, partition int32, n, size int) int64 {
-	h.t.Helper()
+	h.T.Helper()
 	b := record.NewBuilder()
-	ts := h.s.Epoch().Add(h.s.Now()).UnixMilli()
+	ts := h.ClientEnv().Now().UnixMilli()
 	for i := range n {
 		b.Append(ts, []byte(fmt.Sprintf("k%d", i)), make([]byte, size))
 	}
 	batch, err := b.AppendTo(nil)
-	require.NoError(h.t, err)
-	req := kmsg.NewPtrProduceRequest()
-	req.Version, req.Acks, req.TimeoutMillis = 9, -1, 30_000
-	rt := kmsg.NewProduceRequestTopic()
-	rt.Topic = topic
-	rp := kmsg.NewProduceRequestTopicPartition()
-	rp.Partition, rp.Records = partition, batch
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
-	got := h.do(req).(*kmsg.ProduceResponse).Topics[0].Partitions[0]
-	require.Zero(h.t, got.ErrorCode, "produce: %v", kerr.ErrorForCode(got.ErrorCode))
+	require.NoError(h.T, err)
+	got := h.Do(servertest.ProduceRequest(topic, partition, batch)).(*kmsg.ProduceResponse).Topics[0].Partitions[0]
+	require.Zero(h.T, got.ErrorCode, "produce: %v", kerr.ErrorForCode(got.ErrorCode))
 	return got.BaseOffset
 }
 
 func (h *simServer) listOffset(topic string, partition int32, timestamp int64) int64 {
-	h.t.Helper()
-	req := kmsg.NewPtrListOffsetsRequest()
-	req.Version = 7
-	rt := kmsg.NewListOffsetsRequestTopic()
-	rt.Topic = topic
-	rp := kmsg.NewListOffsetsRequestTopicPartition()
-	rp.Partition, rp.Timestamp = partition, timestamp
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
-	got := h.do(req).(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0]
-	require.Zero(h.t, got.ErrorCode)
+	h.T.Helper()
+	got := h.ListOffset(topic, partition, timestamp)
+	require.Zero(h.T, got.ErrorCode)
 	return got.Offset
 }
 
@@ -207,7 +81,7 @@ func describeTopic(h *simServer, version int16, topic string, keys ...string) km
 	r := kmsg.NewDescribeConfigsRequestResource()
 	r.ResourceType, r.ResourceName, r.ConfigNames = kmsg.ConfigResourceTypeTopic, topic, keys
 	req.Resources = append(req.Resources, r)
-	return h.do(req).(*kmsg.DescribeConfigsResponse).Resources[0]
+	return h.Do(req).(*kmsg.DescribeConfigsResponse).Resources[0]
 }
 
 // TestServerDescribeConfigsIsWhatPartitionsApply: a static default
@@ -218,7 +92,7 @@ func TestServerDescribeConfigsIsWhatPartitionsApply(t *testing.T) {
 	h := newSimServer(t, func(c *server.Config) {
 		c.Partitions.StaticTopicDefaults = map[string]string{"segment.bytes": "4096", "retention.bytes": "1000000"}
 	})
-	h.createTopic("t", 1, map[string]string{"retention.ms": "3600000"})
+	h.CreateTopic("t", 1, map[string]string{"retention.ms": "3600000"})
 	for _, v := range versionsOf(t, kmsg.DescribeConfigs) {
 		rr := describeTopic(h, v, "t")
 		require.Zero(t, rr.ErrorCode)
@@ -232,7 +106,7 @@ func TestServerDescribeConfigsIsWhatPartitionsApply(t *testing.T) {
 		require.Equal(t, kmsg.ConfigSourceDynamicTopicConfig, ret.Source)
 		require.Equal(t, kmsg.ConfigSourceDefaultConfig, findConfig(t, rr, "cleanup.policy").Source)
 	}
-	lc := h.partition("t", 0).Log().Config()
+	lc := h.Partition("t", 0).Log().Config()
 	require.Equal(t, int64(4096), lc.SegmentBytes)
 	require.Equal(t, int64(1000000), lc.RetentionBytes)
 	require.Equal(t, time.Hour, lc.RetentionTime)
@@ -240,7 +114,7 @@ func TestServerDescribeConfigsIsWhatPartitionsApply(t *testing.T) {
 	for range 12 {
 		h.produce("t", 0, 4, 300)
 	}
-	require.GreaterOrEqual(t, len(h.partition("t", 0).Log().Segments()), 4, "4 KiB segments roll")
+	require.GreaterOrEqual(t, len(h.Partition("t", 0).Log().Segments()), 4, "4 KiB segments roll")
 }
 
 // TestServerAlterConfigsReachPartitions: both alter APIs at every version
@@ -248,7 +122,7 @@ func TestServerDescribeConfigsIsWhatPartitionsApply(t *testing.T) {
 // log), and DescribeConfigs reports the new values.
 func TestServerAlterConfigsReachPartitions(t *testing.T) {
 	h := newSimServer(t, nil)
-	h.createTopic("t", 1, nil)
+	h.CreateTopic("t", 1, nil)
 	h.produce("t", 0, 3, 10)
 	segment := int64(2048)
 	for _, v := range versionsOf(t, kmsg.IncrementalAlterConfigs) {
@@ -261,10 +135,10 @@ func TestServerAlterConfigsReachPartitions(t *testing.T) {
 		c.Name, c.Op, c.Value = "segment.bytes", kmsg.IncrementalAlterConfigOpSet, kmsg.StringPtr(fmt.Sprint(segment))
 		r.Configs = append(r.Configs, c)
 		req.Resources = append(req.Resources, r)
-		got := h.do(req).(*kmsg.IncrementalAlterConfigsResponse).Resources[0]
+		got := h.Do(req).(*kmsg.IncrementalAlterConfigsResponse).Resources[0]
 		require.Zero(t, got.ErrorCode, "v%d", v)
-		h.runUntil("segment.bytes applied", func() bool {
-			p := h.partition("t", 0)
+		h.RunUntil("segment.bytes applied", func() bool {
+			p := h.Partition("t", 0)
 			return p.Online() && p.Log().Config().SegmentBytes == segment
 		})
 		require.Equal(t, fmt.Sprint(segment), *findConfig(t, describeTopic(h, 4, "t", "segment.bytes"), "segment.bytes").Value)
@@ -279,15 +153,15 @@ func TestServerAlterConfigsReachPartitions(t *testing.T) {
 		c.Name, c.Value = "retention.ms", kmsg.StringPtr(fmt.Sprint(retention.Milliseconds()))
 		r.Configs = append(r.Configs, c)
 		req.Resources = append(req.Resources, r)
-		got := h.do(req).(*kmsg.AlterConfigsResponse).Resources[0]
+		got := h.Do(req).(*kmsg.AlterConfigsResponse).Resources[0]
 		require.Zero(t, got.ErrorCode, "v%d", v)
-		h.runUntil("retention.ms applied", func() bool {
-			p := h.partition("t", 0)
+		h.RunUntil("retention.ms applied", func() bool {
+			p := h.Partition("t", 0)
 			return p.Online() && p.Log().Config().RetentionTime == retention
 		})
 		// AlterConfigs replaces the whole config: segment.bytes is back
 		// to its default.
-		require.Equal(t, int64(1<<30), h.partition("t", 0).Log().Config().SegmentBytes)
+		require.Equal(t, int64(1<<30), h.Partition("t", 0).Log().Config().SegmentBytes)
 	}
 	// The partition still serves what it had.
 	require.Equal(t, int64(0), h.listOffset("t", 0, -2))
@@ -312,7 +186,7 @@ func TestServerAlterConfigsReachPartitions(t *testing.T) {
 		r.Configs = append(r.Configs, c)
 		req.Resources = append(req.Resources, r)
 	}
-	got := h.do(req).(*kmsg.IncrementalAlterConfigsResponse).Resources
+	got := h.Do(req).(*kmsg.IncrementalAlterConfigsResponse).Resources
 	require.Equal(t, kerr.InvalidConfig.Code, got[0].ErrorCode)
 	require.Contains(t, *got[0].ErrorMessage, "retention.weeks")
 	require.Equal(t, kerr.UnknownTopicOrPartition.Code, got[1].ErrorCode)
@@ -324,7 +198,7 @@ func TestServerAlterConfigsReachPartitions(t *testing.T) {
 // ListOffsets' earliest follows.
 func TestServerDeleteRecords(t *testing.T) {
 	h := newSimServer(t, nil)
-	h.createTopic("t", 2, nil)
+	h.CreateTopic("t", 2, nil)
 	h.produce("t", 0, 20, 10)
 	deleteRecords := func(v int16, timeout int32, offsets ...int64) []kmsg.DeleteRecordsResponseTopicPartition {
 		req := kmsg.NewPtrDeleteRecordsRequest()
@@ -335,7 +209,7 @@ func TestServerDeleteRecords(t *testing.T) {
 			rt.Partitions = append(rt.Partitions, kmsg.DeleteRecordsRequestTopicPartition{Partition: int32(i), Offset: o})
 		}
 		req.Topics = append(req.Topics, rt)
-		return h.do(req).(*kmsg.DeleteRecordsResponse).Topics[0].Partitions
+		return h.Do(req).(*kmsg.DeleteRecordsResponse).Topics[0].Partitions
 	}
 	want := int64(0)
 	for _, v := range versionsOf(t, kmsg.DeleteRecords) {
@@ -363,9 +237,9 @@ func TestServerDeleteRecords(t *testing.T) {
 // TestServerOffsetForLeaderEpoch at every version, with KIP-320's checks.
 func TestServerOffsetForLeaderEpoch(t *testing.T) {
 	h := newSimServer(t, nil)
-	h.createTopic("t", 1, nil)
+	h.CreateTopic("t", 1, nil)
 	h.produce("t", 0, 5, 10)
-	epoch := h.partition("t", 0).LeaderEpoch()
+	epoch := h.Partition("t", 0).LeaderEpoch()
 	for _, v := range versionsOf(t, kmsg.OffsetForLeaderEpoch) {
 		req := kmsg.NewPtrOffsetForLeaderEpochRequest()
 		req.Version, req.ReplicaID = v, -1
@@ -379,7 +253,7 @@ func TestServerOffsetForLeaderEpoch(t *testing.T) {
 			{Partition: 3, LeaderEpoch: epoch, CurrentLeaderEpoch: -1},
 		}
 		req.Topics = append(req.Topics, rt)
-		got := h.do(req).(*kmsg.OffsetForLeaderEpochResponse).Topics[0].Partitions
+		got := h.Do(req).(*kmsg.OffsetForLeaderEpochResponse).Topics[0].Partitions
 		require.Len(t, got, 5)
 		for i := range 2 {
 			require.Zero(t, got[i].ErrorCode, "v%d", v)
@@ -399,10 +273,10 @@ func TestServerOffsetForLeaderEpoch(t *testing.T) {
 // knows it.
 func TestServerDescribeLogDirs(t *testing.T) {
 	h := newSimServer(t, nil)
-	h.createTopic("a", 2, nil)
-	h.createTopic("b", 1, nil)
+	h.CreateTopic("a", 2, nil)
+	h.CreateTopic("b", 1, nil)
 	h.produce("a", 1, 10, 100)
-	h.proc.Disk().SetFaults(sim.DiskFaults{CapacityBytes: 1 << 30})
+	h.Node.Disk().SetFaults(sim.DiskFaults{CapacityBytes: 1 << 30})
 	for _, v := range versionsOf(t, kmsg.DescribeLogDirs) {
 		for _, filter := range []bool{false, true} {
 			req := kmsg.NewPtrDescribeLogDirsRequest()
@@ -410,7 +284,7 @@ func TestServerDescribeLogDirs(t *testing.T) {
 			if filter {
 				req.Topics = []kmsg.DescribeLogDirsRequestTopic{{Topic: "a", Partitions: []int32{1, 7}}, {Topic: "zz", Partitions: []int32{0}}}
 			}
-			resp := h.do(req).(*kmsg.DescribeLogDirsResponse)
+			resp := h.Do(req).(*kmsg.DescribeLogDirsResponse)
 			require.Len(t, resp.Dirs, 1)
 			d := resp.Dirs[0]
 			require.Zero(t, d.ErrorCode)
@@ -421,7 +295,7 @@ func TestServerDescribeLogDirs(t *testing.T) {
 					got = append(got, fmt.Sprintf("%s-%d", dt.Topic, p.Partition))
 					require.Equal(t, int64(0), p.OffsetLag)
 					require.False(t, p.IsFuture)
-					require.Equal(t, h.partition(dt.Topic, p.Partition).Size(), p.Size)
+					require.Equal(t, h.Partition(dt.Topic, p.Partition).Size(), p.Size)
 					if dt.Topic == "a" && p.Partition == 1 {
 						require.Greater(t, p.Size, int64(1000))
 					}
@@ -450,13 +324,13 @@ func TestServerAutoCreateAndReplicationFactor(t *testing.T) {
 	md := kmsg.NewPtrMetadataRequest()
 	md.Version, md.AllowAutoTopicCreation = 12, true
 	md.Topics = []kmsg.MetadataRequestTopic{{Topic: kmsg.StringPtr("auto")}}
-	first := h.do(md).(*kmsg.MetadataResponse)
+	first := h.Do(md).(*kmsg.MetadataResponse)
 	require.Equal(t, kerr.LeaderNotAvailable.Code, first.Topics[0].ErrorCode)
-	h.runUntil("auto created", func() bool {
-		got := h.do(md).(*kmsg.MetadataResponse).Topics[0]
+	h.RunUntil("auto created", func() bool {
+		got := h.Do(md).(*kmsg.MetadataResponse).Topics[0]
 		return got.ErrorCode == 0 && len(got.Partitions) == 3
 	})
-	h.waitServing("auto", 3)
+	h.WaitServing("auto", 3)
 	require.Equal(t, int64(0), h.produce("auto", 2, 1, 1))
 
 	for _, rf := range []int16{2, 3} {
@@ -465,7 +339,7 @@ func TestServerAutoCreateAndReplicationFactor(t *testing.T) {
 		ct := kmsg.NewCreateTopicsRequestTopic()
 		ct.Topic, ct.NumPartitions, ct.ReplicationFactor = fmt.Sprintf("rf%d", rf), 1, rf
 		req.Topics = append(req.Topics, ct)
-		got := h.do(req).(*kmsg.CreateTopicsResponse).Topics[0]
+		got := h.Do(req).(*kmsg.CreateTopicsResponse).Topics[0]
 		require.Equal(t, kerr.InvalidReplicationFactor.Code, got.ErrorCode)
 		require.Contains(t, *got.ErrorMessage, "replication is not supported yet")
 	}
@@ -473,10 +347,10 @@ func TestServerAutoCreateAndReplicationFactor(t *testing.T) {
 	h2 := newSimServer(t, func(c *server.Config) { c.BrokerListener.DefaultReplicationFactor = 3 })
 	md.Topics = []kmsg.MetadataRequestTopic{{Topic: kmsg.StringPtr("wide")}}
 	for range 5 {
-		got := h2.do(md).(*kmsg.MetadataResponse).Topics[0]
+		got := h2.Do(md).(*kmsg.MetadataResponse).Topics[0]
 		require.Equal(t, kerr.LeaderNotAvailable.Code, got.ErrorCode, "the creation keeps failing")
-		require.NoError(t, h2.s.RunFor(100*time.Millisecond))
+		require.NoError(t, h2.Sim.RunFor(100*time.Millisecond))
 	}
-	_, ok := h2.srv.Image().TopicByName("wide")
+	_, ok := h2.Server.Image().TopicByName("wide")
 	require.False(t, ok)
 }

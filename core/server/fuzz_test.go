@@ -1,4 +1,4 @@
-package server
+package server_test
 
 import (
 	"testing"
@@ -10,6 +10,7 @@ import (
 	"github.com/strata-log/strata/core/env"
 	"github.com/strata-log/strata/core/protocol"
 	"github.com/strata-log/strata/core/record"
+	"github.com/strata-log/strata/sim/servertest"
 )
 
 // FuzzServerRequests sends arbitrary request frames to a whole server in
@@ -31,28 +32,20 @@ func FuzzServerRequests(f *testing.F) {
 	}
 	f.Add([]byte{0, 0, 0, 9, 0, 0, 0, 1})
 
-	x := startSingle(&testing.T{}, 2)
-	create := kmsg.NewPtrCreateTopicsRequest()
-	ct := kmsg.NewCreateTopicsRequestTopic()
-	ct.Topic, ct.NumPartitions, ct.ReplicationFactor = "fz", 2, 1
-	create.Topics = append(create.Topics, ct)
-	x.do(create)
-	x.waitFor("the topic", func() bool {
-		p, err := x.srv.Partitions().Lookup("fz", 0)
-		return err == nil && p.IsLeader()
-	})
-	x.produce("fz", 0, "a", "b", "c")
+	x := servertest.Start(f, 2, nil)
+	x.CreateTopic("fz", 2, nil)
+	x.Produce("fz", 0, "a", "b", "c")
 
 	f.Fuzz(func(t *testing.T, frame []byte) {
-		x.t = t
+		x.T = t
 		var conn env.Conn
-		x.cliEnv.Net().Dial("n1:9092", func(c env.Conn, err error) {
+		x.ClientEnv().Net().Dial("n1:9092", func(c env.Conn, err error) {
 			if err != nil {
 				t.Fatalf("dial: %v", err)
 			}
 			conn = c
 		})
-		x.waitFor("a connection", func() bool { return conn != nil })
+		x.RunUntil("a connection", func() bool { return conn != nil })
 		conn.OnFrame(func([]byte) {})
 		conn.OnClose(func(error) {})
 		if err := conn.Send(append([]byte(nil), frame...)); err != nil {
@@ -60,12 +53,12 @@ func FuzzServerRequests(f *testing.F) {
 		}
 		// Long enough for a parked fetch's longest wait to end (the
 		// fuzzer cannot wait 5 minutes: past maxWait it is no answer).
-		if err := x.s.RunFor(2 * time.Second); err != nil {
+		if err := x.Sim.RunFor(2 * time.Second); err != nil {
 			t.Fatalf("the server failed on %x: %v", frame, err)
 		}
 		conn.Close()
 		// The server still serves.
-		p, values := x.fetch("fz", 0, 0)
+		p, values := x.Fetch("fz", 0, 0)
 		if p.ErrorCode != 0 || len(values) < 3 {
 			t.Fatalf("after %x the topic reads %v (error %d)", frame, values, p.ErrorCode)
 		}
