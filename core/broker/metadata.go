@@ -211,11 +211,7 @@ func (b *Broker) topicMetadata(img *meta.Image, ti *meta.TopicImage) kmsg.Metada
 		mp.Replicas = slices.Clone(p.Replicas)
 		mp.ISR = slices.Clone(p.ISR)
 		mp.OfflineReplicas = offlineReplicas(img, p) // encoded from v5
-		if !p.HasLeader() || (p.Leader == b.cfg.NodeID && !b.leading(name, p.ID)) {
-			// No leader, or this broker leads it but has not opened
-			// the partition yet (just created, or recovering its log):
-			// the client retries its metadata rather than sending
-			// requests it would answer NOT_LEADER_OR_FOLLOWER.
+		if !p.HasLeader() {
 			mp.Leader = -1
 			mp.ErrorCode = kerr.LeaderNotAvailable.Code
 		}
@@ -225,15 +221,4 @@ func (b *Broker) topicMetadata(img *meta.Image, ti *meta.TopicImage) kmsg.Metada
 		t.Partitions = []kmsg.MetadataResponseTopicPartition{}
 	}
 	return t
-}
-
-// leading reports whether this broker serves a partition as its leader
-// now (true without a partition manager, which tests of Metadata alone
-// use).
-func (b *Broker) leading(topic string, partition int32) bool {
-	if b.cfg.Partitions == nil {
-		return true
-	}
-	p, err := b.cfg.Partitions.Lookup(topic, partition)
-	return err == nil && p.IsLeader()
 }

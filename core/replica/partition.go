@@ -84,6 +84,9 @@ type Partition struct {
 	// cleaning is set while a cleaner step is in flight.
 	cleaning bool
 
+	// held are the produce calls waiting for the log to open.
+	held []heldProduce
+
 	// producers is the idempotent producer state and snaps its snapshot
 	// files (producers.go); segmentBase is the active segment's base
 	// offset when the state was last snapshotted, to notice rolls.
@@ -182,9 +185,38 @@ func (p *Partition) servable() error {
 	case p.leader != p.m.cfg.NodeID:
 		return fmt.Errorf("%w: %s is led by %d", ErrNotLeader, p.dir, p.leader)
 	case p.state == stateOpening:
-		return fmt.Errorf("%w: %s is still recovering its log", ErrNotLeader, p.dir)
+		return fmt.Errorf("%w: %s is still recovering its log", errOpening, p.dir)
 	}
 	return nil
+}
+
+// errOpening wraps ErrNotLeader for a partition led here whose log is
+// still being opened: Produce waits for it (heldProduces) and Read answers
+// empty, so that a client told by Metadata that this broker leads a
+// partition created a moment ago is not turned away (and, with franz-go,
+// made to wait out its 5 s metadata refresh interval).
+var errOpening = fmt.Errorf("%w (opening)", ErrNotLeader)
+
+// maxHeldProduces bounds the produce calls a partition holds while its
+// log opens; past it they are answered NOT_LEADER_OR_FOLLOWER.
+const maxHeldProduces = 1024
+
+// heldProduce is a Produce call waiting for the partition to go online.
+type heldProduce struct {
+	payload []byte
+	acks    int16
+	now     time.Time
+	done    func(ProduceResult)
+}
+
+// releaseHeld runs the produce calls held while the log opened, in order,
+// now that it is online (or answers them with why it is not).
+func (p *Partition) releaseHeld() {
+	held := p.held
+	p.held = nil
+	for _, h := range held {
+		p.Produce(h.payload, h.acks, h.now, h.done)
+	}
 }
 
 // checkEpoch applies KIP-320's current leader epoch check (-1 skips it).
@@ -219,6 +251,9 @@ func (p *Partition) update(part meta.Partition, cfg topicConfig) {
 	}
 	if leaderChanged {
 		p.wake()
+		if p.leader != p.m.cfg.NodeID {
+			p.releaseHeld()
+		}
 	}
 }
 
@@ -260,6 +295,7 @@ func (p *Partition) goOnline(l *log.Log) {
 		"leader_epoch", p.leaderEpoch, "producers", p.producers.Len())
 	p.advanceHighWatermark()
 	p.wake()
+	p.releaseHeld()
 }
 
 // fail takes the partition offline after a log failure and schedules a
@@ -287,6 +323,7 @@ func (p *Partition) fail(err error) {
 	p.closeLog()
 	p.wake()
 	p.reopen = p.m.e.AfterFunc(backoff, p.open)
+	p.releaseHeld()
 }
 
 // maxReopenBackoff bounds the wait between reopens of a failed log.
@@ -341,6 +378,7 @@ func (p *Partition) drop() {
 	}
 	p.closeLog()
 	p.wake()
+	p.releaseHeld()
 }
 
 // remove closes the partition for good with a final flush (the manager
@@ -357,6 +395,7 @@ func (p *Partition) remove(done func()) {
 	}
 	p.stopFlushTimer()
 	p.wake()
+	p.releaseHeld()
 	if p.l == nil {
 		p.closeProducers()
 		p.m.e.Post(done)

@@ -387,3 +387,18 @@ func TestSegmentMsRollsAndRetentionMsDeletes(t *testing.T) {
 	r.run(50 * time.Millisecond)
 	require.Equal(t, int64(1), p.LogStartOffset(), "at 150 s the first segment is past retention.ms")
 }
+
+func TestProduceHeldWhileOpeningIsAnsweredWhenTheOpenFails(t *testing.T) {
+	r := newRig(t, 16)
+	r.p.Disk().SetFaults(sim.DiskFaults{SyncFailProbability: 1})
+	r.createTopic("doomed", topicID(18), 1, nil)
+	p, err := r.m.Lookup("doomed", 0)
+	require.NoError(t, err)
+	require.False(t, p.Online())
+	var res *ProduceResult
+	p.Produce(batch(t, 1), -1, r.e.Now(), func(pr ProduceResult) { res = &pr })
+	require.Nil(t, res, "held while the log opens")
+	r.run(50 * time.Millisecond)
+	require.NotNil(t, res, "answered once the open failed")
+	require.ErrorIs(t, res.Err, ErrStorage)
+}

@@ -61,7 +61,7 @@ func TestProduceTimesOutWhileTheDiskStalls(t *testing.T) {
 	require.Equal(t, []string{"v"}, values, "written once")
 }
 
-func TestMetadataSaysLeaderNotAvailableUntilThePartitionIsOpen(t *testing.T) {
+func TestRequestsToAPartitionStillOpeningWaitForIt(t *testing.T) {
 	x := servertest.Start(t, 4, nil)
 	x.Node.Disk().SetFaults(sim.DiskFaults{SyncLatencyMin: time.Second, SyncLatencyMax: time.Second})
 	create := kmsg.NewPtrCreateTopicsRequest()
@@ -69,17 +69,26 @@ func TestMetadataSaysLeaderNotAvailableUntilThePartitionIsOpen(t *testing.T) {
 	ct.Topic, ct.NumPartitions, ct.ReplicationFactor = "fresh", 1, 1
 	create.Topics = append(create.Topics, ct)
 	x.Do(create)
-	x.RunUntil("the topic in the image", func() bool { _, ok := x.Server.Image().TopicByName("fresh"); return ok })
+	x.RunUntil("the partition opening", func() bool {
+		p, err := x.Server.Partitions().Lookup("fresh", 0)
+		return err == nil && p.Log() != nil
+	})
+	require.False(t, x.Partition("fresh", 0).Online(), "its log is still settling (1 s fsyncs)")
+	// Metadata names this broker as the leader, as Kafka's does.
 	md := kmsg.NewPtrMetadataRequest()
 	md.Version = 12
 	md.Topics = []kmsg.MetadataRequestTopic{{Topic: kmsg.StringPtr("fresh")}}
-	resp := x.Do(md).(*kmsg.MetadataResponse)
-	p := resp.Topics[0].Partitions[0]
-	require.Equal(t, kerr.LeaderNotAvailable.Code, p.ErrorCode, "led here but its log is still being opened")
-	require.Equal(t, int32(-1), p.Leader)
-	x.Node.Disk().SetFaults(sim.DiskFaults{})
-	x.WaitServing("fresh", 1)
-	resp = x.Do(md).(*kmsg.MetadataResponse)
-	require.Equal(t, int16(0), resp.Topics[0].Partitions[0].ErrorCode)
-	require.Equal(t, int32(1), resp.Topics[0].Partitions[0].Leader)
+	mp := x.Do(md).(*kmsg.MetadataResponse).Topics[0].Partitions[0]
+	require.Equal(t, int16(0), mp.ErrorCode)
+	require.Equal(t, int32(1), mp.Leader)
+	// A fetch finds nothing yet rather than an error.
+	fp, values := x.Fetch("fresh", 0, 0)
+	require.Equal(t, int16(0), fp.ErrorCode)
+	require.Empty(t, values)
+	// A produce waits for the log and succeeds: the client is not turned
+	// away by the broker Metadata sent it to.
+	resp := x.Produce("fresh", 0, "first")
+	require.Equal(t, int16(0), resp.ErrorCode, "%v", kerr.ErrorForCode(resp.ErrorCode))
+	require.Equal(t, int64(0), resp.BaseOffset)
+	require.True(t, x.Partition("fresh", 0).Online())
 }
