@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"errors"
 	"slices"
 	"time"
 
@@ -82,7 +83,7 @@ func (op *fetchOp) evaluate(final bool) bool {
 	}
 	results := make([]fetched, 0, len(op.parts))
 	var bytes int64
-	anyErr := false
+	anyErr, opening := false, false
 	for _, fp := range op.parts {
 		f := fetched{fp: fp, hw: -1, start: -1}
 		name, err := topicName(img, req.Version >= 13, fp.key.topic, fp.key.topicID)
@@ -94,10 +95,18 @@ func (op *fetchOp) evaluate(final bool) bool {
 			f.res, err = f.part.Read(fp.fetchOffset, int(max(fp.maxBytes, 0)), fp.currentLeaderEpoch)
 			f.hw, f.start = f.part.HighWatermark(), f.part.LogStartOffset()
 		}
-		if err != nil {
+		switch {
+		case errors.Is(err, replica.ErrOpening):
+			// Led here, its log still opening: there is no high
+			// watermark to report yet, so the fetch waits for it, and
+			// answers NOT_LEADER_OR_FOLLOWER (with none) only if it
+			// must answer first.
+			f.err, f.hw, f.start = err, -1, -1
+			opening = true
+		case err != nil:
 			f.err = err
 			anyErr = true
-		} else if f.res.Size > 0 {
+		case f.res.Size > 0:
 			// The first partition with records always gets them (so a
 			// batch larger than every bound still makes progress);
 			// later ones only within the response's budget.
@@ -113,7 +122,7 @@ func (op *fetchOp) evaluate(final bool) bool {
 	}
 	// Kafka answers at once when the wait is over, a partition has an
 	// error, or min.bytes are ready (so min.bytes 0 never waits).
-	if !final && !anyErr && len(op.parts) > 0 && bytes < int64(req.MinBytes) {
+	if !final && !anyErr && len(op.parts) > 0 && (opening || bytes < int64(req.MinBytes)) {
 		for i := range results {
 			results[i].res.Release()
 		}

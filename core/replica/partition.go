@@ -185,17 +185,18 @@ func (p *Partition) servable() error {
 	case p.leader != p.m.cfg.NodeID:
 		return fmt.Errorf("%w: %s is led by %d", ErrNotLeader, p.dir, p.leader)
 	case p.state == stateOpening:
-		return fmt.Errorf("%w: %s is still recovering its log", errOpening, p.dir)
+		return fmt.Errorf("%w: %s is still recovering its log", ErrOpening, p.dir)
 	}
 	return nil
 }
 
-// errOpening wraps ErrNotLeader for a partition led here whose log is
-// still being opened: Produce waits for it (heldProduces) and Read answers
-// empty, so that a client told by Metadata that this broker leads a
-// partition created a moment ago is not turned away (and, with franz-go,
-// made to wait out its 5 s metadata refresh interval).
-var errOpening = fmt.Errorf("%w (opening)", ErrNotLeader)
+// ErrOpening wraps ErrNotLeader for a partition led here whose log is
+// still being opened (its high watermark is not known yet): Produce waits
+// for it (held produces), and the broker's fetch waits for it too, so that
+// a client told by Metadata that this broker leads a partition created a
+// moment ago is not turned away (and, with franz-go, made to wait out its
+// 5 s metadata refresh interval).
+var ErrOpening = fmt.Errorf("%w (opening)", ErrNotLeader)
 
 // maxHeldProduces bounds the produce calls a partition holds while its
 // log opens; past it they are answered NOT_LEADER_OR_FOLLOWER.

@@ -49,7 +49,7 @@ func (p *Partition) Produce(payload []byte, acks int16, now time.Time, done func
 		done(res)
 	}
 	if err := p.servable(); err != nil {
-		if errors.Is(err, errOpening) && len(p.held) < maxHeldProduces {
+		if errors.Is(err, ErrOpening) && len(p.held) < maxHeldProduces {
 			// Led here and about to serve: wait rather than turn away
 			// a client Metadata just sent here.
 			p.held = append(p.held, heldProduce{payload: payload, acks: acks, now: now, done: done})

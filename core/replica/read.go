@@ -1,7 +1,6 @@
 package replica
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/strata-log/strata/core/log"
@@ -15,11 +14,6 @@ import (
 // non-empty result.
 func (p *Partition) Read(offset int64, maxBytes int, currentLeaderEpoch int32) (log.ReadResult, error) {
 	if err := p.servable(); err != nil {
-		if errors.Is(err, errOpening) {
-			// Nothing to read yet: a long-polling fetch waits for the
-			// partition to go online (its watchers fire then).
-			return log.ReadResult{FirstOffset: -1}, nil
-		}
 		return log.ReadResult{FirstOffset: -1}, err
 	}
 	if err := p.checkEpoch(currentLeaderEpoch); err != nil {

@@ -81,9 +81,12 @@ func TestRequestsToAPartitionStillOpeningWaitForIt(t *testing.T) {
 	mp := x.Do(md).(*kmsg.MetadataResponse).Topics[0].Partitions[0]
 	require.Equal(t, int16(0), mp.ErrorCode)
 	require.Equal(t, int32(1), mp.Leader)
-	// A fetch finds nothing yet rather than an error.
+	// A fetch that may not wait is told NOT_LEADER_OR_FOLLOWER, with no
+	// high watermark (none is known before the log settles); one that
+	// may wait would wait for the log.
 	fp, values := x.Fetch("fresh", 0, 0)
-	require.Equal(t, int16(0), fp.ErrorCode)
+	require.Equal(t, kerr.NotLeaderForPartition.Code, fp.ErrorCode)
+	require.Equal(t, int64(-1), fp.HighWatermark)
 	require.Empty(t, values)
 	// A produce waits for the log and succeeds: the client is not turned
 	// away by the broker Metadata sent it to.
@@ -91,4 +94,26 @@ func TestRequestsToAPartitionStillOpeningWaitForIt(t *testing.T) {
 	require.Equal(t, int16(0), resp.ErrorCode, "%v", kerr.ErrorForCode(resp.ErrorCode))
 	require.Equal(t, int64(0), resp.BaseOffset)
 	require.True(t, x.Partition("fresh", 0).Online())
+
+	ct.Topic = "fresh2"
+	create.Topics = []kmsg.CreateTopicsRequestTopic{ct}
+	x.Do(create)
+	x.RunUntil("the second partition opening", func() bool {
+		p, err := x.Server.Partitions().Lookup("fresh2", 0)
+		return err == nil && p.Log() != nil && !p.Online()
+	})
+	// A fetch that may wait 3 s waits for the log, then for data until
+	// its wait ends, and answers without an error.
+	wait := kmsg.NewPtrFetchRequest()
+	wait.Version, wait.MaxWaitMillis, wait.MinBytes, wait.MaxBytes, wait.SessionEpoch = 11, 3000, 1, 1<<20, -1
+	wt := kmsg.NewFetchRequestTopic()
+	wt.Topic = "fresh2"
+	wp := kmsg.NewFetchRequestTopicPartition()
+	wp.PartitionMaxBytes = 1 << 20
+	wt.Partitions = append(wt.Partitions, wp)
+	wait.Topics = append(wait.Topics, wt)
+	got := x.Do(wait).(*kmsg.FetchResponse).Topics[0].Partitions[0]
+	require.Equal(t, int16(0), got.ErrorCode)
+	require.Equal(t, int64(0), got.HighWatermark)
+	require.True(t, x.Partition("fresh2", 0).Online())
 }
