@@ -44,14 +44,23 @@ type AppendInfo struct {
 // wrapping env.ErrNoSpace and leaves the log as it was; any other write
 // error fails the log.
 func (l *Log) Append(batches []byte, leaderEpoch int32) (AppendInfo, error) {
-	return l.appendAsLeader(batches, leaderEpoch, record.OriginClient)
+	return l.appendAsLeader(batches, leaderEpoch, record.OriginClient, false)
+}
+
+// AppendValidated is Append for one batch the caller has already checked
+// with ValidateForAppend(record.OriginClient) (the partition does, to read
+// its producer fields from trusted bytes), so that the produce path
+// computes the batch's CRC once. Everything else Append checks (the
+// leader epoch, keys on compacted topics, sizes) it checks too.
+func (l *Log) AppendValidated(b record.Batch, leaderEpoch int32) (AppendInfo, error) {
+	return l.appendAsLeader(b.Bytes(), leaderEpoch, record.OriginClient, true)
 }
 
 // AppendCoordinator is Append for batches the broker writes itself (group
 // and transaction coordinators): control batches such as transaction
 // markers are allowed.
 func (l *Log) AppendCoordinator(batches []byte, leaderEpoch int32) (AppendInfo, error) {
-	return l.appendAsLeader(batches, leaderEpoch, record.OriginCoordinator)
+	return l.appendAsLeader(batches, leaderEpoch, record.OriginCoordinator, false)
 }
 
 // AppendReplicated appends batches a follower fetched from its leader,
@@ -96,7 +105,7 @@ func (l *Log) AppendReplicated(batches []byte) (AppendInfo, error) {
 	return l.appendBatches(batches, l.batches, -1)
 }
 
-func (l *Log) appendAsLeader(batches []byte, leaderEpoch int32, origin record.Origin) (AppendInfo, error) {
+func (l *Log) appendAsLeader(batches []byte, leaderEpoch int32, origin record.Origin, validated bool) (AppendInfo, error) {
 	if err := l.mutable(); err != nil {
 		return AppendInfo{}, err
 	}
@@ -112,8 +121,10 @@ func (l *Log) appendAsLeader(batches []byte, leaderEpoch int32, origin record.Or
 	count := int64(0)
 	for sp.Next() {
 		b := sp.Batch()
-		if err := b.ValidateForAppend(origin); err != nil {
-			return AppendInfo{}, fmt.Errorf("log %s: append: batch at byte %d: %w", l.dir, sp.Pos(), err)
+		if !validated {
+			if err := b.ValidateForAppend(origin); err != nil {
+				return AppendInfo{}, fmt.Errorf("log %s: append: batch at byte %d: %w", l.dir, sp.Pos(), err)
+			}
 		}
 		if err := l.checkKeys(b); err != nil {
 			return AppendInfo{}, fmt.Errorf("log %s: append: batch at byte %d: %w", l.dir, sp.Pos(), err)

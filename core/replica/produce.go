@@ -105,7 +105,7 @@ func (p *Partition) Produce(payload []byte, acks int16, now time.Time, done func
 			return
 		}
 	}
-	info, err := l.Append(b.Bytes(), p.leaderEpoch)
+	info, err := l.AppendValidated(b, p.leaderEpoch) // validated above: one CRC per batch
 	switch {
 	case err == nil:
 	case errors.Is(err, env.ErrNoSpace):
