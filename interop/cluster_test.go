@@ -134,6 +134,7 @@ func startProcessCluster(t *testing.T, n int) []*procNode {
 			fmt.Sprintf("listeners=PLAINTEXT://%s,CONTROLLER://%s", p.brokerAddr, p.ctrlAddr),
 			"controller.quorum.voters=" + strings.Join(voters, ","),
 			"log.dirs=" + filepath.Join(dir, fmt.Sprintf("node-%d", p.id)),
+			"metrics.listener=127.0.0.1:0",
 		}
 		p.props = filepath.Join(dir, fmt.Sprintf("node-%d.properties", p.id))
 		require.NoError(t, os.WriteFile(p.props, []byte(strings.Join(props, "\n")+"\n"), 0o644))

@@ -55,6 +55,7 @@ func startNode(t *testing.T, dir string) *testNode {
 	cfg := node.DefaultConfig()
 	cfg.Listener = "127.0.0.1:0"
 	cfg.ControllerListener = "127.0.0.1:0"
+	cfg.MetricsListener = "127.0.0.1:0"
 	cfg.LogDir = dir
 	n, err := node.Start(cfg, slog.New(slog.NewTextHandler(newTestLog(t), nil)))
 	require.NoError(t, err)

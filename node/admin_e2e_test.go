@@ -30,6 +30,7 @@ func startNodeWithProperties(t *testing.T, dataDir, properties string) *node.Nod
 	require.NoError(t, err)
 	require.Empty(t, ignored)
 	cfg.Listener, cfg.ControllerListener, cfg.LogDir = "127.0.0.1:0", "127.0.0.1:0", dataDir
+	cfg.MetricsListener = "127.0.0.1:0"
 	n, err := node.Start(cfg, slog.New(slog.NewTextHandler(testWriter{t}, nil)))
 	require.NoError(t, err)
 	t.Cleanup(func() { shutdown(t, n) })

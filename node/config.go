@@ -201,6 +201,15 @@ type Config struct {
 	// 0 disables fetch sessions. Default 1000.
 	FetchSessionCacheSlots int
 
+	// MetricsListener is metrics.listener: the HTTP address of /metrics,
+	// /healthz, /readyz and /debug/pprof; empty turns it off. Default
+	// 127.0.0.1:7071.
+	MetricsListener string
+	// NoMetrics is strata.metrics.enable=false: nothing is counted.
+	NoMetrics bool
+	// Pprof is strata.debug.pprof.enable: /debug/pprof is served.
+	Pprof bool
+
 	// topicDefaults are the topic defaults given by their broker keys
 	// (log.segment.bytes...), by topic key; retention and roll keep
 	// their units until StaticTopicDefaults derives the topic default.
@@ -242,6 +251,7 @@ func DefaultConfig() Config {
 		ProducerIDExpirationMs:   DefaultProducerIDExpirationMs,
 		QueuedMaxRequestBytes:    DefaultQueuedMaxRequestBytes,
 		FetchSessionCacheSlots:   DefaultFetchSessionCacheSlots,
+		MetricsListener:          DefaultMetricsListener,
 	}
 	_ = setProcessRoles(&cfg, DefaultProcessRoles)
 	return cfg

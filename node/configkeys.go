@@ -122,12 +122,19 @@ var configKeys = []configKey{
 	topicDefault("log.message.timestamp.before.max.ms"),
 	topicDefault("log.message.timestamp.after.max.ms"),
 	topicDefault("min.insync.replicas"),
+	topicDefault("strata.metrics.partition.enable"),
 	{KeyLogRetentionCheckIntervalMs, strconv.FormatInt(DefaultRetentionCheckIntervalMs, 10), kmsg.ConfigTypeLong,
 		"How often logs are checked for segments to delete and cleanings to start, in milliseconds.", setRetentionCheckInterval},
 	{KeyProducerIDExpirationMs, strconv.FormatInt(DefaultProducerIDExpirationMs, 10), kmsg.ConfigTypeInt,
 		"How long an idle idempotent producer's state is kept, in milliseconds.", setProducerIDExpiration},
 	{KeyFetchSendfile, "true", kmsg.ConfigTypeBoolean,
 		"Strata's own: send fetched records with sendfile (zero copy); false reads them into user space and writes them (for measuring what zero copy saves).", setFetchSendfile},
+	{KeyMetricsListener, DefaultMetricsListener, kmsg.ConfigTypeString,
+		"The HTTP address (host:port) of /metrics, /healthz, /readyz and /debug/pprof; empty turns it off.", setMetricsListener},
+	{KeyMetricsEnable, "true", kmsg.ConfigTypeBoolean,
+		"Strata's own: count metrics; false counts nothing (for measuring what metrics cost).", setMetricsEnable},
+	{KeyPprofEnable, "false", kmsg.ConfigTypeBoolean,
+		"Strata's own: serve Go's profiles under /debug/pprof/ on the metrics listener.", setPprofEnable},
 }
 
 // ConfigKey describes one server.properties key for command lines and

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/strata-log/strata/core/metrics"
 )
 
 // TestOperationsDocListsEveryKey keeps docs/operations.md's
@@ -60,4 +62,37 @@ func TestConfigKeysAreUnique(t *testing.T) {
 		require.NotEmpty(t, k.doc, k.name)
 		require.NotNil(t, k.set, k.name)
 	}
+}
+
+// TestOperationsDocListsEveryMetric keeps docs/operations.md's metric
+// table and the catalog in step: every family is documented with its
+// type and labels, and every documented name is in the catalog.
+func TestOperationsDocListsEveryMetric(t *testing.T) {
+	text, err := os.ReadFile("../docs/operations.md")
+	require.NoError(t, err)
+	doc := string(text)
+	start := strings.Index(doc, "### Every metric")
+	require.GreaterOrEqual(t, start, 0, "docs/operations.md has no metric table")
+	section := doc[start:]
+	if end := strings.Index(section, "\n## "); end >= 0 {
+		section = section[:end]
+	}
+	row := regexp.MustCompile("(?m)^\\| `([a-z0-9_]+)` \\| ([a-z]+) \\| ([^|]*) \\|")
+	documented := map[string][]string{}
+	for _, m := range row.FindAllStringSubmatch(section, -1) {
+		documented[m[1]] = m[2:]
+	}
+	for _, d := range metrics.Catalog {
+		cells, ok := documented[d.Name]
+		if !ok {
+			t.Errorf("docs/operations.md does not document %s", d.Name)
+			continue
+		}
+		require.Equal(t, d.Kind.String(), cells[0], "the documented type of %s", d.Name)
+		for _, l := range d.Labels {
+			require.Contains(t, cells[1], "`"+l+"`", "the documented labels of %s", d.Name)
+		}
+		delete(documented, d.Name)
+	}
+	require.Empty(t, documented, "documented metrics the catalog does not have")
 }

@@ -34,6 +34,7 @@ func startNode(t *testing.T, dataDir string, nodeID int32) *node.Node {
 	cfg.NodeID = nodeID
 	cfg.Listener = "127.0.0.1:0"
 	cfg.ControllerListener = "127.0.0.1:0"
+	cfg.MetricsListener = "127.0.0.1:0"
 	cfg.LogDir = dataDir
 	n, err := node.Start(cfg, slog.New(slog.NewTextHandler(testWriter{t}, nil)))
 	require.NoError(t, err)
@@ -275,6 +276,7 @@ func TestE2ERestartKeepsClusterIDAndChecksNodeID(t *testing.T) {
 	cfg := node.DefaultConfig()
 	cfg.Listener = "127.0.0.1:0"
 	cfg.ControllerListener = "127.0.0.1:0"
+	cfg.MetricsListener = "127.0.0.1:0"
 	cfg.LogDir = dir
 	cfg.NodeID = 5
 	log := slog.New(slog.NewTextHandler(testWriter{t}, nil))
@@ -303,6 +305,7 @@ func TestE2EStartFailsCleanlyWhenPortTaken(t *testing.T) {
 	cfg := node.DefaultConfig()
 	cfg.Listener = taken.Addr().String()
 	cfg.ControllerListener = "127.0.0.1:0"
+	cfg.MetricsListener = "127.0.0.1:0"
 	cfg.LogDir = t.TempDir()
 	_, err = node.Start(cfg, slog.New(slog.DiscardHandler))
 	require.ErrorContains(t, err, "address already in use")
@@ -312,6 +315,7 @@ func TestE2ERunStopsWhenContextEnds(t *testing.T) {
 	cfg := node.DefaultConfig()
 	cfg.Listener = "127.0.0.1:0"
 	cfg.ControllerListener = "127.0.0.1:0"
+	cfg.MetricsListener = "127.0.0.1:0"
 	cfg.LogDir = t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -371,6 +375,7 @@ func TestE2ESplitRolesInProcess(t *testing.T) {
 			_, err := cfg.Set(kv[i], kv[i+1])
 			require.NoError(t, err)
 		}
+		cfg.MetricsListener = "127.0.0.1:0"
 		n, err := node.Start(cfg, log)
 		require.NoError(t, err)
 		t.Cleanup(func() { shutdown(t, n) })

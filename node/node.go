@@ -16,6 +16,7 @@ import (
 
 	"github.com/strata-log/strata/core/controller"
 	"github.com/strata-log/strata/core/kraft"
+	"github.com/strata-log/strata/core/metrics"
 	"github.com/strata-log/strata/core/quorum"
 	"github.com/strata-log/strata/core/server"
 )
@@ -38,6 +39,11 @@ type Node struct {
 	addr       string
 	ctrlAddr   string
 	advertised string
+
+	// metrics is the server's registry, nil with strata.metrics.enable
+	// false; ops serves it, nil with metrics.listener empty.
+	metrics *metrics.Registry
+	ops     *opsServer
 
 	shutdownOnce sync.Once
 	shutdownErr  error
@@ -84,6 +90,10 @@ func Start(cfg Config, log *slog.Logger) (*Node, error) {
 		}
 	}
 
+	ops, err := listenOps(cfg.MetricsListener)
+	if err != nil {
+		return nil, err
+	}
 	loop := NewLoop()
 	e, err := NewEnv(loop, EnvConfig{
 		DataDir:       dataDir,
@@ -93,11 +103,17 @@ func Start(cfg Config, log *slog.Logger) (*Node, error) {
 		NoSendfile:    cfg.NoSendfile,
 	})
 	if err != nil {
+		if ops != nil {
+			_ = ops.ln.Close()
+		}
 		return nil, err
 	}
 	go loop.Run()
 
-	n := &Node{cfg: cfg, meta: meta, log: log, loop: loop, env: e}
+	n := &Node{cfg: cfg, meta: meta, log: log, loop: loop, env: e, ops: ops}
+	if !cfg.NoMetrics {
+		n.metrics = metrics.New()
+	}
 	var startErr error
 	err = loop.Call(func() {
 		scfg := server.Config{
@@ -109,6 +125,7 @@ func Start(cfg Config, log *slog.Logger) (*Node, error) {
 				DefaultNumPartitions:     cfg.NumPartitions,
 				DefaultReplicationFactor: cfg.DefaultReplicationFactor,
 			}},
+			Metrics: n.metrics,
 		}
 		// A controller is a voter on its controller listener; a
 		// broker-only node is an observer with no listener of its own,
@@ -118,6 +135,7 @@ func Start(cfg Config, log *slog.Logger) (*Node, error) {
 		}
 		if cfg.IsBroker() {
 			scfg.BrokerListener = cfg.brokerConfig(dataDir)
+			n.reportMetricsAddr(scfg.BrokerListener.StaticConfigs)
 			scfg.BrokerListener.AdvertisedHost, scfg.BrokerListener.AdvertisedPort = advHost, advPort
 			scfg.Partitions = cfg.partitionsConfig()
 		}
@@ -135,10 +153,12 @@ func Start(cfg Config, log *slog.Logger) (*Node, error) {
 		loop.Stop()
 		<-loop.Done()
 		_ = e.Close()
+		n.closeOps(context.Background())
 		return nil, fmt.Errorf("start node: %w", err)
 	}
+	n.serveOps()
 	log.Info("node started", "process_roles", strings.Join(cfg.ProcessRoles, ","), "listener", n.addr,
-		"controller_listener", n.ctrlAddr, "advertised", n.advertised, "cluster_id", meta.ClusterID)
+		"controller_listener", n.ctrlAddr, "advertised", n.advertised, "metrics_listener", n.MetricsAddr(), "cluster_id", meta.ClusterID)
 	return n, nil
 }
 
@@ -257,6 +277,7 @@ func (n *Node) Shutdown(ctx context.Context) error {
 }
 
 func (n *Node) shutdown(ctx context.Context) error {
+	n.closeOps(ctx)
 	closed := make(chan error, 1)
 	go func() {
 		memberClosed := make(chan struct{})

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -42,14 +43,17 @@ const (
 // The bench's targets, in the order each run visits them.
 const (
 	targetStrata = "strata"
-	targetKfake  = "kfake"
-	targetFsync  = "fsync"
+	// targetNoMetrics is a strata node with strata.metrics.enable=false:
+	// the same-run baseline of what counting metrics costs.
+	targetNoMetrics = "strata-nometrics"
+	targetKfake     = "kfake"
+	targetFsync     = "fsync"
 	// targetMemory starts a node of its own and reports its memory at
 	// rest, with idle connections and under a producer flood.
 	targetMemory = "memory"
 )
 
-var benchTargets = []string{targetStrata, targetKfake, targetFsync, targetMemory}
+var benchTargets = []string{targetStrata, targetNoMetrics, targetKfake, targetFsync, targetMemory}
 
 // benchOptions are `strata bench`'s settings.
 type benchOptions struct {
@@ -239,13 +243,21 @@ func runBench(ctx context.Context, o benchOptions, progress io.Writer) (*benchRe
 		w := o.workload
 		var teardown func()
 		switch name {
-		case targetStrata:
+		case targetStrata, targetNoMetrics:
 			if o.bootstrap != "" {
+				if name == targetNoMetrics {
+					t.Error = "the strata-nometrics target starts its own node; it cannot use --bootstrap-server"
+					continue
+				}
 				t.Address, t.About = o.bootstrap, "the broker at "+o.bootstrap+" (--bootstrap-server; no CPU figures)"
 				break
 			}
-			fmt.Fprintln(progress, "strata bench: starting a strata node")
-			node, err := startBenchNode(ctx, o.nodeCommand, o.nodeEnv, dir, o.nodeArgs, o.readyTimeout)
+			args := o.nodeArgs
+			if name == targetNoMetrics {
+				args = append(slices.Clone(args), keyValue{key: "strata.metrics.enable", value: "false"})
+			}
+			fmt.Fprintln(progress, "strata bench: starting a strata node for the "+name+" target")
+			node, err := startBenchNode(ctx, o.nodeCommand, o.nodeEnv, filepath.Join(dir, name), args, o.readyTimeout)
 			if err != nil {
 				t.Error = err.Error()
 				continue
@@ -256,8 +268,8 @@ func runBench(ctx context.Context, o benchOptions, progress io.Writer) (*benchRe
 				}
 			}
 			t.Address, t.About = node.addr, fmt.Sprintf("a strata node started by the bench at %s (pid %d)", node.addr, node.cmd.Process.Pid)
-			if len(o.nodeArgs) > 0 {
-				t.About += ", with --node-arg " + o.nodeArgs.String()
+			if len(args) > 0 {
+				t.About += ", with --node-arg " + args.String()
 			}
 			w.cpu = node.cpuSeconds
 			w.disk = node.diskCounters

@@ -69,7 +69,8 @@ func startBenchNode(ctx context.Context, command []string, env []string, dir str
 		"--log.dirs", filepath.Join(dir, "strata-node"),
 		"--listeners", "PLAINTEXT://"+brokerAddr+",CONTROLLER://"+ctrlAddr,
 		"--controller.quorum.voters", "1@"+ctrlAddr,
-		"--node.id", "1")
+		"--node.id", "1",
+		"--metrics.listener", "127.0.0.1:0")
 	for _, kv := range extraArgs {
 		args = append(args, "--"+kv.key+"="+kv.value)
 	}

@@ -215,6 +215,10 @@ func (r *benchReport) ratios() []benchRatio {
 	add("strata/kfake consume MiB/s", strata, "consume_mib_per_s", kfake, "consume_mib_per_s")
 	add("strata/kfake produce latency p99", strata, "latency_p99_ms", kfake, "latency_p99_ms")
 	add("strata produce MiB/s / fsync ceiling MiB/s", strata, "produce_mib_per_s", fsync, "fsync_mib_per_s")
+	nometrics := r.target(targetNoMetrics)
+	add("strata/strata-nometrics produce MiB/s", strata, "produce_mib_per_s", nometrics, "produce_mib_per_s")
+	add("strata/strata-nometrics consume MiB/s", strata, "consume_mib_per_s", nometrics, "consume_mib_per_s")
+	add("strata/strata-nometrics produce latency p99", strata, "latency_p99_ms", nometrics, "latency_p99_ms")
 	return out
 }
 

@@ -17,6 +17,7 @@ import (
 func TestCLIStrata(t *testing.T) {
 	cfg := node.DefaultConfig()
 	cfg.Listener, cfg.ControllerListener, cfg.LogDir = "127.0.0.1:0", "127.0.0.1:0", t.TempDir()
+	cfg.MetricsListener = "127.0.0.1:0"
 	n, err := node.Start(cfg, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	t.Cleanup(func() {

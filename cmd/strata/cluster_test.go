@@ -122,6 +122,7 @@ func startCluster(t *testing.T, specs []clusterSpec, extra ...string) *testClust
 			"listeners=" + strings.Join(listeners, ","),
 			"controller.quorum.voters=" + c.voters,
 			"log.dirs=" + filepath.Join(dir, fmt.Sprintf("node-%d", s.id)),
+			"metrics.listener=127.0.0.1:0",
 		}, extra...)
 		path := filepath.Join(dir, fmt.Sprintf("node-%d.properties", s.id))
 		require.NoError(t, os.WriteFile(path, []byte(strings.Join(props, "\n")+"\n"), 0o644))

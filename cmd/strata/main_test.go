@@ -94,7 +94,7 @@ func TestServeProcess(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, os.Args[0], "serve",
-		"--config", props, "--listeners", "PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0", "--log.dirs", filepath.Join(dir, "data"))
+		"--config", props, "--listeners", "PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0", "--log.dirs", filepath.Join(dir, "data"), "--metrics.listener", "127.0.0.1:0")
 	cmd.Env = append(os.Environ(), "STRATA_TEST_MAIN=1")
 	stderr, err := cmd.StderrPipe()
 	require.NoError(t, err)

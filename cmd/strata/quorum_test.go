@@ -30,6 +30,7 @@ func (w logTo) Write(p []byte) (int, error) {
 
 func startInProcess(t *testing.T, cfg node.Config) *node.Node {
 	t.Helper()
+	cfg.MetricsListener = "127.0.0.1:0"
 	n, err := node.Start(cfg, slog.New(slog.NewTextHandler(logTo{t}, nil)))
 	require.NoError(t, err)
 	t.Cleanup(func() {
@@ -68,6 +69,7 @@ func statusField(t *testing.T, out, name string) string {
 func TestQuorumStatusSingleNode(t *testing.T) {
 	cfg := node.DefaultConfig()
 	cfg.Listener, cfg.ControllerListener, cfg.LogDir = "127.0.0.1:0", "127.0.0.1:0", t.TempDir()
+	cfg.MetricsListener = "127.0.0.1:0"
 	n := startInProcess(t, cfg)
 	require.Eventually(t, n.ActiveController, inProcessTimeout, 10*time.Millisecond)
 

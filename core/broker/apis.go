@@ -18,6 +18,10 @@ type apiHandler struct {
 	barrier bool
 	// why the version range stops where it does.
 	why string
+	// countsErrors: the handler counts its response's error codes itself
+	// (request.m.countError) as it builds it, instead of the response
+	// being walked for them.
+	countsErrors bool
 }
 
 // apis is the broker's one table of API keys, versions and handlers;
@@ -25,10 +29,10 @@ type apiHandler struct {
 // and docs/compatibility.md is checked against it by a test. Adding a row
 // is a promise that its handler serves every version in the range.
 var apis = []apiHandler{
-	{API: listedFromV0(api(kmsg.Produce, 3, 13)), handle: handleProduce,
+	{API: listedFromV0(api(kmsg.Produce, 3, 13)), handle: handleProduce, countsErrors: true,
 		why: "from the KIP-896 baseline (v3, Kafka 2.1: RecordBatch v2 only) to every version kmsg encodes (v13 names topics by id); " +
 			"listed from v0 as Kafka 4 does (KAFKA-18659), or librdkafka before 2.8 never compresses with gzip or snappy"},
-	{API: api(kmsg.Fetch, 4, 18), handle: handleFetch,
+	{API: api(kmsg.Fetch, 4, 18), handle: handleFetch, countsErrors: true,
 		why: "from the KIP-896 baseline (v4) to every version kmsg encodes; sessions from v7 (KIP-227), topic ids from v13"},
 	{API: api(kmsg.InitProducerID, 0, 5), handle: handleInitProducerID,
 		why: "every version kmsg encodes; idempotent producers only (transactions come later)"},
@@ -100,6 +104,7 @@ var apiVersionsTooNew = apiHandler{
 		b.log.Debug("ApiVersions at unsupported version; answered v0 with UNSUPPORTED_VERSION", "requested_version", r.hdr.Version)
 		// Encoded directly: the response's version (0) is not the
 		// request's.
+		r.m.countError(kerr.UnsupportedVersion.Code)
 		r.respondFrame(protocol.EncodeResponse(r.hdr.CorrelationID, b.table.ApiVersionsUnsupported()))
 	},
 }

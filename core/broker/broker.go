@@ -44,6 +44,9 @@ type Broker struct {
 	// autoCreating holds the topic names whose auto-creation is in
 	// flight (autocreate.go); only looked up, never iterated.
 	autoCreating map[string]bool
+
+	// metrics is nil with metrics off.
+	metrics *brokerMetrics
 }
 
 // New validates cfg, starts listening on cfg.ListenAddr through
@@ -63,6 +66,7 @@ func New(e env.Env, cfg Config) (*Broker, error) {
 	b.table, b.handlers = apiTable()
 	b.autoCreating = map[string]bool{}
 	b.sessions.max = cfg.MaxFetchSessions
+	b.initMetrics()
 	ln, err := e.Net().Listen(cfg.ListenAddr, b.accept)
 	if err != nil {
 		return nil, fmt.Errorf("broker: listen on %s: %w", cfg.ListenAddr, err)
@@ -121,11 +125,17 @@ func (b *Broker) accept(c env.Conn) {
 		c.Close()
 		return
 	}
+	if b.metrics != nil {
+		b.metrics.connsCreated.Inc()
+	}
 	cn := &conn{b: b, id: b.nextConnID, c: c, remote: c.RemoteAddr()}
 	b.nextConnID++
 	b.conns = append(b.conns, cn)
 	c.OnFrame(func(frame []byte) { b.onFrame(cn, frame) })
 	c.OnClose(func(err error) {
+		if b.metrics != nil {
+			b.metrics.connsClosed.Inc()
+		}
 		b.forget(cn)
 		if errors.Is(err, env.ErrFrameTooLarge) {
 			// The transport refused the frame before we saw it; this

@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/core/meta"
+	"github.com/strata-log/strata/core/metrics"
 	"github.com/strata-log/strata/core/replica"
 )
 
@@ -124,6 +125,10 @@ type Config struct {
 	// data requests answer UNKNOWN_TOPIC_OR_PARTITION or
 	// NOT_LEADER_OR_FOLLOWER as the image says.
 	Partitions *replica.Manager
+
+	// Metrics is the registry the broker counts into; nil counts
+	// nothing (and the request path takes no timestamps).
+	Metrics *metrics.Registry
 }
 
 // StaticConfig is one key of a broker's own configuration.

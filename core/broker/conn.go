@@ -44,6 +44,10 @@ type request struct {
 	body  kmsg.Request
 	api   *apiHandler
 	bytes int // the request frame's size, charged to the broker's budget
+	// m are the API's series and t the request's instants; m is nil with
+	// metrics off.
+	m *apiMetrics
+	t requestTimes
 
 	answered bool
 	silent   bool       // no response is sent (a Produce with acks=0)
@@ -56,13 +60,24 @@ type request struct {
 func (r *request) respond(resp kmsg.Response) {
 	assert.That(resp.GetVersion() == r.hdr.Version, "%s response version %d for request version %d",
 		r.hdr.APIName(), resp.GetVersion(), r.hdr.Version)
+	if r.m != nil && !r.api.countsErrors {
+		r.m.countResponseErrors(resp)
+	}
 	r.respondFrame(protocol.EncodeResponse(r.hdr.CorrelationID, resp))
+}
+
+// answeredNow stamps the answer's instant, with metrics on.
+func (r *request) answeredNow() {
+	if r.m != nil {
+		r.t.answered = r.cn.b.e.Monotonic()
+	}
 }
 
 // respondFrame answers the request with an encoded response frame.
 func (r *request) respondFrame(frame []byte) {
 	assert.That(!r.answered, "%s (correlation id %d) answered twice", r.hdr.APIName(), r.hdr.CorrelationID)
 	r.answered, r.frame = true, frame
+	r.answeredNow()
 	r.cn.b.flush(r.cn)
 }
 
@@ -72,6 +87,7 @@ func (r *request) respondFrame(frame []byte) {
 func (r *request) respondParts(parts []env.Part, release func()) {
 	assert.That(!r.answered, "%s (correlation id %d) answered twice", r.hdr.APIName(), r.hdr.CorrelationID)
 	r.answered, r.parts, r.release = true, parts, release
+	r.answeredNow()
 	r.cn.b.flush(r.cn)
 }
 
@@ -79,6 +95,7 @@ func (r *request) respondParts(parts []env.Part, release func()) {
 func (r *request) noResponse() {
 	assert.That(!r.answered, "%s (correlation id %d) answered twice", r.hdr.APIName(), r.hdr.CorrelationID)
 	r.answered, r.silent = true, true
+	r.answeredNow()
 	r.cn.b.flush(r.cn)
 }
 
@@ -110,6 +127,12 @@ func (b *Broker) onFrame(cn *conn, frame []byte) {
 		return
 	}
 	r := &request{cn: cn, hdr: hdr, body: body, api: api, bytes: len(frame)}
+	if b.metrics != nil {
+		r.m = b.metrics.apis[api.Key]
+		r.t.arrived = b.e.Monotonic()
+		r.m.requests.Inc()
+		r.m.bytes.Observe(float64(r.bytes))
+	}
 	cn.queue = append(cn.queue, r)
 	b.inflightBytes += r.bytes
 	b.applyBounds(cn)
@@ -128,7 +151,13 @@ func (b *Broker) dispatch(cn *conn) {
 		}
 		r := cn.queue[cn.dispatched]
 		cn.dispatched++
+		if r.m == nil {
+			r.api.handle(b, r)
+			continue
+		}
+		r.t.started = b.e.Monotonic()
 		r.api.handle(b, r)
+		r.t.handled = b.e.Monotonic()
 	}
 }
 
@@ -145,6 +174,9 @@ func (b *Broker) flush(cn *conn) {
 			continue
 		}
 		b.send(cn, r)
+		if r.m != nil {
+			r.m.observeSent(r.t, b.e.Monotonic())
+		}
 	}
 	if sent > 0 {
 		clear(cn.queue[:sent])

@@ -54,6 +54,7 @@ func handleFetch(b *Broker, r *request) {
 	if serr != nil {
 		resp := req.ResponseKind().(*kmsg.FetchResponse)
 		resp.ErrorCode = serr.code.Code
+		r.m.countError(resp.ErrorCode)
 		b.log.Debug("fetch session refused", "remote", r.cn.remote, "reason", serr.msg)
 		r.respond(resp)
 		return
@@ -176,9 +177,20 @@ func (op *fetchOp) respond(img *meta.Image, results []fetched) {
 		if req.IsolationLevel == 1 {
 			rp.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
 		}
+		if f.part != nil {
+			tm := f.part.Metrics()
+			tm.Fetches.Inc()
+			if f.err != nil {
+				tm.FailedFetches.Inc()
+			}
+			if f.region.length > 0 {
+				tm.BytesOut.Add(float64(f.region.length))
+			}
+		}
 		if f.err != nil {
 			code := b.errorCode(f.err)
 			rp.ErrorCode = code.Code
+			op.r.m.countError(code.Code)
 			if code == kerr.NotLeaderForPartition && req.Version >= 12 {
 				b.fetchCurrentLeader(img, f.name, f.fp.key.partition, &rp, resp)
 			}

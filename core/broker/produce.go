@@ -39,6 +39,7 @@ func handleProduce(b *Broker, r *request) {
 		if timeout != nil {
 			timeout.Stop()
 		}
+		countProduceErrors(r, resp)
 		if req.Acks == 0 {
 			r.noResponse()
 			if failed {
@@ -83,7 +84,12 @@ func handleProduce(b *Broker, r *request) {
 			}
 			pending++
 			rp.ErrorCode = kerr.RequestTimedOut.Code // until the partition answers
+			tm := part.Metrics()
+			tm.Produces.Inc()
 			part.Produce(tp.Records, req.Acks, now, func(res replica.ProduceResult) {
+				if res.Err != nil {
+					tm.FailedProduces.Inc()
+				}
 				if answered {
 					return // timed out: the client was told, and retries
 				}
@@ -118,10 +124,24 @@ func handleProduce(b *Broker, r *request) {
 			}
 			answered = true
 			b.log.Debug("produce timed out waiting for durability", "remote", r.cn.remote, "timeout", wait)
+			countProduceErrors(r, resp)
 			r.respond(resp)
 		})
 	}
 	finish()
+}
+
+// countProduceErrors counts the partition errors of a produce response
+// (with metrics on).
+func countProduceErrors(r *request, resp *kmsg.ProduceResponse) {
+	if r.m == nil {
+		return
+	}
+	for i := range resp.Topics {
+		for j := range resp.Topics[i].Partitions {
+			r.m.countError(resp.Topics[i].Partitions[j].ErrorCode)
+		}
+	}
 }
 
 // defaultProduceTimeout bounds the wait for durability of a produce

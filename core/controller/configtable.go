@@ -120,6 +120,8 @@ var topicConfigs = []TopicConfig{
 		"A random jitter subtracted from segment.ms, in milliseconds."},
 	{"segment.ms", kmsg.ConfigTypeLong, "604800000", "log.roll.ms", longAtLeast(1),
 		"The age at which a new segment is rolled, in milliseconds."},
+	{"strata.metrics.partition.enable", kmsg.ConfigTypeBoolean, "true", "strata.metrics.partition.enable", boolean,
+		"Strata's own: whether the topic's partitions export their per-partition metrics (log size, segments, start and end offsets); false bounds the series of a cluster with very many partitions."},
 	{configUncleanLeaderElection, kmsg.ConfigTypeBoolean, "false", "unclean.leader.election.enable", boolean,
 		"Whether a replica outside the ISR may be elected leader, at the risk of data loss."},
 }

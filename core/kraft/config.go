@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/strata-log/strata/core/controller"
+	"github.com/strata-log/strata/core/metrics"
 	"github.com/strata-log/strata/core/quorum"
 )
 
@@ -104,6 +105,10 @@ type Config struct {
 	// ForwardRequestTimeout bounds the wait for the answer to a request
 	// Submit forwards to the leader (DefaultForwardRequestTimeout).
 	ForwardRequestTimeout time.Duration
+
+	// Metrics is the registry the member counts into (the quorum's and,
+	// while active, the controller's series); nil counts nothing.
+	Metrics *metrics.Registry
 }
 
 // ParseVoters is a convenience for tests and callers holding a map of

@@ -62,6 +62,9 @@ type Member struct {
 	// closing is set by Close; closed once the member has shut down.
 	closing bool
 	closed  bool
+
+	// metrics is nil with metrics off.
+	metrics *memberMetrics
 }
 
 // Status is a member's view of itself, for tests, metrics and debugging.
@@ -118,6 +121,7 @@ func Start(e env.Env, cfg Config) (*Member, error) {
 	}
 	m.journal.onFail = m.fail
 	m.voter = cfg.isVoter()
+	m.initMetrics()
 	m.state = &statePersister{disk: e.Disk(), done: m.statePersisted}
 	m.net = newNetwork(m)
 	if err := m.net.listen(); err != nil {
@@ -214,6 +218,9 @@ func (m *Member) submitLocal(req kmsg.Request, done func(kmsg.Response, error)) 
 	if m.err != nil || m.closing || !m.voter || m.raft == nil || !m.ctrl.IsLeader() {
 		m.e.Post(func() { done(controller.NotControllerResponse(req), nil) })
 		return
+	}
+	if m.metrics != nil {
+		done = m.metrics.controllerRequest(req, m.e.Monotonic(), m.e.Monotonic, done)
 	}
 	m.step(func() {
 		ticket, err := m.ctrl.Handle(m.e.Monotonic(), req)
@@ -319,12 +326,14 @@ func (m *Member) handleReady(rd quorum.Ready) {
 		}
 	}
 	m.highWatermark = rd.HighWatermark
+	m.metrics.committed(rd.HighWatermark, m.e.Monotonic())
 	m.maybeSnapshot(rd.SnapshotDue)
 }
 
 func (m *Member) softStateChanged(s quorum.SoftState) {
 	m.log.Info("quorum role", "role", s.Role.String(), "epoch", s.Epoch, "leader", int32(s.LeaderID))
 	m.soft = s
+	m.metrics.roleChanged(s)
 	m.net.fwd.leaderChanged(s.LeaderID)
 	if s.Role == quorum.RoleLeader && m.voter && !m.closing {
 		// Activate once the epoch's leader-change batch is applied: the
@@ -391,6 +400,7 @@ func (m *Member) handleControllerReady(rd controller.Ready) {
 			m.ctrl.Resign()
 			break
 		}
+		m.metrics.proposedAt(last, m.e.Monotonic())
 	}
 	for _, r := range rd.Responses {
 		done, ok := m.tickets[r.Ticket]

@@ -156,6 +156,20 @@ type Config struct {
 	// cleans up to where the map filled and leaves the rest for the next.
 	// Default 128 MiB.
 	CleanerDedupeBufferBytes int64
+
+	// OnFlush, if set, learns of every completed flush cycle (Strata's
+	// own, for metrics). An interface rather than a func so that Configs
+	// stay comparable (a pointer compares by identity).
+	OnFlush FlushObserver
+}
+
+// FlushObserver learns of every completed flush cycle: the bytes appended
+// since the previous cycle that this one made durable, and how long it
+// took from its start to its completion by Env.Monotonic. ObserveFlush
+// runs on the loop, before the cycle's waiters, and must not call back
+// into the log.
+type FlushObserver interface {
+	ObserveFlush(bytes int64, took time.Duration)
 }
 
 // DefaultConfig returns Kafka's defaults (and Strata's for its own

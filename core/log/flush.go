@@ -91,6 +91,9 @@ type flushState struct {
 	lastCheckpoint    time.Duration
 	bytesAtCheckpoint int64
 	appendedBytes     int64
+	// flushedBytes is appendedBytes as of the last completed cycle's sync
+	// step (what Config.OnFlush reports is the difference).
+	flushedBytes int64
 }
 
 type flushWaiter struct {
@@ -114,6 +117,8 @@ type flushCycle struct {
 	// truncation ran in this cycle; its callback fires when the cycle
 	// completes.
 	truncation *truncation
+	// started is when the cycle started (Env.Monotonic), for OnFlush.
+	started time.Duration
 
 	ckpt         *checkpoint // checkpoint written by this cycle, or nil
 	epochVersion uint64      // epoch cache version written, when epochs
@@ -199,7 +204,7 @@ func (l *Log) kick() {
 		return
 	}
 	l.fl.background = false
-	c := &flushCycle{}
+	c := &flushCycle{started: l.e.Monotonic()}
 	l.fl.cycle = c
 	if l.trunc != nil {
 		l.cycleTruncate(c)
@@ -451,6 +456,11 @@ func (l *Log) cycleFinish(c *flushCycle) {
 		l.fl.bytesAtCheckpoint = c.appended
 	}
 	l.fl.cycle = nil
+	if l.cfg.OnFlush != nil {
+		bytes := max(c.appended-l.fl.flushedBytes, 0)
+		l.cfg.OnFlush.ObserveFlush(bytes, l.e.Monotonic()-c.started)
+	}
+	l.fl.flushedBytes = max(l.fl.flushedBytes, c.appended)
 	if t := c.truncation; t != nil {
 		l.trunc = nil
 		t.done(nil)

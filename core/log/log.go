@@ -160,6 +160,9 @@ func (l *Log) Segments() []SegmentInfo {
 	return out
 }
 
+// NumSegments is the number of segments, the active one included.
+func (l *Log) NumSegments() int { return len(l.segs) }
+
 // OpenFiles is how many file handles the log holds open now (see
 // Config.MaxOpenFiles).
 func (l *Log) OpenFiles() int { return l.openFiles }

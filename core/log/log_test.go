@@ -182,6 +182,38 @@ func TestFlushGroupCommit(t *testing.T) {
 	require.Equal(t, r.l.LogEndOffset(), r.l.DurableOffset())
 }
 
+func TestOnFlushReportsEveryCycleWithItsBytes(t *testing.T) {
+	type flushed struct {
+		bytes int64
+		took  time.Duration
+	}
+	var got []flushed
+	cfg := smallConfig()
+	cfg.OnFlush = flushFunc(func(bytes int64, took time.Duration) { got = append(got, flushed{bytes, took}) })
+	r := newRig(t, 7, cfg)
+	got = nil // the settle cycle of the open
+	var appended int64
+	for i := 0; i < 20; i++ {
+		info, err := r.l.Append(build(batchSpec{records: 1, valueSize: 10, timestamp: int64(i)}), 0)
+		require.NoError(t, err)
+		appended += info.Bytes
+		r.l.Flush(r.l.LogEndOffset(), func(err error) { require.NoError(t, err) })
+	}
+	r.run(100 * time.Millisecond)
+	require.GreaterOrEqual(t, len(got), 2, "the first flush and the group behind it")
+	var sum int64
+	for _, f := range got {
+		sum += f.bytes
+		require.Positive(t, f.took, "a sync takes simulated time")
+	}
+	require.Equal(t, appended, sum, "each appended byte is reported by the one cycle that made it durable")
+	require.Less(t, len(got), 20, "group commit: fewer cycles than flushes")
+}
+
+type flushFunc func(int64, time.Duration)
+
+func (f flushFunc) ObserveFlush(bytes int64, took time.Duration) { f(bytes, took) }
+
 func TestSyncFailureFailsTheLog(t *testing.T) {
 	r := newRig(t, 5, smallConfig())
 	_, err := r.l.Append(build(batchSpec{records: 1, valueSize: 10}), 0)

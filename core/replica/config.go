@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/strata-log/strata/core/log"
+	"github.com/strata-log/strata/core/metrics"
 	"github.com/strata-log/strata/core/producer"
 	"github.com/strata-log/strata/core/record"
 )
@@ -50,6 +51,14 @@ type Config struct {
 	// it reopens the log and recovers what is durable
 	// (DefaultReopenBackoff when zero).
 	ReopenBackoff time.Duration
+
+	// Metrics is the registry the partitions count into; nil counts
+	// nothing.
+	Metrics *metrics.Registry
+
+	// flushObserver is set by the manager: every log reports its flushes
+	// to the registry's histograms.
+	flushObserver log.FlushObserver
 }
 
 // Defaults of Config.
@@ -100,6 +109,8 @@ type topicConfig struct {
 	timestampBeforeMs, timestampAfterMs int64
 	// minInsyncReplicas is min.insync.replicas.
 	minInsyncReplicas int
+	// partitionMetrics is strata.metrics.partition.enable.
+	partitionMetrics bool
 }
 
 // durable reports whether acknowledgements wait for fsync.

@@ -37,11 +37,14 @@ type Manager struct {
 
 	housekeeping env.Timer
 	closed       bool
+
+	metrics *managerMetrics
 }
 
 // NewManager returns a manager with no partitions; Apply gives it some.
 func NewManager(e env.Env, cfg Config) *Manager {
 	m := &Manager{e: e, cfg: cfg.withDefaults(), log: e.Logger().With("component", "replica"), img: meta.Empty()}
+	m.initMetrics()
 	m.housekeeping = e.AfterFunc(m.cfg.RetentionCheckInterval, m.housekeep)
 	return m
 }
@@ -173,7 +176,9 @@ func (m *Manager) host(ti *meta.TopicImage, part meta.Partition, cfg topicConfig
 		m: m, topic: ti.Name(), id: part.ID, topicID: ti.ID(), dir: dir,
 		log: m.log.With("partition", dir),
 		cfg: cfg, leader: part.Leader, leaderEpoch: part.LeaderEpoch, isr: slices.Clone(part.ISR),
+		replicas: slices.Clone(part.Replicas), tm: m.metrics.topicMetrics(ti.Name()),
 	}
+	p.syncPartitionMetrics()
 	p.open()
 	return p
 }
@@ -183,6 +188,7 @@ func (m *Manager) host(ti *meta.TopicImage, part meta.Partition, cfg topicConfig
 func (m *Manager) removePartition(p *Partition) {
 	p.log.Info("partition removed; deleting its directory")
 	p.drop()
+	m.metrics.releaseTopic(p.topic)
 	m.deleteDir(p.dir, p.topicID)
 }
 

@@ -61,6 +61,7 @@ type Partition struct {
 	leader      int32
 	leaderEpoch int32
 	isr         []int32
+	replicas    []int32
 
 	state partState
 	l     *log.Log // nil unless opening or online
@@ -93,6 +94,11 @@ type Partition struct {
 	producers   *producer.State
 	snaps       *producer.Snapshots
 	segmentBase int64
+
+	// tm are the partition's topic's series; partitionSeries is set while
+	// its own (per-partition) series are registered.
+	tm              *TopicMetrics
+	partitionSeries bool
 }
 
 // Topic is the partition's topic name.
@@ -238,8 +244,10 @@ func (p *Partition) update(part meta.Partition, cfg topicConfig) {
 	assert.That(part.LeaderEpoch >= p.leaderEpoch, "%s: leader epoch went back from %d to %d", p.dir, p.leaderEpoch, part.LeaderEpoch)
 	p.leader, p.leaderEpoch = part.Leader, part.LeaderEpoch
 	p.isr = slices.Clone(part.ISR)
+	p.replicas = slices.Clone(part.Replicas)
 	wasDurable := p.cfg.durable()
 	p.cfg = cfg
+	p.syncPartitionMetrics()
 	if p.l != nil && p.l.Config() != cfg.log && p.state == stateOnline {
 		// core/log takes its configuration at Open: reopen to apply a
 		// changed topic config (a config change is rare; reopening
@@ -373,6 +381,7 @@ func (p *Partition) drop() {
 		return
 	}
 	p.state = stateClosed
+	p.syncPartitionMetrics()
 	if p.reopen != nil {
 		p.reopen.Stop()
 		p.reopen = nil

@@ -122,6 +122,8 @@ func (p *Partition) Produce(payload []byte, acks int16, now time.Time, done func
 		return
 	}
 	p.afterAppend(pinfo, info)
+	p.tm.BytesIn.Add(float64(info.Bytes))
+	p.tm.MessagesIn.Add(float64(info.LastOffset - info.FirstOffset + 1))
 	res.BaseOffset, res.LogStartOffset = info.FirstOffset, info.LogStartOffset
 	if !p.cfg.durable() {
 		p.advanceHighWatermark()

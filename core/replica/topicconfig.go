@@ -176,6 +176,7 @@ func (c *Config) defaultLogConfig() log.Config {
 	if lc.Validate() != nil {
 		lc.MaxOpenFiles = log.DefaultMaxOpenFiles
 	}
+	lc.OnFlush = c.flushObserver
 	return lc
 }
 
@@ -231,6 +232,17 @@ var topicConfigParsers = map[string]topicConfigParser{
 	"message.timestamp.before.max.ms": {parse: intRange(func(tc *topicConfig, n int64) { tc.timestampBeforeMs = n }, 0, math.MaxInt64)},
 	"message.timestamp.after.max.ms":  {parse: intRange(func(tc *topicConfig, n int64) { tc.timestampAfterMs = n }, 0, math.MaxInt64)},
 	"min.insync.replicas":             {parse: intRange(func(tc *topicConfig, n int64) { tc.minInsyncReplicas = int(n) }, 1, math.MaxInt32)},
+	"strata.metrics.partition.enable": {parse: func(tc *topicConfig, v string) error {
+		switch {
+		case strings.EqualFold(v, "true"):
+			tc.partitionMetrics = true
+		case strings.EqualFold(v, "false"):
+			tc.partitionMetrics = false
+		default:
+			return fmt.Errorf("not true or false")
+		}
+		return nil
+	}},
 }
 
 func logKey(parse func(*topicConfig, string) error) topicConfigParser {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/strata-log/strata/core/broker"
 	"github.com/strata-log/strata/core/kraft"
+	"github.com/strata-log/strata/core/metrics"
 	"github.com/strata-log/strata/core/replica"
 )
 
@@ -33,6 +34,11 @@ type Config struct {
 	// Partitions configures the partitions the broker hosts (with the
 	// broker role). NodeID is filled in here.
 	Partitions replica.Config
+
+	// Metrics is the registry every part of the server counts into; nil
+	// counts nothing (metrics off). The registry belongs to the server's
+	// loop: read it (Snapshot) only there.
+	Metrics *metrics.Registry
 }
 
 // ErrInvalidConfig is wrapped by every Config validation error.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/strata-log/strata/core/env"
 	"github.com/strata-log/strata/core/kraft"
+	"github.com/strata-log/strata/core/metrics"
 )
 
 // brokerHeartbeatInterval is how often the broker heartbeats to the
@@ -31,6 +32,8 @@ type registrar struct {
 	stopped     bool
 	// waitingLogged is set once DUPLICATE_BROKER_REGISTRATION was logged.
 	waitingLogged bool
+	// registrations counts successful registrations (nil: metrics off).
+	registrations *metrics.Counter
 	// onChange, if set, runs when the broker epoch changes.
 	onChange func()
 }
@@ -110,6 +113,7 @@ func (r *registrar) register() {
 			return
 		}
 		r.epoch = rr.BrokerEpoch
+		r.registrations.Inc()
 		r.e.Logger().Info("broker registered with the controller", "broker_epoch", r.epoch)
 		r.changed()
 		r.heartbeat()

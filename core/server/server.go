@@ -8,6 +8,7 @@ import (
 	"github.com/strata-log/strata/core/env"
 	"github.com/strata-log/strata/core/kraft"
 	"github.com/strata-log/strata/core/meta"
+	"github.com/strata-log/strata/core/metrics"
 	"github.com/strata-log/strata/core/quorum"
 	"github.com/strata-log/strata/core/replica"
 )
@@ -46,7 +47,9 @@ func Start(e env.Env, cfg Config) (*Server, error) {
 	if err := e.Disk().MkdirAll(metadataDir); err != nil {
 		return nil, fmt.Errorf("server: create %s: %w", metadataDir, err)
 	}
-	s.member, err = kraft.Start(subdirEnv{Env: e, disk: newSubDisk(e.Disk(), metadataDir)}, cfg.Quorum)
+	qcfg := cfg.Quorum
+	qcfg.Metrics = cfg.Metrics
+	s.member, err = kraft.Start(subdirEnv{Env: e, disk: newSubDisk(e.Disk(), metadataDir)}, qcfg)
 	if err != nil {
 		return nil, fmt.Errorf("server: start the metadata quorum member: %w", err)
 	}
@@ -56,10 +59,12 @@ func Start(e env.Env, cfg Config) (*Server, error) {
 	rcfg := cfg.Partitions
 	rcfg.NodeID = cfg.NodeID
 	rcfg.KeepDirs = append(rcfg.KeepDirs, metadataDir)
+	rcfg.Metrics = cfg.Metrics
 	s.parts = replica.NewManager(e, rcfg)
 	bcfg := cfg.BrokerListener
 	bcfg.Metadata = s.member
 	bcfg.Partitions = s.parts
+	bcfg.Metrics = cfg.Metrics
 	bcfg.BrokerEpoch = func() int64 {
 		if s.reg == nil {
 			return -1
@@ -75,6 +80,13 @@ func Start(e env.Env, cfg Config) (*Server, error) {
 	s.reg = &registrar{e: e, m: s.member, nodeID: cfg.NodeID, clusterID: cfg.ClusterID,
 		host: bcfg.AdvertisedHost, port: s.broker.AdvertisedPort(), onChange: s.scheduleApply}
 	s.member.SetOnImage(func(*meta.Image) { s.scheduleApply() })
+	s.reg.registrations = cfg.Metrics.Counter(metrics.BrokerRegistrations)
+	cfg.Metrics.GaugeFunc(metrics.BrokerFenced, func() float64 {
+		if s.Registered() {
+			return 0
+		}
+		return 1
+	})
 	s.reg.start()
 	return s, nil
 }
@@ -132,6 +144,26 @@ func (s *Server) Registered() bool {
 	}
 	b, ok := s.member.Image().Broker(s.cfg.NodeID)
 	return ok && !b.Fenced && b.Epoch == s.reg.epoch
+}
+
+// NotReady says why the server is not ready to serve, "" when it is (a
+// readiness probe's answer): the quorum member has not failed and knows a
+// leader, and with the broker role the broker is registered in this
+// incarnation and unfenced, which the controller grants only once its
+// metadata has caught up.
+func (s *Server) NotReady() string {
+	st := s.member.Status()
+	switch {
+	case s.closed:
+		return "shutting down"
+	case st.Err != nil:
+		return "metadata quorum member failed: " + st.Err.Error()
+	case s.cfg.Broker && !s.Registered():
+		return "broker not registered and unfenced yet (catching up with the metadata log)"
+	case st.Leader == quorum.NoNode:
+		return "no metadata quorum leader known"
+	}
+	return ""
 }
 
 // ActiveController reports whether this server runs the active controller

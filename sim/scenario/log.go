@@ -2,12 +2,14 @@ package scenario
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/strata-log/strata/core/broker"
 	"github.com/strata-log/strata/core/env"
 	"github.com/strata-log/strata/core/kraft"
+	"github.com/strata-log/strata/core/metrics"
 	"github.com/strata-log/strata/core/quorum"
 	"github.com/strata-log/strata/core/server"
 	"github.com/strata-log/strata/linearizability"
@@ -47,6 +49,9 @@ type logBugs struct {
 	// the log, and a lost acknowledged record is caught by the final
 	// comparison of (a) rather than by a consumer first.
 	noTailConsumers bool
+	// offlineMetric makes the metrics check (g) read one more offline
+	// partition than n1's registry holds.
+	offlineMetric bool
 }
 
 // Defaults of the log scenario.
@@ -88,11 +93,12 @@ const (
 	logProbe                    // a probe record to every partition
 	logVerify                   // the final read catches up
 	logChecking                 // the final check is scheduled
+	logMetrics                  // waiting for the metrics to say healthy (g)
 	logDone
 )
 
 func (p logPhase) String() string {
-	return [...]string{"setup", "faults", "drain", "probe", "verify", "checking", "done"}[p]
+	return [...]string{"setup", "faults", "drain", "probe", "verify", "checking", "metrics", "done"}[p]
 }
 
 // runLog runs one seed of the log scenario with planted bugs and returns
@@ -127,7 +133,9 @@ func (p logPhase) String() string {
 // acknowledged (acks=0: handed to the network), a probe produce to every
 // partition is acknowledged, and a final reader reads every partition
 // from its start past the probe. Then (a): every acknowledged record is
-// in the final read at its offset.
+// in the final read at its offset. Then, also within logHealPhase, (g):
+// the servers' metrics (core/metrics, the registry a node exports) say
+// the cluster is healthy (checkMetrics).
 func runLog(o Options, bugs logBugs) (sim.Summary, *logHarness) {
 	o = o.withDefaults(3, logFaultPhase, logHealPhase)
 	s := sim.New(sim.Config{Seed: o.Seed, Log: o.Log})
@@ -208,6 +216,9 @@ type logHarness struct {
 	// be reset or clogged, see scheduleClientFault).
 	clients []*sim.Process
 	servers []*server.Server
+	// registries are the servers' metrics, one per incarnation, as a
+	// node's are (counters restart with the process).
+	registries []*metrics.Registry
 	// serverInc is the incarnation servers[i] belongs to; restarts the
 	// incarnation a supervisor restart is scheduled for (+1).
 	serverInc []uint64
@@ -236,6 +247,7 @@ func newLogHarness(s *sim.Sim, o Options, bugs logBugs) *logHarness {
 	h.hist = linearizability.NewLogHistory(s.Now)
 	n := o.Nodes
 	h.servers = make([]*server.Server, n)
+	h.registries = make([]*metrics.Registry, n)
 	h.serverInc = make([]uint64, n)
 	h.restarts = make([]uint64, n)
 	voters := map[quorum.NodeID]string{}
@@ -252,6 +264,9 @@ func newLogHarness(s *sim.Sim, o Options, bugs logBugs) *logHarness {
 		}
 		p := s.AddProcess(h.names[i], func(e env.Env) {
 			h.servers[i] = nil
+			scfg := scfg
+			scfg.Metrics = metrics.New()
+			h.registries[i] = scfg.Metrics
 			srv, err := server.Start(e, scfg)
 			if err != nil {
 				e.Logger().Error("server start failed", "err", err)
@@ -369,8 +384,16 @@ func (h *logHarness) advance() {
 			h.s.At(h.s.Now(), "log:final-check", func() {
 				h.verifier.tamperTail()
 				h.fail(h.finalCheck())
-				h.phase = logDone
+				h.phase = logMetrics
 			})
+		}
+	case logMetrics:
+		// A broker restarted late in the heal may still wait out its
+		// previous registration's session (it is fenced until then): the
+		// metrics must say healthy by the deadline, not at once.
+		if err := h.checkMetrics(); err == nil {
+			h.s.Trace("log:metrics healthy")
+			h.phase = logDone
 		}
 	}
 }
@@ -427,11 +450,65 @@ func (h *logHarness) finalCheck() error {
 	return err
 }
 
+// checkMetrics is check (g): once healed and verified, the servers'
+// metrics say what an operator's dashboard must say of a healthy cluster:
+// no offline, under-replicated or under-min-ISR partition, no fenced
+// broker, one active controller, every partition led once, each
+// partition's log end offset gauge at the final read's high watermark
+// (every record is durable and read). (Request counters are not checked:
+// a power cycle just after the heal may restart every server, and its
+// counters, after the last request.)
+func (h *logHarness) checkMetrics() error {
+	value := func(i int, d *metrics.Def, labels ...string) float64 {
+		v, _ := h.registries[i].Value(d, labels...)
+		if d == metrics.OfflinePartitions && i == 0 && h.bugs.offlineMetric {
+			v++
+		}
+		return v
+	}
+	var active, leaders float64
+	for i := range h.procs {
+		if h.server(i) == nil {
+			return fmt.Errorf("(g) metrics: %s is not running after the heal", h.names[i])
+		}
+		for _, d := range []*metrics.Def{metrics.OfflinePartitions, metrics.UnderReplicatedPartitions, metrics.UnderMinISRPartitions, metrics.BrokerFenced} {
+			if v := value(i, d); v != 0 {
+				return fmt.Errorf("(g) metrics: %s reports %s %v after the heal", h.names[i], d.Name, v)
+			}
+		}
+		active += value(i, metrics.ControllerActive)
+		leaders += value(i, metrics.LeaderCount)
+	}
+	switch {
+	case active != 1:
+		return fmt.Errorf("(g) metrics: %v active controllers after the heal", active)
+	case leaders != float64(len(h.partitions())):
+		return fmt.Errorf("(g) metrics: the brokers lead %v partitions, the run has %d", leaders, len(h.partitions()))
+	}
+	for _, p := range h.partitions() {
+		var leo float64
+		found := 0
+		for i := range h.procs {
+			if v, ok := h.registries[i].Value(metrics.LogEndOffset, p.Topic, strconv.Itoa(int(p.Partition))); ok {
+				leo, found = v, found+1
+			}
+		}
+		if hw := h.verifier.state(p).hw; found != 1 || leo != float64(hw) {
+			return fmt.Errorf("(g) metrics: %s-%d has %d log end offset series, at %v; the final read's high watermark is %d",
+				p.Topic, p.Partition, found, leo, hw)
+		}
+	}
+	return nil
+}
+
 // finalCheckAtDeadline judges a run stuck in verify: if the final reader
 // caught up with every partition's high watermark and only the probe
 // records are missing, acknowledged records were lost (a), which is a
 // more precise verdict than liveness.
 func (h *logHarness) finalCheckAtDeadline() error {
+	if h.phase == logMetrics {
+		return h.checkMetrics()
+	}
 	if h.phase != logVerify || h.verifier == nil {
 		return nil
 	}

@@ -182,6 +182,7 @@ func TestLogChecksCatchViewBugs(t *testing.T) {
 		{"invent a record", logBugs{invent: true}, "(c) no phantom records"},
 		{"duplicate a batch", logBugs{dupBatch: true}, "(d) no duplicates"},
 		{"reorder", logBugs{reorder: true}, "(e) order"},
+		{"an offline partition in the metrics", logBugs{offlineMetric: true}, "(g) metrics"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			require.NotZero(t, logBugFails(t, tc.bugs, 1, 5, tc.want), "no seed caught the bug")

@@ -17,6 +17,7 @@ import (
 	"github.com/strata-log/strata/core/broker"
 	"github.com/strata-log/strata/core/env"
 	"github.com/strata-log/strata/core/kraft"
+	"github.com/strata-log/strata/core/metrics"
 	"github.com/strata-log/strata/core/protocol"
 	"github.com/strata-log/strata/core/record"
 	"github.com/strata-log/strata/core/replica"
@@ -50,8 +51,11 @@ type Single struct {
 	Sim    *sim.Sim
 	Node   *sim.Process
 	Server *server.Server // the current incarnation's, nil while down
-	client *protocol.Client
-	cliEnv env.Env
+	// Metrics is the current incarnation's registry (every incarnation
+	// counts from zero, as a restarted node does).
+	Metrics *metrics.Registry
+	client  *protocol.Client
+	cliEnv  env.Env
 }
 
 // Start starts the server (tweak may edit its config) and waits until its
@@ -68,6 +72,9 @@ func Start(t T, seed uint64, tweak func(*server.Config)) *Single {
 		tweak(&cfg)
 	}
 	x.Node = x.Sim.AddProcess("n1", func(e env.Env) {
+		cfg := cfg
+		cfg.Metrics = metrics.New()
+		x.Metrics = cfg.Metrics
 		srv, err := server.Start(e, cfg)
 		if err != nil {
 			t.Fatalf("server start: %v", err)
