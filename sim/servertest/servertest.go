@@ -62,6 +62,18 @@ type Single struct {
 // controller is active and its broker registered.
 func Start(t T, seed uint64, tweak func(*server.Config)) *Single {
 	t.Helper()
+	return start(t, seed, true, tweak)
+}
+
+// StartWithoutMetrics is Start with metrics off (a nil registry), for
+// measuring what counting costs.
+func StartWithoutMetrics(t T, seed uint64, tweak func(*server.Config)) *Single {
+	t.Helper()
+	return start(t, seed, false, tweak)
+}
+
+func start(t T, seed uint64, withMetrics bool, tweak func(*server.Config)) *Single {
+	t.Helper()
 	x := &Single{T: t, Sim: sim.New(sim.Config{Seed: seed})}
 	cfg := server.Config{
 		NodeID: 1, ClusterID: ClusterID, Broker: true, Controller: true,
@@ -73,7 +85,9 @@ func Start(t T, seed uint64, tweak func(*server.Config)) *Single {
 	}
 	x.Node = x.Sim.AddProcess("n1", func(e env.Env) {
 		cfg := cfg
-		cfg.Metrics = metrics.New()
+		if withMetrics {
+			cfg.Metrics = metrics.New()
+		}
 		x.Metrics = cfg.Metrics
 		srv, err := server.Start(e, cfg)
 		if err != nil {
