@@ -98,6 +98,10 @@ func TestConfigSetAndValidate(t *testing.T) {
 		"controller.quorum.election.timeout.ms": "soon",
 		"controller.quorum.voters":              "1-127.0.0.1:9093",
 		"controller.listener.names":             "PLAINTEXT",
+		"metrics.listener":                      "7071",
+		"strata.metrics.enable":                 "yes",
+		"strata.debug.pprof.enable":             "1",
+		"strata.metrics.partition.enable":       "off",
 	}
 	for key, value := range bad {
 		_, err := cfg.Set(key, value)
