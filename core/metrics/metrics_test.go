@@ -2,8 +2,8 @@ package metrics
 
 import (
 	"os"
-	"strconv"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
