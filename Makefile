@@ -26,7 +26,7 @@ test: vet fmt-check
 	$(GO) test -race -count=1 -timeout 30m $(RACE_PKGS)
 
 ## sim: replay one seed (SEED=N; a random seed when unset) of SCENARIO (default log: the Kafka data path
-## under the nemesis; others: kraft, kraft5, counters, idle)
+## under the nemesis; others: kraft, kraft5, idle)
 sim: build
 	./bin/strata sim -scenario $(SCENARIO) $(if $(SEED),-seed $(SEED),)
 

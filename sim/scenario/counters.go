@@ -14,8 +14,8 @@ import (
 	"github.com/strata-log/strata/sim"
 )
 
-// Counters is the foundation's scenario, a small protocol written for the
-// simulator's own tests until the quorum and the broker exist: every node
+// counters was the foundation's scenario, a small protocol written for the
+// simulator's own tests until the quorum and the broker existed: every node
 // keeps a counter in a file, increments it, makes each value durable with
 // group-committed fsyncs, and gossips its durable value to every peer over
 // the network. Under the nemesis it checks:
@@ -26,10 +26,19 @@ import (
 //     durable;
 //   - liveness: after the final heal, every node makes progress and learns
 //     every peer's value as of the heal.
-func Counters(o Options) sim.Summary {
+//
+// It is retired as a fault scenario (issue 10): under power loss, process
+// kills and failed fsyncs, a node that restarts without a reboot sees, in
+// the page cache, pages a failed fsync lost, and cannot tell them from
+// durable ones (counters seeds 486 and 732; 11 of 5,000 seeds lost
+// acknowledged data). Making it
+// safe means the failure markers and durable-offset hints core/log has,
+// which the log scenario tests with the real code. It lives on as the
+// cluster of Idle, the simulator's speed baseline, with no faults.
+func counters(o Options) sim.Summary {
 	o = o.withDefaults(5, 20*time.Second, 10*time.Second)
 	s := sim.New(sim.Config{Seed: o.Seed, Log: o.Log})
-	h := &counterHarness{s: s, n: o.Nodes, idle: o.Idle, bugAckBeforeSync: o.bugAckBeforeSync}
+	h := &counterHarness{s: s, n: o.Nodes, idle: o.Idle}
 	h.written = make([]uint64, o.Nodes)
 	h.acked = make([]uint64, o.Nodes)
 	h.nodes = make([]*counterNode, o.Nodes)
@@ -72,7 +81,7 @@ func Counters(o Options) sim.Summary {
 func Idle(o Options) sim.Summary {
 	o.Idle = true
 	o.NoFaults = true
-	m := Counters(o)
+	m := counters(o)
 	m.Scenario = "idle"
 	m.Replay = strings.Replace(m.Replay, "SCENARIO=counters", "SCENARIO=idle", 1)
 	return m
@@ -98,8 +107,6 @@ type counterHarness struct {
 	s    *sim.Sim
 	n    int
 	idle bool // heartbeats only, no increments
-
-	bugAckBeforeSync bool
 	procs            []*sim.Process
 	nodes            []*counterNode // current incarnation of each, nil while starting
 	written          []uint64       // highest value each node ever appended
@@ -262,10 +269,6 @@ func (c *counterNode) increment() {
 	c.value = next
 	if next > c.h.written[c.id] {
 		c.h.written[c.id] = next
-	}
-	if c.h.bugAckBeforeSync {
-		c.durable = next
-		c.h.acked[c.id] = next
 	}
 	c.flush()
 }

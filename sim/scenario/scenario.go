@@ -37,10 +37,6 @@ type Options struct {
 	// Idle runs the cluster without a workload: nodes only exchange
 	// heartbeats. It measures the simulator's own overhead.
 	Idle bool
-
-	// bugAckBeforeSync plants a durability bug (acknowledging a value
-	// before its fsync) so that tests can prove the checks catch it.
-	bugAckBeforeSync bool
 }
 
 // Default is the scenario `make sim` and `strata sim` run when none is
@@ -53,7 +49,6 @@ const Default = "log"
 type Func func(Options) sim.Summary
 
 var registry = map[string]Func{
-	"counters": Counters,
 	"idle":     Idle,
 	"kraft":    KRaft,
 	"kraft5":   KRaft5,

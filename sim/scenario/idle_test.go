@@ -1,0 +1,61 @@
+package scenario
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestDeterminism runs 20 seeds of the idle cluster twice each: the same
+// seed must give the same trace hash, and different seeds different ones
+// (the log scenario's seeds run twice in TestLogSeeds, under faults).
+func TestDeterminism(t *testing.T) {
+	seen := map[uint64]uint64{}
+	for seed := uint64(1000); seed < 1020; seed++ {
+		a, err := Run("idle", Options{Seed: seed})
+		require.NoError(t, err)
+		b, err := Run("idle", Options{Seed: seed})
+		require.NoError(t, err)
+		require.Equal(t, a.TraceHash, b.TraceHash, "seed %d gave two traces", seed)
+		require.Equal(t, a.Events, b.Events)
+		require.Equal(t, a.Faults, b.Faults)
+		if other, dup := seen[a.TraceHash]; dup {
+			t.Fatalf("seeds %d and %d gave the same trace hash %016x", other, seed, a.TraceHash)
+		}
+		seen[a.TraceHash] = seed
+	}
+}
+
+func TestIdleScenarioRunsWithoutFaults(t *testing.T) {
+	sum, err := Run("idle", Options{Seed: 1})
+	require.NoError(t, err)
+	require.NoError(t, sum.Err)
+	require.Zero(t, sum.FaultTotal())
+	require.Positive(t, sum.Events)
+}
+
+func TestUnknownScenario(t *testing.T) {
+	_, err := Run("nope", Options{})
+	require.ErrorContains(t, err, "unknown scenario")
+}
+
+// BenchmarkIdle5Nodes reports how many simulated seconds an idle 5-node
+// cluster runs per wall-clock second.
+func BenchmarkIdle5Nodes(b *testing.B) {
+	benchScenario(b, "idle")
+}
+
+func benchScenario(b *testing.B, name string) {
+	var simSeconds float64
+	var events uint64
+	for i := 0; i < b.N; i++ {
+		sum, err := Run(name, Options{Seed: uint64(i + 1)})
+		if err != nil || sum.Err != nil {
+			b.Fatal(err, sum.Err)
+		}
+		simSeconds += sum.SimTime.Seconds()
+		events += sum.Events
+	}
+	b.ReportMetric(simSeconds/b.Elapsed().Seconds(), "sim-s/wall-s")
+	b.ReportMetric(float64(events)/b.Elapsed().Seconds(), "events/s")
+}
