@@ -104,13 +104,13 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // counterHarness is the checker's view: what each node wrote and had
 // acknowledged, across all its incarnations.
 type counterHarness struct {
-	s    *sim.Sim
-	n    int
-	idle bool // heartbeats only, no increments
-	procs            []*sim.Process
-	nodes            []*counterNode // current incarnation of each, nil while starting
-	written          []uint64       // highest value each node ever appended
-	acked            []uint64       // highest value each node saw a successful sync for
+	s       *sim.Sim
+	n       int
+	idle    bool // heartbeats only, no increments
+	procs   []*sim.Process
+	nodes   []*counterNode // current incarnation of each, nil while starting
+	written []uint64       // highest value each node ever appended
+	acked   []uint64       // highest value each node saw a successful sync for
 }
 
 func (h *counterHarness) checkLiveness(atHeal []uint64) error {
