@@ -5,6 +5,7 @@ import (
 	"go/ast"
 	"go/token"
 	"go/types"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -48,6 +49,14 @@ var sortFuncs = map[string]map[string]bool{
 	"sort":   {"Strings": true, "Ints": true, "Float64s": true, "Slice": true, "SliceStable": true, "Sort": true, "Stable": true},
 	"slices": {"Sort": true, "SortFunc": true, "SortStableFunc": true},
 }
+
+// mapIterators are the functions of package maps that walk a map in its
+// random order (an iter.Seq or iter.Seq2 over its keys, values or pairs).
+var mapIterators = map[string]bool{"Keys": true, "Values": true, "All": true}
+
+// sortedCollectors are the slices functions that collect a sequence into a
+// sorted slice: a map iterator passed straight to one of them is ordered.
+var sortedCollectors = map[string]bool{"Sorted": true, "SortedFunc": true, "SortedStableFunc": true}
 
 const annotation = "//determinism:unordered"
 
@@ -100,6 +109,9 @@ type checker struct {
 	file     *ast.File
 	lines    map[int]string // line -> annotation text on that line
 	findings []Finding
+	// sortedIters are map iterator calls passed straight to a sorted
+	// collector (seen before the iterator call itself is visited).
+	sortedIters []*ast.CallExpr
 }
 
 func checkFile(fset *token.FileSet, f *ast.File, info *types.Info) []Finding {
@@ -135,6 +147,23 @@ func checkFile(fset *token.FileSet, f *ast.File, info *types.Info) []Finding {
 			c.add(n.Pos(), "channel", "channel type")
 		case *ast.SelectorExpr:
 			c.checkSelector(n)
+		case *ast.CallExpr:
+			if c.isSortedCollector(n) {
+				// slices.Sorted(maps.Keys(m)): the iterator's order is
+				// sorted away (the outer call is visited first).
+				for _, a := range n.Args {
+					if inner, ok := a.(*ast.CallExpr); ok && c.isMapIterator(inner) {
+						c.sortedIters = append(c.sortedIters, inner)
+					}
+				}
+			}
+			if c.isMapIterator(n) && !slices.Contains(c.sortedIters, n) {
+				line := c.fset.Position(n.Pos()).Line
+				if reason, ok := c.annotated(line); !ok || reason == "" {
+					c.add(n.Pos(), "map-iter", "maps."+n.Fun.(*ast.SelectorExpr).Sel.Name+
+						" walks a map in random order: collect with slices.Sorted, or annotate //determinism:unordered <why order cannot matter>")
+				}
+			}
 		case *ast.FuncDecl:
 			if n.Body != nil {
 				c.checkMapRanges(n.Body)
@@ -196,8 +225,14 @@ func (c *checker) checkMapRanges(body *ast.BlockStmt) {
 		}
 		line := c.fset.Position(rs.Pos()).Line
 		if reason, ok := c.annotated(line); ok {
-			if reason == "" {
+			switch {
+			case reason == "":
 				c.add(rs.Pos(), "map-range", "determinism:unordered annotation needs a reason")
+			case claimsSorted(reason) && !c.collectsThenSorts(rs, body):
+				// A reason that says the result is sorted is checked,
+				// not trusted: the loop must only collect into slices
+				// that are sorted after it.
+				c.add(rs.Pos(), "map-range", "the annotation says the keys are sorted, but the loop does more than append to slices sorted after it")
 			}
 			return true
 		}
@@ -209,6 +244,37 @@ func (c *checker) checkMapRanges(body *ast.BlockStmt) {
 	})
 }
 
+// claimsSorted reports whether an annotation's reason rests on a sort
+// ("sorted below", "sorted after the loop").
+func claimsSorted(reason string) bool {
+	return strings.Contains(strings.ToLower(reason), "sorted")
+}
+
+// isMapIterator reports whether call is maps.Keys, maps.Values or
+// maps.All.
+func (c *checker) isMapIterator(call *ast.CallExpr) bool {
+	return c.isPkgFunc(call, "maps", mapIterators)
+}
+
+// isSortedCollector reports whether call is slices.Sorted (or its Func
+// variants).
+func (c *checker) isSortedCollector(call *ast.CallExpr) bool {
+	return c.isPkgFunc(call, "slices", sortedCollectors)
+}
+
+func (c *checker) isPkgFunc(call *ast.CallExpr, path string, names map[string]bool) bool {
+	sel, ok := call.Fun.(*ast.SelectorExpr)
+	if !ok {
+		return false
+	}
+	id, ok := sel.X.(*ast.Ident)
+	if !ok {
+		return false
+	}
+	pn, ok := c.info.Uses[id].(*types.PkgName)
+	return ok && pn.Imported().Path() == path && names[sel.Sel.Name]
+}
+
 func (c *checker) annotated(line int) (string, bool) {
 	if r, ok := c.lines[line]; ok {
 		return r, true
@@ -218,33 +284,14 @@ func (c *checker) annotated(line int) (string, bool) {
 }
 
 // collectsThenSorts reports whether every statement of the loop body is
-// `s = append(s, ...)` and every such s is passed to a sort function after
-// the loop, within body.
+// `s = append(s, ...)`, or an if (without an init statement, with a
+// condition that calls no function) whose branches hold only such
+// statements, and every such s is passed to a sort function after the
+// loop, within body.
 func (c *checker) collectsThenSorts(rs *ast.RangeStmt, body *ast.BlockStmt) bool {
-	if len(rs.Body.List) == 0 {
-		return true
-	}
 	var targets []types.Object
-	for _, st := range rs.Body.List {
-		as, ok := st.(*ast.AssignStmt)
-		if !ok || len(as.Lhs) != 1 || len(as.Rhs) != 1 {
-			return false
-		}
-		lhs, ok := as.Lhs[0].(*ast.Ident)
-		if !ok {
-			return false
-		}
-		call, ok := as.Rhs[0].(*ast.CallExpr)
-		if !ok || len(call.Args) == 0 {
-			return false
-		}
-		if fn, ok := call.Fun.(*ast.Ident); !ok || fn.Name != "append" {
-			return false
-		}
-		if first, ok := call.Args[0].(*ast.Ident); !ok || c.info.ObjectOf(first) != c.info.ObjectOf(lhs) {
-			return false
-		}
-		targets = append(targets, c.info.ObjectOf(lhs))
+	if !c.onlyAppends(rs.Body.List, &targets) {
+		return false
 	}
 	for _, obj := range targets {
 		if !c.sortedAfter(obj, rs.End(), body) {
@@ -252,6 +299,63 @@ func (c *checker) collectsThenSorts(rs *ast.RangeStmt, body *ast.BlockStmt) bool
 		}
 	}
 	return true
+}
+
+// onlyAppends checks the statements of collectsThenSorts' rule and adds
+// the slices appended to to targets.
+func (c *checker) onlyAppends(list []ast.Stmt, targets *[]types.Object) bool {
+	for _, st := range list {
+		switch st := st.(type) {
+		case *ast.IfStmt:
+			if st.Init != nil || callsFunction(st.Cond) || !c.onlyAppends(st.Body.List, targets) {
+				return false
+			}
+			switch e := st.Else.(type) {
+			case nil:
+			case *ast.BlockStmt:
+				if !c.onlyAppends(e.List, targets) {
+					return false
+				}
+			default:
+				return false
+			}
+		case *ast.AssignStmt:
+			if len(st.Lhs) != 1 || len(st.Rhs) != 1 {
+				return false
+			}
+			lhs, ok := st.Lhs[0].(*ast.Ident)
+			if !ok {
+				return false
+			}
+			call, ok := st.Rhs[0].(*ast.CallExpr)
+			if !ok || len(call.Args) == 0 {
+				return false
+			}
+			if fn, ok := call.Fun.(*ast.Ident); !ok || fn.Name != "append" {
+				return false
+			}
+			if first, ok := call.Args[0].(*ast.Ident); !ok || c.info.ObjectOf(first) != c.info.ObjectOf(lhs) {
+				return false
+			}
+			*targets = append(*targets, c.info.ObjectOf(lhs))
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// callsFunction reports whether e contains a call (which could have an
+// effect whose order matters).
+func callsFunction(e ast.Expr) bool {
+	found := false
+	ast.Inspect(e, func(n ast.Node) bool {
+		if _, ok := n.(*ast.CallExpr); ok {
+			found = true
+		}
+		return !found
+	})
+	return found
 }
 
 func (c *checker) sortedAfter(obj types.Object, after token.Pos, body *ast.BlockStmt) bool {

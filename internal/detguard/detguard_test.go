@@ -23,7 +23,8 @@ func TestBadFixtureReportsEveryRule(t *testing.T) {
 	require.Equal(t, 4, got["channel"], "chan type, send, receive, select")
 	require.Equal(t, 3, got["wall-clock"], "Sleep, Since, Now")
 	require.Equal(t, 1, got["randomness"])
-	require.Equal(t, 3, got["map-range"], "unsorted collect, decision, annotation without reason")
+	require.Equal(t, 5, got["map-range"], "unsorted collect, decision, annotation without reason, two 'sorted below' that are not verifiable")
+	require.Equal(t, 2, got["map-iter"], "maps.Keys collected unsorted, maps.All ranged")
 }
 
 func TestGoodFixtureIsClean(t *testing.T) {

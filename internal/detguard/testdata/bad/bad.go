@@ -4,8 +4,10 @@ package bad
 
 import (
 	crand "crypto/rand"
+	"maps"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"sync"
 	"time"
 )
@@ -56,4 +58,34 @@ func AnnotationWithoutReason(m map[string]int) int {
 		n += v
 	}
 	return n
+}
+
+func MapIterators(m map[string]int) ([]string, int) {
+	keys := slices.Collect(maps.Keys(m))
+	n := 0
+	for _, v := range maps.All(m) {
+		n = n*31 + v
+	}
+	return keys, n
+}
+
+func SortedClaimNotTrue(m map[string]int) []string {
+	var out []string
+	//determinism:unordered sorted below
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+func FilterWithEffect(m map[string]int, seen func(string) bool) []string {
+	var out []string
+	//determinism:unordered sorted below
+	for k := range m {
+		if seen(k) {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
 }

@@ -2,6 +2,7 @@
 package good
 
 import (
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"sort"
@@ -50,4 +51,37 @@ func InClosure(m map[string]int) func() []string {
 		sort.Strings(ks)
 		return ks
 	}
+}
+
+func SortedIterator(m map[string]int) []string { return slices.Sorted(maps.Keys(m)) }
+
+func SortedClaimTrue(m map[string]int) []string {
+	var out []string
+	//determinism:unordered sorted below
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func AnnotatedIterator(m map[string]int) int {
+	n := 0
+	//determinism:unordered addition is commutative
+	for v := range maps.Values(m) {
+		n += v
+	}
+	return n
+}
+
+func FilteredThenSorted(m map[string]int) []string {
+	var out []string
+	//determinism:unordered sorted below
+	for k, v := range m {
+		if v > 0 {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
