@@ -28,7 +28,7 @@ test: vet fmt-check
 ## sim: replay one seed (SEED=N; a random seed when unset) of SCENARIO (default log: the Kafka data path
 ## under the nemesis; others: kraft, kraft5, idle)
 sim: build
-	./bin/strata sim -scenario $(SCENARIO) $(if $(SEED),-seed $(SEED),)
+	./bin/strata sim -scenario $(SCENARIO) $(if $(SEED),-seed $(SEED),) $(SIM_ARGS)
 
 ## sim-sweep: run SEEDS consecutive seeds of SCENARIO (nightly; not part of `make test`), e.g.
 ## make sim-sweep SCENARIO=log SEEDS=2000

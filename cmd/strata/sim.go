@@ -22,17 +22,13 @@ func runSim(args []string) int {
 	fs := flag.NewFlagSet("sim", flag.ContinueOnError)
 	seed := fs.Uint64("seed", 0, "seed to run (0 picks a random one and prints it)")
 	name := fs.String("scenario", scenario.Default, "scenario: "+strings.Join(scenario.Names(), ", "))
-	nodes := fs.Int("nodes", 0, "cluster size; for kraft and kraft5 the voters, for log the combined broker+controller nodes (0: the scenario's default)")
-	observers := fs.Int("observers", 0, "kraft, kraft5: brokers observing the metadata quorum (0: the shape's default of 2, -1: none)")
-	fault := fs.Duration("fault", 0, "virtual duration of the fault phase (0: default)")
-	heal := fs.Duration("heal", 0, "virtual duration of the healed phase before the liveness check (0: default)")
-	noFaults := fs.Bool("no-faults", false, "turn the nemesis off")
+	parsed := scenario.BindFlags(fs)
 	verbose := fs.Bool("v", false, "print the processes' logs to stderr")
 	sweep := fs.Int("sweep", 0, "run this many consecutive seeds (from -seed, or 1) and print one line each")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
-	opts := scenario.Options{Nodes: *nodes, Observers: *observers, FaultPhase: *fault, HealPhase: *heal, NoFaults: *noFaults}
+	opts := *parsed
 	if *verbose {
 		opts.Log = os.Stderr
 	}
@@ -43,11 +39,14 @@ func runSim(args []string) int {
 		}
 		return simSweep(*name, opts, first, *sweep, os.Stdout)
 	}
-	if *seed == 0 {
+	picked := *seed == 0
+	if picked {
 		*seed = randomSeed()
-		fmt.Printf("no seed given; picked %d (replay: make sim SEED=%d SCENARIO=%s)\n", *seed, *seed, *name)
 	}
 	opts.Seed = *seed
+	if picked {
+		fmt.Printf("no seed given; picked %d (replay: %s)\n", *seed, scenario.ReplayCommand(*name, opts))
+	}
 	sum, err := runScenario(*name, opts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "strata sim:", err)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"strings"
 	"time"
 
 	"github.com/strata-log/strata/core/assert"
@@ -83,7 +82,6 @@ func Idle(o Options) sim.Summary {
 	o.NoFaults = true
 	m := counters(o)
 	m.Scenario = "idle"
-	m.Replay = strings.Replace(m.Replay, "SCENARIO=counters", "SCENARIO=idle", 1)
 	return m
 }
 

@@ -1,7 +1,9 @@
 package scenario
 
 import (
+	"flag"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -58,4 +60,22 @@ func benchScenario(b *testing.B, name string) {
 	}
 	b.ReportMetric(simSeconds/b.Elapsed().Seconds(), "sim-s/wall-s")
 	b.ReportMetric(float64(events)/b.Elapsed().Seconds(), "events/s")
+}
+
+// TestReplayCarriesEveryOption: the replay command's SIM_ARGS, parsed by
+// the flags `strata sim` defines, give back the run's options, and a run
+// with defaults needs none.
+func TestReplayCarriesEveryOption(t *testing.T) {
+	o := Options{Seed: 7, Nodes: 5, Observers: -1, FaultPhase: 3 * time.Second, HealPhase: 1500 * time.Millisecond, NoFaults: true}
+	require.Equal(t, "make sim SEED=7 SCENARIO=kraft SIM_ARGS='-nodes 5 -observers -1 -fault 3s -heal 1.5s -no-faults'", ReplayCommand("kraft", o))
+	fs := flag.NewFlagSet("sim", flag.ContinueOnError)
+	parsed := BindFlags(fs)
+	require.NoError(t, fs.Parse(o.Args()))
+	parsed.Seed = o.Seed
+	require.Equal(t, o, *parsed)
+	require.Equal(t, "make sim SEED=3 SCENARIO=log", ReplayCommand("log", Options{Seed: 3}))
+
+	sum, err := Run("idle", Options{Seed: 2, FaultPhase: time.Second, HealPhase: time.Second})
+	require.NoError(t, err)
+	require.Equal(t, "make sim SEED=2 SCENARIO=idle SIM_ARGS='-fault 1s -heal 1s'", sum.Replay)
 }

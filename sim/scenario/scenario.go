@@ -7,9 +7,12 @@
 package scenario
 
 import (
+	"flag"
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/strata-log/strata/sim"
@@ -65,13 +68,62 @@ func Names() []string {
 	return names
 }
 
-// Run runs the named scenario.
+// Run runs the named scenario. The summary's replay command carries every
+// option of the run (Options.Args).
 func Run(name string, o Options) (sim.Summary, error) {
 	f, ok := registry[name]
 	if !ok {
 		return sim.Summary{}, fmt.Errorf("unknown scenario %q (have %v)", name, Names())
 	}
-	return f(o), nil
+	sum := f(o)
+	sum.Replay = ReplayCommand(name, o)
+	return sum, nil
+}
+
+// ReplayCommand is the make command that replays seed o.Seed of the named
+// scenario with o's options.
+func ReplayCommand(name string, o Options) string {
+	cmd := fmt.Sprintf("make sim SEED=%d SCENARIO=%s", o.Seed, name)
+	if args := o.Args(); len(args) > 0 {
+		cmd += " SIM_ARGS='" + strings.Join(args, " ") + "'"
+	}
+	return cmd
+}
+
+// BindFlags defines the flags of the options a run can be given (all but
+// the seed, which `strata sim` takes itself) on fs; parsing fs fills the
+// returned Options. `strata sim` uses it, and Args is its inverse, so a
+// replay command can carry every option.
+func BindFlags(fs *flag.FlagSet) *Options {
+	o := &Options{}
+	fs.IntVar(&o.Nodes, "nodes", 0, "cluster size; for kraft and kraft5 the voters, for log the combined broker+controller nodes (0: the scenario's default)")
+	fs.IntVar(&o.Observers, "observers", 0, "kraft, kraft5: brokers observing the metadata quorum (0: the shape's default of 2, -1: none)")
+	fs.DurationVar(&o.FaultPhase, "fault", 0, "virtual duration of the fault phase (0: default)")
+	fs.DurationVar(&o.HealPhase, "heal", 0, "virtual duration of the healed phase before the liveness check (0: default)")
+	fs.BoolVar(&o.NoFaults, "no-faults", false, "turn the nemesis off")
+	return o
+}
+
+// Args are the flags (of BindFlags) that give o's options, empty for the
+// defaults.
+func (o Options) Args() []string {
+	var args []string
+	if o.Nodes != 0 {
+		args = append(args, "-nodes", strconv.Itoa(o.Nodes))
+	}
+	if o.Observers != 0 {
+		args = append(args, "-observers", strconv.Itoa(o.Observers))
+	}
+	if o.FaultPhase != 0 {
+		args = append(args, "-fault", o.FaultPhase.String())
+	}
+	if o.HealPhase != 0 {
+		args = append(args, "-heal", o.HealPhase.String())
+	}
+	if o.NoFaults {
+		args = append(args, "-no-faults")
+	}
+	return args
 }
 
 func (o Options) withDefaults(nodes int, fault, heal time.Duration) Options {
