@@ -29,7 +29,8 @@ type Config struct {
 	Epoch time.Time
 	// BuggifyRate is the probability that a fault point (env.Buggify site)
 	// is enabled for the run; an enabled site fires on each call with the
-	// same probability. Zero disables buggification.
+	// same probability (counted as a "buggify" fault). Zero disables
+	// buggification. Scenarios draw it per seed (DrawBuggifyRate).
 	BuggifyRate float64
 }
 
@@ -261,7 +262,30 @@ func (s *Sim) buggifyFires(site string) bool {
 		enabled = s.bugRand.Float64() < rate
 		s.buggify[site] = enabled
 	}
-	return enabled && s.bugRand.Float64() < rate
+	if enabled && s.bugRand.Float64() < rate {
+		s.Fault("buggify", site)
+		return true
+	}
+	return false
+}
+
+// Bounds of DrawBuggifyRate.
+const (
+	minDrawnBuggifyRate = 0.02
+	maxDrawnBuggifyRate = 0.25
+)
+
+// DrawBuggifyRate is the buggify rate of a scenario's run with seed: zero
+// (off) in half the seeds, else uniform in [0.02, 0.25], as FoundationDB
+// enables BUGGIFY in some runs and not others so that both the fault
+// points and the code without them are exercised. It draws from a stream
+// of its own, so that no other draw of the run moves.
+func DrawBuggifyRate(seed uint64) float64 {
+	r := rand.New(rand.NewPCG(seed, 0xb066_1f7))
+	if r.IntN(2) == 0 {
+		return 0
+	}
+	return minDrawnBuggifyRate + r.Float64()*(maxDrawnBuggifyRate-minDrawnBuggifyRate)
 }
 
 // Failure is a panic raised by an event, with where and when it happened.

@@ -23,6 +23,8 @@ type Summary struct {
 	Err error
 	// Replay is the command that reproduces the run.
 	Replay string
+	// Buggify is the run's buggify rate (Config.BuggifyRate).
+	Buggify float64
 }
 
 // Summarize captures the run's figures so far.
@@ -35,6 +37,7 @@ func (s *Sim) Summarize(scenario string) Summary {
 		Faults:    s.Faults(),
 		TraceHash: s.TraceHash(),
 		Replay:    fmt.Sprintf("make sim SEED=%d SCENARIO=%s", s.cfg.Seed, scenario),
+		Buggify:   s.cfg.BuggifyRate,
 	}
 }
 
@@ -76,6 +79,7 @@ func (m Summary) Print(w io.Writer) {
 	fmt.Fprintf(w, "sim time:    %v\n", m.SimTime)
 	fmt.Fprintf(w, "events:      %d\n", m.Events)
 	fmt.Fprintf(w, "faults:      %d (%s)\n", m.FaultTotal(), strings.Join(kinds, " "))
+	fmt.Fprintf(w, "buggify:     %.3f\n", m.Buggify)
 	fmt.Fprintf(w, "wall time:   %v\n", m.Wall.Round(time.Millisecond))
 	fmt.Fprintf(w, "speed:       %.1f sim-s/wall-s\n", m.Speedup())
 	fmt.Fprintf(w, "trace hash:  %016x\n", m.TraceHash)

@@ -3,6 +3,7 @@ package broker
 import (
 	"errors"
 	"slices"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -78,7 +79,7 @@ func (r *request) respondFrame(frame []byte) {
 	assert.That(!r.answered, "%s (correlation id %d) answered twice", r.hdr.APIName(), r.hdr.CorrelationID)
 	r.answered, r.frame = true, frame
 	r.answeredNow()
-	r.cn.b.flush(r.cn)
+	r.cn.b.flushSoon(r.cn)
 }
 
 // respondParts answers the request with a frame of parts; release runs
@@ -88,7 +89,7 @@ func (r *request) respondParts(parts []env.Part, release func()) {
 	assert.That(!r.answered, "%s (correlation id %d) answered twice", r.hdr.APIName(), r.hdr.CorrelationID)
 	r.answered, r.parts, r.release = true, parts, release
 	r.answeredNow()
-	r.cn.b.flush(r.cn)
+	r.cn.b.flushSoon(r.cn)
 }
 
 // noResponse completes a request that gets no answer (acks=0).
@@ -159,6 +160,16 @@ func (b *Broker) dispatch(cn *conn) {
 		r.api.handle(b, r)
 		r.t.handled = b.e.Monotonic()
 	}
+}
+
+// flushSoon is flush, except that a buggified answer waits a little (a
+// slow response path): responses must still go out in request order.
+func (b *Broker) flushSoon(cn *conn) {
+	if b.e.Buggify("broker/delay-response") {
+		b.e.AfterFunc(time.Duration(b.e.Rand().Int64N(int64(20*time.Millisecond))), func() { b.flush(cn) })
+		return
+	}
+	b.flush(cn)
 }
 
 // flush sends the answered requests at the head of cn's queue, in order,

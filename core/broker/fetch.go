@@ -61,6 +61,9 @@ func handleFetch(b *Broker, r *request) {
 	}
 	op := &fetchOp{b: b, r: r, req: req, parts: parts, session: s, incremental: incremental}
 	wait := min(time.Duration(max(req.MaxWaitMillis, 0))*time.Millisecond, maxFetchWait)
+	if b.e.Buggify("broker/fetch-early") {
+		wait = 0 // a long poll answered at once, maybe empty
+	}
 	if op.evaluate(wait <= 0) {
 		return
 	}
@@ -93,7 +96,11 @@ func (op *fetchOp) evaluate(final bool) bool {
 			f.part, err = b.lookup(name, nil, fp.key.partition)
 		}
 		if err == nil {
-			f.res, err = f.part.Read(fp.fetchOffset, int(max(fp.maxBytes, 0)), fp.currentLeaderEpoch)
+			maxBytes := int(max(fp.maxBytes, 0))
+			if b.e.Buggify("broker/fetch-short") {
+				maxBytes = 1 // one batch: a short read the client must continue
+			}
+			f.res, err = f.part.Read(fp.fetchOffset, maxBytes, fp.currentLeaderEpoch)
 			f.hw, f.start = f.part.HighWatermark(), f.part.LogStartOffset()
 		}
 		switch {

@@ -167,6 +167,10 @@ func (f *forwarder) forward(leader quorum.NodeID, req kmsg.Request, done func(km
 		refuse, msg = kerr.NotController, fmt.Sprintf("The quorum leader %d is not a configured voter.", int32(leader))
 	case f.inflight >= maxForwardedInflight:
 		refuse, msg = kerr.RequestTimedOut, fmt.Sprintf("This node already forwards %d requests to the controller; retry later.", f.inflight)
+	case f.m.e.Buggify("kraft/forward-refused"):
+		// A spurious retriable refusal, as when the leader changed just
+		// now: the sender must retry.
+		refuse, msg = kerr.NotController, "Buggify: the forward was refused."
 	}
 	if refuse != nil {
 		resp := ErrorResponse(req, refuse, msg)

@@ -280,7 +280,13 @@ func (m *Member) arm() {
 		return
 	}
 	m.timerDeadline = deadline
-	m.timer = m.e.AfterFunc(deadline-m.e.Monotonic(), func() {
+	wait := deadline - m.e.Monotonic()
+	if m.e.Buggify("kraft/early-timer") {
+		// A timer that fires early: the Raft and the controller must
+		// find nothing due and wait again.
+		wait /= 2
+	}
+	m.timer = m.e.AfterFunc(wait, func() {
 		m.timer = nil
 		m.step(nil)
 	})

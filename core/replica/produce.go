@@ -58,6 +58,13 @@ func (p *Partition) Produce(payload []byte, acks int16, now time.Time, done func
 		fail(err)
 		return
 	}
+	if p.m.e.Buggify("replica/produce-not-leader") {
+		// A spurious retriable refusal before anything is appended, as
+		// during a leader change: the producer must refresh and retry
+		// without losing or duplicating its batch.
+		fail(fmt.Errorf("%w: buggify: %s refused a produce", ErrNotLeader, p.dir))
+		return
+	}
 	if acks != -1 && acks != 0 && acks != 1 {
 		fail(fmt.Errorf("%w: acks=%d", ErrInvalidRequiredAcks, acks))
 		return

@@ -131,7 +131,7 @@ func runKRaftWith(o Options, shape kraftShape, bugs kraftBugs) (sim.Summary, *kr
 		observers = 0
 	}
 	n := o.Nodes + observers
-	s := sim.New(sim.Config{Seed: o.Seed, Log: o.Log})
+	s := sim.New(sim.Config{Seed: o.Seed, Log: o.Log, BuggifyRate: o.buggifyRate()})
 	h := &kraftHarness{
 		s:         s,
 		n:         n,

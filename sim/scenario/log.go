@@ -138,7 +138,7 @@ func (p logPhase) String() string {
 // the cluster is healthy (checkMetrics).
 func runLog(o Options, bugs logBugs) (sim.Summary, *logHarness) {
 	o = o.withDefaults(3, logFaultPhase, logHealPhase)
-	s := sim.New(sim.Config{Seed: o.Seed, Log: o.Log})
+	s := sim.New(sim.Config{Seed: o.Seed, Log: o.Log, BuggifyRate: o.buggifyRate()})
 	h := newLogHarness(s, o, bugs)
 	sum := func(err error) (sim.Summary, *logHarness) {
 		m := s.Summarize("log")

@@ -40,6 +40,9 @@ type Options struct {
 	// Idle runs the cluster without a workload: nodes only exchange
 	// heartbeats. It measures the simulator's own overhead.
 	Idle bool
+	// Buggify overrides the run's buggify rate: 0 draws it from the seed
+	// (sim.DrawBuggifyRate), a negative value turns it off.
+	Buggify float64
 }
 
 // Default is the scenario `make sim` and `strata sim` run when none is
@@ -101,6 +104,7 @@ func BindFlags(fs *flag.FlagSet) *Options {
 	fs.DurationVar(&o.FaultPhase, "fault", 0, "virtual duration of the fault phase (0: default)")
 	fs.DurationVar(&o.HealPhase, "heal", 0, "virtual duration of the healed phase before the liveness check (0: default)")
 	fs.BoolVar(&o.NoFaults, "no-faults", false, "turn the nemesis off")
+	fs.Float64Var(&o.Buggify, "buggify", 0, "buggify rate (0: drawn from the seed; negative: off)")
 	return o
 }
 
@@ -123,7 +127,21 @@ func (o Options) Args() []string {
 	if o.NoFaults {
 		args = append(args, "-no-faults")
 	}
+	if o.Buggify != 0 {
+		args = append(args, "-buggify", strconv.FormatFloat(o.Buggify, 'g', -1, 64))
+	}
 	return args
+}
+
+// buggifyRate is the run's sim.Config.BuggifyRate.
+func (o Options) buggifyRate() float64 {
+	switch {
+	case o.Buggify < 0:
+		return 0
+	case o.Buggify > 0:
+		return o.Buggify
+	}
+	return sim.DrawBuggifyRate(o.Seed)
 }
 
 func (o Options) withDefaults(nodes int, fault, heal time.Duration) Options {
