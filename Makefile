@@ -24,6 +24,7 @@ RACE_PKGS := ./node/... ./cmd/...
 test: vet fmt-check
 	$(GO) test -count=1 -timeout 30m $$($(GO) list $(PKGS) | grep -v -e '/node$$' -e '/node/' -e '/cmd/')
 	$(GO) test -race -count=1 -timeout 30m $(RACE_PKGS)
+	$(GO) test -tags strata_plant -count=1 -timeout 10m -run 'TestPlanted' ./sim/scenario/
 
 ## sim: replay one seed (SEED=N; a random seed when unset) of SCENARIO (default log: the Kafka data path
 ## under the nemesis; others: kraft, kraft5, idle)
@@ -51,6 +52,7 @@ lint: vet fmt-check
 
 vet:
 	$(GO) vet $(PKGS)
+	$(GO) vet -tags strata_plant ./core/plant/ ./sim/scenario/
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

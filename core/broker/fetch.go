@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/core/env"
+	"github.com/strata-log/strata/core/plant"
 	"github.com/strata-log/strata/core/log"
 	"github.com/strata-log/strata/core/meta"
 	"github.com/strata-log/strata/core/replica"
@@ -100,7 +101,11 @@ func (op *fetchOp) evaluate(final bool) bool {
 			if b.e.Buggify("broker/fetch-short") {
 				maxBytes = 1 // one batch: a short read the client must continue
 			}
-			f.res, err = f.part.Read(fp.fetchOffset, maxBytes, fp.currentLeaderEpoch)
+			offset := fp.fetchOffset
+			if plant.Is(plant.FetchSkipsAhead) && offset < f.part.HighWatermark() {
+				offset++ // planted: a record the consumer never sees
+			}
+			f.res, err = f.part.Read(offset, maxBytes, fp.currentLeaderEpoch)
 			f.hw, f.start = f.part.HighWatermark(), f.part.LogStartOffset()
 		}
 		switch {

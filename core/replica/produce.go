@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/strata-log/strata/core/env"
+	"github.com/strata-log/strata/core/plant"
 	"github.com/strata-log/strata/core/log"
 	"github.com/strata-log/strata/core/producer"
 	"github.com/strata-log/strata/core/record"
@@ -88,7 +89,7 @@ func (p *Partition) Produce(payload []byte, acks int16, now time.Time, done func
 		fail(err)
 		return
 	}
-	if check.Duplicate {
+	if check.Duplicate && !plant.Is(plant.AppendDuplicates) {
 		// A retry of a batch already appended: answer with its original
 		// offsets, once they are durable, and append nothing.
 		orig := check.Original
@@ -151,7 +152,7 @@ func (p *Partition) whenDurable(l *log.Log, upto int64, acks int16, res ProduceR
 		return
 	}
 	ack := done
-	if acks == 0 {
+	if acks == 0 || plant.Is(plant.AckBeforeFsync) {
 		done(res)
 		ack = nil
 	}

@@ -1,0 +1,36 @@
+// Package plant holds the durability and ordering bugs that tests plant in
+// core code to prove that the simulator's sweeps find them (issue 10,
+// item 7). In a normal build Is is a constant false, so the planted code
+// is dead and compiled away: production binaries cannot plant anything.
+// Built with the strata_plant tag (only the planted-bug tests are), a
+// test may Set one bug at a time.
+package plant
+
+// Bug is one plantable bug.
+type Bug uint8
+
+// The bugs.
+const (
+	None Bug = iota
+	// LogSkipFsync: the log's flush reports its files synced without
+	// syncing them (core/log).
+	LogSkipFsync
+	// AckBeforeFsync: a partition acknowledges acks=1/all produces
+	// before their batches are fsynced (core/replica).
+	AckBeforeFsync
+	// AppendDuplicates: a partition appends an idempotent producer's
+	// retried batch again instead of answering it as a duplicate
+	// (core/replica).
+	AppendDuplicates
+	// FetchSkipsAhead: the broker reads a partition from one past the
+	// fetch offset (core/broker), so a consumer can miss a record.
+	FetchSkipsAhead
+)
+
+func (b Bug) String() string {
+	return [...]string{"none", "log-skip-fsync", "ack-before-fsync", "append-duplicates", "fetch-skips-ahead"}[b]
+}
+
+// Bugs lists every plantable bug (the planted-bug test's table must cover
+// each).
+var Bugs = []Bug{LogSkipFsync, AckBeforeFsync, AppendDuplicates, FetchSkipsAhead}

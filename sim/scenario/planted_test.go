@@ -1,0 +1,73 @@
+//go:build strata_plant
+
+package scenario
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/strata-log/strata/core/plant"
+)
+
+// plantedBugs is the table of bugs planted in core code and the sweep
+// that must find each: the scenario, the most seeds it may take (from
+// seed 1), and what the failure must name. Every plant.Bugs entry must be
+// in it (TestPlantedBugTableIsComplete), so a new plantable bug without a
+// sweep that finds it fails the build.
+var plantedBugs = []struct {
+	bug      plant.Bug
+	scenario string
+	maxSeeds int
+	want     []string // the failure names one of these checks
+}{
+	// A lost acknowledged record shows as (a), or as (b) when its offset
+	// was given to another record before anyone read it.
+	{plant.LogSkipFsync, "log", 60, []string{"(a)", "(b)"}},
+	{plant.AckBeforeFsync, "log", 60, []string{"(a)", "(b)"}},
+	// The producer state's own invariant (an appended batch must pass
+	// its Check) crashes the node before any reader sees the duplicate.
+	{plant.AppendDuplicates, "log", 60, []string{"(d)", "invariant violated: producer"}},
+	{plant.FetchSkipsAhead, "log", 60, []string{"(e)"}},
+}
+
+func TestPlantedBugTableIsComplete(t *testing.T) {
+	for _, b := range plant.Bugs {
+		require.True(t, slices.ContainsFunc(plantedBugs, func(p struct {
+			bug      plant.Bug
+			scenario string
+			maxSeeds int
+			want     []string
+		}) bool {
+			return p.bug == b
+		}), "planted bug %s has no sweep that finds it", b)
+	}
+}
+
+// TestPlantedBugsAreFound plants each bug in core code and runs the
+// standard sweep of its scenario from seed 1 until a seed fails: each must
+// be found within its bound, by the check it breaks. The seeds each took
+// are logged (docs/simulation.md reports them).
+func TestPlantedBugsAreFound(t *testing.T) {
+	for _, tc := range plantedBugs {
+		t.Run(tc.bug.String(), func(t *testing.T) {
+			restore := plant.Set(tc.bug)
+			defer restore()
+			for seed := uint64(1); seed <= uint64(tc.maxSeeds); seed++ {
+				sum, err := Run(tc.scenario, Options{Seed: seed})
+				require.NoError(t, err)
+				if sum.Err == nil {
+					continue
+				}
+				msg := sum.Err.Error()
+				require.True(t, slices.ContainsFunc(tc.want, func(w string) bool { return strings.Contains(msg, w) }),
+					"seed %d failed, but not by %v: %s", seed, tc.want, msg)
+				t.Logf("%s: found by %s seed %d (%d seeds): %.200s", tc.bug, tc.scenario, seed, seed, msg)
+				return
+			}
+			t.Fatalf("%s: %d seeds of %s did not find it", tc.bug, tc.maxSeeds, tc.scenario)
+		})
+	}
+}
