@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/strata-log/strata/core/controller"
+	"github.com/strata-log/strata/core/meta"
 	"github.com/strata-log/strata/core/metrics"
 	"github.com/strata-log/strata/core/quorum"
 )
@@ -109,6 +110,20 @@ type Config struct {
 	// Metrics is the registry the member counts into (the quorum's and,
 	// while active, the controller's series); nil counts nothing.
 	Metrics *metrics.Registry
+
+	// Observer, if set, learns of the member's transitions as they
+	// happen (the simulator's checkers, sim/check).
+	Observer *Observer
+}
+
+// Observer's funcs are called inside the member's processing, on its
+// loop; they must not call back into the member. A nil func is skipped.
+type Observer struct {
+	// RoleChanged: the Raft reported a new role, epoch or leader.
+	RoleChanged func(s quorum.SoftState)
+	// Applied: the member's image moved (a committed batch applied, a
+	// snapshot loaded).
+	Applied func(img *meta.Image)
 }
 
 // ParseVoters is a convenience for tests and callers holding a map of

@@ -164,6 +164,9 @@ func (m *Member) SetOnImage(f func(*meta.Image)) { m.onImage = f }
 // setImage installs a new image and tells the listener.
 func (m *Member) setImage(img *meta.Image) {
 	m.image = img
+	if o := m.cfg.Observer; o != nil && o.Applied != nil {
+		o.Applied(img)
+	}
 	if m.onImage != nil {
 		m.onImage(img)
 	}
@@ -340,6 +343,9 @@ func (m *Member) softStateChanged(s quorum.SoftState) {
 	m.log.Info("quorum role", "role", s.Role.String(), "epoch", s.Epoch, "leader", int32(s.LeaderID))
 	m.soft = s
 	m.metrics.roleChanged(s)
+	if o := m.cfg.Observer; o != nil && o.RoleChanged != nil {
+		o.RoleChanged(s)
+	}
 	m.net.fwd.leaderChanged(s.LeaderID)
 	if s.Role == quorum.RoleLeader && m.voter && !m.closing {
 		// Activate once the epoch's leader-change batch is applied: the

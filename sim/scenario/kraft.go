@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"encoding/hex"
 	"fmt"
 	"runtime/debug"
 	"time"
@@ -8,7 +9,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/strata-log/strata/core/assert"
 	"github.com/strata-log/strata/core/broker"
 	"github.com/strata-log/strata/core/env"
 	"github.com/strata-log/strata/core/kraft"
@@ -18,6 +18,7 @@ import (
 	"github.com/strata-log/strata/linearizability"
 	"github.com/strata-log/strata/nemesis"
 	"github.com/strata-log/strata/sim"
+	"github.com/strata-log/strata/sim/check"
 )
 
 // KRaft runs the "kraft" shape: three controller voters and two brokers
@@ -82,6 +83,13 @@ type kraftBugs struct {
 	// epoch, the last batch known committed and everything after it: a
 	// leader elected without a committed batch.
 	staleLeader bool
+	// secondLeader makes c2's observer report, for the first epoch it
+	// sees a leader of, another node as that leader: two leaders in one
+	// epoch, as the transition checkers see it.
+	secondLeader bool
+	// imageFork makes c2's observer report a different digest for its
+	// images: two images at one position.
+	imageFork bool
 }
 
 // kraftCorruptOffset is the base offset of the batch kraftBugs.divergentBatch
@@ -95,15 +103,18 @@ const kraftCorruptOffset = 3
 // broker members (Options.Observers overrides it) named b1, b2, ... with
 // node ids 101, 102, ..., all under the nemesis. An admin client registers
 // and heartbeats one broker and creates and deletes a few topics through
-// whichever member is the active controller. Every 10 ms of virtual time
-// the harness checks, across every member:
+// whichever member is the active controller. On every transition, as it
+// happens (sim/check, fed by kraft.Observer):
 //
 //   - at most one leader per epoch, across every member's view (a leader's
 //     own and its followers' and observers');
 //   - a member's applied position never goes backwards within an
 //     incarnation (a restart replays the committed log from the start);
 //   - two images at the same applied position, on any members at any time,
-//     have the same digest;
+//     have the same digest.
+//
+// And every 10 ms of virtual time, reading every member's log:
+//
 //   - the Raft log checks of kraft_log.go: log matching, leader
 //     append-only, one committed log (state-machine safety), leader
 //     completeness, and every image a replay of a committed prefix.
@@ -138,9 +149,7 @@ func runKRaftWith(o Options, shape kraftShape, bugs kraftBugs) (sim.Summary, *kr
 		voters:    o.Nodes,
 		members:   make([]*kraft.Member, n),
 		memberInc: make([]uint64, n),
-		applied:   make([]kraftApplied, n),
-		leaders:   map[int32]quorum.NodeID{},
-		digests:   map[meta.Position]meta.Digest{},
+		checkers:  check.NewSet(check.All()...),
 		restarts:  make([]uint64, n),
 		opsUntil:  o.FaultPhase,
 		hist:      linearizability.NewHistory(),
@@ -182,6 +191,8 @@ func runKRaftWith(o Options, shape kraftShape, bugs kraftBugs) (sim.Summary, *kr
 		}
 		p := s.AddProcess(h.name(i), func(e env.Env) {
 			h.members[i] = nil
+			scfg := scfg
+			scfg.Quorum.Observer = h.observer(i)
 			srv, err := server.Start(e, scfg)
 			if err != nil {
 				e.Logger().Error("server start failed", "err", err)
@@ -275,11 +286,37 @@ func kraftRunUntil(s *sim.Sim, t time.Duration) (err error) {
 	return s.RunUntil(t)
 }
 
-// kraftApplied is the last applied position the checker saw on a member's
-// incarnation.
-type kraftApplied struct {
-	inc uint64
-	pos meta.Position
+// observer feeds member i's transitions, in the incarnation being
+// started, to the checkers; a finding fails the run in the event that
+// completed it.
+func (h *kraftHarness) observer(i int) *kraft.Observer {
+	inc := h.procs[i].Incarnation()
+	observe := func(e check.Event) {
+		e.At, e.Node, e.Inc = h.s.Now(), h.name(i), inc
+		if f := h.checkers.Observe(e); f != nil {
+			panic(f)
+		}
+	}
+	return &kraft.Observer{
+		RoleChanged: func(st quorum.SoftState) {
+			leader := int32(-1)
+			if st.LeaderID != quorum.NoNode {
+				leader = int32(st.LeaderID)
+				if h.bugs.secondLeader && h.name(i) == "c2" {
+					leader += 1000
+				}
+				h.s.Trace(fmt.Sprintf("kraft:leader epoch=%d node=%d seen-by=%s", st.Epoch, st.LeaderID, h.name(i)))
+			}
+			observe(check.Event{Kind: check.RoleChange, Role: st.Role.String(), Epoch: st.Epoch, Leader: leader})
+		},
+		Applied: func(img *meta.Image) {
+			pos, d := img.Position(), img.Digest()
+			if h.bugs.imageFork && h.name(i) == "c2" {
+				d[0] ^= 1
+			}
+			observe(check.Event{Kind: check.Apply, Offset: pos.Offset, PosEpoch: pos.Epoch, Digest: hex.EncodeToString(d[:])})
+		},
+	}
 }
 
 type kraftHarness struct {
@@ -296,11 +333,10 @@ type kraftHarness struct {
 	memberInc []uint64
 	client    *kraftAdmin
 
-	applied  []kraftApplied
-	leaders  map[int32]quorum.NodeID       // epoch -> the leader any member saw for it
-	digests  map[meta.Position]meta.Digest // applied position -> image digest seen there
-	restarts []uint64                      // incarnation a supervisor restart is scheduled for (+1), 0 for none
-	opsUntil time.Duration                 // the admin issues topic operations until then
+	// checkers see every member's transitions (observer).
+	checkers *check.Set
+	restarts []uint64      // incarnation a supervisor restart is scheduled for (+1), 0 for none
+	opsUntil time.Duration // the admin issues topic operations until then
 	logs     *kraftLogChecker
 	checks   uint64 // checks run
 
@@ -394,29 +430,10 @@ func (h *kraftHarness) check() {
 		if st.Err != nil {
 			h.superviseRestart(i)
 		}
-		if st.Leader != quorum.NoNode {
-			if prev, ok := h.leaders[st.Epoch]; !ok {
-				h.leaders[st.Epoch] = st.Leader
-				h.s.Trace(fmt.Sprintf("kraft:leader epoch=%d node=%d", st.Epoch, st.Leader))
-			} else {
-				assert.That(prev == st.Leader, "two leaders in epoch %d: node %d and node %d (seen by %s)", st.Epoch, prev, st.Leader, h.name(i))
-			}
-		}
-		inc := h.procs[i].Incarnation()
 		pos := st.Applied
-		if a := h.applied[i]; a.inc == inc {
-			assert.That(pos.Offset >= a.pos.Offset, "%s applied position went backwards: %+v -> %+v", h.name(i), a.pos, pos)
-		}
-		h.applied[i] = kraftApplied{inc: inc, pos: pos}
 		r := h.logReader(i, m, ckpt)
 		h.checkLog(i, r, r.view(), ckpt)
 		applied = append(applied, kraftMemberPos{i, pos})
-		d := m.Image().Digest()
-		if prev, ok := h.digests[pos]; !ok {
-			h.digests[pos] = d
-		} else {
-			assert.That(prev == d, "%s image at %+v has digest %s, another image there had %s", h.name(i), pos, d, prev)
-		}
 	}
 	h.logs.recheckPending()
 	for _, a := range applied {

@@ -232,3 +232,11 @@ func TestKRaftAppendOnlyCatchesLeaderTruncation(t *testing.T) {
 func TestKRaftLeaderCompletenessCatchesStaleLeader(t *testing.T) {
 	require.NotZero(t, kraftBugFails(t, kraftBugs{staleLeader: true}, 10, "leader completeness"), "no seed caught the stale leader")
 }
+
+// TestKRaftTransitionCheckersSeeEveryMember plants views in which c2's
+// transitions, as its observer reports them, break election safety and
+// image agreement: the transition checkers (sim/check) must fail the run.
+func TestKRaftTransitionCheckersSeeEveryMember(t *testing.T) {
+	require.NotZero(t, kraftBugFails(t, kraftBugs{secondLeader: true}, 3, "election safety"), "no seed caught two leaders in an epoch")
+	require.NotZero(t, kraftBugFails(t, kraftBugs{imageFork: true}, 3, "images agree"), "no seed caught two images at one position")
+}
