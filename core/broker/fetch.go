@@ -9,9 +9,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/core/env"
-	"github.com/strata-log/strata/core/plant"
 	"github.com/strata-log/strata/core/log"
 	"github.com/strata-log/strata/core/meta"
+	"github.com/strata-log/strata/core/plant"
 	"github.com/strata-log/strata/core/replica"
 )
 

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/strata-log/strata/core/env"
-	"github.com/strata-log/strata/core/plant"
 	"github.com/strata-log/strata/core/log"
+	"github.com/strata-log/strata/core/plant"
 	"github.com/strata-log/strata/core/producer"
 	"github.com/strata-log/strata/core/record"
 )
