@@ -40,7 +40,12 @@ import (
 //     of the file or at the end of one of the writes. Unsynced overwrites of
 //     durable bytes and unsynced truncations never survive, so synced bytes
 //     are never altered by a crash, and surviving unsynced bytes are always
-//     an in-order prefix without holes.
+//     an in-order prefix without holes. Under DiskFaults.PageCrash (the
+//     harsh model, FoundationDB's AsyncFileNonDurable) a file instead
+//     keeps any 4 KiB page-granular subset of its unsynced changes,
+//     overwrites and truncations included, at its durable size or its
+//     size after one of them, with holes (zeros) where a page was lost:
+//     see crashPages. Bytes no unsynced change touched survive either way.
 //
 // Handles of the crashed incarnation stop working (their methods fail with
 // an error wrapping env.ErrClosed), and Syncs still in flight never call back.
@@ -67,8 +72,13 @@ import (
 //
 // # Faults
 //
-// SetFaults configures sync latency, latency spikes, failing syncs, bit
-// flips on reads and a capacity (ENOSPC); see DiskFaults.
+// SetFaults configures the crash model, sync latency, latency spikes,
+// failing syncs (EIO, ENOSPC), failing writes, ENOSPC on directory changes
+// and truncations, bit flips on reads, a capacity, and damage at rest
+// (latent sector errors, corruption, misdirected writes) limited to the
+// files the owner declared survivable (DeclareSurvivable); see
+// DiskFaults. ReadAt, WriteAt and Append have no latency: they are
+// synchronous in env.Disk, and virtual time cannot pass inside a call.
 type Disk struct {
 	sim    *Sim
 	owner  *Process

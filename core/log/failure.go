@@ -204,10 +204,25 @@ func (l *Log) removeFailedMarkers() error {
 // written, which is at most what was durable. After a power loss
 // everything recovery reads is on the disk, so any offset up to the log
 // end is durable; the never-synced note is then missing or empty (or,
-// written once only, still right), and a missing or empty note counts as
-// the log end. A note that cannot be written fails the log (its file is
+// written once only, still right, or all zeros: sized, never written
+// back), and a missing, empty or zero note counts as the log end. A note that cannot be written fails the log (its file is
 // sized sparsely first, so an overwrite never needs space), so that a
 // missing note never means anything but a power loss or a new log.
+
+// allZero reports whether a note is all zeros: its sparse size reached the
+// disk and its never-synced page did not, which only a power loss leaves
+// (a journaling filesystem commits the size change without the data). In
+// the page cache of a live machine the note is written in the same turn
+// as its sizing, and a write that fails fails the log, which leaves a
+// marker. So a zero note counts as a missing one.
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}
 
 // writeHint notes the durable offset in the hint file if it changed.
 func (l *Log) writeHint() {
@@ -251,7 +266,7 @@ func (l *Log) readHint(recoveryPoint, leo int64) {
 	switch {
 	case err != nil:
 		return
-	case !ok || len(data) == 0:
+	case !ok || len(data) == 0 || allZero(data):
 		l.fl.hinted = max(recoveryPoint, leo)
 		return
 	case len(data) != offsetNameDigits+1 || data[offsetNameDigits] != '\n':

@@ -66,6 +66,16 @@ var logRegressionSeeds = []uint64{
 	// partition creates the marker before it reopens
 	// (TestUnmarkedFailureIsMarkedBeforeReopen).
 	153,
+	// After a power loss under the page crash model the never-synced
+	// flushed-offset hint kept its size but not its page (zeros, a hole);
+	// core/log read the zero note as no vouching, so when the settling
+	// flush then failed (ENOSPC sizing the recovery checkpoint) the
+	// failure marker disowned every batch past the recovery point,
+	// durable ones a consumer had read included, and the offset was
+	// reused: (b). Found by the storage faults of issue 10 item 1. Fixed
+	// in core/log/failure.go: a zero note counts as a missing one
+	// (TestSettleFailureAfterPowerLossWithZeroedHintKeepsData).
+	194,
 }
 
 // logKnownFailingSeeds fail because of open bugs outside the scenario
