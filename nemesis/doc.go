@@ -17,9 +17,13 @@
 // one-way blocks (of one link, or asymmetric: a node cut from all others in
 // one direction) and heal, clog (delay all traffic of a node, or one
 // direction of a link), connection resets, disk faults
-// (fsync failures; directory-sync failures, which fail the filesystem
-// until the machine is power-cycled when the fault ends; read bit flips,
-// full disk, slow syncs), bucket faults
+// (the classes of the seed's DiskMix, storage.go: fsync failures and
+// ENOSPC at fsync; directory-sync failures, which fail the filesystem
+// until the machine is power-cycled when the fault ends; EIO on write;
+// ENOSPC on create, mkdir, rename and truncate; read bit flips, full
+// disk, slow syncs; and, on a minority of processes and only on files
+// their scenario declared survivable, latent sector errors, corruption at
+// rest and misdirected writes), bucket faults
 // (errors, ambiguous failures, latency), clock jumps and clock skew.
 //
 // The package is deterministic code: everything it decides comes from the

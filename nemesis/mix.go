@@ -18,7 +18,7 @@ const (
 	OneWay      Kind = "one-way"    // block traffic in one direction: of a link, or between a node and all others
 	Clog        Kind = "clog"       // delay all traffic of a node, or of one direction of a link
 	Reset       Kind = "reset"      // reset every connection of a node
-	DiskFaults  Kind = "disk"       // fsync failures, bit flips, full disk, slow syncs
+	DiskFaults  Kind = "disk"       // a bad disk for a while: the classes of Mix.Disk (storage.go)
 	BucketFault Kind = "bucket"     // object store errors, ambiguous failures, latency
 	ClockJump   Kind = "clock-jump" // step a node's wall clock
 	ClockSkew   Kind = "clock-skew" // make a node's clocks run fast or slow
@@ -44,6 +44,9 @@ type Mix struct {
 	// Severity in (0, 1] scales fault probabilities (fsync failure rate,
 	// bucket error rate, bit-flip rate, clock skew).
 	Severity float64
+	// Disk is the seed's choice of disk fault classes and crash model
+	// (storage.go).
+	Disk DiskMix
 }
 
 // Has reports whether a kind is enabled.
@@ -61,8 +64,8 @@ func (m Mix) String() string {
 	for i, k := range m.Kinds {
 		ks[i] = string(k)
 	}
-	return fmt.Sprintf("kinds=[%s] every~%v max=%v maxdown=%d severity=%.2f",
-		strings.Join(ks, ","), m.MeanInterval, m.MaxDuration, m.MaxDown, m.Severity)
+	return fmt.Sprintf("kinds=[%s] every~%v max=%v maxdown=%d severity=%.2f disk=%v",
+		strings.Join(ks, ","), m.MeanInterval, m.MaxDuration, m.MaxDown, m.Severity, m.Disk)
 }
 
 // DrawMix draws a swarm mix for a cluster of n nodes: each kind is enabled
@@ -83,6 +86,7 @@ func DrawMix(r *rand.Rand, n int) Mix {
 	m.MaxDuration = time.Duration(100+r.IntN(4900)) * time.Millisecond
 	m.MaxDown = max(1, (n-1)/2)
 	m.Severity = 0.1 + 0.9*r.Float64()
+	m.Disk = drawDiskMix(r, n, m.MaxDown) // last, so the draws above stay as they were
 	return m
 }
 

@@ -35,6 +35,7 @@ func Start(s *sim.Sim, procs []*sim.Process, mix Mix, faultPhase time.Duration) 
 		down:  make([]bool, len(procs)),
 	}
 	s.Trace("nemesis:" + mix.String())
+	n.clearDiskFaults() // the seed's crash model (storage.go)
 	if len(mix.Kinds) > 0 && len(procs) > 0 {
 		n.scheduleNext()
 	}

@@ -2,6 +2,7 @@ package nemesis
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -183,7 +184,8 @@ func TestDiskFaultEndRebootsFailedFilesystems(t *testing.T) {
 		p.Start()
 		procs = append(procs, p)
 	}
-	mix := Mix{Kinds: []Kind{DiskFaults}, MeanInterval: 20 * time.Millisecond, MaxDuration: 200 * time.Millisecond, MaxDown: 1, Severity: 1}
+	mix := Mix{Kinds: []Kind{DiskFaults}, MeanInterval: 20 * time.Millisecond, MaxDuration: 200 * time.Millisecond, MaxDown: 1, Severity: 1,
+		Disk: DiskMix{SyncFail: true}}
 	Start(s, procs, mix, 5*time.Second)
 	require.NoError(t, s.RunUntil(5*time.Second-time.Millisecond))
 	var failures, reboots uint64
@@ -197,5 +199,54 @@ func TestDiskFaultEndRebootsFailedFilesystems(t *testing.T) {
 	for _, p := range procs {
 		require.True(t, p.Up())
 		require.False(t, p.Disk().Failed())
+	}
+}
+
+// TestDrawDiskMixDrawsEveryClass: over many seeds every disk class is
+// drawn on and off, and the processes open to damage at rest are never
+// more than MaxDown.
+func TestDrawDiskMixDrawsEveryClass(t *testing.T) {
+	seen := map[string]int{}
+	for seed := uint64(0); seed < 200; seed++ {
+		m := DrawMix(sim.New(sim.Config{Seed: seed}).Rand("mix"), 5)
+		require.LessOrEqual(t, len(m.Disk.Damaged), m.MaxDown)
+		require.NotEmpty(t, m.Disk.Damaged)
+		for _, c := range strings.Split(strings.Trim(strings.Fields(m.Disk.String())[0], "[]"), ",") {
+			seen[c]++
+		}
+	}
+	for _, c := range []string{"page-crash", "sync-fail", "sync-nospace", "nospace", "full", "write-error",
+		"bitflip", "stall", "latent", "corrupt", "misdirect"} {
+		require.Greater(t, seen[c], 50, c)
+		require.Less(t, seen[c], 150, c)
+	}
+}
+
+// TestAtRestDamageOnlyOnDamagedSurvivableDisks: disk faults with every
+// at-rest class on give those rates only to the processes of
+// DiskMix.Damaged whose disk declares survivable files; and every disk
+// keeps the seed's crash model after the heal.
+func TestAtRestDamageOnlyOnDamagedSurvivableDisks(t *testing.T) {
+	s, procs := cluster(5, 3)
+	procs[0].Disk().DeclareSurvivable(func(string) bool { return true })
+	procs[1].Disk().DeclareSurvivable(func(string) bool { return true })
+	mix := Mix{Kinds: []Kind{DiskFaults}, MeanInterval: 10 * time.Millisecond, MaxDuration: time.Second, MaxDown: 1, Severity: 1,
+		Disk: DiskMix{PageCrash: true, Latent: true, Corrupt: true, Misdirect: true, Damaged: []int{1, 2}}}
+	Start(s, procs, mix, 2*time.Second)
+	damaged := make([]bool, len(procs))
+	for s.Now() < 2*time.Second-10*time.Millisecond {
+		require.NoError(t, s.RunFor(time.Millisecond))
+		for i, p := range procs {
+			f := p.Disk().Faults()
+			require.True(t, f.PageCrash, "the crash model holds throughout")
+			if f.LatentErrorProbability > 0 || f.CorruptProbability > 0 || f.MisdirectProbability > 0 {
+				damaged[i] = true
+			}
+		}
+	}
+	require.Equal(t, []bool{false, true, false}, damaged, "only a damaged process with survivable files")
+	require.NoError(t, s.RunFor(100*time.Millisecond))
+	for _, p := range procs {
+		require.Equal(t, sim.DiskFaults{PageCrash: true}, p.Disk().Faults(), "the heal restores the baseline")
 	}
 }

@@ -1,6 +1,10 @@
 package nemesis
 
 import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/strata-log/strata/sim"
@@ -10,37 +14,124 @@ import (
 // top of the range leaves most syncs succeeding: a disk that fails every
 // fsync tests nothing but the restart loop.
 const (
-	maxSyncFailProbability = 0.05
-	maxBitFlipProbability  = 0.02
-	maxStallProbability    = 0.2
-	stallLatency           = 200 * time.Millisecond
+	maxSyncFailProbability    = 0.05
+	maxSyncNoSpaceProbability = 0.05
+	maxNoSpaceProbability     = 0.05
+	// Writes are far more frequent than syncs (every append).
+	maxWriteErrorProbability = 0.01
+	maxBitFlipProbability    = 0.02
+	maxStallProbability      = 0.2
+	stallLatency             = 200 * time.Millisecond
+	// At-rest damage strikes only files a scenario declared survivable,
+	// which are read and synced far less often than a log is appended.
+	maxAtRestProbability = 0.2
 	// fullDiskHeadroomBytes is how much a "full disk" fault leaves free
 	// beyond what the node already uses.
 	fullDiskHeadroomBytes = 4096
 )
 
-// diskFaults gives one node a bad disk for a while: a mix of failed
-// fsyncs, read bit flips, stalls and (sometimes) a full disk.
+// DiskMix is one seed's choice of disk fault classes (swarm testing: each
+// class is drawn separately, so a seed may see only stalls, or only
+// misdirected writes). Every class but PageCrash is injected by a "disk"
+// fault (Kind DiskFaults), so it needs that kind enabled too.
+type DiskMix struct {
+	// PageCrash is the crash model of every disk for the whole run, heal
+	// included: a power loss keeps any page-granular subset of unsynced
+	// writes (sim.DiskFaults.PageCrash) rather than an in-order prefix.
+	PageCrash bool
+
+	SyncFail    bool // failed fsyncs; failed directory syncs, which fail the filesystem
+	SyncNoSpace bool // ENOSPC at fsync (delayed allocation)
+	NoSpace     bool // ENOSPC on create, mkdir, rename, truncate
+	Full        bool // a full disk (a capacity just above what is used)
+	WriteError  bool // EIO on write
+	BitFlip     bool // bit flips on read
+	Stall       bool // slow syncs
+
+	// At-rest damage (latent sector errors, corruption, misdirected
+	// writes) strikes only the processes in Damaged, and on them only the
+	// files their scenario declared survivable (sim.Disk.DeclareSurvivable).
+	Latent    bool
+	Corrupt   bool
+	Misdirect bool
+	// Damaged lists the processes (indices into the nemesis's procs) that
+	// may get at-rest damage: at most Mix.MaxDown of them, a minority, so
+	// that the majority always holds an intact copy.
+	Damaged []int
+}
+
+// drawDiskMix draws the disk classes for n processes of which at most
+// maxDamaged may get at-rest damage.
+func drawDiskMix(r *rand.Rand, n, maxDamaged int) DiskMix {
+	coin := func() bool { return r.IntN(2) == 0 }
+	m := DiskMix{PageCrash: coin()}
+	for _, c := range []*bool{&m.SyncFail, &m.SyncNoSpace, &m.NoSpace, &m.Full, &m.WriteError, &m.BitFlip,
+		&m.Stall, &m.Latent, &m.Corrupt, &m.Misdirect} {
+		*c = coin()
+	}
+	if n > 0 && maxDamaged > 0 {
+		m.Damaged = r.Perm(n)[:1+r.IntN(min(maxDamaged, n))]
+		slices.Sort(m.Damaged)
+	}
+	return m
+}
+
+func (m DiskMix) String() string {
+	var on []string
+	for _, c := range []struct {
+		name string
+		on   bool
+	}{{"page-crash", m.PageCrash}, {"sync-fail", m.SyncFail}, {"sync-nospace", m.SyncNoSpace},
+		{"nospace", m.NoSpace}, {"full", m.Full}, {"write-error", m.WriteError}, {"bitflip", m.BitFlip},
+		{"stall", m.Stall}, {"latent", m.Latent}, {"corrupt", m.Corrupt}, {"misdirect", m.Misdirect}} {
+		if c.on {
+			on = append(on, c.name)
+		}
+	}
+	return fmt.Sprintf("[%s] damaged=%v", strings.Join(on, ","), m.Damaged)
+}
+
+// baseline is what every disk runs with outside a disk fault: the seed's
+// crash model.
+func (m DiskMix) baseline() sim.DiskFaults { return sim.DiskFaults{PageCrash: m.PageCrash} }
+
+// diskFaults gives one node a bad disk for a while: the seed's classes
+// (DiskMix), each at a rate drawn up to its maximum times the severity.
 func (n *Nemesis) diskFaults() {
 	i := n.pick()
 	d := n.procs[i].Disk()
-	sev := n.mix.Severity
-	f := sim.DiskFaults{
-		SyncFailProbability: n.r.Float64() * maxSyncFailProbability * sev,
-		BitFlipProbability:  n.r.Float64() * maxBitFlipProbability * sev,
-		StallProbability:    n.r.Float64() * maxStallProbability * sev,
-		StallLatency:        stallLatency,
+	dm := n.mix.Disk
+	rate := func(on bool, maxP float64) float64 {
+		if !on {
+			return 0
+		}
+		return n.r.Float64() * maxP * n.mix.Severity
+	}
+	f := dm.baseline()
+	f.SyncFailProbability = rate(dm.SyncFail, maxSyncFailProbability)
+	f.SyncNoSpaceProbability = rate(dm.SyncNoSpace, maxSyncNoSpaceProbability)
+	f.NoSpaceProbability = rate(dm.NoSpace, maxNoSpaceProbability)
+	f.WriteErrorProbability = rate(dm.WriteError, maxWriteErrorProbability)
+	f.BitFlipProbability = rate(dm.BitFlip, maxBitFlipProbability)
+	f.StallProbability = rate(dm.Stall, maxStallProbability)
+	if dm.Stall {
+		f.StallLatency = stallLatency
 	}
 	// A failed directory sync fails the filesystem until the machine
 	// power-cycles; rebootIfFailed does that when the fault ends.
 	f.SyncDirFailProbability = f.SyncFailProbability
-	if n.r.IntN(4) == 0 {
+	if dm.Full && n.r.IntN(2) == 0 {
 		f.CapacityBytes = usedBytes(d) + fullDiskHeadroomBytes
+	}
+	if slices.Contains(dm.Damaged, i) && d.Survivable() {
+		f.LatentErrorProbability = rate(dm.Latent, maxAtRestProbability)
+		f.CorruptProbability = rate(dm.Corrupt, maxAtRestProbability)
+		f.MisdirectProbability = rate(dm.Misdirect, maxAtRestProbability)
 	}
 	d.SetFaults(f)
 	n.s.Fault("disk", n.procs[i].Name())
 	n.later(n.duration(), "nemesis:heal-disk", func() {
-		d.SetFaults(sim.DiskFaults{})
+		d.SetFaults(dm.baseline())
 		n.rebootIfFailed(i)
 	})
 }
@@ -72,9 +163,11 @@ func usedBytes(d *sim.Disk) int64 {
 	return total
 }
 
+// clearDiskFaults gives every disk the seed's baseline (its crash model)
+// and nothing else. Damage at rest stays: it belongs to the medium.
 func (n *Nemesis) clearDiskFaults() {
 	for _, p := range n.procs {
-		p.Disk().SetFaults(sim.DiskFaults{})
+		p.Disk().SetFaults(n.mix.Disk.baseline())
 	}
 }
 

@@ -40,7 +40,12 @@ import (
 //     of the file or at the end of one of the writes. Unsynced overwrites of
 //     durable bytes and unsynced truncations never survive, so synced bytes
 //     are never altered by a crash, and surviving unsynced bytes are always
-//     an in-order prefix without holes.
+//     an in-order prefix without holes. Under DiskFaults.PageCrash (the
+//     harsh model, FoundationDB's AsyncFileNonDurable) a file instead
+//     keeps any 4 KiB page-granular subset of its unsynced changes,
+//     overwrites and truncations included, at its durable size or its
+//     size after one of them, with holes (zeros) where a page was lost:
+//     see crashPages. Bytes no unsynced change touched survive either way.
 //
 // Handles of the crashed incarnation stop working (their methods fail with
 // an error wrapping env.ErrClosed), and Syncs still in flight never call back.
@@ -67,8 +72,13 @@ import (
 //
 // # Faults
 //
-// SetFaults configures sync latency, latency spikes, failing syncs, bit
-// flips on reads and a capacity (ENOSPC); see DiskFaults.
+// SetFaults configures the crash model, sync latency, latency spikes,
+// failing syncs (EIO, ENOSPC), failing writes, ENOSPC on directory changes
+// and truncations, bit flips on reads, a capacity, and damage at rest
+// (latent sector errors, corruption, misdirected writes) limited to the
+// files the owner declared survivable (DeclareSurvivable); see
+// DiskFaults. ReadAt, WriteAt and Append have no latency: they are
+// synchronous in env.Disk, and virtual time cannot pass inside a call.
 type Disk struct {
 	sim    *Sim
 	owner  *Process
@@ -95,6 +105,9 @@ type Disk struct {
 	// cleared only by a power loss: see the type's documentation.
 	failed   bool
 	failedBy string
+	// survivable names the files whose damage at rest the owner declared
+	// it detects and repairs (DeclareSurvivable); nil: none.
+	survivable func(name string) bool
 }
 
 // Bounds and defaults of the simulated disk.
@@ -102,6 +115,9 @@ const (
 	// sectorBytes is the unit a torn write is cut at: a power loss leaves
 	// whole sectors of the file, never part of one.
 	sectorBytes = 512
+	// pageBytes is the page the page cache writes back, the unit of
+	// DiskFaults.PageCrash, latent sector errors and misdirected writes.
+	pageBytes = 4096
 	// defaultSyncLatencyMin and defaultSyncLatencyMax bound the latency of
 	// a Sync or SyncDir when DiskFaults leaves them zero; they bracket the
 	// fsync latency measured on the development machine (p50 about 0.5 ms,
@@ -152,10 +168,66 @@ type DiskFaults struct {
 
 	// CapacityBytes, when positive, bounds the total size of the live files
 	// (linked or open, page-cache sizes). A write that would grow past it
-	// fails with env.ErrNoSpace and changes nothing. Truncations never fail
-	// for capacity (they make sparse files); writes and truncations beyond
-	// maxFileBytes (1 GiB) always fail with env.ErrNoSpace.
+	// fails with env.ErrNoSpace and changes nothing, and so do creating a
+	// file or directory and a rename while the disk is full (no block for
+	// a new directory entry). Truncations never fail for capacity (they
+	// make sparse files); writes and truncations beyond maxFileBytes
+	// (1 GiB) always fail with env.ErrNoSpace.
 	CapacityBytes int64
+
+	// PageCrash selects the harsh crash model (FoundationDB's
+	// AsyncFileNonDurable): a crash keeps any 4 KiB page-granular subset
+	// of a file's unsynced changes, overwrites and truncations included,
+	// with a size drawn among the file's durable size and its size after
+	// each unsynced change, so an unsynced page lost below that size reads
+	// as zeros (a hole) or as its old content. Without it a crash keeps
+	// at most an in-order, sector-aligned prefix of unsynced appends (a
+	// torn tail). See Disk.
+	PageCrash bool
+
+	// WriteErrorProbability is the chance that a WriteAt or Append fails
+	// with an error wrapping env.ErrIO. Nothing of the write is visible
+	// (env.File's writes are all-or-nothing); the filesystem goes on
+	// working.
+	WriteErrorProbability float64
+
+	// SyncNoSpaceProbability is the chance that a file Sync fails with an
+	// error wrapping env.ErrNoSpace: delayed allocation found no free
+	// block at writeback. As for a failed Sync, what it covered is lost.
+	SyncNoSpaceProbability float64
+
+	// NoSpaceProbability is the chance that creating a file, creating a
+	// directory, a Rename or a Truncate fails with an error wrapping
+	// env.ErrNoSpace and changes nothing (ext4 may need a new directory
+	// block, an extent split or journal credits for any of them).
+	NoSpaceProbability float64
+
+	// The at-rest faults below damage only files that the disk's owner
+	// declared survivable (Disk.DeclareSurvivable): their loss is one the
+	// system must detect and repair. A disk with no declaration never gets
+	// them. They are properties of the medium, not of the page cache: they
+	// outlive crashes and the fault's end, and only a rewrite repairs them.
+
+	// LatentErrorProbability is the chance that a ReadAt of a survivable
+	// file finds a latent sector error: a 4 KiB page of the range becomes
+	// unreadable, and this and every later ReadAt covering the page fail
+	// with an error wrapping env.ErrIO (nothing read) until a write covers
+	// the whole page or a truncation drops it.
+	LatentErrorProbability float64
+
+	// CorruptProbability is the chance that a successful Sync of a
+	// survivable file stores one bit of what it wrote flipped: the page
+	// cache still shows the right bytes, and the damage appears when a
+	// power loss rebuilds the page cache from the medium.
+	CorruptProbability float64
+
+	// MisdirectProbability is the chance that a successful Sync of a
+	// survivable file stores one of the writes it covered at the wrong
+	// place: the write's own range keeps its previous durable bytes
+	// (zeros past the durable size), and a page-aligned range elsewhere in
+	// the file's durable extent gets the write's bytes instead. Like
+	// corruption it shows after a power loss.
+	MisdirectProbability float64
 }
 
 // DiskStats counts what a Disk did, for checkers, tests and run summaries.
@@ -173,6 +245,12 @@ type DiskStats struct {
 	DirUndone     uint64 // unsynced directory changes a crash undid
 	FSFailures    uint64 // failed SyncDirs that failed the filesystem
 	Refused       uint64 // changes, Syncs and SyncDirs a failed filesystem refused
+	PageCrashes   uint64 // files a crash rebuilt page by page (DiskFaults.PageCrash)
+	WriteErrors   uint64 // writes failed with env.ErrIO
+	LatentErrors  uint64 // pages that became unreadable (latent sector errors)
+	ReadErrors    uint64 // ReadAt calls failed by an unreadable page
+	Corruptions   uint64 // bits flipped at rest by a Sync
+	Misdirects    uint64 // writes a Sync stored at the wrong place
 	UsedBytes     int64  // current page-cache size of the live files
 }
 
@@ -192,6 +270,22 @@ func (d *Disk) SetFaults(f DiskFaults) { d.faults = f }
 
 // Faults returns the current fault configuration.
 func (d *Disk) Faults() DiskFaults { return d.faults }
+
+// DeclareSurvivable declares which files (by the path an operation names)
+// the disk's owner survives losing to damage at rest (latent sector
+// errors, corruption, misdirected writes): files it checks and can rebuild
+// or fetch again. Only they get those faults. A scenario declares it per
+// process, and only for a minority of the replicas of any data, so that a
+// correct system can always recover (TigerBeetle's fault atlas). nil
+// declares nothing.
+func (d *Disk) DeclareSurvivable(f func(name string) bool) { d.survivable = f }
+
+// Survivable reports whether the disk's owner declared any file
+// survivable.
+func (d *Disk) Survivable() bool { return d.survivable != nil }
+
+// atRest reports whether file name may get damage at rest.
+func (d *Disk) atRest(name string) bool { return d.survivable != nil && d.survivable(name) }
 
 // Stats returns the disk's counters.
 func (d *Disk) Stats() DiskStats {
@@ -360,6 +454,23 @@ func (d *Disk) syncLatency(what string) time.Duration {
 // (DiskFaults.SyncFailProbability or SyncDirFailProbability).
 func (d *Disk) syncFails(p float64) bool {
 	return p > 0 && d.rng.Float64() < p
+}
+
+// chance draws an event of probability p; p <= 0 draws nothing, so a
+// disk without the fault consumes no randomness for it.
+func (d *Disk) chance(p float64) bool { return p > 0 && d.rng.Float64() < p }
+
+// metadataNoSpace returns the error of a create, mkdir or rename that finds
+// no space: the disk is full (CapacityBytes), or DiskFaults.NoSpaceProbability
+// drew it; nil otherwise.
+func (d *Disk) metadataNoSpace(op, name string) error {
+	if c := d.faults.CapacityBytes; c > 0 && d.used >= c {
+		return d.noSpace(op, name, "disk full")
+	}
+	if d.chance(d.faults.NoSpaceProbability) {
+		return d.noSpace(op, name, "injected: no block for the change")
+	}
+	return nil
 }
 
 func (d *Disk) noSpace(op, name string, detail string) error {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 
 	"github.com/strata-log/strata/core/env"
@@ -58,15 +59,63 @@ func growTo(buf []byte, n int64) []byte {
 	return nb
 }
 
-// syncFile makes the file's changes up to seq upTo durable.
-func (d *Disk) syncFile(f *inode, upTo uint64) {
-	i := 0
-	for ; i < len(f.unsynced) && f.unsynced[i].seq <= upTo; i++ {
+// syncFile makes the file's changes up to seq upTo durable. For a file
+// that may get damage at rest (atRest), the medium may store one of the
+// writes at the wrong place (DiskFaults.MisdirectProbability) or flip one
+// of its bits (CorruptProbability); the page cache keeps the right bytes.
+func (d *Disk) syncFile(f *inode, upTo uint64, atRest bool, name string) {
+	n := 0
+	for n < len(f.unsynced) && f.unsynced[n].seq <= upTo {
+		n++
+	}
+	misdirect, corrupt := -1, -1
+	if atRest && n > 0 {
+		if d.chance(d.faults.MisdirectProbability) {
+			misdirect = d.rng.IntN(n)
+		}
+		if d.chance(d.faults.CorruptProbability) {
+			corrupt = d.rng.IntN(n)
+		}
+	}
+	for i := range n {
 		op := &f.unsynced[i]
-		f.durable = op.apply(f.durable)
+		if i == misdirect && !op.truncate && len(op.data) > 0 {
+			d.misdirect(f, op, name)
+		} else {
+			f.durable = op.apply(f.durable)
+		}
+		if i == corrupt && !op.truncate && len(op.data) > 0 {
+			if at := op.off + d.rng.Int64N(int64(len(op.data))); at < int64(len(f.durable)) {
+				f.durable[at] ^= 1 << d.rng.IntN(8)
+				d.stats.Corruptions++
+				d.sim.Fault("disk-corrupt", d.owner.name+" "+name+"@"+strconv.FormatInt(at, 10))
+			}
+		}
 		d.stats.BytesSynced += uint64(len(op.data))
 	}
-	f.unsynced = dropOps(f.unsynced, i)
+	f.unsynced = dropOps(f.unsynced, n)
+}
+
+// misdirect stores write op at a wrong, page-aligned place of the file's
+// durable extent as it was before the write: the write's own range keeps
+// its old bytes (zeros where it extended the file), and the bytes it lands
+// on are lost. A file with no durable page yet loses the write.
+func (d *Disk) misdirect(f *inode, op *fileOp, name string) {
+	extent := int64(len(f.durable))
+	end := op.off + int64(len(op.data))
+	f.durable = growTo(f.durable, end)
+	d.stats.Misdirects++
+	if extent == 0 {
+		d.sim.Fault("disk-misdirect", d.owner.name+" "+name+"@"+strconv.FormatInt(op.off, 10)+"->lost")
+		return
+	}
+	pages := (extent + pageBytes - 1) / pageBytes
+	to := d.rng.Int64N(pages) * pageBytes
+	if to == op.off/pageBytes*pageBytes && pages > 1 {
+		to = (to + pageBytes) % (pages * pageBytes)
+	}
+	copy(f.durable[to:extent], op.data)
+	d.sim.Fault("disk-misdirect", d.owner.name+" "+name+"@"+strconv.FormatInt(op.off, 10)+"->"+strconv.FormatInt(to, 10))
 }
 
 // loseFile forgets the file's changes up to seq upTo: a failed Sync covered
@@ -96,7 +145,9 @@ func dropOps(ops []fileOp, n int) []fileOp {
 // cache.
 func (d *Disk) crashFile(f *inode, name string) {
 	content := f.durable
-	if cut, ok := d.tornTail(f); ok {
+	if d.faults.PageCrash {
+		content = d.crashPages(f, name)
+	} else if cut, ok := d.tornTail(f); ok {
 		for i := range f.unsynced {
 			op := &f.unsynced[i]
 			if op.off >= cut {
@@ -112,6 +163,93 @@ func (d *Disk) crashFile(f *inode, name string) {
 	f.durable = content
 	f.data = append(make([]byte, 0, len(content)), content...)
 	f.unsynced = nil
+	f.dropBadFrom(int64(len(content)))
+}
+
+// crashPages draws what a crash keeps of a file under DiskFaults.PageCrash,
+// as FoundationDB's AsyncFileNonDurable does on a kill: the size is one of
+// the file's durable size and its sizes after each unsynced change, and
+// every 4 KiB page below it holds either its durable content or its
+// content after every unsynced change (the page cache minus what failed
+// Syncs lost), each zero-filled past its own size. So unsynced writes
+// survive in any page-granular subset, out of order, overwrites of
+// durable bytes partly, truncations or not, and a lost page past the
+// durable size reads as zeros (a hole). Bytes no unsynced change touched
+// keep their durable value.
+func (d *Disk) crashPages(f *inode, name string) []byte {
+	old := f.durable
+	if len(f.unsynced) == 0 {
+		return old
+	}
+	cur := append([]byte(nil), old...)
+	sizes := []int64{int64(len(old))}
+	for i := range f.unsynced {
+		cur = f.unsynced[i].apply(cur)
+		sizes = append(sizes, int64(len(cur)))
+	}
+	size := sizes[d.rng.IntN(len(sizes))]
+	out := make([]byte, size)
+	var oldPage, newPage [pageBytes]byte
+	var kept, lost int
+	for start := int64(0); start < size; start += pageBytes {
+		end := min(start+pageBytes, size)
+		o, n := pageOf(oldPage[:end-start], old, start), pageOf(newPage[:end-start], cur, start)
+		switch {
+		case string(o) == string(n):
+			copy(out[start:end], o)
+		case d.rng.IntN(2) == 0:
+			copy(out[start:end], n)
+			kept++
+		default:
+			copy(out[start:end], o)
+			lost++
+		}
+	}
+	d.stats.PageCrashes++
+	d.sim.Fault("disk-page-crash", d.owner.name+" "+name+" size="+strconv.FormatInt(size, 10)+
+		" kept="+strconv.Itoa(kept)+" lost="+strconv.Itoa(lost))
+	return out
+}
+
+// pageOf fills dst with buf[start:start+len(dst)], zeros past buf's end.
+func pageOf(dst, buf []byte, start int64) []byte {
+	n := 0
+	if start < int64(len(buf)) {
+		n = copy(dst, buf[start:])
+	}
+	clear(dst[n:])
+	return dst
+}
+
+// Latent sector errors: f.bad lists the unreadable pages, sorted.
+
+// badIn returns the first unreadable page overlapping [off, end), or -1.
+func (f *inode) badIn(off, end int64) int64 {
+	for _, pg := range f.bad {
+		if pg*pageBytes < end && (pg+1)*pageBytes > off {
+			return pg
+		}
+	}
+	return -1
+}
+
+// markBad makes page pg unreadable.
+func (f *inode) markBad(pg int64) {
+	i, found := slices.BinarySearch(f.bad, pg)
+	if !found {
+		f.bad = slices.Insert(f.bad, i, pg)
+	}
+}
+
+// repairWritten forgets the unreadable pages a write of [off, end) covers
+// whole: the drive remaps a sector that is written.
+func (f *inode) repairWritten(off, end int64) {
+	f.bad = slices.DeleteFunc(f.bad, func(pg int64) bool { return pg*pageBytes >= off && (pg+1)*pageBytes <= end })
+}
+
+// dropBadFrom forgets the unreadable pages that start at or past size.
+func (f *inode) dropBadFrom(size int64) {
+	f.bad = slices.DeleteFunc(f.bad, func(pg int64) bool { return pg*pageBytes >= size })
 }
 
 // tornTail decides whether a crash keeps part of the file's unsynced data
@@ -208,8 +346,21 @@ func (h *fileHandle) ReadAt(p []byte, off int64) (int, error) {
 		}
 		return 0, io.EOF
 	}
-	n := copy(p, f.data[off:])
 	d := h.d
+	end := min(off+int64(len(p)), int64(len(f.data)))
+	if pg := f.badIn(off, end); pg >= 0 {
+		d.stats.ReadErrors++
+		return 0, fmt.Errorf("sim disk %s: read %q at %d: latent sector error in page %d: %w", d.owner.name, h.name, off, pg, env.ErrIO)
+	}
+	if end > off && d.atRest(h.name) && d.chance(d.faults.LatentErrorProbability) {
+		pg := (off + d.rng.Int64N(end-off)) / pageBytes
+		f.markBad(pg)
+		d.stats.LatentErrors++
+		d.stats.ReadErrors++
+		d.sim.Fault("disk-latent-error", d.owner.name+" "+h.name+" page "+strconv.FormatInt(pg, 10))
+		return 0, fmt.Errorf("sim disk %s: read %q at %d: latent sector error in page %d: %w", d.owner.name, h.name, off, pg, env.ErrIO)
+	}
+	n := copy(p, f.data[off:])
 	if pr := d.faults.BitFlipProbability; pr > 0 && n > 0 && d.rng.Float64() < pr {
 		bit := d.rng.IntN(n * 8)
 		p[bit/8] ^= 1 << (bit % 8)
@@ -260,6 +411,12 @@ func (d *Disk) write(h *fileHandle, p []byte, off int64) error {
 	if c := d.faults.CapacityBytes; c > 0 && grow > 0 && d.used+grow > c {
 		return d.noSpace("write", h.name, "disk full")
 	}
+	if d.chance(d.faults.WriteErrorProbability) {
+		d.stats.WriteErrors++
+		d.sim.Fault("disk-write-error", d.owner.name+" "+h.name+"@"+strconv.FormatInt(off, 10))
+		return fmt.Errorf("sim disk %s: write %q at %d: injected I/O error (nothing written): %w", d.owner.name, h.name, off, env.ErrIO)
+	}
+	f.repairWritten(off, end)
 	f.data = growTo(f.data, end)
 	copy(f.data[off:end], p)
 	d.used += grow
@@ -283,7 +440,11 @@ func (h *fileHandle) Truncate(size int64) error {
 	if size > maxFileBytes {
 		return d.noSpace("truncate", h.name, "beyond the maximum file size")
 	}
+	if d.chance(d.faults.NoSpaceProbability) {
+		return d.noSpace("truncate", h.name, "injected: no block for the extent change")
+	}
 	f := h.node
+	f.dropBadFrom(size)
 	d.used += size - int64(len(f.data))
 	f.opSeq++
 	op := fileOp{seq: f.opSeq, truncate: true, off: size}
@@ -309,6 +470,8 @@ func (h *fileHandle) Sync(done func(error)) {
 	upTo := f.opSeq
 	lat := d.syncLatency("sync " + name)
 	fail := d.syncFails(d.faults.SyncFailProbability)
+	noSpace := !fail && d.chance(d.faults.SyncNoSpaceProbability)
+	atRest := d.atRest(name)
 	d.sim.schedule(p, lat, label, func() {
 		switch {
 		case d.failed:
@@ -321,8 +484,17 @@ func (h *fileHandle) Sync(done func(error)) {
 			d.sim.Fault("disk-sync-fail", p.name+" "+name)
 			d.loseFile(f, upTo)
 			done(fmt.Errorf("sim disk %s: sync %q: injected failure: %w", p.name, name, env.ErrIO))
+		case noSpace:
+			// Delayed allocation: the blocks are allocated at writeback,
+			// which finds none. The writeback error is the same as an
+			// EIO's for what the Sync covered: lost.
+			d.stats.FailedSyncs++
+			d.stats.NoSpaceErrors++
+			d.sim.Fault("disk-sync-nospace", p.name+" "+name)
+			d.loseFile(f, upTo)
+			done(fmt.Errorf("sim disk %s: sync %q: no block at writeback (delayed allocation): %w", p.name, name, env.ErrNoSpace))
 		default:
-			d.syncFile(f, upTo)
+			d.syncFile(f, upTo, atRest, name)
 			done(nil)
 		}
 	})

@@ -22,6 +22,8 @@ import (
 //   - file bytes covered by a successful Sync survive byte for byte;
 //   - unsynced bytes survive only as an in-order prefix of appends, cut at a
 //     sector boundary or at the end of a write, never over synced bytes;
+//     or, under DiskFaults.PageCrash, as any subset of 4 KiB pages, each
+//     page all durable or all page cache, at a size the file had;
 //   - data covered by a failed Sync (and not durable before) never survives,
 //     and no byte ever shows up at an offset it was not written at;
 //   - every directory keeps a prefix of its changes that includes every
@@ -92,6 +94,7 @@ type modelChange struct {
 	seq     int
 	writeID int // 0 for a truncation
 	from    int64
+	size    int64 // the file's size after the change
 }
 
 type modelFile struct {
@@ -144,6 +147,9 @@ type diskModel struct {
 	// until the next crash, which keeps exactly minKeep changes per
 	// directory.
 	fsFailed bool
+	// pageCrash: the disk runs DiskFaults.PageCrash, so a crash keeps any
+	// page-granular subset of the unsynced changes.
+	pageCrash bool
 }
 
 func newDiskModel(t *rapid.T) *diskModel {
@@ -163,7 +169,9 @@ func newDiskModel(t *rapid.T) *diskModel {
 		SyncLatencyMax:         rapid.SampledFrom([]time.Duration{100 * time.Microsecond, 3 * time.Millisecond}).Draw(t, "maxLatency"),
 		SyncFailProbability:    rapid.SampledFrom([]float64{0, 0, 0.2}).Draw(t, "failProb"),
 		SyncDirFailProbability: rapid.SampledFrom([]float64{0, 0, 0.05, 0.2}).Draw(t, "dirFailProb"),
+		PageCrash:              rapid.Bool().Draw(t, "pageCrash"),
 	})
+	m.pageCrash = m.disk.Faults().PageCrash
 	m.start()
 	// Directory "d" is part of the durable base of every case.
 	modelMust(m.e.Disk().MkdirAll("d"))
@@ -295,7 +303,7 @@ func (m *diskModel) applyWrite(id, wid int, off int64, n int) {
 	from := min(off, int64(len(f.data)))
 	f.data = growTo(f.data, off+int64(n))
 	copy(f.data[off:], bytes.Repeat([]byte{byte(wid)}, n))
-	f.changes = append(f.changes, modelChange{seq: len(f.changes) + 1, writeID: wid, from: from})
+	f.changes = append(f.changes, modelChange{seq: len(f.changes) + 1, writeID: wid, from: from, size: int64(len(f.data))})
 	m.writes[wid] = modelWrite{file: id, off: off, end: off + int64(n)}
 }
 
@@ -354,7 +362,7 @@ func (m *diskModel) truncate(t *rapid.T) {
 	} else {
 		mf.data = growTo(mf.data, size)
 	}
-	mf.changes = append(mf.changes, modelChange{seq: len(mf.changes) + 1, from: from})
+	mf.changes = append(mf.changes, modelChange{seq: len(mf.changes) + 1, from: from, size: int64(len(mf.data))})
 }
 
 func (m *diskModel) sync(t *rapid.T) {
@@ -656,6 +664,10 @@ func (m *diskModel) checkFile(t *rapid.T, name string, id int, c []byte) {
 			fail("byte %d comes from write %d, lost to a failed Sync", i, v)
 		}
 	}
+	if m.pageCrash {
+		m.checkPages(fail, f, c)
+		return
+	}
 	// Synced bytes survive untouched.
 	exact := min(int64(len(f.durable)), f.lostFrom)
 	if int64(len(c)) < exact || !bytes.Equal(c[:exact], f.durable[:exact]) {
@@ -698,6 +710,38 @@ func (m *diskModel) checkFile(t *rapid.T, name string, id int, c []byte) {
 	}
 	if !bytes.Equal(c[w.off:], bytes.Repeat([]byte{byte(unsynced[last])}, int(size-w.off))) {
 		fail("the last surviving write %d has holes", unsynced[last])
+	}
+}
+
+// checkPages checks a file that survived a crash under
+// DiskFaults.PageCrash: its size is the durable size or its size after one
+// of the unsynced changes, and each 4 KiB page holds the page's durable
+// content or its page-cache content (both zero-filled past their end).
+// Where a failed Sync lost changes the page cache shows bytes that can
+// never survive; checkFile's byte-origin check covers those, so pages are
+// compared only below the lowest offset such a change affected.
+func (m *diskModel) checkPages(fail func(string, ...any), f *modelFile, c []byte) {
+	size := int64(len(c))
+	sizes := []int64{int64(len(f.durable))}
+	for _, ch := range f.changes {
+		if ch.seq > f.durableSeq && (ch.writeID == 0 || !f.lost[ch.writeID]) {
+			sizes = append(sizes, ch.size)
+		}
+	}
+	if f.lostFrom == math.MaxInt64 && !slices.Contains(sizes, size) {
+		fail("size %d is none of the durable size and the sizes after unsynced changes %v", size, sizes)
+	}
+	var oldPage, newPage [pageBytes]byte
+	for start := int64(0); start < min(size, f.lostFrom); start += pageBytes {
+		end := min(start+pageBytes, size)
+		got := c[start:end]
+		o, n := pageOf(oldPage[:end-start], f.durable, start), pageOf(newPage[:end-start], f.data, start)
+		if end > f.lostFrom {
+			got, o, n = got[:f.lostFrom-start], o[:f.lostFrom-start], n[:f.lostFrom-start]
+		}
+		if !bytes.Equal(got, o) && !bytes.Equal(got, n) {
+			fail("page at %d is neither its durable nor its page-cache content", start)
+		}
 	}
 }
 

@@ -28,6 +28,7 @@ type inode struct {
 	durable  []byte   // durable content
 	unsynced []fileOp // changes not yet durable nor lost, in issue order
 	opSeq    uint64   // seq of the file's latest change
+	bad      []int64  // unreadable pages (latent sector errors), sorted
 
 	links int // entries naming it in the current view
 	opens int // open handles of the current incarnation
@@ -261,6 +262,9 @@ func (h *diskHandle) Open(name string, create bool) (env.File, error) {
 		if err := d.refuse("create", name); err != nil {
 			return nil, err
 		}
+		if err := d.metadataNoSpace("create", name); err != nil {
+			return nil, err
+		}
 		n = d.newInode(false)
 		n.links = 1
 		d.change(dir, entryChange{name: base, node: n})
@@ -331,6 +335,9 @@ func (h *diskHandle) Rename(oldName, newName string) error {
 	if err := d.refuse("rename", oldName); err != nil {
 		return err
 	}
+	if err := d.metadataNoSpace("rename", oldName); err != nil {
+		return err
+	}
 	if from == to {
 		d.change(from, entryChange{name: oldBase}, entryChange{name: newBase, node: n})
 	} else {
@@ -358,6 +365,9 @@ func (h *diskHandle) MkdirAll(dir string) error {
 		switch {
 		case child == nil:
 			if err := d.refuse("mkdir", dir); err != nil {
+				return err
+			}
+			if err := d.metadataNoSpace("mkdir", dir); err != nil {
 				return err
 			}
 			child = d.newInode(true)

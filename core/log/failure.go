@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"path"
 	"strconv"
 
 	"github.com/strata-log/strata/core/env"
@@ -35,8 +36,13 @@ import (
 // reach the disk: it matters only while the page cache still shows lost
 // writes, that is until a power loss, and a page-cache entry is visible to
 // the next process at once; the log nevertheless asks for a SyncDir, best
-// effort. If even the creation fails, the log can only log it: the next
-// Open trusts the page cache as before.
+// effort. If even the creation fails (ENOSPC: a full directory block, no
+// free inode; the disk that failed the Sync for delayed allocation is
+// likely full), the log remembers it: UnmarkedFailure reports the durable
+// offset, and the log's owner must create the marker with MarkFailed,
+// retrying, before it opens the log again in this process. An Open
+// without it would trust the page cache; a process that dies before the
+// marker exists leaves that window open, as the kernel's window below.
 //
 // A failed SyncDir needs no marker. It fails the whole filesystem
 // (env.Disk: ext4 aborts its journal, XFS shuts down): every change, Sync
@@ -103,25 +109,50 @@ func (l *Log) markFailed() {
 		d = max(d, l.fl.hinted) // see the flushed-offset hint below
 	}
 	name := l.path(failedMarkerFile(d))
-	f, err := l.disk.Open(name, true)
+	err := MarkFailed(l.e, l.dir, d)
 	if errors.Is(err, env.ErrIO) {
 		l.logger.Warn("the disk refuses changes (a failed directory sync fails the filesystem until the machine restarts): no failure marker is needed",
 			"file", name, "err", err)
 		return
 	}
 	if err != nil {
-		l.logger.Error("cannot create the failure marker (a double fault): the next Open will trust the page cache",
+		l.fl.unmarked, l.fl.hasUnmarked = d, true
+		l.logger.Error("cannot create the failure marker (a double fault): the owner must create it before the next Open",
 			"file", name, "err", err)
 		return
 	}
-	_ = f.Close()
 	l.logger.Warn("marked the log failed: the next Open drops what lies beyond the durable offset",
 		"file", name, "durableOffset", d)
-	l.disk.SyncDir(l.dir, func(err error) {
+}
+
+// UnmarkedFailure reports whether the log failed without its failure
+// marker (its creation failed, a double fault) and the durable offset the
+// marker must carry. The log's owner must then create it with MarkFailed
+// (retrying until it succeeds) before it opens the log in dir again:
+// Open would otherwise trust a page cache that shows lost writes.
+func (l *Log) UnmarkedFailure() (durableOffset int64, ok bool) {
+	return l.fl.unmarked, l.fl.hasUnmarked
+}
+
+// MarkFailed creates the failure marker of the log in dir for durable
+// offset d (see "After a failed Sync" above) and asks for a directory
+// sync, best effort. An error wrapping env.ErrIO means the filesystem
+// refuses changes, which needs no marker (a failed directory sync: the
+// machine's restart drops the page cache); any other error means the
+// marker does not exist.
+func MarkFailed(e env.Env, dir string, d int64) error {
+	name := path.Join(dir, failedMarkerFile(d))
+	f, err := e.Disk().Open(name, true)
+	if err != nil {
+		return err
+	}
+	_ = f.Close()
+	e.Disk().SyncDir(dir, func(err error) {
 		if err != nil {
-			l.logger.Error("cannot make the failure marker durable", "file", name, "err", err)
+			e.Logger().Error("cannot make the failure marker durable", "file", name, "err", err)
 		}
 	})
+	return nil
 }
 
 // readFailedMarkers lists the failure markers of the directory and returns
@@ -173,10 +204,25 @@ func (l *Log) removeFailedMarkers() error {
 // written, which is at most what was durable. After a power loss
 // everything recovery reads is on the disk, so any offset up to the log
 // end is durable; the never-synced note is then missing or empty (or,
-// written once only, still right), and a missing or empty note counts as
-// the log end. A note that cannot be written fails the log (its file is
+// written once only, still right, or all zeros: sized, never written
+// back), and a missing, empty or zero note counts as the log end. A note that cannot be written fails the log (its file is
 // sized sparsely first, so an overwrite never needs space), so that a
 // missing note never means anything but a power loss or a new log.
+
+// allZero reports whether a note is all zeros: its sparse size reached the
+// disk and its never-synced page did not, which only a power loss leaves
+// (a journaling filesystem commits the size change without the data). In
+// the page cache of a live machine the note is written in the same turn
+// as its sizing, and a write that fails fails the log, which leaves a
+// marker. So a zero note counts as a missing one.
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}
 
 // writeHint notes the durable offset in the hint file if it changed.
 func (l *Log) writeHint() {
@@ -220,7 +266,7 @@ func (l *Log) readHint(recoveryPoint, leo int64) {
 	switch {
 	case err != nil:
 		return
-	case !ok || len(data) == 0:
+	case !ok || len(data) == 0 || allZero(data):
 		l.fl.hinted = max(recoveryPoint, leo)
 		return
 	case len(data) != offsetNameDigits+1 || data[offsetNameDigits] != '\n':

@@ -225,3 +225,39 @@ func TestOpenOnFailedFilesystemRetriesLater(t *testing.T) {
 	require.Equal(t, acked, r.l.LogEndOffset())
 	require.Equal(t, want, readAll(t, r.l))
 }
+
+// A power loss under the page crash model keeps the flushed-offset hint's
+// size but not its page: the note reads as zeros (a hole), which is what a
+// journaling filesystem leaves when the size change of the note's sparse
+// sizing commits without its never-synced data. Everything the log reads
+// after a power loss is durable, so a Sync failure while it settles must
+// keep it all: the zero note used to count as no vouching at all, and the
+// failure marker dropped every batch past the recovery point, acknowledged
+// ones included (log seed 194).
+func TestSettleFailureAfterPowerLossWithZeroedHintKeepsData(t *testing.T) {
+	r := newRig(t, 17, lagConfig())
+	r.appendN(t, 30, 1)
+	require.NoError(t, r.flush())
+	r.appendN(t, 2, 60)
+	require.NoError(t, r.flush())
+	acked := r.l.LogEndOffset()
+	want := readAll(t, r.l)
+	require.Less(t, r.l.RecoveryPoint(), acked)
+
+	r.crash()
+	hint := testDir + "/.flushed-offset"
+	f, err := r.e.Disk().Open(hint, true)
+	require.NoError(t, err)
+	require.NoError(t, f.Truncate(0))
+	require.NoError(t, f.Truncate(22)) // the size survived, the page did not
+	require.NoError(t, f.Close())
+
+	r.p.Disk().SetFaults(sim.DiskFaults{SyncFailProbability: 1})
+	r.openBusy()
+	require.ErrorIs(t, r.flush(), log.ErrLogFailed)
+	r.p.Disk().SetFaults(sim.DiskFaults{})
+	require.Equal(t, []string{testDir + "/.sync-failed-" + itoa(acked)}, markers(r))
+	r.kill()
+	r.open()
+	require.Equal(t, want, readAll(t, r.l))
+}

@@ -67,6 +67,10 @@ type flushState struct {
 	retained []*segment
 	// settle: the next cycle starts with step 1; the log is busy.
 	settle bool
+	// unmarked is the durable offset of a failure whose marker could not
+	// be created (hasUnmarked): see UnmarkedFailure.
+	unmarked    int64
+	hasUnmarked bool
 	// checkpointed is the recovery checkpoint as last made durable.
 	checkpointed checkpoint
 	// epochVersionWritten is the epoch cache version last made durable.

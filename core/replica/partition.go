@@ -69,6 +69,11 @@ type Partition struct {
 	// failures since the partition was last online (the backoff grows).
 	reopen   env.Timer
 	failures uint
+	// unmarked is the durable offset of a log failure whose failure
+	// marker the log could not create (hasUnmarked): the reopen creates
+	// it first (log.UnmarkedFailure).
+	unmarked    int64
+	hasUnmarked bool
 	// failure is why the partition is in stateFailed.
 	failure error
 
@@ -273,6 +278,15 @@ func (p *Partition) open() {
 		return
 	}
 	p.reopen = nil
+	if p.hasUnmarked {
+		// The failed log could not leave its failure marker: an Open
+		// now would trust a page cache that shows the lost writes.
+		if err := log.MarkFailed(p.m.e, p.dir, p.unmarked); err != nil && !errors.Is(err, env.ErrIO) {
+			p.fail(fmt.Errorf("failure marker: %w", err))
+			return
+		}
+		p.hasUnmarked = false
+	}
 	if err := p.m.ensurePartitionMetadata(p); err != nil {
 		p.fail(fmt.Errorf("partition metadata: %w", err))
 		return
@@ -369,6 +383,9 @@ func (p *Partition) closeLog() {
 	}
 	l := p.l
 	p.l = nil
+	if d, ok := l.UnmarkedFailure(); ok {
+		p.unmarked, p.hasUnmarked = d, true
+	}
 	if err := l.Close(); err != nil {
 		p.log.Warn("closing log", "err", err)
 	}
