@@ -233,6 +233,7 @@ func (n *Nemesis) wipe() {
 	p.Crash()
 	p.ReplaceDisk()
 	n.disk[i] = nil // the faults of the old disk went with it
+	p.Disk().SetFaults(n.diskBaseline())
 	n.markDown(i, n.duration())
 }
 

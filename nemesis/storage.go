@@ -65,7 +65,7 @@ func (n *Nemesis) healDisk(i, id int) {
 		}
 		active = append(active[:j], active[j+1:]...)
 		n.disk[i] = active
-		var f sim.DiskFaults
+		f := n.diskBaseline()
 		if len(active) > 0 {
 			f = active[len(active)-1].f
 		}
@@ -73,6 +73,9 @@ func (n *Nemesis) healDisk(i, id int) {
 		return
 	}
 }
+
+// diskBaseline is what a disk runs with outside every disk fault.
+func (n *Nemesis) diskBaseline() sim.DiskFaults { return sim.DiskFaults{} }
 
 // rebootIfFailed power-cycles machine i if its filesystem failed (a failed
 // directory sync: ext4 aborts its journal, XFS shuts down), as an operator

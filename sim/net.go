@@ -221,6 +221,11 @@ func (n *Network) processUp(p *Process) {
 	h := n.host(p.name)
 	h.proc = p
 	h.off = false
+	if h.frozenUntil > n.sim.now {
+		// Powered off while frozen and booted again: no longer frozen.
+		h.frozenUntil = 0
+		n.kickStalled()
+	}
 }
 
 // processDown ends every conn of p's ended incarnation: p's side gets no

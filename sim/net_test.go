@@ -939,3 +939,19 @@ func TestNetDialAcrossPartitionSucceedsAfterHeal(t *testing.T) {
 	require.NotNil(t, got)
 	require.Equal(t, 1, accepted)
 }
+
+// TestNetRebootEndsAFreeze: a frozen machine that loses power and boots
+// again is not frozen any more.
+func TestNetRebootEndsAFreeze(t *testing.T) {
+	pr := newPair(t, 20, nil)
+	pr.srv.Freeze(time.Minute)
+	pr.run(t, time.Second)
+	pr.srv.Crash()
+	pr.srv.Start()
+	var err error
+	called := false
+	pr.cli.Env().Net().Dial("srv:9092", func(c env.Conn, e error) { called, err = true, e })
+	pr.run(t, 10*time.Millisecond)
+	require.True(t, called, "the booted machine answers at once")
+	require.NoError(t, err)
+}

@@ -82,6 +82,10 @@ type kraftBugs struct {
 	// epoch, the last batch known committed and everything after it: a
 	// leader elected without a committed batch.
 	staleLeader bool
+	// wipeVoters lets the nemesis wipe voters' disks too, which the
+	// scenario does not promise to survive (see runKRaftWith): a voter
+	// that forgot its log and its vote helps elect a second leader.
+	wipeVoters bool
 }
 
 // kraftCorruptOffset is the base offset of the batch kraftBugs.divergentBatch
@@ -209,7 +213,11 @@ func runKRaftWith(o Options, shape kraftShape, bugs kraftBugs) (sim.Summary, *kr
 		// voting (KIP-853's directory ids), so a wiped voter could elect
 		// a leader missing committed records.
 		var wipeable []int
-		for i := o.Nodes; i < n; i++ {
+		first := o.Nodes
+		if bugs.wipeVoters {
+			first = 0
+		}
+		for i := first; i < n; i++ {
 			wipeable = append(wipeable, i)
 		}
 		mix = nemesis.DrawMixFor(s.Rand("nemesis/mix"), o.Nodes, nemesis.Promises{Outages: true, Voters: o.Nodes, Wipeable: wipeable})
