@@ -140,7 +140,9 @@ func (n *Nemesis) kill() {
 	// torn prefix; the machine is silent until it boots), half process
 	// kills with the machine up (SIGKILL, OOM: the page cache survives,
 	// its kernel resets the conns and refuses dials).
-	if n.r.IntN(2) == 0 {
+	// A frozen machine runs no kernel to send RSTs: stopping its VM is a
+	// power loss.
+	if n.r.IntN(2) == 0 || n.procs[i].Frozen() {
 		n.procs[i].Crash()
 	} else {
 		n.procs[i].Kill()

@@ -955,3 +955,13 @@ func TestNetRebootEndsAFreeze(t *testing.T) {
 	require.True(t, called, "the booted machine answers at once")
 	require.NoError(t, err)
 }
+
+func TestNetFrozenReportsFreezeOnly(t *testing.T) {
+	pr := newPair(t, 21, nil)
+	pr.srv.Pause(time.Second)
+	require.False(t, pr.srv.Frozen(), "a paused process's machine runs")
+	pr.cli.Freeze(time.Second)
+	require.True(t, pr.cli.Frozen())
+	pr.run(t, time.Second)
+	require.False(t, pr.cli.Frozen())
+}

@@ -52,6 +52,9 @@ func (p *Process) Up() bool { return p.up }
 // Paused reports whether the process is paused now.
 func (p *Process) Paused() bool { return p.up && p.pausedUntil > p.sim.now }
 
+// Frozen reports whether the machine is frozen now (Freeze).
+func (p *Process) Frozen() bool { return p.up && p.sim.network.host(p.name).frozenUntil > p.sim.now }
+
 // Incarnation counts the starts so far.
 func (p *Process) Incarnation() uint64 { return p.inc }
 
