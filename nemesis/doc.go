@@ -12,19 +12,29 @@
 // read-only. The scenario checks liveness in the healed phase that follows.
 //
 // Primitives: kill (half the time a power loss: unsynced disk writes are
-// lost, but for a possible torn prefix; half the time a process kill with
-// the machine up, which keeps the page cache) and restart, pause, partition (symmetric) and
-// one-way blocks (of one link, or asymmetric: a node cut from all others in
-// one direction) and heal, clog (delay all traffic of a node, or one
-// direction of a link), connection resets, disk faults
-// (the classes of the seed's DiskMix, storage.go: fsync failures and
-// ENOSPC at fsync; directory-sync failures, which fail the filesystem
-// until the machine is power-cycled when the fault ends; EIO on write;
-// ENOSPC on create, mkdir, rename and truncate; read bit flips, full
-// disk, slow syncs; and, on a minority of processes and only on files
-// their scenario declared survivable, latent sector errors, corruption at
-// rest and misdirected writes), bucket faults
-// (errors, ambiguous failures, latency), clock jumps and clock skew.
+// lost, but for a possible torn prefix, and the machine is silent on the
+// network until it boots; half the time a process kill with the machine
+// up, which keeps the page cache and whose kernel resets the conns) and
+// restart, pause (and machine freezes, silent), partition (random halves,
+// and Jepsen's bridge and majorities ring) and one-way blocks (of one
+// link, or asymmetric: a node cut from all others in one direction), clog
+// (delay all traffic of a node, or one direction of a link), connection
+// resets (of a node, or of one conn), disk faults (the classes of the
+// seed's DiskMix, storage.go: fsync failures and ENOSPC at fsync;
+// directory-sync failures, which fail the filesystem until the machine is
+// power-cycled when the fault ends; EIO on write; ENOSPC on create, mkdir,
+// rename and truncate; read bit flips, full disk, slow syncs; and, on a
+// minority of processes and only on files their scenario declared
+// survivable, latent sector errors, corruption at rest and misdirected
+// writes), bucket faults (errors, ambiguous failures, latency), clock
+// jumps and clock skew. Two more only where the scenario promises to
+// survive them (Promises, DrawMixFor): outages (a majority of the voters,
+// or every node, loses power at once) and wipes (a node comes back with an
+// empty disk).
+//
+// Each temporary fault heals only itself: a partition's heal lifts its own
+// cuts (sim.Cut), a disk or bucket fault's heal returns to the newest
+// other fault still in force there, or to the seed's crash model.
 //
 // The package is deterministic code: everything it decides comes from the
 // simulator's seeded streams.

@@ -22,10 +22,40 @@ const (
 	BucketFault Kind = "bucket"     // object store errors, ambiguous failures, latency
 	ClockJump   Kind = "clock-jump" // step a node's wall clock
 	ClockSkew   Kind = "clock-skew" // make a node's clocks run fast or slow
+
+	// Kinds a scenario enables only by promising to survive them
+	// (Promises; DrawMixFor).
+	Outage Kind = "outage" // correlated power loss: a majority of the voters, or every node, at once
+	Wipe   Kind = "wipe"   // a node's disk is replaced: it comes back empty
 )
 
-// AllKinds lists every primitive in a fixed order (the order draws use).
+// AllKinds lists every primitive every scenario can take, in a fixed order
+// (the order draws use).
 var AllKinds = []Kind{Kill, Pause, Partition, OneWay, Clog, Reset, DiskFaults, BucketFault, ClockJump, ClockSkew}
+
+// PromisedKinds lists the primitives DrawMixFor adds when the scenario's
+// Promises allow them, in the order draws use.
+var PromisedKinds = []Kind{Outage, Wipe}
+
+// Promises are what a scenario promises to survive beyond AllKinds. A fault
+// a scenario cannot survive by design (not by a bug) would only make its
+// seeds fail for nothing, so the nemesis injects it only where promised.
+type Promises struct {
+	// Outages: the scenario survives a correlated power loss, a majority
+	// of the voters or every node at once (acknowledged writes are
+	// fsynced on a quorum; a quorum system stops and resumes).
+	Outages bool
+	// Voters is how many of the processes, the first ones, are voters of
+	// the scenario's quorum: an outage that is not total takes a majority
+	// of them (and each other node with probability one half). Zero
+	// means every process.
+	Voters int
+	// Wipeable lists the processes (indices into Start's procs) that may
+	// come back with an empty disk. A voter of a Raft quorum must not: one
+	// that forgot its log and its vote can help elect a leader missing a
+	// committed entry.
+	Wipeable []int
+}
 
 // Mix is one seed's choice of faults and their intensities.
 type Mix struct {
@@ -47,6 +77,14 @@ type Mix struct {
 	// Disk is the seed's choice of disk fault classes and crash model
 	// (storage.go).
 	Disk DiskMix
+	// Shapes widens the existing kinds to the fault shapes real fleets
+	// and Jepsen produce (DrawMixFor sets it): partitions also as a
+	// bridge or a majorities ring, pauses also as machine freezes (silent
+	// on the network), resets also of a single connection. A mix from
+	// DrawMix leaves it unset, so its seeds draw what they always drew.
+	Shapes bool
+	// Promises are the scenario's (DrawMixFor).
+	Promises Promises
 }
 
 // Has reports whether a kind is enabled.
@@ -64,8 +102,12 @@ func (m Mix) String() string {
 	for i, k := range m.Kinds {
 		ks[i] = string(k)
 	}
-	return fmt.Sprintf("kinds=[%s] every~%v max=%v maxdown=%d severity=%.2f disk=%v",
+	s := fmt.Sprintf("kinds=[%s] every~%v max=%v maxdown=%d severity=%.2f disk=%v",
 		strings.Join(ks, ","), m.MeanInterval, m.MaxDuration, m.MaxDown, m.Severity, m.Disk)
+	if m.Shapes {
+		s += fmt.Sprintf(" shapes voters=%d wipeable=%v", m.Promises.Voters, m.Promises.Wipeable)
+	}
+	return s
 }
 
 // DrawMix draws a swarm mix for a cluster of n nodes: each kind is enabled
@@ -87,6 +129,23 @@ func DrawMix(r *rand.Rand, n int) Mix {
 	m.MaxDown = max(1, (n-1)/2)
 	m.Severity = 0.1 + 0.9*r.Float64()
 	m.Disk = drawDiskMix(r, n, m.MaxDown) // last, so the draws above stay as they were
+	return m
+}
+
+// DrawMixFor draws a mix as DrawMix does (the same draws, so a seed's
+// base kinds do not change) and then, from the same stream, enables each
+// kind of PromisedKinds the scenario's promises allow with probability one
+// half, and widens the kinds to their real-world shapes (Mix.Shapes).
+func DrawMixFor(r *rand.Rand, n int, p Promises) Mix {
+	m := DrawMix(r, n)
+	m.Shapes = true
+	m.Promises = p
+	for _, k := range PromisedKinds {
+		allowed := k == Outage && p.Outages || k == Wipe && len(p.Wipeable) > 0
+		if r.IntN(2) == 0 && allowed {
+			m.Kinds = append(m.Kinds, k)
+		}
+	}
 	return m
 }
 

@@ -20,6 +20,13 @@ type Nemesis struct {
 	downN    int
 	healed   bool
 	injected int
+
+	// Faults in force that a later fault of the same kind must not undo:
+	// per proc, the disk faults in the order injected (the newest is the
+	// disk's configuration); the bucket faults likewise.
+	disk   [][]diskFault
+	bucket []bucketFault
+	nextID int
 }
 
 // Start schedules faults of mix against procs from now until now+faultPhase,
@@ -33,6 +40,7 @@ func Start(s *sim.Sim, procs []*sim.Process, mix Mix, faultPhase time.Duration) 
 		r:     s.Rand("nemesis"),
 		until: s.Now() + faultPhase,
 		down:  make([]bool, len(procs)),
+		disk:  make([][]diskFault, len(procs)),
 	}
 	s.Trace("nemesis:" + mix.String())
 	n.clearDiskFaults() // the seed's crash model (storage.go)
@@ -91,8 +99,7 @@ func (n *Nemesis) inject(k Kind) {
 	case Kill:
 		n.kill()
 	case Pause:
-		p := n.procs[n.pick()]
-		p.Pause(n.duration())
+		n.pause()
 	case Partition:
 		n.partition()
 	case OneWay:
@@ -100,8 +107,11 @@ func (n *Nemesis) inject(k Kind) {
 	case Clog:
 		n.clog()
 	case Reset:
-		p := n.procs[n.pick()]
-		n.s.Network().ResetConns(p.Name())
+		n.reset()
+	case Outage:
+		n.outage()
+	case Wipe:
+		n.wipe()
 	case DiskFaults:
 		n.diskFaults()
 	case BucketFault:
@@ -128,16 +138,106 @@ func (n *Nemesis) kill() {
 		return
 	}
 	// Half the kills are power losses (unsynced writes lost but for a
-	// torn prefix), half process kills with the machine up (SIGKILL, OOM:
-	// the page cache survives).
-	if n.r.IntN(2) == 0 {
+	// torn prefix; the machine is silent until it boots), half process
+	// kills with the machine up (SIGKILL, OOM: the page cache survives,
+	// its kernel resets the conns and refuses dials).
+	// A frozen machine runs no kernel to send RSTs: stopping its VM is a
+	// power loss.
+	if n.r.IntN(2) == 0 || n.procs[i].Frozen() {
 		n.procs[i].Crash()
 	} else {
 		n.procs[i].Kill()
 	}
+	n.markDown(i, n.duration())
+}
+
+// markDown records that the nemesis took proc i down and schedules its
+// restart after d.
+func (n *Nemesis) markDown(i int, d time.Duration) {
 	n.down[i] = true
 	n.downN++
-	n.later(n.duration(), "nemesis:restart", func() { n.restart(i) })
+	n.later(d, "nemesis:restart", func() { n.restart(i) })
+}
+
+// pause stops a node for a while: a process pause (GC, SIGSTOP: its
+// kernel still acknowledges), or with Mix.Shapes half the time a machine
+// freeze (a VM paused by its hypervisor: silent on the network).
+func (n *Nemesis) pause() {
+	p := n.procs[n.pick()]
+	if n.mix.Shapes && n.r.IntN(2) == 0 {
+		p.Freeze(n.duration())
+		return
+	}
+	p.Pause(n.duration())
+}
+
+// reset resets every conn of a node, or with Mix.Shapes half the time a
+// single one of its conns.
+func (n *Nemesis) reset() {
+	p := n.procs[n.pick()]
+	if n.mix.Shapes && n.r.IntN(2) == 0 {
+		n.s.Network().ResetConn(p.Name(), n.r.IntN(1<<16))
+		return
+	}
+	n.s.Network().ResetConns(p.Name())
+}
+
+// outage cuts the power of many machines at once (a datacenter's or a
+// rack's power, a bad kernel rolled out everywhere): every node half the
+// time, otherwise a majority of the voters and each other node with
+// probability one half. Each machine boots again after the same downtime
+// plus up to 10% of it (machines do not boot in lockstep). Machines the
+// nemesis already took down stay down on their own schedule. The kill
+// bound (MaxDown) does not apply: correlated failure is the point. Only
+// scenarios that promise to survive it enable it (Promises.Outages).
+func (n *Nemesis) outage() {
+	voters := n.mix.Promises.Voters
+	if voters <= 0 || voters > len(n.procs) {
+		voters = len(n.procs)
+	}
+	hit := make([]bool, len(n.procs))
+	if n.r.IntN(2) == 0 {
+		for i := range hit {
+			hit[i] = true
+		}
+	} else {
+		for _, i := range n.r.Perm(voters)[:voters/2+1] {
+			hit[i] = true
+		}
+		for i := voters; i < len(n.procs); i++ {
+			hit[i] = n.r.IntN(2) == 0
+		}
+	}
+	down := n.duration()
+	n.s.Fault("outage", fmt.Sprint(hit))
+	for i, p := range n.procs {
+		if !hit[i] || n.down[i] || !p.Up() {
+			continue
+		}
+		p.Crash()
+		n.markDown(i, down+time.Duration(n.r.Int64N(int64(down)/10+1)))
+	}
+}
+
+// wipe replaces the disk of a machine the scenario allows (Promises.Wipeable):
+// it loses power, gets an empty disk, and boots after a downtime, as a node
+// whose failed disk was replaced, or a node replaced by a fresh machine
+// under the same name. It counts toward MaxDown like a kill.
+func (n *Nemesis) wipe() {
+	w := n.mix.Promises.Wipeable
+	if len(w) == 0 || n.downN >= n.mix.MaxDown {
+		return
+	}
+	i := w[n.r.IntN(len(w))]
+	p := n.procs[i]
+	if n.down[i] || !p.Up() {
+		return
+	}
+	p.Crash()
+	p.ReplaceDisk()
+	n.disk[i] = nil // the faults of the old disk went with it
+	p.Disk().SetFaults(n.diskBaseline())
+	n.markDown(i, n.duration())
 }
 
 func (n *Nemesis) restart(i int) {
@@ -164,8 +264,68 @@ func (n *Nemesis) partition() {
 			b = append(b, n.procs[i].Name())
 		}
 	}
-	n.s.Network().Partition(a, b)
-	n.later(n.duration(), "nemesis:heal-partition", n.s.Network().Heal)
+	if n.mix.Shapes && len(n.procs) >= 3 {
+		switch n.r.IntN(3) {
+		case 1:
+			n.bridge(perm)
+			return
+		case 2:
+			n.ring(perm)
+			return
+		}
+	}
+	n.cutFor(n.s.Network().Partition(a, b))
+}
+
+// cutFor heals cut, and only it, after a duration.
+func (n *Nemesis) cutFor(cut *sim.Cut) {
+	n.later(n.duration(), "nemesis:heal-cut", cut.Heal)
+}
+
+// bridge is Jepsen's bridge: the nodes split into two halves, and one node
+// in the middle keeps talking to both (order is a random permutation).
+// With a quorum on each side of the bridge node it can, for one, see two
+// leaders.
+func (n *Nemesis) bridge(order []int) {
+	mid := len(order) / 2
+	var a, b []string
+	for j, i := range order {
+		switch {
+		case j < mid:
+			a = append(a, n.procs[i].Name())
+		case j > mid:
+			b = append(b, n.procs[i].Name())
+		}
+	}
+	n.cutFor(n.s.Network().CutLinks("partition-bridge", crossLinks(a, b)))
+}
+
+// ring is Jepsen's majorities ring: the nodes sit on a ring in a random
+// order, and each hears only the majority of nodes that starts at itself
+// and runs along the ring (every node sees a majority, no two the same
+// one). A node drops what the others send it; the cuts are one-way.
+func (n *Nemesis) ring(order []int) {
+	k := len(order)
+	majority := k/2 + 1
+	var links [][2]string
+	for j, i := range order {
+		for off := majority; off < k; off++ {
+			from := order[(j+off)%k]
+			links = append(links, [2]string{n.procs[from].Name(), n.procs[i].Name()})
+		}
+	}
+	n.cutFor(n.s.Network().CutLinks("partition-ring", links))
+}
+
+// crossLinks lists the links between two groups, both ways.
+func crossLinks(a, b []string) [][2]string {
+	var links [][2]string
+	for _, x := range a {
+		for _, y := range b {
+			links = append(links, [2]string{x, y}, [2]string{y, x})
+		}
+	}
+	return links
 }
 
 // oneWay cuts traffic in one direction only: half the time on one link,
@@ -194,12 +354,13 @@ func (n *Nemesis) oneWay() {
 			}
 		}
 	}
-	for _, l := range links {
-		n.s.Network().Block(l[0], l[1])
+	cuts := make([]*sim.Cut, len(links))
+	for j, l := range links {
+		cuts[j] = n.s.Network().Block(l[0], l[1])
 	}
 	n.later(n.duration(), "nemesis:heal-one-way", func() {
-		for _, l := range links {
-			n.s.Network().Unblock(l[0], l[1])
+		for _, c := range cuts {
+			c.Heal()
 		}
 	})
 }

@@ -250,3 +250,133 @@ func TestAtRestDamageOnlyOnDamagedSurvivableDisks(t *testing.T) {
 		require.Equal(t, sim.DiskFaults{PageCrash: true}, p.Disk().Faults(), "the heal restores the baseline")
 	}
 }
+
+// TestDrawMixForKeepsTheBaseDrawAndAddsOnlyPromisedKinds: DrawMixFor
+// enables the base kinds DrawMix would (a seed's base mix does not change),
+// and each promised kind about half the time, never an unpromised one.
+func TestDrawMixForKeepsTheBaseDrawAndAddsOnlyPromisedKinds(t *testing.T) {
+	counts := map[Kind]int{}
+	for seed := uint64(1); seed <= 200; seed++ {
+		s := sim.New(sim.Config{Seed: seed})
+		base := DrawMix(s.Rand("mix"), 3)
+		m := DrawMixFor(s.Rand("mix"), 3, Promises{Outages: true, Wipeable: []int{3}})
+		require.Equal(t, base.Kinds, m.Kinds[:len(base.Kinds)], "seed %d", seed)
+		require.True(t, m.Shapes)
+		for _, k := range m.Kinds {
+			counts[k]++
+		}
+		none := DrawMixFor(s.Rand("mix"), 3, Promises{})
+		require.False(t, none.Has(Outage) || none.Has(Wipe), "seed %d: unpromised kinds", seed)
+	}
+	for _, k := range PromisedKinds {
+		require.Greater(t, counts[k], 70, "kind %s is enabled about half the time", k)
+		require.Less(t, counts[k], 130, "kind %s is enabled about half the time", k)
+	}
+}
+
+// TestShapesAndPromisedKindsHealEverything runs every kind with every
+// shape: outages take more than MaxDown at once, wipes empty only the
+// wipeable disks, and after the heal every node is up and reachable.
+func TestShapesAndPromisedKindsHealEverything(t *testing.T) {
+	kinds := append(append([]Kind(nil), AllKinds...), PromisedKinds...)
+	maxDownSeen := 0
+	var outages, wipes, shapes uint64
+	for seed := uint64(1); seed <= 20; seed++ {
+		s, procs := cluster(seed, 5)
+		for _, p := range procs {
+			d := p.Env().Disk()
+			f, err := d.Open("mark", true)
+			require.NoError(t, err)
+			_, err = f.Append([]byte("x"))
+			require.NoError(t, err)
+			f.Sync(func(err error) { require.NoError(t, err) })
+			d.SyncDir("", func(err error) { require.NoError(t, err) })
+		}
+		require.NoError(t, s.RunFor(100*time.Millisecond))
+		mix := Mix{Kinds: kinds, MeanInterval: 20 * time.Millisecond, MaxDuration: time.Second, MaxDown: 1, Severity: 1,
+			Shapes: true, Promises: Promises{Outages: true, Voters: 3, Wipeable: []int{3, 4}}}
+		end := s.Now() + 5*time.Second
+		Start(s, procs, mix, 5*time.Second)
+		for s.Now() < end {
+			require.NoError(t, s.RunFor(time.Millisecond))
+			down := 0
+			for _, p := range procs {
+				if !p.Up() {
+					down++
+				}
+			}
+			maxDownSeen = max(maxDownSeen, down)
+		}
+		require.NoError(t, s.RunFor(time.Millisecond))
+		for i, p := range procs {
+			require.True(t, p.Up(), "seed %d: %s still down after the heal", seed, p.Name())
+			if i < 3 {
+				_, ok := p.Disk().ReadFile("mark")
+				require.True(t, ok, "seed %d: %s is not wipeable", seed, p.Name())
+			}
+		}
+		for _, f := range s.Faults() {
+			switch f.Kind {
+			case "outage":
+				outages += f.Count
+			case "disk-replace":
+				wipes += f.Count
+			case "partition-bridge", "partition-ring", "freeze", "net-reset-conn":
+				shapes += f.Count
+			}
+		}
+		ok := 0
+		for _, p := range procs {
+			for _, q := range procs {
+				if p != q {
+					p.Env().Net().Dial(q.Name()+":1", func(c env.Conn, err error) {
+						if err == nil {
+							ok++
+							c.OnFrame(func([]byte) {})
+							c.OnClose(func(error) {})
+						}
+					})
+				}
+			}
+		}
+		require.NoError(t, s.RunFor(time.Second))
+		require.Equal(t, 20, ok, "seed %d: some dials failed after the heal", seed)
+	}
+	require.Positive(t, outages)
+	require.Positive(t, wipes)
+	require.Positive(t, shapes)
+	require.Greater(t, maxDownSeen, 1, "an outage takes more than MaxDown")
+}
+
+// TestHealUndoesOnlyItsOwnFault: a partition's heal leaves a one-way
+// block of the same link in force, and a disk fault's heal leaves the
+// node's other disk fault in force.
+func TestHealUndoesOnlyItsOwnFault(t *testing.T) {
+	s, procs := cluster(1, 3)
+	n := Start(s, procs, Mix{Kinds: []Kind{Partition}, MeanInterval: time.Hour, MaxDuration: time.Second, MaxDown: 1, Severity: 1}, time.Hour)
+	net := s.Network()
+	block := net.Block("n1", "n2")
+	n.partition() // heals itself within a second
+	require.NoError(t, s.RunFor(2*time.Second))
+	got := 0
+	procs[0].Env().Net().Dial("n2:1", func(c env.Conn, err error) {
+		if err == nil {
+			got++
+		}
+	})
+	require.NoError(t, s.RunFor(12*time.Second))
+	require.Zero(t, got, "the block outlives the partition's heal")
+	block.Heal()
+
+	first := sim.DiskFaults{StallProbability: 0.5, StallLatency: time.Millisecond}
+	second := sim.DiskFaults{BitFlipProbability: 0.5}
+	n.nextID++
+	n.disk[0] = append(n.disk[0], diskFault{id: n.nextID, f: first})
+	n.nextID++
+	n.disk[0] = append(n.disk[0], diskFault{id: n.nextID, f: second})
+	procs[0].Disk().SetFaults(second)
+	n.healDisk(0, n.nextID-1) // the first ends: the second stays
+	require.Equal(t, second, procs[0].Disk().Faults())
+	n.healDisk(0, n.nextID)
+	require.Equal(t, sim.DiskFaults{}, procs[0].Disk().Faults())
+}

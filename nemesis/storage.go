@@ -128,13 +128,46 @@ func (n *Nemesis) diskFaults() {
 		f.CorruptProbability = rate(dm.Corrupt, maxAtRestProbability)
 		f.MisdirectProbability = rate(dm.Misdirect, maxAtRestProbability)
 	}
+	n.nextID++
+	id := n.nextID
+	n.disk[i] = append(n.disk[i], diskFault{id: id, f: f})
 	d.SetFaults(f)
 	n.s.Fault("disk", n.procs[i].Name())
 	n.later(n.duration(), "nemesis:heal-disk", func() {
-		d.SetFaults(dm.baseline())
+		n.healDisk(i, id)
 		n.rebootIfFailed(i)
 	})
 }
+
+// diskFault is one disk fault in force, by the id its heal names it with.
+type diskFault struct {
+	id int
+	f  sim.DiskFaults
+}
+
+// healDisk ends disk fault id of proc i, and only it: the disk goes back to
+// the newest of the node's other disk faults still in force, or to none.
+// A fault already gone (a replaced disk) is left alone.
+func (n *Nemesis) healDisk(i, id int) {
+	active := n.disk[i]
+	for j, df := range active {
+		if df.id != id {
+			continue
+		}
+		active = append(active[:j], active[j+1:]...)
+		n.disk[i] = active
+		f := n.diskBaseline()
+		if len(active) > 0 {
+			f = active[len(active)-1].f
+		}
+		n.procs[i].Disk().SetFaults(f)
+		return
+	}
+}
+
+// diskBaseline is what a disk runs with outside every disk fault: the
+// seed's crash model (DiskMix.baseline).
+func (n *Nemesis) diskBaseline() sim.DiskFaults { return n.mix.Disk.baseline() }
 
 // rebootIfFailed power-cycles machine i if its filesystem failed (a failed
 // directory sync: ext4 aborts its journal, XFS shuts down), as an operator
@@ -166,23 +199,53 @@ func usedBytes(d *sim.Disk) int64 {
 // clearDiskFaults gives every disk the seed's baseline (its crash model)
 // and nothing else. Damage at rest stays: it belongs to the medium.
 func (n *Nemesis) clearDiskFaults() {
-	for _, p := range n.procs {
-		p.Disk().SetFaults(n.mix.Disk.baseline())
+	for i, p := range n.procs {
+		p.Disk().SetFaults(n.diskBaseline())
+		n.disk[i] = nil
 	}
 }
 
 // bucketFaults makes the shared object store unreliable for a while.
 func (n *Nemesis) bucketFaults() {
 	sev := n.mix.Severity
-	n.s.Bucket().SetFaults(sim.BucketFaults{
+	f := sim.BucketFaults{
 		LatencyMin:           time.Millisecond,
 		LatencyMax:           time.Duration(1+n.r.IntN(200)) * time.Millisecond,
 		ErrorProbability:     n.r.Float64() * 0.3 * sev,
 		AmbiguousProbability: n.r.Float64() * 0.3 * sev,
 		StaleListWindow:      time.Duration(n.r.IntN(2000)) * time.Millisecond,
-	})
+	}
+	n.nextID++
+	id := n.nextID
+	n.bucket = append(n.bucket, bucketFault{id: id, f: f})
+	n.s.Bucket().SetFaults(f)
 	n.s.Fault("bucket", "")
-	n.later(n.duration(), "nemesis:heal-bucket", n.clearBucketFaults)
+	n.later(n.duration(), "nemesis:heal-bucket", func() { n.healBucket(id) })
 }
 
-func (n *Nemesis) clearBucketFaults() { n.s.Bucket().SetFaults(sim.BucketFaults{}) }
+// bucketFault is one bucket fault in force.
+type bucketFault struct {
+	id int
+	f  sim.BucketFaults
+}
+
+// healBucket ends bucket fault id, and only it, as healDisk does.
+func (n *Nemesis) healBucket(id int) {
+	for j, bf := range n.bucket {
+		if bf.id != id {
+			continue
+		}
+		n.bucket = append(n.bucket[:j], n.bucket[j+1:]...)
+		var f sim.BucketFaults
+		if len(n.bucket) > 0 {
+			f = n.bucket[len(n.bucket)-1].f
+		}
+		n.s.Bucket().SetFaults(f)
+		return
+	}
+}
+
+func (n *Nemesis) clearBucketFaults() {
+	n.s.Bucket().SetFaults(sim.BucketFaults{})
+	n.bucket = nil
+}

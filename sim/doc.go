@@ -2,8 +2,10 @@
 // queue ordered by (virtual time, insertion sequence), seeded randomness with
 // an independent stream per component, and simulated disks, networks and
 // buckets behind the core/env interfaces. Processes (nodes) run their core
-// code unchanged on top of it; the simulator crashes, restarts, pauses and
-// partitions them on a seeded schedule.
+// code unchanged on top of it; the simulator crashes (a power loss: the
+// machine falls silent), kills (its kernel resets the conns), restarts,
+// pauses, freezes and partitions them, and replaces their disks, on a
+// seeded schedule.
 //
 // Every delivered event folds its time and label into a running trace hash.
 // The same seed and the same commit give the same hash: that is the contract

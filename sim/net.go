@@ -26,6 +26,17 @@ import (
 // crash, a reset) travel to the peer as a marker behind the frames, so the
 // peer's OnClose follows its last delivered frame and crosses a cut link no
 // sooner than a frame would.
+//
+// Machines fail silently. A power loss (Process.Crash) or a frozen machine
+// (Process.Freeze) sends nothing: no RST, no refused dial. A dial's SYN to
+// it is lost and retransmitted until the connect timeout; a conn to a
+// powered-off machine becomes half-open on the peer's side: nothing more
+// arrives, and what the peer sends is never acknowledged, so its TCP
+// retransmits (from tcpRTOMin, doubling) until the machine's kernel is
+// back and answers a retransmission with a RST (RFC 9293 §3.5.1, half-open
+// connections), or until the transport timeout. A peer that sends nothing
+// never notices. Only a process kill (Process.Kill: the process dies, its
+// kernel lives) resets its conns and refuses dials at once.
 
 // Defaults of NetConfig. The latency range is a same-rack network's one-way
 // delay; the timeouts are Kafka's request and connection-setup timeouts
@@ -38,6 +49,10 @@ const (
 	defaultTransportTimeout = 15 * time.Second       // a held frame resets its conn after this
 	defaultConnectTimeout   = 10 * time.Second       // Kafka's socket.connection.setup.timeout.ms
 	defaultMaxFrameBytes    = 100 << 20              // Kafka's socket.request.max.bytes
+
+	// tcpRTOMin is the first retransmission timeout of data nobody
+	// acknowledges (Linux's TCP_RTO_MIN); it doubles after each attempt.
+	tcpRTOMin = 200 * time.Millisecond
 
 	// Ports handed out for Listen(":0") and for the local end of a dial,
 	// Linux's default ip_local_port_range.
@@ -141,6 +156,10 @@ type Network struct {
 	// order they stalled, so that lifting a fault can restart them.
 	stalled []*pipe
 
+	// cuts are the cuts in force, in the order they were made; each link
+	// counts the cuts covering it.
+	cuts []*Cut
+
 	errTimeout error // built once per configuration, shared by every reset
 }
 
@@ -195,25 +214,67 @@ func (n *Network) endpoint(p *Process) env.Net {
 	return &netEndpoint{n: n, p: p, inc: p.inc, h: h}
 }
 
-// processUp is called by the kernel when p starts an incarnation. Listeners
-// and conns of the previous incarnation were already removed by
-// processDown, so there is nothing to reset.
-func (n *Network) processUp(p *Process) { n.host(p.name).proc = p }
+// processUp is called by the kernel when p starts an incarnation: the
+// machine is on (again). Listeners and conns of the previous incarnation
+// were already removed by processDown, so there is nothing to reset.
+func (n *Network) processUp(p *Process) {
+	h := n.host(p.name)
+	h.proc = p
+	h.off = false
+	if h.frozenUntil > n.sim.now {
+		// Powered off while frozen and booted again: no longer frozen.
+		h.frozenUntil = 0
+		n.kickStalled()
+	}
+}
 
 // processDown ends every conn of p's ended incarnation: p's side gets no
-// callback (its incarnation is gone), frames to and from p that were not yet
-// delivered are dropped, and each peer gets a reset after a latency (held,
-// like any frame, by a cut link). p's listeners disappear.
-func (n *Network) processDown(p *Process) {
+// callback (its incarnation is gone) and frames to and from p that were not
+// yet delivered are dropped. p's listeners disappear.
+//
+// With powerLoss unset (a process kill) the machine's kernel closes the
+// sockets: each peer gets a reset after a latency (held, like any frame, by
+// a cut link), and dials to the host are refused. With powerLoss set the
+// machine is off until the process starts again: it sends nothing, so each
+// peer's end is left half-open (see connEnd.vanish) and dials to it time
+// out.
+func (n *Network) processDown(p *Process, powerLoss bool) {
 	h := n.host(p.name)
 	for _, l := range h.listeners {
 		l.closed = true
 	}
 	h.listeners = nil
+	if powerLoss {
+		h.off = true
+	}
 	ends := append([]*connEnd(nil), h.ends...)
 	for _, e := range ends {
-		e.abort(nil, false, errPeerCrashed)
+		if powerLoss {
+			e.vanish()
+		} else {
+			e.abort(nil, false, errPeerCrashed)
+		}
 	}
+}
+
+// powerOff marks a host whose process is already down as powered off until
+// its next start (a power cycle of a machine whose process was killed).
+func (n *Network) powerOff(p *Process) { n.host(p.name).off = true }
+
+// freeze makes host silent until until (a frozen machine): frames to it
+// are held (the transport timeout runs), SYNs to it are lost. Frames
+// already queued toward it stall now, since its own pumps are held by the
+// process's pause and cannot notice.
+func (n *Network) freeze(p *Process, until time.Duration) {
+	h := n.host(p.name)
+	h.frozenUntil = max(h.frozenUntil, until)
+	now := n.sim.now
+	for _, e := range h.ends {
+		if !e.ended && e.in.pending() {
+			e.in.stall(now)
+		}
+	}
+	n.sim.At(until, "net:thaw "+h.name, n.kickStalled)
 }
 
 // host returns the named host, creating it on first mention (a fault may
@@ -268,7 +329,14 @@ type host struct {
 	nextPort  int         // next ephemeral port to try
 	clogUntil time.Duration
 	links     []*link // outgoing, by destination idx; nil until used
+
+	off         bool          // powered off (a power loss until the next start): silent
+	frozenUntil time.Duration // the machine is frozen until then: silent
 }
+
+// silent reports whether the machine answers nothing now: powered off or
+// frozen. A silent host loses every SYN and acknowledges no data.
+func (h *host) silent(now time.Duration) bool { return h.off || h.frozenUntil > now }
 
 // allocPort picks the next free ephemeral port, round-robin like Linux, so
 // that the choice depends only on the host's history.
@@ -319,16 +387,18 @@ type link struct {
 	n         *Network
 	from, to  *host
 	rng       *rand.Rand
-	blocked   bool          // partitioned or blocked: frames are held
+	cuts      int           // cuts in force (partitions, blocks): frames are held
 	clogUntil time.Duration // frames are held until then
 	override  *LinkConfig   // SetLinkLatency; nil means the network default
 }
 
 // holdUntil reports until when traffic on the link is held: forever (with
-// cut set) while it is partitioned or blocked, else until the latest clog of
-// the link or either host ends (in the past when nothing holds it).
+// cut set) while it is partitioned or blocked or its destination is silent
+// (powered off or frozen; a thaw kicks the stalled pipes), else until the
+// latest clog of the link or either host ends (in the past when nothing
+// holds it).
 func (l *link) holdUntil() (until time.Duration, cut bool) {
-	if l.blocked {
+	if l.cuts > 0 || l.to.silent(l.n.sim.now) {
 		return 0, true
 	}
 	until = l.clogUntil

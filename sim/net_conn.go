@@ -17,7 +17,8 @@ var (
 	errListenerEnded = fmt.Errorf("sim/net: listener already closed: %w", env.ErrClosed)
 	errNetEnded      = fmt.Errorf("sim/net: the process incarnation has ended: %w", env.ErrClosed)
 	errPeerReset     = fmt.Errorf("sim/net: connection reset by peer: %w", env.ErrConnReset)
-	errPeerCrashed   = fmt.Errorf("sim/net: connection reset, the peer crashed: %w", env.ErrConnReset)
+	errPeerCrashed   = fmt.Errorf("sim/net: connection reset, the peer's process died: %w", env.ErrConnReset)
+	errPeerRebooted  = fmt.Errorf("sim/net: connection reset, the peer's machine restarted and no longer knows the connection: %w", env.ErrConnReset)
 	errFaultReset    = fmt.Errorf("sim/net: connection reset by a network fault: %w", env.ErrConnReset)
 )
 
@@ -63,17 +64,21 @@ func (ep *netEndpoint) Listen(addr string, accept func(env.Conn)) (env.Listener,
 
 // Dial connects to addr.
 //
-// The outcome is decided when the dial starts, from the state of the links:
-//   - a link cut in either direction (the SYN or the SYN-ACK would be lost)
-//     fails the dial after ConnectTimeout with an error wrapping both
-//     ErrTimeout and ErrConnRefused ("unreachable");
+// Each SYN's fate is decided when it is sent, from the state of the links:
+//   - a link cut in either direction (the SYN or the SYN-ACK would be
+//     lost), or a silent destination (powered off, frozen), loses it; the
+//     dialer retransmits after 1 s, 2 s, 4 s, ... and fails after
+//     ConnectTimeout with an error wrapping both ErrTimeout and
+//     ErrConnRefused ("unreachable");
 //   - a clog delays the handshake until it ends, or fails it like a cut if
 //     it lasts longer than ConnectTimeout;
-//   - otherwise the SYN arrives after one latency. If the host is down, is
-//     not a process, or has no listener on the port, done gets an error
-//     wrapping ErrConnRefused one latency later (a crashed process's host
-//     still answers with a RST). Else the listener's accept runs on arrival
-//     and done runs one latency later with the new conn.
+//   - otherwise the SYN arrives after one latency; if the destination went
+//     silent meanwhile it is lost as above. If the host's process is down
+//     after a kill (its kernel lives), or it has no listener on the port,
+//     done gets an error wrapping ErrConnRefused one latency later (a RST).
+//     Else the listener's accept runs on arrival and done runs one latency
+//     later with the new conn. A host no process was ever added for
+//     refuses at once.
 func (ep *netEndpoint) Dial(addr string, done func(env.Conn, error)) {
 	if !ep.alive() {
 		return // any callback would be dropped with the incarnation
@@ -114,7 +119,7 @@ const synRetransmitFirst = time.Second
 // heal, as a real TCP connect does.
 func (ep *netEndpoint) sendSYN(dst *host, port int, addr string, fwd, back *link, label string,
 	done func(env.Conn, error), deadline, retry time.Duration) {
-	n, s := ep.n, ep.n.sim
+	s := ep.n.sim
 	now := s.now
 	start := now
 	holdFwd, cutFwd := fwd.holdUntil()
@@ -123,31 +128,56 @@ func (ep *netEndpoint) sendSYN(dst *host, port int, addr string, fwd, back *link
 		start = hold
 	}
 	if cutFwd || cutBack || start >= deadline {
-		if next := now + retry; !(cutFwd || cutBack) || next >= deadline {
-			n.stats.DialTimeouts++
-			err := fmt.Errorf("sim/net: dial %q: connect timeout after %v, host unreachable: %w (%w)",
-				addr, n.cfg.ConnectTimeout, env.ErrTimeout, env.ErrConnRefused)
-			s.schedule(ep.p, deadline-now, label, func() { done(nil, err) })
+		if !(cutFwd || cutBack) {
+			ep.dialTimeout(addr, label, done, deadline)
 			return
 		}
-		s.schedule(ep.p, retry, label+" syn-retry", func() {
-			ep.sendSYN(dst, port, addr, fwd, back, label, done, deadline, 2*retry)
-		})
+		ep.synLost(dst, port, addr, fwd, back, label, done, deadline, now, retry)
 		return
 	}
 	// The SYN's arrival is a simulator-level event: it must run even while
 	// the destination is down (to refuse) and is dropped by hand if the
 	// dialer is gone.
 	s.schedule(nil, start-now+fwd.latency(), label, func() {
-		ep.handshake(dst, port, addr, fwd, back, label, done)
+		ep.handshake(dst, port, addr, fwd, back, label, done, deadline, now, retry)
 	})
 }
 
-// handshake runs when the SYN reaches dst.
-func (ep *netEndpoint) handshake(dst *host, port int, addr string, fwd, back *link, label string, done func(env.Conn, error)) {
+// synLost retransmits a SYN sent at sent that got no answer, retry after
+// it, or fails the dial at deadline if that comes first.
+func (ep *netEndpoint) synLost(dst *host, port int, addr string, fwd, back *link, label string,
+	done func(env.Conn, error), deadline, sent, retry time.Duration) {
+	s := ep.n.sim
+	next := sent + retry
+	if next >= deadline {
+		ep.dialTimeout(addr, label, done, deadline)
+		return
+	}
+	s.schedule(ep.p, next-s.now, label+" syn-retry", func() {
+		ep.sendSYN(dst, port, addr, fwd, back, label, done, deadline, 2*retry)
+	})
+}
+
+// dialTimeout fails a dial at deadline: no SYN was answered.
+func (ep *netEndpoint) dialTimeout(addr, label string, done func(env.Conn, error), deadline time.Duration) {
+	n, s := ep.n, ep.n.sim
+	n.stats.DialTimeouts++
+	err := fmt.Errorf("sim/net: dial %q: connect timeout after %v, host unreachable: %w (%w)",
+		addr, n.cfg.ConnectTimeout, env.ErrTimeout, env.ErrConnRefused)
+	s.schedule(ep.p, deadline-s.now, label, func() { done(nil, err) })
+}
+
+// handshake runs when the SYN, sent at sent, reaches dst.
+func (ep *netEndpoint) handshake(dst *host, port int, addr string, fwd, back *link, label string,
+	done func(env.Conn, error), deadline, sent, retry time.Duration) {
 	n, s := ep.n, ep.n.sim
 	if !ep.alive() {
 		return // the dialer crashed; its SYN leads nowhere
+	}
+	if dst.silent(s.now) {
+		// Powered off or frozen since the SYN left: nobody answers.
+		ep.synLost(dst, port, addr, fwd, back, label, done, deadline, sent, retry)
+		return
 	}
 	var l *listener
 	if dst.proc != nil && dst.proc.up {
@@ -233,6 +263,14 @@ type connEnd struct {
 	onFrame func([]byte)
 	onClose func(error)
 
+	// halfOpen: the peer's machine lost power (connEnd.vanish). Nothing
+	// more arrives; what this end sends is never acknowledged (unacked
+	// bytes) and is retransmitted until a RST or the transport timeout
+	// ends the conn (retransmitting).
+	halfOpen       bool
+	retransmitting bool
+	unacked        int
+
 	ready    bool
 	paused   bool  // Pause: frames wait in the pipe until Resume
 	ended    bool  // no more sends, no more deliveries
@@ -257,7 +295,7 @@ func (e *connEnd) Buffered() int {
 	if e.ended {
 		return 0
 	}
-	return e.out.bytes
+	return e.out.bytes + e.unacked
 }
 
 // Send queues frame toward the peer. A frame over MaxFrameBytes is not
@@ -272,8 +310,13 @@ func (e *connEnd) Send(frame []byte) error {
 	n.stats.FramesSent++
 	pp := e.out
 	if pp.recv.ended {
-		// The peer is gone and its reset is on its way here.
+		// The peer is gone: its reset is on its way here, or its machine
+		// lost power and the frame is never acknowledged.
 		n.stats.FramesDropped++
+		if e.halfOpen {
+			e.unacked += len(frame)
+			e.retransmit()
+		}
 		return nil
 	}
 	kind := itemFrame
@@ -355,6 +398,70 @@ func (e *connEnd) abort(localErr error, notify bool, peerErr error) {
 		pp.drop()
 		pp.enqueue(pipeItem{kind: itemReset, err: peerErr})
 	}
+}
+
+// vanish ends this end as its machine loses power: it sends nothing, so its
+// peer's end stays open, half-open. Frames this end sent that the peer has
+// not received are lost with the machine; frames the peer sent that this
+// end had not received are unacknowledged, so the peer retransmits them.
+func (e *connEnd) vanish() {
+	if e.ended {
+		return
+	}
+	unacked := e.in.bytes
+	pending := e.in.pending()
+	e.finish(nil, false)
+	peer := e.peer
+	if pp := e.out; !pp.recv.ended {
+		pp.drop()
+		peer.halfOpen = true
+		if pending {
+			peer.unacked += unacked
+			peer.retransmit()
+		}
+	}
+}
+
+// retransmit starts this half-open end's retransmissions of the data its
+// vanished peer never acknowledged: the first at once, then after
+// tcpRTOMin, doubling. A retransmission that reaches the peer's machine
+// powered on again is answered with a RST (the new kernel knows no such
+// connection; RFC 9293 §3.5.1); after TransportTimeout without an answer
+// the end gives up with a timeout. Cuts and clogs lose retransmissions like
+// any segment.
+func (e *connEnd) retransmit() {
+	if e.retransmitting || e.ended {
+		return
+	}
+	e.retransmitting = true
+	e.retransmitAt(e.n.sim.now, 0)
+}
+
+func (e *connEnd) retransmitAt(start, wait time.Duration) {
+	n := e.n
+	n.sim.schedule(nil, wait, "net:retransmit "+e.local+">"+e.remote, func() {
+		if e.ended {
+			return
+		}
+		now := n.sim.now
+		if now-start >= n.cfg.TransportTimeout {
+			n.stats.TransportTimeouts++
+			e.finish(n.errTimeout, true)
+			return
+		}
+		fwd, back := n.linkOf(e.h, e.peer.h), n.linkOf(e.peer.h, e.h)
+		untilFwd, cutFwd := fwd.holdUntil()
+		untilBack, cutBack := back.holdUntil()
+		if !cutFwd && !cutBack && untilFwd <= now && untilBack <= now {
+			n.sim.schedule(nil, fwd.latency()+back.latency(), "net:rst "+e.remote+">"+e.local, func() {
+				e.finish(errPeerRebooted, true)
+			})
+			return
+		}
+		next := max(tcpRTOMin, 2*wait)
+		next = min(next, start+n.cfg.TransportTimeout-now)
+		e.retransmitAt(start, next)
+	})
 }
 
 // finish ends this end: nothing more is delivered to it and, when notify is
@@ -463,6 +570,11 @@ func (pp *pipe) enqueue(it pipeItem) {
 	pp.bytes += len(it.frame)
 	if wasEmpty {
 		pp.arm(it.due)
+		if pp.recv.h.frozenUntil > now {
+			// The receiver's pump is held by its freeze: the
+			// sender's retransmissions go unanswered from now.
+			pp.stall(now)
+		}
 	}
 }
 

@@ -284,15 +284,15 @@ func TestNetClog(t *testing.T) {
 	require.ErrorIs(t, pr.sEnd.err, env.ErrTimeout)
 }
 
-func TestNetCrashResetsPeerAndDropsPendingDeliveries(t *testing.T) {
+func TestNetKillResetsPeerAndDropsPendingDeliveries(t *testing.T) {
 	pr := newPair(t, 7, nil)
 	sendSeqs(t, pr.sEnd.conn, 0, 5) // in flight to cli
-	sendSeqs(t, pr.cEnd.conn, 0, 5) // in flight to srv, lost with cli's kernel
-	pr.cli.Crash()
+	sendSeqs(t, pr.cEnd.conn, 0, 5) // in flight to srv, dropped with cli's socket
+	pr.cli.Kill()
 	crashAt := pr.s.Now()
 	pr.run(t, 5*time.Millisecond)
-	require.Empty(t, pr.cEnd.frames, "deliveries to a crashed incarnation are dropped")
-	require.Zero(t, pr.cEnd.closes, "a crashed incarnation gets no callbacks")
+	require.Empty(t, pr.cEnd.frames, "deliveries to a killed incarnation are dropped")
+	require.Zero(t, pr.cEnd.closes, "a killed incarnation gets no callbacks")
 	require.Empty(t, pr.sEnd.frames, "undelivered frames of the crashed side are dropped")
 	require.Equal(t, 1, pr.sEnd.closes)
 	require.ErrorIs(t, pr.sEnd.err, env.ErrConnReset)
@@ -311,14 +311,181 @@ func TestNetCrashResetsPeerAndDropsPendingDeliveries(t *testing.T) {
 	require.Equal(t, 2, pr.s.Network().OpenConns())
 }
 
-func TestNetCrashOfListenerRefusesNewDials(t *testing.T) {
+func TestNetKillOfListenerRefusesNewDials(t *testing.T) {
 	pr := newPair(t, 8, nil)
-	pr.srv.Crash()
+	pr.srv.Kill()
 	var err error
 	pr.cli.Env().Net().Dial("srv:9092", func(c env.Conn, e error) { err = e })
 	pr.run(t, 10*time.Millisecond)
 	require.ErrorIs(t, err, env.ErrConnRefused)
+	require.NotErrorIs(t, err, env.ErrTimeout)
 	require.Equal(t, 1, pr.cEnd.closes)
+}
+
+// TestNetPowerLossLeavesPeersHalfOpen: a machine that loses power sends
+// no RST. Its peer's end stays open while the peer only waits; once it
+// sends, its unacknowledged data is retransmitted until the transport
+// timeout gives up (RFC 9293's half-open connection, with nobody to answer).
+func TestNetPowerLossLeavesPeersHalfOpen(t *testing.T) {
+	pr := newPair(t, 7, nil)
+	sendSeqs(t, pr.cEnd.conn, 0, 5) // in flight to srv, lost with cli's machine
+	pr.cli.Crash()
+	pr.run(t, time.Minute)
+	require.Empty(t, pr.sEnd.frames, "frames the dead machine had not delivered are lost")
+	require.Zero(t, pr.sEnd.closes, "no RST from a powered-off machine: the peer just waits")
+	require.Zero(t, pr.cEnd.closes, "a crashed incarnation gets no callbacks")
+
+	sent := pr.s.Now()
+	require.NoError(t, pr.sEnd.conn.Send(frame(0)), "a half-open conn takes sends")
+	require.Equal(t, 8, pr.sEnd.conn.Buffered(), "never acknowledged")
+	pr.run(t, defaultTransportTimeout-time.Millisecond)
+	require.Zero(t, pr.sEnd.closes)
+	pr.run(t, 2*time.Millisecond)
+	require.Equal(t, 1, pr.sEnd.closes)
+	require.ErrorIs(t, pr.sEnd.err, env.ErrTimeout)
+	require.Equal(t, sent+defaultTransportTimeout, pr.sEnd.closeAt)
+	require.Zero(t, pr.s.Network().OpenConns())
+}
+
+// TestNetPowerLossThenRebootResetsOnRetransmission: the peer's data, sent
+// while the machine is off, is retransmitted after 200 ms, 400 ms, 800 ms,
+// ...; the first retransmission after the machine is back meets a kernel
+// that knows no such connection and answers with a RST.
+func TestNetPowerLossThenRebootResetsOnRetransmission(t *testing.T) {
+	pr := newPair(t, 7, nil)
+	sendSeqs(t, pr.sEnd.conn, 0, 3) // in flight to cli: unacknowledged
+	pr.cli.Crash()
+	crashAt := pr.s.Now()
+	pr.run(t, time.Second)
+	require.Zero(t, pr.sEnd.closes)
+	first := pr.cEnd
+	pr.cli.Start()
+	// Retransmissions at +0, +200 ms, +600 ms, +1.4 s: the last one gets the RST.
+	pr.run(t, 350*time.Millisecond)
+	require.Zero(t, pr.sEnd.closes, "no retransmission since the reboot yet")
+	pr.run(t, 100*time.Millisecond)
+	require.Equal(t, 1, pr.sEnd.closes)
+	require.ErrorIs(t, pr.sEnd.err, env.ErrConnReset)
+	require.Greater(t, pr.sEnd.closeAt, crashAt+1400*time.Millisecond)
+	require.Less(t, pr.sEnd.closeAt, crashAt+1410*time.Millisecond)
+	require.Empty(t, first.frames)
+	require.Zero(t, first.closes)
+}
+
+// TestNetDialToPoweredOffHostTimesOut: a powered-off machine answers no
+// SYN: the dial retransmits and fails at the connect timeout, not at once;
+// a dial that outlives the machine's boot succeeds at the next SYN.
+func TestNetDialToPoweredOffHostTimesOut(t *testing.T) {
+	pr := newPair(t, 8, nil)
+	pr.srv.Crash()
+	var err error
+	called := false
+	start := pr.s.Now()
+	pr.cli.Env().Net().Dial("srv:9092", func(c env.Conn, e error) { called, err = true, e })
+	pr.run(t, defaultConnectTimeout-time.Millisecond)
+	require.False(t, called, "no refusal from a powered-off machine")
+	require.Zero(t, pr.cEnd.closes, "no reset either")
+	pr.run(t, time.Millisecond)
+	require.True(t, called)
+	require.ErrorIs(t, err, env.ErrTimeout)
+	require.Equal(t, start+defaultConnectTimeout, pr.s.Now())
+
+	var conn env.Conn
+	start = pr.s.Now()
+	pr.cli.Env().Net().Dial("srv:9092", func(c env.Conn, e error) { conn, err = c, e })
+	pr.run(t, 2500*time.Millisecond)
+	pr.srv.Start()
+	pr.run(t, 400*time.Millisecond)
+	require.Nil(t, conn, "the SYNs at +1 s and +3 s: the second is not sent yet")
+	pr.run(t, 200*time.Millisecond)
+	require.NoError(t, err)
+	require.NotNil(t, conn)
+}
+
+// TestNetFreezeIsSilent: a frozen machine completes no handshake and
+// acknowledges nothing; what was sent to it arrives in order when it
+// thaws, and a freeze past the transport timeout resets the conns it held.
+func TestNetFreezeIsSilent(t *testing.T) {
+	pr := newPair(t, 16, nil)
+	pr.srv.Freeze(2500 * time.Millisecond)
+	sendSeqs(t, pr.cEnd.conn, 0, 5)
+	var conn env.Conn
+	pr.cli.Env().Net().Dial("srv:9092", func(c env.Conn, e error) {
+		require.NoError(t, e)
+		conn = c
+	})
+	pr.run(t, 2400*time.Millisecond)
+	require.Empty(t, pr.sEnd.frames)
+	require.Nil(t, conn, "SYNs to a frozen machine are lost")
+	pr.run(t, 200*time.Millisecond)
+	require.Equal(t, seqs(0, 5), pr.sEnd.frames, "delivered in order after the thaw")
+	require.Nil(t, conn, "the next SYN leaves at +3 s")
+	pr.run(t, 600*time.Millisecond)
+	require.NotNil(t, conn)
+	require.Zero(t, pr.sEnd.closes+pr.cEnd.closes)
+	require.Equal(t, []FaultCount{{Kind: "freeze", Count: 1}}, pr.s.Faults())
+
+	pr.srv.Freeze(20 * time.Second)
+	sendSeqs(t, pr.cEnd.conn, 5, 6)
+	pr.run(t, defaultTransportTimeout+time.Millisecond)
+	require.Equal(t, 1, pr.cEnd.closes, "held past the transport timeout")
+	require.ErrorIs(t, pr.cEnd.err, env.ErrTimeout)
+	require.Zero(t, pr.sEnd.closes, "the frozen side hears of it when it thaws")
+	pr.run(t, 5*time.Second)
+	require.Equal(t, 1, pr.sEnd.closes)
+	require.Equal(t, seqs(0, 5), pr.sEnd.frames)
+}
+
+// TestNetCutHealLiftsOnlyItself: two faults cut the same link; healing one
+// leaves the other in force.
+func TestNetCutHealLiftsOnlyItself(t *testing.T) {
+	pr := newPair(t, 18, nil)
+	net := pr.s.Network()
+	part := net.Partition([]string{"cli"}, []string{"srv"})
+	block := net.Block("cli", "srv")
+	sendSeqs(t, pr.cEnd.conn, 0, 2)
+	sendSeqs(t, pr.sEnd.conn, 0, 2)
+	pr.run(t, 100*time.Millisecond)
+	require.Empty(t, pr.sEnd.frames)
+	require.Empty(t, pr.cEnd.frames)
+	part.Heal()
+	pr.run(t, 100*time.Millisecond)
+	require.Equal(t, seqs(0, 2), pr.cEnd.frames, "srv > cli was cut by the partition only")
+	require.Empty(t, pr.sEnd.frames, "cli > srv is still blocked")
+	part.Heal() // twice: nothing
+	block.Heal()
+	pr.run(t, 100*time.Millisecond)
+	require.Equal(t, seqs(0, 2), pr.sEnd.frames)
+
+	// Network.Heal spends every cut: a later Cut.Heal must not undo a new one.
+	old := net.Block("cli", "srv")
+	net.Heal()
+	fresh := net.Block("cli", "srv")
+	old.Heal()
+	sendSeqs(t, pr.cEnd.conn, 2, 3)
+	pr.run(t, 100*time.Millisecond)
+	require.Equal(t, seqs(0, 2), pr.sEnd.frames, "the fresh block holds")
+	fresh.Heal()
+	pr.run(t, 100*time.Millisecond)
+	require.Equal(t, seqs(0, 3), pr.sEnd.frames)
+}
+
+// TestNetResetConnResetsOne: a single connection's reset leaves the
+// host's other conns alone.
+func TestNetResetConnResetsOne(t *testing.T) {
+	pr := newPair(t, 19, nil)
+	var second *endLog
+	pr.cli.Env().Net().Dial("srv:9092", func(c env.Conn, e error) {
+		require.NoError(t, e)
+		second = track(pr.s, c)
+	})
+	pr.run(t, 10*time.Millisecond)
+	require.NotNil(t, second)
+	require.True(t, pr.s.Network().ResetConn("cli", 1))
+	pr.run(t, 10*time.Millisecond)
+	require.Equal(t, 1, pr.cEnd.closes+second.closes, "one of the two")
+	require.Equal(t, 2, pr.s.Network().OpenConns(), "the other conn lives on")
+	require.False(t, pr.s.Network().ResetConn("nobody", 0))
 }
 
 func TestNetDialRefused(t *testing.T) {
@@ -567,7 +734,7 @@ func TestNetOnCloseExactlyOnce(t *testing.T) {
 		for range steps {
 			side := rapid.SampledFrom([]string{"cli", "srv"}).Draw(rt, "side")
 			l := ends[side]
-			switch rapid.IntRange(0, 12).Draw(rt, "action") {
+			switch rapid.IntRange(0, 14).Draw(rt, "action") {
 			case 0, 1, 2:
 				if !crashed[side] {
 					k := rapid.IntRange(1, 5).Draw(rt, "k")
@@ -612,15 +779,25 @@ func TestNetOnCloseExactlyOnce(t *testing.T) {
 				procs[side].Pause(time.Duration(rapid.Int64Range(1, int64(20*time.Second)).Draw(rt, "pause")))
 			case 12:
 				procs[side].Start() // a no-op unless crashed; the old end stays dead
+			case 13:
+				procs[side].Freeze(time.Duration(rapid.Int64Range(1, int64(20*time.Second)).Draw(rt, "freeze")))
+			case 14:
+				net.ResetConn(side, rapid.IntRange(0, 3).Draw(rt, "conn"))
 			}
 			d := time.Duration(rapid.Int64Range(0, int64(20*time.Second)).Draw(rt, "wait"))
 			pr.run(rt, d)
 		}
-		// Make sure the conn ends, then let every notice arrive.
+		// Make sure the conn ends, then let every notice arrive. A
+		// survivor of a power loss learns of it only by sending (a
+		// half-open conn), so it sends once.
 		net.Heal()
 		if !crashed["cli"] && !pr.cEnd.ended() {
 			closedOwn["cli"] = true
 			pr.cEnd.conn.Close()
+		}
+		if crashed["cli"] && !crashed["srv"] && !pr.sEnd.ended() {
+			require.NoError(rt, pr.sEnd.conn.Send(frame(sent["srv"])))
+			sent["srv"]++
 		}
 		pr.run(rt, 2*defaultTransportTimeout)
 
@@ -761,4 +938,30 @@ func TestNetDialAcrossPartitionSucceedsAfterHeal(t *testing.T) {
 	require.NoError(t, dialErr)
 	require.NotNil(t, got)
 	require.Equal(t, 1, accepted)
+}
+
+// TestNetRebootEndsAFreeze: a frozen machine that loses power and boots
+// again is not frozen any more.
+func TestNetRebootEndsAFreeze(t *testing.T) {
+	pr := newPair(t, 20, nil)
+	pr.srv.Freeze(time.Minute)
+	pr.run(t, time.Second)
+	pr.srv.Crash()
+	pr.srv.Start()
+	var err error
+	called := false
+	pr.cli.Env().Net().Dial("srv:9092", func(c env.Conn, e error) { called, err = true, e })
+	pr.run(t, 10*time.Millisecond)
+	require.True(t, called, "the booted machine answers at once")
+	require.NoError(t, err)
+}
+
+func TestNetFrozenReportsFreezeOnly(t *testing.T) {
+	pr := newPair(t, 21, nil)
+	pr.srv.Pause(time.Second)
+	require.False(t, pr.srv.Frozen(), "a paused process's machine runs")
+	pr.cli.Freeze(time.Second)
+	require.True(t, pr.cli.Frozen())
+	pr.run(t, time.Second)
+	require.False(t, pr.cli.Frozen())
 }

@@ -52,6 +52,9 @@ func (p *Process) Up() bool { return p.up }
 // Paused reports whether the process is paused now.
 func (p *Process) Paused() bool { return p.up && p.pausedUntil > p.sim.now }
 
+// Frozen reports whether the machine is frozen now (Freeze).
+func (p *Process) Frozen() bool { return p.up && p.sim.network.host(p.name).frozenUntil > p.sim.now }
+
 // Incarnation counts the starts so far.
 func (p *Process) Incarnation() uint64 { return p.inc }
 
@@ -85,11 +88,12 @@ func (p *Process) Start() {
 
 // Crash ends the running incarnation as a power loss would: pending
 // callbacks are dropped, unsynced disk state is lost (a torn tail may
-// remain), a failed filesystem (Disk.Failed) comes back working, and
-// connections reset. It does nothing to a process that is down; see
-// PowerCycle.
+// remain), a failed filesystem (Disk.Failed) comes back working. The
+// machine stays off, silent, until the next Start: its peers get no reset
+// (their conns to it are left half-open) and dials to it time out (see
+// Network). It does nothing to a process that is down; see PowerCycle.
 func (p *Process) Crash() {
-	if p.end("crash") {
+	if p.end("crash", true) {
 		p.disk.crash()
 	}
 }
@@ -106,24 +110,37 @@ func (p *Process) PowerCycle() {
 		return
 	}
 	p.sim.Fault("power-cycle", p.name)
+	p.sim.network.powerOff(p)
 	p.disk.crash()
+}
+
+// ReplaceDisk gives the machine, which must be down, a new empty disk: a
+// failed disk replaced, or a node replaced by a fresh one under the same
+// name. The next incarnation starts with nothing on disk. Faults set on the
+// old disk do not carry over.
+func (p *Process) ReplaceDisk() {
+	assert.That(!p.up, "ReplaceDisk of %s while it runs", p.name)
+	p.sim.Fault("disk-replace", p.name)
+	p.disk = newDisk(p.sim, p)
 }
 
 // Kill ends the running incarnation as a SIGKILL or an OOM kill would,
 // with the machine staying up: pending callbacks are dropped and
-// connections reset, but the disk keeps its page cache (writes already
+// connections reset (its kernel sends the RSTs, and refuses dials until a
+// new incarnation listens), but the disk keeps its page cache (writes already
 // made stay readable; what was not synced is still not durable), a failed
 // filesystem stays failed (Disk.Failed), and open files are closed.
 func (p *Process) Kill() {
-	if p.end("kill") {
+	if p.end("kill", false) {
 		p.disk.processExit()
 	}
 }
 
 // end ends the running incarnation, if any, as fault what: its pending and
-// held callbacks are dropped and its connections reset. It reports whether
-// an incarnation was running.
-func (p *Process) end(what string) bool {
+// held callbacks are dropped and its connections end (reset by its kernel,
+// or left half-open at its peers on a power loss). It reports whether an
+// incarnation was running.
+func (p *Process) end(what string, powerLoss bool) bool {
 	if !p.up {
 		return false
 	}
@@ -131,7 +148,7 @@ func (p *Process) end(what string) bool {
 	p.up = false
 	p.held = nil
 	p.env = nil
-	p.sim.network.processDown(p)
+	p.sim.network.processDown(p, powerLoss)
 	return true
 }
 
@@ -141,17 +158,41 @@ func (p *Process) Restart() {
 	p.Start()
 }
 
-// Pause freezes the process for d (a GC pause, SIGSTOP, a VM migration):
-// nothing of it runs meanwhile; events that come due are held and delivered,
-// in order, when the pause ends. Its peers' frames keep arriving and queue up.
+// Pause stops the process for d (a GC pause, SIGSTOP) with its machine's
+// kernel running: nothing of it runs meanwhile; events that come due are
+// held and delivered, in order, when the pause ends. Its kernel still
+// acknowledges: peers' frames keep arriving and queue up, and dials to it
+// complete their handshake (the accept waits for the process).
 func (p *Process) Pause(d time.Duration) {
 	if !p.up || d <= 0 {
 		return
 	}
 	p.sim.Fault("pause", fmt.Sprintf("%s %v", p.name, d))
+	p.hold(d)
+}
+
+// Freeze stops the whole machine for d (a VM paused by its hypervisor, a
+// live migration's stop-and-copy, a hung host): the process is held as by
+// Pause, and the machine is silent on the network meanwhile: SYNs to it are
+// lost (dials retransmit, and time out if the freeze outlasts the connect
+// timeout), frames to it are held unacknowledged and reset their conn if
+// held past the transport timeout. When it thaws, held frames are
+// delivered in order.
+func (p *Process) Freeze(d time.Duration) {
+	if !p.up || d <= 0 {
+		return
+	}
+	p.sim.Fault("freeze", fmt.Sprintf("%s %v", p.name, d))
+	p.hold(d)
+	p.sim.network.freeze(p, p.sim.now+d)
+}
+
+// hold holds the process's events for d from now; it returns the end of
+// the hold, or 0 when an earlier pause already covers it.
+func (p *Process) hold(d time.Duration) time.Duration {
 	until := p.sim.now + d
 	if until <= p.pausedUntil {
-		return
+		return 0
 	}
 	p.pausedUntil = until
 	inc := p.inc
@@ -166,6 +207,7 @@ func (p *Process) Pause(d time.Duration) {
 			p.sim.push(e)
 		}
 	})
+	return until
 }
 
 // JumpClock steps the process's wall clock by delta (an NTP step, a

@@ -90,6 +90,10 @@ type kraftBugs struct {
 	// imageFork makes c2's observer report a different digest for its
 	// images: two images at one position.
 	imageFork bool
+	// wipeVoters lets the nemesis wipe voters' disks too, which the
+	// scenario does not promise to survive (see runKRaftWith): a voter
+	// that forgot its log and its vote helps elect a second leader.
+	wipeVoters bool
 }
 
 // kraftCorruptOffset is the base offset of the batch kraftBugs.divergentBatch
@@ -212,8 +216,22 @@ func runKRaftWith(o Options, shape kraftShape, bugs kraftBugs) (sim.Summary, *kr
 	admin.Start()
 	mix := nemesis.None()
 	if !o.NoFaults {
-		// MaxDown follows the voters: a majority of them stays up.
-		mix = nemesis.DrawMix(s.Rand("nemesis/mix"), o.Nodes)
+		// MaxDown follows the voters: a majority of them stays up but
+		// in outages, which the Raft survives (it fsyncs before it
+		// votes or acknowledges). Observers may come back with an empty
+		// disk (they refetch the log); voters may not: core/quorum has
+		// no way yet to keep a voter that lost its log and its vote from
+		// voting (KIP-853's directory ids), so a wiped voter could elect
+		// a leader missing committed records.
+		var wipeable []int
+		first := o.Nodes
+		if bugs.wipeVoters {
+			first = 0
+		}
+		for i := first; i < n; i++ {
+			wipeable = append(wipeable, i)
+		}
+		mix = nemesis.DrawMixFor(s.Rand("nemesis/mix"), o.Nodes, nemesis.Promises{Outages: true, Voters: o.Nodes, Wipeable: wipeable})
 	}
 	nemesis.Start(s, h.procs, mix, o.FaultPhase)
 	h.scheduleCheck()

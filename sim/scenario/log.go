@@ -165,7 +165,11 @@ func runLog(o Options, bugs logBugs) (sim.Summary, *logHarness) {
 	healAt := s.Now() + o.FaultPhase
 	mix := nemesis.None()
 	if !o.NoFaults {
-		mix = nemesis.DrawMix(s.Rand("nemesis/mix"), o.Nodes)
+		// Every acks=1/all record is fsynced, so the scenario survives
+		// every node losing power at once (it power-cycles them all
+		// after the heal in half its seeds, too). No wipes: topics have
+		// one replica, and every node is a voter.
+		mix = nemesis.DrawMixFor(s.Rand("nemesis/mix"), o.Nodes, nemesis.Promises{Outages: true, Voters: o.Nodes})
 	}
 	nemesis.Start(s, h.procs, mix, o.FaultPhase)
 	if h.swarm.clientFaults > 0 && !o.NoFaults {

@@ -188,7 +188,7 @@ func TestLogDurabilityCatchesPageCacheMode(t *testing.T) {
 // workload, and without tail consumers (the final read's comparison).
 const (
 	logPageCacheSeed      = 13
-	logPageCacheFinalSeed = 25
+	logPageCacheFinalSeed = 15 // 25 until the nemesis's shapes and outages re-drew it (it then failed (b) first)
 )
 
 // TestLogChecksCatchViewBugs plants one bug per check in what the checker
