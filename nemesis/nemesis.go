@@ -43,6 +43,7 @@ func Start(s *sim.Sim, procs []*sim.Process, mix Mix, faultPhase time.Duration) 
 		disk:  make([][]diskFault, len(procs)),
 	}
 	s.Trace("nemesis:" + mix.String())
+	s.SetFaultMix(mix.String())
 	n.clearDiskFaults() // the seed's crash model (storage.go)
 	if len(mix.Kinds) > 0 && len(procs) > 0 {
 		n.scheduleNext()

@@ -51,7 +51,14 @@ type Sim struct {
 
 	network *Network
 	bucket  *Bucket
+	// mix describes the run's fault schedule (SetFaultMix).
+	mix string
 }
+
+// SetFaultMix records the description of the run's fault schedule (the
+// nemesis's mix) for the summary: a pinned seed keeps it, so that a change
+// that re-draws the seed's faults is noticed.
+func (s *Sim) SetFaultMix(desc string) { s.mix = desc }
 
 // New returns a simulator at virtual time 0.
 func New(cfg Config) *Sim {

@@ -25,6 +25,9 @@ type Summary struct {
 	Replay string
 	// Buggify is the run's buggify rate (Config.BuggifyRate).
 	Buggify float64
+	// Mix describes the run's fault schedule (Sim.SetFaultMix), "" if
+	// none was set.
+	Mix string
 }
 
 // Summarize captures the run's figures so far.
@@ -38,6 +41,7 @@ func (s *Sim) Summarize(scenario string) Summary {
 		TraceHash: s.TraceHash(),
 		Replay:    fmt.Sprintf("make sim SEED=%d SCENARIO=%s", s.cfg.Seed, scenario),
 		Buggify:   s.cfg.BuggifyRate,
+		Mix:       s.mix,
 	}
 }
 
@@ -80,6 +84,9 @@ func (m Summary) Print(w io.Writer) {
 	fmt.Fprintf(w, "events:      %d\n", m.Events)
 	fmt.Fprintf(w, "faults:      %d (%s)\n", m.FaultTotal(), strings.Join(kinds, " "))
 	fmt.Fprintf(w, "buggify:     %.3f\n", m.Buggify)
+	if m.Mix != "" {
+		fmt.Fprintf(w, "fault mix:   %s\n", m.Mix)
+	}
 	fmt.Fprintf(w, "wall time:   %v\n", m.Wall.Round(time.Millisecond))
 	fmt.Fprintf(w, "speed:       %.1f sim-s/wall-s\n", m.Speedup())
 	fmt.Fprintf(w, "trace hash:  %016x\n", m.TraceHash)
