@@ -538,3 +538,37 @@ func TestAppendValidatedIsAppendWithoutTheCRCPass(t *testing.T) {
 	_, err = r.l.AppendValidated(b, 3)
 	require.ErrorIs(t, err, log.ErrInvalidLeaderEpoch, "an older epoch is still refused")
 }
+
+// TestUnreadableIndexesAreRebuiltFromTheSegments: latent sector errors on
+// every read of the index files (EIO until rewritten) must not keep the
+// log from opening: recovery rebuilds the indexes from the segments (the
+// data is there) and rewrites them, and every record reads back (issue
+// 10: a latent error on an index file had bricked the partition).
+func TestUnreadableIndexesAreRebuiltFromTheSegments(t *testing.T) {
+	r := newRig(t, 8, smallConfig())
+	var batches [][]byte
+	for i := 0; i < 60; i++ {
+		b := build(batchSpec{records: 2, valueSize: 40, timestamp: int64(i) * 10, seed: byte(i)})
+		batches = append(batches, append([]byte(nil), b...))
+		_, err := r.l.Append(b, 0)
+		require.NoError(t, err)
+	}
+	require.NoError(t, r.flush())
+	require.Greater(t, len(r.l.Segments()), 2, "several segments, each with indexes")
+	want := readAll(t, r.l)
+	r.shutdown()
+
+	d := r.p.Disk()
+	d.DeclareSurvivable(func(name string) bool {
+		return strings.HasSuffix(name, ".index") || strings.HasSuffix(name, ".timeindex")
+	})
+	d.SetFaults(sim.DiskFaults{LatentErrorProbability: 1})
+	r.crash() // a power cycle: recovery cannot rely on the clean shutdown's page cache
+	r.open()
+	d.SetFaults(sim.DiskFaults{})
+	require.Equal(t, want, readAll(t, r.l), "every record is back")
+	res, err := r.l.Read(61, 1<<20, -1)
+	require.NoError(t, err, "an index lookup in the middle works")
+	require.Equal(t, int64(60), res.FirstOffset, "the batch holding offset 61")
+	res.Release()
+}

@@ -609,6 +609,12 @@ func (l *Log) readLastEntry(s *segment, k fileKind, entryBytes int64) ([]byte, b
 	}
 	p, scratch := make([]byte, entryBytes), make([]byte, entryBytes)
 	if err := readStable(f, p, scratch, size-entryBytes); err != nil {
+		if errors.Is(err, env.ErrIO) {
+			// An unreadable index (a latent sector error) is rebuilt
+			// from its segment, like an inconsistent one: the segment,
+			// not the index, holds the data.
+			return nil, false, fmt.Errorf("%w: %s unreadable: %w", errInconsistent, name, err)
+		}
 		return nil, false, err
 	}
 	return p, true, nil
@@ -875,6 +881,13 @@ func (l *Log) readIndexPrefix(s *segment, k fileKind, entryBytes int) ([]byte, e
 		return nil, err
 	}
 	data, err := readFileStable(f)
+	if errors.Is(err, env.ErrIO) {
+		// Unreadable (a latent sector error): no entries, so recovery
+		// scans the segment from its start; reconcileIndexFiles then
+		// rewrites the file whole, which clears the bad sectors.
+		l.logger.Warn("index file unreadable; rescanning its segment", "file", f.Name(), "err", err)
+		return nil, nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -894,6 +907,12 @@ func (l *Log) reconcileIndexFiles(s *segment) error {
 			return err
 		}
 		data, err := readFileStable(f)
+		unreadable := errors.Is(err, env.ErrIO)
+		if unreadable {
+			// Rewritten whole below, over the unreadable sectors.
+			l.logger.Warn("index file unreadable; rewriting it", "file", f.Name(), "err", err)
+			data, err = nil, nil
+		}
 		if err != nil {
 			return err
 		}
@@ -917,7 +936,7 @@ func (l *Log) reconcileIndexFiles(s *segment) error {
 			common = 0
 		}
 		kept := common / entryBytes
-		if len(data) > kept*entryBytes || len(l.fl.markers) > 0 {
+		if len(data) > kept*entryBytes || len(l.fl.markers) > 0 || unreadable {
 			if err := f.Truncate(int64(kept * entryBytes)); err != nil {
 				return fmt.Errorf("truncate %s: %w", f.Name(), err)
 			}
