@@ -1,6 +1,7 @@
 package kraft
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/strata-log/strata/core/assert"
 	"github.com/strata-log/strata/core/controller"
 	"github.com/strata-log/strata/core/env"
+	corelog "github.com/strata-log/strata/core/log"
 	"github.com/strata-log/strata/core/meta"
 	"github.com/strata-log/strata/core/quorum"
 )
@@ -62,6 +64,10 @@ type Member struct {
 	// closing is set by Close; closed once the member has shut down.
 	closing bool
 	closed  bool
+	// markPending is set while a failed member retries creating its
+	// metadata log's failure marker (markUnmarkedFailure); Status hides
+	// the failure until then.
+	markPending bool
 
 	// metrics is nil with metrics off.
 	metrics *memberMetrics
@@ -197,6 +203,9 @@ func (m *Member) ActiveController() int32 {
 // Status returns the member's current view of itself.
 func (m *Member) Status() Status {
 	s := Status{Leader: quorum.NoNode, Applied: m.image.Position(), Err: m.err, ActiveController: m.ctrl.IsLeader()}
+	if m.markPending {
+		s.Err = nil // not yet safe to restart (markUnmarkedFailure)
+	}
 	if m.raft != nil {
 		s.Quorum = m.raft.Status()
 		s.Leader, s.Epoch = m.raft.Leader()
@@ -473,6 +482,37 @@ func (m *Member) fail(err error) {
 		m.handleControllerReady(m.ctrl.Ready())
 	}
 	m.net.close()
+	m.markUnmarkedFailure()
+}
+
+// markRetryInterval is how often a stopped member retries creating its
+// metadata log's failure marker.
+const markRetryInterval = 100 * time.Millisecond
+
+// markUnmarkedFailure creates the metadata log's failure marker when the
+// log failed without one (a double fault: its Sync and the marker's
+// creation both failed, a full disk): until it exists, a restart of this
+// process would trust a page cache showing what the failed Sync lost
+// (kraft seeds 375, 394, 1224, 1347). Status reports the failure only
+// once the marker exists, so that a supervisor restarts the process only
+// then; meanwhile it retries.
+func (m *Member) markUnmarkedFailure() {
+	if m.journal == nil || m.journal.data == nil {
+		return
+	}
+	d, ok := m.journal.data.UnmarkedFailure()
+	if !ok {
+		return
+	}
+	if err := corelog.MarkFailed(m.e, m.journal.data.Dir(), d); err != nil && !errors.Is(err, env.ErrIO) {
+		if !m.markPending {
+			m.log.Warn("cannot create the metadata log's failure marker; retrying before reporting the failure", "err", err, "durable_offset", d)
+		}
+		m.markPending = true
+		m.e.AfterFunc(markRetryInterval, m.markUnmarkedFailure)
+		return
+	}
+	m.markPending = false
 }
 
 // DescribeQuorum reports the quorum as this member sees it when it leads

@@ -20,6 +20,16 @@ type kraftSeed struct {
 // kraftRegressionSeeds are kraft seeds that once failed, pinned before
 // their fix.
 var kraftRegressionSeeds = []kraftSeed{
+	// Found by issue 10's storage faults (ENOSPC at Sync and on create):
+	// the metadata log's Sync failed and so did its failure marker's
+	// creation (a full disk); the member stopped, its supervisor
+	// restarted the process on the same machine, and the new incarnation
+	// trusted a page cache showing what the failed Sync lost: zeros below
+	// the recovery point, and the member never opened again (liveness).
+	// Fixed in core/kraft: a failed member creates the marker, retrying,
+	// before Status reports the failure (markUnmarkedFailure), as a
+	// partition does before it reopens (log seed 153).
+	{"kraft", 375}, {"kraft", 394}, {"kraft", 1224}, {"kraft", 1347},
 	// A CreateTopics forwarded by observer b2 to c3, the deposed leader of
 	// epoch 1 whose controller was still active, came back
 	// TOPIC_ALREADY_EXISTS from its stale image after the epoch-2 leader
