@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 
@@ -50,12 +51,18 @@ func (p *Partition) loadProducers(l *log.Log) {
 	})
 }
 
+// replayReadAttempts bounds the reads of one region until two agree.
+const replayReadAttempts = 4
+
 // replayLog applies the log's batches from the state's end offset to the
-// log end.
+// log end. A batch's base offset lies outside its CRC, so a region is read
+// until two reads agree (a read may flip a bit) and each batch must lie
+// within the log; a region that never reads the same twice fails the
+// replay (the partition reopens later).
 func replayLog(l *log.Log, st *producer.State) error {
 	offset := max(st.EndOffset(), l.LogStartOffset())
 	st.AdvanceTo(offset)
-	var buf []byte
+	var buf, again []byte
 	for offset < l.LogEndOffset() {
 		res, err := l.Read(offset, replayReadBytes, -1)
 		if err != nil {
@@ -65,17 +72,21 @@ func replayLog(l *log.Log, st *producer.State) error {
 			break // nothing readable before the end
 		}
 		if int64(cap(buf)) < res.Size {
-			buf = make([]byte, res.Size)
+			buf, again = make([]byte, res.Size), make([]byte, res.Size)
 		}
-		buf = buf[:res.Size]
-		n, rerr := res.File.ReadAt(buf, res.Position)
+		buf, again = buf[:res.Size], again[:res.Size]
+		err = readStable(res.File, buf, again, res.Position)
 		res.Release()
-		if n < len(buf) {
-			return fmt.Errorf("read %d bytes at %d of %s: %w", len(buf), res.Position, l.Dir(), rerr)
+		if err != nil {
+			return fmt.Errorf("%s: %w", l.Dir(), err)
 		}
 		sp := record.NewSplitter(buf, len(buf), record.CheckStored)
 		for sp.Next() {
 			b := sp.Batch()
+			if b.NextOffset() <= offset || b.NextOffset() > l.LogEndOffset() {
+				return fmt.Errorf("%s: batch [%d, %d) read at offset %d lies outside the log's [%d, %d)",
+					l.Dir(), b.BaseOffset(), b.NextOffset(), offset, l.LogStartOffset(), l.LogEndOffset())
+			}
 			if err := st.Replay(b); err != nil {
 				return err
 			}
@@ -87,6 +98,26 @@ func replayLog(l *log.Log, st *producer.State) error {
 	}
 	st.AdvanceTo(l.LogEndOffset())
 	return nil
+}
+
+// readStable reads len(p) bytes at off into p until two reads agree
+// (scratch holds the second), as core/log reads what it trusts.
+func readStable(f interface {
+	ReadAt([]byte, int64) (int, error)
+}, p, scratch []byte, off int64) error {
+	if n, err := f.ReadAt(p, off); n < len(p) {
+		return fmt.Errorf("read %d bytes at %d: %w", len(p), off, err)
+	}
+	for range replayReadAttempts {
+		if n, err := f.ReadAt(scratch, off); n < len(scratch) {
+			return fmt.Errorf("read %d bytes at %d: %w", len(scratch), off, err)
+		}
+		if bytes.Equal(p, scratch) {
+			return nil
+		}
+		copy(p, scratch)
+	}
+	return fmt.Errorf("%d bytes at %d read differently %d times in a row", len(p), off, replayReadAttempts+1)
 }
 
 // snapshotProducers writes the producer state as of the log end (after a
