@@ -407,15 +407,11 @@ func setAutoCreateTopics(c *Config, value string) error {
 }
 
 func setFetchSendfile(c *Config, value string) error {
-	switch strings.ToLower(value) {
-	case "true":
-		c.NoSendfile = false
-	case "false":
-		c.NoSendfile = true
-	default:
-		return fmt.Errorf("want true or false")
+	on, err := parseBool(value)
+	if err == nil {
+		c.NoSendfile = !on
 	}
-	return nil
+	return err
 }
 
 func setRetentionCheckInterval(c *Config, value string) error {

@@ -65,13 +65,17 @@ func setMetricsListener(c *Config, value string) error {
 
 func setMetricsEnable(c *Config, value string) error {
 	on, err := parseBool(value)
-	c.NoMetrics = !on
+	if err == nil {
+		c.NoMetrics = !on
+	}
 	return err
 }
 
 func setPprofEnable(c *Config, value string) error {
 	on, err := parseBool(value)
-	c.Pprof = on
+	if err == nil {
+		c.Pprof = on
+	}
 	return err
 }
 

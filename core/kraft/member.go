@@ -344,7 +344,9 @@ func (m *Member) handleReady(rd quorum.Ready) {
 		}
 	}
 	m.highWatermark = rd.HighWatermark
-	m.metrics.committed(rd.HighWatermark, m.e.Monotonic())
+	if m.metrics != nil {
+		m.metrics.committed(rd.HighWatermark, m.e.Monotonic())
+	}
 	m.maybeSnapshot(rd.SnapshotDue)
 }
 

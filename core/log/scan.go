@@ -58,6 +58,16 @@ func readStable(f env.File, p, scratch []byte, off int64) error {
 	return fmt.Errorf("log: read %s: %d reads of %d bytes at %d disagree: %w", f.Name(), stableReadAttempts, len(p), off, env.ErrIO)
 }
 
+// ReadStable reads len(p) bytes of f at off into p until two reads agree
+// (scratch, as long as p, holds the other), as the log reads what it
+// trusts: a read may flip a bit. Reads that never agree are an error
+// wrapping env.ErrIO. For callers that read a ReadResult's region
+// themselves and must trust what lies outside the batches' CRCs (a base
+// offset).
+func ReadStable(f env.File, p, scratch []byte, off int64) error {
+	return readStable(f, p, scratch, off)
+}
+
 // readFileStable returns a file's whole content, read stably.
 func readFileStable(f env.File) ([]byte, error) {
 	size := f.Size()

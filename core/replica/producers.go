@@ -1,7 +1,6 @@
 package replica
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 
@@ -51,9 +50,6 @@ func (p *Partition) loadProducers(l *log.Log) {
 	})
 }
 
-// replayReadAttempts bounds the reads of one region until two agree.
-const replayReadAttempts = 4
-
 // replayLog applies the log's batches from the state's end offset to the
 // log end. A batch's base offset lies outside its CRC, so a region is read
 // until two reads agree (a read may flip a bit) and each batch must lie
@@ -75,7 +71,7 @@ func replayLog(l *log.Log, st *producer.State) error {
 			buf, again = make([]byte, res.Size), make([]byte, res.Size)
 		}
 		buf, again = buf[:res.Size], again[:res.Size]
-		err = readStable(res.File, buf, again, res.Position)
+		err = log.ReadStable(res.File, buf, again, res.Position)
 		res.Release()
 		if err != nil {
 			return fmt.Errorf("%s: %w", l.Dir(), err)
@@ -98,26 +94,6 @@ func replayLog(l *log.Log, st *producer.State) error {
 	}
 	st.AdvanceTo(l.LogEndOffset())
 	return nil
-}
-
-// readStable reads len(p) bytes at off into p until two reads agree
-// (scratch holds the second), as core/log reads what it trusts.
-func readStable(f interface {
-	ReadAt([]byte, int64) (int, error)
-}, p, scratch []byte, off int64) error {
-	if n, err := f.ReadAt(p, off); n < len(p) {
-		return fmt.Errorf("read %d bytes at %d: %w", len(p), off, err)
-	}
-	for range replayReadAttempts {
-		if n, err := f.ReadAt(scratch, off); n < len(scratch) {
-			return fmt.Errorf("read %d bytes at %d: %w", len(scratch), off, err)
-		}
-		if bytes.Equal(p, scratch) {
-			return nil
-		}
-		copy(p, scratch)
-	}
-	return fmt.Errorf("%d bytes at %d read differently %d times in a row", len(p), off, replayReadAttempts+1)
 }
 
 // snapshotProducers writes the producer state as of the log end (after a
