@@ -33,6 +33,7 @@ type Disk struct {
 	loop  *Loop
 	syncs *offLoop
 	stats diskCounters
+	boot  string // the boot identifier, read once
 }
 
 // diskCounters count what a Disk did, for DiskStats.
@@ -88,8 +89,25 @@ func NewDisk(root string, loop *Loop, syncConcurrency int) (*Disk, error) {
 	if err := os.MkdirAll(abs, 0o755); err != nil {
 		return nil, fmt.Errorf("disk root: %w", osErr(err))
 	}
-	return &Disk{root: abs, loop: loop, syncs: newOffLoop(syncConcurrency)}, nil
+	return &Disk{root: abs, loop: loop, syncs: newOffLoop(syncConcurrency), boot: readBootID()}, nil
 }
+
+// bootIDFile is where Linux keeps a random identifier drawn at each boot.
+const bootIDFile = "/proc/sys/kernel/random/boot_id"
+
+// readBootID returns the machine's boot identifier, or "" where the system
+// has none (not Linux, /proc not mounted): package log then trusts its
+// page-cache notes less (see env.Disk.BootID).
+func readBootID() string {
+	b, err := os.ReadFile(bootIDFile)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// BootID identifies the machine's current boot (env.Disk).
+func (d *Disk) BootID() string { return d.boot }
 
 // Root is the absolute path of the disk's root directory.
 func (d *Disk) Root() string { return d.root }

@@ -97,6 +97,9 @@ type Disk struct {
 	// bytes, which DiskFaults.CapacityBytes bounds.
 	used  int64
 	stats DiskStats
+	// boot counts the machine's restarts (power losses, a replaced disk):
+	// BootID.
+	boot uint64
 	// handles are the file handles the current incarnation opened (closed
 	// ones are dropped now and then), so that a process exit can close
 	// the ones it left open.
@@ -393,6 +396,7 @@ func (d *Disk) trackHandle(h *fileHandle) {
 // The machine comes back with a working filesystem.
 func (d *Disk) crash() {
 	d.stats.Crashes++
+	d.boot++
 	d.handles = nil
 	d.failed, d.failedBy = false, ""
 	d.crashDirectories()

@@ -203,6 +203,12 @@ func (h *diskHandle) Space() (int64, int64, error) {
 	return c, max(c-h.d.used, 0), nil
 }
 
+// BootID names the machine's current boot: the power losses and disk
+// replacements it went through.
+func (h *diskHandle) BootID() string {
+	return h.d.owner.name + "/boot-" + strconv.FormatUint(h.d.boot, 10)
+}
+
 // stale reports whether the incarnation that got this handle has ended.
 func (h *diskHandle) stale() bool {
 	p := h.d.owner

@@ -121,7 +121,9 @@ func (p *Process) PowerCycle() {
 func (p *Process) ReplaceDisk() {
 	assert.That(!p.up, "ReplaceDisk of %s while it runs", p.name)
 	p.sim.Fault("disk-replace", p.name)
+	boot := p.disk.boot + 1 // the machine was down: a new boot
 	p.disk = newDisk(p.sim, p)
+	p.disk.boot = boot
 }
 
 // Kill ends the running incarnation as a SIGKILL or an OOM kill would,

@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"math/rand/v2"
 	"runtime/debug"
@@ -53,6 +54,9 @@ type Sim struct {
 	bucket  *Bucket
 	// mix describes the run's fault schedule (SetFaultMix).
 	mix string
+	// faultLog prints each injected fault beside the processes' logs when
+	// the run has a log (-v), so that a failure reads in order.
+	faultLog *slog.Logger
 }
 
 // SetFaultMix records the description of the run's fault schedule (the
@@ -228,6 +232,12 @@ func (s *Sim) Events() uint64 { return s.events }
 func (s *Sim) Fault(kind, detail string) {
 	s.faults[kind]++
 	s.trace.fold(uint64(s.now), "fault:"+kind+":"+detail)
+	if s.cfg.Log != nil {
+		if s.faultLog == nil {
+			s.faultLog = slog.New(newSimLogHandler(s, "nemesis"))
+		}
+		s.faultLog.Debug("fault", "kind", kind, "detail", detail)
+	}
 }
 
 // FaultCount is a fault kind and how often it was injected.

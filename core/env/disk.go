@@ -83,6 +83,15 @@ type Disk interface {
 	// filesystem failed until the machine restarts (see the durability
 	// model above).
 	SyncDir(dir string, done func(error))
+
+	// BootID identifies the lifetime of the page cache: it changes
+	// whenever the machine restarts (a power loss, a reboot), which drops
+	// the page cache, and never while the machine stays up, whatever the
+	// processes do. So a note written in the page cache and read back
+	// with the same BootID was read from the page cache as last written;
+	// with another one, from the disk, where only durable bytes are. ""
+	// means it cannot be known (Linux: /proc/sys/kernel/random/boot_id).
+	BootID() string
 }
 
 // File is an open file of a Disk. A File must not be used after Close.

@@ -3,6 +3,7 @@ package log
 import (
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"math"
 	"path"
 	"strconv"
@@ -198,16 +199,25 @@ func (l *Log) removeFailedMarkers() error {
 // low: the recovery checkpoint lags the flushes, and the next Open would
 // drop data a previous, killed incarnation had flushed beyond it. So every
 // incarnation notes its durable offset in .flushed-offset whenever it
-// changes: a 21-byte overwrite in the page cache, never synced, lowered in
-// the same turn of the loop as a truncation's cut. Open reads it as
-// follows. After a process kill the page cache holds the note as last
-// written, which is at most what was durable. After a power loss
-// everything recovery reads is on the disk, so any offset up to the log
-// end is durable; the never-synced note is then missing or empty (or,
-// written once only, still right, or all zeros: sized, never written
-// back), and a missing, empty or zero note counts as the log end. A note that cannot be written fails the log (its file is
-// sized sparsely first, so an overwrite never needs space), so that a
-// missing note never means anything but a power loss or a new log.
+// changes, with the machine's boot identifier (env.Disk.BootID, hashed): a
+// fixed-size overwrite in the page cache, never synced, lowered in the
+// same turn of the loop as a truncation's cut. Open reads it as follows.
+// A note of this boot was read from the page cache as last written (only
+// processes died since), so it is at most what was durable: it vouches for
+// that much. After a machine restart everything recovery reads is on the
+// disk, so any offset up to the log end is durable, and the note cannot
+// say less: a note of another boot, or one missing, empty or all zeros
+// (sized, never written back), counts as the log end. The note must not be
+// trusted after a restart: the kernel writes dirty pages back on its own,
+// and a restart may leave any version of the never-synced note on the
+// disk, or an old one a previous restart left (kraft5 seed 1541: a note of
+// 1 from the first power loss survived the second, and a failed settle
+// dropped acknowledged Raft entries). Without a boot identifier (""), a
+// note is taken at its word, which is safe but may drop flushed data. A
+// note that cannot be written fails the log (its file is sized sparsely
+// first, so an overwrite never needs space), so that a missing note never
+// means anything but a restart or a new log. A note in another format
+// (torn, corrupt, an older release's) vouches for the recovery point only.
 
 // allZero reports whether a note is all zeros: its sparse size reached the
 // disk and its never-synced page did not, which only a power loss leaves
@@ -233,8 +243,8 @@ func (l *Log) writeHint() {
 	name := l.path(flushedHintName)
 	if l.fl.hint == nil {
 		f, err := l.disk.Open(name, true)
-		if err == nil && f.Size() != offsetNameDigits+1 {
-			if err = f.Truncate(offsetNameDigits + 1); err != nil {
+		if err == nil && f.Size() != hintBytes {
+			if err = f.Truncate(hintBytes); err != nil {
 				_ = f.Close()
 			}
 		}
@@ -244,7 +254,7 @@ func (l *Log) writeHint() {
 		}
 		l.fl.hint = f
 	}
-	if err := l.fl.hint.WriteAt(fmt.Appendf(nil, "%020d\n", d), 0); err != nil {
+	if err := l.fl.hint.WriteAt(fmt.Appendf(nil, "%020d %016x\n", d, bootHash(l.disk.BootID())), 0); err != nil {
 		_ = l.fail(fmt.Errorf("note the flushed offset in %s: %w", name, err))
 		return
 	}
@@ -258,6 +268,21 @@ func (l *Log) closeHint() {
 	}
 }
 
+// hintBytes is the size of the note: 20 digits of offset, a space, 16 hex
+// digits of boot hash and a newline.
+const hintBytes = offsetNameDigits + 1 + 16 + 1
+
+// bootHash condenses a boot identifier to the note's 16 hex digits; 0
+// stands for an unknown boot.
+func bootHash(id string) uint64 {
+	if id == "" {
+		return 0
+	}
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(id))
+	return max(h.Sum64(), 1)
+}
+
 // readHint sets hinted from the hint file a previous incarnation left (see
 // above): at least the recovery point, at most the log end.
 func (l *Log) readHint(recoveryPoint, leo int64) {
@@ -269,11 +294,19 @@ func (l *Log) readHint(recoveryPoint, leo int64) {
 	case !ok || len(data) == 0 || allZero(data):
 		l.fl.hinted = max(recoveryPoint, leo)
 		return
-	case len(data) != offsetNameDigits+1 || data[offsetNameDigits] != '\n':
+	case len(data) != hintBytes || data[offsetNameDigits] != ' ' || data[hintBytes-1] != '\n':
 		return
 	}
 	v, err := strconv.ParseInt(string(data[:offsetNameDigits]), 10, 64)
 	if err != nil || v < 0 {
+		return
+	}
+	boot, err := strconv.ParseUint(string(data[offsetNameDigits+1:hintBytes-1]), 16, 64)
+	if err != nil {
+		return
+	}
+	if now := bootHash(l.disk.BootID()); now != 0 && boot != now {
+		l.fl.hinted = max(recoveryPoint, leo) // written before a restart
 		return
 	}
 	l.fl.hinted = max(recoveryPoint, min(v, leo))

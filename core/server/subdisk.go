@@ -69,6 +69,8 @@ func (d subDisk) List(dir string) ([]string, error) { return d.parent.List(d.nam
 
 // SyncDir syncs the subdirectory's parent first until that has
 // succeeded once, then the directory asked for.
+func (d subDisk) BootID() string { return d.parent.BootID() }
+
 func (d subDisk) SyncDir(dir string, done func(error)) {
 	if *d.entryDurable {
 		d.parent.SyncDir(d.name(dir), done)
