@@ -65,7 +65,7 @@ func New(e env.Env, cfg Config) (*Broker, error) {
 	}
 	b.table, b.handlers = apiTable()
 	b.autoCreating = map[string]bool{}
-	b.sessions.max = cfg.MaxFetchSessions
+	b.sessions.max, b.sessions.rng = cfg.MaxFetchSessions, e.Rand()
 	b.initMetrics()
 	ln, err := e.Net().Listen(cfg.ListenAddr, b.accept)
 	if err != nil {

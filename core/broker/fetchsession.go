@@ -2,6 +2,7 @@ package broker
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"time"
 
@@ -74,7 +75,13 @@ func (s *fetchSession) find(k fetchKey) int {
 type fetchSessions struct {
 	max      int
 	sessions []*fetchSession // sorted by id
-	nextID   int32
+	// rng draws the session ids. They are random, as Kafka's are, and not
+	// a counter: a counter starts over when the broker restarts, and a
+	// client still holding an id of the previous incarnation would
+	// continue another client's session with the same id and epoch,
+	// fetching from that client's offsets (log seed 4545: a consumer at
+	// offset 43 was served offset 226).
+	rng *rand.Rand
 }
 
 func (c *fetchSessions) get(id int32) *fetchSession {
@@ -107,17 +114,12 @@ func (c *fetchSessions) create(now time.Duration, byTopicID bool) *fetchSession 
 		}
 		c.sessions = slices.Delete(c.sessions, lru, lru+1)
 	}
-	// Ids are positive and unused; they wrap after 2^31 sessions.
-	for {
-		c.nextID++
-		if c.nextID <= 0 {
-			c.nextID = 1
-		}
-		if c.get(c.nextID) == nil {
-			break
-		}
+	// Ids are positive, random and unused.
+	var id int32
+	for id == 0 || c.get(id) != nil {
+		id = int32(c.rng.Uint32() >> 1)
 	}
-	s := &fetchSession{id: c.nextID, epoch: 1, byTopicID: byTopicID, lastUsed: now}
+	s := &fetchSession{id: id, epoch: 1, byTopicID: byTopicID, lastUsed: now}
 	i, _ := slices.BinarySearchFunc(c.sessions, s.id, func(s *fetchSession, id int32) int { return int(s.id) - int(id) })
 	c.sessions = slices.Insert(c.sessions, i, s)
 	return s
