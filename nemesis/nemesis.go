@@ -237,7 +237,7 @@ func (n *Nemesis) wipe() {
 	p.Crash()
 	p.ReplaceDisk()
 	n.disk[i] = nil // the faults of the old disk went with it
-	p.Disk().SetFaults(n.diskBaseline())
+	p.Disk().SetFaults(n.diskBaseline(i))
 	n.markDown(i, n.duration())
 }
 

@@ -222,17 +222,22 @@ func TestDrawDiskMixDrawsEveryClass(t *testing.T) {
 	}
 }
 
-// TestAtRestDamageOnlyOnDamagedSurvivableDisks: disk faults with every
-// at-rest class on give those rates only to the processes of
-// DiskMix.Damaged whose disk declares survivable files; and every disk
-// keeps the seed's crash model after the heal.
-func TestAtRestDamageOnlyOnDamagedSurvivableDisks(t *testing.T) {
+// TestAtRestDamageOnlyOnDamagedDisks: with every at-rest class on, only
+// the disks of DiskMix.Damaged get at-rest rates, at a steady low rate
+// outside disk faults and up to the maximum during them (the sim disk
+// applies them to declared survivable files only); every disk keeps the
+// seed's crash model, and the heal restores each one's baseline.
+func TestAtRestDamageOnlyOnDamagedDisks(t *testing.T) {
 	s, procs := cluster(5, 3)
 	procs[0].Disk().DeclareSurvivable(func(string) bool { return true })
 	procs[1].Disk().DeclareSurvivable(func(string) bool { return true })
 	mix := Mix{Kinds: []Kind{DiskFaults}, MeanInterval: 10 * time.Millisecond, MaxDuration: time.Second, MaxDown: 1, Severity: 1,
 		Disk: DiskMix{PageCrash: true, Latent: true, Corrupt: true, Misdirect: true, Damaged: []int{1, 2}}}
 	Start(s, procs, mix, 2*time.Second)
+	steady := sim.DiskFaults{PageCrash: true, LatentErrorProbability: steadyAtRestProbability,
+		CorruptProbability: steadyAtRestProbability, MisdirectProbability: steadyAtRestProbability}
+	require.Equal(t, steady, procs[1].Disk().Faults(), "a damaged disk's baseline")
+	require.Equal(t, sim.DiskFaults{PageCrash: true}, procs[0].Disk().Faults(), "an undamaged disk's baseline")
 	damaged := make([]bool, len(procs))
 	for s.Now() < 2*time.Second-10*time.Millisecond {
 		require.NoError(t, s.RunFor(time.Millisecond))
@@ -244,10 +249,14 @@ func TestAtRestDamageOnlyOnDamagedSurvivableDisks(t *testing.T) {
 			}
 		}
 	}
-	require.Equal(t, []bool{false, true, false}, damaged, "only a damaged process with survivable files")
+	require.Equal(t, []bool{false, true, true}, damaged, "only the damaged processes")
 	require.NoError(t, s.RunFor(100*time.Millisecond))
-	for _, p := range procs {
-		require.Equal(t, sim.DiskFaults{PageCrash: true}, p.Disk().Faults(), "the heal restores the baseline")
+	for i, p := range procs {
+		want := sim.DiskFaults{PageCrash: true}
+		if i == 1 || i == 2 {
+			want = steady
+		}
+		require.Equal(t, want, p.Disk().Faults(), "the heal restores the baseline of %s", p.Name())
 	}
 }
 

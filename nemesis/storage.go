@@ -25,6 +25,9 @@ const (
 	// At-rest damage strikes only files a scenario declared survivable,
 	// which are read and synced far less often than a log is appended.
 	maxAtRestProbability = 0.2
+	// steadyAtRestProbability is the at-rest damage rate of a damaged
+	// node's disk outside disk faults, times the severity.
+	steadyAtRestProbability = 0.05
 	// fullDiskHeadroomBytes is how much a "full disk" fault leaves free
 	// beyond what the node already uses.
 	fullDiskHeadroomBytes = 4096
@@ -156,7 +159,7 @@ func (n *Nemesis) healDisk(i, id int) {
 		}
 		active = append(active[:j], active[j+1:]...)
 		n.disk[i] = active
-		f := n.diskBaseline()
+		f := n.diskBaseline(i)
 		if len(active) > 0 {
 			f = active[len(active)-1].f
 		}
@@ -165,9 +168,28 @@ func (n *Nemesis) healDisk(i, id int) {
 	}
 }
 
-// diskBaseline is what a disk runs with outside every disk fault: the
-// seed's crash model (DiskMix.baseline).
-func (n *Nemesis) diskBaseline() sim.DiskFaults { return n.mix.Disk.baseline() }
+// diskBaseline is what disk i runs with outside every disk fault: the
+// seed's crash model (DiskMix.baseline) and, on a node of DiskMix.Damaged,
+// the seed's at-rest damage classes at a steady low rate: a bad medium is
+// bad all the time, not only while a disk fault is in force (the sim disk
+// applies them only to the files the scenario declared survivable).
+func (n *Nemesis) diskBaseline(i int) sim.DiskFaults {
+	dm := n.mix.Disk
+	f := dm.baseline()
+	if slices.Contains(dm.Damaged, i) {
+		r := steadyAtRestProbability * n.mix.Severity
+		if dm.Latent {
+			f.LatentErrorProbability = r
+		}
+		if dm.Corrupt {
+			f.CorruptProbability = r
+		}
+		if dm.Misdirect {
+			f.MisdirectProbability = r
+		}
+	}
+	return f
+}
 
 // rebootIfFailed power-cycles machine i if its filesystem failed (a failed
 // directory sync: ext4 aborts its journal, XFS shuts down), as an operator
@@ -196,11 +218,11 @@ func usedBytes(d *sim.Disk) int64 {
 	return total
 }
 
-// clearDiskFaults gives every disk the seed's baseline (its crash model)
-// and nothing else. Damage at rest stays: it belongs to the medium.
+// clearDiskFaults gives every disk the seed's baseline and nothing else.
+// Damage already done at rest stays: it belongs to the medium.
 func (n *Nemesis) clearDiskFaults() {
 	for i, p := range n.procs {
-		p.Disk().SetFaults(n.diskBaseline())
+		p.Disk().SetFaults(n.diskBaseline(i))
 		n.disk[i] = nil
 	}
 }

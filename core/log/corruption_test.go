@@ -1,6 +1,7 @@
 package log_test
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"testing"
@@ -153,4 +154,85 @@ func TestOpenToleratesReadFlips(t *testing.T) {
 		r.crash()
 	}
 	require.Positive(t, r.p.Disk().Stats().BitFlips)
+}
+
+// Damage at rest in index files that loading cannot see (a plausible
+// entry pointing at the wrong batch, a time index entry with the wrong
+// timestamp: sim.DiskFaults.CorruptProbability and MisdirectProbability
+// on files declared survivable) is found when a lookup's entry disagrees
+// with the batch it names on every read: the segment's indexes are
+// rebuilt from its batches and the lookup answers right.
+func TestDamagedIndexEntriesAreRepairedOnLookup(t *testing.T) {
+	for _, readsFirst := range []bool{false, true} {
+		t.Run(fmt.Sprintf("reads first %v", readsFirst), func(t *testing.T) { damagedIndexLookups(t, readsFirst) })
+	}
+}
+
+func damagedIndexLookups(t *testing.T, readsFirst bool) {
+	r := newRig(t, 23, smallConfig())
+	for i := range 60 {
+		_, err := r.l.Append(build(batchSpec{records: 2, valueSize: 40, timestamp: int64(i) * 10, seed: byte(i)}), 0)
+		require.NoError(t, err)
+	}
+	require.NoError(t, r.flush())
+	require.Greater(t, len(r.l.Segments()), 2)
+	want := readAll(t, r.l)
+	answers := func() []log.TimestampOffset {
+		var out []log.TimestampOffset
+		for ts := int64(0); ts <= 600; ts += 3 {
+			got, err := r.l.OffsetForTimestamp(ts)
+			require.NoError(t, err, "timestamp %d", ts)
+			out = append(out, got)
+		}
+		return out
+	}
+	wantTimes := answers()
+	firstOf := func(off int64) int64 {
+		res, err := r.l.Read(off, 1, -1)
+		require.NoError(t, err, "offset %d", off)
+		defer res.Release()
+		return res.FirstOffset
+	}
+	var wantFirst []int64
+	for off := int64(0); off < r.l.LogEndOffset(); off++ {
+		wantFirst = append(wantFirst, firstOf(off))
+	}
+	r.shutdown()
+
+	// Damage entry 1 of the first segment's indexes (not the last
+	// entries, which Open checks): the offset index entry names the first
+	// offset of its batch instead of the last; the time index entry's
+	// timestamp is one less, still in order.
+	d := r.e.Disk()
+	idx, err := d.Open(testDir+"/00000000000000000000.index", false)
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, idx.Size(), int64(3*8))
+	e := make([]byte, 8)
+	_, err = idx.ReadAt(e, 8)
+	require.NoError(t, err)
+	binary.BigEndian.PutUint32(e, binary.BigEndian.Uint32(e)-1)
+	require.NoError(t, idx.WriteAt(e, 8))
+	require.NoError(t, idx.Close())
+	tidx, err := d.Open(testDir+"/00000000000000000000.timeindex", false)
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, tidx.Size(), int64(3*12))
+	te := make([]byte, 12)
+	_, err = tidx.ReadAt(te, 12)
+	require.NoError(t, err)
+	binary.BigEndian.PutUint64(te, binary.BigEndian.Uint64(te)-1)
+	require.NoError(t, tidx.WriteAt(te, 12))
+	require.NoError(t, tidx.Close())
+
+	r.open()
+	reads := func() {
+		for off, first := range wantFirst {
+			require.Equal(t, first, firstOf(int64(off)), "the batch holding offset %d", off)
+		}
+		require.Equal(t, want, readAll(t, r.l))
+	}
+	if readsFirst {
+		reads()
+	}
+	require.Equal(t, wantTimes, answers(), "every timestamp lookup answers as before the damage")
+	reads()
 }

@@ -88,14 +88,25 @@ func (l *Log) Read(offset int64, maxBytes int, maxOffset int64) (ReadResult, err
 		}
 		var r region
 		var err error
+		repaired := false
 		for attempt := 1; ; attempt++ {
 			r, err = l.locate(s, offset, int64(maxBytes), bound)
 			if err == nil || !errors.Is(err, errInconsistent) {
 				break
 			}
-			if attempt == stableReadAttempts {
-				return res, corruptAt(s.files[kindLog].Name(), r.pos, err, "batch headers do not match the index")
+			if attempt < stableReadAttempts {
+				continue
 			}
+			if !repaired {
+				// The index, not a transient read, disagrees with the
+				// batches: damage at rest that loading did not catch.
+				repaired = true
+				if rerr := l.repairIndexes(s, err); rerr == nil {
+					attempt = 0
+					continue
+				}
+			}
+			return res, corruptAt(s.files[kindLog].Name(), r.pos, err, "batch headers do not match the index")
 		}
 		if err != nil {
 			return res, err

@@ -7,6 +7,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/strata-log/strata/core/assert"
 	"github.com/strata-log/strata/core/env"
 	"github.com/strata-log/strata/core/record"
 )
@@ -216,6 +217,35 @@ func (l *Log) readWhole(s *segment, k fileKind) ([]byte, error) {
 		defer f.Close()
 	}
 	return readFileStable(f)
+}
+
+// repairIndexes rebuilds the indexes of s from its .log file after a
+// lookup found them disagreeing with the batches on every read (why):
+// damage at rest, a flipped bit or a misdirected write, that loading did
+// not catch. The batch headers are walked first, without the indexes: only
+// if they lead from the segment's start to its known end and size are the
+// indexes to blame; then they are rebuilt (every batch CRC-checked) and
+// rewritten. Otherwise the .log file is damaged, which the caller reports.
+// Nothing is repaired while the log recovers, settles or truncates.
+func (l *Log) repairIndexes(s *segment, why error) error {
+	if l.failed != nil || l.trunc != nil || l.fl.settle || l.fl.recovering {
+		return why
+	}
+	next, err := l.walkTail(s, 0, s.base)
+	if err != nil {
+		return err
+	}
+	if next != s.next {
+		return fmt.Errorf("%w: the batches of %s end at offset %d, the segment at %d", errInconsistent, segmentFile(s.base, logSuffix), next, s.next)
+	}
+	size := s.size
+	l.logger.Warn("rebuilding segment indexes that disagree with its batches", "segment", segmentFile(s.base, logSuffix), "reason", why)
+	if err := l.rebuildIndexes(s); err != nil {
+		return err
+	}
+	assert.That(s.next == next && s.size == size, "index rebuild of %s changed the segment: next %d->%d, size %d->%d",
+		segmentFile(s.base, logSuffix), next, s.next, size, s.size)
+	return nil
 }
 
 // rebuildIndexes scans every batch of s to rebuild its indexes in memory

@@ -82,40 +82,83 @@ func (l *Log) OffsetForTimestamp(ts int64) (TimestampOffset, error) {
 }
 
 // searchSegment finds in s the first record at or after the log start
-// offset with a timestamp of at least ts.
+// offset with a timestamp of at least ts. The index entries it starts from
+// are checked against the batches they name; if they disagree (damage at
+// rest that loading did not catch), the indexes are rebuilt from the
+// batches and the search runs again.
 func (l *Log) searchSegment(s *segment, ts int64) (TimestampOffset, error) {
 	if err := l.openForRead(s); err != nil {
 		return notFound, err
 	}
+	found, indexed, err := l.searchSegmentOnce(s, ts)
+	if err != nil && indexed && (errors.Is(err, errInconsistent) || errors.Is(err, ErrCorrupt)) {
+		if l.repairIndexes(s, err) == nil {
+			found, _, err = l.searchSegmentOnce(s, ts)
+		}
+	}
+	if errors.Is(err, errInconsistent) {
+		err = corruptAt(s.files[kindLog].Name(), 0, err, "batches do not match the indexes")
+	}
+	return found, err
+}
+
+// searchSegmentOnce is one search of s; indexed reports whether it started
+// from an index entry (whose damage a rebuild would repair).
+func (l *Log) searchSegmentOnce(s *segment, ts int64) (TimestampOffset, bool, error) {
 	from, seek := max(l.logStart, s.base), max(l.logStart, s.base)
 	// Every batch before the time index entry's batch has a smaller
 	// timestamp than the entry's, which is at most ts: start reading at
-	// that batch (Kafka's lookup).
+	// that batch (Kafka's lookup). The entry is the segment's running
+	// largest timestamp and the offset that reached it, so the batch
+	// holding that offset has exactly that largest timestamp.
+	timeAt, timeTs := int64(-1), int64(0)
 	if i := s.times.floor(ts); i >= 0 {
-		seek = max(seek, s.base+int64(s.times.entries[i].rel))
+		e := s.times.entries[i]
+		if at := s.base + int64(e.rel); at >= seek {
+			seek, timeAt, timeTs = at, at, e.ts
+		}
 	}
-	start := int64(0)
+	start, wantLast := int64(0), int64(-1)
 	if i := s.offsets.floorOffset(seek - s.base); i >= 0 {
-		start = int64(s.offsets.entries[i].pos)
+		e := s.offsets.entries[i]
+		start, wantLast = int64(e.pos), s.base+int64(e.rel)
 	}
+	indexed := timeAt >= 0 || wantLast >= 0
 	sc := newScanner(s.files[kindLog], start, s.size)
-	for {
+	for first := true; ; first = false {
 		b, pos, err := sc.next()
 		if errors.Is(err, io.EOF) {
-			return notFound, nil
+			if timeAt >= 0 {
+				return notFound, indexed, fmt.Errorf("%w: no batch holds offset %d of a time index entry", errInconsistent, timeAt)
+			}
+			return notFound, indexed, nil
 		}
 		if err != nil {
-			return notFound, err
+			return notFound, indexed, err
+		}
+		if first && wantLast >= 0 && b.LastOffset() != wantLast {
+			return notFound, indexed, fmt.Errorf("%w: the batch at %d ends at offset %d, the index says %d", errInconsistent, pos, b.LastOffset(), wantLast)
+		}
+		if timeAt >= 0 && b.BaseOffset() <= timeAt {
+			if b.LastOffset() >= timeAt && b.MaxTimestamp() != timeTs {
+				return notFound, indexed, fmt.Errorf("%w: the batch at %d has largest timestamp %d, the time index says %d", errInconsistent, pos, b.MaxTimestamp(), timeTs)
+			}
+			if b.LastOffset() >= timeAt {
+				timeAt = -1 // checked
+			}
+		}
+		if timeAt >= 0 && b.BaseOffset() > timeAt {
+			return notFound, indexed, fmt.Errorf("%w: no batch holds offset %d of a time index entry", errInconsistent, timeAt)
 		}
 		if b.LastOffset() < from || b.MaxTimestamp() < ts {
 			continue
 		}
 		found, ok, err := l.searchBatch(b, from, ts)
 		if err != nil {
-			return notFound, corruptAt(s.files[kindLog].Name(), pos, err, "records do not parse")
+			return notFound, indexed, corruptAt(s.files[kindLog].Name(), pos, err, "records do not parse")
 		}
 		if ok {
-			return found, nil
+			return found, indexed, nil
 		}
 	}
 }

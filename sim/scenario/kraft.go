@@ -195,6 +195,7 @@ func runKRaftWith(o Options, shape kraftShape, bugs kraftBugs) (sim.Summary, *kr
 		}
 		p := s.AddProcess(h.name(i), func(e env.Env) {
 			h.members[i] = nil
+			h.procs[i].Disk().DeclareSurvivable(indexFilesSurvivable) // a replaced disk forgets it
 			scfg := scfg
 			scfg.Quorum.Observer = h.observer(i)
 			srv, err := server.Start(e, scfg)

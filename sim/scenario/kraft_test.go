@@ -97,8 +97,7 @@ var kraftRegressionSeeds = []kraftSeed{
 // (core/kraft, core/quorum, the simulator; see docs/simulation.md, "Pinned
 // so far", status open). The tests do NOT run them; fix the bug, then move
 // the seed to kraftRegressionSeeds.
-var kraftKnownFailingSeeds = []kraftSeed{
-}
+var kraftKnownFailingSeeds = []kraftSeed{}
 
 // Seeds of each shape that `make test` runs (consecutive, from 1).
 const (

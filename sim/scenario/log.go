@@ -268,6 +268,7 @@ func newLogHarness(s *sim.Sim, o Options, bugs logBugs) *logHarness {
 		}
 		p := s.AddProcess(h.names[i], func(e env.Env) {
 			h.servers[i] = nil
+			h.procs[i].Disk().DeclareSurvivable(indexFilesSurvivable) // a replaced disk forgets it
 			scfg := scfg
 			scfg.Metrics = metrics.New()
 			h.registries[i] = scfg.Metrics

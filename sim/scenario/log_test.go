@@ -98,8 +98,7 @@ var logRegressionSeeds = []uint64{
 // logKnownFailingSeeds fail because of open bugs outside the scenario
 // (see docs/simulation.md, "Pinned so far", status open). The tests do
 // NOT run them; fix the bug, then move the seed to logRegressionSeeds.
-var logKnownFailingSeeds = []uint64{
-}
+var logKnownFailingSeeds = []uint64{}
 
 // logSeedsInMakeTest is how many consecutive seeds `make test` runs.
 const logSeedsInMakeTest = 300

@@ -156,3 +156,15 @@ func (o Options) withDefaults(nodes int, fault, heal time.Duration) Options {
 	}
 	return o
 }
+
+// indexFilesSurvivable declares a server's index files (.index and
+// .timeindex, of partitions and of the metadata log) survivable: the
+// nemesis may damage them at rest (latent sector errors, corruption,
+// misdirected writes) on the minority its disk mix names, because core/log
+// checks every entry it uses against the batches and rebuilds the indexes
+// of a segment from its .log file. The .log files themselves are not
+// declared: a replica's only copy, or a Raft voter's acknowledged entries,
+// cannot be rebuilt locally (a protocol-aware recovery would be needed).
+func indexFilesSurvivable(name string) bool {
+	return strings.HasSuffix(name, ".index") || strings.HasSuffix(name, ".timeindex")
+}
