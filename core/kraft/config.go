@@ -124,6 +124,11 @@ type Observer struct {
 	// Applied: the member's image moved (a committed batch applied, a
 	// snapshot loaded).
 	Applied func(img *meta.Image)
+	// LogChanged: the member's metadata log changed as the Raft sees it
+	// (batches appended, a truncation, a trim, a snapshot installed),
+	// before the change is durable. It runs inside the member's own
+	// processing: it must not call back into the member synchronously.
+	LogChanged func()
 }
 
 // ParseVoters is a convenience for tests and callers holding a map of

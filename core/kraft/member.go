@@ -126,6 +126,9 @@ func Start(e env.Env, cfg Config) (*Member, error) {
 		m.image = snapImage
 	}
 	m.journal.onFail = m.fail
+	if o := cfg.Observer; o != nil && o.LogChanged != nil {
+		m.journal.onChange = o.LogChanged
+	}
 	m.voter = cfg.isVoter()
 	m.initMetrics()
 	m.state = &statePersister{disk: e.Disk(), done: m.statePersisted}

@@ -81,6 +81,9 @@ type metaLog struct {
 	failed error
 	// onFail reports a failure found outside a Raft call (in a callback).
 	onFail func(error)
+	// onChange, if set, is called after the log the Raft sees changed:
+	// batches appended, a truncation, a trim, a snapshot installed.
+	onChange func()
 }
 
 var _ quorum.Log = (*metaLog)(nil)
@@ -377,6 +380,14 @@ func (j *metaLog) Append(batches []quorum.Batch) {
 		j.enqueue(logOp{kind: opAppend, data: data})
 	}
 	j.mem.Append(batches)
+	j.changed()
+}
+
+// changed tells the observer, if any, that the log changed.
+func (j *metaLog) changed() {
+	if j.onChange != nil {
+		j.onChange()
+	}
 }
 
 // TruncateTo implements quorum.Log.
@@ -386,6 +397,7 @@ func (j *metaLog) TruncateTo(offset int64) {
 	}
 	j.mem.TruncateTo(offset)
 	j.enqueue(logOp{kind: opTruncate, offset: offset})
+	j.changed()
 }
 
 // TrimPrefix implements quorum.Log.
@@ -395,6 +407,7 @@ func (j *metaLog) TrimPrefix(offset int64) {
 	assert.NotDecreasing("metadata log start offset", start, j.mem.StartOffset())
 	if j.mem.StartOffset() > start {
 		j.enqueue(logOp{kind: opTrim, offset: offset})
+		j.changed()
 	}
 }
 
@@ -571,6 +584,7 @@ func (j *metaLog) InstallSnapshot(id quorum.SnapshotID) error {
 	if j.installMirror(id) {
 		j.enqueue(logOp{kind: opReset, offset: id.EndOffset})
 	}
+	j.changed()
 	j.snaps = append(j.snaps, snap)
 	if n := len(j.snaps) - snapshotsRetained; n > 0 {
 		victims := slices.Clone(j.snaps[:n])

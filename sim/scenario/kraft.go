@@ -315,8 +315,10 @@ func (h *kraftHarness) observer(i int) *kraft.Observer {
 		if f := h.checkers.Observe(e); f != nil {
 			panic(f)
 		}
+		h.checkNow()
 	}
 	return &kraft.Observer{
+		LogChanged: h.checkNow,
 		RoleChanged: func(st quorum.SoftState) {
 			leader := int32(-1)
 			if st.LeaderID != quorum.NoNode {
@@ -339,11 +341,12 @@ func (h *kraftHarness) observer(i int) *kraft.Observer {
 }
 
 type kraftHarness struct {
-	s      *sim.Sim
-	n      int // members: voters, then observers
-	voters int
-	names  []string
-	procs  []*sim.Process
+	s           *sim.Sim
+	checkQueued bool // a checkNow is pending
+	n           int  // members: voters, then observers
+	voters      int
+	names       []string
+	procs       []*sim.Process
 	// members are the latest members started, nil if its start failed.
 	members []*kraft.Member
 	// memberInc is the incarnation members[i] belongs to: between a
@@ -424,6 +427,22 @@ func (h *kraftHarness) member(i int) *kraft.Member {
 	return h.members[i]
 }
 
+// checkNow runs the log and image checks at this virtual instant, after
+// the event that changed a member's log, role or image: the checks see
+// every transition, not samples. Changes at one instant share one check.
+func (h *kraftHarness) checkNow() {
+	if h.checkQueued {
+		return
+	}
+	h.checkQueued = true
+	h.s.After(0, "kraft:check-transition", func() {
+		h.checkQueued = false
+		h.check()
+	})
+}
+
+// scheduleCheck runs the checks every kraftCheckEvery as well: they also
+// supervise members that stopped on a fatal error.
 func (h *kraftHarness) scheduleCheck() {
 	h.s.After(kraftCheckEvery, "kraft:check", func() {
 		h.check()
