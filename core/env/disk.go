@@ -18,11 +18,15 @@ package env
 //     completes successfully. Until then a crash may undo any suffix of the
 //     unsynced changes of that directory, in order: a crash never applies a
 //     later change of a directory without the earlier ones.
-//   - A crash loses everything not durable. The last unsynced write of a file
-//     may survive partially, but only as a prefix cut at a 512-byte sector
-//     boundary of the file (a torn tail); an unsynced write never survives
-//     out of order or with holes, and synced bytes are never lost or altered
-//     by a crash.
+//   - A crash (a power loss) may keep any part of what is not durable: the
+//     kernel writes dirty pages back on its own, in any order, so unsynced
+//     writes may survive as any page-granular subset (holes, overwrites
+//     partly applied), and an older version of a page may be what the disk
+//     holds. Synced bytes are never lost or altered by a crash. (The
+//     simulator's gentler default keeps only a prefix of the last unsynced
+//     write, cut at a 512-byte boundary; its PageCrash model is this one.)
+//     So a never-synced note read after a restart proves nothing: BootID
+//     tells whether it was read from the page cache, as last written.
 //   - When a file's Sync reports an error, the writes it covered must be
 //     treated as lost: as on Linux after a failed fsync, the page cache may
 //     still show them, but they will not reach the disk even if a later Sync
