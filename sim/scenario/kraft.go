@@ -151,6 +151,7 @@ func runKRaftWith(o Options, shape kraftShape, bugs kraftBugs) (sim.Summary, *kr
 		s:         s,
 		n:         n,
 		voters:    o.Nodes,
+		dirty:     make([]bool, n),
 		members:   make([]*kraft.Member, n),
 		memberInc: make([]uint64, n),
 		checkers:  check.NewSet(check.All()...),
@@ -315,10 +316,10 @@ func (h *kraftHarness) observer(i int) *kraft.Observer {
 		if f := h.checkers.Observe(e); f != nil {
 			panic(f)
 		}
-		h.checkNow()
+		h.checkNow(i)
 	}
 	return &kraft.Observer{
-		LogChanged: h.checkNow,
+		LogChanged: func() { h.checkNow(i) },
 		RoleChanged: func(st quorum.SoftState) {
 			leader := int32(-1)
 			if st.LeaderID != quorum.NoNode {
@@ -342,8 +343,9 @@ func (h *kraftHarness) observer(i int) *kraft.Observer {
 
 type kraftHarness struct {
 	s           *sim.Sim
-	checkQueued bool // a checkNow is pending
-	n           int  // members: voters, then observers
+	checkQueued bool   // a checkNow is pending
+	dirty       []bool // the members checkNow will check
+	n           int    // members: voters, then observers
 	voters      int
 	names       []string
 	procs       []*sim.Process
@@ -427,17 +429,20 @@ func (h *kraftHarness) member(i int) *kraft.Member {
 	return h.members[i]
 }
 
-// checkNow runs the log and image checks at this virtual instant, after
-// the event that changed a member's log, role or image: the checks see
-// every transition, not samples. Changes at one instant share one check.
-func (h *kraftHarness) checkNow() {
+// checkNow runs the log and image checks of member i at this virtual
+// instant, after the event that changed its log, role or image: the checks
+// see every transition, not samples. Changes at one instant share one
+// check of the members they touched.
+func (h *kraftHarness) checkNow(i int) {
+	h.dirty[i] = true
 	if h.checkQueued {
 		return
 	}
 	h.checkQueued = true
 	h.s.After(0, "kraft:check-transition", func() {
 		h.checkQueued = false
-		h.check()
+		h.checkMembers(h.dirty)
+		clear(h.dirty)
 	})
 }
 
@@ -451,7 +456,11 @@ func (h *kraftHarness) scheduleCheck() {
 }
 
 // check runs the safety checks against every running member.
-func (h *kraftHarness) check() {
+func (h *kraftHarness) check() { h.checkMembers(nil) }
+
+// checkMembers runs the safety checks against the running members that
+// only names (every one when only is nil).
+func (h *kraftHarness) checkMembers(only []bool) {
 	h.checks++
 	// The last batch known committed before this check: a member first
 	// seen leading now was elected after it was committed.
@@ -461,7 +470,7 @@ func (h *kraftHarness) check() {
 	var applied []kraftMemberPos
 	for i := range h.procs {
 		m := h.member(i)
-		if m == nil {
+		if m == nil || only != nil && !only[i] {
 			continue
 		}
 		st := m.Status()
