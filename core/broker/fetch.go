@@ -47,6 +47,17 @@ type fetched struct {
 	hw     int64
 	start  int64
 	region fetchRegion
+	// diverging is a replica fetch's diverging epoch (Fetch v12+).
+	diverging *replica.DivergingEpoch
+}
+
+// fetchReplica is the broker id of a follower's fetch, or -1 for a
+// consumer's (ReplicaID before Fetch v15, ReplicaState from v15).
+func fetchReplica(req *kmsg.FetchRequest) int32 {
+	if req.Version >= 15 {
+		return req.ReplicaState.ID
+	}
+	return req.ReplicaID
 }
 
 func handleFetch(b *Broker, r *request) {
@@ -105,8 +116,21 @@ func (op *fetchOp) evaluate(final bool) bool {
 			if plant.Is(plant.FetchSkipsAhead) && offset < f.part.HighWatermark() {
 				offset++ // planted: a record the consumer never sees
 			}
-			f.res, err = f.part.Read(offset, maxBytes, fp.currentLeaderEpoch)
-			f.hw, f.start = f.part.HighWatermark(), f.part.LogStartOffset()
+			if replicaID := fetchReplica(req); replicaID >= 0 {
+				var rf replica.ReplicaFetchResult
+				lastEpoch := fp.lastFetchedEpoch
+				if req.Version < 12 {
+					lastEpoch = -1
+				}
+				rf, err = f.part.ReplicaFetch(replicaID, offset, lastEpoch, fp.currentLeaderEpoch, maxBytes)
+				f.res, f.hw, f.start, f.diverging = rf.Read, rf.HighWatermark, rf.LogStartOffset, rf.Diverging
+				if f.diverging != nil {
+					anyErr = true // answer at once: the follower truncates first
+				}
+			} else {
+				f.res, err = f.part.Read(offset, maxBytes, fp.currentLeaderEpoch)
+				f.hw, f.start = f.part.HighWatermark(), f.part.LogStartOffset()
+			}
 		}
 		switch {
 		case errors.Is(err, replica.ErrOpening):
@@ -199,6 +223,9 @@ func (op *fetchOp) respond(img *meta.Image, results []fetched) {
 				tm.BytesOut.Add(float64(f.region.length))
 			}
 		}
+		if f.diverging != nil {
+			rp.DivergingEpoch.Epoch, rp.DivergingEpoch.EndOffset = f.diverging.Epoch, f.diverging.EndOffset
+		}
 		if f.err != nil {
 			code := b.errorCode(f.err)
 			rp.ErrorCode = code.Code
@@ -213,7 +240,7 @@ func (op *fetchOp) respond(img *meta.Image, results []fetched) {
 		// fetch that answered at once for an error and left the error
 		// out would come back empty, and its client would fetch again
 		// at once, forever, never learning why (log seeds 23, 234).
-		if op.incremental && f.region.length == 0 && f.fp.sentOnce && sent == f.fp.sent && f.err == nil {
+		if op.incremental && f.region.length == 0 && f.fp.sentOnce && sent == f.fp.sent && f.err == nil && f.diverging == nil {
 			continue // nothing new for this partition
 		}
 		f.fp.sent, f.fp.sentOnce = sent, true

@@ -45,6 +45,8 @@ type fetchPart struct {
 	fetchOffset        int64
 	maxBytes           int32
 	currentLeaderEpoch int32
+	// lastFetchedEpoch is a follower's (Fetch v12+; -1 otherwise).
+	lastFetchedEpoch int32
 	// sent holds the values of the last response that included the
 	// partition; sentOnce is false until one did.
 	sent     sentValues
@@ -146,6 +148,7 @@ func (b *Broker) openFetch(req *kmsg.FetchRequest) (parts []*fetchPart, s *fetch
 					fetchOffset:        p.FetchOffset,
 					maxBytes:           p.PartitionMaxBytes,
 					currentLeaderEpoch: p.CurrentLeaderEpoch,
+					lastFetchedEpoch:   p.LastFetchedEpoch,
 				})
 			}
 		}
@@ -206,7 +209,7 @@ func (b *Broker) openFetch(req *kmsg.FetchRequest) (parts []*fetchPart, s *fetch
 	for _, np := range reqParts() {
 		if i := s.find(np.key); i >= 0 {
 			p := s.parts[i]
-			p.fetchOffset, p.maxBytes, p.currentLeaderEpoch = np.fetchOffset, np.maxBytes, np.currentLeaderEpoch
+			p.fetchOffset, p.maxBytes, p.currentLeaderEpoch, p.lastFetchedEpoch = np.fetchOffset, np.maxBytes, np.currentLeaderEpoch, np.lastFetchedEpoch
 			continue
 		}
 		s.parts = append(s.parts, np)

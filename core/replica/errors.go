@@ -21,6 +21,14 @@ var (
 	// ErrNotEnoughReplicas: acks=all with fewer in-sync replicas than
 	// min.insync.replicas (NOT_ENOUGH_REPLICAS).
 	ErrNotEnoughReplicas = errors.New("replica: not enough in-sync replicas")
+	// ErrNotEnoughReplicasAfterAppend: an acks=all batch was appended and
+	// reached the high watermark, but the ISR had shrunk below
+	// min.insync.replicas meanwhile (NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+	// retriable: the producer retries, and idempotence deduplicates).
+	ErrNotEnoughReplicasAfterAppend = errors.New("replica: not enough in-sync replicas after the append")
+	// ErrNotReplica: a replica fetch from a broker that is not one of the
+	// partition's replicas (NOT_LEADER_OR_FOLLOWER, as Kafka answers it).
+	ErrNotReplica = errors.New("replica: not a replica of the partition")
 	// ErrInvalidTimestamp: a CreateTime timestamp outside
 	// message.timestamp.before.max.ms / after.max.ms of the broker's
 	// clock (INVALID_TIMESTAMP).

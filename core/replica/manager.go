@@ -179,6 +179,7 @@ func (m *Manager) host(ti *meta.TopicImage, part meta.Partition, cfg topicConfig
 		replicas: slices.Clone(part.Replicas), tm: m.metrics.topicMetrics(ti.Name()),
 	}
 	p.syncPartitionMetrics()
+	p.resetFollowers()
 	p.open()
 	return p
 }

@@ -93,6 +93,12 @@ type Partition struct {
 	// held are the produce calls waiting for the log to open.
 	held []heldProduce
 
+	// followers is what this broker, leading, knows of the other
+	// replicas, sorted by id; acks are the acks=all produces waiting for
+	// the high watermark (replication.go).
+	followers []follower
+	acks      []pendingAck
+
 	// producers is the idempotent producer state and snaps its snapshot
 	// files (producers.go); segmentBase is the active segment's base
 	// offset when the state was last snapshotted, to notice rolls.
@@ -247,10 +253,16 @@ func (p *Partition) checkEpoch(current int32) error {
 func (p *Partition) update(part meta.Partition, cfg topicConfig) {
 	leaderChanged := p.leader != part.Leader || p.leaderEpoch != part.LeaderEpoch
 	assert.That(part.LeaderEpoch >= p.leaderEpoch, "%s: leader epoch went back from %d to %d", p.dir, p.leaderEpoch, part.LeaderEpoch)
+	replicasChanged := !slices.Equal(p.replicas, part.Replicas)
 	p.leader, p.leaderEpoch = part.Leader, part.LeaderEpoch
 	p.isr = slices.Clone(part.ISR)
 	p.replicas = slices.Clone(part.Replicas)
-	wasDurable := p.cfg.durable()
+	if leaderChanged || replicasChanged {
+		p.resetFollowers()
+	}
+	if leaderChanged && !p.leads() {
+		p.failAcks(fmt.Errorf("%w: %s is now led by %d (epoch %d)", ErrNotLeader, p.dir, p.leader, p.leaderEpoch))
+	}
 	p.cfg = cfg
 	p.syncPartitionMetrics()
 	if p.l != nil && p.l.Config() != cfg.log && p.state == stateOnline {
@@ -260,7 +272,8 @@ func (p *Partition) update(part meta.Partition, cfg topicConfig) {
 		p.restart("topic config changed")
 		return
 	}
-	if p.state == stateOnline && wasDurable != cfg.durable() {
+	if p.state == stateOnline {
+		// A new ISR (or flush policy) may move the high watermark.
 		p.advanceHighWatermark()
 	}
 	if leaderChanged {
@@ -344,6 +357,7 @@ func (p *Partition) fail(err error) {
 	p.log.Error("partition log failed; it is reopened after a backoff", "err", err, "backoff", backoff, "failures_in_a_row", p.failures)
 	p.state, p.failure = stateFailed, err
 	p.closeLog()
+	p.failAcks(fmt.Errorf("%w: %s: %w", ErrStorage, p.dir, err))
 	p.wake()
 	p.reopen = p.m.e.AfterFunc(backoff, p.open)
 	p.releaseHeld()
@@ -362,6 +376,7 @@ func (p *Partition) restart(why string) {
 	p.failure = errors.New(why)
 	p.l = nil
 	p.stopFlushTimer()
+	p.failAcks(fmt.Errorf("%w: %s is reopening its log", ErrNotLeader, p.dir))
 	l.Shutdown(func(err error) {
 		if err != nil {
 			p.log.Warn("shutdown before reopen", "err", err)
@@ -404,6 +419,7 @@ func (p *Partition) drop() {
 		p.reopen = nil
 	}
 	p.closeLog()
+	p.failAcks(fmt.Errorf("%w: %s was removed", ErrNotLeader, p.dir))
 	p.wake()
 	p.releaseHeld()
 }
@@ -421,6 +437,7 @@ func (p *Partition) remove(done func()) {
 		p.reopen = nil
 	}
 	p.stopFlushTimer()
+	p.failAcks(fmt.Errorf("%w: %s is closing", ErrNotLeader, p.dir))
 	p.wake()
 	p.releaseHeld()
 	if p.l == nil {
@@ -445,21 +462,25 @@ func (p *Partition) closeProducers() {
 	p.producers, p.snaps = nil, nil
 }
 
-// advanceHighWatermark moves the high watermark to the durable offset
-// (or the log end in page-cache mode) and wakes the watchers.
+// advanceHighWatermark moves a leader's high watermark to its durable
+// offset (or its log end in page-cache mode), bounded by the ISR's other
+// members' log ends (replication.go), wakes the watchers and answers the
+// acks=all produces it passed. A follower's comes from its leader.
 func (p *Partition) advanceHighWatermark() {
 	l := p.l
-	if l == nil || p.state != stateOnline {
+	if l == nil || p.state != stateOnline || !p.leads() {
 		return
 	}
 	hw := l.LogEndOffset()
 	if p.cfg.durable() {
 		hw = min(l.DurableOffset(), hw)
 	}
+	hw = p.replicatedHighWatermark(hw)
 	if hw > l.HighWatermark() {
 		l.SetHighWatermark(hw)
 		p.wake()
 	}
+	p.completeAcks()
 }
 
 // logFailed reports whether err means the log failed, so that the

@@ -133,28 +133,38 @@ func (p *Partition) Produce(payload []byte, acks int16, now time.Time, done func
 	p.tm.BytesIn.Add(float64(info.Bytes))
 	p.tm.MessagesIn.Add(float64(info.LastOffset - info.FirstOffset + 1))
 	res.BaseOffset, res.LogStartOffset = info.FirstOffset, info.LogStartOffset
+	if len(p.followers) > 0 {
+		p.wake() // followers long-polling at the log end
+	}
 	if !p.cfg.durable() {
 		p.advanceHighWatermark()
 		p.pageCacheFlush(int64(info.LastOffset - info.FirstOffset + 1))
-		done(res)
-		return
 	}
 	p.whenDurable(l, info.LastOffset+1, acks, res, done)
 }
 
-// whenDurable answers res once the log is durable up to upto: in durable
-// mode every append asks for a flush (the log coalesces them into group
-// commits), which also moves the high watermark; acks=0 does not wait for
-// it. In page-cache mode it answers at once.
+// whenDurable answers res once the batch ending before upto is
+// acknowledged: for acks=1 once the log is durable up to upto (in durable
+// mode every append asks for a flush, the log coalesces them into group
+// commits, and the flush also moves the high watermark), for acks=all
+// once the high watermark passes it too (every in-sync replica has it
+// durably), for acks=0 at once. In page-cache mode acks=1 answers at once
+// and acks=all waits for the high watermark, the ISR's log ends.
 func (p *Partition) whenDurable(l *log.Log, upto int64, acks int16, res ProduceResult, done func(ProduceResult)) {
-	if !p.cfg.durable() {
-		done(res)
-		return
-	}
 	ack := done
 	if acks == 0 || plant.Is(plant.AckBeforeFsync) {
 		done(res)
 		ack = nil
+	}
+	if !p.cfg.durable() {
+		switch {
+		case ack == nil:
+		case acks == -1:
+			p.awaitHighWatermark(upto, res, ack)
+		default:
+			ack(res)
+		}
+		return
 	}
 	l.Flush(upto, func(err error) {
 		if err != nil {
@@ -170,8 +180,18 @@ func (p *Partition) whenDurable(l *log.Log, upto int64, acks int16, res ProduceR
 		if p.l == l {
 			p.advanceHighWatermark()
 		}
-		if ack != nil {
+		switch {
+		case ack == nil:
+		case acks != -1:
 			ack(res)
+		case p.l != l:
+			// Durable here, but the log was reopened meanwhile: whether
+			// the ISR has it is not tracked across; the producer retries
+			// and idempotence answers with the original offsets.
+			res.Err = fmt.Errorf("%w: %s reopened its log", ErrNotLeader, p.dir)
+			ack(res)
+		default:
+			p.awaitHighWatermark(upto, res, ack)
 		}
 	})
 }

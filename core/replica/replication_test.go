@@ -1,0 +1,136 @@
+package replica
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/strata-log/strata/core/log"
+	"github.com/strata-log/strata/core/meta"
+)
+
+// createReplicated adds a topic of one partition with replicas and ISR
+// led by leader at epoch.
+func (r *rig) createReplicated(name string, id meta.UUID, replicas, isr []int32, leader int32, configs map[string]string) {
+	r.t.Helper()
+	recs := []meta.Record{&meta.TopicRecord{Name: name, TopicID: id},
+		&meta.PartitionRecord{TopicID: id, Partition: 0, Replicas: replicas, ISR: isr, Leader: leader}}
+	for k, v := range configs {
+		v := v
+		recs = append(recs, &meta.ConfigRecord{ResourceType: meta.ConfigResourceTopic, ResourceName: name, Key: k, Value: &v})
+	}
+	r.apply(recs...)
+}
+
+// produceAsync starts a Produce and returns a pointer that is set once it
+// answers.
+func (r *rig) produceAsync(p *Partition, payload []byte, acks int16) **ProduceResult {
+	res := new(*ProduceResult)
+	p.Produce(payload, acks, r.e.Now(), func(pr ProduceResult) { *res = &pr })
+	return res
+}
+
+func (r *rig) replicaFetch(p *Partition, replica int32, offset int64, lastEpoch int32) ReplicaFetchResult {
+	r.t.Helper()
+	res, err := p.ReplicaFetch(replica, offset, lastEpoch, p.LeaderEpoch(), 1<<20)
+	require.NoError(r.t, err)
+	res.Read.Release()
+	return res
+}
+
+// An acks=all produce on a partition of three in-sync replicas is answered
+// only once both followers fetched past it: the high watermark is the
+// smallest log end of the ISR, and a follower's fetch offset is its
+// durable log end. acks=1 answers once the leader alone has it durably.
+func TestAcksAllWaitsForEveryInSyncReplica(t *testing.T) {
+	r := newRig(t, 1)
+	r.createReplicated("t", topicID(1), []int32{1, 2, 3}, []int32{1, 2, 3}, 1, nil)
+	p := r.online("t", 0)
+
+	one := r.produce(p, batch(t, 2), 1)
+	require.NoError(t, one.Err)
+	require.Equal(t, int64(0), p.HighWatermark(), "no follower fetched: the high watermark holds")
+
+	all := r.produceAsync(p, batch(t, 3), -1)
+	r.run(50 * time.Millisecond)
+	require.Nil(t, *all, "acks=all waits for the followers")
+
+	res := r.replicaFetch(p, 2, 0, -1)
+	require.Equal(t, int64(0), res.HighWatermark)
+	r.replicaFetch(p, 2, 5, 0) // follower 2 has everything
+	require.Equal(t, int64(0), p.HighWatermark(), "follower 3 has not fetched")
+	r.replicaFetch(p, 3, 2, 0)
+	require.Equal(t, int64(2), p.HighWatermark())
+	r.run(time.Millisecond)
+	require.Nil(t, *all)
+	r.replicaFetch(p, 3, 5, 0)
+	r.run(time.Millisecond)
+	require.NotNil(t, *all)
+	require.NoError(t, (*all).Err)
+	require.Equal(t, int64(2), (*all).BaseOffset)
+	require.Equal(t, int64(5), p.HighWatermark())
+
+	_, err := p.ReplicaFetch(4, 5, 0, p.LeaderEpoch(), 1<<20)
+	require.ErrorIs(t, err, ErrNotReplica)
+	_, err = p.ReplicaFetch(2, 9, -1, p.LeaderEpoch(), 1<<20)
+	require.ErrorIs(t, err, log.ErrOffsetOutOfRange)
+}
+
+// A follower whose last fetched epoch ends later in its log than in the
+// leader's is told where the epoch ends here, and its fetch offset does not
+// count toward the high watermark until it fetches without diverging.
+func TestReplicaFetchReportsTheDivergingEpoch(t *testing.T) {
+	r := newRig(t, 2)
+	r.createReplicated("t", topicID(1), []int32{1, 2}, []int32{1, 2}, 1, nil)
+	p := r.online("t", 0)
+	require.NoError(t, r.produce(p, batch(t, 3), 1).Err) // epoch 0: [0, 3)
+	// A new leadership (epoch 1) appends [3, 5).
+	r.apply(&meta.PartitionChangeRecord{TopicID: topicID(1), Partition: 0, Leader: leaderPtr(1), ISR: []int32{1, 2}})
+	p = r.online("t", 0)
+	require.Equal(t, int32(1), p.LeaderEpoch())
+	require.NoError(t, r.produce(p, batch(t, 2), 1).Err)
+
+	// The follower wrote [0, 4) in epoch 0 (a deposed leader's tail).
+	res := r.replicaFetch(p, 2, 4, 0)
+	require.Equal(t, &DivergingEpoch{Epoch: 0, EndOffset: 3}, res.Diverging)
+	require.Equal(t, int64(0), p.HighWatermark(), "a diverging fetch vouches for nothing")
+	// After truncating to 3 it fetches from there.
+	res = r.replicaFetch(p, 2, 3, 0)
+	require.Nil(t, res.Diverging)
+	require.Equal(t, int64(3), p.HighWatermark())
+	// An epoch the leader never had: the end of the last one before it.
+	res = r.replicaFetch(p, 2, 5, 7)
+	require.Equal(t, &DivergingEpoch{Epoch: 1, EndOffset: 5}, res.Diverging)
+	_, err := p.ReplicaFetch(2, 5, 1, 0, 1<<20)
+	require.ErrorIs(t, err, ErrFencedLeaderEpoch, "a follower that knows an older leader epoch")
+}
+
+// acks=all answers NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR shrank
+// below min.insync.replicas while the batch waited, and NOT_LEADER when
+// the leadership moved before the high watermark passed it.
+func TestAcksAllAfterTheISRShrankOrTheLeaderMoved(t *testing.T) {
+	r := newRig(t, 3)
+	r.createReplicated("t", topicID(1), []int32{1, 2, 3}, []int32{1, 2, 3}, 1, map[string]string{"min.insync.replicas": "2"})
+	p := r.online("t", 0)
+	all := r.produceAsync(p, batch(t, 1), -1)
+	r.run(10 * time.Millisecond)
+	r.replicaFetch(p, 2, 1, 0)
+	// The controller takes 3 out of the ISR, then 2: the high watermark
+	// passes the batch with an ISR of one.
+	r.apply(&meta.PartitionChangeRecord{TopicID: topicID(1), Partition: 0, ISR: []int32{1}})
+	r.run(time.Millisecond)
+	require.NotNil(t, *all)
+	require.ErrorIs(t, (*all).Err, ErrNotEnoughReplicasAfterAppend)
+
+	r.apply(&meta.PartitionChangeRecord{TopicID: topicID(1), Partition: 0, ISR: []int32{1, 2}})
+	next := r.produceAsync(p, batch(t, 1), -1)
+	r.run(10 * time.Millisecond)
+	require.Nil(t, *next)
+	r.apply(&meta.PartitionChangeRecord{TopicID: topicID(1), Partition: 0, Leader: leaderPtr(2), ISR: []int32{1, 2}})
+	r.run(time.Millisecond)
+	require.NotNil(t, *next)
+	require.ErrorIs(t, (*next).Err, ErrNotLeader)
+}
+
+func leaderPtr(id int32) *int32 { return &id }
