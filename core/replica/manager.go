@@ -38,6 +38,10 @@ type Manager struct {
 	housekeeping env.Timer
 	closed       bool
 
+	// fetchers fetch the partitions this broker follows, one per leader
+	// broker, sorted by leader (fetcher.go).
+	fetchers []*fetcher
+
 	metrics *managerMetrics
 }
 
@@ -161,6 +165,7 @@ func (m *Manager) Apply(img *meta.Image, serving bool) {
 			p.wake()
 		}
 	}
+	m.syncFetchers()
 }
 
 // host returns the Partition for part of ti, creating and opening it when
@@ -205,6 +210,10 @@ func (m *Manager) Close(done func()) {
 	if m.housekeeping != nil {
 		m.housekeeping.Stop()
 	}
+	for _, f := range m.fetchers {
+		f.close()
+	}
+	m.fetchers = nil
 	left := len(m.parts) + 1
 	finish := func() {
 		left--

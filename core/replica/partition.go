@@ -98,6 +98,9 @@ type Partition struct {
 	// the high watermark (replication.go).
 	followers []follower
 	acks      []pendingAck
+	// truncating is set while a follower truncates to its leader's log
+	// (fetcher.go).
+	truncating bool
 
 	// producers is the idempotent producer state and snaps its snapshot
 	// files (producers.go); segmentBase is the active segment's base
@@ -332,6 +335,9 @@ func (p *Partition) goOnline(l *log.Log) {
 	p.advanceHighWatermark()
 	p.wake()
 	p.releaseHeld()
+	if p.following() {
+		p.m.syncFetchers()
+	}
 }
 
 // fail takes the partition offline after a log failure and schedules a

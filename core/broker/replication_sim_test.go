@@ -1,0 +1,117 @@
+package broker_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/core/record"
+	"github.com/strata-log/strata/core/server"
+	"github.com/strata-log/strata/sim/servertest"
+)
+
+func replicatedCluster(t *testing.T, seed uint64) *servertest.Cluster {
+	return servertest.StartCluster(t, seed, 3, func(c *server.Config) { c.Quorum.Controller.MaxReplicationFactor = 3 })
+}
+
+func produceTo(t *testing.T, x *servertest.Cluster, node int, topic string, values ...string) kmsg.ProduceResponseTopicPartition {
+	t.Helper()
+	b := record.NewBuilder()
+	for _, v := range values {
+		b.Append(x.ClientEnv().Now().UnixMilli(), nil, []byte(v))
+	}
+	batch, err := b.AppendTo(nil)
+	require.NoError(t, err)
+	resp, err := x.Do(node, servertest.ProduceRequest(topic, 0, batch))
+	require.NoError(t, err)
+	return resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0]
+}
+
+func fetchAll(t *testing.T, x *servertest.Cluster, node int, topic string) []string {
+	t.Helper()
+	var values []string
+	for off := int64(0); ; {
+		req := kmsg.NewPtrFetchRequest()
+		req.Version, req.MaxWaitMillis, req.MinBytes, req.MaxBytes, req.SessionEpoch = 11, 0, 1, 1<<20, -1
+		rt := kmsg.NewFetchRequestTopic()
+		rt.Topic = topic
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.FetchOffset, rp.PartitionMaxBytes = off, 1<<20
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp, err := x.Do(node, req)
+		require.NoError(t, err)
+		p := resp.(*kmsg.FetchResponse).Topics[0].Partitions[0]
+		require.Zero(t, p.ErrorCode, "fetch: %v", kerr.ErrorForCode(p.ErrorCode))
+		sp := record.NewSplitter(p.RecordBatches, len(p.RecordBatches)+1, record.CheckStored)
+		n := 0
+		for sp.Next() {
+			rd := record.NewRecordReader(record.NewDecompressor(1 << 20))
+			require.NoError(t, rd.Reset(sp.Batch()))
+			for rd.Next() {
+				if rd.Record().Offset >= off {
+					values = append(values, string(rd.Record().Value))
+					off = rd.Record().Offset + 1
+					n++
+				}
+			}
+		}
+		require.NoError(t, sp.Err())
+		if n == 0 {
+			return values
+		}
+	}
+}
+
+// RF=3, min.insync.replicas=2: acks=all produces are answered once every
+// in-sync replica has them; every replica holds the same records; killing
+// the leader elects another from the ISR that holds every acknowledged
+// record, producing resumes there, and the old leader, restarted, catches
+// up as a follower.
+func TestReplicatedPartitionSurvivesItsLeader(t *testing.T) {
+	x := replicatedCluster(t, 1)
+	x.CreateTopic(1, "r", 1, 3, map[string]string{"min.insync.replicas": "2"})
+	leader := x.LeaderOf("r", 0)
+	var acked []string
+	for i := range 10 {
+		v := fmt.Sprintf("v%d", i)
+		got := produceTo(t, x, leader, "r", v)
+		require.Zero(t, got.ErrorCode, "produce %d: %v", i, kerr.ErrorForCode(got.ErrorCode))
+		require.Equal(t, int64(i), got.BaseOffset)
+		acked = append(acked, v)
+	}
+	for i := 1; i <= 3; i++ {
+		p := x.Partition(i, "r", 0)
+		require.NotNil(t, p, "node %d hosts a replica", i)
+		require.Equal(t, int64(10), p.LogEndOffset(), "node %d's replica has every acknowledged record", i)
+	}
+	require.Equal(t, acked, fetchAll(t, x, leader, "r"))
+
+	x.Kill(leader)
+	x.RunUntil("a new leader", func() bool { l := x.LeaderOf("r", 0); return l != 0 && l != leader })
+	next := x.LeaderOf("r", 0)
+	t.Logf("leader %d killed; %d leads at %v", leader, next, x.Sim.Now())
+	require.Equal(t, acked, fetchAll(t, x, next, "r"), "the new leader serves every acknowledged record")
+	for i := 10; i < 15; i++ {
+		v := fmt.Sprintf("v%d", i)
+		var got kmsg.ProduceResponseTopicPartition
+		x.RunUntil("a produce accepted", func() bool {
+			got = produceTo(t, x, next, "r", v)
+			return got.ErrorCode == 0
+		})
+		require.Equal(t, int64(i), got.BaseOffset)
+		acked = append(acked, v)
+	}
+	require.Equal(t, acked, fetchAll(t, x, next, "r"))
+
+	x.Start(leader)
+	x.RunUntil("the old leader caught up", func() bool {
+		p := x.Partition(leader, "r", 0)
+		return p != nil && p.Online() && p.LogEndOffset() == 15
+	})
+	x.Sim.RunFor(time.Second)
+}

@@ -1,0 +1,421 @@
+package replica
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/core/env"
+	"github.com/strata-log/strata/core/log"
+	"github.com/strata-log/strata/core/meta"
+	"github.com/strata-log/strata/core/protocol"
+	"github.com/strata-log/strata/core/record"
+)
+
+// # Replication, follower side
+//
+// A broker follows every partition it hosts and does not lead. For each
+// leader broker it runs one fetcher: one connection, one Fetch at a time
+// (Fetch v13, topic ids, the follower's replica id) batching every
+// partition it follows there. For each partition the fetch names the
+// follower's log end, the epoch of its last batch and the leader epoch it
+// knows. The answer's batches are appended as they are
+// (log.AppendReplicated) and replayed into the producer state, so that a
+// follower that becomes leader goes on deduplicating; the follower's high
+// watermark follows the leader's, bounded by its log end. A diverging
+// epoch truncates the log there (durably) and reopens it, rebuilding the
+// producer state; an offset out of range truncates to the leader's high
+// watermark, or empties the log at the leader's log start when the
+// follower is behind it.
+//
+// The next Fetch is sent only once everything the last one appended is
+// durable (in durable mode, flush.messages=1): a fetch offset is then a
+// durable log end, which is what the leader's high watermark counts. In
+// page-cache mode the follower flushes by the topic's flush policy, as
+// Kafka does, and its fetch offset is its log end.
+
+// Follower fetch sizes and waits: Kafka's replica.fetch.* defaults.
+const (
+	replicaFetchMaxBytes         = 1 << 20  // replica.fetch.max.bytes
+	replicaFetchResponseMaxBytes = 10 << 20 // replica.fetch.response.max.bytes
+	replicaFetchWait             = 500 * time.Millisecond
+	replicaFetchBackoff          = time.Second // replica.fetch.backoff.ms
+	replicaFetchTimeout          = 30 * time.Second
+)
+
+// fetcherListener is the listener followers dial on their leaders.
+const fetcherListener = "PLAINTEXT"
+
+// fetcher fetches from one leader broker.
+type fetcher struct {
+	m      *Manager
+	leader int32
+	addr   string
+	client *protocol.Client
+	// parts are the partitions fetched from this leader, sorted by topic
+	// and partition.
+	parts    []*Partition
+	dialing  bool
+	inflight bool
+	// flushing counts the flushes of the last answer still running; the
+	// next fetch waits for them.
+	flushing int
+	retry    env.Timer
+	closed   bool
+}
+
+// fetchingFrom is what one request asked of a partition, to match the
+// answer to the leadership it was asked in.
+type fetchingFrom struct {
+	p     *Partition
+	epoch int32
+	l     *log.Log
+	asked int64
+}
+
+// syncFetchers assigns every online partition this broker follows to the
+// fetcher of its leader, and stops fetchers left without partitions.
+func (m *Manager) syncFetchers() {
+	if m.closed || m.img == nil {
+		return
+	}
+	type want struct {
+		leader int32
+		p      *Partition
+	}
+	var wants []want
+	if m.serving {
+		for _, p := range m.parts {
+			if p.following() {
+				wants = append(wants, want{p.leader, p})
+			}
+		}
+	}
+	kept := m.fetchers[:0]
+	for _, f := range m.fetchers {
+		var parts []*Partition
+		for _, w := range wants {
+			if w.leader == f.leader {
+				parts = append(parts, w.p)
+			}
+		}
+		addr, ok := m.brokerAddr(f.leader)
+		if len(parts) == 0 || !ok || addr != f.addr {
+			f.close()
+			continue
+		}
+		f.parts = parts
+		kept = append(kept, f)
+	}
+	clear(m.fetchers[len(kept):])
+	m.fetchers = kept
+	for _, w := range wants {
+		if slices.ContainsFunc(m.fetchers, func(f *fetcher) bool { return f.leader == w.leader }) {
+			continue
+		}
+		addr, ok := m.brokerAddr(w.leader)
+		if !ok {
+			continue // not registered yet: the next image
+		}
+		f := &fetcher{m: m, leader: w.leader, addr: addr}
+		for _, x := range wants {
+			if x.leader == w.leader {
+				f.parts = append(f.parts, x.p)
+			}
+		}
+		m.fetchers = append(m.fetchers, f)
+	}
+	slices.SortFunc(m.fetchers, func(a, b *fetcher) int { return cmp.Compare(a.leader, b.leader) })
+	for _, f := range m.fetchers {
+		f.fetch()
+	}
+}
+
+// brokerAddr is the host:port of broker id's listener in the image.
+func (m *Manager) brokerAddr(id int32) (string, bool) {
+	reg, ok := m.img.Broker(id)
+	if !ok || reg.Fenced {
+		return "", false
+	}
+	ep, ok := reg.Endpoint(fetcherListener)
+	if !ok {
+		return "", false
+	}
+	return ep.Host + ":" + strconv.Itoa(int(ep.Port)), true
+}
+
+// following reports whether the partition fetches from a leader: hosted
+// here, online, not led here, with a leader.
+func (p *Partition) following() bool {
+	return p.state == stateOnline && !p.leads() && p.leader != meta.NoLeader && !p.truncating
+}
+
+func (f *fetcher) close() {
+	f.closed = true
+	if f.retry != nil {
+		f.retry.Stop()
+		f.retry = nil
+	}
+	if f.client != nil {
+		f.client.Close()
+		f.client = nil
+	}
+}
+
+// later retries fetch after the backoff.
+func (f *fetcher) later() {
+	if f.closed || f.retry != nil {
+		return
+	}
+	f.retry = f.m.e.AfterFunc(replicaFetchBackoff, func() {
+		f.retry = nil
+		f.fetch()
+	})
+}
+
+// fetch sends the next Fetch if none is in flight and the last answer's
+// appends are durable.
+func (f *fetcher) fetch() {
+	if f.closed || f.inflight || f.flushing > 0 || f.dialing || f.retry != nil || len(f.parts) == 0 {
+		return
+	}
+	if f.client == nil || f.client.Closed() {
+		f.client = nil
+		f.dialing = true
+		f.m.e.Net().Dial(f.addr, func(c env.Conn, err error) {
+			f.dialing = false
+			if f.closed {
+				if c != nil {
+					c.Close()
+				}
+				return
+			}
+			if err != nil {
+				f.m.log.Debug("follower cannot reach its leader", "leader", f.leader, "addr", f.addr, "err", err)
+				f.later()
+				return
+			}
+			f.client = protocol.NewClient(c, protocol.ClientConfig{ClientID: "strata-replica-fetcher-" + strconv.Itoa(int(f.m.cfg.NodeID))})
+			f.fetch()
+		})
+		return
+	}
+	req := kmsg.NewPtrFetchRequest()
+	req.Version = 13
+	req.ReplicaID = f.m.cfg.NodeID
+	req.MaxWaitMillis = int32(replicaFetchWait / time.Millisecond)
+	req.MinBytes, req.MaxBytes = 1, replicaFetchResponseMaxBytes
+	req.SessionEpoch = -1
+	var asked []fetchingFrom
+	for _, p := range f.parts {
+		if !p.following() || p.leader != f.leader {
+			continue
+		}
+		l := p.l
+		n := len(req.Topics)
+		if n == 0 || req.Topics[n-1].TopicID != p.topicID {
+			rt := kmsg.NewFetchRequestTopic()
+			rt.TopicID = p.topicID
+			req.Topics = append(req.Topics, rt)
+			n++
+		}
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition = p.id
+		rp.CurrentLeaderEpoch = p.leaderEpoch
+		rp.FetchOffset = l.LogEndOffset()
+		rp.LastFetchedEpoch = l.LatestEpoch()
+		rp.LogStartOffset = l.LogStartOffset()
+		rp.PartitionMaxBytes = replicaFetchMaxBytes
+		req.Topics[n-1].Partitions = append(req.Topics[n-1].Partitions, rp)
+		asked = append(asked, fetchingFrom{p: p, epoch: p.leaderEpoch, l: l, asked: rp.FetchOffset})
+	}
+	if len(asked) == 0 {
+		return
+	}
+	f.inflight = true
+	client := f.client
+	var timeout env.Timer
+	timeout = f.m.e.AfterFunc(replicaFetchWait+replicaFetchTimeout, func() {
+		timeout = nil
+		client.Close() // the answer is overdue: a silent leader
+	})
+	err := client.Do(req, func(r kmsg.Response, err error) {
+		if timeout != nil {
+			timeout.Stop()
+		}
+		f.inflight = false
+		if f.closed {
+			return
+		}
+		resp, ok := r.(*kmsg.FetchResponse)
+		if err != nil || !ok || resp.ErrorCode != 0 {
+			if f.client == client {
+				client.Close()
+				f.client = nil
+			}
+			f.later()
+			return
+		}
+		f.answered(resp, asked)
+	})
+	if err != nil {
+		f.inflight = false
+		client.Close()
+		f.client = nil
+		f.later()
+	}
+}
+
+// answered applies a Fetch answer, then fetches again once its appends
+// are durable.
+func (f *fetcher) answered(resp *kmsg.FetchResponse, asked []fetchingFrom) {
+	backoff := false
+	for ti := range resp.Topics {
+		rt := &resp.Topics[ti]
+		for pi := range rt.Partitions {
+			rp := &rt.Partitions[pi]
+			i := slices.IndexFunc(asked, func(a fetchingFrom) bool { return a.p.topicID == rt.TopicID && a.p.id == rp.Partition })
+			if i < 0 {
+				continue
+			}
+			a := asked[i]
+			p := a.p
+			if p.l != a.l || p.leaderEpoch != a.epoch || !p.following() || p.leader != f.leader {
+				continue // the partition moved on meanwhile
+			}
+			if !f.apply(a, rp) {
+				backoff = true
+			}
+		}
+	}
+	if backoff {
+		f.later()
+		return
+	}
+	f.fetch()
+}
+
+// apply applies one partition's answer; it reports false when the
+// fetcher should back off (an error the next image may resolve).
+func (f *fetcher) apply(a fetchingFrom, rp *kmsg.FetchResponseTopicPartition) bool {
+	p, l := a.p, a.l
+	switch code := rp.ErrorCode; {
+	case code == 0:
+	case code == kerr.OffsetOutOfRange.Code:
+		if a.asked < rp.LogStartOffset {
+			p.truncateAndReopen("the leader's log starts after ours ends", func(done func(error)) {
+				l.TruncateFullyAndStartAt(rp.LogStartOffset, done)
+			})
+		} else {
+			to := max(rp.HighWatermark, l.HighWatermark())
+			p.truncateAndReopen("our log end is out of the leader's range", func(done func(error)) { l.Truncate(to, done) })
+		}
+		return true
+	default:
+		p.log.Debug("follower fetch refused", "leader", f.leader, "code", kerr.ErrorForCode(code))
+		return false
+	}
+	if d := rp.DivergingEpoch; d.EndOffset >= 0 {
+		// Our last epoch does not end where the leader's does: keep what
+		// both logs hold in that epoch (or the last one before it).
+		to := min(d.EndOffset, l.LogEndOffset())
+		if epoch, end := l.EndOffsetForEpoch(d.Epoch); d.Epoch >= 0 && epoch >= 0 {
+			to = min(to, end)
+		}
+		p.log.Info("truncating to the leader's log (diverging epoch)", "leader", f.leader, "epoch", d.Epoch, "end_offset", d.EndOffset, "to", to)
+		p.truncateAndReopen("diverged from the leader", func(done func(error)) { l.Truncate(to, done) })
+		return true
+	}
+	if len(rp.RecordBatches) > 0 {
+		info, err := l.AppendReplicated(rp.RecordBatches)
+		if info.Batches > 0 {
+			p.replayAppended(rp.RecordBatches, info)
+		}
+		if err != nil {
+			if errors.Is(err, log.ErrLogFailed) {
+				p.fail(err)
+			} else {
+				p.log.Warn("follower append failed", "leader", f.leader, "err", err)
+			}
+			return false
+		}
+		if p.cfg.durable() {
+			f.flushing++
+			l.Flush(l.LogEndOffset(), func(err error) {
+				f.flushing--
+				if err != nil && p.l == l {
+					p.fail(err)
+				}
+				if err == nil && p.l == l {
+					p.followHighWatermark(rp.HighWatermark)
+				}
+				f.fetch()
+			})
+		} else {
+			p.pageCacheFlush(info.LastOffset - info.FirstOffset + 1)
+		}
+	}
+	p.followHighWatermark(rp.HighWatermark)
+	return true
+}
+
+// replayAppended records replicated batches in the producer state and
+// snapshots it when the append rolled the log.
+func (p *Partition) replayAppended(batches []byte, info log.AppendInfo) {
+	sp := record.NewSplitter(batches, len(batches)+1, record.CheckFraming)
+	for sp.Next() {
+		b := sp.Batch()
+		if b.LastOffset() > info.LastOffset {
+			break // not appended (a full disk stopped the append)
+		}
+		if err := p.producers.Replay(b); err != nil {
+			p.log.Warn("producer state replay of a replicated batch", "err", err)
+		}
+	}
+	if base := p.l.ActiveSegmentBase(); base != p.segmentBase {
+		p.segmentBase = base
+		p.snapshotProducers(nil)
+	}
+}
+
+// followHighWatermark moves a follower's high watermark to the leader's,
+// bounded by its own log end (in durable mode, by what it has durably).
+func (p *Partition) followHighWatermark(leaderHW int64) {
+	l := p.l
+	if l == nil || p.leads() {
+		return
+	}
+	hw := min(leaderHW, l.LogEndOffset())
+	if p.cfg.durable() {
+		hw = min(hw, l.DurableOffset())
+	}
+	if hw > l.HighWatermark() {
+		l.SetHighWatermark(hw)
+		p.wake()
+	}
+}
+
+// truncateAndReopen runs truncate on the follower's log, then reopens it so
+// that the producer state is rebuilt from what is left. The partition
+// fetches nothing meanwhile.
+func (p *Partition) truncateAndReopen(why string, truncate func(done func(error))) {
+	l := p.l
+	p.truncating = true
+	truncate(func(err error) {
+		p.truncating = false
+		if p.l != l {
+			return
+		}
+		if err != nil {
+			p.fail(fmt.Errorf("truncate (%s): %w", why, err))
+			return
+		}
+		p.restart("truncated: " + why)
+	})
+}
