@@ -108,10 +108,87 @@ func TestReplicatedPartitionSurvivesItsLeader(t *testing.T) {
 	}
 	require.Equal(t, acked, fetchAll(t, x, next, "r"))
 
+	isr := func() []int32 {
+		ti, _ := x.Servers[next-1].Image().TopicByName("r")
+		part, _ := ti.Partition(0)
+		return part.ISR
+	}
+	require.NotContains(t, isr(), int32(leader), "the killed broker was fenced out of the ISR")
 	x.Start(leader)
 	x.RunUntil("the old leader caught up", func() bool {
 		p := x.Partition(leader, "r", 0)
 		return p != nil && p.Online() && p.LogEndOffset() == 15
 	})
-	x.Sim.RunFor(time.Second)
+	x.RunUntil("the old leader back in the ISR", func() bool { return len(isr()) == 3 })
+	got := produceTo(t, x, next, "r", "v15")
+	require.Zero(t, got.ErrorCode)
+	require.NoError(t, x.Sim.RunFor(time.Second))
+	require.Equal(t, int64(16), x.Partition(leader, "r", 0).LogEndOffset())
+}
+
+// A follower cut off from its leader (but not from the controller) stops
+// catching up: after replica.lag.time.max.ms the leader takes it out of
+// the ISR through AlterPartition, and acks=all produces complete with the
+// rest; once the link heals it catches up and the leader adds it back.
+func TestLaggingFollowerLeavesAndRejoinsTheISR(t *testing.T) {
+	x := replicatedCluster(t, 2)
+	x.CreateTopic(1, "r", 6, 3, map[string]string{"min.insync.replicas": "2"})
+	ctrl := 0
+	for i := 1; i <= 3; i++ {
+		if x.Servers[i-1].ActiveController() {
+			ctrl = i
+		}
+	}
+	// A partition led away from the controller's node; its follower is
+	// the third node.
+	part, leader := int32(-1), 0
+	for p := range int32(6) {
+		if l := x.LeaderOf("r", p); l != ctrl {
+			part, leader = p, l
+			break
+		}
+	}
+	require.GreaterOrEqual(t, part, int32(0))
+	follower := 6 - ctrl - leader
+	isr := func() []int32 {
+		ti, _ := x.Servers[ctrl-1].Image().TopicByName("r")
+		p, _ := ti.Partition(part)
+		return p.ISR
+	}
+	require.Len(t, isr(), 3)
+	produce := func(v string) kmsg.ProduceResponseTopicPartition {
+		b := record.NewBuilder()
+		b.Append(x.ClientEnv().Now().UnixMilli(), nil, []byte(v))
+		batch, err := b.AppendTo(nil)
+		require.NoError(t, err)
+		resp, err := x.Do(leader, servertest.ProduceRequest("r", part, batch))
+		require.NoError(t, err)
+		return resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0]
+	}
+	require.Zero(t, produce("a").ErrorCode)
+
+	cut := x.Sim.Network().Partition([]string{fmt.Sprintf("n%d", leader)}, []string{fmt.Sprintf("n%d", follower)})
+	start := x.Sim.Now()
+	require.NoError(t, x.Sim.RunFor(25*time.Second))
+	require.Contains(t, isr(), int32(follower), "still in the ISR within replica.lag.time.max.ms")
+	x.RunUntil("the follower out of the ISR", func() bool { return !contains(isr(), int32(follower)) })
+	waited := x.Sim.Now() - start
+	require.GreaterOrEqual(t, waited, 30*time.Second, "not before replica.lag.time.max.ms")
+	t.Logf("out of the ISR %v after the cut", waited)
+	require.Less(t, waited, 50*time.Second, "within the lag time and one check period")
+	require.Zero(t, produce("b").ErrorCode, "acks=all completes with the ISR left")
+
+	cut.Heal()
+	x.RunUntil("the follower back in the ISR", func() bool { return contains(isr(), int32(follower)) })
+	require.NoError(t, x.Sim.RunFor(time.Second))
+	require.Equal(t, x.Partition(leader, "r", part).LogEndOffset(), x.Partition(follower, "r", part).LogEndOffset())
+}
+
+func contains(s []int32, v int32) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
 }

@@ -3,6 +3,8 @@ package replica
 import (
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/strata-log/strata/core/log"
 	"github.com/strata-log/strata/core/metrics"
 	"github.com/strata-log/strata/core/producer"
@@ -56,6 +58,19 @@ type Config struct {
 	// nothing.
 	Metrics *metrics.Registry
 
+	// ReplicaLagTime is replica.lag.time.max.ms: a follower that has not
+	// caught up with the leader's log end for this long leaves the ISR;
+	// zero means DefaultReplicaLagTime.
+	ReplicaLagTime time.Duration
+
+	// AlterPartition hands an ISR change, this broker leading, to the
+	// active controller; done runs on the loop. nil: the ISR never
+	// changes from here (tests of one broker).
+	AlterPartition func(req *kmsg.AlterPartitionRequest, done func(kmsg.Response, error))
+	// BrokerEpoch is this broker's epoch from its registration, -1
+	// before it registered.
+	BrokerEpoch func() int64
+
 	// flushObserver is set by the manager: every log reports its flushes
 	// to the registry's histograms.
 	flushObserver log.FlushObserver
@@ -72,6 +87,8 @@ const (
 	// DefaultReopenBackoff paces the recovery of a failed log: a disk
 	// that is full or failing is not hammered.
 	DefaultReopenBackoff = time.Second
+	// DefaultReplicaLagTime is Kafka's replica.lag.time.max.ms default.
+	DefaultReplicaLagTime = 30 * time.Second
 )
 
 func (c Config) withDefaults() Config {
@@ -83,6 +100,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ReopenBackoff <= 0 {
 		c.ReopenBackoff = DefaultReopenBackoff
+	}
+	if c.ReplicaLagTime <= 0 {
+		c.ReplicaLagTime = DefaultReplicaLagTime
 	}
 	if c.LogMaxOpenFilesPerPartition <= 0 {
 		c.LogMaxOpenFilesPerPartition = log.DefaultMaxOpenFiles

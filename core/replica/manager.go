@@ -39,8 +39,10 @@ type Manager struct {
 	closed       bool
 
 	// fetchers fetch the partitions this broker follows, one per leader
-	// broker, sorted by leader (fetcher.go).
+	// broker, sorted by leader (fetcher.go); isrCheck is the timer of
+	// the ISR shrink check (isr.go).
 	fetchers []*fetcher
+	isrCheck env.Timer
 
 	metrics *managerMetrics
 }
@@ -50,6 +52,7 @@ func NewManager(e env.Env, cfg Config) *Manager {
 	m := &Manager{e: e, cfg: cfg.withDefaults(), log: e.Logger().With("component", "replica"), img: meta.Empty()}
 	m.initMetrics()
 	m.housekeeping = e.AfterFunc(m.cfg.RetentionCheckInterval, m.housekeep)
+	m.isrCheck = e.AfterFunc(m.cfg.ReplicaLagTime/2, m.checkISRs)
 	return m
 }
 
@@ -180,7 +183,7 @@ func (m *Manager) host(ti *meta.TopicImage, part meta.Partition, cfg topicConfig
 	p := &Partition{
 		m: m, topic: ti.Name(), id: part.ID, topicID: ti.ID(), dir: dir,
 		log: m.log.With("partition", dir),
-		cfg: cfg, leader: part.Leader, leaderEpoch: part.LeaderEpoch, isr: slices.Clone(part.ISR),
+		cfg: cfg, leader: part.Leader, leaderEpoch: part.LeaderEpoch, partitionEpoch: part.PartitionEpoch, pendingEpoch: -1, isr: slices.Clone(part.ISR),
 		replicas: slices.Clone(part.Replicas), tm: m.metrics.topicMetrics(ti.Name()),
 	}
 	p.syncPartitionMetrics()
@@ -214,6 +217,9 @@ func (m *Manager) Close(done func()) {
 		f.close()
 	}
 	m.fetchers = nil
+	if m.isrCheck != nil {
+		m.isrCheck.Stop()
+	}
 	left := len(m.parts) + 1
 	finish := func() {
 		left--

@@ -101,6 +101,13 @@ type Partition struct {
 	// truncating is set while a follower truncates to its leader's log
 	// (fetcher.go).
 	truncating bool
+	// partitionEpoch is the image's; pendingISR an ISR change this
+	// leader proposed, in flight (pendingEpoch -1) or accepted and
+	// waiting for the image to show partition epoch pendingEpoch
+	// (isr.go).
+	partitionEpoch int32
+	pendingISR     []int32
+	pendingEpoch   int32
 
 	// producers is the idempotent producer state and snaps its snapshot
 	// files (producers.go); segmentBase is the active segment's base
@@ -257,7 +264,11 @@ func (p *Partition) update(part meta.Partition, cfg topicConfig) {
 	leaderChanged := p.leader != part.Leader || p.leaderEpoch != part.LeaderEpoch
 	assert.That(part.LeaderEpoch >= p.leaderEpoch, "%s: leader epoch went back from %d to %d", p.dir, p.leaderEpoch, part.LeaderEpoch)
 	replicasChanged := !slices.Equal(p.replicas, part.Replicas)
-	p.leader, p.leaderEpoch = part.Leader, part.LeaderEpoch
+	p.leader, p.leaderEpoch, p.partitionEpoch = part.Leader, part.LeaderEpoch, part.PartitionEpoch
+	if leaderChanged {
+		p.pendingISR, p.pendingEpoch = nil, -1
+	}
+	p.settleISR(part.PartitionEpoch)
 	p.isr = slices.Clone(part.ISR)
 	p.replicas = slices.Clone(part.Replicas)
 	if leaderChanged || replicasChanged {

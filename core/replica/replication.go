@@ -76,7 +76,7 @@ func (p *Partition) leads() bool { return p.leader == p.m.cfg.NodeID }
 // ISR's other members, or -1 while one of them has not fetched yet.
 func (p *Partition) replicatedHighWatermark(own int64) int64 {
 	hw := own
-	for _, id := range p.isr {
+	for _, id := range p.isrForHighWatermark() {
 		if id == p.m.cfg.NodeID {
 			continue
 		}
@@ -160,6 +160,7 @@ func (p *Partition) ReplicaFetch(replica int32, fetchOffset int64, lastFetchedEp
 	}
 	f.logEnd, f.lastFetch, f.leaderEndAtFetch = fetchOffset, now, leo
 	p.advanceHighWatermark()
+	p.maybeExpandISR(f)
 	res.HighWatermark = l.HighWatermark()
 	read, err := l.Read(fetchOffset, maxBytes, -1)
 	if err != nil {

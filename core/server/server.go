@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"log/slog"
 
 	"github.com/strata-log/strata/core/broker"
@@ -60,6 +61,13 @@ func Start(e env.Env, cfg Config) (*Server, error) {
 	rcfg.NodeID = cfg.NodeID
 	rcfg.KeepDirs = append(rcfg.KeepDirs, metadataDir)
 	rcfg.Metrics = cfg.Metrics
+	rcfg.AlterPartition = func(req *kmsg.AlterPartitionRequest, done func(kmsg.Response, error)) { s.member.Submit(req, done) }
+	rcfg.BrokerEpoch = func() int64 {
+		if s.reg == nil || !s.Registered() {
+			return -1
+		}
+		return s.reg.epoch
+	}
 	s.parts = replica.NewManager(e, rcfg)
 	bcfg := cfg.BrokerListener
 	bcfg.Metadata = s.member
