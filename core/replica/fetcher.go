@@ -416,6 +416,6 @@ func (p *Partition) truncateAndReopen(why string, truncate func(done func(error)
 			p.fail(fmt.Errorf("truncate (%s): %w", why, err))
 			return
 		}
-		p.restart("truncated: " + why)
+		p.reopenLog("truncated: "+why, false)
 	})
 }

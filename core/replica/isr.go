@@ -100,8 +100,16 @@ func (p *Partition) alterISR(isr []int32) {
 	p.pendingISR, p.pendingEpoch = isr, -1
 	leaderEpoch, partitionEpoch := p.leaderEpoch, p.partitionEpoch
 	p.m.cfg.AlterPartition(req, func(r kmsg.Response, err error) {
-		if p.leaderEpoch != leaderEpoch || p.partitionEpoch != partitionEpoch || p.pendingISR == nil {
-			return // the image moved on meanwhile and settled it
+		if p.pendingISR == nil || !slices.Equal(p.pendingISR, isr) {
+			return // settled meanwhile (a new leadership cleared it)
+		}
+		if p.leaderEpoch != leaderEpoch || p.partitionEpoch != partitionEpoch {
+			// The image moved on while the change was in flight: it
+			// shows the change if the controller made it, and the next
+			// fetch or check proposes what is still needed.
+			p.pendingISR, p.pendingEpoch = nil, -1
+			p.advanceHighWatermark()
+			return
 		}
 		resp, ok := r.(*kmsg.AlterPartitionResponse)
 		code := int16(-1)

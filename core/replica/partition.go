@@ -384,10 +384,17 @@ func (p *Partition) fail(err error) {
 const maxReopenBackoff = 8 * time.Second
 
 // restart closes a healthy log and opens it again.
-func (p *Partition) restart(why string) {
+func (p *Partition) restart(why string) { p.reopenLog(why, true) }
+
+// reopenLog closes a healthy log and opens it again; snapshot says whether
+// to snapshot the producer state first (not after a truncation, which left
+// the state ahead of the log: the reopen rebuilds it).
+func (p *Partition) reopenLog(why string, snapshot bool) {
 	p.log.Info("reopening partition log", "reason", why)
 	l := p.l
-	p.snapshotProducers(nil)
+	if snapshot {
+		p.snapshotProducers(nil)
+	}
 	p.closeProducers()
 	p.state = stateFailed
 	p.failure = errors.New(why)

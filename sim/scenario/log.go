@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -22,6 +23,17 @@ func Log(o Options) sim.Summary {
 	sum, _ := runLog(o, logBugs{})
 	return sum
 }
+
+// Replicated runs the "replicated" scenario: the log scenario's cluster,
+// workload and checks with every topic at replication factor 3 and
+// min.insync.replicas 2 (ISR replication, durable acks=all).
+func Replicated(o Options) sim.Summary {
+	sum, _ := runLog(o, logBugs{replicas: replicatedRF})
+	return sum
+}
+
+// replicatedRF is the replicated scenario's replication factor.
+const replicatedRF = 3
 
 // logBugs plants bugs so that tests can prove the checks catch them. The
 // zero value plants none. pageCache is a real broker mode; the others
@@ -52,6 +64,21 @@ type logBugs struct {
 	// offlineMetric makes the metrics check (g) read one more offline
 	// partition than n1's registry holds.
 	offlineMetric bool
+	// replicas is a knob, not a bug: the topics' replication factor (1
+	// when zero), min.insync.replicas being one less (the replicated
+	// scenario).
+	replicas int
+}
+
+// rf is the topics' replication factor.
+func (b logBugs) rf() int { return max(b.replicas, 1) }
+
+// name is the scenario's name.
+func (b logBugs) name() string {
+	if b.rf() > 1 {
+		return "replicated"
+	}
+	return "log"
 }
 
 // Defaults of the log scenario.
@@ -141,7 +168,7 @@ func runLog(o Options, bugs logBugs) (sim.Summary, *logHarness) {
 	s := sim.New(sim.Config{Seed: o.Seed, Log: o.Log, BuggifyRate: o.buggifyRate()})
 	h := newLogHarness(s, o, bugs)
 	sum := func(err error) (sim.Summary, *logHarness) {
-		m := s.Summarize("log")
+		m := s.Summarize(bugs.name())
 		m.Err = err
 		if h.err != nil {
 			// A failed check: its message names the check and the
@@ -266,6 +293,7 @@ func newLogHarness(s *sim.Sim, o Options, bugs logBugs) *logHarness {
 			Quorum:         kraft.Config{Voters: kraft.ParseVoters(voters)},
 			BrokerListener: broker.Config{ListenAddr: h.names[i] + logBrokerPort, AdvertisedHost: h.names[i]},
 		}
+		scfg.Quorum.Controller.MaxReplicationFactor = bugs.rf()
 		p := s.AddProcess(h.names[i], func(e env.Env) {
 			h.servers[i] = nil
 			h.procs[i].Disk().DeclareSurvivable(indexFilesSurvivable) // a replaced disk forgets it
@@ -491,16 +519,18 @@ func (h *logHarness) checkMetrics() error {
 		return fmt.Errorf("(g) metrics: the brokers lead %v partitions, the run has %d", leaders, len(h.partitions()))
 	}
 	for _, p := range h.partitions() {
-		var leo float64
-		found := 0
+		// Every replica reports its log end offset, and after the heal
+		// every one holds everything the final read saw.
+		var leos []float64
 		for i := range h.procs {
 			if v, ok := h.registries[i].Value(metrics.LogEndOffset, p.Topic, strconv.Itoa(int(p.Partition))); ok {
-				leo, found = v, found+1
+				leos = append(leos, v)
 			}
 		}
-		if hw := h.verifier.state(p).hw; found != 1 || leo != float64(hw) {
-			return fmt.Errorf("(g) metrics: %s-%d has %d log end offset series, at %v; the final read's high watermark is %d",
-				p.Topic, p.Partition, found, leo, hw)
+		hw := h.verifier.state(p).hw
+		if len(leos) != h.bugs.rf() || slices.ContainsFunc(leos, func(v float64) bool { return v != float64(hw) }) {
+			return fmt.Errorf("(g) metrics: %s-%d has %d log end offset series (replication factor %d), at %v; the final read's high watermark is %d",
+				p.Topic, p.Partition, len(leos), h.bugs.rf(), leos, hw)
 		}
 	}
 	return nil

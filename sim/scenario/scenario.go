@@ -55,10 +55,11 @@ const Default = "log"
 type Func func(Options) sim.Summary
 
 var registry = map[string]Func{
-	"idle":   Idle,
-	"kraft":  KRaft,
-	"kraft5": KRaft5,
-	"log":    Log,
+	"idle":       Idle,
+	"kraft":      KRaft,
+	"kraft5":     KRaft5,
+	"log":        Log,
+	"replicated": Replicated,
 }
 
 // Names lists the registered scenarios, sorted.
