@@ -133,7 +133,7 @@ func (p *Partition) Produce(payload []byte, acks int16, now time.Time, done func
 	p.tm.BytesIn.Add(float64(info.Bytes))
 	p.tm.MessagesIn.Add(float64(info.LastOffset - info.FirstOffset + 1))
 	res.BaseOffset, res.LogStartOffset = info.FirstOffset, info.LogStartOffset
-	if len(p.followers) > 0 {
+	if len(p.followers) > 0 && !p.cfg.durable() {
 		p.wake() // followers long-polling at the log end
 	}
 	if !p.cfg.durable() {
@@ -178,6 +178,9 @@ func (p *Partition) whenDurable(l *log.Log, upto int64, acks int16, res ProduceR
 			return
 		}
 		if p.l == l {
+			if len(p.followers) > 0 {
+				p.wake() // followers long-polling at the durable offset
+			}
 			p.advanceHighWatermark()
 		}
 		switch {

@@ -111,7 +111,8 @@ type ReplicaFetchResult struct {
 // follower's broker id, fetchOffset its log end, lastFetchedEpoch the
 // epoch of its last batch (-1: none, or unknown), currentLeaderEpoch the
 // leader epoch it knows (KIP-320; -1 skips the check). The batches come
-// from fetchOffset up to the log end, not the high watermark. A fetch
+// from fetchOffset up to the leader's durable offset (its log end in
+// page-cache mode), not the high watermark. A fetch
 // that does not diverge records the follower's log end (see above) and
 // may move the high watermark.
 func (p *Partition) ReplicaFetch(replica int32, fetchOffset int64, lastFetchedEpoch, currentLeaderEpoch int32, maxBytes int) (ReplicaFetchResult, error) {
@@ -151,9 +152,20 @@ func (p *Partition) ReplicaFetch(replica int32, fetchOffset int64, lastFetchedEp
 	if fetchOffset < l.LogStartOffset() || fetchOffset > leo {
 		return res, fmt.Errorf("%w: %s replica fetch at %d, the log holds [%d, %d]", log.ErrOffsetOutOfRange, p.dir, fetchOffset, l.LogStartOffset(), leo)
 	}
+	// In durable mode followers get only what the leader has durably: a
+	// leader whose log fails reopens without what it had not fsynced and
+	// goes on appending in the same leader epoch, and a follower holding
+	// a batch the leader lost would hold, in that epoch, a history the
+	// leader does not (replicated seed 107). What a follower may fetch
+	// the leader can never lose, and it is fsynced anyway before acks=all
+	// completes. In page-cache mode, Kafka's: up to the log end.
+	bound := leo
+	if p.cfg.durable() {
+		bound = min(leo, l.DurableOffset())
+	}
 	now := p.m.e.Monotonic()
 	switch {
-	case fetchOffset >= leo:
+	case fetchOffset >= bound:
 		f.lastCaughtUp = now
 	case f.leaderEndAtFetch >= 0 && fetchOffset >= f.leaderEndAtFetch:
 		f.lastCaughtUp = max(f.lastCaughtUp, f.lastFetch)
@@ -162,7 +174,7 @@ func (p *Partition) ReplicaFetch(replica int32, fetchOffset int64, lastFetchedEp
 	p.advanceHighWatermark()
 	p.maybeExpandISR(f)
 	res.HighWatermark = l.HighWatermark()
-	read, err := l.Read(fetchOffset, maxBytes, -1)
+	read, err := l.Read(fetchOffset, maxBytes, bound)
 	if err != nil {
 		if logFailed(err) {
 			p.fail(err)

@@ -242,21 +242,34 @@ func (a *logAdmin) tick(e env.Env) {
 	if !a.asked && a.c.MetadataBrokers() >= len(a.h.procs) {
 		a.asked = true
 		for _, t := range a.h.swarm.topics {
-			configs := t.configs
-			if rf := a.h.bugs.rf(); rf > 1 {
-				configs = append(slices.Clone(configs), [2]string{"min.insync.replicas", strconv.Itoa(rf - 1)})
-			}
-			spec := kclient.TopicSpec{Name: t.name, Partitions: t.partitions, ReplicationFactor: int16(a.h.bugs.rf()), Configs: configs}
-			a.c.CreateTopic(spec, func(ok bool, code int16) {
-				if !ok {
-					a.h.fail(fmt.Errorf("setup: creating %s failed for good: error code %d", spec.Name, code))
-				}
-				a.created++
-				a.h.s.Trace(fmt.Sprintf("log:created %s code=%d", spec.Name, code))
-			})
+			a.create(t)
 		}
 	}
 	e.AfterFunc(100*time.Millisecond, func() { a.tick(e) })
+}
+
+// create creates topic t. With replicas, a broker the Metadata listed may
+// not be active at the controller yet (fenced until its first heartbeat):
+// INVALID_REPLICATION_FACTOR then means "not enough brokers yet", and the
+// creation is asked again, as an operator would.
+func (a *logAdmin) create(t logTopicSpec) {
+	configs := t.configs
+	if rf := a.h.bugs.rf(); rf > 1 {
+		configs = append(slices.Clone(configs), [2]string{"min.insync.replicas", strconv.Itoa(rf - 1)})
+	}
+	spec := kclient.TopicSpec{Name: t.name, Partitions: t.partitions, ReplicationFactor: int16(a.h.bugs.rf()), Configs: configs}
+	a.c.CreateTopic(spec, func(ok bool, code int16) {
+		if !ok && code == kerr.InvalidReplicationFactor.Code && a.h.bugs.rf() > 1 && a.h.phase == logSetup {
+			a.h.s.Trace("log:create-again " + spec.Name)
+			a.h.s.After(200*time.Millisecond, "log:create-again", func() { a.create(t) })
+			return
+		}
+		if !ok {
+			a.h.fail(fmt.Errorf("setup: creating %s failed for good: error code %d", spec.Name, code))
+		}
+		a.created++
+		a.h.s.Trace(fmt.Sprintf("log:created %s code=%d", spec.Name, code))
+	})
 }
 
 // ready reports whether every topic exists with a leader for every
