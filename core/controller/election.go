@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/strata-log/strata/core/meta"
+	"github.com/strata-log/strata/core/plant"
 )
 
 // partitionFilter selects the partitions an election pass visits.
@@ -122,12 +123,24 @@ func electChange(topic meta.UUID, p *meta.Partition, rules electionRules, unclea
 				break
 			}
 		}
+
 		if leader == meta.NoLeader && unclean {
 			for _, r := range p.Replicas {
 				if acceptable(r) {
 					leader, isr = r, []int32{r}
 					break
 				}
+			}
+		}
+	}
+	if plant.Is(plant.LeaderOutsideISR) {
+		// Planted: whenever an election pass visits the partition, a
+		// replica outside the ISR takes the lead if there is one,
+		// written into the ISR so that the record replays.
+		for _, r := range p.Replicas {
+			if !slices.Contains(isr, r) && acceptable(r) {
+				leader, isr = r, append(slices.Clone(isr), r)
+				break
 			}
 		}
 	}

@@ -25,12 +25,22 @@ const (
 	// FetchSkipsAhead: the broker reads a partition from one past the
 	// fetch offset (core/broker), so a consumer can miss a record.
 	FetchSkipsAhead
+	// AckBeforeISR: a leader answers acks=all once its own log has the
+	// batch durably, without waiting for the ISR (core/replica).
+	AckBeforeISR
+	// HighWatermarkFromLogEnd: a leader moves the high watermark to its
+	// log end, durable or not, ignoring the followers (core/replica).
+	HighWatermarkFromLogEnd
+	// LeaderOutsideISR: the controller elects any active replica, in the
+	// ISR or not (core/controller).
+	LeaderOutsideISR
 )
 
 func (b Bug) String() string {
-	return [...]string{"none", "log-skip-fsync", "ack-before-fsync", "append-duplicates", "fetch-skips-ahead"}[b]
+	return [...]string{"none", "log-skip-fsync", "ack-before-fsync", "append-duplicates", "fetch-skips-ahead",
+		"ack-before-isr", "high-watermark-from-log-end", "leader-outside-isr"}[b]
 }
 
 // Bugs lists every plantable bug (the planted-bug test's table must cover
 // each).
-var Bugs = []Bug{LogSkipFsync, AckBeforeFsync, AppendDuplicates, FetchSkipsAhead}
+var Bugs = []Bug{LogSkipFsync, AckBeforeFsync, AppendDuplicates, FetchSkipsAhead, AckBeforeISR, HighWatermarkFromLogEnd, LeaderOutsideISR}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/strata-log/strata/core/log"
+	"github.com/strata-log/strata/core/plant"
 )
 
 // # Replication, leader side
@@ -75,6 +76,9 @@ func (p *Partition) leads() bool { return p.leader == p.m.cfg.NodeID }
 // leader's own bound own: the smallest of own and the log ends of the
 // ISR's other members, or -1 while one of them has not fetched yet.
 func (p *Partition) replicatedHighWatermark(own int64) int64 {
+	if plant.Is(plant.HighWatermarkFromLogEnd) {
+		return p.l.LogEndOffset() // planted: neither durable nor replicated
+	}
 	hw := own
 	for _, id := range p.isrForHighWatermark() {
 		if id == p.m.cfg.NodeID {
@@ -198,6 +202,10 @@ type pendingAck struct {
 // (at once if it has), with NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR
 // is below min.insync.replicas then.
 func (p *Partition) awaitHighWatermark(upto int64, res ProduceResult, done func(ProduceResult)) {
+	if plant.Is(plant.AckBeforeISR) {
+		done(res) // planted: the followers may not have it
+		return
+	}
 	p.acks = append(p.acks, pendingAck{upto: upto, res: res, done: done})
 	p.completeAcks()
 }

@@ -32,8 +32,12 @@ func Replicated(o Options) sim.Summary {
 	return sum
 }
 
-// replicatedRF is the replicated scenario's replication factor.
-const replicatedRF = 3
+// replicatedRF is the replicated scenario's replication factor, and
+// replicatedLagTime its replica.lag.time.max.ms.
+const (
+	replicatedRF      = 3
+	replicatedLagTime = 2 * time.Second
+)
 
 // logBugs plants bugs so that tests can prove the checks catch them. The
 // zero value plants none. pageCache is a real broker mode; the others
@@ -294,6 +298,13 @@ func newLogHarness(s *sim.Sim, o Options, bugs logBugs) *logHarness {
 			BrokerListener: broker.Config{ListenAddr: h.names[i] + logBrokerPort, AdvertisedHost: h.names[i]},
 		}
 		scfg.Quorum.Controller.MaxReplicationFactor = bugs.rf()
+		if bugs.rf() > 1 {
+			// A short replica.lag.time.max.ms, so that within the fault
+			// phase followers fall out of the ISR (a partition, a pause,
+			// a slow disk) and come back, and elections meet ISRs of
+			// every size.
+			scfg.Partitions.ReplicaLagTime = replicatedLagTime
+		}
 		p := s.AddProcess(h.names[i], func(e env.Env) {
 			h.servers[i] = nil
 			h.procs[i].Disk().DeclareSurvivable(indexFilesSurvivable) // a replaced disk forgets it

@@ -33,6 +33,10 @@ var plantedBugs = []struct {
 	// its Check) crashes the node before any reader sees the duplicate.
 	{plant.AppendDuplicates, "log", 60, []string{"(d)", "invariant violated: producer"}},
 	{plant.FetchSkipsAhead, "log", 60, []string{"(e)"}},
+	// Replication (issue 11): the replicated scenario finds each.
+	{plant.AckBeforeISR, "replicated", 100, []string{"(a)", "(b)"}},
+	{plant.HighWatermarkFromLogEnd, "replicated", 100, []string{"(a)", "(b)"}},
+	{plant.LeaderOutsideISR, "replicated", 100, []string{"(a)", "(b)"}},
 }
 
 func TestPlantedBugTableIsComplete(t *testing.T) {
