@@ -39,6 +39,10 @@ import (
 // The checks of one record run in the order (e), (b), (d), (c), so a
 // record that breaks several is reported under the first.
 //
+// Every observation is also kept as it was recorded, before it is
+// checked, so that [LogHistory.Anomalies] can analyse the whole history
+// after a check failed.
+//
 // A LogHistory is bounded by its workload; Records and Attempts say how
 // much it holds.
 type LogHistory struct {
@@ -47,6 +51,16 @@ type LogHistory struct {
 	values   map[string]*logValue
 	attempts []LogAttempt
 	now      func() time.Duration
+	// seq numbers observations in the order they were recorded; built
+	// holds the number of each build's Produced.
+	seq   int
+	built map[logBuild]int
+}
+
+// logBuild names a build of a batch for one partition.
+type logBuild struct {
+	part  LogPartition
+	build string
 }
 
 // LogPartition names a partition.
@@ -153,6 +167,42 @@ type logPart struct {
 	finalStart int64
 	finalEnd   int64
 	finalDone  bool
+	// events holds the partition's observations as they were recorded,
+	// whatever their checks said.
+	events []logEvent
+	// finalRecords is the final read's content, in the order given, and
+	// finalAt when it was recorded.
+	finalRecords []LogRecord
+	finalAt      time.Duration
+}
+
+// logEventKind says what a logEvent records.
+type logEventKind uint8
+
+const (
+	logStartEvent logEventKind = iota + 1 // StartSession
+	logReadEvent                          // Read or ReadWithHW
+	logHWEvent                            // HighWatermark
+	logAckEvent                           // Attempt, acknowledged
+)
+
+// logEvent is one observation of a partition, as recorded.
+type logEvent struct {
+	seq  int
+	at   time.Duration
+	kind logEventKind
+	// who is the reader (start, read, high watermark) or the producer
+	// (ack); build and send name an acknowledged send.
+	who     string
+	session int
+	build   string
+	send    int
+	// start is a session's start offset; records what was read or
+	// acknowledged.
+	start   int64
+	records []LogRecord
+	// hw is the high watermark reported, or -1 for a read without one.
+	hw int64
 }
 
 type logSeen struct {
@@ -164,7 +214,7 @@ type logSeen struct {
 // NewLogHistory returns an empty history; now stamps violations and
 // attempts with virtual time.
 func NewLogHistory(now func() time.Duration) *LogHistory {
-	return &LogHistory{values: map[string]*logValue{}, now: now}
+	return &LogHistory{values: map[string]*logValue{}, now: now, built: map[logBuild]int{}}
 }
 
 func (h *LogHistory) part(p LogPartition) *logPart {
@@ -174,6 +224,13 @@ func (h *LogHistory) part(p LogPartition) *logPart {
 			sessions: map[string]int64{}, hw: map[string]int64{}})
 	}
 	return h.parts[i]
+}
+
+// record keeps ev as lp's next observation, numbered and stamped.
+func (h *LogHistory) record(lp *logPart, ev logEvent) {
+	h.seq++
+	ev.seq, ev.at = h.seq, h.now()
+	lp.events = append(lp.events, ev)
 }
 
 func (h *LogHistory) fail(check, format string, args ...any) error {
@@ -199,6 +256,10 @@ func (h *LogHistory) Acked() int {
 // may be read from p from now on. A value produced twice is a harness bug
 // and an error.
 func (h *LogHistory) Produced(p LogPartition, build string, values []string) error {
+	if _, ok := h.built[logBuild{p, build}]; !ok {
+		h.seq++
+		h.built[logBuild{p, build}] = h.seq
+	}
 	for _, v := range values {
 		if prev, dup := h.values[v]; dup {
 			return fmt.Errorf("linearizability: value %q produced twice (builds %s and %s): values must be unique", v, prev.build, build)
@@ -219,6 +280,7 @@ func (h *LogHistory) Attempt(a LogAttempt, values []string) error {
 		return nil
 	}
 	lp := h.part(a.Partition)
+	h.record(lp, logEvent{kind: logAckEvent, who: a.Producer, build: a.Build, send: a.Send, records: offsetsFrom(a.Offset, values), hw: -1})
 	who := "ack of " + a.Producer + " " + a.Build
 	for i, v := range values {
 		r := LogRecord{Offset: a.Offset + int64(i), Value: v}
@@ -233,7 +295,19 @@ func (h *LogHistory) Attempt(a LogAttempt, values []string) error {
 // StartSession begins a reader's session of p at offset start: the
 // session's first record must be at start.
 func (h *LogHistory) StartSession(reader string, session int, p LogPartition, start int64) {
-	h.part(p).sessions[sessionKey(reader, session)] = start
+	lp := h.part(p)
+	h.record(lp, logEvent{kind: logStartEvent, who: reader, session: session, start: start, hw: -1})
+	lp.sessions[sessionKey(reader, session)] = start
+}
+
+// offsetsFrom returns values as records at consecutive offsets from
+// first.
+func offsetsFrom(first int64, values []string) []LogRecord {
+	out := make([]LogRecord, len(values))
+	for i, v := range values {
+		out[i] = LogRecord{Offset: first + int64(i), Value: v}
+	}
+	return out
 }
 
 func sessionKey(reader string, session int) string { return fmt.Sprintf("%s#%d", reader, session) }
@@ -242,6 +316,29 @@ func sessionKey(reader string, session int) string { return fmt.Sprintf("%s#%d",
 // read them, and checks (e), (b), (d) and (c) for each.
 func (h *LogHistory) Read(reader string, session int, p LogPartition, records []LogRecord) error {
 	lp := h.part(p)
+	h.record(lp, logEvent{kind: logReadEvent, who: reader, session: session, records: slices.Clone(records), hw: -1})
+	return h.checkRead(lp, reader, session, records)
+}
+
+// ReadWithHW records one fetch response: the records a reader read from
+// p in session and the high watermark the same response reported. It
+// checks what Read and then HighWatermark check (both run; the first
+// violation is returned), and lets Anomalies judge each record against
+// that high watermark.
+func (h *LogHistory) ReadWithHW(reader string, session int, p LogPartition, records []LogRecord, hw int64) error {
+	lp := h.part(p)
+	h.record(lp, logEvent{kind: logReadEvent, who: reader, session: session, records: slices.Clone(records), hw: hw})
+	readErr := h.checkRead(lp, reader, session, records)
+	hwErr := h.checkHighWatermark(lp, reader, hw)
+	if readErr != nil {
+		return readErr
+	}
+	return hwErr
+}
+
+// checkRead checks what Read checks.
+func (h *LogHistory) checkRead(lp *logPart, reader string, session int, records []LogRecord) error {
+	p := lp.id
 	key := sessionKey(reader, session)
 	next, ok := lp.sessions[key]
 	if !ok && len(records) > 0 {
@@ -317,6 +414,13 @@ func (h *LogHistory) origin(values ...string) string {
 // not go back for that reader (a).
 func (h *LogHistory) HighWatermark(reader string, p LogPartition, hw int64) error {
 	lp := h.part(p)
+	h.record(lp, logEvent{kind: logHWEvent, who: reader, hw: hw})
+	return h.checkHighWatermark(lp, reader, hw)
+}
+
+// checkHighWatermark checks what HighWatermark checks.
+func (h *LogHistory) checkHighWatermark(lp *logPart, reader string, hw int64) error {
+	p := lp.id
 	if prev, ok := lp.hw[reader]; ok && hw < prev {
 		return h.fail("a", "%s was told high watermark %d for %s after %d: committed records were lost", reader, hw, p, prev)
 	}
@@ -348,6 +452,7 @@ func (h *LogHistory) FinalRead(p LogPartition, start, end int64, records []LogRe
 		lp.final[r.Offset] = r.Value
 	}
 	lp.finalStart, lp.finalEnd, lp.finalDone = start, end, true
+	lp.finalRecords, lp.finalAt = slices.Clone(records), h.now()
 }
 
 // CheckDurable checks (a) for every partition with a final read: every

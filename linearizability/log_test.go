@@ -122,3 +122,15 @@ func TestLogHistoryCatchesEachAnomaly(t *testing.T) {
 		require.False(t, errors.As(err, &v))
 	})
 }
+
+func TestLogHistoryReadWithHWChecksLikeReadAndHighWatermark(t *testing.T) {
+	h, p := newTestLog()
+	require.NoError(t, h.Produced(p, "b1", []string{"a", "b", "c"}))
+	h.StartSession("c1", 1, p, 0)
+	check(t, h.ReadWithHW("c1", 1, p, recs(0, "a"), 3), "")
+	check(t, h.ReadWithHW("c1", 1, p, recs(1, "b"), 2), "a")
+	check(t, h.ReadWithHW("c1", 1, p, recs(3, "c"), 3), "e")
+	// The high watermark was kept though the read was refused: going
+	// back from 3 is still reported.
+	check(t, h.HighWatermark("c1", p, 2), "a")
+}
