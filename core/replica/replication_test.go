@@ -134,3 +134,28 @@ func TestAcksAllAfterTheISRShrankOrTheLeaderMoved(t *testing.T) {
 }
 
 func leaderPtr(id int32) *int32 { return &id }
+
+// In durable mode a follower never fetches what the leader has not
+// fsynced: a leader whose log fails reopens without it and goes on in the
+// same leader epoch, so a follower holding it would hold a history, in
+// that epoch, the leader lost (replicated seed 107: a follower's batch
+// ended at 161 where the leader's next one began).
+func TestFollowersFetchOnlyWhatTheLeaderHasDurably(t *testing.T) {
+	r := newRig(t, 4)
+	r.createReplicated("t", topicID(1), []int32{1, 2}, []int32{1, 2}, 1, nil)
+	p := r.online("t", 0)
+	pending := r.produceAsync(p, batch(t, 3), 1) // appended, its flush not done yet
+	require.Nil(t, *pending)
+	require.Equal(t, int64(3), p.LogEndOffset())
+	res, err := p.ReplicaFetch(2, 0, -1, p.LeaderEpoch(), 1<<20)
+	require.NoError(t, err)
+	require.Zero(t, res.Read.Size, "nothing durable yet")
+	res.Read.Release()
+	r.run(10 * time.Millisecond) // the flush completes
+	require.NotNil(t, *pending)
+	res, err = p.ReplicaFetch(2, 0, -1, p.LeaderEpoch(), 1<<20)
+	require.NoError(t, err)
+	require.Positive(t, res.Read.Size)
+	require.Equal(t, int64(0), res.Read.FirstOffset)
+	res.Read.Release()
+}

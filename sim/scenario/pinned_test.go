@@ -57,6 +57,9 @@ func TestPinnedSeedsKeepTheirFaultMix(t *testing.T) {
 	for _, s := range kraftRegressionSeeds {
 		pins = append(pins, pinned{s.scenario, s.seed})
 	}
+	for _, s := range replicatedRegressionSeeds {
+		pins = append(pins, pinned{"replicated", s})
+	}
 	var out strings.Builder
 	out.WriteString("# scenario seed trace-hash fault-mix, per pinned seed (go test ./sim/scenario -run TestPinnedSeeds -update-pins)\n")
 	for _, p := range pins {
