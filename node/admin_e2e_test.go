@@ -225,11 +225,11 @@ func TestE2EDeleteRecordsAutoCreateAndReplicationFactor(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, topics.Has("not-created"))
 
-	// Replication factor 3: refused, saying why.
+	// Replication factor 3 on one broker: refused, saying why.
 	created, err := adm.CreateTopics(ctx, 1, 3, nil, "wide")
 	require.NoError(t, err)
 	require.ErrorIs(t, created["wide"].Err, kerr.InvalidReplicationFactor)
-	require.Contains(t, created["wide"].ErrMessage, "replication is not supported yet")
+	require.Contains(t, created["wide"].ErrMessage, "only 1 broker(s) are registered and unfenced")
 
 	// The log dir lists the partitions with their sizes.
 	dirs, err := adm.DescribeBrokerLogDirs(ctx, n.NodeID(), nil)

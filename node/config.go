@@ -34,6 +34,10 @@ const (
 	KeyFetchTimeoutMs        = "controller.quorum.fetch.timeout.ms"
 )
 
+// minBrokerSessionTimeoutMs bounds broker.session.timeout.ms from below:
+// twice the brokers' heartbeat interval (core/server).
+const minBrokerSessionTimeoutMs = 4000
+
 // Process roles, the values of process.roles.
 const (
 	RoleBroker     = "broker"
@@ -187,6 +191,11 @@ type Config struct {
 	// 86400000 (1 day).
 	ProducerIDExpirationMs int64
 
+	// ReplicaLagTimeMaxMs is replica.lag.time.max.ms (default 30000) and
+	// BrokerSessionTimeoutMs broker.session.timeout.ms (default 9000).
+	ReplicaLagTimeMaxMs    int64
+	BrokerSessionTimeoutMs int64
+
 	// NoSendfile is strata.fetch.sendfile.enable=false: fetched records
 	// are read into user space and written instead of sent with
 	// sendfile(2).
@@ -249,6 +258,8 @@ func DefaultConfig() Config {
 		AutoCreateTopicsEnable:   true,
 		RetentionCheckIntervalMs: DefaultRetentionCheckIntervalMs,
 		ProducerIDExpirationMs:   DefaultProducerIDExpirationMs,
+		ReplicaLagTimeMaxMs:      DefaultReplicaLagTimeMaxMs,
+		BrokerSessionTimeoutMs:   DefaultBrokerSessionTimeoutMs,
 		QueuedMaxRequestBytes:    DefaultQueuedMaxRequestBytes,
 		FetchSessionCacheSlots:   DefaultFetchSessionCacheSlots,
 		MetricsListener:          DefaultMetricsListener,
@@ -292,6 +303,9 @@ func (c Config) Validate() error {
 		return invalid(KeyProducerIDExpirationMs, strconv.FormatInt(c.ProducerIDExpirationMs, 10), fmt.Sprintf("want milliseconds, 1 to %d", math.MaxInt32))
 	case c.QueuedMaxRequestBytes < 0:
 		return invalid(KeyQueuedMaxRequestBytes, strconv.FormatInt(c.QueuedMaxRequestBytes, 10), "want a positive number of bytes")
+	case c.BrokerSessionTimeoutMs != 0 && c.BrokerSessionTimeoutMs < minBrokerSessionTimeoutMs:
+		return invalid(KeyBrokerSessionTimeoutMs, strconv.FormatInt(c.BrokerSessionTimeoutMs, 10),
+			fmt.Sprintf("want at least %d ms: twice the brokers' 2 s heartbeat interval, or every broker is fenced between heartbeats", minBrokerSessionTimeoutMs))
 	case c.FetchSessionCacheSlots < 0:
 		return invalid(KeyMaxIncrementalFetchSessionSlot, strconv.Itoa(c.FetchSessionCacheSlots), "want a number of sessions, 0 or more")
 	case c.FetchTimeoutMs != 0 && time.Duration(c.FetchTimeoutMs)*time.Millisecond <= quorum.DefaultFetchMaxWait:

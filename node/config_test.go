@@ -74,6 +74,12 @@ func TestConfigSetAndValidate(t *testing.T) {
 	_, err := cfg.Set("listeners", "plaintext://[::1]:0,CONTROLLER://[::1]:19093")
 	require.NoError(t, err)
 	require.NoError(t, cfg.Validate())
+	_, err = cfg.Set("broker.session.timeout.ms", "1500")
+	require.NoError(t, err)
+	require.ErrorContains(t, cfg.Validate(), `broker.session.timeout.ms="1500": want at least 4000 ms`, "shorter than two heartbeats")
+	_, err = cfg.Set("broker.session.timeout.ms", "4000")
+	require.NoError(t, err)
+	require.NoError(t, cfg.Validate())
 	_, err = cfg.Set("controller.quorum.voters", "1@[::1]:19093")
 	require.NoError(t, err)
 	require.ErrorContains(t, cfg.Validate(), "node.id 12 is not a voter")
@@ -102,6 +108,8 @@ func TestConfigSetAndValidate(t *testing.T) {
 		"strata.metrics.enable":                 "yes",
 		"strata.debug.pprof.enable":             "1",
 		"strata.metrics.partition.enable":       "off",
+		"replica.lag.time.max.ms":               "0",
+		"broker.session.timeout.ms":             "forever",
 	}
 	for key, value := range bad {
 		_, err := cfg.Set(key, value)

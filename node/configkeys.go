@@ -33,6 +33,8 @@ const (
 	KeyLogRollHours                = "log.roll.hours"
 	KeyLogRetentionCheckIntervalMs = "log.retention.check.interval.ms"
 	KeyProducerIDExpirationMs      = "producer.id.expiration.ms"
+	KeyReplicaLagTimeMaxMs         = "replica.lag.time.max.ms"
+	KeyBrokerSessionTimeoutMs      = "broker.session.timeout.ms"
 	KeyQueuedMaxRequestBytes       = "queued.max.request.bytes"
 	// KeyFetchSendfile is Strata's own: whether fetched records go out
 	// with sendfile(2) (zero copy) or through user space.
@@ -46,6 +48,8 @@ const (
 	DefaultReplicationFactor        = controller.DefaultReplicationFactor
 	DefaultRetentionCheckIntervalMs = int64(replica.DefaultRetentionCheckInterval / time.Millisecond)
 	DefaultProducerIDExpirationMs   = int64(producer.DefaultExpirationTime / time.Millisecond)
+	DefaultReplicaLagTimeMaxMs      = int64(replica.DefaultReplicaLagTime / time.Millisecond)
+	DefaultBrokerSessionTimeoutMs   = int64(controller.DefaultSessionTimeout / time.Millisecond)
 	// DefaultQueuedMaxRequestBytes is queued.max.request.bytes. Kafka's
 	// default is -1 (unbounded); Strata always bounds the request bytes
 	// it holds (broker.DefaultMaxInflightRequestBytes, 64 MiB).
@@ -99,7 +103,7 @@ var configKeys = []configKey{
 	{KeyNumPartitions, strconv.Itoa(int(DefaultNumPartitions)), kmsg.ConfigTypeInt,
 		"The partitions of a topic created with -1 partitions or auto-created.", setNumPartitions},
 	{KeyDefaultReplicationFactor, strconv.Itoa(int(DefaultReplicationFactor)), kmsg.ConfigTypeShort,
-		"The replication factor of a topic created with -1 or auto-created (only 1 until replication is supported).", setDefaultReplicationFactor},
+		"The replication factor of a topic created with -1 or auto-created.", setDefaultReplicationFactor},
 	{KeyAutoCreateTopicsEnable, "true", kmsg.ConfigTypeBoolean,
 		"Whether a Metadata request for a missing topic creates it.", setAutoCreateTopics},
 	{KeyLogRetentionMs, "", kmsg.ConfigTypeLong, "How long records are kept, in milliseconds (-1: forever); wins over .minutes and .hours.", setRetention(0)},
@@ -127,6 +131,10 @@ var configKeys = []configKey{
 		"How often logs are checked for segments to delete and cleanings to start, in milliseconds.", setRetentionCheckInterval},
 	{KeyProducerIDExpirationMs, strconv.FormatInt(DefaultProducerIDExpirationMs, 10), kmsg.ConfigTypeInt,
 		"How long an idle idempotent producer's state is kept, in milliseconds.", setProducerIDExpiration},
+	{KeyReplicaLagTimeMaxMs, strconv.FormatInt(DefaultReplicaLagTimeMaxMs, 10), kmsg.ConfigTypeLong,
+		"How long a follower may go without catching up with its leader before it leaves the ISR, in milliseconds.", setMillis(func(c *Config) *int64 { return &c.ReplicaLagTimeMaxMs })},
+	{KeyBrokerSessionTimeoutMs, strconv.FormatInt(DefaultBrokerSessionTimeoutMs, 10), kmsg.ConfigTypeInt,
+		"How long the controller waits for a broker's heartbeat before it fences the broker, in milliseconds.", setMillis(func(c *Config) *int64 { return &c.BrokerSessionTimeoutMs })},
 	{KeyFetchSendfile, "true", kmsg.ConfigTypeBoolean,
 		"Strata's own: send fetched records with sendfile (zero copy); false reads them into user space and writes them (for measuring what zero copy saves).", setFetchSendfile},
 	{KeyMetricsListener, DefaultMetricsListener, kmsg.ConfigTypeString,
@@ -423,6 +431,23 @@ func setRetentionCheckInterval(c *Config, value string) error {
 	return nil
 }
 
+// maxTimeoutMs bounds the timeouts set with setMillis (one hour): a
+// larger value is a typo, not a choice.
+const maxTimeoutMs = 3_600_000
+
+// setMillis parses a timeout of 1 to maxTimeoutMs milliseconds into the
+// field field returns.
+func setMillis(field func(c *Config) *int64) func(c *Config, value string) error {
+	return func(c *Config, value string) error {
+		n, err := strconv.ParseInt(value, 10, 64)
+		if err != nil || n < 1 || n > maxTimeoutMs {
+			return fmt.Errorf("want milliseconds, 1 to %d", maxTimeoutMs)
+		}
+		*field(c) = n
+		return nil
+	}
+}
+
 func setProducerIDExpiration(c *Config, value string) error {
 	n, err := strconv.ParseInt(value, 10, 32)
 	if err != nil || n < 1 {
@@ -576,5 +601,6 @@ func (c Config) partitionsConfig() replica.Config {
 		StaticTopicDefaults:    c.StaticTopicDefaults(),
 		RetentionCheckInterval: time.Duration(c.RetentionCheckIntervalMs) * time.Millisecond,
 		Producers:              producer.Config{ExpirationTime: time.Duration(c.ProducerIDExpirationMs) * time.Millisecond},
+		ReplicaLagTime:         time.Duration(c.ReplicaLagTimeMaxMs) * time.Millisecond,
 	}
 }

@@ -124,6 +124,7 @@ func Start(cfg Config, log *slog.Logger) (*Node, error) {
 			Quorum: kraft.Config{Voters: cfg.voters(), Quorum: cfg.quorumConfig(), Controller: controller.Config{
 				DefaultNumPartitions:     cfg.NumPartitions,
 				DefaultReplicationFactor: cfg.DefaultReplicationFactor,
+				SessionTimeout:           time.Duration(cfg.BrokerSessionTimeoutMs) * time.Millisecond,
 			}},
 			Metrics: n.metrics,
 		}

@@ -316,9 +316,9 @@ func TestServerDescribeLogDirs(t *testing.T) {
 }
 
 // TestServerAutoCreateAndReplicationFactor: a Metadata request creates a
-// missing topic with num.partitions; replication factors above 1 are
-// refused with a message saying replication is not supported yet, both in
-// CreateTopics and in auto-creation (default.replication.factor).
+// missing topic with num.partitions; replication factors above the one
+// broker are refused with a message saying why, both in CreateTopics and
+// in auto-creation (default.replication.factor).
 func TestServerAutoCreateAndReplicationFactor(t *testing.T) {
 	h := newSimServer(t, func(c *server.Config) { c.BrokerListener.DefaultNumPartitions = 3 })
 	md := kmsg.NewPtrMetadataRequest()
@@ -341,7 +341,7 @@ func TestServerAutoCreateAndReplicationFactor(t *testing.T) {
 		req.Topics = append(req.Topics, ct)
 		got := h.Do(req).(*kmsg.CreateTopicsResponse).Topics[0]
 		require.Equal(t, kerr.InvalidReplicationFactor.Code, got.ErrorCode)
-		require.Contains(t, *got.ErrorMessage, "replication is not supported yet")
+		require.Contains(t, *got.ErrorMessage, "only 1 broker(s) are registered and unfenced")
 	}
 
 	h2 := newSimServer(t, func(c *server.Config) { c.BrokerListener.DefaultReplicationFactor = 3 })

@@ -1,6 +1,9 @@
 package controller
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // Defaults of Config, named after the Kafka settings they mirror.
 const (
@@ -21,12 +24,12 @@ const (
 	// quorum's default proposal bound (8 MiB including a 16-byte overhead
 	// per record).
 	DefaultMaxBatchBytes = 4 << 20
-	// DefaultMaxReplicationFactor bounds the replicas of a new partition,
-	// in replicas: 1 until replication lands (the issue that brings ISR
-	// replication lifts it), so that a topic the brokers cannot keep
-	// replicated is refused with INVALID_REPLICATION_FACTOR rather than
-	// created and left under-replicated.
-	DefaultMaxReplicationFactor = 1
+	// DefaultMaxReplicationFactor bounds the replicas of a new partition:
+	// no bound but the active brokers, as in Kafka, since partitions
+	// replicate (issue 11). It was 1 until then, so that a topic the
+	// brokers could not keep replicated was refused rather than created
+	// under-replicated.
+	DefaultMaxReplicationFactor = math.MaxInt16
 	// DefaultMaxPendingRecords bounds the records proposed but not yet
 	// committed. Past it the controller refuses new writes with
 	// REQUEST_TIMED_OUT (retriable) until commits catch up, instead of
@@ -56,8 +59,7 @@ type Config struct {
 	// CreateTopics (or an auto-creation) asking for more, by count, by
 	// default.replication.factor or by a manual assignment, and a
 	// CreatePartitions adding partitions to a topic with more replicas,
-	// get INVALID_REPLICATION_FACTOR saying replication is not supported
-	// yet.
+	// get INVALID_REPLICATION_FACTOR naming the bound.
 	MaxReplicationFactor int
 	// TopicDeletionDisabled is delete.topic.enable=false: DeleteTopics
 	// answers TOPIC_DELETION_DISABLED.

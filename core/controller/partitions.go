@@ -65,13 +65,11 @@ func (c *Controller) checkAssignment(partition int32, replicas []int32, rf int) 
 }
 
 // checkReplicationFactor refuses a replication factor above
-// Config.MaxReplicationFactor: until replication lands, a partition lives
-// on one broker, and a topic asking for more copies must not be created
-// under-replicated from its first record.
+// Config.MaxReplicationFactor (no bound by default but the brokers).
 func (c *Controller) checkReplicationFactor(rf int) *apiError {
 	if rf > c.cfg.MaxReplicationFactor {
 		return errorf(kerr.InvalidReplicationFactor,
-			"Replication factor %d is not supported: replication is not supported yet, so a partition has at most %d replica(s) (use replication factor 1, or -1 for default.replication.factor).",
+			"Replication factor %d is above this controller's bound: a partition has at most %d replica(s).",
 			rf, c.cfg.MaxReplicationFactor)
 	}
 	return nil

@@ -333,31 +333,29 @@ func TestNewTopicIDs(t *testing.T) {
 	}
 }
 
-// TestMaxReplicationFactor: until replication lands, every way of asking
-// for more than one replica is refused with INVALID_REPLICATION_FACTOR and
-// a message that says why; the bound is a Config field the replication
-// work lifts.
+// TestMaxReplicationFactor: with a bound configured, every way of asking
+// for more replicas is refused with INVALID_REPLICATION_FACTOR and a
+// message naming the bound; by default only the brokers bound it.
 func TestMaxReplicationFactor(t *testing.T) {
+	one := Config{MaxReplicationFactor: 1}
 	cases := []struct {
 		name string
 		cfg  Config
 		req  kmsg.Request
 		want *kerr.Error
+		msg  string
 	}{
-		{"rf 1", Config{}, createTopicsReq(false, topicSpec{name: "t", partitions: 1, rf: 1}), nil},
-		{"rf 3", Config{}, createTopicsReq(false, topicSpec{name: "t", partitions: 1, rf: 3}), kerr.InvalidReplicationFactor},
-		{"rf 3 validate only", Config{}, createTopicsReq(true, topicSpec{name: "t", partitions: 1, rf: 3}), kerr.InvalidReplicationFactor},
-		{"rf 9 above brokers too", Config{}, createTopicsReq(false, topicSpec{name: "t", partitions: 1, rf: 9}), kerr.InvalidReplicationFactor},
-		{"default rf 2", Config{DefaultReplicationFactor: 2}, createTopicsReq(false, topicSpec{name: "t", partitions: 1, rf: -1}), kerr.InvalidReplicationFactor},
-		{"manual 2 replicas", Config{}, createTopicsReq(false, topicSpec{name: "t", assignment: [][]int32{{1, 2}}, partitions: -1, rf: -1}), kerr.InvalidReplicationFactor},
-		{"manual 1 replica", Config{}, createTopicsReq(false, topicSpec{name: "t", assignment: [][]int32{{2}}, partitions: -1, rf: -1}), nil},
-		{"lifted", Config{MaxReplicationFactor: 3}, createTopicsReq(false, topicSpec{name: "t", partitions: 1, rf: 3}), nil},
+		{"rf 1", one, createTopicsReq(false, topicSpec{name: "t", partitions: 1, rf: 1}), nil, ""},
+		{"rf 3", one, createTopicsReq(false, topicSpec{name: "t", partitions: 1, rf: 3}), kerr.InvalidReplicationFactor, "above this controller's bound"},
+		{"rf 3 validate only", one, createTopicsReq(true, topicSpec{name: "t", partitions: 1, rf: 3}), kerr.InvalidReplicationFactor, "above this controller's bound"},
+		{"default rf 2", Config{MaxReplicationFactor: 1, DefaultReplicationFactor: 2}, createTopicsReq(false, topicSpec{name: "t", partitions: 1, rf: -1}), kerr.InvalidReplicationFactor, "above this controller's bound"},
+		{"manual 2 replicas", one, createTopicsReq(false, topicSpec{name: "t", assignment: [][]int32{{1, 2}}, partitions: -1, rf: -1}), kerr.InvalidReplicationFactor, "above this controller's bound"},
+		{"manual 1 replica", one, createTopicsReq(false, topicSpec{name: "t", assignment: [][]int32{{2}}, partitions: -1, rf: -1}), nil, ""},
+		{"default: rf 3 of 3 brokers", Config{MaxReplicationFactor: DefaultMaxReplicationFactor}, createTopicsReq(false, topicSpec{name: "t", partitions: 1, rf: 3}), nil, ""},
+		{"default: rf 9 above the brokers", Config{MaxReplicationFactor: DefaultMaxReplicationFactor}, createTopicsReq(false, topicSpec{name: "t", partitions: 1, rf: 9}), kerr.InvalidReplicationFactor, "only 3 broker(s)"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if tc.cfg.MaxReplicationFactor == 0 {
-				tc.cfg.MaxReplicationFactor = DefaultMaxReplicationFactor // the harness would lift it
-			}
 			h := newCluster(t, tc.cfg, 3)
 			rt := h.do(tc.req).(*kmsg.CreateTopicsResponse).Topics[0]
 			if tc.want == nil {
@@ -365,7 +363,7 @@ func TestMaxReplicationFactor(t *testing.T) {
 				return
 			}
 			require.Equal(t, tc.want.Code, rt.ErrorCode, errName(rt.ErrorCode))
-			require.Contains(t, *rt.ErrorMessage, "replication is not supported yet")
+			require.Contains(t, *rt.ErrorMessage, tc.msg)
 		})
 	}
 
@@ -390,7 +388,7 @@ func TestMaxReplicationFactor(t *testing.T) {
 	}
 	got := grow("wide")
 	require.Equal(t, kerr.InvalidReplicationFactor.Code, got.ErrorCode, errName(got.ErrorCode))
-	require.Contains(t, *got.ErrorMessage, "replication is not supported yet")
+	require.Contains(t, *got.ErrorMessage, "above this controller's bound")
 	got = grow("narrow", []int32{1, 2})
 	require.Equal(t, kerr.InvalidReplicationFactor.Code, got.ErrorCode, errName(got.ErrorCode))
 	got = grow("narrow")
