@@ -44,8 +44,9 @@ const (
 type nodeProcess struct {
 	id         int32
 	roles      string
-	brokerAddr string // empty for a controller-only node
-	ctrlAddr   string // empty for a broker-only node
+	brokerAddr string   // empty for a controller-only node
+	ctrlAddr   string   // empty for a broker-only node
+	args       []string // strata's arguments
 	cmd        *exec.Cmd
 	exited     chan struct{}
 
@@ -69,6 +70,31 @@ func (p *nodeProcess) logText() string {
 func (p *nodeProcess) kill() {
 	_ = p.cmd.Process.Signal(syscall.SIGKILL)
 	<-p.exited
+}
+
+// spawn starts the node's process (again, after a kill: same
+// configuration and data directory); its log lines append to p's.
+func (p *nodeProcess) spawn(t *testing.T) {
+	t.Helper()
+	p.exited = make(chan struct{})
+	p.cmd = exec.Command(os.Args[0], p.args...)
+	// The child exits when this test binary dies (see TestMain);
+	// Pdeathsig would follow the forking OS thread, not the process.
+	p.cmd.Env = append(os.Environ(), "STRATA_TEST_MAIN=1", "STRATA_TEST_EXIT_WITH_PARENT=1")
+	stderr, err := p.cmd.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, p.cmd.Start())
+	cmd, exited := p.cmd, p.exited
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			p.mu.Lock()
+			p.logs = append(p.logs, sc.Text())
+			p.mu.Unlock()
+		}
+		_ = cmd.Wait()
+		close(exited)
+	}()
 }
 
 // clusterSpec describes one node of a test cluster.
@@ -126,24 +152,9 @@ func startCluster(t *testing.T, specs []clusterSpec, extra ...string) *testClust
 		}, extra...)
 		path := filepath.Join(dir, fmt.Sprintf("node-%d.properties", s.id))
 		require.NoError(t, os.WriteFile(path, []byte(strings.Join(props, "\n")+"\n"), 0o644))
-		p := &nodeProcess{id: s.id, roles: s.roles, brokerAddr: brokers[s.id], ctrlAddr: ctrls[s.id], exited: make(chan struct{})}
-		p.cmd = exec.Command(os.Args[0], "serve", "--config", path, "--cluster-id", clusterID)
-		// The child exits when this test binary dies (see TestMain);
-		// Pdeathsig would follow the forking OS thread, not the process.
-		p.cmd.Env = append(os.Environ(), "STRATA_TEST_MAIN=1", "STRATA_TEST_EXIT_WITH_PARENT=1")
-		stderr, err := p.cmd.StderrPipe()
-		require.NoError(t, err)
-		require.NoError(t, p.cmd.Start())
-		go func() {
-			sc := bufio.NewScanner(stderr)
-			for sc.Scan() {
-				p.mu.Lock()
-				p.logs = append(p.logs, sc.Text())
-				p.mu.Unlock()
-			}
-			_ = p.cmd.Wait()
-			close(p.exited)
-		}()
+		p := &nodeProcess{id: s.id, roles: s.roles, brokerAddr: brokers[s.id], ctrlAddr: ctrls[s.id],
+			args: []string{"serve", "--config", path, "--cluster-id", clusterID}}
+		p.spawn(t)
 		t.Cleanup(func() {
 			p.kill()
 			if t.Failed() {

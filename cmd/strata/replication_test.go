@@ -1,0 +1,137 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// loggedSince reports whether a line after the first n contains substr.
+func (p *nodeProcess) loggedSince(n int, substr string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.ContainsFunc(p.logs[min(n, len(p.logs)):], func(l string) bool { return strings.Contains(l, substr) })
+}
+
+func (p *nodeProcess) logLines() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.logs)
+}
+
+// TestReplicationProcesses runs three combined nodes as real processes
+// with a topic of replication factor 3 and min.insync.replicas 2. A kgo
+// producer (acks=all, idempotent) writes while a bounded fault loop
+// SIGKILLs the leader of partition 0 and restarts it, twice; afterwards
+// every acknowledged record is read back at its acknowledged offset, and
+// each restarted node is back in the ISR.
+func TestReplicationProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real processes")
+	}
+	specs := []clusterSpec{{1, "broker,controller"}, {2, "broker,controller"}, {3, "broker,controller"}}
+	c := startCluster(t, specs, "broker.session.timeout.ms=4000", "replica.lag.time.max.ms=5000")
+	c.waitFor(clusterStartTimeout, "every broker registered", func() bool { return len(c.registeredBrokers()) == 3 })
+	var seeds []string
+	for _, p := range c.procs {
+		seeds = append(seeds, p.brokerAddr)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	admCl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	require.NoError(t, err)
+	defer admCl.Close()
+	adm := kadm.NewClient(admCl)
+	c.waitFor(clusterStartTimeout, "the topic created", func() bool {
+		resp, err := adm.CreateTopic(ctx, 2, 3, map[string]*string{"min.insync.replicas": kadmString("2")}, "replicated")
+		return err == nil && resp.Err == nil
+	})
+	leaderOf := func(partition int32) int32 {
+		md, err := adm.Metadata(ctx, "replicated")
+		if err != nil {
+			return -1
+		}
+		p, ok := md.Topics["replicated"].Partitions[partition]
+		if !ok || p.Err != nil {
+			return -1
+		}
+		return p.Leader
+	}
+	isrOf := func(partition int32) []int32 {
+		md, err := adm.Metadata(ctx, "replicated")
+		if err != nil {
+			return nil
+		}
+		return md.Topics["replicated"].Partitions[partition].ISR
+	}
+
+	producer, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic("replicated"),
+		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()), kgo.RetryTimeout(time.Minute))
+	require.NoError(t, err)
+	defer producer.Close()
+	type ack struct {
+		partition int32
+		offset    int64
+	}
+	acked := map[string]ack{}
+	produce := func(n int, tag string) {
+		t.Helper()
+		for i := range n {
+			v := fmt.Sprintf("%s-%d", tag, i)
+			r := producer.ProduceSync(ctx, &kgo.Record{Value: []byte(v)})
+			rec, err := r.First()
+			require.NoError(t, err, "produce %s", v)
+			acked[v] = ack{rec.Partition, rec.Offset}
+		}
+	}
+	produce(100, "before")
+	for round := 1; round <= 2; round++ {
+		var leader int32 = -1
+		c.waitFor(20*time.Second, "partition 0 led", func() bool { leader = leaderOf(0); return leader > 0 })
+		victim := c.proc(leader)
+		lines := victim.logLines()
+		start := time.Now()
+		victim.kill()
+		produce(50, fmt.Sprintf("round%d", round)) // retried until a new leader takes them
+		t.Logf("round %d: killed leader %d; 50 acks=all records acknowledged %v later", round, leader, time.Since(start).Round(time.Millisecond))
+		victim.spawn(t)
+		c.waitFor(clusterStartTimeout, fmt.Sprintf("node %d restarted", leader), func() bool {
+			return victim.loggedSince(lines, "broker registered with the controller")
+		})
+		c.waitFor(30*time.Second, fmt.Sprintf("node %d back in the ISR", leader), func() bool {
+			return slices.Contains(isrOf(0), leader) && slices.Contains(isrOf(1), leader)
+		})
+	}
+	produce(50, "after")
+
+	// Read everything back: each acknowledged record at its offset.
+	consumer, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumeTopics("replicated"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	require.NoError(t, err)
+	defer consumer.Close()
+	seen := map[string]ack{}
+	for len(seen) < len(acked) {
+		fs := consumer.PollFetches(ctx)
+		require.NoError(t, ctx.Err(), "read back %d of %d records", len(seen), len(acked))
+		fs.EachRecord(func(r *kgo.Record) {
+			v := string(r.Value)
+			if prev, dup := seen[v]; dup {
+				require.Equal(t, prev, ack{r.Partition, r.Offset}, "%s read at two places", v)
+			}
+			seen[v] = ack{r.Partition, r.Offset}
+		})
+	}
+	for v, a := range acked {
+		require.Equal(t, a, seen[v], "%s read where it was acknowledged", v)
+	}
+	t.Logf("%d acknowledged records read back at their offsets after two leader kills", len(acked))
+}
+
+func kadmString(s string) *string { return &s }
