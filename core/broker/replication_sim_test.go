@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-log/strata/core/metrics"
 	"github.com/strata-log/strata/core/record"
 	"github.com/strata-log/strata/core/server"
 	"github.com/strata-log/strata/sim/servertest"
@@ -177,9 +178,23 @@ func TestLaggingFollowerLeavesAndRejoinsTheISR(t *testing.T) {
 	t.Logf("out of the ISR %v after the cut", waited)
 	require.Less(t, waited, 50*time.Second, "within the lag time and one check period")
 	require.Zero(t, produce("b").ErrorCode, "acks=all completes with the ISR left")
+	metric := func(node int, d *metrics.Def) float64 {
+		v, _ := x.Metrics[node-1].Value(d)
+		return v
+	}
+	led := 0.0 // the partitions the leader leads: each shrank
+	for p := range int32(6) {
+		if x.LeaderOf("r", p) == leader {
+			led++
+		}
+	}
+	require.Equal(t, led, metric(leader, metrics.IsrShrinks), "the shrinks counted on the leader")
+	require.Equal(t, led, metric(leader, metrics.UnderReplicatedPartitions))
 
 	cut.Heal()
 	x.RunUntil("the follower back in the ISR", func() bool { return contains(isr(), int32(follower)) })
+	x.RunUntil("every partition's ISR expanded", func() bool { return metric(leader, metrics.IsrExpands) == led })
+	x.RunUntil("no under-replicated partition", func() bool { return metric(leader, metrics.UnderReplicatedPartitions) == 0 })
 	require.NoError(t, x.Sim.RunFor(time.Second))
 	require.Equal(t, x.Partition(leader, "r", part).LogEndOffset(), x.Partition(follower, "r", part).LogEndOffset())
 }

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -274,7 +275,10 @@ func TestUncleanElectionOnFence(t *testing.T) {
 		{name: "topic overrides cluster", cluster: true, topic: "false", leader: meta.NoLeader},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newCluster(t, Config{UncleanLeaderElection: tc.cluster}, 2)
+			var told []string
+			h := newCluster(t, Config{UncleanLeaderElection: tc.cluster, OnUncleanElection: func(topic string, partition, leader int32) {
+				told = append(told, fmt.Sprintf("%s-%d led by %d", topic, partition, leader))
+			}}, 2)
 			spec := topicSpec{name: "t", assignment: [][]int32{{1, 2}}, partitions: -1, rf: -1, configs: map[string]string{}}
 			if tc.topic != "" {
 				spec.configs[configUncleanLeaderElection] = tc.topic
@@ -287,8 +291,10 @@ func TestUncleanElectionOnFence(t *testing.T) {
 			require.Equal(t, tc.leader, p.Leader)
 			if tc.leader == 2 {
 				require.Equal(t, []int32{2}, p.ISR, "unclean election resets the ISR to the new leader")
+				require.Equal(t, []string{"t-0 led by 2"}, told, "the owner is told (counted and logged)")
 			} else {
 				require.Equal(t, []int32{1}, p.ISR)
+				require.Empty(t, told)
 			}
 		})
 	}

@@ -68,6 +68,9 @@ type Config struct {
 	// unclean.leader.election.enable, used for topics that do not set it
 	// and when the cluster config resource does not either.
 	UncleanLeaderElection bool
+	// OnUncleanElection, if set, is told of every leader this controller
+	// elects from outside the ISR (the owner counts and logs them).
+	OnUncleanElection func(topic string, partition, leader int32)
 	// MaxRecordsPerBatch bounds the records of one proposal
 	// (DefaultMaxRecordsPerBatch).
 	MaxRecordsPerBatch int

@@ -68,6 +68,9 @@ func (c *Controller) electionRecords(img *meta.Image, rules electionRules, want 
 				unclean, known = c.uncleanElection(img, t.Name()), true
 			}
 			if rec := electChange(t.ID(), &p, rules, unclean); rec != nil {
+				if rec.Leader != nil && *rec.Leader != meta.NoLeader && !slices.Contains(p.ISR, *rec.Leader) && c.cfg.OnUncleanElection != nil {
+					c.cfg.OnUncleanElection(t.Name(), p.ID, *rec.Leader)
+				}
 				out = append(out, rec)
 			}
 		}

@@ -3,6 +3,7 @@ package kraft
 import (
 	"errors"
 	"fmt"
+	"github.com/strata-log/strata/core/metrics"
 	"log/slog"
 	"time"
 
@@ -102,11 +103,19 @@ func Start(e env.Env, cfg Config) (*Member, error) {
 	if err != nil {
 		return nil, err
 	}
+	log := e.Logger().With("component", "kraft", "node", int32(cfg.NodeID))
+	unclean := cfg.Metrics.Counter(metrics.ControllerUncleanElections)
+	ccfg := cfg.Controller
+	ccfg.OnUncleanElection = func(topic string, partition, leader int32) {
+		unclean.Inc()
+		log.Warn("unclean leader election: a replica outside the ISR leads, and records it lacks that were committed are lost",
+			"topic", topic, "partition", partition, "leader", leader)
+	}
 	m := &Member{
 		e:       e,
 		cfg:     cfg,
-		log:     e.Logger().With("component", "kraft", "node", int32(cfg.NodeID)),
-		ctrl:    controller.New(cfg.Controller, e.Rand()),
+		log:     log,
+		ctrl:    controller.New(ccfg, e.Rand()),
 		image:   meta.Empty(),
 		tickets: map[controller.Ticket]func(kmsg.Response, error){},
 		soft:    quorum.SoftState{LeaderID: quorum.NoNode},

@@ -29,6 +29,8 @@ var (
 		Help: "Partitions without a leader, on the active controller.", Kafka: "kafka.controller:type=KafkaController,name=OfflinePartitionsCount"}
 	ControllerPartitions = &Def{Name: "kafka_controller_kafkacontroller_globalpartitioncount", Kind: GaugeKind,
 		Help: "Partitions in the cluster, on the active controller.", Kafka: "kafka.controller:type=KafkaController,name=GlobalPartitionCount"}
+	ControllerUncleanElections = &Def{Name: "kafka_controller_controllerstats_uncleanleaderelections_total", Kind: CounterKind,
+		Help: "Leaders this controller elected from outside the ISR (unclean.leader.election.enable).", Kafka: "kafka.controller:type=ControllerStats,name=UncleanLeaderElectionsPerSec"}
 	ControllerRequests = &Def{Name: "strata_controller_requests_total", Kind: CounterKind, Labels: []string{"request"},
 		Help: "Requests the active controller handled, by kind (registrations, heartbeats, topic and config changes, producer id blocks)."}
 	ControllerTopics = &Def{Name: "kafka_controller_kafkacontroller_globaltopiccount", Kind: GaugeKind,
@@ -124,6 +126,12 @@ var (
 		Help: "Partitions hosted here whose log is failed or still opening.", Kafka: "kafka.server:type=ReplicaManager,name=OfflineReplicaCount"}
 	PartitionCount = &Def{Name: "kafka_server_replicamanager_partitioncount", Kind: GaugeKind,
 		Help: "Partitions hosted on this broker.", Kafka: "kafka.server:type=ReplicaManager,name=PartitionCount"}
+	IsrExpands = &Def{Name: "kafka_server_replicamanager_isrexpands_total", Kind: CounterKind,
+		Help: "ISR expansions the controller accepted from this broker's leaders.", Kafka: "kafka.server:type=ReplicaManager,name=IsrExpandsPerSec"}
+	IsrShrinks = &Def{Name: "kafka_server_replicamanager_isrshrinks_total", Kind: CounterKind,
+		Help: "ISR shrinks the controller accepted from this broker's leaders.", Kafka: "kafka.server:type=ReplicaManager,name=IsrShrinksPerSec"}
+	ReplicaMaxLag = &Def{Name: "kafka_server_replicafetchermanager_maxlag", Kind: GaugeKind,
+		Help: "The largest lag, in records, of a partition this broker follows: its leader's high watermark at the last fetch minus its log end.", Kafka: "kafka.server:type=ReplicaFetcherManager,name=MaxLag,clientId=Replica"}
 	UnderMinISRPartitions = &Def{Name: "kafka_server_replicamanager_underminisrpartitioncount", Kind: GaugeKind,
 		Help: "Partitions led here with fewer in-sync replicas than min.insync.replicas.", Kafka: "kafka.server:type=ReplicaManager,name=UnderMinIsrPartitionCount"}
 	UnderReplicatedPartitions = &Def{Name: "kafka_server_replicamanager_underreplicatedpartitions", Kind: GaugeKind,
@@ -134,6 +142,7 @@ var (
 var Catalog = sortedCatalog(
 	ControllerActive, ControllerActiveBrokers, ControllerEventProcessing, ControllerFencedBrokers,
 	ControllerOfflinePartitions, ControllerPartitions, ControllerRequests, ControllerTopics,
+	ControllerUncleanElections,
 	LogEndOffset, LogFlushBytes, LogFlushTime, LogSegments, LogSize, LogStartOffset,
 	RequestBytes, RequestErrors, RequestLocalTime, RequestQueueTime, RequestRemoteTime,
 	RequestResponseSendTime, RequestTotalTime, Requests,
@@ -144,6 +153,7 @@ var Catalog = sortedCatalog(
 	BrokerFenced, BrokerRegistrations, Connections, ConnectionsClosed, ConnectionsCreated,
 	ConnectionsPaused, FetchSessions, InflightRequestBytes, LeaderCount, OfflinePartitions,
 	PartitionCount, UnderMinISRPartitions, UnderReplicatedPartitions,
+	IsrExpands, IsrShrinks, ReplicaMaxLag,
 )
 
 func sortedCatalog(defs ...*Def) []*Def {

@@ -362,6 +362,7 @@ func (f *fetcher) apply(a fetchingFrom, rp *kmsg.FetchResponseTopicPartition) bo
 		}
 	}
 	p.followHighWatermark(rp.HighWatermark)
+	p.followerLag = max(rp.HighWatermark-l.LogEndOffset(), 0)
 	return true
 }
 

@@ -26,6 +26,9 @@ type managerMetrics struct {
 	flushBytes *metrics.Histogram
 	// topics holds each hosted topic's series; only looked up by name.
 	topics map[string]*TopicMetrics
+	// isrShrinks and isrExpands count the ISR changes the controller
+	// accepted from this broker's leaders.
+	isrShrinks, isrExpands *metrics.Counter
 }
 
 // ObserveFlush records one flush cycle of any hosted log
@@ -41,7 +44,8 @@ func (mm *managerMetrics) ObserveFlush(bytes int64, took time.Duration) {
 func (m *Manager) initMetrics() {
 	reg := m.cfg.Metrics
 	m.metrics = &managerMetrics{reg: reg, topics: map[string]*TopicMetrics{},
-		flushTime: reg.Histogram(metrics.LogFlushTime), flushBytes: reg.Histogram(metrics.LogFlushBytes)}
+		flushTime: reg.Histogram(metrics.LogFlushTime), flushBytes: reg.Histogram(metrics.LogFlushBytes),
+		isrShrinks: reg.Counter(metrics.IsrShrinks), isrExpands: reg.Counter(metrics.IsrExpands)}
 	if reg == nil {
 		return
 	}
@@ -66,6 +70,15 @@ func (m *Manager) initMetrics() {
 	reg.GaugeFunc(metrics.UnderMinISRPartitions, count(func(p *Partition) bool {
 		return p.IsLeader() && len(p.isr) < p.cfg.minInsyncReplicas
 	}))
+	reg.GaugeFunc(metrics.ReplicaMaxLag, func() float64 {
+		lag := int64(0)
+		for _, p := range m.parts {
+			if p.following() {
+				lag = max(lag, p.followerLag)
+			}
+		}
+		return float64(lag)
+	})
 }
 
 // topicMetrics returns the series of topic, creating them for its first

@@ -108,6 +108,9 @@ type Partition struct {
 	partitionEpoch int32
 	pendingISR     []int32
 	pendingEpoch   int32
+	// followerLag is, following, the leader's high watermark at the last
+	// fetch minus the log end (the max lag metric).
+	followerLag int64
 
 	// producers is the idempotent producer state and snaps its snapshot
 	// files (producers.go); segmentBase is the active segment's base

@@ -11,6 +11,7 @@ import (
 	"github.com/strata-log/strata/core/broker"
 	"github.com/strata-log/strata/core/env"
 	"github.com/strata-log/strata/core/kraft"
+	"github.com/strata-log/strata/core/metrics"
 	"github.com/strata-log/strata/core/protocol"
 	"github.com/strata-log/strata/core/quorum"
 	"github.com/strata-log/strata/core/replica"
@@ -26,6 +27,8 @@ type Cluster struct {
 	Sim     *sim.Sim
 	Nodes   []*sim.Process
 	Servers []*server.Server // the current incarnations', nil while down
+	// Metrics are the current incarnations' registries.
+	Metrics []*metrics.Registry
 	clients []*protocol.Client
 	cliEnv  env.Env
 }
@@ -35,7 +38,8 @@ type Cluster struct {
 // what it is given (registered and unfenced).
 func StartCluster(t T, seed uint64, n int, tweak func(*server.Config)) *Cluster {
 	t.Helper()
-	x := &Cluster{T: t, Sim: sim.New(sim.Config{Seed: seed}), Servers: make([]*server.Server, n), clients: make([]*protocol.Client, n)}
+	x := &Cluster{T: t, Sim: sim.New(sim.Config{Seed: seed}), Servers: make([]*server.Server, n),
+		Metrics: make([]*metrics.Registry, n), clients: make([]*protocol.Client, n)}
 	var voters []kraft.Voter
 	for i := 1; i <= n; i++ {
 		voters = append(voters, kraft.Voter{ID: quorum.NodeID(i), Addr: host(i) + ":9093"})
@@ -50,6 +54,9 @@ func StartCluster(t T, seed uint64, n int, tweak func(*server.Config)) *Cluster 
 			tweak(&cfg)
 		}
 		x.Nodes = append(x.Nodes, x.Sim.AddProcess(host(i), func(e env.Env) {
+			cfg := cfg
+			cfg.Metrics = metrics.New()
+			x.Metrics[i-1] = cfg.Metrics
 			srv, err := server.Start(e, cfg)
 			if err != nil {
 				t.Fatalf("server %d start: %v", i, err)
