@@ -8,7 +8,7 @@ SEEDS     ?= 1000
 BENCHTIME ?= 1s
 PKGS      := ./...
 
-.PHONY: run test sim sim-sweep sim-sweep-kraft crash-sweep lint vet fmt-check bench bench-failover bench-strata fuzz clean build
+.PHONY: run test sim sim-sweep sim-sweep-kraft sim-compare crash-sweep lint vet fmt-check bench bench-failover bench-strata fuzz clean build
 
 ## run: start one combined broker+controller on 127.0.0.1:9092, data in ./data
 run: build
@@ -40,6 +40,17 @@ sim-sweep: build
 sim-sweep-kraft: build
 	./bin/strata sim -scenario kraft -sweep $(SEEDS)
 	./bin/strata sim -scenario kraft5 -sweep $(SEEDS)
+
+## sim-compare: the replicated campaign (SEEDS seeds, default 200 here) in the default durable mode and
+## in Kafka's page-cache mode (-page-cache), with the failures of each counted by check: the default
+## mode must show none; page-cache mode shows the lost acknowledged records it permits
+sim-compare: build
+	@for mode in "" "-page-cache"; do \
+	  echo "== replicated $${mode:-(durable, the default)}: $(or $(COMPARE_SEEDS),200) seeds"; \
+	  ./bin/strata sim -scenario replicated $$mode -sweep $(or $(COMPARE_SEEDS),200) > .sim-compare.out 2>&1; \
+	  tail -1 .sim-compare.out; \
+	  grep -o '^    ([a-g]) [a-z ]*' .sim-compare.out | sort | uniq -c; \
+	done; rm -f .sim-compare.out
 
 ## crash-sweep: seeds 1..SEEDS of core/log's crash tests (TestCrashRecovery, TestCompactCrashRecovery),
 ## pinned regression seeds included (nightly; not part of `make test`, which runs 200 of each)

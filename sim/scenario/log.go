@@ -20,7 +20,7 @@ import (
 
 // Log runs the "log" scenario: the Kafka data path under the nemesis.
 func Log(o Options) sim.Summary {
-	sum, _ := runLog(o, logBugs{})
+	sum, _ := runLog(o, logBugs{pageCache: o.PageCache})
 	return sum
 }
 
@@ -28,7 +28,7 @@ func Log(o Options) sim.Summary {
 // workload and checks with every topic at replication factor 3 and
 // min.insync.replicas 2 (ISR replication, durable acks=all).
 func Replicated(o Options) sim.Summary {
-	sum, _ := runLog(o, logBugs{replicas: replicatedRF})
+	sum, _ := runLog(o, logBugs{replicas: replicatedRF, pageCache: o.PageCache})
 	return sum
 }
 

@@ -43,6 +43,11 @@ type Options struct {
 	// Buggify overrides the run's buggify rate: 0 draws it from the seed
 	// (sim.DrawBuggifyRate), a negative value turns it off.
 	Buggify float64
+	// PageCache (log, replicated) creates every topic in Kafka's
+	// page-cache mode (flush.messages=1000): batches are acknowledged and
+	// exposed before they are fsynced, so a correlated power loss can take
+	// acknowledged records back. The run shows what that mode permits.
+	PageCache bool
 }
 
 // Default is the scenario `make sim` and `strata sim` run when none is
@@ -106,6 +111,7 @@ func BindFlags(fs *flag.FlagSet) *Options {
 	fs.DurationVar(&o.HealPhase, "heal", 0, "virtual duration of the healed phase before the liveness check (0: default)")
 	fs.BoolVar(&o.NoFaults, "no-faults", false, "turn the nemesis off")
 	fs.Float64Var(&o.Buggify, "buggify", 0, "buggify rate (0: drawn from the seed; negative: off)")
+	fs.BoolVar(&o.PageCache, "page-cache", false, "log, replicated: topics in Kafka's page-cache mode (flush.messages=1000), to see what it can lose")
 	return o
 }
 
@@ -130,6 +136,9 @@ func (o Options) Args() []string {
 	}
 	if o.Buggify != 0 {
 		args = append(args, "-buggify", strconv.FormatFloat(o.Buggify, 'g', -1, 64))
+	}
+	if o.PageCache {
+		args = append(args, "-page-cache")
 	}
 	return args
 }
