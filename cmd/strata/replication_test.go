@@ -101,6 +101,21 @@ func TestReplicationProcesses(t *testing.T) {
 		victim.kill()
 		produce(50, fmt.Sprintf("round%d", round)) // retried until a new leader takes them
 		t.Logf("round %d: killed leader %d; 50 acks=all records acknowledged %v later", round, leader, time.Since(start).Round(time.Millisecond))
+		if round == 1 {
+			// The fenced broker left both ISRs: `strata topic describe
+			// --under-replicated` lists both partitions, without it.
+			r := cliRunner{t: t, addr: c.proc(1 + leader%3).brokerAddr}
+			out := r.ok("", "topic", "describe", "--under-replicated", "replicated")
+			lines := strings.Split(strings.TrimSpace(out), "\n")
+			require.Len(t, lines, 2, "both partitions are under-replicated:\n%s", out)
+			for _, l := range lines {
+				require.Contains(t, l, fmt.Sprintf("Offline: %d", leader), l)
+				isr := strings.Fields(strings.SplitN(l, "Isr: ", 2)[1])[0]
+				require.NotContains(t, isr, fmt.Sprint(leader), l)
+			}
+			require.Empty(t, strings.TrimSpace(r.ok("", "topic", "describe", "--under-min-isr", "replicated")), "two of three in sync")
+			require.Empty(t, strings.TrimSpace(r.ok("", "topic", "describe", "--unavailable", "replicated")))
+		}
 		victim.spawn(t)
 		c.waitFor(clusterStartTimeout, fmt.Sprintf("node %d restarted", leader), func() bool {
 			return victim.loggedSince(lines, "broker registered with the controller")

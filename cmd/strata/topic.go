@@ -226,8 +226,19 @@ func topicDescribe(ctx context.Context, args []string, stdout, stderr io.Writer)
 	fs, af := newAdminFlagSet("topic describe", "topic describe [NAME ...] [flags]",
 		"Describes the named topics (default: all), like kafka-topics.sh --describe: a line per topic with\n"+
 			"its id, partition count, replication factor and the configs not at their default (DescribeConfigs),\n"+
-			"then a line per partition with its leader, leader epoch, replicas, ISR and offline replicas.", stderr)
+			"then a line per partition with its leader, leader epoch, replicas, ISR and offline replicas.\n"+
+			"With a filter flag, only the partition lines that match it.", stderr)
 	internal := fs.Bool("internal", false, "with no names, include internal topics")
+	var underReplicated, underMinISR, unavailable bool
+	for _, name := range []string{"under-replicated", "under-replicated-partitions"} {
+		fs.BoolVar(&underReplicated, name, false, "only partitions whose ISR is smaller than their replicas")
+	}
+	for _, name := range []string{"under-min-isr", "under-min-isr-partitions"} {
+		fs.BoolVar(&underMinISR, name, false, "only partitions whose ISR is smaller than min.insync.replicas")
+	}
+	for _, name := range []string{"unavailable", "unavailable-partitions"} {
+		fs.BoolVar(&unavailable, name, false, "only partitions without a leader")
+	}
 	names, code, ok := af.parse(fs, args)
 	if !ok {
 		return code
@@ -262,7 +273,16 @@ func topicDescribe(ctx context.Context, args []string, stdout, stderr io.Writer)
 			if rc.Err != nil {
 				code = af.fail(stderr, "topic %q configs: %s", name, kafkaError(rc.Err, rc.ErrMessage))
 			}
-			printTopicDescription(stdout, td, rc.Configs)
+			if !underReplicated && !underMinISR && !unavailable {
+				printTopicDescription(stdout, td, rc.Configs)
+				continue
+			}
+			minISR := minInsyncReplicas(rc.Configs)
+			for _, p := range td.Partitions.Sorted() {
+				if underReplicated && len(p.ISR) < len(p.Replicas) || underMinISR && len(p.ISR) < minISR || unavailable && p.Leader < 0 {
+					printPartitionLine(stdout, td.Topic, p)
+				}
+			}
 		}
 		return code
 	})
@@ -306,17 +326,36 @@ func printTopicDescription(w io.Writer, td kadm.TopicDetail, configs []kadm.Conf
 	fmt.Fprintf(w, "Topic: %s\tTopicId: %s\tPartitionCount: %d\tReplicationFactor: %d\tConfigs: %s\n",
 		td.Topic, base64.RawURLEncoding.EncodeToString(td.ID[:]), len(td.Partitions), td.Partitions.NumReplicas(), strings.Join(set, ","))
 	for _, p := range td.Partitions.Sorted() {
-		leader := "none"
-		if p.Leader >= 0 {
-			leader = strconv.Itoa(int(p.Leader))
-		}
-		fmt.Fprintf(w, "\tTopic: %s\tPartition: %d\tLeader: %s\tLeaderEpoch: %d\tReplicas: %s\tIsr: %s\tOffline: %s",
-			td.Topic, p.Partition, leader, p.LeaderEpoch, joinIDs(p.Replicas), joinIDs(p.ISR), joinIDs(p.OfflineReplicas))
-		if p.Err != nil {
-			fmt.Fprintf(w, "\tError: %s", kafkaError(p.Err, ""))
-		}
-		fmt.Fprintln(w)
+		printPartitionLine(w, td.Topic, p)
 	}
+}
+
+// printPartitionLine prints kafka-topics.sh --describe's line for one
+// partition.
+func printPartitionLine(w io.Writer, topic string, p kadm.PartitionDetail) {
+	leader := "none"
+	if p.Leader >= 0 {
+		leader = strconv.Itoa(int(p.Leader))
+	}
+	fmt.Fprintf(w, "\tTopic: %s\tPartition: %d\tLeader: %s\tLeaderEpoch: %d\tReplicas: %s\tIsr: %s\tOffline: %s",
+		topic, p.Partition, leader, p.LeaderEpoch, joinIDs(p.Replicas), joinIDs(p.ISR), joinIDs(p.OfflineReplicas))
+	if p.Err != nil {
+		fmt.Fprintf(w, "\tError: %s", kafkaError(p.Err, ""))
+	}
+	fmt.Fprintln(w)
+}
+
+// minInsyncReplicas is the topic's min.insync.replicas from its described
+// configs (1, Kafka's default, when absent or unreadable).
+func minInsyncReplicas(configs []kadm.Config) int {
+	for _, c := range configs {
+		if c.Key == "min.insync.replicas" && c.Value != nil {
+			if n, err := strconv.Atoi(*c.Value); err == nil {
+				return n
+			}
+		}
+	}
+	return 1
 }
 
 // joinIDs is "1,2,3", as kafka-topics.sh prints replica lists.
