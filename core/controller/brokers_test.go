@@ -362,3 +362,42 @@ func TestUncleanElectionClusterResource(t *testing.T) {
 	require.True(t, c.uncleanElection(img, "t"), "the cluster config resource enables it")
 	require.False(t, c.uncleanElection(meta.Empty(), "t"))
 }
+
+// KIP-966: replicas leaving an ISR already below min.insync.replicas
+// become eligible leader replicas (the leader holds the high watermark
+// while the ISR is that small, so they have every committed record); when
+// the last ISR member is fenced, an eligible replica leads; an ISR back at
+// min.insync.replicas clears the ELR.
+func TestEligibleLeaderReplicas(t *testing.T) {
+	h := newCluster(t, Config{}, 3)
+	h.mustCreate(topicSpec{name: "t", assignment: [][]int32{{1, 2, 3}}, partitions: -1, rf: -1,
+		configs: map[string]string{"min.insync.replicas": "2"}})
+	id := h.topicID("t")
+	alter := func(leader int32, isr ...int32) {
+		t.Helper()
+		p := h.partition("t", 0)
+		resp := h.do(alterReq(2, leader, h.epochs[leader], "t", id, 0, p.LeaderEpoch, p.PartitionEpoch, isr...)).(*kmsg.AlterPartitionResponse)
+		require.Zero(t, resp.Topics[0].Partitions[0].ErrorCode, errName(resp.Topics[0].Partitions[0].ErrorCode))
+		h.commitAll()
+	}
+	require.Equal(t, int32(1), h.partition("t", 0).Leader)
+	alter(1, 1, 2) // 3 leaves with the ISR at min.insync.replicas: not eligible
+	require.Empty(t, h.partition("t", 0).ELR)
+	alter(1, 1) // 2 leaves an ISR going below it: eligible
+	require.Equal(t, []int32{2}, h.partition("t", 0).ELR)
+
+	// The last ISR member is fenced: the eligible replica leads, and the
+	// fenced one, which held what the ISR held, becomes eligible.
+	h.do(heartbeatReq(1, h.epochs[1], h.committed, true, false))
+	h.commitAll()
+	p := h.partition("t", 0)
+	require.Equal(t, int32(2), p.Leader)
+	require.Equal(t, []int32{2}, p.ISR)
+	require.Equal(t, []int32{1}, p.ELR)
+
+	// Back at min.insync.replicas: no ELR.
+	alter(2, 2, 3)
+	p = h.partition("t", 0)
+	require.Equal(t, []int32{2, 3}, p.ISR)
+	require.Empty(t, p.ELR)
+}

@@ -39,6 +39,7 @@ func (tc *TopicConfig) Validate(value string) error {
 // Config keys the controller itself reads.
 const (
 	configUncleanLeaderElection = "unclean.leader.election.enable"
+	configMinInsyncReplicas     = "min.insync.replicas"
 )
 
 // Bounds on config values, so that a request cannot bloat every snapshot.

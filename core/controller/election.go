@@ -2,6 +2,7 @@ package controller
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/strata-log/strata/core/meta"
@@ -59,15 +60,16 @@ func repairRules(img *meta.Image) electionRules {
 func (c *Controller) electionRecords(img *meta.Image, rules electionRules, want partitionFilter) []meta.Record {
 	var out []meta.Record
 	for t := range img.Topics() {
-		unclean, known := false, false
+		unclean, known, minISR := false, false, 1
 		for p := range t.Partitions() {
 			if !want(&p) {
 				continue
 			}
 			if !known {
 				unclean, known = c.uncleanElection(img, t.Name()), true
+				minISR = c.minInsyncReplicas(img, t.Name())
 			}
-			if rec := electChange(t.ID(), &p, rules, unclean); rec != nil {
+			if rec := electChange(t.ID(), &p, rules, unclean, minISR); rec != nil {
 				if rec.Leader != nil && *rec.Leader != meta.NoLeader && !slices.Contains(p.ISR, *rec.Leader) && c.cfg.OnUncleanElection != nil {
 					c.cfg.OnUncleanElection(t.Name(), p.ID, *rec.Leader)
 				}
@@ -96,26 +98,30 @@ func acceptableLeaders(img *meta.Image, remove, add int32) func(int32) bool {
 }
 
 // electChange computes one partition's change, following Kafka's
-// PartitionChangeBuilder (without ELR):
+// PartitionChangeBuilder with KIP-966's eligible leader replicas:
 //
 //   - the target ISR is the ISR without the evicted brokers, unless that
 //     would empty it: an ISR never becomes empty, its members stay as the
 //     replicas that hold the committed data;
 //   - the current leader stays if it is acceptable and in the target ISR;
 //     otherwise the first replica (in assignment order) that is in the
-//     target ISR and acceptable leads; otherwise, if unclean election is
-//     enabled, the first acceptable replica leads with an ISR of itself;
-//     otherwise the partition has no leader.
+//     target ISR and acceptable leads; otherwise the first acceptable
+//     eligible leader replica leads, with an ISR of itself (it holds every
+//     committed record: see nextELR); otherwise, if unclean election is
+//     enabled, the first acceptable replica leads with an ISR of itself
+//     and the ELR is dropped; otherwise the partition has no leader;
+//   - the ELR follows nextELR.
 //
 // It returns nil when nothing changes. Leader epochs follow the record's
 // replay rule: they grow only when the leader field is set.
-func electChange(topic meta.UUID, p *meta.Partition, rules electionRules, unclean bool) *meta.PartitionChangeRecord {
+func electChange(topic meta.UUID, p *meta.Partition, rules electionRules, unclean bool, minISR int) *meta.PartitionChangeRecord {
 	isr := p.ISR
 	if slices.ContainsFunc(isr, rules.evict) {
 		if kept := slices.DeleteFunc(slices.Clone(isr), rules.evict); len(kept) > 0 {
 			isr = kept
 		}
 	}
+	elr := nextELR(p, isr, minISR)
 	acceptable := rules.acceptable
 	leader := p.Leader
 	if leader == meta.NoLeader || !acceptable(leader) || !slices.Contains(isr, leader) {
@@ -126,11 +132,21 @@ func electChange(topic meta.UUID, p *meta.Partition, rules electionRules, unclea
 				break
 			}
 		}
-
+		if leader == meta.NoLeader {
+			for _, r := range p.Replicas {
+				if slices.Contains(elr, r) && acceptable(r) {
+					// An eligible leader replica: the ISR's members
+					// stay eligible (they hold what it holds).
+					leader, isr = r, []int32{r}
+					elr = nextELR(p, isr, minISR)
+					break
+				}
+			}
+		}
 		if leader == meta.NoLeader && unclean {
 			for _, r := range p.Replicas {
 				if acceptable(r) {
-					leader, isr = r, []int32{r}
+					leader, isr, elr = r, []int32{r}, nil
 					break
 				}
 			}
@@ -147,8 +163,11 @@ func electChange(topic meta.UUID, p *meta.Partition, rules electionRules, unclea
 			}
 		}
 	}
-	leaderChanged, isrChanged := leader != p.Leader, !slices.Equal(isr, p.ISR)
-	if !leaderChanged && !isrChanged {
+	if slices.ContainsFunc(elr, func(r int32) bool { return slices.Contains(isr, r) }) {
+		elr = slices.DeleteFunc(slices.Clone(elr), func(r int32) bool { return slices.Contains(isr, r) })
+	}
+	leaderChanged, isrChanged, elrChanged := leader != p.Leader, !slices.Equal(isr, p.ISR), !slices.Equal(elr, p.ELR)
+	if !leaderChanged && !isrChanged && !elrChanged {
 		return nil
 	}
 	rec := &meta.PartitionChangeRecord{TopicID: topic, Partition: p.ID}
@@ -158,7 +177,46 @@ func electChange(topic meta.UUID, p *meta.Partition, rules electionRules, unclea
 	if isrChanged {
 		rec.ISR = isr
 	}
+	if elrChanged {
+		rec.ELR = append([]int32{}, elr...) // non-nil: an empty list clears it
+	}
 	return rec
+}
+
+// nextELR is KIP-966's eligible leader replicas after the ISR becomes
+// isr: none while the ISR holds at least min.insync.replicas members;
+// below it, the current ELR and the members leaving the ISR (the leader
+// does not move the high watermark while the ISR is below
+// min.insync.replicas, so they hold every committed record), less the new
+// ISR's members, in assignment order.
+func nextELR(p *meta.Partition, isr []int32, minISR int) []int32 {
+	if len(isr) >= minISR {
+		return nil
+	}
+	var out []int32
+	for _, r := range p.Replicas {
+		if slices.Contains(isr, r) {
+			continue
+		}
+		if slices.Contains(p.ELR, r) || slices.Contains(p.ISR, r) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// minInsyncReplicas is a topic's min.insync.replicas as the controller
+// resolves it: the topic's config, else the cluster config resource's,
+// else 1.
+func (c *Controller) minInsyncReplicas(img *meta.Image, topic string) int {
+	for _, res := range []meta.ConfigResource{{Type: meta.ConfigResourceTopic, Name: topic}, meta.ClusterConfigResource} {
+		if v, ok := img.ConfigValue(res, configMinInsyncReplicas); ok {
+			if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && n >= 1 {
+				return n
+			}
+		}
+	}
+	return 1
 }
 
 // uncleanElection reports whether a topic may elect a leader outside its

@@ -247,7 +247,11 @@ func (c *Controller) alterOnePartition(b **batch, req *kmsg.AlterPartitionReques
 		return rp
 	}
 	if !slices.Equal(newISR, part.ISR) {
-		c.addSplit(b, &meta.PartitionChangeRecord{TopicID: topic.ID(), Partition: part.ID, ISR: slices.Clone(newISR)})
+		rec := &meta.PartitionChangeRecord{TopicID: topic.ID(), Partition: part.ID, ISR: slices.Clone(newISR)}
+		if elr := nextELR(&part, newISR, c.minInsyncReplicas(c.spec, topic.Name())); !slices.Equal(elr, part.ELR) {
+			rec.ELR = append([]int32{}, elr...)
+		}
+		c.addSplit(b, rec)
 		part.ISR, part.PartitionEpoch = newISR, part.PartitionEpoch+1
 	}
 	rp.LeaderID, rp.LeaderEpoch, rp.PartitionEpoch = part.Leader, part.LeaderEpoch, part.PartitionEpoch

@@ -105,7 +105,7 @@ func TestElectChange(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			rules := electionRules{evict: func(b int32) bool { return b == tc.remove }, acceptable: tc.acceptable}
-			rec := electChange(topic, &tc.p, rules, tc.unclean)
+			rec := electChange(topic, &tc.p, rules, tc.unclean, 1)
 			if tc.noChange {
 				require.Nil(t, rec)
 				return

@@ -79,6 +79,13 @@ func (p *Partition) replicatedHighWatermark(own int64) int64 {
 	if plant.Is(plant.HighWatermarkFromLogEnd) {
 		return p.l.LogEndOffset() // planted: neither durable nor replicated
 	}
+	if len(p.isr) < p.cfg.minInsyncReplicas {
+		// KIP-966: with the ISR below min.insync.replicas the high
+		// watermark holds, so that the replicas that left the ISR (the
+		// controller's eligible leader replicas) hold every committed
+		// record and may lead.
+		return -1
+	}
 	hw := own
 	for _, id := range p.isrForHighWatermark() {
 		if id == p.m.cfg.NodeID {
@@ -211,8 +218,17 @@ func (p *Partition) awaitHighWatermark(upto int64, res ProduceResult, done func(
 }
 
 // completeAcks answers the acks=all produces the high watermark passed.
+// With the ISR below min.insync.replicas the high watermark holds (see
+// replicatedHighWatermark), so the waiting ones are answered at once with
+// NOT_ENOUGH_REPLICAS_AFTER_APPEND: appended, not committed, and not about
+// to be (the producer retries; idempotence keeps the batch once).
 func (p *Partition) completeAcks() {
 	if len(p.acks) == 0 || p.l == nil {
+		return
+	}
+	if len(p.isr) < p.cfg.minInsyncReplicas {
+		p.failAcks(fmt.Errorf("%w: %s has %d in-sync replicas, min.insync.replicas is %d",
+			ErrNotEnoughReplicasAfterAppend, p.dir, len(p.isr), p.cfg.minInsyncReplicas))
 		return
 	}
 	hw := p.l.HighWatermark()
@@ -228,10 +244,6 @@ func (p *Partition) completeAcks() {
 	clear(p.acks[len(keep):])
 	p.acks = keep
 	for _, a := range ready {
-		if len(p.isr) < p.cfg.minInsyncReplicas {
-			a.res.Err = fmt.Errorf("%w: %s has %d in-sync replicas, min.insync.replicas is %d",
-				ErrNotEnoughReplicasAfterAppend, p.dir, len(p.isr), p.cfg.minInsyncReplicas)
-		}
 		a.done(a.res)
 	}
 }
