@@ -207,3 +207,31 @@ func contains(s []int32, v int32) bool {
 	}
 	return false
 }
+
+// A clean shutdown of a leader is a controlled shutdown: the controller
+// moves its leaderships to in-sync replicas while it still serves, the
+// broker stops only then, and producing resumes on the new leaders at
+// once, not after broker.session.timeout.ms.
+func TestControlledShutdownMovesLeadershipFirst(t *testing.T) {
+	x := replicatedCluster(t, 3)
+	x.CreateTopic(1, "r", 1, 3, map[string]string{"min.insync.replicas": "2"})
+	leader := x.LeaderOf("r", 0)
+	require.Zero(t, produceTo(t, x, leader, "r", "a").ErrorCode)
+	took := x.Stop(leader)
+	require.Less(t, took, 5*time.Second, "the shutdown waited for the leadership to move and the others to see it (their heartbeats, every 2 s), not for a session timeout")
+	next := 0
+	for i := 1; i <= 3; i++ {
+		if i != leader && x.Servers[i-1] != nil {
+			ti, _ := x.Servers[i-1].Image().TopicByName("r")
+			p, _ := ti.Partition(0)
+			require.NotEqual(t, int32(leader), p.Leader, "node %d's image: the stopped broker no longer leads", i)
+			next = int(p.Leader)
+		}
+	}
+	require.Positive(t, next)
+	x.RunUntil("the new leader online", func() bool { return x.LeaderOf("r", 0) == next })
+	got := produceTo(t, x, next, "r", "b")
+	require.Zero(t, got.ErrorCode, "%v", kerr.ErrorForCode(got.ErrorCode))
+	require.Equal(t, []string{"a", "b"}, fetchAll(t, x, next, "r"))
+	t.Logf("controlled shutdown of leader %d took %v; %d leads", leader, took, next)
+}

@@ -147,15 +147,25 @@ func (r *registrar) heartbeat() {
 	})
 }
 
-// fenceTimeout bounds how long a clean shutdown waits for the controller to
-// fence this broker.
-const fenceTimeout = time.Second
+// Bounds of a controlled shutdown: how long the broker waits for the
+// controller to move its leaderships away (Kafka's
+// controlled.shutdown.max.retries times retry.backoff, roughly), and how
+// often it asks meanwhile.
+const (
+	controlledShutdownTimeout = 10 * time.Second
+	controlledShutdownPoll    = 100 * time.Millisecond
+)
 
-// shutdown stops heartbeating and, when registered, asks the controller to
-// fence this broker at once (WantFence and WantShutdown, as a broker
-// finishing a controlled shutdown does), so that the next incarnation can
-// register without waiting for this one's session to expire. done runs
-// once, on the loop, when that is committed or after fenceTimeout.
+// shutdown stops the regular heartbeats and runs a controlled shutdown,
+// as Kafka's broker does: it heartbeats with WantShutdown while it goes on
+// serving, the controller moves every leadership and ISR membership of
+// this broker to others (and fences it once none is left and the other
+// brokers have caught up with those changes), and answers ShouldShutdown;
+// then done runs, on the loop, and the broker stops. Producers see their
+// partitions' leaders move (NOT_LEADER_OR_FOLLOWER, then the new leader)
+// rather than a dead connection, and the next incarnation registers at
+// once. After controlledShutdownTimeout it asks to be fenced at once
+// (WantFence) and stops anyway.
 func (r *registrar) shutdown(done func()) {
 	r.stop()
 	if r.epoch < 0 {
@@ -169,14 +179,27 @@ func (r *registrar) shutdown(done func()) {
 			done()
 		}
 	}
-	t := r.e.AfterFunc(fenceTimeout, finish)
-	req := kmsg.NewPtrBrokerHeartbeatRequest()
-	req.Version = 1
-	req.BrokerID, req.BrokerEpoch = r.nodeID, r.epoch
-	req.CurrentMetadataOffset = r.m.Image().Position().Offset
-	req.WantFence, req.WantShutdown = true, true
-	r.m.Submit(req, func(kmsg.Response, error) {
-		t.Stop()
-		finish()
-	})
+	deadline := r.e.Monotonic() + controlledShutdownTimeout
+	var ask func()
+	ask = func() {
+		if finished {
+			return
+		}
+		force := r.e.Monotonic() >= deadline
+		req := kmsg.NewPtrBrokerHeartbeatRequest()
+		req.Version = 1
+		req.BrokerID, req.BrokerEpoch = r.nodeID, r.epoch
+		req.CurrentMetadataOffset = r.m.Image().Position().Offset
+		req.WantShutdown, req.WantFence = true, force
+		r.m.Submit(req, func(resp kmsg.Response, err error) {
+			if hr, ok := resp.(*kmsg.BrokerHeartbeatResponse); force || err == nil && ok && hr.ErrorCode == 0 && hr.ShouldShutdown {
+				finish()
+				return
+			}
+			r.e.AfterFunc(controlledShutdownPoll, ask)
+		})
+	}
+	// The last ask may go unanswered (no controller): stop regardless.
+	r.e.AfterFunc(controlledShutdownTimeout+time.Second, finish)
+	ask()
 }

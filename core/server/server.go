@@ -184,12 +184,14 @@ func (s *Server) ActiveController() bool {
 	return !s.cfg.Broker || s.Registered()
 }
 
-// Close shuts the server down cleanly: the broker stops accepting and
-// closes its connections, asks the controller to fence it (a controlled
-// shutdown, so the next incarnation registers at once), and the quorum
-// member resigns leadership if it leads. done, if not nil, runs on the
-// loop once everything is closed. Nothing durable is touched: a restart
-// recovers as after a crash.
+// Close shuts the server down cleanly: a controlled shutdown first (the
+// broker goes on serving while the controller moves its leaderships and
+// ISR memberships to other brokers, then fences it, so that the next
+// incarnation registers at once), then the broker stops accepting and
+// closes its connections, the logs are flushed and checkpointed, and the
+// quorum member resigns leadership if it leads. done, if not nil, runs on
+// the loop once everything is closed. Nothing durable is touched: a
+// restart recovers as after a crash.
 func (s *Server) Close(done func()) {
 	finished := func() {
 		if done != nil {
@@ -206,8 +208,11 @@ func (s *Server) Close(done func()) {
 		closeMember()
 		return
 	}
-	s.broker.Close()
-	// Fenced first (a controlled shutdown), then the logs are flushed
-	// and checkpointed, then the quorum member goes.
-	s.reg.shutdown(func() { s.parts.Close(closeMember) })
+	// A controlled shutdown first, serving meanwhile (the leaderships
+	// move away), then the broker stops and the logs are flushed and
+	// checkpointed, then the quorum member goes.
+	s.reg.shutdown(func() {
+		s.broker.Close()
+		s.parts.Close(closeMember)
+	})
 }

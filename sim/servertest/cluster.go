@@ -3,6 +3,7 @@ package servertest
 import (
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -117,6 +118,20 @@ func (x *Cluster) RunUntil(what string, cond func() bool) {
 func (x *Cluster) Kill(i int) {
 	x.Nodes[i-1].Kill()
 	x.Servers[i-1], x.clients[i-1] = nil, nil
+}
+
+// Stop shuts node i's server down cleanly (Server.Close: a controlled
+// shutdown) and, once it is closed, ends its process; it returns the
+// virtual time the close took.
+func (x *Cluster) Stop(i int) time.Duration {
+	x.T.Helper()
+	start := x.Sim.Now()
+	closed := false
+	x.Servers[i-1].Close(func() { closed = true })
+	x.RunUntil(fmt.Sprintf("%s closed", host(i)), func() bool { return closed })
+	took := x.Sim.Now() - start
+	x.Kill(i)
+	return took
 }
 
 // Start starts node i again.
