@@ -196,6 +196,12 @@ type Config struct {
 	ReplicaLagTimeMaxMs    int64
 	BrokerSessionTimeoutMs int64
 
+	// NoAutoLeaderRebalance is auto.leader.rebalance.enable=false;
+	// LeaderImbalanceCheckSeconds is
+	// leader.imbalance.check.interval.seconds (0: the default, 300).
+	NoAutoLeaderRebalance       bool
+	LeaderImbalanceCheckSeconds int64
+
 	// NoSendfile is strata.fetch.sendfile.enable=false: fetched records
 	// are read into user space and written instead of sent with
 	// sendfile(2).

@@ -35,6 +35,8 @@ const (
 	KeyProducerIDExpirationMs      = "producer.id.expiration.ms"
 	KeyReplicaLagTimeMaxMs         = "replica.lag.time.max.ms"
 	KeyBrokerSessionTimeoutMs      = "broker.session.timeout.ms"
+	KeyAutoLeaderRebalanceEnable   = "auto.leader.rebalance.enable"
+	KeyLeaderImbalanceCheckSeconds = "leader.imbalance.check.interval.seconds"
 	KeyQueuedMaxRequestBytes       = "queued.max.request.bytes"
 	// KeyFetchSendfile is Strata's own: whether fetched records go out
 	// with sendfile(2) (zero copy) or through user space.
@@ -133,6 +135,10 @@ var configKeys = []configKey{
 		"How long an idle idempotent producer's state is kept, in milliseconds.", setProducerIDExpiration},
 	{KeyReplicaLagTimeMaxMs, strconv.FormatInt(DefaultReplicaLagTimeMaxMs, 10), kmsg.ConfigTypeLong,
 		"How long a follower may go without catching up with its leader before it leaves the ISR, in milliseconds.", setMillis(func(c *Config) *int64 { return &c.ReplicaLagTimeMaxMs })},
+	{KeyAutoLeaderRebalanceEnable, "true", kmsg.ConfigTypeBoolean,
+		"Whether the active controller moves leaderships back to preferred replicas every leader.imbalance.check.interval.seconds.", setAutoLeaderRebalance},
+	{KeyLeaderImbalanceCheckSeconds, "300", kmsg.ConfigTypeLong,
+		"How often the active controller moves leaderships back to preferred replicas, in seconds.", setLeaderImbalanceCheck},
 	{KeyBrokerSessionTimeoutMs, strconv.FormatInt(DefaultBrokerSessionTimeoutMs, 10), kmsg.ConfigTypeInt,
 		"How long the controller waits for a broker's heartbeat before it fences the broker, in milliseconds.", setMillis(func(c *Config) *int64 { return &c.BrokerSessionTimeoutMs })},
 	{KeyFetchSendfile, "true", kmsg.ConfigTypeBoolean,
@@ -399,6 +405,27 @@ func setDefaultReplicationFactor(c *Config, value string) error {
 		return fmt.Errorf("want a replication factor of at least 1")
 	}
 	c.DefaultReplicationFactor = int16(n)
+	return nil
+}
+
+func setAutoLeaderRebalance(c *Config, value string) error {
+	switch strings.ToLower(value) {
+	case "true":
+		c.NoAutoLeaderRebalance = false
+	case "false":
+		c.NoAutoLeaderRebalance = true
+	default:
+		return fmt.Errorf("want true or false")
+	}
+	return nil
+}
+
+func setLeaderImbalanceCheck(c *Config, value string) error {
+	n, err := strconv.ParseInt(value, 10, 64)
+	if err != nil || n < 1 || n > maxTimeoutMs/1000*24 {
+		return fmt.Errorf("want seconds, 1 to %d", maxTimeoutMs/1000*24)
+	}
+	c.LeaderImbalanceCheckSeconds = n
 	return nil
 }
 

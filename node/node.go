@@ -122,9 +122,11 @@ func Start(cfg Config, log *slog.Logger) (*Node, error) {
 			Broker:     cfg.IsBroker(),
 			Controller: cfg.IsController(),
 			Quorum: kraft.Config{Voters: cfg.voters(), Quorum: cfg.quorumConfig(), Controller: controller.Config{
-				DefaultNumPartitions:     cfg.NumPartitions,
-				DefaultReplicationFactor: cfg.DefaultReplicationFactor,
-				SessionTimeout:           time.Duration(cfg.BrokerSessionTimeoutMs) * time.Millisecond,
+				DefaultNumPartitions:         cfg.NumPartitions,
+				DefaultReplicationFactor:     cfg.DefaultReplicationFactor,
+				SessionTimeout:               time.Duration(cfg.BrokerSessionTimeoutMs) * time.Millisecond,
+				NoAutoLeaderRebalance:        cfg.NoAutoLeaderRebalance,
+				LeaderImbalanceCheckInterval: time.Duration(cfg.LeaderImbalanceCheckSeconds) * time.Second,
 			}},
 			Metrics: n.metrics,
 		}

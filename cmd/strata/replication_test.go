@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -125,6 +127,29 @@ func TestReplicationProcesses(t *testing.T) {
 		})
 	}
 	produce(50, "after")
+
+	// Preferred leader election (ElectLeaders) puts each partition's
+	// leadership back on the first replica of its assignment.
+	results, err := adm.ElectLeaders(ctx, kadm.ElectPreferredReplica, kadm.TopicsSet{"replicated": {0: {}, 1: {}}})
+	require.NoError(t, err)
+	for _, ps := range results {
+		for p, r := range ps {
+			require.True(t, r.Err == nil || errors.Is(r.Err, kerr.ElectionNotNeeded), "partition %d: %v", p, r.Err)
+		}
+	}
+	c.waitFor(10*time.Second, "every partition led by its preferred replica", func() bool {
+		md, err := adm.Metadata(ctx, "replicated")
+		if err != nil {
+			return false
+		}
+		for _, pd := range md.Topics["replicated"].Partitions {
+			if len(pd.Replicas) == 0 || pd.Replicas[0] != pd.Leader {
+				return false
+			}
+		}
+		return true
+	})
+	produce(10, "preferred")
 
 	// Read everything back: each acknowledged record at its offset.
 	consumer, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumeTopics("replicated"),

@@ -58,6 +58,8 @@ var apis = []apiHandler{
 		why: "as CreateTopics (topic resources)"},
 	{API: api(kmsg.IncrementalAlterConfigs, 0, 1), handle: handleController, barrier: true,
 		why: "as CreateTopics (topic resources)"},
+	{API: api(kmsg.ElectLeaders, 0, 2), handle: handleController, barrier: true,
+		why: "as CreateTopics: preferred and unclean elections by the active controller"},
 	{API: api(kmsg.DescribeLogDirs, 1, 5), handle: handleDescribeLogDirs,
 		why: "from the KIP-896 baseline (v1) to every version kmsg encodes"},
 	{API: api(kmsg.DescribeQuorum, 0, 2), handle: handleController, barrier: true,

@@ -10,6 +10,9 @@ const (
 	// DefaultSessionTimeout is broker.session.timeout.ms: a broker that
 	// has not heartbeated for this long is fenced.
 	DefaultSessionTimeout = 9 * time.Second
+	// DefaultLeaderImbalanceCheckInterval is
+	// leader.imbalance.check.interval.seconds' default.
+	DefaultLeaderImbalanceCheckInterval = 300 * time.Second
 	// DefaultNumPartitions is num.partitions: the partition count of a
 	// CreateTopics entry that asks for -1.
 	DefaultNumPartitions int32 = 1
@@ -68,6 +71,16 @@ type Config struct {
 	// unclean.leader.election.enable, used for topics that do not set it
 	// and when the cluster config resource does not either.
 	UncleanLeaderElection bool
+	// NoAutoLeaderRebalance is auto.leader.rebalance.enable=false; by
+	// default, every LeaderImbalanceCheckInterval the active controller
+	// gives each partition led by another replica back to its preferred
+	// replica (the first of its assignment) when that one is in the ISR
+	// and active, as a preferred ElectLeaders would.
+	NoAutoLeaderRebalance bool
+	// LeaderImbalanceCheckInterval is
+	// leader.imbalance.check.interval.seconds
+	// (DefaultLeaderImbalanceCheckInterval).
+	LeaderImbalanceCheckInterval time.Duration
 	// OnUncleanElection, if set, is told of every leader this controller
 	// elects from outside the ISR (the owner counts and logs them).
 	OnUncleanElection func(topic string, partition, leader int32)
@@ -84,6 +97,9 @@ type Config struct {
 
 // withDefaults fills the zero fields of c with their defaults.
 func (c Config) withDefaults() Config {
+	if c.LeaderImbalanceCheckInterval <= 0 {
+		c.LeaderImbalanceCheckInterval = DefaultLeaderImbalanceCheckInterval
+	}
 	if c.SessionTimeout <= 0 {
 		c.SessionTimeout = DefaultSessionTimeout
 	}

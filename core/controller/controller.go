@@ -94,6 +94,9 @@ type Controller struct {
 	// sessions holds the heartbeat state of registered brokers (leader
 	// only).
 	sessions map[int32]*session
+	// nextRebalance is when the next automatic preferred-leader election
+	// pass runs (auto.leader.rebalance.enable).
+	nextRebalance time.Duration
 	// collisions maps a topic name with '.' or '_' normalized to '_' to the
 	// live (speculative) topic of that shape.
 	collisions map[string]string
@@ -194,6 +197,7 @@ func (c *Controller) BecomeLeader(now time.Duration, epoch int32, committed *met
 	assert.That(epoch >= pos.Epoch, "controller: epoch %d behind committed image %v", epoch, pos)
 	c.leader = true
 	c.epoch = epoch
+	c.nextRebalance = c.now + c.cfg.LeaderImbalanceCheckInterval
 	c.committed, c.spec = committed, committed
 	c.committedOffset = pos.Offset
 	c.nextOffset, c.firstOwnOffset = nextOffset, nextOffset
@@ -332,7 +336,7 @@ func Supports(req kmsg.Request) bool {
 	case *kmsg.BrokerRegistrationRequest, *kmsg.BrokerHeartbeatRequest,
 		*kmsg.CreateTopicsRequest, *kmsg.DeleteTopicsRequest, *kmsg.CreatePartitionsRequest,
 		*kmsg.AlterPartitionRequest, *kmsg.AllocateProducerIDsRequest,
-		*kmsg.IncrementalAlterConfigsRequest, *kmsg.AlterConfigsRequest:
+		*kmsg.IncrementalAlterConfigsRequest, *kmsg.AlterConfigsRequest, *kmsg.ElectLeadersRequest:
 		return true
 	}
 	return false
@@ -381,6 +385,8 @@ func (c *Controller) Handle(now time.Duration, req kmsg.Request) (Ticket, error)
 		resp = c.incrementalAlterConfigs(r)
 	case *kmsg.AlterConfigsRequest:
 		resp = c.alterConfigs(r)
+	case *kmsg.ElectLeadersRequest:
+		resp = c.electLeaders(r)
 	}
 	c.waiting = append(c.waiting, waitingResponse{ticket: t, readyAt: c.lastWritten, req: req, resp: resp})
 	c.release()
@@ -395,4 +401,8 @@ func (c *Controller) Tick(now time.Duration) {
 		return
 	}
 	c.fenceExpired()
+	if !c.cfg.NoAutoLeaderRebalance && c.now >= c.nextRebalance {
+		c.rebalanceLeaders()
+		c.nextRebalance = c.now + c.cfg.LeaderImbalanceCheckInterval
+	}
 }

@@ -70,7 +70,8 @@ func (c *Controller) electionRecords(img *meta.Image, rules electionRules, want 
 				minISR = c.minInsyncReplicas(img, t.Name())
 			}
 			if rec := electChange(t.ID(), &p, rules, unclean, minISR); rec != nil {
-				if rec.Leader != nil && *rec.Leader != meta.NoLeader && !slices.Contains(p.ISR, *rec.Leader) && c.cfg.OnUncleanElection != nil {
+				if rec.Leader != nil && *rec.Leader != meta.NoLeader && !slices.Contains(p.ISR, *rec.Leader) &&
+					!slices.Contains(p.ELR, *rec.Leader) && c.cfg.OnUncleanElection != nil {
 					c.cfg.OnUncleanElection(t.Name(), p.ID, *rec.Leader)
 				}
 				out = append(out, rec)

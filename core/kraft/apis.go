@@ -27,7 +27,7 @@ var controllerAPIs = func() protocol.Table {
 		kmsg.NewPtrBrokerRegistrationRequest(), kmsg.NewPtrBrokerHeartbeatRequest(),
 		kmsg.NewPtrCreateTopicsRequest(), kmsg.NewPtrDeleteTopicsRequest(), kmsg.NewPtrCreatePartitionsRequest(),
 		kmsg.NewPtrAlterPartitionRequest(), kmsg.NewPtrAllocateProducerIDsRequest(),
-		kmsg.NewPtrIncrementalAlterConfigsRequest(), kmsg.NewPtrAlterConfigsRequest(),
+		kmsg.NewPtrIncrementalAlterConfigsRequest(), kmsg.NewPtrAlterConfigsRequest(), kmsg.NewPtrElectLeadersRequest(),
 	} {
 		rows = append(rows, protocol.API{Key: req.Key(), MinVersion: 0, MaxVersion: req.MaxVersion()})
 	}

@@ -131,6 +131,22 @@ func ErrorResponse(req kmsg.Request, err *kerr.Error, msg string) kmsg.Response 
 			resp.Topics = append(resp.Topics, rt)
 		}
 		return resp
+	case *kmsg.ElectLeadersRequest:
+		resp := r.ResponseKind().(*kmsg.ElectLeadersResponse)
+		if r.Version >= 1 {
+			resp.ErrorCode = code // the whole request
+		}
+		for _, t := range r.Topics {
+			rt := kmsg.NewElectLeadersResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewElectLeadersResponseTopicPartition()
+				rp.Partition, rp.ErrorCode, rp.ErrorMessage = p, code, m
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp
 	}
 	panic(fmt.Sprintf("protocol: ErrorResponse for unsupported request %T", req))
 }
