@@ -2,6 +2,7 @@ package broker_test
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-log/strata/core/meta"
 	"github.com/strata-log/strata/core/metrics"
 	"github.com/strata-log/strata/core/record"
 	"github.com/strata-log/strata/core/server"
@@ -234,4 +236,72 @@ func TestControlledShutdownMovesLeadershipFirst(t *testing.T) {
 	require.Zero(t, got.ErrorCode, "%v", kerr.ErrorForCode(got.ErrorCode))
 	require.Equal(t, []string{"a", "b"}, fetchAll(t, x, next, "r"))
 	t.Logf("controlled shutdown of leader %d took %v; %d leads", leader, took, next)
+}
+
+// Reassignment (AlterPartitionReassignments): the new replica catches up
+// before the old one leaves; then the assignment is the target, the removed
+// broker no longer hosts the partition, and every record is still there.
+func TestReassignmentCatchesUpBeforeTheOldReplicaLeaves(t *testing.T) {
+	x := servertest.StartCluster(t, 4, 4, func(c *server.Config) { c.Quorum.Controller.MaxReplicationFactor = 3 })
+	x.CreateTopic(1, "r", 1, 3, map[string]string{"min.insync.replicas": "2"})
+	leader := x.LeaderOf("r", 0)
+	var values []string
+	for i := range 20 {
+		v := fmt.Sprintf("v%d", i)
+		require.Zero(t, produceTo(t, x, leader, "r", v).ErrorCode)
+		values = append(values, v)
+	}
+	partition := func() meta.Partition {
+		ti, _ := x.Servers[leader-1].Image().TopicByName("r")
+		p, _ := ti.Partition(0)
+		return p
+	}
+	before := partition().Replicas
+	var outside int32
+	for id := int32(1); id <= 4; id++ {
+		if !contains(before, id) {
+			outside = id
+		}
+	}
+	removed := before[len(before)-1]
+	if removed == int32(leader) {
+		removed = before[len(before)-2]
+	}
+	var target []int32
+	for _, id := range before {
+		if id != removed {
+			target = append(target, id)
+		}
+	}
+	target = append(target, outside)
+
+	req := kmsg.NewPtrAlterPartitionAssignmentsRequest()
+	rt := kmsg.NewAlterPartitionAssignmentsRequestTopic()
+	rt.Topic = "r"
+	rp := kmsg.NewAlterPartitionAssignmentsRequestTopicPartition()
+	rp.Partition, rp.Replicas = 0, target
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := x.Do(1, req)
+	require.NoError(t, err)
+	got := resp.(*kmsg.AlterPartitionAssignmentsResponse).Topics[0].Partitions[0]
+	require.Zero(t, got.ErrorCode, "%v", kerr.ErrorForCode(got.ErrorCode))
+
+	x.RunUntil("the reassignment complete", func() bool {
+		p := partition()
+		return slices.Equal(p.Replicas, target) && len(p.AddingReplicas) == 0 && len(p.RemovingReplicas) == 0
+	})
+	p := partition()
+	require.ElementsMatch(t, target, p.ISR, "every target replica in sync")
+	require.NotNil(t, x.Partition(int(outside), "r", 0))
+	require.Equal(t, int64(20), x.Partition(int(outside), "r", 0).LogEndOffset(), "the new replica caught up")
+	x.RunUntil("the removed replica gone", func() bool { return x.Partition(int(removed), "r", 0) == nil })
+
+	list, err := x.Do(1, kmsg.NewPtrListPartitionReassignmentsRequest())
+	require.NoError(t, err)
+	require.Empty(t, list.(*kmsg.ListPartitionReassignmentsResponse).Topics, "none in progress")
+
+	leader = x.LeaderOf("r", 0)
+	require.Zero(t, produceTo(t, x, leader, "r", "after").ErrorCode)
+	require.Equal(t, append(values, "after"), fetchAll(t, x, leader, "r"))
 }

@@ -336,7 +336,8 @@ func Supports(req kmsg.Request) bool {
 	case *kmsg.BrokerRegistrationRequest, *kmsg.BrokerHeartbeatRequest,
 		*kmsg.CreateTopicsRequest, *kmsg.DeleteTopicsRequest, *kmsg.CreatePartitionsRequest,
 		*kmsg.AlterPartitionRequest, *kmsg.AllocateProducerIDsRequest,
-		*kmsg.IncrementalAlterConfigsRequest, *kmsg.AlterConfigsRequest, *kmsg.ElectLeadersRequest:
+		*kmsg.IncrementalAlterConfigsRequest, *kmsg.AlterConfigsRequest, *kmsg.ElectLeadersRequest,
+		*kmsg.AlterPartitionAssignmentsRequest, *kmsg.ListPartitionReassignmentsRequest:
 		return true
 	}
 	return false
@@ -387,6 +388,10 @@ func (c *Controller) Handle(now time.Duration, req kmsg.Request) (Ticket, error)
 		resp = c.alterConfigs(r)
 	case *kmsg.ElectLeadersRequest:
 		resp = c.electLeaders(r)
+	case *kmsg.AlterPartitionAssignmentsRequest:
+		resp = c.alterPartitionReassignments(r)
+	case *kmsg.ListPartitionReassignmentsRequest:
+		resp = c.listPartitionReassignments(r)
 	}
 	c.waiting = append(c.waiting, waitingResponse{ticket: t, readyAt: c.lastWritten, req: req, resp: resp})
 	c.release()

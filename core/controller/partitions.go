@@ -252,6 +252,14 @@ func (c *Controller) alterOnePartition(b **batch, req *kmsg.AlterPartitionReques
 			rec.ELR = append([]int32{}, elr...)
 		}
 		c.addSplit(b, rec)
+		if done := c.maybeCompleteReassignment(topic, &part, newISR); done != nil {
+			c.addSplit(b, done) // every target replica is in sync
+			part.PartitionEpoch++
+			if done.Leader != nil {
+				part.Leader, part.LeaderEpoch = *done.Leader, part.LeaderEpoch+1
+			}
+			newISR = done.ISR
+		}
 		part.ISR, part.PartitionEpoch = newISR, part.PartitionEpoch+1
 	}
 	rp.LeaderID, rp.LeaderEpoch, rp.PartitionEpoch = part.Leader, part.LeaderEpoch, part.PartitionEpoch

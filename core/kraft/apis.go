@@ -28,6 +28,7 @@ var controllerAPIs = func() protocol.Table {
 		kmsg.NewPtrCreateTopicsRequest(), kmsg.NewPtrDeleteTopicsRequest(), kmsg.NewPtrCreatePartitionsRequest(),
 		kmsg.NewPtrAlterPartitionRequest(), kmsg.NewPtrAllocateProducerIDsRequest(),
 		kmsg.NewPtrIncrementalAlterConfigsRequest(), kmsg.NewPtrAlterConfigsRequest(), kmsg.NewPtrElectLeadersRequest(),
+		kmsg.NewPtrAlterPartitionAssignmentsRequest(), kmsg.NewPtrListPartitionReassignmentsRequest(),
 	} {
 		rows = append(rows, protocol.API{Key: req.Key(), MinVersion: 0, MaxVersion: req.MaxVersion()})
 	}

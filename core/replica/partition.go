@@ -274,8 +274,11 @@ func (p *Partition) update(part meta.Partition, cfg topicConfig) {
 	p.settleISR(part.PartitionEpoch)
 	p.isr = slices.Clone(part.ISR)
 	p.replicas = slices.Clone(part.Replicas)
-	if leaderChanged || replicasChanged {
+	switch {
+	case leaderChanged:
 		p.resetFollowers()
+	case replicasChanged:
+		p.syncFollowers() // a reassignment: the followers that stay keep their state
 	}
 	if leaderChanged && !p.leads() {
 		p.failAcks(fmt.Errorf("%w: %s is now led by %d (epoch %d)", ErrNotLeader, p.dir, p.leader, p.leaderEpoch))

@@ -60,6 +60,26 @@ func (p *Partition) resetFollowers() {
 	slices.SortFunc(p.followers, func(a, b follower) int { return int(a.id) - int(b.id) })
 }
 
+// syncFollowers follows a change of the replicas within a leadership:
+// replicas that stay keep what the leader knows of them, new ones start
+// unknown, removed ones are forgotten.
+func (p *Partition) syncFollowers() {
+	now := p.m.e.Monotonic()
+	var next []follower
+	for _, id := range p.replicas {
+		if id == p.m.cfg.NodeID {
+			continue
+		}
+		if f := p.follower(id); f != nil {
+			next = append(next, *f)
+		} else {
+			next = append(next, follower{id: id, logEnd: -1, lastCaughtUp: now, leaderEndAtFetch: -1})
+		}
+	}
+	slices.SortFunc(next, func(a, b follower) int { return int(a.id) - int(b.id) })
+	p.followers = next
+}
+
 // follower returns the state of replica id, or nil.
 func (p *Partition) follower(id int32) *follower {
 	i, ok := slices.BinarySearchFunc(p.followers, id, func(f follower, id int32) int { return int(f.id) - int(id) })

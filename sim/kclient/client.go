@@ -73,6 +73,8 @@ type PartitionMetadata struct {
 	Leader      int32 // -1: none
 	LeaderEpoch int32
 	ErrorCode   int16
+	// Replicas is the assignment, in preference order.
+	Replicas []int32
 }
 
 // TopicMetadata is what the client knows of one topic.
@@ -380,7 +382,8 @@ func (c *Client) applyMetadata(resp *kmsg.MetadataResponse) {
 		t := TopicMetadata{Name: name, ID: rt.TopicID, ErrorCode: rt.ErrorCode}
 		old, had := c.Topic(name)
 		for _, rp := range rt.Partitions {
-			p := PartitionMetadata{Partition: rp.Partition, Leader: rp.Leader, LeaderEpoch: rp.LeaderEpoch, ErrorCode: rp.ErrorCode}
+			p := PartitionMetadata{Partition: rp.Partition, Leader: rp.Leader, LeaderEpoch: rp.LeaderEpoch, ErrorCode: rp.ErrorCode,
+				Replicas: slices.Clone(rp.Replicas)}
 			if had && old.ID == t.ID {
 				if prev := findPartition(old.Partitions, rp.Partition); prev != nil && prev.LeaderEpoch > p.LeaderEpoch {
 					p = *prev

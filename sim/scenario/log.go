@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -240,10 +241,15 @@ func runLog(o Options, bugs logBugs) (sim.Summary, *logHarness) {
 
 // logHarness is one run of the log scenario.
 type logHarness struct {
-	s     *sim.Sim
-	o     Options
-	bugs  logBugs
-	swarm logSwarm
+	// reassigns (the replicated scenario, one seed in two) runs partition
+	// reassignments from the admin client (logAdmin.reassignTick), drawn
+	// from reassignRand.
+	reassigns    bool
+	reassignRand *rand.Rand
+	s            *sim.Sim
+	o            Options
+	bugs         logBugs
+	swarm        logSwarm
 
 	names []string
 	procs []*sim.Process
@@ -280,6 +286,12 @@ func newLogHarness(s *sim.Sim, o Options, bugs logBugs) *logHarness {
 	h := &logHarness{s: s, o: o, bugs: bugs, swarm: drawLogSwarm(s, bugs),
 		probes: map[linearizability.LogPartition]int64{}}
 	h.hist = linearizability.NewLogHistory(s.Now)
+	if bugs.rf() > 1 {
+		// Reassignments in one seed of two, from a stream of their own so
+		// that the rest of the seed's draws do not move.
+		h.reassignRand = s.Rand("log/reassign")
+		h.reassigns = h.reassignRand.IntN(2) == 0
+	}
 	n := o.Nodes
 	h.servers = make([]*server.Server, n)
 	h.registries = make([]*metrics.Registry, n)

@@ -236,6 +236,9 @@ func startLogAdmin(h *logHarness) *logAdmin {
 
 func (a *logAdmin) tick(e env.Env) {
 	if a.h.phase != logSetup {
+		if a.h.bugs.rf() > 1 {
+			a.reassignTick(e)
+		}
 		return
 	}
 	a.c.RefreshMetadata()
@@ -246,6 +249,68 @@ func (a *logAdmin) tick(e env.Env) {
 		}
 	}
 	e.AfterFunc(100*time.Millisecond, func() { a.tick(e) })
+}
+
+// reassignTick runs the replicated scenario's reassignments, in one seed
+// of two: during the fault phase, every 0.5 to 3 s, one partition with
+// every broker as a replica drops one (a removal, completed at once) and
+// one with a broker missing gets it back (an addition: the new replica
+// catches up before the reassignment completes); from the heal on, every
+// partition gets its missing replica back, so that the run ends fully
+// replicated. Answers are traced, not judged: a reassignment refused (in
+// progress already, no controller) is simply tried again later.
+func (a *logAdmin) reassignTick(e env.Env) {
+	if a.h.phase == logDone || !a.h.reassigns {
+		return
+	}
+	a.c.RefreshMetadata()
+	r := a.h.reassignRand
+	faults := a.h.phase == logFaults
+	for _, t := range a.h.swarm.topics {
+		tm, ok := a.c.Topic(t.name)
+		if !ok {
+			continue
+		}
+		for _, p := range tm.Partitions {
+			n := len(a.h.procs)
+			switch {
+			case len(p.Replicas) == n && faults && r.IntN(8) == 0:
+				drop := p.Replicas[r.IntN(n)]
+				a.reassign(t.name, p.Partition, slices.DeleteFunc(slices.Clone(p.Replicas), func(id int32) bool { return id == drop }))
+			case len(p.Replicas) == n-1 && (!faults || r.IntN(4) == 0):
+				target := slices.Clone(p.Replicas)
+				for id := int32(1); id <= int32(n); id++ {
+					if !slices.Contains(target, id) {
+						target = append(target, id)
+					}
+				}
+				a.reassign(t.name, p.Partition, target)
+			}
+		}
+	}
+	wait := time.Duration(500+r.IntN(2500)) * time.Millisecond
+	if !faults {
+		wait = 500 * time.Millisecond
+	}
+	e.AfterFunc(wait, func() { a.reassignTick(e) })
+}
+
+// reassign asks for partition's assignment to become target.
+func (a *logAdmin) reassign(topic string, partition int32, target []int32) {
+	req := kmsg.NewPtrAlterPartitionAssignmentsRequest()
+	rt := kmsg.NewAlterPartitionAssignmentsRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewAlterPartitionAssignmentsRequestTopicPartition()
+	rp.Partition, rp.Replicas = partition, target
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	a.c.DoAny(req, func(resp kmsg.Response, err error) {
+		code := int16(-1)
+		if r, ok := resp.(*kmsg.AlterPartitionAssignmentsResponse); ok && err == nil && len(r.Topics) == 1 && len(r.Topics[0].Partitions) == 1 {
+			code = r.Topics[0].Partitions[0].ErrorCode
+		}
+		a.h.s.Trace(fmt.Sprintf("log:reassign %s-%d to %v code=%d", topic, partition, target, code))
+	})
 }
 
 // create creates topic t. With replicas, a broker the Metadata listed may
