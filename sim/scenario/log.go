@@ -180,6 +180,13 @@ func runLog(o Options, bugs logBugs) (sim.Summary, *logHarness) {
 			// virtual time; the panic's stack adds nothing.
 			m.Err = h.err
 		}
+		if m.Err != nil {
+			// Every anomaly the whole history shows, by Jepsen's classes
+			// (the check that failed reported the first).
+			if r := h.hist.Anomalies(); !r.Empty() {
+				m.Err = fmt.Errorf("%w\n    anomalies: %s", m.Err, anomalySummary(r))
+			}
+		}
 		return m, h
 	}
 	h.start()
@@ -608,4 +615,15 @@ func (h *logHarness) describe() string {
 		}
 	}
 	return b.String()
+}
+
+// anomalySummary is the classes of r that occurred, with their examples.
+func anomalySummary(r linearizability.AnomalyReport) string {
+	var out []string
+	for _, line := range strings.Split(strings.TrimSpace(r.String()), "\n") {
+		if !strings.HasSuffix(line, ": 0") {
+			out = append(out, line)
+		}
+	}
+	return strings.Join(out, "; ")
 }

@@ -568,7 +568,6 @@ func (lc *logConsumer) onFetch(ev kclient.FetchEvent) {
 		}
 		h.s.Trace(fmt.Sprintf("log:%s read %s session=%d %d..%d hw=%d", lc.name, p, ev.Session, first, last, ev.HighWatermark))
 		recs = lc.view(p, st, recs)
-		h.fail(h.hist.Read(lc.name, ev.Session, p, recs))
 		hw := ev.HighWatermark
 		if h.bugs.rf() > 1 {
 			// A new leader's high watermark may lag the old one's until
@@ -577,7 +576,7 @@ func (lc *logConsumer) onFetch(ev kclient.FetchEvent) {
 			// record, but the number it is told may go back.
 			hw = max(hw, st.hw)
 		}
-		h.fail(h.hist.HighWatermark(lc.name, p, hw))
+		h.fail(h.hist.ReadWithHW(lc.name, ev.Session, p, recs, hw))
 		st.hw = hw
 		if lc.final {
 			st.records = append(st.records, recs...)
