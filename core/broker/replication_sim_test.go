@@ -93,6 +93,8 @@ func TestReplicatedPartitionSurvivesItsLeader(t *testing.T) {
 		require.Equal(t, int64(10), p.LogEndOffset(), "node %d's replica has every acknowledged record", i)
 	}
 	require.Equal(t, acked, fetchAll(t, x, leader, "r"))
+	sessions, _ := x.Metrics[leader-1].Value(metrics.FetchSessions)
+	require.Equal(t, float64(2), sessions, "each follower fetches in a session (KIP-227)")
 
 	x.Kill(leader)
 	x.RunUntil("a new leader", func() bool { l := x.LeaderOf("r", 0); return l != 0 && l != leader })

@@ -68,6 +68,26 @@ type fetcher struct {
 	flushing int
 	retry    env.Timer
 	closed   bool
+	// sess is the fetch session (KIP-227) held with the leader: after a
+	// full fetch creates it, each fetch names only the partitions whose
+	// fetch state changed (and forgets those no longer fetched); id 0:
+	// none yet.
+	sess fetcherSession
+}
+
+// fetcherSession is a replica fetch session and what it holds.
+type fetcherSession struct {
+	id, epoch int32
+	parts     []sessionPart
+}
+
+// sessionPart is what a session holds for one partition: the values the
+// last fetch that named it sent.
+type sessionPart struct {
+	topicID                           meta.UUID
+	partition                         int32
+	fetchOffset, logStart             int64
+	lastFetchedEpoch, currentLeaderEp int32
 }
 
 // fetchingFrom is what one request asked of a partition, to match the
@@ -211,13 +231,25 @@ func (f *fetcher) fetch() {
 	req.ReplicaID = f.m.cfg.NodeID
 	req.MaxWaitMillis = int32(replicaFetchWait / time.Millisecond)
 	req.MinBytes, req.MaxBytes = 1, replicaFetchResponseMaxBytes
-	req.SessionEpoch = -1
+	incremental := f.sess.id > 0
+	req.SessionID, req.SessionEpoch = f.sess.id, f.sess.epoch
+	if !incremental {
+		req.SessionEpoch = 0 // a full fetch that creates a session
+	}
 	var asked []fetchingFrom
+	var holds []sessionPart
 	for _, p := range f.parts {
 		if !p.following() || p.leader != f.leader {
 			continue
 		}
 		l := p.l
+		sp := sessionPart{topicID: p.topicID, partition: p.id, fetchOffset: l.LogEndOffset(), logStart: l.LogStartOffset(),
+			lastFetchedEpoch: l.LatestEpoch(), currentLeaderEp: p.leaderEpoch}
+		holds = append(holds, sp)
+		asked = append(asked, fetchingFrom{p: p, epoch: p.leaderEpoch, l: l, asked: sp.fetchOffset})
+		if incremental && slices.Contains(f.sess.parts, sp) {
+			continue // the session holds it as it is
+		}
 		n := len(req.Topics)
 		if n == 0 || req.Topics[n-1].TopicID != p.topicID {
 			rt := kmsg.NewFetchRequestTopic()
@@ -227,16 +259,30 @@ func (f *fetcher) fetch() {
 		}
 		rp := kmsg.NewFetchRequestTopicPartition()
 		rp.Partition = p.id
-		rp.CurrentLeaderEpoch = p.leaderEpoch
-		rp.FetchOffset = l.LogEndOffset()
-		rp.LastFetchedEpoch = l.LatestEpoch()
-		rp.LogStartOffset = l.LogStartOffset()
+		rp.CurrentLeaderEpoch = sp.currentLeaderEp
+		rp.FetchOffset = sp.fetchOffset
+		rp.LastFetchedEpoch = sp.lastFetchedEpoch
+		rp.LogStartOffset = sp.logStart
 		rp.PartitionMaxBytes = replicaFetchMaxBytes
 		req.Topics[n-1].Partitions = append(req.Topics[n-1].Partitions, rp)
-		asked = append(asked, fetchingFrom{p: p, epoch: p.leaderEpoch, l: l, asked: rp.FetchOffset})
 	}
 	if len(asked) == 0 {
 		return
+	}
+	if incremental {
+		for _, old := range f.sess.parts {
+			if slices.ContainsFunc(holds, func(sp sessionPart) bool { return sp.topicID == old.topicID && sp.partition == old.partition }) {
+				continue
+			}
+			n := len(req.ForgottenTopics)
+			if n == 0 || req.ForgottenTopics[n-1].TopicID != old.topicID {
+				ft := kmsg.NewFetchRequestForgottenTopic()
+				ft.TopicID = old.topicID
+				req.ForgottenTopics = append(req.ForgottenTopics, ft)
+				n++
+			}
+			req.ForgottenTopics[n-1].Partitions = append(req.ForgottenTopics[n-1].Partitions, old.partition)
+		}
 	}
 	f.inflight = true
 	client := f.client
@@ -254,7 +300,15 @@ func (f *fetcher) fetch() {
 			return
 		}
 		resp, ok := r.(*kmsg.FetchResponse)
-		if err != nil || !ok || resp.ErrorCode != 0 {
+		switch {
+		case err == nil && ok && (resp.ErrorCode == kerr.FetchSessionIDNotFound.Code || resp.ErrorCode == kerr.InvalidFetchSessionEpoch.Code):
+			// The leader evicted the session or restarted: a full fetch
+			// creates a new one, at once.
+			f.sess = fetcherSession{}
+			f.m.e.Post(f.fetch)
+			return
+		case err != nil || !ok || resp.ErrorCode != 0:
+			f.sess = fetcherSession{} // unknown on the leader now
 			if f.client == client {
 				client.Close()
 				f.client = nil
@@ -262,12 +316,25 @@ func (f *fetcher) fetch() {
 			f.later()
 			return
 		}
+		switch {
+		case resp.SessionID <= 0:
+			f.sess = fetcherSession{} // sessions off at the leader: full fetches
+		case incremental:
+			f.sess.epoch++
+			if f.sess.epoch <= 0 {
+				f.sess.epoch = 1
+			}
+			f.sess.parts = holds
+		default:
+			f.sess = fetcherSession{id: resp.SessionID, epoch: 1, parts: holds}
+		}
 		f.answered(resp, asked)
 	})
 	if err != nil {
 		f.inflight = false
 		client.Close()
 		f.client = nil
+		f.sess = fetcherSession{}
 		f.later()
 	}
 }
