@@ -8,7 +8,7 @@ SEEDS     ?= 1000
 BENCHTIME ?= 1s
 PKGS      := ./...
 
-.PHONY: run test sim sim-sweep sim-sweep-kraft sim-compare crash-sweep lint vet fmt-check bench bench-failover bench-strata fuzz clean build
+.PHONY: run test sim sim-sweep sim-sweep-kraft sim-compare crash-sweep lint vet fmt-check bench bench-failover bench-partition-failover bench-strata fuzz clean build
 
 ## run: start one combined broker+controller on 127.0.0.1:9092, data in ./data
 run: build
@@ -82,6 +82,11 @@ ELECTION_TIMEOUT_MS ?=
 bench-failover:
 	STRATA_FAILOVER_RUNS=$(RUNS) STRATA_FAILOVER_FETCH_TIMEOUT_MS=$(FETCH_TIMEOUT_MS) STRATA_FAILOVER_ELECTION_TIMEOUT_MS=$(ELECTION_TIMEOUT_MS) \
 	  $(GO) test -count=1 -timeout 30m -run '^TestKRaftFailoverProcesses$$' -v ./cmd/strata/
+
+## bench-partition-failover: SIGKILL the leader of an RF 3 partition on a 3-process cluster RUNS times;
+## prints median/min/max of the time to the first successful acks=all produce (default timeouts)
+bench-partition-failover:
+	STRATA_PARTITION_FAILOVER_RUNS=$(RUNS) $(GO) test -count=1 -timeout 30m -run '^TestPartitionFailoverProcesses$$' -v ./cmd/strata/
 
 ## bench-strata: `strata bench` with its defaults (a strata child node, kfake and the fsync ceiling; 6 partitions,
 ## 1 KiB records, 10 s phases); BENCH_ARGS adds flags, e.g. BENCH_ARGS='--runs 5 --json'. Not part of `make test`.

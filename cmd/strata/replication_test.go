@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -175,3 +177,69 @@ func TestReplicationProcesses(t *testing.T) {
 }
 
 func kadmString(s string) *string { return &s }
+
+// TestPartitionFailoverProcesses measures partition leader failover with
+// real processes: three combined nodes with default timeouts, a topic of
+// RF 3 and min.insync.replicas 2, SIGKILL of partition 0's leader, and the
+// time until an acks=all produce to that partition succeeds. It runs only
+// with STRATA_PARTITION_FAILOVER_RUNS=N (`make bench-partition-failover
+// RUNS=N`) and prints the median, min and max.
+func TestPartitionFailoverProcesses(t *testing.T) {
+	runs := 0
+	if v := os.Getenv("STRATA_PARTITION_FAILOVER_RUNS"); v != "" {
+		n, err := strconv.Atoi(v)
+		require.NoError(t, err, "STRATA_PARTITION_FAILOVER_RUNS")
+		runs = n
+	}
+	if runs <= 0 {
+		t.Skip("a benchmark: set STRATA_PARTITION_FAILOVER_RUNS=N (make bench-partition-failover)")
+	}
+	var took []time.Duration
+	for run := 1; run <= runs; run++ {
+		t.Run(fmt.Sprintf("run-%d", run), func(t *testing.T) {
+			specs := []clusterSpec{{1, "broker,controller"}, {2, "broker,controller"}, {3, "broker,controller"}}
+			c := startCluster(t, specs)
+			c.waitFor(clusterStartTimeout, "every broker registered", func() bool { return len(c.registeredBrokers()) == 3 })
+			var seeds []string
+			for _, p := range c.procs {
+				seeds = append(seeds, p.brokerAddr)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic("f"),
+				kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RetryTimeout(time.Minute), kgo.ProducerLinger(0))
+			require.NoError(t, err)
+			defer cl.Close()
+			adm := kadm.NewClient(cl)
+			c.waitFor(clusterStartTimeout, "the topic created", func() bool {
+				resp, err := adm.CreateTopic(ctx, 1, 3, map[string]*string{"min.insync.replicas": kadmString("2")}, "f")
+				return err == nil && resp.Err == nil
+			})
+			for i := range 100 {
+				require.NoError(t, cl.ProduceSync(ctx, &kgo.Record{Partition: 0, Value: []byte(strconv.Itoa(i))}).FirstErr())
+			}
+			md, err := adm.Metadata(ctx, "f")
+			require.NoError(t, err)
+			leader := md.Topics["f"].Partitions[0].Leader
+			start := time.Now()
+			c.proc(leader).kill()
+			require.NoError(t, cl.ProduceSync(ctx, &kgo.Record{Partition: 0, Value: []byte("after")}).FirstErr())
+			d := time.Since(start)
+			took = append(took, d)
+			t.Logf("run %d: killed leader %d; an acks=all produce succeeded %v later", run, leader, d.Round(time.Millisecond))
+		})
+		if t.Failed() {
+			return
+		}
+	}
+	s := slices.Clone(took)
+	slices.Sort(s)
+	med := s[len(s)/2]
+	if len(s)%2 == 0 {
+		med = (s[len(s)/2-1] + s[len(s)/2]) / 2
+	}
+	msg := fmt.Sprintf("partition leader failover after SIGKILL, %d runs, default timeouts (broker.session.timeout.ms 9000): first acks=all produce after median %v, min %v, max %v",
+		runs, med.Round(time.Millisecond), s[0].Round(time.Millisecond), s[len(s)-1].Round(time.Millisecond))
+	t.Log(msg)
+	fmt.Println(msg)
+}
