@@ -96,10 +96,13 @@ func TestReplicatedPartitionSurvivesItsLeader(t *testing.T) {
 	sessions, _ := x.Metrics[leader-1].Value(metrics.FetchSessions)
 	require.Equal(t, float64(2), sessions, "each follower fetches in a session (KIP-227)")
 
+	killedAt := x.Sim.Now()
 	x.Kill(leader)
 	x.RunUntil("a new leader", func() bool { l := x.LeaderOf("r", 0); return l != 0 && l != leader })
 	next := x.LeaderOf("r", 0)
-	t.Logf("leader %d killed; %d leads at %v", leader, next, x.Sim.Now())
+	t.Logf("leader %d killed; %d leads %v later", leader, next, x.Sim.Now()-killedAt)
+	require.Less(t, x.Sim.Now()-killedAt, 2*time.Second,
+		"a follower's refused redial gets the dead broker fenced at once, not after broker.session.timeout.ms")
 	require.Equal(t, acked, fetchAll(t, x, next, "r"), "the new leader serves every acknowledged record")
 	for i := 10; i < 15; i++ {
 		v := fmt.Sprintf("v%d", i)

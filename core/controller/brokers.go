@@ -336,6 +336,28 @@ func (c *Controller) fence(reg *meta.BrokerRegistration) {
 	c.seal(b)
 }
 
+// SuspectBroker takes a report, at monotonic time now, that broker id's
+// listener refuses connections: its process is gone (a live broker never
+// refuses them; a restarting one has a new registration coming). The
+// active controller fences the broker at once rather than after its
+// session timeout, moving its leaderships to in-sync replicas (the
+// refused-redial idea that makes the metadata quorum's failover fast,
+// applied to partition leaders). Fencing is always safe: a broker fenced
+// wrongly heartbeats and is unfenced within its heartbeat interval. It
+// returns whether it fenced.
+func (c *Controller) SuspectBroker(now time.Duration, id int32) bool {
+	c.advance(now)
+	if !c.leader || c.pendingRecords >= c.cfg.MaxPendingRecords {
+		return false
+	}
+	reg, ok := c.spec.Broker(id)
+	if !ok || reg.Fenced {
+		return false
+	}
+	c.fence(&reg)
+	return true
+}
+
 // unfence writes a broker's unfencing, then elects leaders for leaderless
 // partitions that it can now lead.
 func (c *Controller) unfence(reg *meta.BrokerRegistration) {

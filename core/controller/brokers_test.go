@@ -401,3 +401,19 @@ func TestEligibleLeaderReplicas(t *testing.T) {
 	require.Equal(t, []int32{2, 3}, p.ISR)
 	require.Empty(t, p.ELR)
 }
+
+// SuspectBroker: a report that a broker's listener refuses connections
+// fences it at once on the active controller (its leaderships move); a
+// fenced or unknown broker, or a controller that does not lead, ignores it.
+func TestSuspectBrokerFencesAtOnce(t *testing.T) {
+	h := newCluster(t, Config{}, 3)
+	h.mustCreate(topicSpec{name: "t", assignment: [][]int32{{1, 2, 3}}, partitions: -1, rf: -1})
+	require.False(t, h.c.SuspectBroker(h.now, 9), "unknown broker")
+	require.True(t, h.c.SuspectBroker(h.now, 1))
+	h.drain()
+	h.commitAll()
+	p := h.partition("t", 0)
+	require.Equal(t, int32(2), p.Leader)
+	require.NotContains(t, p.ISR, int32(1))
+	require.False(t, h.c.SuspectBroker(h.now, 1), "fenced already")
+}

@@ -256,6 +256,17 @@ func (m *Member) submitLocal(req kmsg.Request, done func(kmsg.Response, error)) 
 	})
 }
 
+// SuspectBroker reports that broker id's listener refused a connection
+// (its process is gone): the active controller fences it at once
+// (controller.SuspectBroker). Elsewhere it does nothing.
+func (m *Member) SuspectBroker(id int32) {
+	m.step(func() {
+		if m.ctrl.SuspectBroker(m.e.Monotonic(), id) {
+			m.log.Info("fenced a broker whose listener refuses connections", "broker", id)
+		}
+	})
+}
+
 // step runs one input against the Raft at the current time: Tick first
 // (inputs happen at the Raft's clock), then the input, then everything the
 // Raft and the controller produced, then the timer for the next deadline.

@@ -70,6 +70,9 @@ type Config struct {
 	// BrokerEpoch is this broker's epoch from its registration, -1
 	// before it registered.
 	BrokerEpoch func() int64
+	// LeaderRefused, if set, is told that a leader broker's listener
+	// refused a follower's connection: its process is gone.
+	LeaderRefused func(broker int32)
 
 	// flushObserver is set by the manager: every log reports its flushes
 	// to the registry's histograms.

@@ -47,6 +47,9 @@ const (
 	replicaFetchWait             = 500 * time.Millisecond
 	replicaFetchBackoff          = time.Second // replica.fetch.backoff.ms
 	replicaFetchTimeout          = 30 * time.Second
+	// refusedRedialBackoff paces the redials of a leader whose listener
+	// refuses connections (until the metadata names another leader).
+	refusedRedialBackoff = 100 * time.Millisecond
 )
 
 // fetcherListener is the listener followers dial on their leaders.
@@ -73,6 +76,9 @@ type fetcher struct {
 	// fetch state changed (and forgets those no longer fetched); id 0:
 	// none yet.
 	sess fetcherSession
+	// redialed is set once a lost connection was dialed again at once;
+	// a successful fetch clears it.
+	redialed bool
 }
 
 // fetcherSession is a replica fetch session and what it holds.
@@ -189,11 +195,14 @@ func (f *fetcher) close() {
 }
 
 // later retries fetch after the backoff.
-func (f *fetcher) later() {
+func (f *fetcher) later() { f.laterIn(replicaFetchBackoff) }
+
+// laterIn retries fetch after d.
+func (f *fetcher) laterIn(d time.Duration) {
 	if f.closed || f.retry != nil {
 		return
 	}
-	f.retry = f.m.e.AfterFunc(replicaFetchBackoff, func() {
+	f.retry = f.m.e.AfterFunc(d, func() {
 		f.retry = nil
 		f.fetch()
 	})
@@ -218,6 +227,16 @@ func (f *fetcher) fetch() {
 			}
 			if err != nil {
 				f.m.log.Debug("follower cannot reach its leader", "leader", f.leader, "addr", f.addr, "err", err)
+				if errors.Is(err, env.ErrConnRefused) {
+					if f.m.cfg.LeaderRefused != nil {
+						f.m.cfg.LeaderRefused(f.leader)
+					}
+					// Report again soon: the report only counts on the
+					// active controller, which may be elected meanwhile
+					// (the dead broker's node may have been it).
+					f.laterIn(refusedRedialBackoff)
+					return
+				}
 				f.later()
 				return
 			}
@@ -313,6 +332,14 @@ func (f *fetcher) fetch() {
 				client.Close()
 				f.client = nil
 			}
+			if err != nil && !f.redialed {
+				// A lost connection: dial again at once, once, so that a
+				// leader whose process died is known refused (and its
+				// broker reported) within a round trip, not a backoff.
+				f.redialed = true
+				f.m.e.Post(f.fetch)
+				return
+			}
 			f.later()
 			return
 		}
@@ -328,6 +355,7 @@ func (f *fetcher) fetch() {
 		default:
 			f.sess = fetcherSession{id: resp.SessionID, epoch: 1, parts: holds}
 		}
+		f.redialed = false
 		f.answered(resp, asked)
 	})
 	if err != nil {

@@ -120,11 +120,6 @@ func (p *Partition) alterISR(isr []int32) {
 				code = rp.ErrorCode
 				if code == 0 {
 					p.pendingEpoch = rp.PartitionEpoch // settles when the image shows it
-					if len(isr) < len(p.isr) {
-						p.m.metrics.isrShrinks.Inc()
-					} else {
-						p.m.metrics.isrExpands.Inc()
-					}
 					return
 				}
 			}

@@ -267,6 +267,15 @@ func (p *Partition) update(part meta.Partition, cfg topicConfig) {
 	leaderChanged := p.leader != part.Leader || p.leaderEpoch != part.LeaderEpoch
 	assert.That(part.LeaderEpoch >= p.leaderEpoch, "%s: leader epoch went back from %d to %d", p.dir, p.leaderEpoch, part.LeaderEpoch)
 	replicasChanged := !slices.Equal(p.replicas, part.Replicas)
+	if p.leads() && !leaderChanged && p.pendingISR != nil && slices.Equal(part.ISR, p.pendingISR) && !slices.Equal(p.isr, part.ISR) {
+		// The image shows this leader's ISR change: count it once, here
+		// (its answer may come after the image, or not at all).
+		if len(part.ISR) < len(p.isr) {
+			p.m.metrics.isrShrinks.Inc()
+		} else {
+			p.m.metrics.isrExpands.Inc()
+		}
+	}
 	p.leader, p.leaderEpoch, p.partitionEpoch = part.Leader, part.LeaderEpoch, part.PartitionEpoch
 	if leaderChanged {
 		p.pendingISR, p.pendingEpoch = nil, -1

@@ -62,6 +62,7 @@ func Start(e env.Env, cfg Config) (*Server, error) {
 	rcfg.KeepDirs = append(rcfg.KeepDirs, metadataDir)
 	rcfg.Metrics = cfg.Metrics
 	rcfg.AlterPartition = func(req *kmsg.AlterPartitionRequest, done func(kmsg.Response, error)) { s.member.Submit(req, done) }
+	rcfg.LeaderRefused = s.member.SuspectBroker
 	rcfg.BrokerEpoch = func() int64 {
 		if s.reg == nil || !s.Registered() {
 			return -1
