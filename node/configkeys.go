@@ -409,15 +409,9 @@ func setDefaultReplicationFactor(c *Config, value string) error {
 }
 
 func setAutoLeaderRebalance(c *Config, value string) error {
-	switch strings.ToLower(value) {
-	case "true":
-		c.NoAutoLeaderRebalance = false
-	case "false":
-		c.NoAutoLeaderRebalance = true
-	default:
-		return fmt.Errorf("want true or false")
-	}
-	return nil
+	on, err := parseBool(value)
+	c.NoAutoLeaderRebalance = err == nil && !on
+	return err
 }
 
 func setLeaderImbalanceCheck(c *Config, value string) error {

@@ -108,9 +108,7 @@ func (c *Controller) electUnclean(b **batch, ti *meta.TopicImage, p *meta.Partit
 	if rec == nil || rec.Leader == nil || *rec.Leader == meta.NoLeader {
 		return kerr.EligibleLeadersNotAvailable, fmt.Sprintf("No replica of %v is active.", p.Replicas)
 	}
-	if !slices.Contains(p.ISR, *rec.Leader) && !slices.Contains(p.ELR, *rec.Leader) && c.cfg.OnUncleanElection != nil {
-		c.cfg.OnUncleanElection(ti.Name(), p.ID, *rec.Leader)
-	}
+	c.tellUnclean(ti.Name(), p, rec)
 	c.addSplit(b, rec)
 	return nil, ""
 }

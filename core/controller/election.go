@@ -70,10 +70,7 @@ func (c *Controller) electionRecords(img *meta.Image, rules electionRules, want 
 				minISR = c.minInsyncReplicas(img, t.Name())
 			}
 			if rec := electChange(t.ID(), &p, rules, unclean, minISR); rec != nil {
-				if rec.Leader != nil && *rec.Leader != meta.NoLeader && !slices.Contains(p.ISR, *rec.Leader) &&
-					!slices.Contains(p.ELR, *rec.Leader) && c.cfg.OnUncleanElection != nil {
-					c.cfg.OnUncleanElection(t.Name(), p.ID, *rec.Leader)
-				}
+				c.tellUnclean(t.Name(), &p, rec)
 				out = append(out, rec)
 			}
 		}
@@ -182,6 +179,16 @@ func electChange(topic meta.UUID, p *meta.Partition, rules electionRules, unclea
 		rec.ELR = append([]int32{}, elr...) // non-nil: an empty list clears it
 	}
 	return rec
+}
+
+// tellUnclean tells the owner (Config.OnUncleanElection) when rec makes a
+// replica outside p's ISR and ELR its leader.
+func (c *Controller) tellUnclean(topic string, p *meta.Partition, rec *meta.PartitionChangeRecord) {
+	if c.cfg.OnUncleanElection == nil || rec.Leader == nil || *rec.Leader == meta.NoLeader ||
+		slices.Contains(p.ISR, *rec.Leader) || slices.Contains(p.ELR, *rec.Leader) {
+		return
+	}
+	c.cfg.OnUncleanElection(topic, p.ID, *rec.Leader)
 }
 
 // nextELR is KIP-966's eligible leader replicas after the ISR becomes

@@ -49,15 +49,8 @@ type follower struct {
 // resetFollowers starts a leadership: every other replica is unknown, and
 // the ISR's members count as caught up now (Kafka's makeLeader).
 func (p *Partition) resetFollowers() {
-	now := p.m.e.Monotonic()
 	p.followers = p.followers[:0]
-	for _, id := range p.replicas {
-		if id == p.m.cfg.NodeID {
-			continue
-		}
-		p.followers = append(p.followers, follower{id: id, logEnd: -1, lastCaughtUp: now, leaderEndAtFetch: -1})
-	}
-	slices.SortFunc(p.followers, func(a, b follower) int { return int(a.id) - int(b.id) })
+	p.syncFollowers()
 }
 
 // syncFollowers follows a change of the replicas within a leadership:

@@ -114,11 +114,18 @@ func isKnownFailingLog(seed uint64) bool {
 
 func runLogSeed(t *testing.T, seed uint64) *logHarness {
 	t.Helper()
-	sum, h := runLog(Options{Seed: seed}, logBugs{})
+	return runLogSeedWith(t, seed, logBugs{})
+}
+
+// runLogSeedWith runs one seed of the log scenario (or, with replicas,
+// the replicated one) and fails the test with its summary if it fails.
+func runLogSeedWith(t *testing.T, seed uint64, bugs logBugs) *logHarness {
+	t.Helper()
+	sum, h := runLog(Options{Seed: seed}, bugs)
 	if sum.Err != nil {
 		var b strings.Builder
 		sum.Print(&b)
-		t.Fatalf("log seed %d failed:\n%s", seed, b.String())
+		t.Fatalf("%s seed %d failed:\n%s", bugs.name(), seed, b.String())
 	}
 	return h
 }

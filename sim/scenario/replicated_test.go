@@ -49,13 +49,7 @@ const replicatedSeedsInMakeTest = 300
 
 func runReplicatedSeed(t *testing.T, seed uint64) *logHarness {
 	t.Helper()
-	sum, h := runLog(Options{Seed: seed}, logBugs{replicas: replicatedRF})
-	if sum.Err != nil {
-		var b strings.Builder
-		sum.Print(&b)
-		t.Fatalf("replicated seed %d failed:\n%s", seed, b.String())
-	}
-	return h
+	return runLogSeedWith(t, seed, logBugs{replicas: replicatedRF})
 }
 
 func TestReplicatedRegressionSeeds(t *testing.T) {
