@@ -8,7 +8,7 @@ SEEDS     ?= 1000
 BENCHTIME ?= 1s
 PKGS      := ./...
 
-.PHONY: run test sim sim-sweep sim-sweep-kraft sim-compare crash-sweep lint vet fmt-check bench bench-failover bench-partition-failover bench-strata fuzz clean build
+.PHONY: run test sim sim-sweep sim-sweep-kraft sim-compare crash-sweep lint vet fmt-check bench bench-failover bench-partition-failover bench-strata bench-replicated fuzz clean build
 
 ## run: start one combined broker+controller on 127.0.0.1:9092, data in ./data
 run: build
@@ -93,6 +93,12 @@ bench-partition-failover:
 BENCH_ARGS ?=
 bench-strata: build
 	./bin/strata bench $(BENCH_ARGS)
+
+## bench-replicated: `strata bench` on 3 combined nodes (RF 3, min.insync.replicas 2) beside kfake and three
+## parallel 1 MiB write+fdatasync loops, then the idle cost of 10,000 partitions (RF 3) per node; 3 runs
+bench-replicated: build
+	./bin/strata bench --nodes 3 --runs 3 --fsync-write-bytes 1048576 --targets strata,kfake,fsync $(BENCH_ARGS)
+	./bin/strata bench --nodes 3 --targets idle --idle-partitions 10000 $(BENCH_ARGS)
 
 ## fuzz: run each fuzz target for FUZZTIME (default 30s)
 FUZZTIME ?= 30s

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
 )
 
 func init() {
@@ -38,6 +40,8 @@ const (
 	defaultBenchRuns            = 1
 	// benchRunsMax bounds --runs.
 	benchRunsMax = 1000
+	// benchNodesMax bounds --nodes.
+	benchNodesMax = 7
 )
 
 // The bench's targets, in the order each run visits them.
@@ -51,15 +55,27 @@ const (
 	// targetMemory starts a node of its own and reports its memory at
 	// rest, with idle connections and under a producer flood.
 	targetMemory = "memory"
+	// targetIdle starts a cluster of its own and reports each node's CPU
+	// and memory doing nothing, without and with --idle-partitions.
+	targetIdle = "idle"
 )
 
-var benchTargets = []string{targetStrata, targetNoMetrics, targetKfake, targetFsync, targetMemory}
+// benchTargets are every target, in the order a run visits them;
+// defaultBenchTargets leaves out the idle target, which takes minutes.
+var (
+	benchTargets        = []string{targetStrata, targetNoMetrics, targetKfake, targetFsync, targetMemory, targetIdle}
+	defaultBenchTargets = benchTargets[:len(benchTargets)-1]
+)
 
 // benchOptions are `strata bench`'s settings.
 type benchOptions struct {
-	targets         []string // a subset of benchTargets, in their order
-	bootstrap       string   // bench this broker as "strata" instead of starting a node
-	workload        kafkaWorkload
+	targets   []string // a subset of benchTargets, in their order
+	bootstrap string   // bench this broker as "strata" instead of starting a node
+	workload  kafkaWorkload
+	// nodes is how many combined nodes the strata targets start; the
+	// fsync ceiling runs that many loops in parallel, one per node.
+	nodes           int
+	idle            idleWorkload
 	fsyncWriteBytes int
 	runs            int
 	nodeArgs        keyValues     // --key=value flags for the node's serve
@@ -86,16 +102,26 @@ func benchCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			"acks=all, linger 5 ms and 1 MiB batches for --duration; phase 2 reads it all back; phase 3\n"+
 			"produces --latency-rate records/s with linger 0 for --latency-duration and times each from\n"+
 			"Produce to acknowledgement. For a node it started, the bench reads the node's CPU time from\n"+
-			"/proc around phases 1 and 2. With --runs N it prints medians [min, max].\n\n")
+			"/proc around phases 1 and 2. With --runs N it prints medians [min, max].\n"+
+			"With --nodes N the strata targets are clusters of N combined nodes on 127.0.0.1, the topic has\n"+
+			"replication factor N and min.insync.replicas N-1, and the fsync ceiling runs N loops at once.\n"+
+			"Two more targets start nodes of their own: memory (one node's RSS at rest, with idle\n"+
+			"connections, under a flood) and idle (--targets idle: each node's CPU and RSS doing nothing,\n"+
+			"without and with --idle-partitions partitions).\n\n")
 		fs.PrintDefaults()
 	}
-	targets := fs.String("targets", strings.Join(benchTargets, ","), "which targets to run, comma-separated")
+	targets := fs.String("targets", strings.Join(defaultBenchTargets, ","), "which targets to run, comma-separated, of "+strings.Join(benchTargets, ","))
 	bootstrap := fs.String("bootstrap-server", "", "bench the broker at `host:port` as the strata target instead of starting a node (no CPU figures)")
 	duration := fs.Duration("duration", defaultBenchDuration, "phase 1 (produce) and the fsync loop run this long")
 	latencyDuration := fs.Duration("latency-duration", defaultBenchLatencyDuration, "phase 3 (latency) runs this long")
 	latencyRate := fs.Int("latency-rate", defaultBenchLatencyRate, "phase 3's `records` per second")
 	recordBytes := fs.Int("record-bytes", defaultBenchRecordBytes, "each record's value, random `bytes`")
 	partitions := fs.Int("partitions", defaultBenchPartitions, "the topic's `partitions`")
+	nodes := fs.Int("nodes", 1, "start this many combined `nodes` (one quorum) for each strata target; the fsync ceiling runs as many loops in parallel")
+	rf := fs.Int("replication-factor", 0, "the topic's replication factor (default: --nodes)")
+	minISR := fs.Int("min-insync-replicas", 0, "the topic's min.insync.replicas (default: one less than the replication factor, at least 1)")
+	idlePartitions := fs.Int("idle-partitions", defaultIdlePartitions, "the idle target's `partitions` (one topic of --replication-factor)")
+	idleDuration := fs.Duration("idle-duration", defaultIdleDuration, "how long the idle target measures CPU, with and without its partitions")
 	maxBytes := fs.Int64("max-produce-bytes", defaultBenchMaxProduceBytes, "phase 1 also ends after producing this many `bytes`")
 	fsyncWrite := fs.Int("fsync-write-bytes", 0, "the fsync loop's write size in `bytes`; 0: the node's group commit measured in phase 1 of the same run (1 MiB without one)")
 	runs := fs.Int("runs", defaultBenchRuns, "run every target's phases this many `times`, interleaved, and report medians")
@@ -113,7 +139,10 @@ func benchCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	o := benchOptions{
 		bootstrap: *bootstrap,
 		workload: kafkaWorkload{partitions: *partitions, recordBytes: *recordBytes, duration: *duration,
-			maxProduceBytes: *maxBytes, latencyDuration: *latencyDuration, latencyRate: *latencyRate},
+			maxProduceBytes: *maxBytes, latencyDuration: *latencyDuration, latencyRate: *latencyRate,
+			replicationFactor: *rf, minInsyncReplicas: *minISR},
+		nodes:           *nodes,
+		idle:            idleWorkload{partitions: *idlePartitions, duration: *idleDuration},
 		fsyncWriteBytes: *fsyncWrite,
 		runs:            *runs,
 		nodeArgs:        nodeArgs,
@@ -123,6 +152,7 @@ func benchCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	var err error
 	if o.targets, err = parseTargets(*targets); err == nil {
+		o.resolveReplication()
 		err = o.validate(fs.NArg())
 	}
 	if err != nil {
@@ -172,9 +202,41 @@ func parseTargets(s string) ([]string, error) {
 	return out, nil
 }
 
+// plural is "1 strata node" or "3 strata nodes".
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}
+
+// resolveReplication fills the topic's replication factor and
+// min.insync.replicas left at zero: --nodes, and one less (at least 1).
+func (o *benchOptions) resolveReplication() {
+	w := &o.workload
+	if w.replicationFactor == 0 {
+		w.replicationFactor = max(o.nodes, 1)
+	}
+	if w.minInsyncReplicas == 0 && w.replicationFactor > 1 {
+		w.minInsyncReplicas = w.replicationFactor - 1
+	}
+}
+
 func (o *benchOptions) validate(extraArgs int) error {
 	w := o.workload
 	switch {
+	case o.nodes < 1 || o.nodes > benchNodesMax:
+		return fmt.Errorf("--nodes must be 1 to %d, got %d", benchNodesMax, o.nodes)
+	case w.replicationFactor < 1 || (o.bootstrap == "" && w.replicationFactor > o.nodes):
+		return fmt.Errorf("--replication-factor must be 1 to --nodes (%d), got %d", o.nodes, w.replicationFactor)
+	case w.minInsyncReplicas < 0 || w.minInsyncReplicas > w.replicationFactor:
+		return fmt.Errorf("--min-insync-replicas must be 1 to the replication factor (%d), got %d", w.replicationFactor, w.minInsyncReplicas)
+	case o.bootstrap != "" && o.nodes > 1:
+		return errors.New("--nodes sets how many nodes the bench starts; with --bootstrap-server it starts none")
+	case o.idle.partitions < 1 || o.idle.partitions > idlePartitionsMax:
+		return fmt.Errorf("--idle-partitions must be 1 to %d, got %d", idlePartitionsMax, o.idle.partitions)
+	case o.idle.duration <= 0:
+		return errors.New("--idle-duration must be positive")
 	case extraArgs > 0:
 		return errors.New("unexpected arguments")
 	case w.duration <= 0 || w.latencyDuration <= 0:
@@ -230,6 +292,11 @@ func runBench(ctx context.Context, o benchOptions, progress io.Writer) (*benchRe
 		return nil, fmt.Errorf("temp dir: %w", err)
 	}
 	defer os.RemoveAll(dir)
+	o.nodes = max(o.nodes, 1)
+	o.resolveReplication()
+	if o.idle.settle == 0 {
+		o.idle.settle = idleSettle
+	}
 	report := &benchReport{Settings: o.settings()}
 	var targets []benchTarget
 	defer func() {
@@ -256,31 +323,40 @@ func runBench(ctx context.Context, o benchOptions, progress io.Writer) (*benchRe
 			if name == targetNoMetrics {
 				args = append(slices.Clone(args), keyValue{key: "strata.metrics.enable", value: "false"})
 			}
-			fmt.Fprintln(progress, "strata bench: starting a strata node for the "+name+" target")
-			node, err := startBenchNode(ctx, o.nodeCommand, o.nodeEnv, filepath.Join(dir, name), args, o.readyTimeout)
+			fmt.Fprintf(progress, "strata bench: starting %s for the %s target\n", plural(o.nodes, "strata node"), name)
+			cluster, err := startBenchCluster(ctx, o.nodeCommand, o.nodeEnv, filepath.Join(dir, name), o.nodes, args, o.readyTimeout)
 			if err != nil {
 				t.Error = err.Error()
 				continue
 			}
 			teardown = func() {
-				if err := node.stop(); err != nil {
+				if err := cluster.stop(); err != nil {
 					t.Error = strings.TrimPrefix(t.Error+"; then ", "; then ") + err.Error()
 				}
 			}
-			t.Address, t.About = node.addr, fmt.Sprintf("a strata node started by the bench at %s (pid %d)", node.addr, node.cmd.Process.Pid)
+			t.Address = strings.Join(cluster.addrs(), ",")
+			if o.nodes == 1 {
+				t.About = fmt.Sprintf("a strata node started by the bench at %s (pid %d)", t.Address, cluster.nodes[0].cmd.Process.Pid)
+			} else {
+				t.About = fmt.Sprintf("%d combined strata nodes started by the bench at %s (CPU figures are their sum)", o.nodes, t.Address)
+			}
 			if len(args) > 0 {
 				t.About += ", with --node-arg " + args.String()
 			}
-			w.cpu = node.cpuSeconds
-			w.disk = node.diskCounters
+			w.cpu = cluster.cpuSeconds
+			w.disk = cluster.diskCounters
 		case targetKfake:
-			c, addr, err := newFakeKafka()
+			c, err := kfake.NewCluster(kfake.NumBrokers(o.nodes))
 			if err != nil {
-				t.Error = err.Error()
+				t.Error = "kfake: " + err.Error()
 				continue
 			}
 			teardown = c.Close
-			t.Address, t.About = addr, "kfake in process at "+addr+" (memory only, no fsync)"
+			t.Address = strings.Join(c.ListenAddrs(), ",")
+			t.About = "kfake in process at " + t.Address + " (memory only, no fsync)"
+			if o.nodes > 1 {
+				t.About = fmt.Sprintf("kfake in process, %d brokers at %s (memory only, no fsync, no replication)", o.nodes, t.Address)
+			}
 		case targetMemory:
 			if o.bootstrap != "" {
 				t.Error = "the memory target starts its own node; it cannot use --bootstrap-server"
@@ -311,17 +387,49 @@ func runBench(ctx context.Context, o benchOptions, progress io.Writer) (*benchRe
 				return nil
 			}})
 			continue
+		case targetIdle:
+			if o.bootstrap != "" {
+				t.Error = "the idle target starts its own nodes; it cannot use --bootstrap-server"
+				continue
+			}
+			t.About = fmt.Sprintf("%s of its own, started afresh for every run: each node's CPU and RSS over %v doing nothing, without and with %d partitions (RF %d); figures of the busiest node",
+				plural(o.nodes, "strata node"), o.idle.duration, o.idle.partitions, w.replicationFactor)
+			run := 0
+			targets = append(targets, benchTarget{report: t, teardown: func() {}, once: func(ctx context.Context) error {
+				run++
+				fmt.Fprintf(progress, "strata bench: starting %s for the idle target\n", plural(o.nodes, "strata node"))
+				cluster, err := startBenchCluster(ctx, o.nodeCommand, o.nodeEnv, fmt.Sprintf("%s/idle-%d", dir, run), o.nodes, o.nodeArgs, o.readyTimeout)
+				if err != nil {
+					return err
+				}
+				res, err := o.idle.run(ctx, cluster, w.replicationFactor, w.minInsyncReplicas, progress)
+				if serr := cluster.stop(); err == nil {
+					err = serr
+				}
+				if err != nil {
+					return err
+				}
+				t.IdleRuns = append(t.IdleRuns, res)
+				fmt.Fprintf(progress, "run %d/%d idle: busiest node %.1f%% CPU, %.0f MiB RSS empty; %.1f%% CPU, %.0f MiB RSS with %d partitions\n",
+					len(t.IdleRuns), o.runs, maxCPU(res.Empty), maxRSS(res.Empty), maxCPU(res.Loaded), maxRSS(res.Loaded), res.Partitions)
+				return nil
+			}})
+			continue
 		case targetFsync:
-			t.About = fmt.Sprintf("writes of the node's group-commit size (%d bytes without one), each followed by fdatasync, in %s", defaultFsyncWriteBytes, dir)
+			loops := ""
+			if o.nodes > 1 {
+				loops = fmt.Sprintf("%d loops in parallel (one per node), each: ", o.nodes)
+			}
+			t.About = fmt.Sprintf("%swrites of the node's group-commit size (%d bytes without one), each followed by fdatasync, in %s", loops, defaultFsyncWriteBytes, dir)
 			if o.fsyncWriteBytes > 0 {
-				t.About = fmt.Sprintf("%d-byte writes, each followed by fdatasync, in %s", o.fsyncWriteBytes, dir)
+				t.About = fmt.Sprintf("%s%d-byte writes, each followed by fdatasync, in %s", loops, o.fsyncWriteBytes, dir)
 			}
 			targets = append(targets, benchTarget{report: t, teardown: func() {}, once: func(ctx context.Context) error {
 				size := o.fsyncWriteBytes
 				if size == 0 {
 					size = measuredGroupCommit(report)
 				}
-				res, err := fsyncCeiling(ctx, dir, size, o.workload.duration)
+				res, err := fsyncCeiling(ctx, dir, size, o.workload.duration, o.nodes)
 				if err != nil {
 					return err
 				}
@@ -337,7 +445,7 @@ func runBench(ctx context.Context, o benchOptions, progress io.Writer) (*benchRe
 		}
 		targets = append(targets, benchTarget{report: t, teardown: sync.OnceFunc(teardown), once: func(ctx context.Context) error {
 			topic := fmt.Sprintf("strata-bench-%d", time.Now().UnixNano())
-			res, err := w.run(ctx, t.Address, topic)
+			res, err := w.run(ctx, splitAddrs(t.Address), topic)
 			if err != nil {
 				return err
 			}

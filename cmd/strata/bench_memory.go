@@ -72,10 +72,10 @@ func (w kafkaWorkload) memory(ctx context.Context, node *benchNode) (memoryRun, 
 		return res, err
 	}
 	topic := fmt.Sprintf("strata-bench-memory-%d", time.Now().UnixNano())
-	if err := createBenchTopic(ctx, node.addr, topic, w.partitions); err != nil {
+	if err := createBenchTopic(ctx, []string{node.addr}, topic, w.partitions, 1, 0); err != nil {
 		return res, fmt.Errorf("with %d idle connections open: %w", benchIdleConns, err)
 	}
-	defer deleteBenchTopic(node.addr, topic)
+	defer deleteBenchTopic([]string{node.addr}, topic)
 	for _, c := range conns {
 		_ = c.Close()
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	crand "crypto/rand"
 	"errors"
 	"fmt"
 	"net"
@@ -17,6 +18,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/node"
 )
 
 // Bounds of the bench's Strata child process.
@@ -44,10 +47,11 @@ const (
 // benchNode is a `strata serve` child process with its own data
 // directory and free ports on 127.0.0.1.
 type benchNode struct {
-	cmd    *exec.Cmd
-	addr   string // the PLAINTEXT listener
-	exited chan struct{}
-	log    *logTail
+	cmd         *exec.Cmd
+	addr        string // the PLAINTEXT listener
+	metricsAddr string // /metrics
+	exited      chan struct{}
+	log         *logTail
 }
 
 // startBenchNode runs `<command> serve` as a single combined node with
@@ -57,41 +61,144 @@ type benchNode struct {
 // strata binary and any arguments before "serve"; env is added to the
 // child's environment. The child is killed if this process dies.
 func startBenchNode(ctx context.Context, command []string, env []string, dir string, extraArgs keyValues, readyTimeout time.Duration) (*benchNode, error) {
-	brokerAddr, err := freeLoopbackAddr()
+	c, err := startBenchCluster(ctx, command, env, dir, 1, extraArgs, readyTimeout)
 	if err != nil {
 		return nil, err
 	}
-	ctrlAddr, err := freeLoopbackAddr()
-	if err != nil {
-		return nil, err
+	return c.nodes[0], nil
+}
+
+// benchCluster is the combined nodes the bench started: a quorum of all
+// of them, each also a broker.
+type benchCluster struct {
+	nodes []*benchNode
+}
+
+// startBenchCluster starts n combined nodes as startBenchNode starts one,
+// with node ids 1..n, every one a voter, their data under dir/node-<id>
+// (dir/strata-node for a single node), and waits until each one's
+// Metadata lists all n brokers and a controller.
+func startBenchCluster(ctx context.Context, command []string, env []string, dir string, n int, extraArgs keyValues, readyTimeout time.Duration) (*benchCluster, error) {
+	brokerAddrs := make([]string, n)
+	ctrlAddrs := make([]string, n)
+	metricsAddrs := make([]string, n)
+	voters := make([]string, n)
+	for i := range n {
+		var err error
+		if brokerAddrs[i], err = freeLoopbackAddr(); err != nil {
+			return nil, err
+		}
+		if metricsAddrs[i], err = freeLoopbackAddr(); err != nil {
+			return nil, err
+		}
+		if ctrlAddrs[i], err = freeLoopbackAddr(); err != nil {
+			return nil, err
+		}
+		voters[i] = fmt.Sprintf("%d@%s", i+1, ctrlAddrs[i])
 	}
-	args := append(command[1:len(command):len(command)], "serve",
-		"--log.dirs", filepath.Join(dir, "strata-node"),
-		"--listeners", "PLAINTEXT://"+brokerAddr+",CONTROLLER://"+ctrlAddr,
-		"--controller.quorum.voters", "1@"+ctrlAddr,
-		"--node.id", "1",
-		"--metrics.listener", "127.0.0.1:0")
-	for _, kv := range extraArgs {
-		args = append(args, "--"+kv.key+"="+kv.value)
+	var clusterArgs []string
+	if n > 1 {
+		// Every node of a cluster formats its directory with one id.
+		id, err := node.NewClusterID(crand.Reader)
+		if err != nil {
+			return nil, err
+		}
+		clusterArgs = []string{"--cluster-id", id}
 	}
-	n := &benchNode{addr: brokerAddr, exited: make(chan struct{}), log: &logTail{max: benchNodeLogLines}}
-	n.cmd = exec.Command(command[0], args...)
-	n.cmd.Env = append(os.Environ(), env...)
-	n.cmd.Stdout, n.cmd.Stderr = n.log, n.log
-	// A bench killed by a signal must not leave the node running.
-	n.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := n.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting the node: %w", err)
+	c := &benchCluster{}
+	for i := range n {
+		data := filepath.Join(dir, "strata-node")
+		if n > 1 {
+			data = filepath.Join(dir, fmt.Sprintf("node-%d", i+1))
+		}
+		args := append(command[1:len(command):len(command)], "serve",
+			"--log.dirs", data,
+			"--listeners", "PLAINTEXT://"+brokerAddrs[i]+",CONTROLLER://"+ctrlAddrs[i],
+			"--controller.quorum.voters", strings.Join(voters, ","),
+			"--node.id", strconv.Itoa(i+1),
+			"--metrics.listener", metricsAddrs[i])
+		args = append(args, clusterArgs...)
+		for _, kv := range extraArgs {
+			args = append(args, "--"+kv.key+"="+kv.value)
+		}
+		nd := &benchNode{addr: brokerAddrs[i], metricsAddr: metricsAddrs[i], exited: make(chan struct{}), log: &logTail{max: benchNodeLogLines}}
+		nd.cmd = exec.Command(command[0], args...)
+		nd.cmd.Env = append(os.Environ(), env...)
+		nd.cmd.Stdout, nd.cmd.Stderr = nd.log, nd.log
+		// A bench killed by a signal must not leave the node running.
+		nd.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		if err := nd.cmd.Start(); err != nil {
+			_ = c.stop()
+			return nil, fmt.Errorf("starting node %d: %w", i+1, err)
+		}
+		go func() {
+			_ = nd.cmd.Wait()
+			close(nd.exited)
+		}()
+		c.nodes = append(c.nodes, nd)
 	}
-	go func() {
-		_ = n.cmd.Wait()
-		close(n.exited)
-	}()
-	if err := n.waitReady(ctx, readyTimeout); err != nil {
-		_ = n.stop()
-		return nil, err
+	for _, nd := range c.nodes {
+		if err := nd.waitReady(ctx, readyTimeout, n); err != nil {
+			_ = c.stop()
+			return nil, err
+		}
 	}
-	return n, nil
+	return c, nil
+}
+
+// addrs are the nodes' PLAINTEXT listeners, the clients' seeds.
+func (c *benchCluster) addrs() []string {
+	out := make([]string, len(c.nodes))
+	for i, nd := range c.nodes {
+		out[i] = nd.addr
+	}
+	return out
+}
+
+// stop stops every node (see benchNode.stop), all at once: a node that
+// stops alone first moves its leaderships to the others (controlled
+// shutdown), which the last ones cannot do.
+func (c *benchCluster) stop() error {
+	errs := make([]error, len(c.nodes))
+	var wg sync.WaitGroup
+	for i, nd := range c.nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := nd.stop(); err != nil {
+				errs[i] = fmt.Errorf("node %d: %w", i+1, err)
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// cpuSeconds is the nodes' CPU time so far, summed.
+func (c *benchCluster) cpuSeconds() (float64, error) {
+	var sum float64
+	for _, nd := range c.nodes {
+		s, err := nd.cpuSeconds()
+		if err != nil {
+			return 0, err
+		}
+		sum += s
+	}
+	return sum, nil
+}
+
+// diskCounters are the nodes' disk counters, summed.
+func (c *benchCluster) diskCounters(ctx context.Context) (diskCounters, error) {
+	var sum diskCounters
+	for _, nd := range c.nodes {
+		d, err := nd.diskCounters(ctx)
+		if err != nil {
+			return diskCounters{}, err
+		}
+		sum.fdatasyncs += d.fdatasyncs
+		sum.bytesWritten += d.bytesWritten
+	}
+	return sum, nil
 }
 
 // freeLoopbackAddr is a 127.0.0.1 address that was free a moment ago: the
@@ -105,9 +212,9 @@ func freeLoopbackAddr() (string, error) {
 	return l.Addr().String(), nil
 }
 
-// waitReady polls Metadata until it lists a broker and a controller, the
-// process exits, ctx ends or timeout passes.
-func (n *benchNode) waitReady(ctx context.Context, timeout time.Duration) error {
+// waitReady polls Metadata until it lists brokers brokers and a
+// controller, the process exits, ctx ends or timeout passes.
+func (n *benchNode) waitReady(ctx context.Context, timeout time.Duration, brokers int) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(n.addr), kgo.DialTimeout(benchReadyRequestTimeout), kgo.ClientID("strata-bench"))
@@ -125,7 +232,7 @@ func (n *benchNode) waitReady(ctx context.Context, timeout time.Duration) error 
 		switch {
 		case err != nil:
 			last = err.Error()
-		case len(resp.Brokers) > 0 && resp.ControllerID >= 0:
+		case len(resp.Brokers) >= brokers && resp.ControllerID >= 0:
 			return nil
 		default:
 			last = fmt.Sprintf("Metadata lists %d brokers and controller %d", len(resp.Brokers), resp.ControllerID)

@@ -21,6 +21,8 @@ type benchReport struct {
 type benchSettings struct {
 	Partitions             int      `json:"partitions"`
 	ReplicationFactor      int      `json:"replication_factor"`
+	MinInsyncReplicas      int      `json:"min_insync_replicas,omitempty"`
+	Nodes                  int      `json:"nodes"`
 	RecordBytes            int      `json:"record_bytes"`
 	Compression            string   `json:"compression"`
 	Acks                   string   `json:"acks"`
@@ -39,7 +41,9 @@ type benchSettings struct {
 func (o *benchOptions) settings() benchSettings {
 	s := benchSettings{
 		Partitions:             o.workload.partitions,
-		ReplicationFactor:      1,
+		ReplicationFactor:      max(o.workload.replicationFactor, 1),
+		MinInsyncReplicas:      o.workload.minInsyncReplicas,
+		Nodes:                  o.nodes,
 		RecordBytes:            o.workload.recordBytes,
 		Compression:            "none",
 		Acks:                   "all",
@@ -70,6 +74,8 @@ type targetReport struct {
 	FsyncRuns []fsyncRun `json:"fsync_runs,omitempty"`
 	// MemoryRuns are the memory target's runs.
 	MemoryRuns []memoryRun `json:"memory_runs,omitempty"`
+	// IdleRuns are the idle target's runs.
+	IdleRuns []idleRun `json:"idle_runs,omitempty"`
 	// Summary is each metric over the runs, in benchMetrics' order.
 	Summary []metricSummary `json:"summary"`
 	// Error is why the target stopped, when it did; Summary covers the
@@ -96,8 +102,9 @@ type benchRatio struct {
 type benchMetric struct {
 	name, label, format string
 	kafka               func(*kafkaRun) (float64, bool)
-	fsync               func(*fsyncRun) float64
+	fsync               func(*fsyncRun) (float64, bool)
 	memory              func(*memoryRun) float64
+	idle                func(*idleRun) float64
 }
 
 // benchMetrics are the report's rows, in order.
@@ -125,17 +132,26 @@ var benchMetrics = []benchMetric{
 	{name: "rss_idle_conns_mib", label: "node RSS with 1000 idle conns MiB", format: "%.0f", memory: func(r *memoryRun) float64 { return r.RSSWithConnsMiB }},
 	{name: "rss_flood_peak_mib", label: "node RSS peak under flood MiB", format: "%.0f", memory: func(r *memoryRun) float64 { return r.RSSFloodPeakMiB }},
 	{name: "flood_mib_per_s", label: "flood produce MiB/s", format: "%.1f", memory: func(r *memoryRun) float64 { return r.FloodMiBPerSec }},
+	{name: "idle_cpu_percent_empty", label: "idle CPU % (busiest node, no partitions)", format: "%.2f", idle: func(r *idleRun) float64 { return maxCPU(r.Empty) }},
+	{name: "idle_rss_mib_empty", label: "idle RSS MiB (busiest node, no partitions)", format: "%.0f", idle: func(r *idleRun) float64 { return maxRSS(r.Empty) }},
+	{name: "idle_cpu_percent", label: "idle CPU % (busiest node, with the partitions)", format: "%.2f", idle: func(r *idleRun) float64 { return maxCPU(r.Loaded) }},
+	{name: "idle_rss_mib", label: "idle RSS MiB (busiest node, with the partitions)", format: "%.0f", idle: func(r *idleRun) float64 { return maxRSS(r.Loaded) }},
+	{name: "idle_full_isr_seconds", label: "seconds from CreateTopics to full ISRs", format: "%.1f", idle: func(r *idleRun) float64 { return r.FullISRSeconds }},
 	{name: "group_commit_bytes", label: "bytes per fdatasync (group commit)", format: "%.0f", kafka: func(r *kafkaRun) (float64, bool) {
 		if r.GroupCommit == nil || r.GroupCommit.Fdatasyncs == 0 {
 			return 0, false
 		}
 		return float64(r.GroupCommit.BytesPerFdatasync), true
 	}},
-	{name: "fsync_write_bytes", label: "fsync write bytes", format: "%.0f", fsync: func(r *fsyncRun) float64 { return float64(r.WriteBytes) }},
-	{name: "fsync_mib_per_s", label: "fsync MiB/s", format: "%.1f", fsync: func(r *fsyncRun) float64 { return r.MiBPerSec }},
-	{name: "fsyncs_per_s", label: "fsyncs/s", format: "%.0f", fsync: func(r *fsyncRun) float64 { return r.FsyncsPerS }},
-	{name: "fsync_p50_ms", label: "fsync p50 ms", format: "%.2f", fsync: func(r *fsyncRun) float64 { return r.P50Ms }},
-	{name: "fsync_p99_ms", label: "fsync p99 ms", format: "%.2f", fsync: func(r *fsyncRun) float64 { return r.P99Ms }},
+	{name: "fsync_write_bytes", label: "fsync write bytes", format: "%.0f", fsync: func(r *fsyncRun) (float64, bool) { return float64(r.WriteBytes), true }},
+	{name: "fsync_loops", label: "fsync loops in parallel", format: "%.0f", fsync: func(r *fsyncRun) (float64, bool) { return float64(r.Loops), r.Loops > 1 }},
+	{name: "fsync_mib_per_s", label: "fsync MiB/s", format: "%.1f", fsync: func(r *fsyncRun) (float64, bool) { return r.MiBPerSec, true }},
+	// Each loop stands for one node's log: with replication every node
+	// writes every byte, so one loop's share is the cluster's ceiling.
+	{name: "fsync_mib_per_s_per_loop", label: "fsync MiB/s per loop", format: "%.1f", fsync: func(r *fsyncRun) (float64, bool) { return r.MiBPerSec / float64(r.Loops), r.Loops > 1 }},
+	{name: "fsyncs_per_s", label: "fsyncs/s", format: "%.0f", fsync: func(r *fsyncRun) (float64, bool) { return r.FsyncsPerS, true }},
+	{name: "fsync_p50_ms", label: "fsync p50 ms", format: "%.2f", fsync: func(r *fsyncRun) (float64, bool) { return r.P50Ms, true }},
+	{name: "fsync_p99_ms", label: "fsync p99 ms", format: "%.2f", fsync: func(r *fsyncRun) (float64, bool) { return r.P99Ms, true }},
 }
 
 // summarize fills Summary from the runs.
@@ -152,11 +168,17 @@ func (t *targetReport) summarize() {
 			}
 		case m.fsync != nil:
 			for i := range t.FsyncRuns {
-				vs = append(vs, m.fsync(&t.FsyncRuns[i]))
+				if v, ok := m.fsync(&t.FsyncRuns[i]); ok {
+					vs = append(vs, v)
+				}
 			}
 		case m.memory != nil:
 			for i := range t.MemoryRuns {
 				vs = append(vs, m.memory(&t.MemoryRuns[i]))
+			}
+		case m.idle != nil:
+			for i := range t.IdleRuns {
+				vs = append(vs, m.idle(&t.IdleRuns[i]))
 			}
 		}
 		if len(vs) > 0 {
@@ -214,7 +236,13 @@ func (r *benchReport) ratios() []benchRatio {
 	add("strata/kfake produce MiB/s", strata, "produce_mib_per_s", kfake, "produce_mib_per_s")
 	add("strata/kfake consume MiB/s", strata, "consume_mib_per_s", kfake, "consume_mib_per_s")
 	add("strata/kfake produce latency p99", strata, "latency_p99_ms", kfake, "latency_p99_ms")
-	add("strata produce MiB/s / fsync ceiling MiB/s", strata, "produce_mib_per_s", fsync, "fsync_mib_per_s")
+	if r.Settings.Nodes > 1 {
+		// Every node writes every byte (RF = nodes by default): the
+		// ceiling is one loop's share of the disk.
+		add("strata produce MiB/s / fsync ceiling MiB/s per loop", strata, "produce_mib_per_s", fsync, "fsync_mib_per_s_per_loop")
+	} else {
+		add("strata produce MiB/s / fsync ceiling MiB/s", strata, "produce_mib_per_s", fsync, "fsync_mib_per_s")
+	}
 	nometrics := r.target(targetNoMetrics)
 	add("strata/strata-nometrics produce MiB/s", strata, "produce_mib_per_s", nometrics, "produce_mib_per_s")
 	add("strata/strata-nometrics consume MiB/s", strata, "consume_mib_per_s", nometrics, "consume_mib_per_s")
@@ -227,6 +255,9 @@ func (r *benchReport) ratios() []benchRatio {
 // A target's error goes to stderr, from benchCommand.
 func (r *benchReport) print(w io.Writer) {
 	s := r.Settings
+	if s.Nodes > 1 {
+		fmt.Fprintf(w, "Nodes: %d combined nodes per strata target; min.insync.replicas %d.\n", s.Nodes, s.MinInsyncReplicas)
+	}
 	fmt.Fprintf(w, "Workload: %d partitions, RF %d, %d-byte random records, no compression; phase 1 acks=all, linger %g ms,\n"+
 		"%d-byte batches, for %gs (or %d bytes); phase 2 reads it all back; phase 3 %d records/s, linger 0, for %gs.\n",
 		s.Partitions, s.ReplicationFactor, s.RecordBytes, s.LingerMs, s.BatchMaxBytes, s.DurationSeconds, s.MaxProduceBytes,

@@ -134,6 +134,66 @@ func TestBenchStrataChild(t *testing.T) {
 	require.Positive(t, r.GroupCommit.Fdatasyncs, "acks=all produced fdatasyncs")
 }
 
+// TestBenchReplicated runs the bench's cluster form: two combined nodes,
+// a topic of replication factor 2, the fsync ceiling as two parallel
+// loops, and the idle target's cluster with and without partitions.
+func TestBenchReplicated(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real processes")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), benchTestTimeout)
+	defer cancel()
+	o := benchOptions{
+		targets:         []string{targetStrata, targetFsync, targetIdle},
+		workload:        kafkaWorkload{partitions: 2, recordBytes: 1024, duration: 300 * time.Millisecond, maxProduceBytes: 16 << 20, latencyDuration: 300 * time.Millisecond, latencyRate: 200},
+		nodes:           2,
+		idle:            idleWorkload{partitions: 40, duration: 300 * time.Millisecond, settle: 100 * time.Millisecond},
+		fsyncWriteBytes: 64 << 10,
+		runs:            1,
+		readyTimeout:    20 * time.Second,
+		dir:             t.TempDir(),
+		nodeCommand:     []string{os.Args[0]},
+		nodeEnv:         testNodeEnv,
+	}
+	var progress bytes.Buffer
+	report, err := runBench(ctx, o, &progress)
+	require.NoError(t, err)
+	require.Equal(t, 2, report.Settings.ReplicationFactor, "RF defaults to --nodes")
+	require.Equal(t, 1, report.Settings.MinInsyncReplicas, "min ISR defaults to one less")
+	strata, fsync, idle := report.Targets[0], report.Targets[1], report.Targets[2]
+	for _, tr := range report.Targets {
+		require.Empty(t, tr.Error, "%s failed; progress:\n%s", tr.Name, progress.String())
+	}
+	require.Contains(t, strata.About, "2 combined strata nodes")
+	require.Len(t, strata.Runs, 1)
+	r := strata.Runs[0]
+	require.Positive(t, r.Produce.Records)
+	require.Equal(t, r.Produce.Records, r.Consume.Records)
+	require.NotNil(t, r.GroupCommit)
+	// Both replicas fsync every acknowledged batch: the two nodes'
+	// disks together wrote at least twice what was produced.
+	require.GreaterOrEqual(t, int64(r.GroupCommit.BytesWritten), 2*r.Produce.Bytes)
+
+	require.Len(t, fsync.FsyncRuns, 1)
+	require.Equal(t, 2, fsync.FsyncRuns[0].Loops)
+	perLoop, ok := fsync.median("fsync_mib_per_s_per_loop")
+	require.True(t, ok)
+	total, _ := fsync.median("fsync_mib_per_s")
+	require.InDelta(t, total/2, perLoop, 1e-9)
+	require.Contains(t, report.Ratios[len(report.Ratios)-1].Name, "per loop")
+
+	require.Len(t, idle.IdleRuns, 1)
+	ir := idle.IdleRuns[0]
+	require.Len(t, ir.Empty, 2)
+	require.Len(t, ir.Loaded, 2)
+	for _, c := range append(ir.Empty, ir.Loaded...) {
+		require.Positive(t, c.RSSMiB)
+		require.GreaterOrEqual(t, c.CPUPercent, 0.0)
+	}
+	require.Positive(t, ir.FullISRSeconds)
+	require.Contains(t, progress.String(), "40 partitions (RF 2) online on every replica")
+}
+
 func TestBenchNodeStartStop(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a real process")

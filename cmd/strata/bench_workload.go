@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -95,12 +96,16 @@ type brokerCPU struct {
 
 // kafkaWorkload is the workload's settings.
 type kafkaWorkload struct {
-	partitions      int
-	recordBytes     int
-	duration        time.Duration // phase 1
-	maxProduceBytes int64         // phase 1 also ends here
-	latencyDuration time.Duration // phase 3
-	latencyRate     int           // records per second in phase 3
+	partitions int
+	// replicationFactor and minInsyncReplicas are the topic's; zero is
+	// 1 and the broker's default.
+	replicationFactor int
+	minInsyncReplicas int
+	recordBytes       int
+	duration          time.Duration // phase 1
+	maxProduceBytes   int64         // phase 1 also ends here
+	latencyDuration   time.Duration // phase 3
+	latencyRate       int           // records per second in phase 3
 	// cpu, when set, reads the broker's CPU seconds.
 	cpu func() (float64, error)
 	// disk, when set, reads the node's disk counters.
@@ -110,21 +115,21 @@ type kafkaWorkload struct {
 // diskCounters are a node's cumulative disk counters.
 type diskCounters struct{ fdatasyncs, bytesWritten uint64 }
 
-// run creates a topic on the broker at addr, runs the three phases and
+// run creates a topic on the brokers at seeds, runs the three phases and
 // deletes the topic.
-func (w kafkaWorkload) run(ctx context.Context, addr, topic string) (kafkaRun, error) {
+func (w kafkaWorkload) run(ctx context.Context, seeds []string, topic string) (kafkaRun, error) {
 	res := kafkaRun{Topic: topic}
 	values, err := randomValues(benchValuePool, w.recordBytes)
 	if err != nil {
 		return res, err
 	}
-	if err := requireDataPath(ctx, addr); err != nil {
+	if err := requireDataPath(ctx, seeds); err != nil {
 		return res, err
 	}
-	if err := createBenchTopic(ctx, addr, topic, w.partitions); err != nil {
+	if err := createBenchTopic(ctx, seeds, topic, w.partitions, max(w.replicationFactor, 1), w.minInsyncReplicas); err != nil {
 		return res, err
 	}
-	defer deleteBenchTopic(addr, topic)
+	defer deleteBenchTopic(seeds, topic)
 
 	cpu := [3]float64{}
 	readCPU := func(i int) error {
@@ -147,7 +152,7 @@ func (w kafkaWorkload) run(ctx context.Context, addr, topic string) (kafkaRun, e
 	if err := errors.Join(readCPU(0), readDisk(0)); err != nil {
 		return res, err
 	}
-	if res.Produce, err = w.produce(ctx, addr, topic, values); err != nil {
+	if res.Produce, err = w.produce(ctx, seeds, topic, values); err != nil {
 		return res, fmt.Errorf("phase 1 (produce): %w", err)
 	}
 	if err := errors.Join(readCPU(1), readDisk(1)); err != nil {
@@ -160,7 +165,7 @@ func (w kafkaWorkload) run(ctx context.Context, addr, topic string) (kafkaRun, e
 		}
 		res.GroupCommit = gc
 	}
-	if res.Consume, err = w.consume(ctx, addr, topic); err != nil {
+	if res.Consume, err = w.consume(ctx, seeds, topic); err != nil {
 		return res, fmt.Errorf("phase 2 (consume): %w", err)
 	}
 	if err := readCPU(2); err != nil {
@@ -171,7 +176,7 @@ func (w kafkaWorkload) run(ctx context.Context, addr, topic string) (kafkaRun, e
 		res.CPU.PerGiBProduced = res.CPU.ProduceSeconds / (float64(res.Produce.Bytes) / (1 << 30))
 		res.CPU.PerGiBFetched = res.CPU.FetchSeconds / (float64(res.Consume.Bytes) / (1 << 30))
 	}
-	if res.Latency, err = w.latency(ctx, addr, topic, values); err != nil {
+	if res.Latency, err = w.latency(ctx, seeds, topic, values); err != nil {
 		return res, fmt.Errorf("phase 3 (latency): %w", err)
 	}
 	return res, nil
@@ -190,8 +195,8 @@ func randomValues(n, size int) ([][]byte, error) {
 }
 
 // requireDataPath checks that the broker offers what the workload sends.
-func requireDataPath(ctx context.Context, addr string) error {
-	cl, err := newKafkaClient([]string{addr})
+func requireDataPath(ctx context.Context, seeds []string) error {
+	cl, err := newKafkaClient(seeds)
 	if err != nil {
 		return err
 	}
@@ -201,10 +206,11 @@ func requireDataPath(ctx context.Context, addr string) error {
 	return requireAPIs(ctx, kadm.NewClient(cl), kmsg.Produce, kmsg.InitProducerID, kmsg.Fetch, kmsg.ListOffsets)
 }
 
-// createBenchTopic creates topic (RF 1), retrying while the broker
-// answers with a retriable error (no active controller yet).
-func createBenchTopic(ctx context.Context, addr, topic string, partitions int) error {
-	cl, err := newKafkaClient([]string{addr})
+// createBenchTopic creates topic with rf replicas and, when minISR > 0,
+// that min.insync.replicas, retrying while the broker answers with a
+// retriable error (no active controller yet).
+func createBenchTopic(ctx context.Context, seeds []string, topic string, partitions, rf, minISR int) error {
+	cl, err := newKafkaClient(seeds)
 	if err != nil {
 		return err
 	}
@@ -212,8 +218,13 @@ func createBenchTopic(ctx context.Context, addr, topic string, partitions int) e
 	adm := kadm.NewClient(cl)
 	ctx, cancel := context.WithTimeout(ctx, benchAdminTimeout)
 	defer cancel()
+	var configs map[string]*string
+	if minISR > 0 {
+		v := strconv.Itoa(minISR)
+		configs = map[string]*string{"min.insync.replicas": &v}
+	}
 	for {
-		resp, err := adm.CreateTopic(ctx, int32(partitions), 1, nil, topic)
+		resp, err := adm.CreateTopic(ctx, int32(partitions), int16(rf), configs, topic)
 		if err == nil {
 			return nil
 		}
@@ -226,8 +237,8 @@ func createBenchTopic(ctx context.Context, addr, topic string, partitions int) e
 
 // deleteBenchTopic deletes topic, best effort: a broker that holds on to
 // the data only costs disk until the temp dir goes.
-func deleteBenchTopic(addr, topic string) {
-	cl, err := newKafkaClient([]string{addr})
+func deleteBenchTopic(seeds []string, topic string) {
+	cl, err := newKafkaClient(seeds)
 	if err != nil {
 		return
 	}
@@ -267,8 +278,8 @@ func (f *failure) get() error {
 
 // produce is phase 1: produce as fast as the client goes for duration (or
 // maxProduceBytes), then flush; the time includes the flush.
-func (w kafkaWorkload) produce(ctx context.Context, addr, topic string, values [][]byte) (throughput, error) {
-	cl, err := newKafkaClient([]string{addr}, w.producerOpts(topic, benchLinger)...)
+func (w kafkaWorkload) produce(ctx context.Context, seeds []string, topic string, values [][]byte) (throughput, error) {
+	cl, err := newKafkaClient(seeds, w.producerOpts(topic, benchLinger)...)
 	if err != nil {
 		return throughput{}, err
 	}
@@ -308,10 +319,10 @@ func (w kafkaWorkload) produce(ctx context.Context, addr, topic string, values [
 
 // consume is phase 2: read every partition from its start to the end
 // offset it had after phase 1.
-func (w kafkaWorkload) consume(ctx context.Context, addr, topic string) (throughput, error) {
+func (w kafkaWorkload) consume(ctx context.Context, seeds []string, topic string) (throughput, error) {
 	ctx, cancel := context.WithTimeout(ctx, benchPhaseGrace)
 	defer cancel()
-	ends, err := endOffsets(ctx, addr, topic)
+	ends, err := endOffsets(ctx, seeds, topic)
 	if err != nil {
 		return throughput{}, err
 	}
@@ -319,7 +330,7 @@ func (w kafkaWorkload) consume(ctx context.Context, addr, topic string) (through
 	for p := range ends {
 		starts[p] = kgo.NewOffset().AtStart()
 	}
-	cl, err := newKafkaClient([]string{addr}, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: starts}))
+	cl, err := newKafkaClient(seeds, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: starts}))
 	if err != nil {
 		return throughput{}, err
 	}
@@ -352,8 +363,8 @@ func (w kafkaWorkload) consume(ctx context.Context, addr, topic string) (through
 }
 
 // endOffsets is each partition's end offset.
-func endOffsets(ctx context.Context, addr, topic string) (map[int32]int64, error) {
-	cl, err := newKafkaClient([]string{addr})
+func endOffsets(ctx context.Context, seeds []string, topic string) (map[int32]int64, error) {
+	cl, err := newKafkaClient(seeds)
 	if err != nil {
 		return nil, err
 	}
@@ -374,9 +385,9 @@ func endOffsets(ctx context.Context, addr, topic string) (map[int32]int64, error
 // the Produce call to its promise. The schedule is fixed in advance, so
 // a slow acknowledgement does not delay the next send (no coordinated
 // omission while the client keeps up).
-func (w kafkaWorkload) latency(ctx context.Context, addr, topic string, values [][]byte) (latency, error) {
+func (w kafkaWorkload) latency(ctx context.Context, seeds []string, topic string, values [][]byte) (latency, error) {
 	res := latency{RatePerSec: w.latencyRate}
-	cl, err := newKafkaClient([]string{addr}, w.producerOpts(topic, 0)...)
+	cl, err := newKafkaClient(seeds, w.producerOpts(topic, 0)...)
 	if err != nil {
 		return res, err
 	}

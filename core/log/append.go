@@ -340,6 +340,7 @@ func (l *Log) createSegment(base int64) (*segment, error) {
 			s.dirty[k] = true
 		}
 	}
+	l.closeCleanIndexes(s)
 	return s, nil
 }
 

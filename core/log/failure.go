@@ -234,38 +234,32 @@ func allZero(b []byte) bool {
 	return true
 }
 
-// writeHint notes the durable offset in the hint file if it changed.
+// writeHint notes the durable offset in the hint file if it changed,
+// through a short-lived handle: a broker holds thousands of logs, and a
+// handle per log for a note is a file handle too many.
 func (l *Log) writeHint() {
 	d := l.fl.durableOffset
-	if l.failed != nil || l.fl.hint != nil && d == l.fl.hintWritten {
+	if l.failed != nil || l.fl.hintOpened && d == l.fl.hintWritten {
 		return
 	}
 	name := l.path(flushedHintName)
-	if l.fl.hint == nil {
-		f, err := l.disk.Open(name, true)
-		if err == nil && f.Size() != hintBytes {
-			if err = f.Truncate(hintBytes); err != nil {
-				_ = f.Close()
-			}
-		}
-		if err != nil {
-			_ = l.fail(fmt.Errorf("note the flushed offset in %s: %w", name, err))
-			return
-		}
-		l.fl.hint = f
+	f, err := l.disk.Open(name, true)
+	if err == nil && f.Size() != hintBytes {
+		err = f.Truncate(hintBytes)
 	}
-	if err := l.fl.hint.WriteAt(fmt.Appendf(nil, "%020d %016x\n", d, bootHash(l.disk.BootID())), 0); err != nil {
+	if err == nil {
+		err = f.WriteAt(fmt.Appendf(nil, "%020d %016x\n", d, bootHash(l.disk.BootID())), 0)
+	}
+	if f != nil {
+		if cerr := f.Close(); err == nil && !errors.Is(cerr, env.ErrClosed) {
+			err = cerr
+		}
+	}
+	if err != nil {
 		_ = l.fail(fmt.Errorf("note the flushed offset in %s: %w", name, err))
 		return
 	}
-	l.fl.hintWritten = d
-}
-
-func (l *Log) closeHint() {
-	if l.fl.hint != nil {
-		_ = l.fl.hint.Close()
-		l.fl.hint = nil
-	}
+	l.fl.hintOpened, l.fl.hintWritten = true, d
 }
 
 // hintBytes is the size of the note: 20 digits of offset, a space, 16 hex

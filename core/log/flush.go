@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/strata-log/strata/core/assert"
-	"github.com/strata-log/strata/core/env"
 	"github.com/strata-log/strata/core/plant"
 )
 
@@ -85,10 +84,11 @@ type flushState struct {
 	// markers are the failure markers Open found (failure.go); the settle
 	// step removes them once what it obeyed them for is durable.
 	markers []string
-	// hint is the open .flushed-offset file and hintWritten the offset it
-	// holds (failure.go); hinted is the offset a previous incarnation's
-	// hint vouched for, used until the first settle completes.
-	hint        env.File
+	// hintOpened is set once this incarnation wrote the .flushed-offset
+	// note, and hintWritten is the offset it holds (failure.go); hinted
+	// is the offset a previous incarnation's note vouched for, used until
+	// the first settle completes.
+	hintOpened  bool
 	hintWritten int64
 	hinted      int64
 	// lastCheckpoint (Env.Monotonic) and bytesAtCheckpoint (of
@@ -308,8 +308,7 @@ func (l *Log) cycleSettle(c *flushCycle) {
 					l.settleMarkers(c)
 					return
 				}
-				l.fl.settle = false
-				l.cycleSync(c)
+				l.settled(c)
 			})
 		})
 		// The epoch checkpoint goes in place first when the recovery
@@ -339,9 +338,17 @@ func (l *Log) settleMarkers(c *flushCycle) {
 		return
 	}
 	l.syncDirsThen(c, func() {
-		l.fl.settle = false
-		l.cycleSync(c)
+		l.settled(c)
 	})
+}
+
+// settled ends the settle step: recovery's changes are durable, so the
+// handles recovery opened go (a restarted broker with thousands of logs
+// keeps about one handle for each), and the cycle goes on to step 2.
+func (l *Log) settled(c *flushCycle) {
+	l.fl.settle = false
+	l.releaseCleanFiles()
+	l.cycleSync(c)
 }
 
 // cycleSync is step 2.

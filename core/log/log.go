@@ -32,6 +32,8 @@ type Log struct {
 
 	openFiles int
 	useTick   uint64
+	// idleMark is useTick at the last ReleaseIdleFiles.
+	idleMark uint64
 
 	// failed is set, wrapping ErrLogFailed, once durability is unknown.
 	failed  error
@@ -222,7 +224,6 @@ func (l *Log) Close() error {
 	l.closed = true
 	l.failWaiters(fmt.Errorf("%w: %s", ErrClosed, l.dir))
 	l.closeCleaner()
-	l.closeHint()
 	for _, s := range l.segs {
 		if s.pins == 0 {
 			l.closeFiles(s)

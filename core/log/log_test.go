@@ -406,6 +406,46 @@ func TestOpenFileBudget(t *testing.T) {
 	require.LessOrEqual(t, r.l.OpenFiles(), cfg.MaxOpenFiles)
 }
 
+// TestIdleLogHoldsOneFile: a new or reopened log keeps only its active
+// .log handle open (index handles open when entries are written, the
+// flushed-offset note never stays open), and ReleaseIdleFiles closes what
+// an idle log opened since; the log reads and appends as before.
+func TestIdleLogHoldsOneFile(t *testing.T) {
+	cfg := smallConfig()
+	cfg.SegmentBytes = 1024
+	r := newRig(t, 15, cfg)
+	require.Equal(t, 1, r.l.OpenFiles(), "a new log")
+	for i := range 20 {
+		_, err := r.l.Append(build(batchSpec{records: 1, valueSize: 100, timestamp: int64(i)}), 0)
+		require.NoError(t, err)
+	}
+	require.NoError(t, r.flush())
+	require.Greater(t, len(r.l.Segments()), 1)
+	readAll(t, r.l)
+	busy := r.l.OpenFiles()
+	require.Greater(t, busy, 1, "appends and reads opened index and inactive segment handles")
+	r.l.ReleaseIdleFiles()
+	require.Equal(t, busy, r.l.OpenFiles(), "used since the last call: nothing released")
+	r.l.ReleaseIdleFiles()
+	require.Equal(t, 1, r.l.OpenFiles(), "idle for a whole interval: only the active .log")
+
+	// Everything reopens on demand.
+	got := readAll(t, r.l)
+	require.Len(t, got, 20)
+	ts, err := r.l.OffsetForTimestamp(7)
+	require.NoError(t, err)
+	require.Equal(t, int64(7), ts.Offset)
+	for i := 20; i < 30; i++ {
+		_, err := r.l.Append(build(batchSpec{records: 1, valueSize: 100, timestamp: int64(i)}), 0)
+		require.NoError(t, err)
+	}
+	require.NoError(t, r.flush())
+	r.shutdown()
+	r.open()
+	require.Equal(t, 1, r.l.OpenFiles(), "a reopened log")
+	require.Len(t, readAll(t, r.l), 30)
+}
+
 func TestAppendReplicatedRules(t *testing.T) {
 	r := newRig(t, 14, smallConfig())
 	batch := func(base int64, epoch int32) []byte {

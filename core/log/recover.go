@@ -92,6 +92,9 @@ func Open(e env.Env, dir string, cfg Config) (*Log, error) {
 		}
 		return nil, fmt.Errorf("log: open %s: %w", dir, err)
 	}
+	if len(l.segs) > 0 {
+		l.closeCleanIndexes(l.active())
+	}
 	return l, nil
 }
 

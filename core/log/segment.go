@@ -131,6 +131,52 @@ func (l *Log) closeFiles(s *segment) {
 	}
 }
 
+// closeCleanIndexes closes the index file handles of s that hold no
+// unsynced change. An index handle reopens on demand (handle): the active
+// segment's indexes are served from memory, so an idle log needs only its
+// .log handle, and a broker with many partitions holds about one file
+// handle for each.
+func (l *Log) closeCleanIndexes(s *segment) {
+	if s.syncing > 0 {
+		return
+	}
+	for _, k := range []fileKind{kindIndex, kindTimeIndex} {
+		if f := s.files[k]; f != nil && !s.dirty[k] {
+			if err := f.Close(); err != nil && !errors.Is(err, env.ErrClosed) {
+				l.logger.Warn("closing segment file", "file", f.Name(), "err", err)
+			}
+			s.files[k] = nil
+			l.openFiles--
+		}
+	}
+}
+
+// ReleaseIdleFiles closes the file handles the log can do without, if it
+// has not touched a segment file since the previous call: every clean
+// inactive segment's, the active segment's clean index files. A closed
+// handle reopens when next needed. The partition's housekeeping calls it,
+// so a log idle for a housekeeping interval keeps one handle open.
+func (l *Log) ReleaseIdleFiles() {
+	if l.useTick != l.idleMark {
+		l.idleMark = l.useTick
+		return
+	}
+	l.releaseCleanFiles()
+}
+
+// releaseCleanFiles closes every clean inactive segment's handles and the
+// active segment's clean index handles.
+func (l *Log) releaseCleanFiles() {
+	for _, s := range l.segs {
+		if l.evictable(s) {
+			l.closeFiles(s)
+		}
+	}
+	if len(l.segs) > 0 {
+		l.closeCleanIndexes(l.active())
+	}
+}
+
 // evictable reports whether the budget may close s now.
 func (l *Log) evictable(s *segment) bool {
 	return s != l.active() && s.pins == 0 && s.syncing == 0 && !s.isDirty() &&

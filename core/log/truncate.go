@@ -317,7 +317,10 @@ func (l *Log) cutSegment(s *segment, cut int64) error {
 	assert.That(s.size == cut, "recomputed segment size %d, cut at %d", s.size, cut)
 	// The index files lose the entries past what stays.
 	for _, k := range []fileKind{kindIndex, kindTimeIndex} {
-		f := s.files[k]
+		f, err := l.handle(s, k, true)
+		if err != nil {
+			return l.fail(err)
+		}
 		keep, entryBytes := int64(s.offsets.written), int64(offsetIndexEntryBytes)
 		if k == kindTimeIndex {
 			keep, entryBytes = int64(s.times.written), timeIndexEntryBytes

@@ -96,6 +96,14 @@ type sessionPart struct {
 	lastFetchedEpoch, currentLeaderEp int32
 }
 
+// sessionKey names a partition in a session.
+type sessionKey struct {
+	topicID   meta.UUID
+	partition int32
+}
+
+func (sp sessionPart) key() sessionKey { return sessionKey{sp.topicID, sp.partition} }
+
 // fetchingFrom is what one request asked of a partition, to match the
 // answer to the leadership it was asked in.
 type fetchingFrom struct {
@@ -257,6 +265,17 @@ func (f *fetcher) fetch() {
 	}
 	var asked []fetchingFrom
 	var holds []sessionPart
+	// The session's partitions by key: a fetcher may follow thousands of
+	// partitions, and a fetch compares each with the session's view
+	// (lookups only; the walks below follow f.parts and f.sess.parts).
+	var held, holding map[sessionKey]sessionPart
+	if incremental {
+		held = make(map[sessionKey]sessionPart, len(f.sess.parts))
+		for _, sp := range f.sess.parts {
+			held[sp.key()] = sp
+		}
+		holding = make(map[sessionKey]sessionPart, len(f.parts))
+	}
 	for _, p := range f.parts {
 		if !p.following() || p.leader != f.leader {
 			continue
@@ -266,8 +285,11 @@ func (f *fetcher) fetch() {
 			lastFetchedEpoch: l.LatestEpoch(), currentLeaderEp: p.leaderEpoch}
 		holds = append(holds, sp)
 		asked = append(asked, fetchingFrom{p: p, epoch: p.leaderEpoch, l: l, asked: sp.fetchOffset})
-		if incremental && slices.Contains(f.sess.parts, sp) {
-			continue // the session holds it as it is
+		if incremental {
+			holding[sp.key()] = sp
+			if old, ok := held[sp.key()]; ok && old == sp {
+				continue // the session holds it as it is
+			}
 		}
 		n := len(req.Topics)
 		if n == 0 || req.Topics[n-1].TopicID != p.topicID {
@@ -290,7 +312,7 @@ func (f *fetcher) fetch() {
 	}
 	if incremental {
 		for _, old := range f.sess.parts {
-			if slices.ContainsFunc(holds, func(sp sessionPart) bool { return sp.topicID == old.topicID && sp.partition == old.partition }) {
+			if _, ok := holding[old.key()]; ok {
 				continue
 			}
 			n := len(req.ForgottenTopics)

@@ -44,6 +44,11 @@ type Manager struct {
 	fetchers []*fetcher
 	isrCheck env.Timer
 
+	// opens is how many partitions hold an open slot (open.go), and
+	// openQueue the partitions waiting for one, in arrival order.
+	opens     int
+	openQueue []*Partition
+
 	metrics *managerMetrics
 }
 
@@ -234,8 +239,9 @@ func (m *Manager) Close(done func()) {
 	m.e.Post(finish)
 }
 
-// housekeep applies retention to every online partition and starts a
-// cleaning where one is due, then rearms itself.
+// housekeep applies retention to every online partition, starts a
+// cleaning where one is due, and closes the file handles of logs idle
+// since the last round, then rearms itself.
 func (m *Manager) housekeep() {
 	if m.closed {
 		return
@@ -254,6 +260,9 @@ func (m *Manager) housekeep() {
 		p.expireProducers()
 		if p.l.Config().CleanupPolicy.Compacts() && !p.cleaning && p.l.CleanerInfo(now).Due {
 			m.clean(p, p.l)
+		}
+		if !p.cleaning {
+			p.l.ReleaseIdleFiles()
 		}
 	}
 	m.housekeeping = m.e.AfterFunc(m.cfg.RetentionCheckInterval, m.housekeep)

@@ -65,6 +65,9 @@ type Partition struct {
 
 	state partState
 	l     *log.Log // nil unless opening or online
+	// openSlot is set while the partition holds one of the manager's
+	// open slots, queued while it waits for one (open.go).
+	openSlot, queued bool
 	// reopen is the timer that reopens a failed log; failures counts the
 	// failures since the partition was last online (the backoff grows).
 	reopen   env.Timer
@@ -314,9 +317,13 @@ func (p *Partition) update(part meta.Partition, cfg topicConfig) {
 }
 
 // open opens the partition's log and, once what recovery changed is
-// durable, brings it online.
+// durable, brings it online, within an open slot (open.go).
 func (p *Partition) open() {
 	if p.state == stateClosed {
+		p.releaseOpenSlot()
+		return
+	}
+	if p.l != nil || !p.takeOpenSlot() {
 		return
 	}
 	p.reopen = nil
@@ -354,6 +361,7 @@ func (p *Partition) open() {
 // goOnline serves the partition once its log and producer state are
 // recovered.
 func (p *Partition) goOnline(l *log.Log) {
+	p.releaseOpenSlot()
 	p.state = stateOnline
 	p.failures = 0
 	p.log.Info("partition online", "log_start", l.LogStartOffset(), "log_end", l.LogEndOffset(),
@@ -387,6 +395,7 @@ func (p *Partition) fail(err error) {
 	backoff := min(p.m.cfg.ReopenBackoff<<min(p.failures, 16), max(maxReopenBackoff, p.m.cfg.ReopenBackoff))
 	p.failures++
 	p.log.Error("partition log failed; it is reopened after a backoff", "err", err, "backoff", backoff, "failures_in_a_row", p.failures)
+	p.releaseOpenSlot()
 	p.state, p.failure = stateFailed, err
 	p.closeLog()
 	p.failAcks(fmt.Errorf("%w: %s: %w", ErrStorage, p.dir, err))
@@ -451,6 +460,7 @@ func (p *Partition) drop() {
 	if p.state == stateClosed {
 		return
 	}
+	p.releaseOpenSlot()
 	p.state = stateClosed
 	p.syncPartitionMetrics()
 	if p.reopen != nil {
@@ -470,6 +480,7 @@ func (p *Partition) remove(done func()) {
 		p.m.e.Post(done)
 		return
 	}
+	p.releaseOpenSlot()
 	p.state = stateClosed
 	if p.reopen != nil {
 		p.reopen.Stop()
