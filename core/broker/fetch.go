@@ -32,8 +32,10 @@ type fetchOp struct {
 	session     *fetchSession
 	incremental bool
 	timer       env.Timer
-	// watching holds the partitions the op waits on (each watched once).
-	watching []*replica.Partition
+	// watching holds the partitions the op waits on (each watched once);
+	// a set, as a replica fetch may name thousands (membership only, never
+	// walked).
+	watching map[*replica.Partition]struct{}
 	done     bool
 }
 
@@ -174,14 +176,15 @@ func (op *fetchOp) evaluate(final bool) bool {
 func (op *fetchOp) watch(results []fetched) {
 	for _, f := range results {
 		p := f.part
-		if p == nil || slices.Contains(op.watching, p) {
+		if _, ok := op.watching[p]; p == nil || ok {
 			continue
 		}
-		op.watching = append(op.watching, p)
+		if op.watching == nil {
+			op.watching = map[*replica.Partition]struct{}{}
+		}
+		op.watching[p] = struct{}{}
 		p.Watch(func() {
-			if i := slices.Index(op.watching, p); i >= 0 {
-				op.watching = slices.Delete(op.watching, i, i+1)
-			}
+			delete(op.watching, p)
 			if !op.done {
 				op.evaluate(false)
 			}
