@@ -252,12 +252,16 @@ func syncDir(p string) error {
 }
 
 // file is env.File over an *os.File. It is used from the loop only; Sync's
-// helper goroutine works on its own duplicate descriptor.
+// helper goroutine only calls fdatasync on its descriptor, which stays
+// open until the Sync reports.
 type file struct {
 	disk   *Disk
 	name   string
 	f      *os.File
 	closed bool
+	// syncing counts the Syncs not yet reported; while there are any, the
+	// descriptor stays open for them.
+	syncing int
 	// size is the last size observed, returned by Size if fstat fails.
 	size int64
 }
@@ -330,9 +334,13 @@ func (f *file) Truncate(size int64) error {
 
 // Sync implements env.File with fdatasync on a helper goroutine: data and
 // size become durable, other metadata (mtime) need not. The helper syncs
-// a duplicate of the descriptor, so a Close on the loop right after Sync
-// neither races the fdatasync nor cancels it: writes made before Sync are
-// covered either way, as env.File promises.
+// the file's own descriptor, and a Close on the loop while a Sync is
+// pending only marks the file closed: the last pending Sync closes the
+// descriptor when it reports. So a Close right after Sync neither races
+// the fdatasync nor cancels it (writes made before Sync are covered
+// either way, as env.File promises), and a queued Sync holds no
+// descriptor of its own: a broker that writes thousands of checkpoints at
+// once (a mass leadership change) needs no second handle for each.
 func (f *file) Sync(done func(error)) {
 	loop := f.disk.loop
 	if f.closed {
@@ -340,22 +348,24 @@ func (f *file) Sync(done func(error)) {
 		loop.Post(func() { done(err) })
 		return
 	}
-	dup, err := f.dupFD()
-	if err != nil {
-		loop.Post(func() { done(err) })
-		return
-	}
+	fd := int(f.f.Fd())
 	name := f.f.Name()
 	counters := &f.disk.stats
+	f.syncing++
 	f.disk.syncs.Go(func() {
-		err := fdatasync(dup, name)
+		err := fdatasync(fd, name)
 		if err == nil {
 			counters.fileSyncs.Add(1)
 		}
-		if cerr := unix.Close(dup); err == nil && cerr != nil {
-			err = osErr(&os.PathError{Op: "close", Path: name, Err: cerr})
-		}
-		loop.Post(func() { done(err) })
+		loop.Post(func() {
+			f.syncing--
+			if f.closed && f.syncing == 0 {
+				if cerr := f.f.Close(); cerr != nil && err == nil {
+					err = osErr(cerr)
+				}
+			}
+			done(err)
+		})
 	})
 }
 
@@ -398,6 +408,9 @@ func (f *file) Close() error {
 		return f.errClosed()
 	}
 	f.closed = true
+	if f.syncing > 0 {
+		return nil // the last pending Sync closes the descriptor
+	}
 	return osErr(f.f.Close())
 }
 

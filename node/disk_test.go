@@ -103,6 +103,30 @@ func TestDiskSyncWhileClosing(t *testing.T) {
 		})
 		require.NoError(t, waitFor(t, done, "sync"), "a Sync issued before Close must complete")
 	}
+	// The descriptor a pending Sync kept open is closed once it reports:
+	// no handle leaks (the first round's Syncs are all reported).
+	before := openFDs(t)
+	f, err := d.Open("g", true)
+	require.NoError(t, err)
+	_, err = f.Append([]byte("x"))
+	require.NoError(t, err)
+	done := make(chan error, 2)
+	onLoop(t, l, func() {
+		f.Sync(func(err error) { done <- err })
+		f.Sync(func(err error) { done <- err })
+		require.NoError(t, f.Close())
+	})
+	require.NoError(t, waitFor(t, done, "sync"))
+	require.NoError(t, waitFor(t, done, "sync"))
+	require.Equal(t, before, openFDs(t), "the file's descriptor is closed after its last Sync")
+}
+
+// openFDs counts this process's open file descriptors.
+func openFDs(t *testing.T) int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc/self/fd")
+	require.NoError(t, err)
+	return len(entries)
 }
 
 func TestDiskRenameRemoveList(t *testing.T) {
