@@ -82,11 +82,16 @@ type logWorkload struct {
 	// starts when kgo moves the position (data loss detected).
 	sessions map[string][]int
 
-	// stopProduce and stopConsume end the producers' and the consumers'
-	// goroutines, counted by producing and consuming.
-	stopProduce, stopConsume     chan struct{}
-	producing, consuming         sync.WaitGroup
-	stopProducing, stopConsuming sync.Once
+	ackedBy   map[string]int // by producer
+	unknownBy map[string]int // by producer
+	ackedIn   []int          // by partition
+
+	// stopProducersFns stop the producers startProducer started;
+	// stopConsume ends the consumers' goroutines, counted by consuming.
+	stopProducersFns []func()
+	stopConsume      chan struct{}
+	consuming        sync.WaitGroup
+	stopConsuming    sync.Once
 	// clients numbers porcupine's clients: producers and readers.
 	clients int
 }
@@ -94,7 +99,7 @@ type logWorkload struct {
 func newLogWorkload(t *testing.T, topic string, partitions int32, seeds []string) *logWorkload {
 	w := &logWorkload{t: t, topic: topic, partitions: partitions, seeds: seeds, begin: time.Now(),
 		fetchErrs: map[string]int{}, read: map[string][]int64{}, sessions: map[string][]int{},
-		stopProduce: make(chan struct{}), stopConsume: make(chan struct{})}
+		ackedBy: map[string]int{}, unknownBy: map[string]int{}, ackedIn: make([]int, partitions), stopConsume: make(chan struct{})}
 	w.history = linearizability.NewLogHistory(w.now)
 	return w
 }
@@ -130,21 +135,34 @@ func (w *logWorkload) check(err error) {
 // workloadProduceInterval, at most workloadMaxInflight unacknowledged,
 // until stopProducers.
 func (w *logWorkload) startProducer(name string) {
-	cl, err := kgo.NewClient(w.opts(kgo.DefaultProduceTopic(w.topic), kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0))...)
+	all := make([]int32, w.partitions)
+	for p := range all {
+		all[p] = int32(p)
+	}
+	w.stopProducersFns = append(w.stopProducersFns, w.startProducerTo(name, all, workloadProduceInterval))
+}
+
+// startProducerTo starts a producer as startProducer does, to the
+// partitions parts in turn, one record every interval, with more client
+// options; the function it
+// returns stops it and waits, within workloadFlushTimeout, for every
+// record's outcome.
+func (w *logWorkload) startProducerTo(name string, parts []int32, interval time.Duration, more ...kgo.Opt) (stop func()) {
+	cl, err := kgo.NewClient(w.opts(append([]kgo.Opt{kgo.DefaultProduceTopic(w.topic), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0)}, more...)...)...)
 	require.NoError(w.t, err)
 	client := w.clients
 	w.clients++
-	w.producing.Add(1)
+	stopc, done := make(chan struct{}), make(chan struct{})
 	go func() {
-		defer w.producing.Done()
+		defer close(done)
 		defer cl.Close() // fails what is still pending: recorded as unknown
 		inflight := make(chan struct{}, workloadMaxInflight)
-		tick := time.NewTicker(workloadProduceInterval)
+		tick := time.NewTicker(interval)
 		defer tick.Stop()
 		for n := 0; ; n++ {
 			select {
-			case <-w.stopProduce:
+			case <-stopc:
 				ctx, cancel := context.WithTimeout(context.Background(), workloadFlushTimeout)
 				_ = cl.Flush(ctx)
 				cancel()
@@ -152,13 +170,13 @@ func (w *logWorkload) startProducer(name string) {
 			case <-tick.C:
 			}
 			select {
-			case <-w.stopProduce:
+			case <-stopc:
 				n-- // not produced; the stop case above flushes
 				continue
 			case inflight <- struct{}{}:
 			}
 			v := fmt.Sprintf("%s-%d", name, n)
-			lp := w.part(int32(n) % w.partitions)
+			lp := w.part(parts[n%len(parts)])
 			w.mu.Lock()
 			w.check(w.history.Produced(lp, v, []string{v}))
 			op := w.ops.Append(client, lp, v, w.now())
@@ -171,16 +189,40 @@ func (w *logWorkload) startProducer(name string) {
 				if err != nil {
 					a.Outcome, a.Detail = linearizability.LogUnknown, err.Error()
 					w.unknown++
+					w.unknownBy[name]++
 					w.ops.Fail(op)
 				} else {
 					a.Outcome, a.Offset = linearizability.LogAcked, r.Offset
 					w.acked++
+					w.ackedBy[name]++
+					w.ackedIn[lp.Partition]++
 					w.ops.Appended(op, r.Offset, w.now())
 				}
 				w.check(w.history.Attempt(a, []string{v}))
 			})
 		}
 	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() { close(stopc) })
+		<-done
+	}
+}
+
+// ackedInPartitions is how many records were acknowledged in each
+// partition so far.
+func (w *logWorkload) ackedInPartitions() []int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.ackedIn)
+}
+
+// producerOutcomes is how many of producer's records were acknowledged
+// and how many ended unknown.
+func (w *logWorkload) producerOutcomes(producer string) (acked, unknown int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.ackedBy[producer], w.unknownBy[producer]
 }
 
 // startConsumer starts a consumer goroutine named name reading every
@@ -256,11 +298,12 @@ func (w *logWorkload) recordFetch(reader string, client int, fp kgo.FetchTopicPa
 	w.read[reader][fp.Partition] = recs[len(recs)-1].Offset + 1
 }
 
-// stopProducers stops producing and waits, within workloadFlushTimeout,
-// for every record's outcome.
+// stopProducers stops the producers startProducer started and waits,
+// within workloadFlushTimeout, for every record's outcome.
 func (w *logWorkload) stopProducers() {
-	w.stopProducing.Do(func() { close(w.stopProduce) })
-	w.producing.Wait()
+	for _, stop := range w.stopProducersFns {
+		stop()
+	}
 }
 
 // stopConsumers stops the concurrent consumers.
@@ -371,7 +414,7 @@ func (w *logWorkload) verify() {
 	// Every acknowledged record at its offset, once more without the
 	// checker: the final read holds it.
 	started := time.Now()
-	res, err := linearizability.CheckLog(&w.ops, linearizability.Limits{MaxOperations: 200_000})
+	res, err := linearizability.CheckLog(&w.ops, linearizability.Limits{MaxOperations: 200_000, MaxUnknownPerPartition: 64})
 	require.NoError(t, err)
 	require.True(t, res.Ok, "porcupine: the partition-log model rejects the history: %v", res)
 	t.Logf("workload: %d records produced, %d acknowledged, %d unknown outcomes; %d partitions; fetch errors seen by consumers: %v",
