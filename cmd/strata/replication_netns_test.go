@@ -27,6 +27,14 @@ const (
 	// staleProbeDeliveryTimeout bounds each record the stale-leader probe
 	// asks the isolated node to acknowledge.
 	staleProbeDeliveryTimeout = 3 * time.Second
+	// isolationProduceTimeout is the workload producers' produce request
+	// timeout (kgo's default is 10 s): a request sent to the isolated
+	// node, which cannot make it durable, fails sooner.
+	isolationProduceTimeout = 3 * time.Second
+	// isolationAckTimeout bounds the wait, after the majority's ISR
+	// change, for an acknowledgement in every partition: a few rounds of
+	// isolationProduceTimeout.
+	isolationAckTimeout = 30 * time.Second
 	// staleProbeInterval paces the probe's writes.
 	staleProbeInterval = 100 * time.Millisecond
 )
@@ -37,13 +45,15 @@ const (
 // partitions, RF 3, min.insync.replicas 2) and the recorded workload of
 // TestReplicationFaultLoopProcesses: two acks=all producers and a
 // consumer in the root namespace. It isolates node 3 from nodes 1 and 2,
-// not from the clients, for isolationHold, longer than
+// not from the clients, for at least isolationHold, longer than
 // replica.lag.time.max.ms and broker.session.timeout.ms:
 //
 //   - in the majority's metadata node 3 leaves every ISR, and leads no
 //     partition (a partition it led moves to a node in its ISR); a
 //     controller of the majority leads the metadata quorum;
-//   - acks=all produces keep succeeding in every partition;
+//   - acks=all produces keep succeeding in every partition (a producer
+//     misled by node 3's stale Metadata recovers once its produce request
+//     there times out);
 //   - node 3 acknowledges nothing: a probe producer that can reach only
 //     node 3 (not idempotent: a producer id needs the controller) asks it
 //     for acks=all writes to the partitions it led, all the while, and
@@ -89,6 +99,7 @@ func TestReplicationNetnsIsolationProcesses(t *testing.T) {
 
 	w := newLogWorkload(t, r.topic, replicatedTopicPartitions, r.seeds)
 	w.dialer = n.clientDialer()
+	w.producerOpts = []kgo.Opt{kgo.ProduceRequestTimeout(isolationProduceTimeout)}
 	w.startProducer("p1")
 	w.startProducer("p2")
 	w.startConsumer("c1")
@@ -146,16 +157,29 @@ func TestReplicationNetnsIsolationProcesses(t *testing.T) {
 		return err == nil && d.LeaderID > 0 && d.LeaderID != isolated.id
 	})
 	// acks=all produces succeed on the majority side, in every partition.
+	// A producer may first be misled: node 3 still answers Metadata from
+	// its stale image (as a Kafka broker cut off from its controller
+	// does), naming itself the leader of the partitions it led, and a
+	// produce request sent there is answered REQUEST_TIMED_OUT only after
+	// its timeout (isolationProduceTimeout here); kgo then asks the next
+	// broker in turn.
 	atShrink := w.ackedInPartitions()
-	c.waitFor(isolationHold, "acks=all produces acknowledged in every partition with node 3 isolated", func() bool {
+	var stalled []int
+	for deadline := time.Now().Add(isolationAckTimeout); ; time.Sleep(10 * time.Millisecond) {
 		now := w.ackedInPartitions()
+		stalled = stalled[:0]
 		for p := range now {
 			if now[p] <= atShrink[p] {
-				return false
+				stalled = append(stalled, p)
 			}
 		}
-		return true
-	})
+		if len(stalled) == 0 {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "with node 3 isolated, no acks=all produce was acknowledged in partitions %v within %v "+
+			"of the majority's ISR change (node 3 led %v); acknowledged by partition since then: %v", stalled, isolationAckTimeout, led, now)
+	}
+	acksResumed := time.Since(isolatedAt)
 	if rest := isolationHold - time.Since(isolatedAt); rest > 0 {
 		time.Sleep(rest) // the isolation's length, not a wait for a condition
 	}
@@ -165,14 +189,16 @@ func TestReplicationNetnsIsolationProcesses(t *testing.T) {
 	duringIsolation := sum(w.ackedInPartitions()) - sum(atShrink)
 	c.requireRunning()
 
+	isolatedFor := time.Since(isolatedAt)
 	n.heal()
 	healedAt := time.Now()
 	c.waitFor(faultRejoinTimeout, "node 3 back in every ISR after the heal", func() bool { return majority.fullISRs() })
 	rejoined := time.Since(healedAt)
 	truncated := isolated.loggedSince(lines, "truncating to the leader's log")
-	t.Logf("isolated node 3 for %v: out of every ISR and leadership after %v; %d records acknowledged by the majority after that; "+
-		"the probe's %d writes to node 3 all unacknowledged; back in every ISR %v after the heal (truncated: %v)",
-		isolationHold, shrunk.Round(time.Millisecond), duringIsolation, probeUnknown, rejoined.Round(time.Millisecond), truncated)
+	t.Logf("isolated node 3 for %v: out of every ISR and leadership after %v, acknowledgements in every partition after %v; "+
+		"%d records acknowledged by the majority meanwhile; the probe's %d writes to node 3 all unacknowledged; back in every ISR %v after the heal (truncated: %v)",
+		isolatedFor.Round(time.Millisecond), shrunk.Round(time.Millisecond), acksResumed.Round(time.Millisecond),
+		duringIsolation, probeUnknown, rejoined.Round(time.Millisecond), truncated)
 
 	w.stopProducers()
 	var ends []int64

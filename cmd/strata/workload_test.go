@@ -67,7 +67,9 @@ type logWorkload struct {
 	partitions int32
 	seeds      []string
 	dialer     func(ctx context.Context, network, host string) (net.Conn, error) // nil: kgo's
-	begin      time.Time
+	// producerOpts are more options of startProducer's clients.
+	producerOpts []kgo.Opt
+	begin        time.Time
 
 	mu         sync.Mutex
 	history    *linearizability.LogHistory
@@ -139,7 +141,7 @@ func (w *logWorkload) startProducer(name string) {
 	for p := range all {
 		all[p] = int32(p)
 	}
-	w.stopProducersFns = append(w.stopProducersFns, w.startProducerTo(name, all, workloadProduceInterval))
+	w.stopProducersFns = append(w.stopProducersFns, w.startProducerTo(name, all, workloadProduceInterval, w.producerOpts...))
 }
 
 // startProducerTo starts a producer as startProducer does, to the
