@@ -103,6 +103,17 @@ func newLogWorkload(t *testing.T, topic string, partitions int32, seeds []string
 		fetchErrs: map[string]int{}, read: map[string][]int64{}, sessions: map[string][]int{},
 		ackedBy: map[string]int{}, unknownBy: map[string]int{}, ackedIn: make([]int, partitions), stopConsume: make(chan struct{})}
 	w.history = linearizability.NewLogHistory(w.now)
+	// A test that failed before verify (a bounded wait, say) still shows
+	// what its clients saw. The test's deferred stops have run by now.
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		t.Logf("workload when the test failed: %d records produced, %d acknowledged, %d unknown; violations %v; anomalies so far:\n%s",
+			w.history.Records(), w.acked, w.unknown, w.violations, w.history.Anomalies())
+	})
 	return w
 }
 
