@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	crand "crypto/rand"
 	"fmt"
@@ -47,6 +48,7 @@ type nodeProcess struct {
 	brokerAddr string   // empty for a controller-only node
 	ctrlAddr   string   // empty for a broker-only node
 	args       []string // strata's arguments
+	wrap       []string // a command that runs the test binary (ip netns exec …), or none
 	cmd        *exec.Cmd
 	exited     chan struct{}
 
@@ -77,7 +79,11 @@ func (p *nodeProcess) kill() {
 func (p *nodeProcess) spawn(t *testing.T) {
 	t.Helper()
 	p.exited = make(chan struct{})
-	p.cmd = exec.Command(os.Args[0], p.args...)
+	name, args := os.Args[0], p.args
+	if len(p.wrap) > 0 {
+		name, args = p.wrap[0], append(append(slices.Clone(p.wrap[1:]), os.Args[0]), p.args...)
+	}
+	p.cmd = exec.Command(name, args...)
 	// The child exits when this test binary dies (see TestMain);
 	// Pdeathsig would follow the forking OS thread, not the process.
 	p.cmd.Env = append(os.Environ(), "STRATA_TEST_MAIN=1", "STRATA_TEST_EXIT_WITH_PARENT=1")
@@ -110,6 +116,15 @@ type testCluster struct {
 	voters string
 }
 
+// nodePlacement says where a node of a test cluster runs: the address
+// its listeners bind (with fixed ports when the test cannot probe for
+// free ones, as inside another network namespace) and the command that
+// runs its process.
+type nodePlacement struct {
+	brokerAddr, ctrlAddr string   // host:port; empty: a free port on 127.0.0.1
+	wrap                 []string // e.g. ip netns exec <ns>; empty: the test binary itself
+}
+
 // startCluster starts the nodes as child processes of this test binary
 // (TestMain runs main for them), each with its own log.dirs under
 // t.TempDir() and fixed free ports on 127.0.0.1. extra are more
@@ -117,16 +132,23 @@ type testCluster struct {
 // test, and exits by itself if the test binary dies.
 func startCluster(t *testing.T, specs []clusterSpec, extra ...string) *testCluster {
 	t.Helper()
+	return startPlacedCluster(t, specs, nil, extra...)
+}
+
+// startPlacedCluster is startCluster with the nodes of places placed
+// there (the others on 127.0.0.1).
+func startPlacedCluster(t *testing.T, specs []clusterSpec, places map[int32]nodePlacement, extra ...string) *testCluster {
+	t.Helper()
 	c := &testCluster{t: t}
 	brokers := map[int32]string{}
 	ctrls := map[int32]string{}
 	var voters []string
 	for _, s := range specs {
 		if strings.Contains(s.roles, "broker") {
-			brokers[s.id] = freePort(t)
+			brokers[s.id] = cmp.Or(places[s.id].brokerAddr, freePort(t))
 		}
 		if strings.Contains(s.roles, "controller") {
-			ctrls[s.id] = freePort(t)
+			ctrls[s.id] = cmp.Or(places[s.id].ctrlAddr, freePort(t))
 			voters = append(voters, fmt.Sprintf("%d@%s", s.id, ctrls[s.id]))
 		}
 	}
@@ -153,7 +175,7 @@ func startCluster(t *testing.T, specs []clusterSpec, extra ...string) *testClust
 		path := filepath.Join(dir, fmt.Sprintf("node-%d.properties", s.id))
 		require.NoError(t, os.WriteFile(path, []byte(strings.Join(props, "\n")+"\n"), 0o644))
 		p := &nodeProcess{id: s.id, roles: s.roles, brokerAddr: brokers[s.id], ctrlAddr: ctrls[s.id],
-			args: []string{"serve", "--config", path, "--cluster-id", clusterID}}
+			args: []string{"serve", "--config", path, "--cluster-id", clusterID}, wrap: places[s.id].wrap}
 		p.spawn(t)
 		t.Cleanup(func() {
 			p.kill()
