@@ -30,6 +30,11 @@ const (
 	// REQUEST_TIMED_OUT: Kafka's request.timeout.ms default (30 s), which
 	// is what clients and brokers wait for a controller request.
 	DefaultForwardRequestTimeout = 30 * time.Second
+	// DefaultRequestTimeout is controller.quorum.request.timeout.ms: a
+	// quorum request unanswered this long (a Fetch: this long beyond the
+	// leader's FetchMaxWait) closes its connection, which is redialed, as
+	// Kafka's network client does (2 s, Kafka's default).
+	DefaultRequestTimeout = 2 * time.Second
 	// maxForwardedInflight bounds the requests a member forwards to the
 	// controller at once (a broker's client connections each have at
 	// most one in flight, plus its own registration and heartbeats), and
@@ -106,6 +111,9 @@ type Config struct {
 	// ForwardRequestTimeout bounds the wait for the answer to a request
 	// Submit forwards to the leader (DefaultForwardRequestTimeout).
 	ForwardRequestTimeout time.Duration
+	// RequestTimeout bounds the wait for the answer to a quorum request
+	// before its connection is closed and redialed (DefaultRequestTimeout).
+	RequestTimeout time.Duration
 
 	// Metrics is the registry the member counts into (the quorum's and,
 	// while active, the controller's series); nil counts nothing.
@@ -198,6 +206,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.ForwardRequestTimeout <= 0 {
 		c.ForwardRequestTimeout = DefaultForwardRequestTimeout
+	}
+	if c.RequestTimeout <= 0 {
+		c.RequestTimeout = DefaultRequestTimeout
 	}
 	return c, nil
 }

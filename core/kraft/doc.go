@@ -94,6 +94,12 @@
 //
 // # Failover after a crash
 //
+// A quorum request unanswered for Config.RequestTimeout (2 s; a Fetch
+// also gets the leader's FetchMaxWait) closes its connection, which is
+// redialed: after a network partition heals, a connection whose segments
+// were dropped would otherwise wait for TCP's retransmission backoff,
+// which doubles for as long as the partition lasted (up to two minutes).
+//
 // A leader that crashes cannot resign. Its followers' connections to it
 // close, and the driver redials after ReconnectBackoffMin (50 ms); a
 // redial that fails (refused, as when the process died and its host

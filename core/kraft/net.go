@@ -216,7 +216,28 @@ func (n *network) sendTo(p *peer, msg quorum.Message) {
 		return
 	}
 	_, endEpoch := msg.Payload.(quorum.EndQuorumEpochRequest)
-	err = p.client.Do(req, func(resp kmsg.Response, err error) {
+	// A request that goes unanswered closes its connection: after a
+	// network partition heals, a connection whose segments were lost
+	// would otherwise wait for TCP's retransmission backoff (up to two
+	// minutes), and the member would rejoin that late.
+	client := p.client
+	timeout := n.m.cfg.RequestTimeout
+	if isFetch(msg.Payload) {
+		timeout += n.m.cfg.Quorum.FetchMaxWait
+	}
+	var timer env.Timer
+	timer = n.m.e.AfterFunc(timeout, func() {
+		timer = nil
+		if !client.Closed() {
+			n.m.log.Info("quorum request unanswered, reconnecting", "peer", int32(p.id), "timeout", timeout)
+			client.Close()
+		}
+	})
+	err = client.Do(req, func(resp kmsg.Response, err error) {
+		if timer != nil {
+			timer.Stop()
+			timer = nil
+		}
 		if endEpoch {
 			p.endQuorumEpochs--
 		}
@@ -225,6 +246,10 @@ func (n *network) sendTo(p *peer, msg quorum.Message) {
 		}
 		n.onResponse(p, msg, resp)
 	})
+	if err != nil && timer != nil {
+		timer.Stop()
+		timer = nil
+	}
 	if err == nil && endEpoch {
 		p.endQuorumEpochs++
 	}
