@@ -133,6 +133,12 @@ func (c *Controller) registerBroker(req *kmsg.BrokerRegistrationRequest) kmsg.Re
 	if registered && !existing.Fenced {
 		c.moveAway(&b, existing.ID)
 	}
+	if registered && req.PreviousBrokerEpoch < 0 {
+		// Sealed first, so that forgetReplicas sees what moveAway did.
+		c.seal(b)
+		b = c.openBatch()
+		c.forgetReplicas(&b, existing.ID)
+	}
 	rec.BrokerEpoch = b.nextOffset()
 	if !c.add(b, rec) {
 		c.seal(b)
@@ -390,6 +396,46 @@ func (c *Controller) enterControlledShutdown(reg *meta.BrokerRegistration) {
 func (c *Controller) moveAway(b **batch, id int32) {
 	for _, r := range c.electionRecords(c.spec, removeBroker(c.spec, id), hasInISR(id)) {
 		c.addSplit(b, r)
+	}
+}
+
+// forgetReplicas adds the partition changes that take a re-registering
+// broker whose data directory does not remember its registrations
+// (PreviousBrokerEpoch -1: a replaced disk, a wiped directory) out of
+// every eligible leader replica set: its replicas start empty, and an
+// ELR member is elected on the promise that it holds every committed
+// record. (Kafka, KIP-966, does so after any unclean shutdown, since it
+// does not fsync; Strata's acknowledged records are fsynced, so only a
+// directory that lost them counts.) Its other ISR places went when it was
+// fenced or replaced (moveAway); as an ISR's last member it is replaced
+// by the first eligible leader replica, which holds every committed
+// record and leads if it can, since the ISR is never empty. With no
+// eligible replica it stays: an ISR of one at min.insync.replicas 1 held
+// the committed records nowhere else.
+func (c *Controller) forgetReplicas(b **batch, id int32) {
+	acceptable := acceptableLeaders(c.spec, id, meta.NoLeader)
+	for t := range c.spec.Topics() {
+		for p := range t.Partitions() {
+			inELR := slices.Contains(p.ELR, id)
+			lastISR := len(p.ISR) == 1 && p.ISR[0] == id
+			if !inELR && !(lastISR && len(p.ELR) > 0) {
+				continue
+			}
+			elr := slices.DeleteFunc(slices.Clone(p.ELR), func(r int32) bool { return r == id })
+			rec := &meta.PartitionChangeRecord{TopicID: t.ID(), Partition: p.ID}
+			if lastISR && len(elr) > 0 {
+				rec.ISR, elr = []int32{elr[0]}, elr[1:]
+				leader := meta.NoLeader
+				if acceptable(rec.ISR[0]) {
+					leader = rec.ISR[0]
+				}
+				if leader != p.Leader {
+					rec.Leader = &leader
+				}
+			}
+			rec.ELR = append([]int32{}, elr...) // non-nil: an empty list clears it
+			c.addSplit(b, rec)
+		}
 	}
 }
 

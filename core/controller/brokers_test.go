@@ -402,6 +402,100 @@ func TestEligibleLeaderReplicas(t *testing.T) {
 	require.Empty(t, p.ELR)
 }
 
+// A fenced eligible leader replica that registers again keeps its place
+// when its data directory remembers a previous broker epoch (a restart: its
+// fsynced data is there), and loses it when it does not (PreviousBrokerEpoch
+// -1: a replaced disk), so that it is never elected with an empty log.
+func TestReplacedDiskLeavesELR(t *testing.T) {
+	h := newCluster(t, Config{}, 3)
+	h.mustCreate(topicSpec{name: "t", assignment: [][]int32{{1, 2, 3}}, partitions: -1, rf: -1,
+		configs: map[string]string{"min.insync.replicas": "3"}})
+	// Broker 3 is fenced: the ISR falls below min.insync.replicas, and 3
+	// (which held every committed record) becomes eligible.
+	h.do(heartbeatReq(3, h.epochs[3], h.committed, true, false))
+	h.commitAll()
+	p := h.partition("t", 0)
+	require.Equal(t, []int32{1, 2}, p.ISR)
+	require.Equal(t, []int32{3}, p.ELR)
+
+	// A restart: its directory remembers the epoch it registered with.
+	restart := registration(3, "b")
+	restart.PreviousBrokerEpoch = h.epochs[3]
+	resp := h.do(restart).(*kmsg.BrokerRegistrationResponse)
+	require.Zero(t, resp.ErrorCode, errName(resp.ErrorCode))
+	h.commitAll()
+	require.Equal(t, []int32{3}, h.partition("t", 0).ELR, "a restarted broker keeps its ELR place")
+	h.epochs[3] = resp.BrokerEpoch
+
+	// A replaced disk: no previous epoch. It is fenced (not heartbeating
+	// yet), and it leaves the ELR.
+	replaced := registration(3, "c")
+	resp = h.do(replaced).(*kmsg.BrokerRegistrationResponse)
+	require.Zero(t, resp.ErrorCode, errName(resp.ErrorCode))
+	h.commitAll()
+	p = h.partition("t", 0)
+	require.Empty(t, p.ELR, "a broker with a new data directory is not eligible")
+	require.Equal(t, []int32{1, 2}, p.ISR)
+}
+
+// A replaced disk on the ISR's last member: the first eligible leader
+// replica, which holds every committed record, takes its place, and leads
+// once it can.
+func TestReplacedDiskOfTheLastISRMember(t *testing.T) {
+	h := newCluster(t, Config{}, 3)
+	h.mustCreate(topicSpec{name: "t", assignment: [][]int32{{1, 2, 3}}, partitions: -1, rf: -1,
+		configs: map[string]string{"min.insync.replicas": "2"}})
+	id := h.topicID("t")
+	p := h.partition("t", 0)
+	resp := h.do(alterReq(2, 1, h.epochs[1], "t", id, 0, p.LeaderEpoch, p.PartitionEpoch, 1, 2)).(*kmsg.AlterPartitionResponse)
+	require.Zero(t, resp.Topics[0].Partitions[0].ErrorCode)
+	h.commitAll()
+	p = h.partition("t", 0)
+	resp = h.do(alterReq(2, 1, h.epochs[1], "t", id, 0, p.LeaderEpoch, p.PartitionEpoch, 1)).(*kmsg.AlterPartitionResponse)
+	require.Zero(t, resp.Topics[0].Partitions[0].ErrorCode)
+	h.commitAll()
+	p = h.partition("t", 0)
+	require.Equal(t, []int32{1}, p.ISR)
+	require.Equal(t, []int32{2}, p.ELR)
+
+	// Broker 2 (eligible) and then broker 1 (the ISR's last member) are
+	// fenced: no one can lead; 1 keeps its ISR place, 2 its ELR place.
+	h.do(heartbeatReq(2, h.epochs[2], h.committed, true, false))
+	h.commitAll()
+	h.do(heartbeatReq(1, h.epochs[1], h.committed, true, false))
+	h.commitAll()
+	p = h.partition("t", 0)
+	require.Equal(t, meta.NoLeader, p.Leader)
+	require.Equal(t, []int32{1}, p.ISR)
+	require.Equal(t, []int32{2}, p.ELR)
+
+	// Broker 1 comes back with a new disk: 2 takes its ISR place.
+	r := h.do(registration(1, "new-disk")).(*kmsg.BrokerRegistrationResponse)
+	require.Zero(t, r.ErrorCode, errName(r.ErrorCode))
+	h.commitAll()
+	p = h.partition("t", 0)
+	require.Equal(t, meta.NoLeader, p.Leader, "2 is fenced")
+	require.Equal(t, []int32{2}, p.ISR)
+	require.Empty(t, p.ELR)
+
+	// 2 comes back (a restart: its directory remembers its epoch) and
+	// leads with every committed record.
+	r = h.do(func() *kmsg.BrokerRegistrationRequest {
+		req := registration(2, "restart")
+		req.PreviousBrokerEpoch = h.epochs[2]
+		return req
+	}()).(*kmsg.BrokerRegistrationResponse)
+	require.Zero(t, r.ErrorCode, errName(r.ErrorCode))
+	h.epochs[2] = r.BrokerEpoch
+	h.commitAll()
+	hb := h.do(heartbeatReq(2, h.epochs[2], h.committed, false, false)).(*kmsg.BrokerHeartbeatResponse)
+	require.Zero(t, hb.ErrorCode)
+	h.commitAll()
+	p = h.partition("t", 0)
+	require.Equal(t, int32(2), p.Leader)
+	require.Empty(t, p.ELR, "the replaced disk is not eligible")
+}
+
 // SuspectBroker: a report that a broker's listener refuses connections
 // fences it at once on the active controller (its leaderships move); a
 // fenced or unknown broker, or a controller that does not lead, ignores it.

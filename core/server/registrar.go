@@ -2,6 +2,8 @@ package server
 
 import (
 	"encoding/binary"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -28,8 +30,12 @@ type registrar struct {
 	port        int32
 	incarnation [16]byte
 	epoch       int64 // -1 until registered
-	timer       env.Timer
-	stopped     bool
+	// previous is the broker epoch of this broker's latest registration
+	// that its data directory remembers (brokerEpochFile), -1 if none:
+	// BrokerRegistration's PreviousBrokerEpoch (KIP-966).
+	previous int64
+	timer    env.Timer
+	stopped  bool
 	// waitingLogged is set once DUPLICATE_BROKER_REGISTRATION was logged.
 	waitingLogged bool
 	// registrations counts successful registrations (nil: metrics off).
@@ -40,6 +46,7 @@ type registrar struct {
 
 func (r *registrar) start() {
 	r.epoch = -1
+	r.previous = readBrokerEpoch(r.e.Disk())
 	binary.LittleEndian.PutUint64(r.incarnation[:8], r.e.Rand().Uint64())
 	binary.LittleEndian.PutUint64(r.incarnation[8:], r.e.Rand().Uint64())
 	r.tick()
@@ -82,6 +89,7 @@ func (r *registrar) register() {
 	req.BrokerID = r.nodeID
 	req.ClusterID = r.clusterID
 	req.IncarnationID = r.incarnation
+	req.PreviousBrokerEpoch = r.previous
 	l := kmsg.NewBrokerRegistrationRequestListener()
 	l.Name, l.Host, l.Port = "PLAINTEXT", r.host, uint16(r.port)
 	req.Listeners = []kmsg.BrokerRegistrationRequestListener{l}
@@ -112,7 +120,8 @@ func (r *registrar) register() {
 			r.schedule(250 * time.Millisecond)
 			return
 		}
-		r.epoch = rr.BrokerEpoch
+		r.epoch, r.previous = rr.BrokerEpoch, rr.BrokerEpoch
+		writeBrokerEpoch(r.e, r.epoch)
 		r.registrations.Inc()
 		r.e.Logger().Info("broker registered with the controller", "broker_epoch", r.epoch)
 		r.changed()
@@ -202,4 +211,68 @@ func (r *registrar) shutdown(done func()) {
 	// The last ask may go unanswered (no controller): stop regardless.
 	r.e.AfterFunc(controlledShutdownTimeout+time.Second, finish)
 	ask()
+}
+
+// brokerEpochFile, in the data directory, holds the broker epoch of the
+// broker's latest registration. It lives with the partitions' data: a
+// broker whose directory lost it (a replaced disk, a wiped directory)
+// registers with PreviousBrokerEpoch -1, and the controller takes it out
+// of every eligible leader replica set (see controller.forgetReplicas).
+// An epoch older than the registered one (a power loss before the latest
+// write reached the disk) still proves the same directory, whose fsynced
+// data is intact.
+const brokerEpochFile = "broker-epoch"
+
+// readBrokerEpoch returns the epoch brokerEpochFile holds, -1 if it is
+// missing or unreadable.
+func readBrokerEpoch(d env.Disk) int64 {
+	f, err := d.Open(brokerEpochFile, false)
+	if err != nil {
+		return -1
+	}
+	defer f.Close()
+	buf := make([]byte, 32)
+	n, _ := f.ReadAt(buf, 0)
+	v, err := strconv.ParseInt(strings.TrimSpace(string(buf[:n])), 10, 64)
+	if err != nil || v < 0 {
+		return -1
+	}
+	return v
+}
+
+// writeBrokerEpoch replaces brokerEpochFile with epoch: a temporary file,
+// synced, renamed into place and the directory synced, so that a crash
+// leaves the old epoch or the new one, never a torn one. A failure is logged: the file only
+// spares the broker its eligible-leader places across a restart.
+func writeBrokerEpoch(e env.Env, epoch int64) {
+	d := e.Disk()
+	tmp := brokerEpochFile + ".tmp"
+	f, err := d.Open(tmp, true)
+	if err == nil {
+		if err = f.Truncate(0); err == nil {
+			err = f.WriteAt([]byte(strconv.FormatInt(epoch, 10)+"\n"), 0)
+		}
+		if err != nil {
+			_ = f.Close()
+		}
+	}
+	if err != nil {
+		e.Logger().Warn("cannot note the broker epoch", "file", tmp, "err", err)
+		return
+	}
+	f.Sync(func(err error) {
+		if err == nil {
+			err = d.Rename(tmp, brokerEpochFile)
+		}
+		if err != nil {
+			e.Logger().Warn("cannot note the broker epoch", "file", brokerEpochFile, "err", err)
+			return
+		}
+		d.SyncDir("", func(err error) {
+			if err != nil {
+				e.Logger().Warn("cannot note the broker epoch", "file", brokerEpochFile, "err", err)
+			}
+		})
+	})
+	_ = f.Close()
 }
