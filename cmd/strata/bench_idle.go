@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -68,21 +69,11 @@ type idleNodeCost struct {
 
 // maxCPU and maxRSS are the busiest node's figures.
 func maxCPU(cs []idleNodeCost) float64 {
-	return slices.MaxFunc(cs, func(a, b idleNodeCost) int { return cmpFloat(a.CPUPercent, b.CPUPercent) }).CPUPercent
+	return slices.MaxFunc(cs, func(a, b idleNodeCost) int { return cmp.Compare(a.CPUPercent, b.CPUPercent) }).CPUPercent
 }
 
 func maxRSS(cs []idleNodeCost) float64 {
-	return slices.MaxFunc(cs, func(a, b idleNodeCost) int { return cmpFloat(a.RSSMiB, b.RSSMiB) }).RSSMiB
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
+	return slices.MaxFunc(cs, func(a, b idleNodeCost) int { return cmp.Compare(a.RSSMiB, b.RSSMiB) }).RSSMiB
 }
 
 // run measures c empty, creates the topic, waits for full ISRs, and
