@@ -175,6 +175,7 @@ func runLog(o Options, bugs logBugs) (sim.Summary, *logHarness) {
 	sum := func(err error) (sim.Summary, *logHarness) {
 		m := s.Summarize(bugs.name())
 		m.Err = err
+		m.Visualize = h.model.visualize
 		if h.err != nil {
 			// A failed check: its message names the check and the
 			// virtual time; the panic's stack adds nothing.
@@ -242,6 +243,10 @@ func runLog(o Options, bugs logBugs) (sim.Summary, *logHarness) {
 	if h.err != nil {
 		return sum(h.err)
 	}
+	// (h): the whole history against the model of a partition.
+	if err := h.model.check(s.Trace, s.Now()); err != nil {
+		return sum(err)
+	}
 	s.Trace("log:done " + h.describe())
 	return sum(nil)
 }
@@ -272,7 +277,10 @@ type logHarness struct {
 	serverInc []uint64
 	restarts  []uint64
 
-	hist    *linearizability.LogHistory
+	hist *linearizability.LogHistory
+	// model records the same produces and fetches for the porcupine
+	// check (h) (log_model.go).
+	model   *logModel
 	phase   logPhase
 	phaseAt time.Duration
 	err     error
@@ -293,6 +301,7 @@ func newLogHarness(s *sim.Sim, o Options, bugs logBugs) *logHarness {
 	h := &logHarness{s: s, o: o, bugs: bugs, swarm: drawLogSwarm(s, bugs),
 		probes: map[linearizability.LogPartition]int64{}}
 	h.hist = linearizability.NewLogHistory(s.Now)
+	h.model = newLogModel()
 	if bugs.rf() > 1 {
 		// Reassignments in one seed of two, from a stream of their own so
 		// that the rest of the seed's draws do not move.

@@ -462,8 +462,14 @@ func (lp *logProducer) onEvent(ev kclient.ProduceEvent) {
 		if err := h.hist.Produced(part, build, strs(ev.Values)); err != nil {
 			h.fail(err)
 		}
+		h.model.built(lp.name, part, build, strs(ev.Values), h.s.Now())
 		return
 	}
+	// acks=1 with replicas: the leader alone had the batch, and a leader
+	// change may take it back (Kafka's semantics). It is not an
+	// observation of the committed log.
+	leaderOnly := lp.spec.acks == 1 && h.bugs.rf() > 1
+	h.model.sent(build, ev.Kind, ev.BaseOffset, !leaderOnly, h.s.Now())
 	a := linearizability.LogAttempt{Producer: lp.name, Partition: part, Build: build, Send: ev.Send, Offset: ev.BaseOffset}
 	switch ev.Kind {
 	case kclient.Acked:
@@ -472,10 +478,7 @@ func (lp *logProducer) onEvent(ev kclient.ProduceEvent) {
 		if lp.name == "probe" {
 			h.probes[part] = ev.BaseOffset
 		}
-		if lp.spec.acks == 1 && h.bugs.rf() > 1 {
-			// acks=1 with replicas: the leader alone had the batch, and
-			// a leader change may take it back (Kafka's semantics). It
-			// is not an observation of the committed log.
+		if leaderOnly {
 			a.Outcome, a.Detail = linearizability.LogUnknown, "acks=1 (the leader only)"
 		}
 	case kclient.Rejected:
@@ -499,6 +502,7 @@ type logConsumer struct {
 	h     *logHarness
 	name  string
 	final bool
+	e     env.Env
 	cn    *kclient.Consumer
 	// reads holds per partition what the consumer's current session
 	// read (the final reader keeps the records).
@@ -523,6 +527,7 @@ func (h *logHarness) startConsumer(spec logConsumerSpec, final bool) *logConsume
 		topics = append(topics, t.name)
 	}
 	h.newLogClient(spec.name, spec.maxVersions, func(e env.Env, c *kclient.Client) {
+		lc.e = e
 		lc.cn = kclient.NewConsumer(c, kclient.ConsumerConfig{Topics: topics, Sessions: spec.sessions, MaxWait: spec.maxWait,
 			PartitionMaxBytes: spec.partitionMaxBytes, OnFetch: lc.onFetch})
 	})
@@ -576,6 +581,11 @@ func (lc *logConsumer) onFetch(ev kclient.FetchEvent) {
 			// record, but the number it is told may go back.
 			hw = max(hw, st.hw)
 		}
+		// The fetch was sent ev.Sent on the client's monotonic clock;
+		// clients run at the simulator's rate (the nemesis skews servers
+		// only), so the time since then is the same in virtual time.
+		now := h.s.Now()
+		h.model.fetched(lc.name, p, ev.Offset, now-(lc.e.Monotonic()-ev.Sent), now, recs)
 		h.fail(h.hist.ReadWithHW(lc.name, ev.Session, p, recs, hw))
 		st.hw = hw
 		if lc.final {
@@ -623,6 +633,7 @@ func (lc *logConsumer) tamperTail() {
 			extra = append(extra, linearizability.LogRecord{Offset: st.hw, Value: st.records[0].Value})
 		}
 		if len(extra) > 0 {
+			h.model.fetched(lc.name, p, st.hw, h.s.Now(), h.s.Now(), extra)
 			h.fail(h.hist.Read(lc.name, st.session, p, extra))
 		}
 	}
