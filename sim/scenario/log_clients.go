@@ -41,7 +41,9 @@ const (
 type logTopicSpec struct {
 	name       string
 	partitions int32
-	configs    [][2]string
+	// rf is the replication factor (logBugs.topicRF).
+	rf      int
+	configs [][2]string
 }
 
 // logProducerSpec is a producer of the run.
@@ -119,7 +121,7 @@ func drawLogSwarm(s *sim.Sim, bugs logBugs) logSwarm {
 	r := s.Rand("log/swarm")
 	var w logSwarm
 	for i, name := range []string{"orders", "events"} {
-		t := logTopicSpec{name: name, partitions: int32(1 + r.IntN(3-i))}
+		t := logTopicSpec{name: name, partitions: int32(1 + r.IntN(3-i)), rf: bugs.topicRF(i)}
 		if r.IntN(2) == 0 {
 			// Small segments: rolls, producer snapshots at each roll,
 			// recovery over many segments.
@@ -272,19 +274,25 @@ func (a *logAdmin) reassignTick(e env.Env) {
 			continue
 		}
 		for _, p := range tm.Partitions {
-			n := len(a.h.procs)
+			n, brokers := t.rf, int32(len(a.h.procs))
 			switch {
 			case len(p.Replicas) == n && faults && r.IntN(8) == 0:
 				drop := p.Replicas[r.IntN(n)]
 				a.reassign(t.name, p.Partition, slices.DeleteFunc(slices.Clone(p.Replicas), func(id int32) bool { return id == drop }))
 			case len(p.Replicas) == n-1 && (!faults || r.IntN(4) == 0):
-				target := slices.Clone(p.Replicas)
-				for id := int32(1); id <= int32(n); id++ {
-					if !slices.Contains(target, id) {
-						target = append(target, id)
+				// Back to n replicas: with as many brokers as replicas the
+				// one missing, else one of those holding none, drawn.
+				var missing []int32
+				for id := int32(1); id <= brokers; id++ {
+					if !slices.Contains(p.Replicas, id) {
+						missing = append(missing, id)
 					}
 				}
-				a.reassign(t.name, p.Partition, target)
+				add := missing[0]
+				if len(missing) > 1 {
+					add = missing[r.IntN(len(missing))]
+				}
+				a.reassign(t.name, p.Partition, append(slices.Clone(p.Replicas), add))
 			}
 		}
 	}
@@ -319,10 +327,10 @@ func (a *logAdmin) reassign(topic string, partition int32, target []int32) {
 // creation is asked again, as an operator would.
 func (a *logAdmin) create(t logTopicSpec) {
 	configs := t.configs
-	if rf := a.h.bugs.rf(); rf > 1 {
-		configs = append(slices.Clone(configs), [2]string{"min.insync.replicas", strconv.Itoa(rf - 1)})
+	if t.rf > 1 {
+		configs = append(slices.Clone(configs), [2]string{"min.insync.replicas", strconv.Itoa(minInsync(t.rf))})
 	}
-	spec := kclient.TopicSpec{Name: t.name, Partitions: t.partitions, ReplicationFactor: int16(a.h.bugs.rf()), Configs: configs}
+	spec := kclient.TopicSpec{Name: t.name, Partitions: t.partitions, ReplicationFactor: int16(t.rf), Configs: configs}
 	a.c.CreateTopic(spec, func(ok bool, code int16) {
 		if !ok && code == kerr.InvalidReplicationFactor.Code && a.h.bugs.rf() > 1 && a.h.phase == logSetup {
 			a.h.s.Trace("log:create-again " + spec.Name)

@@ -93,3 +93,11 @@ func TestReplicatedPageCacheModeLoses(t *testing.T) {
 	}
 	t.Fatal("20 seeds in page-cache mode lost nothing: the campaign does not exercise correlated power loss")
 }
+
+// TestReplicatedChecksCatchViewBugs: a replica whose bytes below the high
+// watermark differ from the others' fails (i), although every log end
+// offset agrees ((g) passes).
+func TestReplicatedChecksCatchViewBugs(t *testing.T) {
+	bugs := logBugs{replicas: replicatedRF, divergentReplica: true}
+	require.NotZero(t, logBugFails(t, bugs, 1, 3, "(i) replicas"), "no seed caught the bug")
+}
