@@ -99,6 +99,9 @@ func (p *Partition) alterISR(isr []int32) {
 	req.Topics = append(req.Topics, rt)
 	p.pendingISR, p.pendingEpoch = isr, -1
 	leaderEpoch, partitionEpoch := p.leaderEpoch, p.partitionEpoch
+	if sent := p.m.cfg.AlterPartitionSent; sent != nil {
+		defer sent(p.topic, p.id)
+	}
 	p.m.cfg.AlterPartition(req, func(r kmsg.Response, err error) {
 		if p.pendingISR == nil || !slices.Equal(p.pendingISR, isr) {
 			return // settled meanwhile (a new leadership cleared it)

@@ -292,10 +292,13 @@ type logHarness struct {
 	// from reassignRand.
 	reassigns    bool
 	reassignRand *rand.Rand
-	s            *sim.Sim
-	o            Options
-	bugs         logBugs
-	swarm        logSwarm
+	// strikes at the active controller during ISR changes (replicated
+	// scenarios, one seed in two).
+	strikes controllerStrikes
+	s       *sim.Sim
+	o       Options
+	bugs    logBugs
+	swarm   logSwarm
 
 	names []string
 	procs []*sim.Process
@@ -344,6 +347,10 @@ func newLogHarness(s *sim.Sim, o Options, bugs logBugs) *logHarness {
 		// that the rest of the seed's draws do not move.
 		h.reassignRand = s.Rand("log/reassign")
 		h.reassigns = h.reassignRand.IntN(2) == 0
+		// Strikes at the controller during ISR changes in one seed of
+		// two (log_strike.go), from a stream of their own.
+		h.strikes.r = s.Rand("log/controller-strike")
+		h.strikes.on = h.strikes.r.IntN(2) == 0 && !o.NoFaults
 	}
 	n := o.Nodes
 	h.servers = make([]*server.Server, n)
@@ -369,6 +376,7 @@ func newLogHarness(s *sim.Sim, o Options, bugs logBugs) *logHarness {
 			// a slow disk) and come back, and elections meet ISRs of
 			// every size.
 			scfg.Partitions.ReplicaLagTime = replicatedLagTime
+			scfg.Partitions.AlterPartitionSent = func(topic string, partition int32) { h.alterPartitionSent(i, topic, partition) }
 		}
 		p := s.AddProcess(h.names[i], func(e env.Env) {
 			h.servers[i] = nil

@@ -32,7 +32,7 @@ func TestReplicated5RegressionSeeds(t *testing.T) {
 // Across them the nemesis must have taken two nodes down at once, and
 // every run's history must have been checked against the model (h).
 func TestReplicated5Seeds(t *testing.T) {
-	acked, twoDown, modelChecked := 0, 0, 0
+	acked, twoDown, modelChecked, struck := 0, 0, 0, 0
 	for seed := uint64(1); seed <= replicated5SeedsInMakeTest; seed++ {
 		h := runReplicated5Seed(t, seed)
 		acked += h.hist.Acked()
@@ -41,6 +41,9 @@ func TestReplicated5Seeds(t *testing.T) {
 		}
 		if h.model.checked && h.model.err == nil {
 			modelChecked++
+		}
+		if h.strikes.kills+h.strikes.cuts > 0 {
+			struck++
 		}
 		if seed%10 == 0 {
 			a := h.s.Summarize("replicated5")
@@ -51,6 +54,6 @@ func TestReplicated5Seeds(t *testing.T) {
 	}
 	require.Positive(t, acked, "no record acknowledged in any seed")
 	require.Positive(t, twoDown, "no seed had two nodes down at once")
-	t.Logf("%d seeds: %d records acknowledged, %d with two or more nodes down at once, %d checked by the model",
-		replicated5SeedsInMakeTest, acked, twoDown, modelChecked)
+	t.Logf("%d seeds: %d records acknowledged, %d with two or more nodes down at once, %d checked by the model, %d struck the controller during an ISR change",
+		replicated5SeedsInMakeTest, acked, twoDown, modelChecked, struck)
 }

@@ -61,10 +61,17 @@ func TestReplicatedRegressionSeeds(t *testing.T) {
 // TestReplicatedSeeds runs seeds 1..replicatedSeedsInMakeTest; every tenth
 // runs twice and must give the same trace (the determinism check).
 func TestReplicatedSeeds(t *testing.T) {
-	acked := 0
+	acked, struck, kills, cuts, modelChecked := 0, 0, 0, 0, 0
 	for seed := uint64(1); seed <= replicatedSeedsInMakeTest; seed++ {
 		h := runReplicatedSeed(t, seed)
 		acked += h.hist.Acked()
+		if h.strikes.kills+h.strikes.cuts > 0 {
+			struck++
+		}
+		kills, cuts = kills+h.strikes.kills, cuts+h.strikes.cuts
+		if h.model.checked && h.model.err == nil {
+			modelChecked++
+		}
 		if seed%10 == 0 {
 			a := h.s.Summarize("replicated")
 			b, _ := runLog(Options{Seed: seed}, logBugs{replicas: replicatedRF})
@@ -72,7 +79,9 @@ func TestReplicatedSeeds(t *testing.T) {
 		}
 	}
 	require.Positive(t, acked, "no record acknowledged in any seed")
-	t.Logf("%d seeds: %d records acknowledged", replicatedSeedsInMakeTest, acked)
+	require.Positive(t, struck, "no seed struck the controller during an ISR change")
+	t.Logf("%d seeds: %d records acknowledged, %d checked by the model; %d seeds struck the active controller while an ISR change was in flight (%d kills, %d isolations)",
+		replicatedSeedsInMakeTest, acked, modelChecked, struck, kills, cuts)
 }
 
 // TestReplicatedPageCacheModeLoses: the same campaign with the topics in
