@@ -201,7 +201,11 @@ func (p logPhase) String() string {
 // from its start past the probe. Then (a): every acknowledged record is
 // in the final read at its offset. Then, also within logHealPhase, (g):
 // the servers' metrics (core/metrics, the registry a node exports) say
-// the cluster is healthy (checkMetrics).
+// the cluster is healthy (checkMetrics), and with replicas (i): every
+// partition has a leader and a full ISR, and its replicas hold the same
+// bytes below the high watermark (checkReplicas). Last, (h): the run's
+// produces and fetches are linearizable as an append-only log per
+// partition (porcupine; log_model.go).
 func runLog(o Options, bugs logBugs) (sim.Summary, *logHarness) {
 	o = o.withDefaults(max(3, bugs.replicas), logFaultPhase, logHealPhase)
 	s := sim.New(sim.Config{Seed: o.Seed, Log: o.Log, BuggifyRate: o.buggifyRate()})
