@@ -27,7 +27,8 @@ test: vet fmt-check
 	$(GO) test -tags strata_plant -count=1 -timeout 10m -run 'TestPlanted' ./sim/scenario/
 
 ## sim: replay one seed (SEED=N; a random seed when unset) of SCENARIO (default log: the Kafka data path
-## under the nemesis; others: kraft, kraft5, idle)
+## under the nemesis; others: replicated, replicated5, kraft, kraft5, idle); a failing seed writes its
+## history as porcupine's HTML (SCENARIO-seedN.html) and prints its path under the replay command
 sim: build
 	./bin/strata sim -scenario $(SCENARIO) $(if $(SEED),-seed $(SEED),) $(SIM_ARGS)
 
@@ -41,16 +42,17 @@ sim-sweep-kraft: build
 	./bin/strata sim -scenario kraft -sweep $(SEEDS)
 	./bin/strata sim -scenario kraft5 -sweep $(SEEDS)
 
-## sim-compare: the replicated campaign (SEEDS seeds, default 200 here) in the default durable mode and
-## in Kafka's page-cache mode (-page-cache), with the failures of each counted by check: the default
-## mode must show none; page-cache mode shows the lost acknowledged records it permits
+## sim-compare: the replicated campaigns (replicated: 3 nodes at RF 3; replicated5: 5 nodes at RF 5 and 3;
+## COMPARE_SEEDS seeds each, default 200) in the default durable mode and in Kafka's page-cache mode
+## (-page-cache), with the failures of each counted by check: the default mode must show none; page-cache
+## mode shows the lost acknowledged records it permits. Failing seeds' histories go to .sim-compare-html/
 sim-compare: build
-	@for mode in "" "-page-cache"; do \
-	  echo "== replicated $${mode:-(durable, the default)}: $(or $(COMPARE_SEEDS),200) seeds"; \
-	  ./bin/strata sim -scenario replicated $$mode -sweep $(or $(COMPARE_SEEDS),200) > .sim-compare.out 2>&1; \
+	@mkdir -p .sim-compare-html; for scenario in replicated replicated5; do for mode in "" "-page-cache"; do \
+	  echo "== $$scenario $${mode:-(durable, the default)}: $(or $(COMPARE_SEEDS),200) seeds"; \
+	  ./bin/strata sim -scenario $$scenario $$mode -html-dir .sim-compare-html -sweep $(or $(COMPARE_SEEDS),200) > .sim-compare.out 2>&1; \
 	  tail -1 .sim-compare.out; \
-	  grep -o '^    ([a-g]) [a-z ]*' .sim-compare.out | sort | uniq -c; \
-	done; rm -f .sim-compare.out
+	  grep -o '^    ([a-i]) [a-z ]*' .sim-compare.out | sort | uniq -c; \
+	done; done; rm -f .sim-compare.out
 
 ## crash-sweep: seeds 1..SEEDS of core/log's crash tests (TestCrashRecovery, TestCompactCrashRecovery),
 ## pinned regression seeds included (nightly; not part of `make test`, which runs 200 of each)

@@ -40,7 +40,23 @@ type Limits struct {
 	// DefaultMaxUnknownPerPartition; values above 64 act as 64, the width
 	// of the mask that tracks them.
 	MaxUnknownPerPartition int
+	// MaxSteps (CheckLog only) is the most model steps porcupine's search
+	// may take in one partition, a bound on its time and memory that does
+	// not read the clock, so that a verdict never depends on the machine.
+	// Past it CheckLog gives no verdict (ErrSearchBudget). Default
+	// DefaultMaxLogSteps.
+	MaxSteps int
 }
+
+// ErrSearchBudget is returned by CheckLog for a partition whose search
+// took more than Limits.MaxSteps model steps: no verdict.
+var ErrSearchBudget = errors.New("linearizability: search exceeds its step budget")
+
+// DefaultMaxLogSteps is CheckLog's default step budget per partition. A
+// search that never backtracks takes a few steps per operation; each
+// step porcupine keeps costs it a bitset of the partition's operations,
+// so a million steps of a partition of 4,000 operations hold about 500 MB.
+const DefaultMaxLogSteps = 1_000_000
 
 // Default limits. Measured on the project's 2-core machine with every
 // operation on one key, up to four concurrent, and a stale read at the end

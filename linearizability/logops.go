@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"time"
 
@@ -147,39 +148,110 @@ func (o *LogOps) mustBe(id OpID, op LogOp, method string) {
 //
 // The verdict and the Info of a failing check are deterministic.
 func CheckLog(ops *LogOps, l Limits) (Result, error) {
-	maxOps := cmp.Or(l.MaxOperations, DefaultMaxOperations)
-	res := Result{Operations: ops.Len(), UnknownOperations: ops.UnknownLen()}
-	if res.Operations > maxOps {
-		return Result{}, fmt.Errorf("%w: %d operations, limit %d", ErrHistoryTooLarge, res.Operations, maxOps)
+	res, parts, err := prepareLog(ops, l)
+	if err != nil {
+		return Result{}, err
 	}
-	model := PartitionLogModel()
-	parts := model.Partition(ops.h.Operations())
-	for i, part := range parts {
-		rewritten, err := rewriteLogUnknowns(part)
-		if err != nil {
-			return Result{}, err
-		}
-		parts[i] = rewritten
-	}
-	model.Partition = func([]porcupine.Operation) [][]porcupine.Operation { return parts }
-	var flat []porcupine.Operation
+	maxSteps := uint64(cmp.Or(l.MaxSteps, DefaultMaxLogSteps))
+	// Each partition alone, in order, so that the step budget is spent
+	// per partition whatever porcupine's goroutines do, and a failing
+	// history's verbose search (which records partial linearizations)
+	// covers only its failing partitions.
+	var failing []porcupine.Operation
 	for _, part := range parts {
-		flat = append(flat, part...)
+		model, tree := budgetedLogModel(part, maxSteps)
+		ok := porcupine.CheckOperations(model, part)
+		if tree.exhausted {
+			return Result{}, fmt.Errorf("%w: %d model steps in partition %s", ErrSearchBudget, maxSteps, logInputPartition(part[0].Input))
+		}
+		if !ok {
+			failing = append(failing, part...)
+		}
 	}
-	// As in Check: the plain search first, the verbose one only for a
-	// failing history, and never a timeout.
-	if porcupine.CheckOperations(model, flat) {
+	if len(failing) == 0 {
 		res.Ok = true
 		return res, nil
 	}
-	verdict, info := porcupine.CheckOperationsVerbose(model, flat, 0)
-	if verdict != porcupine.Illegal {
-		panic(fmt.Sprintf("linearizability: porcupine disagrees with itself: CheckOperations false, CheckOperationsVerbose %v", verdict))
-	}
-	sortPartialLinearizations(info)
+	model, info := verboseLog(failing, maxSteps)
 	res.Info = info
 	res.model = model
 	return res, nil
+}
+
+// VisualizeLog writes porcupine's HTML visualisation of the operations
+// recorded in ops to w, linearizable or not: for a linearizable history
+// each partition's linearization, for one that is not the longest partial
+// linearizations and where each stopped (as [Visualize] draws a failing
+// CheckLog). A simulator run that failed another check draws its history
+// this way, so that the reader sees every produce and fetch in time. It
+// returns CheckLog's errors for a history it would not check.
+func VisualizeLog(w io.Writer, ops *LogOps, l Limits) error {
+	_, parts, err := prepareLog(ops, l)
+	if err != nil {
+		return err
+	}
+	maxSteps := uint64(cmp.Or(l.MaxSteps, DefaultMaxLogSteps))
+	var flat []porcupine.Operation
+	for _, part := range parts {
+		model, tree := budgetedLogModel(part, maxSteps)
+		porcupine.CheckOperations(model, part)
+		if tree.exhausted {
+			return fmt.Errorf("%w: %d model steps in partition %s", ErrSearchBudget, maxSteps, logInputPartition(part[0].Input))
+		}
+		flat = append(flat, part...)
+	}
+	model, info := verboseLog(flat, maxSteps)
+	if err := porcupine.Visualize(model, info, w); err != nil {
+		return fmt.Errorf("linearizability: visualize: %w", err)
+	}
+	return nil
+}
+
+// verboseLog runs porcupine's verbose search over rewritten operations
+// (of one or more partitions) and returns the model and the partial
+// linearizations in a fixed order. Each partition's search is the one a
+// plain check already ran within maxSteps; the bound only guards it.
+func verboseLog(ops []porcupine.Operation, maxSteps uint64) (porcupine.Model, porcupine.LinearizationInfo) {
+	model := PartitionLogModel()
+	parts := model.Partition(ops)
+	model.Partition = func([]porcupine.Operation) [][]porcupine.Operation { return parts }
+	model.Init = func() any {
+		t := &logTree{maxSteps: maxSteps}
+		return logState{node: t.node(nil, 0, nil)}
+	}
+	_, info := porcupine.CheckOperationsVerbose(model, ops, 0)
+	model.Init = newLogState
+	sortPartialLinearizations(info)
+	return model, info
+}
+
+// budgetedLogModel is the model for one rewritten partition, with a
+// search tree bounded by maxSteps, returned for its exhausted flag.
+func budgetedLogModel(part []porcupine.Operation, maxSteps uint64) (porcupine.Model, *logTree) {
+	model := PartitionLogModel()
+	model.Partition = nil
+	tree := &logTree{maxSteps: maxSteps}
+	model.Init = func() any { return logState{node: tree.node(nil, 0, nil)} }
+	return model, tree
+}
+
+// prepareLog applies CheckLog's limits and rewrites to ops: it returns
+// the result's counts and the rewritten operations of each partition.
+func prepareLog(ops *LogOps, l Limits) (Result, [][]porcupine.Operation, error) {
+	maxOps := cmp.Or(l.MaxOperations, DefaultMaxOperations)
+	res := Result{Operations: ops.Len(), UnknownOperations: ops.UnknownLen()}
+	if res.Operations > maxOps {
+		return Result{}, nil, fmt.Errorf("%w: %d operations, limit %d", ErrHistoryTooLarge, res.Operations, maxOps)
+	}
+	parts := PartitionLogModel().Partition(ops.h.Operations())
+	for i, part := range parts {
+		rewritten, err := rewriteLogUnknowns(part)
+		if err != nil {
+			return Result{}, nil, err
+		}
+		parts[i] = rewritten
+	}
+	return res, parts, nil
 }
 
 // rewriteLogUnknowns applies CheckLog's rules to one partition's

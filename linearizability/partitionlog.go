@@ -141,6 +141,11 @@ type logTree struct {
 	nodes uint64 // nodes made, for ids
 	// claimed is set by the first logArm: only anonymous appends use it.
 	claimed *logClaims
+	// steps counts the model steps of the search; past maxSteps (when
+	// not 0) every step fails and exhausted is set, so that the search
+	// ends at once and CheckLog reports no verdict (see Limits.MaxSteps).
+	steps, maxSteps uint64
+	exhausted       bool
 }
 
 // logNode is a run of records starting at offset base, following its
@@ -265,6 +270,12 @@ func logInputPartition(input any) LogPartition {
 // state, and the state after it.
 func logStep(state, input, output any) (bool, any) {
 	s := state.(logState)
+	if t := s.node.tree; t.maxSteps > 0 {
+		if t.steps++; t.steps > t.maxSteps {
+			t.exhausted = true
+			return false, s
+		}
+	}
 	switch in := input.(type) {
 	case logArm:
 		s.node.tree.claimed = in.claimed

@@ -575,3 +575,37 @@ func TestCheckLogAgreesWithCheck(t *testing.T) {
 	}
 	t.Logf("verdicts: %v", verdicts)
 }
+
+// TestVisualizeLogDrawsAnyHistory: VisualizeLog draws a linearizable
+// history too (a simulator run that failed another check), the same bytes
+// every time, and a failing one as Visualize draws CheckLog's result.
+func TestVisualizeLogDrawsAnyHistory(t *testing.T) {
+	var first []byte
+	for i := range 3 {
+		var buf bytes.Buffer
+		require.NoError(t, VisualizeLog(&buf, manyUnknownAppends(20, false), DefaultLimits()))
+		require.Contains(t, buf.String(), `Append(t-0, \"v0\") -\u003e 0`)
+		if i == 0 {
+			first = buf.Bytes()
+			continue
+		}
+		require.Equal(t, first, buf.Bytes())
+	}
+	var buf bytes.Buffer
+	require.NoError(t, VisualizeLog(&buf, failingLog(), DefaultLimits()))
+	require.Contains(t, buf.String(), `Read(t-0, 2) -\u003e nothing yet`)
+}
+
+// TestCheckLogStepBudget: a search past Limits.MaxSteps in a partition
+// gives no verdict (ErrSearchBudget), whatever it would have found; within
+// the budget the verdict stands.
+func TestCheckLogStepBudget(t *testing.T) {
+	for _, stale := range []bool{false, true} {
+		_, err := CheckLog(manyUnknownAppends(200, stale), Limits{MaxSteps: 100})
+		require.ErrorIs(t, err, ErrSearchBudget, "stale=%v", stale)
+		res, err := CheckLog(manyUnknownAppends(200, stale), Limits{MaxSteps: 1_000_000})
+		require.NoError(t, err)
+		require.Equal(t, !stale, res.Ok)
+	}
+	require.ErrorIs(t, VisualizeLog(&bytes.Buffer{}, manyUnknownAppends(200, false), Limits{MaxSteps: 100}), ErrSearchBudget)
+}

@@ -28,6 +28,13 @@ type Summary struct {
 	// Mix describes the run's fault schedule (Sim.SetFaultMix), "" if
 	// none was set.
 	Mix string
+	// Visualize writes an HTML view of the run's client history
+	// (porcupine's), for a failed run; nil if the scenario records none.
+	// It may take a while: call it only when the view is wanted.
+	Visualize func(w io.Writer) error
+	// HTML is the file the caller wrote Visualize's view to, printed
+	// beside the replay command; "" if none.
+	HTML string
 }
 
 // Summarize captures the run's figures so far.
@@ -79,6 +86,9 @@ func (m Summary) Print(w io.Writer) {
 	if m.Err != nil {
 		fmt.Fprintf(w, "failure:     %v\n", m.Err)
 		fmt.Fprintf(w, "replay:      %s\n", m.Replay)
+		if m.HTML != "" {
+			fmt.Fprintf(w, "history:     %s\n", m.HTML)
+		}
 	}
 	fmt.Fprintf(w, "sim time:    %v\n", m.SimTime)
 	fmt.Fprintf(w, "events:      %d\n", m.Events)

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"bytes"
 	crand "crypto/rand"
 	"encoding/binary"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -18,26 +20,30 @@ func init() {
 	register("sim", "run a seeded simulation scenario and print its summary and trace hash", runSim)
 }
 
-func runSim(args []string) int {
+func runSim(args []string) int { return simMain(args, os.Stdout, os.Stderr) }
+
+func simMain(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("sim", flag.ContinueOnError)
+	fs.SetOutput(stderr)
 	seed := fs.Uint64("seed", 0, "seed to run (0 picks a random one and prints it)")
 	name := fs.String("scenario", scenario.Default, "scenario: "+strings.Join(scenario.Names(), ", "))
 	parsed := scenario.BindFlags(fs)
 	verbose := fs.Bool("v", false, "print the processes' logs to stderr")
 	sweep := fs.Int("sweep", 0, "run this many consecutive seeds (from -seed, or 1) and print one line each")
+	htmlDir := fs.String("html-dir", ".", "where a failed seed's history is drawn (porcupine's HTML, log and replicated scenarios), as SCENARIO-seedN.html")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
 	opts := *parsed
 	if *verbose {
-		opts.Log = os.Stderr
+		opts.Log = stderr
 	}
 	if *sweep > 0 {
 		first := *seed
 		if first == 0 {
 			first = 1
 		}
-		return simSweep(*name, opts, first, *sweep, os.Stdout)
+		return simSweep(*name, opts, first, *sweep, *htmlDir, stdout, stderr)
 	}
 	picked := *seed == 0
 	if picked {
@@ -45,17 +51,18 @@ func runSim(args []string) int {
 	}
 	opts.Seed = *seed
 	if picked {
-		fmt.Printf("no seed given; picked %d (replay: %s)\n", *seed, scenario.ReplayCommand(*name, opts))
+		fmt.Fprintf(stdout, "no seed given; picked %d (replay: %s)\n", *seed, scenario.ReplayCommand(*name, opts))
 	}
 	sum, err := runScenario(*name, opts)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "strata sim:", err)
+		fmt.Fprintln(stderr, "strata sim:", err)
 		return exitUsage
 	}
-	sum.Print(os.Stdout)
+	drawHistory(&sum, *htmlDir)
+	sum.Print(stdout)
 	if sum.Err != nil {
 		if f, ok := sum.Err.(*sim.Failure); ok && f.Stack != "" {
-			fmt.Fprintf(os.Stderr, "\n%s\n", f.Stack)
+			fmt.Fprintf(stderr, "\n%s\n", f.Stack)
 		}
 		return exitError
 	}
@@ -71,16 +78,37 @@ func runScenario(name string, opts scenario.Options) (sim.Summary, error) {
 	return sum, err
 }
 
-func simSweep(name string, opts scenario.Options, first uint64, n int, w io.Writer) int {
+// drawHistory writes a failed run's client history as porcupine's HTML
+// to dir/SCENARIO-seedN.html and names the file in sum.HTML, which Print
+// shows beside the replay command (or why it was not drawn).
+func drawHistory(sum *sim.Summary, dir string) {
+	if sum.Err == nil || sum.Visualize == nil {
+		return
+	}
+	path := filepath.Join(dir, fmt.Sprintf("%s-seed%d.html", sum.Scenario, sum.Seed))
+	var buf bytes.Buffer
+	if err := sum.Visualize(&buf); err != nil {
+		sum.HTML = "not drawn: " + err.Error()
+		return
+	}
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		sum.HTML = "not written: " + err.Error()
+		return
+	}
+	sum.HTML = path
+}
+
+func simSweep(name string, opts scenario.Options, first uint64, n int, htmlDir string, w, stderr io.Writer) int {
 	failed := 0
 	var total sim.Summary
 	for i := 0; i < n; i++ {
 		opts.Seed = first + uint64(i)
 		sum, err := runScenario(name, opts)
 		if err != nil {
-			fmt.Fprintln(os.Stderr, "strata sim:", err)
+			fmt.Fprintln(stderr, "strata sim:", err)
 			return exitUsage
 		}
+		drawHistory(&sum, htmlDir)
 		status := "ok"
 		if sum.Err != nil {
 			status = "FAIL"
@@ -90,6 +118,9 @@ func simSweep(name string, opts scenario.Options, first uint64, n int, w io.Writ
 			sum.Seed, status, sum.SimTime, sum.Events, sum.FaultTotal(), sum.Speedup(), sum.TraceHash)
 		if sum.Err != nil {
 			fmt.Fprintf(w, "    %v\n    replay: %s\n", sum.Err, sum.Replay)
+			if sum.HTML != "" {
+				fmt.Fprintf(w, "    history: %s\n", sum.HTML)
+			}
 		}
 		total.SimTime += sum.SimTime
 		total.Wall += sum.Wall

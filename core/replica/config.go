@@ -67,6 +67,11 @@ type Config struct {
 	// active controller; done runs on the loop. nil: the ISR never
 	// changes from here (tests of one broker).
 	AlterPartition func(req *kmsg.AlterPartitionRequest, done func(kmsg.Response, error))
+	// AlterPartitionSent, if set, is told on the loop that this broker
+	// just handed an ISR change of topic-partition to AlterPartition: an
+	// observation for the simulator, whose nemesis strikes the active
+	// controller while the change is in flight. It must not call back.
+	AlterPartitionSent func(topic string, partition int32)
 	// BrokerEpoch is this broker's epoch from its registration, -1
 	// before it registered.
 	BrokerEpoch func() int64

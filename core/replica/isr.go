@@ -3,6 +3,7 @@ package replica
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -99,6 +100,9 @@ func (p *Partition) alterISR(isr []int32) {
 	req.Topics = append(req.Topics, rt)
 	p.pendingISR, p.pendingEpoch = isr, -1
 	leaderEpoch, partitionEpoch := p.leaderEpoch, p.partitionEpoch
+	if sent := p.m.cfg.AlterPartitionSent; sent != nil {
+		defer sent(p.topic, p.id)
+	}
 	p.m.cfg.AlterPartition(req, func(r kmsg.Response, err error) {
 		if p.pendingISR == nil || !slices.Equal(p.pendingISR, isr) {
 			return // settled meanwhile (a new leadership cleared it)
@@ -128,10 +132,44 @@ func (p *Partition) alterISR(isr []int32) {
 		switch code {
 		case kerr.FencedLeaderEpoch.Code, kerr.InvalidUpdateVersion.Code:
 			p.pendingEpoch = partitionEpoch + 1 // stale: the next image settles it
+		case -1, kerr.NotController.Code, kerr.RequestTimedOut.Code:
+			// An unknown outcome: no answer, or the controller the
+			// request reached went away (a forwarding member fails its
+			// forwarded requests NOT_CONTROLLER) after it may have
+			// committed the change. Until an image says, the change
+			// counts as in flight: the high watermark waits for the
+			// maximal ISR (replicated seed 421: the dropped change was
+			// committed, and a replica the high watermark had left
+			// behind was elected from the ISR it joined). Ask again.
+			p.pendingEpoch = partitionEpoch + 1
+			p.retryAlterISR(isr, leaderEpoch, partitionEpoch)
 		default:
-			p.pendingISR = nil // retried at the next fetch or check
+			p.pendingISR = nil // refused: retried at the next fetch or check
 		}
 		p.advanceHighWatermark()
+	})
+}
+
+// alterISRRetryBackoff is how long a leader waits before asking again for
+// an ISR change whose outcome it does not know.
+const alterISRRetryBackoff = 100 * time.Millisecond
+
+// retryAlterISR sends the ISR change isr again after alterISRRetryBackoff
+// if it is still pending under the same leader and partition epochs (an
+// image that moved either on settled it).
+func (p *Partition) retryAlterISR(isr []int32, leaderEpoch, partitionEpoch int32) {
+	p.m.e.AfterFunc(alterISRRetryBackoff, func() {
+		if p.pendingISR == nil || !slices.Equal(p.pendingISR, isr) || p.leaderEpoch != leaderEpoch || p.partitionEpoch != partitionEpoch {
+			return
+		}
+		if p.m.closed || p.state == stateClosed || !p.leads() {
+			return // removed, or a new leadership cleared the change
+		}
+		if p.state != stateOnline || !p.m.serving || p.m.cfg.BrokerEpoch == nil || p.m.cfg.BrokerEpoch() < 0 {
+			p.retryAlterISR(isr, leaderEpoch, partitionEpoch)
+			return
+		}
+		p.alterISR(isr)
 	})
 }
 

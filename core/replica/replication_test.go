@@ -5,9 +5,13 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-log/strata/core/env"
 	"github.com/strata-log/strata/core/log"
 	"github.com/strata-log/strata/core/meta"
+	"github.com/strata-log/strata/sim"
 )
 
 // createReplicated adds a topic of one partition with replicas and ISR
@@ -158,4 +162,51 @@ func TestFollowersFetchOnlyWhatTheLeaderHasDurably(t *testing.T) {
 	require.Positive(t, res.Read.Size)
 	require.Equal(t, int64(0), res.Read.FirstOffset)
 	res.Read.Release()
+}
+
+// An ISR change whose AlterPartition ends with an unknown outcome (the
+// controller it was forwarded to went away: NOT_CONTROLLER; or no answer)
+// may have been committed: the leader keeps counting the maximal ISR for
+// its high watermark until an image settles the change, and asks again
+// (replicated seed 421: the leader dropped the change and let its high
+// watermark pass the joining replica, the change had been committed, and
+// that replica was later elected from the ISR without the records above
+// its log end).
+func TestUnknownISRChangeKeepsTheMaximalISR(t *testing.T) {
+	var sent []*kmsg.AlterPartitionRequest
+	var answers []func(kmsg.Response, error)
+	r := &rig{t: t, s: sim.New(sim.Config{Seed: 6}), img: meta.Empty()}
+	r.cfg = Config{NodeID: testNode, ReopenBackoff: 100 * time.Millisecond,
+		AlterPartition: func(req *kmsg.AlterPartitionRequest, done func(kmsg.Response, error)) {
+			sent, answers = append(sent, req), append(answers, done)
+		},
+		BrokerEpoch: func() int64 { return 1 }}
+	r.p = r.s.AddProcess("b1", func(e env.Env) { r.e = e; r.m = NewManager(e, r.cfg) })
+	r.p.Start()
+	r.run(0)
+	r.createReplicated("t", topicID(1), []int32{1, 2, 3}, []int32{1, 2}, 1, nil)
+	p := r.online("t", 0)
+	r.produceAsync(p, batch(t, 3), -1)
+	r.run(10 * time.Millisecond)
+	r.replicaFetch(p, 2, 3, 0)
+	require.Equal(t, int64(3), p.HighWatermark())
+	r.replicaFetch(p, 3, 3, 0) // caught up: the leader proposes [1 2 3]
+	require.Len(t, sent, 1)
+	require.ElementsMatch(t, []int32{1, 2, 3}, sent[0].Topics[0].Partitions[0].NewISR)
+
+	resp := kmsg.NewPtrAlterPartitionResponse()
+	resp.ErrorCode = kerr.NotController.Code
+	answers[0](resp, nil)
+	r.produceAsync(p, batch(t, 3), -1)
+	r.run(10 * time.Millisecond)
+	r.replicaFetch(p, 2, 6, 0)
+	require.Equal(t, int64(3), p.HighWatermark(), "the high watermark passed replica 3, which may be in the ISR")
+
+	r.run(2 * alterISRRetryBackoff)
+	require.Len(t, sent, 2, "the change was not asked again")
+	// The image shows the change (the first request was committed): the
+	// ISR holds 3, and the high watermark goes on when 3 fetches.
+	r.apply(&meta.PartitionChangeRecord{TopicID: topicID(1), Partition: 0, ISR: []int32{1, 2, 3}})
+	r.replicaFetch(p, 3, 6, 0)
+	require.Equal(t, int64(6), p.HighWatermark())
 }

@@ -84,7 +84,12 @@ type FetchEvent struct {
 	Records       []Record
 	HighWatermark int64
 	Offset        int64
-	Err           error
+	// Sent is when the fetch that brought the answer was sent, on the
+	// consumer's monotonic clock (Records, OutOfRange, Corrupt): with
+	// the event's own time it brackets the instant the broker read the
+	// partition.
+	Sent time.Duration
+	Err  error
 }
 
 // cpart is the consumer's state of one partition.
@@ -370,6 +375,7 @@ type fetchPos struct {
 	cp      *cpart
 	offset  int64
 	session int
+	sent    time.Duration
 }
 
 // fetch sends one Fetch to the leader for parts (all of them on a full
@@ -389,8 +395,9 @@ func (cn *Consumer) fetch(nd *cnode, parts []*cpart) {
 	}
 	var asked []fetchPos
 	var sess []sessPart
+	sent := cn.e.Monotonic()
 	for _, cp := range parts {
-		asked = append(asked, fetchPos{cp, cp.pos, cp.session})
+		asked = append(asked, fetchPos{cp, cp.pos, cp.session, sent})
 		sess = append(sess, sessPart{cp.topic, cp.partition, cp.pos})
 		if incremental {
 			if i := slices.IndexFunc(nd.sess.parts, func(sp sessPart) bool { return sp.topic == cp.topic && sp.partition == cp.partition }); i >= 0 && nd.sess.parts[i].offset == cp.pos {
@@ -524,7 +531,7 @@ func (cn *Consumer) partitionFetched(a fetchPos, rp *kmsg.FetchResponseTopicPart
 	switch code := rp.ErrorCode; {
 	case code == 0:
 	case code == kerr.OffsetOutOfRange.Code:
-		cn.cfg.OnFetch(FetchEvent{Kind: OutOfRange, Topic: cp.topic, Partition: cp.partition, Session: cp.session, Offset: a.offset, HighWatermark: rp.HighWatermark})
+		cn.cfg.OnFetch(FetchEvent{Kind: OutOfRange, Topic: cp.topic, Partition: cp.partition, Session: cp.session, Offset: a.offset, HighWatermark: rp.HighWatermark, Sent: a.sent})
 		cp.pos = -1
 		return true
 	case code == kerr.NotLeaderForPartition.Code:
@@ -544,9 +551,9 @@ func (cn *Consumer) partitionFetched(a fetchPos, rp *kmsg.FetchResponseTopicPart
 	if bad == nil && cp.suspect.active && next > cp.suspect.pos {
 		cp.suspect = suspicion{}
 	}
-	cn.cfg.OnFetch(FetchEvent{Kind: Records, Topic: cp.topic, Partition: cp.partition, Session: cp.session, Records: recs, HighWatermark: rp.HighWatermark, Offset: a.offset})
+	cn.cfg.OnFetch(FetchEvent{Kind: Records, Topic: cp.topic, Partition: cp.partition, Session: cp.session, Records: recs, HighWatermark: rp.HighWatermark, Offset: a.offset, Sent: a.sent})
 	if bad != nil {
-		cn.cfg.OnFetch(FetchEvent{Kind: Corrupt, Topic: cp.topic, Partition: cp.partition, Session: cp.session, Offset: cp.pos, HighWatermark: rp.HighWatermark, Err: bad})
+		cn.cfg.OnFetch(FetchEvent{Kind: Corrupt, Topic: cp.topic, Partition: cp.partition, Session: cp.session, Offset: cp.pos, HighWatermark: rp.HighWatermark, Sent: a.sent, Err: bad})
 	}
 	return true
 }

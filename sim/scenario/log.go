@@ -33,10 +33,21 @@ func Replicated(o Options) sim.Summary {
 	return sum
 }
 
+// Replicated5 runs the "replicated5" scenario: the replicated scenario on
+// five combined broker+controller nodes, topic orders at replication
+// factor 5 and min.insync.replicas 3, topic events at 3 and 2, and a
+// nemesis that may take two nodes down at once.
+func Replicated5(o Options) sim.Summary {
+	sum, _ := runLog(o, logBugs{replicas: replicated5RF, pageCache: o.PageCache})
+	return sum
+}
+
 // replicatedRF is the replicated scenario's replication factor, and
-// replicatedLagTime its replica.lag.time.max.ms.
+// replicatedLagTime its replica.lag.time.max.ms. replicated5RF is the
+// replicated5 scenario's widest replication factor and its node count.
 const (
 	replicatedRF      = 3
+	replicated5RF     = 5
 	replicatedLagTime = 2 * time.Second
 )
 
@@ -69,18 +80,40 @@ type logBugs struct {
 	// offlineMetric makes the metrics check (g) read one more offline
 	// partition than n1's registry holds.
 	offlineMetric bool
+	// divergentReplica makes the replicas check (i) read one bit flipped
+	// in the first batch of the last replica of every partition.
+	divergentReplica bool
 	// replicas is a knob, not a bug: the topics' replication factor (1
 	// when zero), min.insync.replicas being one less (the replicated
 	// scenario).
 	replicas int
 }
 
-// rf is the topics' replication factor.
+// rf is the topics' widest replication factor.
 func (b logBugs) rf() int { return max(b.replicas, 1) }
+
+// topicRF is the replication factor of the i-th topic: every topic's is
+// rf, but in replicated5, whose second topic (events) has 3, so that the
+// five brokers hold partitions of both widths and a reassignment moves a
+// replica to a broker that had none.
+func (b logBugs) topicRF(i int) int {
+	if b.replicas == replicated5RF && i == 1 {
+		return replicatedRF
+	}
+	return b.rf()
+}
+
+// minInsync is the min.insync.replicas of a topic at replication factor
+// rf: a majority (2 of 3, 3 of 5), so that an acknowledged record survives
+// any minority of its replicas.
+func minInsync(rf int) int { return rf/2 + 1 }
 
 // name is the scenario's name.
 func (b logBugs) name() string {
-	if b.rf() > 1 {
+	switch {
+	case b.replicas == replicated5RF:
+		return "replicated5"
+	case b.rf() > 1:
 		return "replicated"
 	}
 	return "log"
@@ -126,11 +159,12 @@ const (
 	logVerify                   // the final read catches up
 	logChecking                 // the final check is scheduled
 	logMetrics                  // waiting for the metrics to say healthy (g)
+	logReplicas                 // waiting for the replicas to match (i)
 	logDone
 )
 
 func (p logPhase) String() string {
-	return [...]string{"setup", "faults", "drain", "probe", "verify", "checking", "metrics", "done"}[p]
+	return [...]string{"setup", "faults", "drain", "probe", "verify", "checking", "metrics", "replicas", "done"}[p]
 }
 
 // runLog runs one seed of the log scenario with planted bugs and returns
@@ -167,14 +201,19 @@ func (p logPhase) String() string {
 // from its start past the probe. Then (a): every acknowledged record is
 // in the final read at its offset. Then, also within logHealPhase, (g):
 // the servers' metrics (core/metrics, the registry a node exports) say
-// the cluster is healthy (checkMetrics).
+// the cluster is healthy (checkMetrics), and with replicas (i): every
+// partition has a leader and a full ISR, and its replicas hold the same
+// bytes below the high watermark (checkReplicas). Last, (h): the run's
+// produces and fetches are linearizable as an append-only log per
+// partition (porcupine; log_model.go).
 func runLog(o Options, bugs logBugs) (sim.Summary, *logHarness) {
-	o = o.withDefaults(3, logFaultPhase, logHealPhase)
+	o = o.withDefaults(max(3, bugs.replicas), logFaultPhase, logHealPhase)
 	s := sim.New(sim.Config{Seed: o.Seed, Log: o.Log, BuggifyRate: o.buggifyRate()})
 	h := newLogHarness(s, o, bugs)
 	sum := func(err error) (sim.Summary, *logHarness) {
 		m := s.Summarize(bugs.name())
 		m.Err = err
+		m.Visualize = h.model.visualize
 		if h.err != nil {
 			// A failed check: its message names the check and the
 			// virtual time; the panic's stack adds nothing.
@@ -242,6 +281,10 @@ func runLog(o Options, bugs logBugs) (sim.Summary, *logHarness) {
 	if h.err != nil {
 		return sum(h.err)
 	}
+	// (h): the whole history against the model of a partition.
+	if err := h.model.check(s.Trace, s.Now()); err != nil {
+		return sum(err)
+	}
 	s.Trace("log:done " + h.describe())
 	return sum(nil)
 }
@@ -253,10 +296,13 @@ type logHarness struct {
 	// from reassignRand.
 	reassigns    bool
 	reassignRand *rand.Rand
-	s            *sim.Sim
-	o            Options
-	bugs         logBugs
-	swarm        logSwarm
+	// strikes at the active controller during ISR changes (replicated
+	// scenarios, one seed in two).
+	strikes controllerStrikes
+	s       *sim.Sim
+	o       Options
+	bugs    logBugs
+	swarm   logSwarm
 
 	names []string
 	procs []*sim.Process
@@ -272,7 +318,10 @@ type logHarness struct {
 	serverInc []uint64
 	restarts  []uint64
 
-	hist    *linearizability.LogHistory
+	hist *linearizability.LogHistory
+	// model records the same produces and fetches for the porcupine
+	// check (h) (log_model.go).
+	model   *logModel
 	phase   logPhase
 	phaseAt time.Duration
 	err     error
@@ -284,20 +333,28 @@ type logHarness struct {
 	verifier  *logConsumer
 	// probes are the offsets the probe records were acknowledged at.
 	probes map[linearizability.LogPartition]int64
-	// supervisor restarts and power cycles, for the summary.
+	// supervisor restarts and power cycles, for the summary; maxDown is
+	// the most servers the supervisor saw down at once (sampled at its
+	// steps), for the tests' figures.
 	supervised  int
 	powerCycled bool
+	maxDown     int
 }
 
 func newLogHarness(s *sim.Sim, o Options, bugs logBugs) *logHarness {
 	h := &logHarness{s: s, o: o, bugs: bugs, swarm: drawLogSwarm(s, bugs),
 		probes: map[linearizability.LogPartition]int64{}}
 	h.hist = linearizability.NewLogHistory(s.Now)
+	h.model = newLogModel()
 	if bugs.rf() > 1 {
 		// Reassignments in one seed of two, from a stream of their own so
 		// that the rest of the seed's draws do not move.
 		h.reassignRand = s.Rand("log/reassign")
 		h.reassigns = h.reassignRand.IntN(2) == 0
+		// Strikes at the controller during ISR changes in one seed of
+		// two (log_strike.go), from a stream of their own.
+		h.strikes.r = s.Rand("log/controller-strike")
+		h.strikes.on = h.strikes.r.IntN(2) == 0 && !o.NoFaults
 	}
 	n := o.Nodes
 	h.servers = make([]*server.Server, n)
@@ -323,6 +380,7 @@ func newLogHarness(s *sim.Sim, o Options, bugs logBugs) *logHarness {
 			// a slow disk) and come back, and elections meet ISRs of
 			// every size.
 			scfg.Partitions.ReplicaLagTime = replicatedLagTime
+			scfg.Partitions.AlterPartitionSent = func(topic string, partition int32) { h.alterPartitionSent(i, topic, partition) }
 		}
 		p := s.AddProcess(h.names[i], func(e env.Env) {
 			h.servers[i] = nil
@@ -383,6 +441,13 @@ func (h *logHarness) server(i int) *server.Server {
 
 func (h *logHarness) scheduleSupervisor() {
 	h.s.After(logStep, "log:supervise", func() {
+		down := 0
+		for _, p := range h.procs {
+			if !p.Up() {
+				down++
+			}
+		}
+		h.maxDown = max(h.maxDown, down)
 		for i := range h.procs {
 			if srv := h.server(i); srv != nil && srv.Member().Status().Err != nil {
 				h.superviseRestart(i)
@@ -456,6 +521,17 @@ func (h *logHarness) advance() {
 		// metrics must say healthy by the deadline, not at once.
 		if err := h.checkMetrics(); err == nil {
 			h.s.Trace("log:metrics healthy")
+			h.phase, h.phaseAt = logReplicas, h.s.Now()
+		}
+	case logReplicas:
+		// (i) waits for the same deadline: a follower that was fenced
+		// until late may still be fetching its last batches.
+		if h.bugs.rf() == 1 {
+			h.phase = logDone
+			break
+		}
+		if err := h.checkReplicas(); err == nil {
+			h.s.Trace("log:replicas identical")
 			h.phase = logDone
 		}
 	}
@@ -465,6 +541,16 @@ func (h *logHarness) enter(p logPhase, start func()) {
 	h.phase, h.phaseAt = p, h.s.Now()
 	h.s.Trace("log:phase " + p.String())
 	h.s.At(h.s.Now(), "log:start-"+p.String(), start)
+}
+
+// topicRF is topic's replication factor.
+func (h *logHarness) topicRF(topic string) int {
+	for _, t := range h.swarm.topics {
+		if t.name == topic {
+			return t.rf
+		}
+	}
+	panic("log: unknown topic " + topic)
 }
 
 // partitions lists every partition of the run's topics.
@@ -558,9 +644,10 @@ func (h *logHarness) checkMetrics() error {
 			}
 		}
 		hw := h.verifier.state(p).hw
-		if len(leos) != h.bugs.rf() || slices.ContainsFunc(leos, func(v float64) bool { return v != float64(hw) }) {
+		rf := h.topicRF(p.Topic)
+		if len(leos) != rf || slices.ContainsFunc(leos, func(v float64) bool { return v != float64(hw) }) {
 			return fmt.Errorf("(g) metrics: %s-%d has %d log end offset series (replication factor %d), at %v; the final read's high watermark is %d",
-				p.Topic, p.Partition, len(leos), h.bugs.rf(), leos, hw)
+				p.Topic, p.Partition, len(leos), rf, leos, hw)
 		}
 	}
 	return nil
@@ -573,6 +660,9 @@ func (h *logHarness) checkMetrics() error {
 func (h *logHarness) finalCheckAtDeadline() error {
 	if h.phase == logMetrics {
 		return h.checkMetrics()
+	}
+	if h.phase == logReplicas {
+		return h.checkReplicas()
 	}
 	if h.phase != logVerify || h.verifier == nil {
 		return nil

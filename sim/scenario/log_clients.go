@@ -41,7 +41,9 @@ const (
 type logTopicSpec struct {
 	name       string
 	partitions int32
-	configs    [][2]string
+	// rf is the replication factor (logBugs.topicRF).
+	rf      int
+	configs [][2]string
 }
 
 // logProducerSpec is a producer of the run.
@@ -119,7 +121,7 @@ func drawLogSwarm(s *sim.Sim, bugs logBugs) logSwarm {
 	r := s.Rand("log/swarm")
 	var w logSwarm
 	for i, name := range []string{"orders", "events"} {
-		t := logTopicSpec{name: name, partitions: int32(1 + r.IntN(3-i))}
+		t := logTopicSpec{name: name, partitions: int32(1 + r.IntN(3-i)), rf: bugs.topicRF(i)}
 		if r.IntN(2) == 0 {
 			// Small segments: rolls, producer snapshots at each roll,
 			// recovery over many segments.
@@ -272,19 +274,25 @@ func (a *logAdmin) reassignTick(e env.Env) {
 			continue
 		}
 		for _, p := range tm.Partitions {
-			n := len(a.h.procs)
+			n, brokers := t.rf, int32(len(a.h.procs))
 			switch {
 			case len(p.Replicas) == n && faults && r.IntN(8) == 0:
 				drop := p.Replicas[r.IntN(n)]
 				a.reassign(t.name, p.Partition, slices.DeleteFunc(slices.Clone(p.Replicas), func(id int32) bool { return id == drop }))
 			case len(p.Replicas) == n-1 && (!faults || r.IntN(4) == 0):
-				target := slices.Clone(p.Replicas)
-				for id := int32(1); id <= int32(n); id++ {
-					if !slices.Contains(target, id) {
-						target = append(target, id)
+				// Back to n replicas: with as many brokers as replicas the
+				// one missing, else one of those holding none, drawn.
+				var missing []int32
+				for id := int32(1); id <= brokers; id++ {
+					if !slices.Contains(p.Replicas, id) {
+						missing = append(missing, id)
 					}
 				}
-				a.reassign(t.name, p.Partition, target)
+				add := missing[0]
+				if len(missing) > 1 {
+					add = missing[r.IntN(len(missing))]
+				}
+				a.reassign(t.name, p.Partition, append(slices.Clone(p.Replicas), add))
 			}
 		}
 	}
@@ -319,10 +327,10 @@ func (a *logAdmin) reassign(topic string, partition int32, target []int32) {
 // creation is asked again, as an operator would.
 func (a *logAdmin) create(t logTopicSpec) {
 	configs := t.configs
-	if rf := a.h.bugs.rf(); rf > 1 {
-		configs = append(slices.Clone(configs), [2]string{"min.insync.replicas", strconv.Itoa(rf - 1)})
+	if t.rf > 1 {
+		configs = append(slices.Clone(configs), [2]string{"min.insync.replicas", strconv.Itoa(minInsync(t.rf))})
 	}
-	spec := kclient.TopicSpec{Name: t.name, Partitions: t.partitions, ReplicationFactor: int16(a.h.bugs.rf()), Configs: configs}
+	spec := kclient.TopicSpec{Name: t.name, Partitions: t.partitions, ReplicationFactor: int16(t.rf), Configs: configs}
 	a.c.CreateTopic(spec, func(ok bool, code int16) {
 		if !ok && code == kerr.InvalidReplicationFactor.Code && a.h.bugs.rf() > 1 && a.h.phase == logSetup {
 			a.h.s.Trace("log:create-again " + spec.Name)
@@ -462,8 +470,14 @@ func (lp *logProducer) onEvent(ev kclient.ProduceEvent) {
 		if err := h.hist.Produced(part, build, strs(ev.Values)); err != nil {
 			h.fail(err)
 		}
+		h.model.built(lp.name, part, build, strs(ev.Values), h.s.Now())
 		return
 	}
+	// acks=1 with replicas: the leader alone had the batch, and a leader
+	// change may take it back (Kafka's semantics). It is not an
+	// observation of the committed log.
+	leaderOnly := lp.spec.acks == 1 && h.bugs.rf() > 1
+	h.model.sent(build, ev.Kind, ev.BaseOffset, !leaderOnly, h.s.Now())
 	a := linearizability.LogAttempt{Producer: lp.name, Partition: part, Build: build, Send: ev.Send, Offset: ev.BaseOffset}
 	switch ev.Kind {
 	case kclient.Acked:
@@ -472,10 +486,7 @@ func (lp *logProducer) onEvent(ev kclient.ProduceEvent) {
 		if lp.name == "probe" {
 			h.probes[part] = ev.BaseOffset
 		}
-		if lp.spec.acks == 1 && h.bugs.rf() > 1 {
-			// acks=1 with replicas: the leader alone had the batch, and
-			// a leader change may take it back (Kafka's semantics). It
-			// is not an observation of the committed log.
+		if leaderOnly {
 			a.Outcome, a.Detail = linearizability.LogUnknown, "acks=1 (the leader only)"
 		}
 	case kclient.Rejected:
@@ -499,6 +510,7 @@ type logConsumer struct {
 	h     *logHarness
 	name  string
 	final bool
+	e     env.Env
 	cn    *kclient.Consumer
 	// reads holds per partition what the consumer's current session
 	// read (the final reader keeps the records).
@@ -523,6 +535,7 @@ func (h *logHarness) startConsumer(spec logConsumerSpec, final bool) *logConsume
 		topics = append(topics, t.name)
 	}
 	h.newLogClient(spec.name, spec.maxVersions, func(e env.Env, c *kclient.Client) {
+		lc.e = e
 		lc.cn = kclient.NewConsumer(c, kclient.ConsumerConfig{Topics: topics, Sessions: spec.sessions, MaxWait: spec.maxWait,
 			PartitionMaxBytes: spec.partitionMaxBytes, OnFetch: lc.onFetch})
 	})
@@ -576,6 +589,11 @@ func (lc *logConsumer) onFetch(ev kclient.FetchEvent) {
 			// record, but the number it is told may go back.
 			hw = max(hw, st.hw)
 		}
+		// The fetch was sent ev.Sent on the client's monotonic clock;
+		// clients run at the simulator's rate (the nemesis skews servers
+		// only), so the time since then is the same in virtual time.
+		now := h.s.Now()
+		h.model.fetched(lc.name, p, ev.Offset, now-(lc.e.Monotonic()-ev.Sent), now, recs)
 		h.fail(h.hist.ReadWithHW(lc.name, ev.Session, p, recs, hw))
 		st.hw = hw
 		if lc.final {
@@ -623,6 +641,7 @@ func (lc *logConsumer) tamperTail() {
 			extra = append(extra, linearizability.LogRecord{Offset: st.hw, Value: st.records[0].Value})
 		}
 		if len(extra) > 0 {
+			h.model.fetched(lc.name, p, st.hw, h.s.Now(), h.s.Now(), extra)
 			h.fail(h.hist.Read(lc.name, st.session, p, extra))
 		}
 	}

@@ -140,13 +140,16 @@ func TestLogRegressionSeeds(t *testing.T) {
 // must pass, and the two runs of a seed must agree on the trace hash, the
 // events and the faults (the determinism check).
 func TestLogSeeds(t *testing.T) {
-	acked, attempts := 0, 0
+	acked, attempts, modelChecked := 0, 0, 0
 	for seed := uint64(1); seed <= logSeedsInMakeTest; seed++ {
 		if isKnownFailingLog(seed) {
 			continue
 		}
 		h := runLogSeed(t, seed)
 		acked += h.hist.Acked()
+		if h.model.checked && h.model.err == nil {
+			modelChecked++
+		}
 		attempts += len(h.hist.Attempts())
 		a := h.s.Summarize("log")
 		b, _ := runLog(Options{Seed: seed}, logBugs{})
@@ -156,7 +159,7 @@ func TestLogSeeds(t *testing.T) {
 	}
 	// A workload that acknowledges nothing checks nothing.
 	require.Positive(t, acked, "no record acknowledged in any seed")
-	t.Logf("%d seeds, each run twice: %d records acknowledged, %d produce attempts", logSeedsInMakeTest, acked, attempts)
+	t.Logf("%d seeds, each run twice: %d records acknowledged, %d produce attempts, %d checked by the model", logSeedsInMakeTest, acked, attempts, modelChecked)
 }
 
 // TestLogNoFaultsDeliversEverything: without faults, every batch of every

@@ -60,6 +60,9 @@ func TestPinnedSeedsKeepTheirFaultMix(t *testing.T) {
 	for _, s := range replicatedRegressionSeeds {
 		pins = append(pins, pinned{"replicated", s})
 	}
+	for _, s := range replicated5RegressionSeeds {
+		pins = append(pins, pinned{"replicated5", s})
+	}
 	var out strings.Builder
 	out.WriteString("# scenario seed trace-hash fault-mix, per pinned seed (go test ./sim/scenario -run TestPinnedSeeds -update-pins)\n")
 	for _, p := range pins {

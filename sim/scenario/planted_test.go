@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/strata-log/strata/core/plant"
+	"github.com/strata-log/strata/linearizability"
 )
 
 // plantedBugs is the table of bugs planted in core code and the sweep
@@ -71,9 +72,30 @@ func TestPlantedBugsAreFound(t *testing.T) {
 				require.True(t, slices.ContainsFunc(tc.want, func(w string) bool { return strings.Contains(msg, w) }),
 					"seed %d failed, but not by %v: %s", seed, tc.want, msg)
 				t.Logf("%s: found by %s seed %d (%d seeds): %.200s", tc.bug, tc.scenario, seed, seed, msg)
+				t.Logf("%s: the porcupine model on that seed's history: %s", tc.bug, plantedModelVerdict(tc.scenario, seed))
 				return
 			}
 			t.Fatalf("%s: %d seeds of %s did not find it", tc.bug, tc.maxSeeds, tc.scenario)
 		})
 	}
+}
+
+// plantedModelVerdict runs a log or replicated seed again and checks the
+// history it recorded up to its failure against the partition-log model
+// (h), to report whether the model alone would have caught the bug too.
+func plantedModelVerdict(scenario string, seed uint64) string {
+	var bugs logBugs
+	switch scenario {
+	case "log":
+	case "replicated":
+		bugs.replicas = replicatedRF
+	default:
+		return "not recorded (" + scenario + ")"
+	}
+	_, h := runLog(Options{Seed: seed}, bugs)
+	res, err := linearizability.CheckLog(&h.model.ops, logModelLimits)
+	if err != nil {
+		return "no verdict: " + err.Error()
+	}
+	return res.String()
 }

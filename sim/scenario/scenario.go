@@ -60,11 +60,12 @@ const Default = "log"
 type Func func(Options) sim.Summary
 
 var registry = map[string]Func{
-	"idle":       Idle,
-	"kraft":      KRaft,
-	"kraft5":     KRaft5,
-	"log":        Log,
-	"replicated": Replicated,
+	"idle":        Idle,
+	"kraft":       KRaft,
+	"kraft5":      KRaft5,
+	"log":         Log,
+	"replicated":  Replicated,
+	"replicated5": Replicated5,
 }
 
 // Names lists the registered scenarios, sorted.
