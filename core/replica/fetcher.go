@@ -514,7 +514,7 @@ func (p *Partition) followHighWatermark(leaderHW int64) {
 		hw = min(hw, l.DurableOffset())
 	}
 	if hw > l.HighWatermark() {
-		l.SetHighWatermark(hw)
+		p.setHighWatermark(hw)
 		p.wake()
 	}
 }

@@ -65,6 +65,9 @@ type Partition struct {
 
 	state partState
 	l     *log.Log // nil unless opening or online
+	// highWatermark is the highest high watermark this partition set on
+	// any of its logs: a reopened log starts from it (restoreHighWatermark).
+	highWatermark int64
 	// openSlot is set while the partition holds one of the manager's
 	// open slots, queued while it waits for one (open.go).
 	openSlot, queued bool
@@ -362,6 +365,7 @@ func (p *Partition) open() {
 // recovered.
 func (p *Partition) goOnline(l *log.Log) {
 	p.releaseOpenSlot()
+	p.restoreHighWatermark(l)
 	p.state = stateOnline
 	p.failures = 0
 	p.log.Info("partition online", "log_start", l.LogStartOffset(), "log_end", l.LogEndOffset(),
@@ -527,10 +531,30 @@ func (p *Partition) advanceHighWatermark() {
 	}
 	hw = p.replicatedHighWatermark(hw)
 	if hw > l.HighWatermark() {
-		l.SetHighWatermark(hw)
+		p.setHighWatermark(hw)
 		p.wake()
 	}
 	p.completeAcks()
+}
+
+// setHighWatermark moves the log's high watermark to hw and remembers it
+// in highWatermark.
+func (p *Partition) setHighWatermark(hw int64) {
+	p.l.SetHighWatermark(hw)
+	p.highWatermark = max(p.highWatermark, hw)
+}
+
+// restoreHighWatermark gives a log this partition opened again the high
+// watermark it had reached, within the log's end. A log starts with its
+// high watermark at its log start; a leader whose log failed and
+// reopened in the same leader epoch would otherwise judge a follower
+// caught up against that, and let one that is far behind into the ISR
+// (replicated seed 3647: a follower at 139 joined an ISR whose committed
+// records went to 190, was elected, and offset 139 was reused).
+func (p *Partition) restoreHighWatermark(l *log.Log) {
+	if hw := min(p.highWatermark, l.LogEndOffset()); hw > l.HighWatermark() {
+		l.SetHighWatermark(hw)
+	}
 }
 
 // logFailed reports whether err means the log failed, so that the

@@ -210,3 +210,38 @@ func TestUnknownISRChangeKeepsTheMaximalISR(t *testing.T) {
 	r.replicaFetch(p, 3, 6, 0)
 	require.Equal(t, int64(6), p.HighWatermark())
 }
+
+// A leader whose log reopens in the same leader epoch keeps its high
+// watermark, and so does not take a follower far behind it for caught up
+// (replicated seed 3647: the reopened log's high watermark was back at
+// the log start, a follower at 139 joined an ISR whose records went to
+// 190, and was later elected).
+func TestReopenedLeaderKeepsItsHighWatermark(t *testing.T) {
+	var sent []*kmsg.AlterPartitionRequest
+	r := &rig{t: t, s: sim.New(sim.Config{Seed: 7}), img: meta.Empty()}
+	r.cfg = Config{NodeID: testNode, ReopenBackoff: 100 * time.Millisecond,
+		AlterPartition: func(req *kmsg.AlterPartitionRequest, done func(kmsg.Response, error)) {
+			sent = append(sent, req)
+		},
+		BrokerEpoch: func() int64 { return 1 }}
+	r.p = r.s.AddProcess("b1", func(e env.Env) { r.e = e; r.m = NewManager(e, r.cfg) })
+	r.p.Start()
+	r.run(0)
+	r.createReplicated("t", topicID(1), []int32{1, 2, 3}, []int32{1, 2}, 1, map[string]string{"min.insync.replicas": "2"})
+	p := r.online("t", 0)
+	r.produceAsync(p, batch(t, 6), -1)
+	r.run(10 * time.Millisecond)
+	r.replicaFetch(p, 2, 6, 0)
+	require.Equal(t, int64(6), p.HighWatermark())
+	// The ISR shrinks to the leader alone, below min.insync.replicas: the
+	// high watermark holds (KIP-966).
+	r.apply(&meta.PartitionChangeRecord{TopicID: topicID(1), Partition: 0, ISR: []int32{1}})
+
+	p.restart("test: the log reopens in the same leader epoch")
+	p = r.online("t", 0)
+	require.Equal(t, int64(6), p.HighWatermark(), "the reopened log keeps the high watermark")
+	r.replicaFetch(p, 3, 3, 0) // follower 3 is at 3 of 6
+	require.Empty(t, sent, "a follower behind the high watermark is not proposed for the ISR")
+	r.replicaFetch(p, 3, 6, 0)
+	require.Len(t, sent, 1, "caught up: proposed")
+}

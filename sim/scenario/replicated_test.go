@@ -54,6 +54,16 @@ var replicatedRegressionSeeds = []uint64{
 	// the maximal ISR counting until an image settles it, and the leader
 	// asks again (replica TestUnknownISRChangeKeepsTheMaximalISR).
 	421,
+	// Found by a sweep of seeds 3001-4000 on the merged tree: n3, leading
+	// events-0 alone (ISR [3], below min.insync.replicas, its high
+	// watermark held), had its Sync fail; the log reopened in the same
+	// leader epoch with its high watermark back at the log start (0), so
+	// n2, restarted with its log ending at 139 (the committed records
+	// went to 190), passed the expansion check (log end >= high
+	// watermark) and joined the ISR; n3 died, n2 was elected, and n1
+	// truncated to its 139: a record a consumer had read at 139 was
+	// replaced ((b): offset 139 reused).
+	3647,
 }
 
 // replicatedSeedsInMakeTest is how many consecutive seeds `make test`
