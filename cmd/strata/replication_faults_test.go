@@ -195,17 +195,7 @@ func TestReplicationFaultLoopProcesses(t *testing.T) {
 	healed := time.Now()
 	w.stopProducers()
 	c.waitFor(faultRejoinTimeout, "every ISR full after the heal", func() bool { return r.fullISRs() })
-	var ends []int64
-	c.waitFor(clusterStartTimeout, "the end offsets listed", func() bool {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		var err error
-		ends, err = w.endOffsets(ctx, r.adm)
-		return err == nil
-	})
-	c.waitFor(workloadCatchUpTimeout, fmt.Sprintf("the consumers read up to the high watermarks %v", ends), func() bool { return w.caughtUp(ends) })
-	w.stopConsumers()
-	w.finalRead(ends)
+	ends := w.drain(c, r.adm)
 	t.Logf("%d kills (%d of the active controller) in %v; heal to final read %v; high watermarks %v",
 		kills, controllerKills, faultLoopDuration, time.Since(healed).Round(time.Millisecond), ends)
 	require.GreaterOrEqual(t, kills, faultLoopMinKills, "the fault loop killed too few nodes to mean much")

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"slices"
 	"testing"
@@ -200,18 +199,7 @@ func TestReplicationNetnsIsolationProcesses(t *testing.T) {
 		isolatedFor.Round(time.Millisecond), shrunk.Round(time.Millisecond), acksResumed.Round(time.Millisecond),
 		duringIsolation, probeUnknown, rejoined.Round(time.Millisecond), truncated)
 
-	w.stopProducers()
-	var ends []int64
-	c.waitFor(clusterStartTimeout, "the end offsets listed", func() bool {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		var err error
-		ends, err = w.endOffsets(ctx, r.adm)
-		return err == nil
-	})
-	c.waitFor(workloadCatchUpTimeout, fmt.Sprintf("the consumer read up to the high watermarks %v", ends), func() bool { return w.caughtUp(ends) })
-	w.stopConsumers()
-	w.finalRead(ends)
+	w.drain(c, r.adm)
 	w.verify()
 }
 

@@ -359,6 +359,26 @@ func (w *logWorkload) endOffsets(ctx context.Context, adm *kadm.Client) ([]int64
 // finalRead reads every partition from offset 0 up to ends (the high
 // watermarks after the producers stopped) as the reader "final", in one
 // session per partition, and records it as the final read.
+// drain stops the producers (again, if they were: stopping is idempotent), lists the partitions' end offsets, waits
+// until the consumers have read up to them, stops the consumers and reads
+// every partition once more from its start (finalRead); it returns the
+// end offsets.
+func (w *logWorkload) drain(c *testCluster, adm *kadm.Client) []int64 {
+	w.stopProducers()
+	var ends []int64
+	c.waitFor(clusterStartTimeout, "the end offsets listed", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		var err error
+		ends, err = w.endOffsets(ctx, adm)
+		return err == nil
+	})
+	c.waitFor(workloadCatchUpTimeout, fmt.Sprintf("the consumers read up to the high watermarks %v", ends), func() bool { return w.caughtUp(ends) })
+	w.stopConsumers()
+	w.finalRead(ends)
+	return ends
+}
+
 func (w *logWorkload) finalRead(ends []int64) {
 	t := w.t
 	cl, err := kgo.NewClient(w.opts(kgo.ConsumeTopics(w.topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))...)
