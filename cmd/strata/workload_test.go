@@ -356,13 +356,11 @@ func (w *logWorkload) endOffsets(ctx context.Context, adm *kadm.Client) ([]int64
 	return ends, nil
 }
 
-// finalRead reads every partition from offset 0 up to ends (the high
-// watermarks after the producers stopped) as the reader "final", in one
-// session per partition, and records it as the final read.
-// drain stops the producers (again, if they were: stopping is idempotent), lists the partitions' end offsets, waits
-// until the consumers have read up to them, stops the consumers and reads
-// every partition once more from its start (finalRead); it returns the
-// end offsets.
+// drain stops the producers (again, if they were: stopping is
+// idempotent), lists the partitions' end offsets, waits until the
+// consumers have read up to them, stops the consumers and reads every
+// partition once more from its start (finalRead); it returns the end
+// offsets.
 func (w *logWorkload) drain(c *testCluster, adm *kadm.Client) []int64 {
 	w.stopProducers()
 	var ends []int64
@@ -379,6 +377,9 @@ func (w *logWorkload) drain(c *testCluster, adm *kadm.Client) []int64 {
 	return ends
 }
 
+// finalRead reads every partition from offset 0 up to ends (the high
+// watermarks after the producers stopped) as the reader "final", in one
+// session per partition, and records it as the final read.
 func (w *logWorkload) finalRead(ends []int64) {
 	t := w.t
 	cl, err := kgo.NewClient(w.opts(kgo.ConsumeTopics(w.topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))...)
