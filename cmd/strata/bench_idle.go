@@ -156,67 +156,55 @@ func growTopic(ctx context.Context, seeds []string, topic string, partitions int
 	if partitions <= idlePartitionsPerRequest {
 		return nil
 	}
-	cl, err := newKafkaClient(seeds)
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
-	ctx, cancel := context.WithTimeout(ctx, benchAdminTimeout)
-	defer cancel()
-	for have := idlePartitionsPerRequest; have < partitions; {
-		to := min(have+idlePartitionsPerRequest, partitions)
-		resp, err := adm.UpdatePartitions(ctx, to, topic)
-		if err == nil {
-			err = resp.Error()
+	return withAdmin(ctx, seeds, benchAdminTimeout, func(ctx context.Context, adm *kadm.Client) error {
+		for have := idlePartitionsPerRequest; have < partitions; {
+			to := min(have+idlePartitionsPerRequest, partitions)
+			resp, err := adm.UpdatePartitions(ctx, to, topic)
+			if err == nil {
+				err = resp.Error()
+			}
+			switch {
+			case err == nil:
+				have = to
+			case errors.Is(err, kerr.InvalidPartitions) && ctx.Err() == nil:
+				// A retry of a request that did land: the topic has them.
+				have = to
+			case !kerr.IsRetriable(err) || ctx.Err() != nil:
+				return fmt.Errorf("growing %s to %d partitions: %w", topic, to, err)
+			default:
+				time.Sleep(benchReadyPollInterval)
+			}
 		}
-		switch {
-		case err == nil:
-			have = to
-		case errors.Is(err, kerr.InvalidPartitions) && ctx.Err() == nil:
-			// A retry of a request that did land: the topic has them.
-			have = to
-		case !kerr.IsRetriable(err) || ctx.Err() != nil:
-			return fmt.Errorf("growing %s to %d partitions: %w", topic, to, err)
-		default:
-			time.Sleep(benchReadyPollInterval)
-		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // waitFullISRs polls Metadata until each of the topic's partitions has a
 // leader and rf replicas in its ISR.
 func waitFullISRs(ctx context.Context, seeds []string, topic string, partitions, rf int) error {
-	cl, err := newKafkaClient(seeds)
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
-	ctx, cancel := context.WithTimeout(ctx, idleFullISRTimeout)
-	defer cancel()
-	last := "no answer yet"
-	for {
-		md, err := adm.Metadata(ctx, topic)
-		if err == nil {
-			full := 0
-			for _, p := range md.Topics[topic].Partitions {
-				if p.Err == nil && p.Leader >= 0 && len(p.ISR) == rf {
-					full++
+	return withAdmin(ctx, seeds, idleFullISRTimeout, func(ctx context.Context, adm *kadm.Client) error {
+		last := "no answer yet"
+		for {
+			md, err := adm.Metadata(ctx, topic)
+			if err == nil {
+				full := 0
+				for _, p := range md.Topics[topic].Partitions {
+					if p.Err == nil && p.Leader >= 0 && len(p.ISR) == rf {
+						full++
+					}
 				}
+				if full == partitions {
+					return nil
+				}
+				last = fmt.Sprintf("%d of %d partitions led with full ISRs", full, partitions)
+			} else {
+				last = err.Error()
 			}
-			if full == partitions {
-				return nil
+			if err := sleepCtx(ctx, time.Second); err != nil {
+				return fmt.Errorf("waiting for full ISRs on %s (%s): %w", topic, last, err)
 			}
-			last = fmt.Sprintf("%d of %d partitions led with full ISRs", full, partitions)
-		} else {
-			last = err.Error()
 		}
-		if err := sleepCtx(ctx, time.Second); err != nil {
-			return fmt.Errorf("waiting for full ISRs on %s (%s): %w", topic, last, err)
-		}
-	}
+	})
 }
 
 // waitReplicasOnline polls every node's /metrics until the nodes host

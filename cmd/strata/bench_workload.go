@@ -194,58 +194,59 @@ func randomValues(n, size int) ([][]byte, error) {
 	return values, nil
 }
 
-// requireDataPath checks that the broker offers what the workload sends.
-func requireDataPath(ctx context.Context, seeds []string) error {
+// withAdmin runs fn with an admin client of the brokers at seeds and ctx
+// bounded by timeout (none when zero), then closes the client.
+func withAdmin(ctx context.Context, seeds []string, timeout time.Duration, fn func(context.Context, *kadm.Client) error) error {
 	cl, err := newKafkaClient(seeds)
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
-	ctx, cancel := context.WithTimeout(ctx, benchAdminTimeout)
-	defer cancel()
-	return requireAPIs(ctx, kadm.NewClient(cl), kmsg.Produce, kmsg.InitProducerID, kmsg.Fetch, kmsg.ListOffsets)
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	return fn(ctx, kadm.NewClient(cl))
+}
+
+// requireDataPath checks that the broker offers what the workload sends.
+func requireDataPath(ctx context.Context, seeds []string) error {
+	return withAdmin(ctx, seeds, benchAdminTimeout, func(ctx context.Context, adm *kadm.Client) error {
+		return requireAPIs(ctx, adm, kmsg.Produce, kmsg.InitProducerID, kmsg.Fetch, kmsg.ListOffsets)
+	})
 }
 
 // createBenchTopic creates topic with rf replicas and, when minISR > 0,
 // that min.insync.replicas, retrying while the broker answers with a
 // retriable error (no active controller yet).
 func createBenchTopic(ctx context.Context, seeds []string, topic string, partitions, rf, minISR int) error {
-	cl, err := newKafkaClient(seeds)
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
-	ctx, cancel := context.WithTimeout(ctx, benchAdminTimeout)
-	defer cancel()
 	var configs map[string]*string
 	if minISR > 0 {
 		v := strconv.Itoa(minISR)
 		configs = map[string]*string{"min.insync.replicas": &v}
 	}
-	for {
-		resp, err := adm.CreateTopic(ctx, int32(partitions), int16(rf), configs, topic)
-		if err == nil {
-			return nil
+	return withAdmin(ctx, seeds, benchAdminTimeout, func(ctx context.Context, adm *kadm.Client) error {
+		for {
+			resp, err := adm.CreateTopic(ctx, int32(partitions), int16(rf), configs, topic)
+			if err == nil {
+				return nil
+			}
+			if !kerr.IsRetriable(err) || ctx.Err() != nil {
+				return fmt.Errorf("creating topic %s: %s", topic, kafkaError(err, resp.ErrMessage))
+			}
+			time.Sleep(benchReadyPollInterval)
 		}
-		if !kerr.IsRetriable(err) || ctx.Err() != nil {
-			return fmt.Errorf("creating topic %s: %s", topic, kafkaError(err, resp.ErrMessage))
-		}
-		time.Sleep(benchReadyPollInterval)
-	}
+	})
 }
 
 // deleteBenchTopic deletes topic, best effort: a broker that holds on to
 // the data only costs disk until the temp dir goes.
 func deleteBenchTopic(seeds []string, topic string) {
-	cl, err := newKafkaClient(seeds)
-	if err != nil {
-		return
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), benchAdminTimeout)
-	defer cancel()
-	_, _ = kadm.NewClient(cl).DeleteTopics(ctx, topic)
+	_ = withAdmin(context.Background(), seeds, benchAdminTimeout, func(ctx context.Context, adm *kadm.Client) error {
+		_, err := adm.DeleteTopics(ctx, topic)
+		return err
+	})
 }
 
 // producerOpts are the producer settings of phases 1 and 3.
@@ -364,20 +365,21 @@ func (w kafkaWorkload) consume(ctx context.Context, seeds []string, topic string
 
 // endOffsets is each partition's end offset.
 func endOffsets(ctx context.Context, seeds []string, topic string) (map[int32]int64, error) {
-	cl, err := newKafkaClient(seeds)
+	ends := map[int32]int64{}
+	err := withAdmin(ctx, seeds, 0, func(ctx context.Context, adm *kadm.Client) error {
+		listed, err := adm.ListEndOffsets(ctx, topic)
+		if err == nil {
+			err = listed.Error()
+		}
+		if err != nil {
+			return fmt.Errorf("listing end offsets: %s", kafkaError(err, ""))
+		}
+		listed.Each(func(o kadm.ListedOffset) { ends[o.Partition] = o.Offset })
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	defer cl.Close()
-	listed, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
-	if err == nil {
-		err = listed.Error()
-	}
-	if err != nil {
-		return nil, fmt.Errorf("listing end offsets: %s", kafkaError(err, ""))
-	}
-	ends := map[int32]int64{}
-	listed.Each(func(o kadm.ListedOffset) { ends[o.Partition] = o.Offset })
 	return ends, nil
 }
 
