@@ -239,7 +239,7 @@ func allZero(b []byte) bool {
 // handle per log for a note is a file handle too many.
 func (l *Log) writeHint() {
 	d := l.fl.durableOffset
-	if l.failed != nil || l.fl.hintOpened && d == l.fl.hintWritten {
+	if l.failed != nil || d == l.fl.hintWritten {
 		return
 	}
 	name := l.path(flushedHintName)
@@ -259,7 +259,7 @@ func (l *Log) writeHint() {
 		_ = l.fail(fmt.Errorf("note the flushed offset in %s: %w", name, err))
 		return
 	}
-	l.fl.hintOpened, l.fl.hintWritten = true, d
+	l.fl.hintWritten = d
 }
 
 // hintBytes is the size of the note: 20 digits of offset, a space, 16 hex

@@ -84,11 +84,10 @@ type flushState struct {
 	// markers are the failure markers Open found (failure.go); the settle
 	// step removes them once what it obeyed them for is durable.
 	markers []string
-	// hintOpened is set once this incarnation wrote the .flushed-offset
-	// note, and hintWritten is the offset it holds (failure.go); hinted
-	// is the offset a previous incarnation's note vouched for, used until
-	// the first settle completes.
-	hintOpened  bool
+	// hintWritten is the offset this incarnation's .flushed-offset note
+	// holds, -1 until it wrote one (failure.go); hinted is the offset a
+	// previous incarnation's note vouched for, used until the first
+	// settle completes.
 	hintWritten int64
 	hinted      int64
 	// lastCheckpoint (Env.Monotonic) and bytesAtCheckpoint (of

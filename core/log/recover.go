@@ -82,6 +82,7 @@ func Open(e env.Env, dir string, cfg Config) (*Log, error) {
 	}
 	l := &Log{e: e, disk: e.Disk(), dir: dir, cfg: cfg, logger: e.Logger().With("log", dir)}
 	l.fl.recovering = true
+	l.fl.hintWritten = -1 // no note written yet
 	if err := l.recover(); err != nil {
 		for _, s := range l.segs {
 			l.closeFiles(s)
@@ -91,9 +92,6 @@ func Open(e env.Env, dir string, cfg Config) (*Log, error) {
 			return nil, fmt.Errorf("log: open %s: %w: %w", dir, ErrStorageUnavailable, err)
 		}
 		return nil, fmt.Errorf("log: open %s: %w", dir, err)
-	}
-	if len(l.segs) > 0 {
-		l.closeCleanIndexes(l.active())
 	}
 	return l, nil
 }
