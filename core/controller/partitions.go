@@ -242,6 +242,9 @@ func (c *Controller) alterOnePartition(b **batch, req *kmsg.AlterPartitionReques
 			epochs[i] = -1
 		}
 	}
+	if !slices.Contains(newISR, part.Leader) {
+		return c.resignLeader(b, req, topic, &part, pd, newISR)
+	}
 	if e := c.checkAlterPartition(req, &part, pd, newISR, epochs); e != nil {
 		rp.ErrorCode = e.Code
 		return rp
@@ -271,19 +274,10 @@ func (c *Controller) alterOnePartition(b **batch, req *kmsg.AlterPartitionReques
 // of the controller's mean the requester heard from a newer controller:
 // NOT_CONTROLLER, so that it looks for it.
 func (c *Controller) checkAlterPartition(req *kmsg.AlterPartitionRequest, part *meta.Partition, pd *kmsg.AlterPartitionRequestTopicPartition, newISR []int32, epochs []int64) *kerr.Error {
-	switch {
-	case pd.LeaderEpoch > part.LeaderEpoch || pd.PartitionEpoch > part.PartitionEpoch:
-		return kerr.NotController
-	case req.BrokerID != part.Leader:
-		return kerr.InvalidRequest
-	case pd.LeaderEpoch < part.LeaderEpoch:
-		return kerr.FencedLeaderEpoch
-	case pd.PartitionEpoch < part.PartitionEpoch:
-		return kerr.InvalidUpdateVersion
-	case pd.LeaderRecoveryState != 0:
-		// Strata never elects a leader that must recover (RECOVERING).
-		return kerr.InvalidRequest
-	case !slices.Contains(newISR, part.Leader):
+	if e := checkAlterFencing(req, part, pd); e != nil {
+		return e
+	}
+	if !slices.Contains(newISR, part.Leader) {
 		return kerr.InvalidRequest
 	}
 	if len(newISR) > len(part.Replicas) {
@@ -307,6 +301,64 @@ func (c *Controller) checkAlterPartition(req *kmsg.AlterPartitionRequest, part *
 		}
 	}
 	return nil
+}
+
+// checkAlterFencing checks that an AlterPartition comes from the
+// partition's leader at its leader and partition epochs.
+func checkAlterFencing(req *kmsg.AlterPartitionRequest, part *meta.Partition, pd *kmsg.AlterPartitionRequestTopicPartition) *kerr.Error {
+	switch {
+	case pd.LeaderEpoch > part.LeaderEpoch || pd.PartitionEpoch > part.PartitionEpoch:
+		return kerr.NotController
+	case req.BrokerID != part.Leader:
+		return kerr.InvalidRequest
+	case pd.LeaderEpoch < part.LeaderEpoch:
+		return kerr.FencedLeaderEpoch
+	case pd.PartitionEpoch < part.PartitionEpoch:
+		return kerr.InvalidUpdateVersion
+	case pd.LeaderRecoveryState != 0:
+		// Strata never elects a leader that must recover (RECOVERING).
+		return kerr.InvalidRequest
+	}
+	return nil
+}
+
+// resignLeader handles an AlterPartition whose new ISR is the ISR without
+// the leader: a Strata leader resigns its leader epoch so (its log lost
+// batches a follower may hold: core/replica's lostTail). The first replica
+// of the remaining ISR that is active leads, in the next epoch, with that
+// ISR (and the ELR follows, KIP-966); when none is, the ISR stays (an ISR
+// never becomes empty) and the same leader leads again in the next epoch.
+// Kafka answers such a request INVALID_REQUEST; its brokers never send it.
+func (c *Controller) resignLeader(b **batch, req *kmsg.AlterPartitionRequest, topic *meta.TopicImage, part *meta.Partition, pd *kmsg.AlterPartitionRequestTopicPartition, newISR []int32) kmsg.AlterPartitionResponseTopicPartition {
+	rp := kmsg.NewAlterPartitionResponseTopicPartition()
+	rp.Partition = pd.Partition
+	if e := checkAlterFencing(req, part, pd); e != nil {
+		rp.ErrorCode = e.Code
+		return rp
+	}
+	rest := slices.DeleteFunc(slices.Clone(part.ISR), func(id int32) bool { return id == part.Leader })
+	if !slices.Equal(newISR, rest) {
+		rp.ErrorCode = kerr.InvalidRequest.Code
+		return rp
+	}
+	leader, isr := part.Leader, part.ISR
+	for _, r := range part.Replicas {
+		if b, ok := c.spec.Broker(r); ok && active(&b) && slices.Contains(rest, r) {
+			leader, isr = r, rest
+			break
+		}
+	}
+	rec := &meta.PartitionChangeRecord{TopicID: topic.ID(), Partition: part.ID, Leader: &leader}
+	if !slices.Equal(isr, part.ISR) {
+		rec.ISR = slices.Clone(isr)
+		if elr := nextELR(part, isr, c.minInsyncReplicas(c.spec, topic.Name())); !slices.Equal(elr, part.ELR) {
+			rec.ELR = append([]int32{}, elr...)
+		}
+	}
+	c.addSplit(b, rec)
+	rp.LeaderID, rp.LeaderEpoch, rp.PartitionEpoch = leader, part.LeaderEpoch+1, part.PartitionEpoch+1
+	rp.ISR = slices.Clone(isr)
+	return rp
 }
 
 // duplicateID returns an id listed twice, comparing pairwise for short

@@ -152,7 +152,7 @@ func TestAlterPartition(t *testing.T) {
 		{name: "stale partition epoch", setup: func(h *harness) {
 			h.do(alterReq(3, 1, h.epochs[1], "t", h.topicID("t"), 0, 0, 0, 1, 2))
 		}, args: args{version: 3, broker: 1, topic: "t", isr: []int32{1}}, want: kerr.InvalidUpdateVersion, isr: []int32{1, 2}},
-		{name: "leader missing", args: args{version: 3, broker: 1, topic: "t", isr: []int32{2, 3}}, want: kerr.InvalidRequest},
+		{name: "leader missing, not a resignation", args: args{version: 3, broker: 1, topic: "t", isr: []int32{3}}, want: kerr.InvalidRequest},
 		{name: "not a replica", args: args{version: 3, broker: 1, topic: "t", isr: []int32{1, 4}}, want: kerr.InvalidRequest},
 		{name: "duplicate member", args: args{version: 3, broker: 1, topic: "t", isr: []int32{1, 1}}, want: kerr.InvalidRequest},
 		{name: "fenced member", setup: func(h *harness) {

@@ -34,13 +34,18 @@ const (
 	// LeaderOutsideISR: the controller elects any active replica, in the
 	// ISR or not (core/controller).
 	LeaderOutsideISR
+	// FollowerKeepsLostTail: a leader whose log reopened without its
+	// unfsynced tail lets a follower that fetched that tail keep it
+	// (core/replica).
+	FollowerKeepsLostTail
 )
 
 func (b Bug) String() string {
 	return [...]string{"none", "log-skip-fsync", "ack-before-fsync", "append-duplicates", "fetch-skips-ahead",
-		"ack-before-isr", "high-watermark-from-log-end", "leader-outside-isr"}[b]
+		"ack-before-isr", "high-watermark-from-log-end", "leader-outside-isr",
+		"follower-keeps-lost-tail"}[b]
 }
 
 // Bugs lists every plantable bug (the planted-bug test's table must cover
 // each).
-var Bugs = []Bug{LogSkipFsync, AckBeforeFsync, AppendDuplicates, FetchSkipsAhead, AckBeforeISR, HighWatermarkFromLogEnd, LeaderOutsideISR}
+var Bugs = []Bug{LogSkipFsync, AckBeforeFsync, AppendDuplicates, FetchSkipsAhead, AckBeforeISR, HighWatermarkFromLogEnd, LeaderOutsideISR, FollowerKeepsLostTail}

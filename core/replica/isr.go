@@ -46,7 +46,7 @@ func (p *Partition) isrForHighWatermark() []int32 {
 
 // maybeExpandISR proposes adding follower f to the ISR if it caught up.
 func (p *Partition) maybeExpandISR(f *follower) {
-	if !p.canAlterISR() || slices.Contains(p.isr, f.id) || !slices.Contains(p.replicas, f.id) {
+	if !p.canAlterISR() || p.resigning || slices.Contains(p.isr, f.id) || !slices.Contains(p.replicas, f.id) {
 		return
 	}
 	if f.logEnd < p.l.HighWatermark() || f.logEnd < p.leaderEpochStart() {
@@ -60,7 +60,7 @@ func (p *Partition) maybeExpandISR(f *follower) {
 
 // maybeShrinkISR proposes removing the members that stopped catching up.
 func (p *Partition) maybeShrinkISR() {
-	if !p.canAlterISR() {
+	if !p.canAlterISR() || p.resigning {
 		return
 	}
 	now := p.m.e.Monotonic()
@@ -147,6 +147,28 @@ func (p *Partition) alterISR(isr []int32) {
 			p.pendingISR = nil // refused: retried at the next fetch or check
 		}
 		p.advanceHighWatermark()
+	})
+}
+
+// resign asks the controller for a new leader epoch (see lostTail): this
+// leader proposes the ISR without itself, and the controller elects
+// another member, or, when none can lead, this one again, in a new epoch.
+// It asks again every alterISRRetryBackoff until the image shows a new
+// leader epoch (which clears resigning).
+func (p *Partition) resign() {
+	if !p.resigning || p.m.closed || p.state == stateClosed || !p.leads() || p.m.cfg.AlterPartition == nil {
+		return
+	}
+	if p.canAlterISR() {
+		isr := slices.DeleteFunc(slices.Clone(p.isr), func(id int32) bool { return id == p.m.cfg.NodeID })
+		p.log.Info("resigning the leadership", "leader_epoch", p.leaderEpoch, "isr", p.isr, "new_isr", isr)
+		p.alterISR(isr)
+	}
+	epoch := p.leaderEpoch
+	p.m.e.AfterFunc(alterISRRetryBackoff, func() {
+		if p.leaderEpoch == epoch {
+			p.resign()
+		}
 	})
 }
 

@@ -114,6 +114,10 @@ type Partition struct {
 	partitionEpoch int32
 	pendingISR     []int32
 	pendingEpoch   int32
+	// resigning is set while this leader, whose reopened log lost
+	// batches a follower may hold, waits for a new leader epoch,
+	// appending nothing (lostTail).
+	resigning bool
 	// followerLag is, following, the leader's high watermark at the last
 	// fetch minus the log end (the max lag metric).
 	followerLag int64
@@ -285,6 +289,7 @@ func (p *Partition) update(part meta.Partition, cfg topicConfig) {
 	p.leader, p.leaderEpoch, p.partitionEpoch = part.Leader, part.LeaderEpoch, part.PartitionEpoch
 	if leaderChanged {
 		p.pendingISR, p.pendingEpoch = nil, -1
+		p.resigning = false
 	}
 	p.settleISR(part.PartitionEpoch)
 	p.isr = slices.Clone(part.ISR)
@@ -370,6 +375,7 @@ func (p *Partition) goOnline(l *log.Log) {
 	p.failures = 0
 	p.log.Info("partition online", "log_start", l.LogStartOffset(), "log_end", l.LogEndOffset(),
 		"leader_epoch", p.leaderEpoch, "producers", p.producers.Len())
+	p.lostTail(l.LogEndOffset())
 	p.advanceHighWatermark()
 	p.wake()
 	p.releaseHeld()

@@ -59,6 +59,10 @@ func (p *Partition) Produce(payload []byte, acks int16, now time.Time, done func
 		fail(err)
 		return
 	}
+	if p.resigning {
+		fail(fmt.Errorf("%w: %s lost batches a follower may hold and resigns its leader epoch %d", ErrNotLeader, p.dir, p.leaderEpoch))
+		return
+	}
 	if p.m.e.Buggify("replica/produce-not-leader") {
 		// A spurious retriable refusal before anything is appended, as
 		// during a leader change: the producer must refresh and retry
@@ -133,7 +137,7 @@ func (p *Partition) Produce(payload []byte, acks int16, now time.Time, done func
 	p.tm.BytesIn.Add(float64(info.Bytes))
 	p.tm.MessagesIn.Add(float64(info.LastOffset - info.FirstOffset + 1))
 	res.BaseOffset, res.LogStartOffset = info.FirstOffset, info.LogStartOffset
-	if len(p.followers) > 0 && !p.cfg.durable() {
+	if len(p.followers) > 0 {
 		p.wake() // followers long-polling at the log end
 	}
 	if !p.cfg.durable() {
@@ -178,9 +182,6 @@ func (p *Partition) whenDurable(l *log.Log, upto int64, acks int16, res ProduceR
 			return
 		}
 		if p.l == l {
-			if len(p.followers) > 0 {
-				p.wake() // followers long-polling at the durable offset
-			}
 			p.advanceHighWatermark()
 		}
 		switch {

@@ -44,6 +44,9 @@ type follower struct {
 	// previous fetch, which means it was caught up then.
 	lastFetch, lastCaughtUp time.Duration
 	leaderEndAtFetch        int64
+	// sentEnd is the leader's log end at the last fetch that returned
+	// bytes: the follower may hold anything below it (see lostTail).
+	sentEnd int64
 }
 
 // resetFollowers starts a leadership: every other replica is unknown, and
@@ -66,7 +69,7 @@ func (p *Partition) syncFollowers() {
 		if f := p.follower(id); f != nil {
 			next = append(next, *f)
 		} else {
-			next = append(next, follower{id: id, logEnd: -1, lastCaughtUp: now, leaderEndAtFetch: -1})
+			next = append(next, follower{id: id, logEnd: -1, lastCaughtUp: now, leaderEndAtFetch: -1, sentEnd: -1})
 		}
 	}
 	slices.SortFunc(next, func(a, b follower) int { return int(a.id) - int(b.id) })
@@ -135,10 +138,10 @@ type ReplicaFetchResult struct {
 // follower's broker id, fetchOffset its log end, lastFetchedEpoch the
 // epoch of its last batch (-1: none, or unknown), currentLeaderEpoch the
 // leader epoch it knows (KIP-320; -1 skips the check). The batches come
-// from fetchOffset up to the leader's durable offset (its log end in
-// page-cache mode), not the high watermark. A fetch
-// that does not diverge records the follower's log end (see above) and
-// may move the high watermark.
+// from fetchOffset up to the leader's log end, fsynced or not (see
+// lostTail), not the high watermark. A fetch that does not diverge
+// records the follower's log end (see above) and may move the high
+// watermark.
 func (p *Partition) ReplicaFetch(replica int32, fetchOffset int64, lastFetchedEpoch, currentLeaderEpoch int32, maxBytes int) (ReplicaFetchResult, error) {
 	res := ReplicaFetchResult{Read: log.ReadResult{FirstOffset: -1}, HighWatermark: -1, LogStartOffset: -1}
 	if err := p.servable(); err != nil {
@@ -176,20 +179,9 @@ func (p *Partition) ReplicaFetch(replica int32, fetchOffset int64, lastFetchedEp
 	if fetchOffset < l.LogStartOffset() || fetchOffset > leo {
 		return res, fmt.Errorf("%w: %s replica fetch at %d, the log holds [%d, %d]", log.ErrOffsetOutOfRange, p.dir, fetchOffset, l.LogStartOffset(), leo)
 	}
-	// In durable mode followers get only what the leader has durably: a
-	// leader whose log fails reopens without what it had not fsynced and
-	// goes on appending in the same leader epoch, and a follower holding
-	// a batch the leader lost would hold, in that epoch, a history the
-	// leader does not (replicated seed 107). What a follower may fetch
-	// the leader can never lose, and it is fsynced anyway before acks=all
-	// completes. In page-cache mode, Kafka's: up to the log end.
-	bound := leo
-	if p.cfg.durable() {
-		bound = min(leo, l.DurableOffset())
-	}
 	now := p.m.e.Monotonic()
 	switch {
-	case fetchOffset >= bound:
+	case fetchOffset >= leo:
 		f.lastCaughtUp = now
 	case f.leaderEndAtFetch >= 0 && fetchOffset >= f.leaderEndAtFetch:
 		f.lastCaughtUp = max(f.lastCaughtUp, f.lastFetch)
@@ -198,7 +190,7 @@ func (p *Partition) ReplicaFetch(replica int32, fetchOffset int64, lastFetchedEp
 	p.advanceHighWatermark()
 	p.maybeExpandISR(f)
 	res.HighWatermark = l.HighWatermark()
-	read, err := l.Read(fetchOffset, maxBytes, bound)
+	read, err := l.Read(fetchOffset, maxBytes, leo)
 	if err != nil {
 		if logFailed(err) {
 			p.fail(err)
@@ -206,8 +198,41 @@ func (p *Partition) ReplicaFetch(replica int32, fetchOffset int64, lastFetchedEp
 		}
 		return res, err
 	}
+	if read.Size > 0 {
+		f.sentEnd = max(f.sentEnd, leo)
+	}
 	res.Read = read
 	return res, nil
+}
+
+// lostTail follows this leader's log reopening (after a failure), ending
+// at end. Followers fetch up to the leader's log end, fsynced or not, so
+// that the leader's and the followers' fsyncs of a batch run at once
+// rather than one after the other (the acks=all latency). A log that fails
+// reopens without what it had not fsynced: if a follower may have fetched
+// past end, it holds, in this leader epoch, batches the leader lost, and
+// were the leader to append again in this epoch, two histories would
+// share it, which no diverging epoch can tell apart (replicated seed 107,
+// when followers fetched only fsynced bytes to avoid this, and seed 479,
+// when the leader made the followers truncate but a later leader did not
+// know to). So the leader appends nothing more in this epoch and resigns
+// (isr.go): the controller elects another in-sync replica, or this one
+// again, in a new epoch, and the followers' extra batches end where the
+// leader's epoch ends, as any other divergence. The high watermark never
+// passed end: it counts the leader's own durable offset.
+func (p *Partition) lostTail(end int64) {
+	if !p.leads() || plant.Is(plant.FollowerKeepsLostTail) {
+		return
+	}
+	for _, f := range p.followers {
+		if f.sentEnd > end {
+			p.log.Warn("the reopened log lost batches a follower may hold; resigning the leadership of this epoch",
+				"follower", f.id, "sent_end", f.sentEnd, "log_end", end, "leader_epoch", p.leaderEpoch)
+			p.resigning = true
+			p.resign()
+			return
+		}
+	}
 }
 
 // pendingAck is an acks=all produce waiting for the high watermark to

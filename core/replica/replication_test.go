@@ -139,29 +139,75 @@ func TestAcksAllAfterTheISRShrankOrTheLeaderMoved(t *testing.T) {
 
 func leaderPtr(id int32) *int32 { return &id }
 
-// In durable mode a follower never fetches what the leader has not
-// fsynced: a leader whose log fails reopens without it and goes on in the
-// same leader epoch, so a follower holding it would hold a history, in
-// that epoch, the leader lost (replicated seed 107: a follower's batch
-// ended at 161 where the leader's next one began).
-func TestFollowersFetchOnlyWhatTheLeaderHasDurably(t *testing.T) {
-	r := newRig(t, 4)
+// Followers fetch the leader's log end, fsynced or not, so that the
+// leader's fsync and theirs run at once. A leader whose log fails reopens
+// without what it had not fsynced: if a follower fetched that tail, the
+// leader appends nothing more in its leader epoch and resigns it, and the
+// follower's extra batches diverge (replicated seeds 107 and 479: the
+// leader went on in the same epoch, and a follower's lost-tail batches
+// later passed for the leader's).
+func TestLeaderThatLostATailResignsItsEpoch(t *testing.T) {
+	var sent []*kmsg.AlterPartitionRequest
+	r := &rig{t: t, s: sim.New(sim.Config{Seed: 4}), img: meta.Empty()}
+	r.cfg = Config{NodeID: testNode, ReopenBackoff: 100 * time.Millisecond,
+		AlterPartition: func(req *kmsg.AlterPartitionRequest, done func(kmsg.Response, error)) {
+			sent = append(sent, req)
+		},
+		BrokerEpoch: func() int64 { return 1 }}
+	r.p = r.s.AddProcess("b1", func(e env.Env) { r.e = e; r.m = NewManager(e, r.cfg) })
+	r.p.Start()
+	r.run(0)
 	r.createReplicated("t", topicID(1), []int32{1, 2}, []int32{1, 2}, 1, nil)
 	p := r.online("t", 0)
-	pending := r.produceAsync(p, batch(t, 3), 1) // appended, its flush not done yet
-	require.Nil(t, *pending)
-	require.Equal(t, int64(3), p.LogEndOffset())
-	res, err := p.ReplicaFetch(2, 0, -1, p.LeaderEpoch(), 1<<20)
-	require.NoError(t, err)
-	require.Zero(t, res.Read.Size, "nothing durable yet")
-	res.Read.Release()
-	r.run(10 * time.Millisecond) // the flush completes
-	require.NotNil(t, *pending)
-	res, err = p.ReplicaFetch(2, 0, -1, p.LeaderEpoch(), 1<<20)
-	require.NoError(t, err)
-	require.Positive(t, res.Read.Size)
-	require.Equal(t, int64(0), res.Read.FirstOffset)
-	res.Read.Release()
+	epoch := p.LeaderEpoch()
+	require.NoError(t, r.produce(p, batch(t, 3), 1).Err)
+	r.replicaFetch(p, 2, 0, -1)
+	r.replicaFetch(p, 2, 3, epoch)
+	require.Equal(t, int64(3), p.HighWatermark())
+
+	// The next batch is appended, and the follower fetches it before it
+	// is fsynced; then the leader's fsync fails.
+	r.p.Disk().SetFaults(sim.DiskFaults{SyncFailProbability: 1})
+	lost := r.produceAsync(p, batch(t, 2), 1)
+	require.Equal(t, int64(5), p.LogEndOffset())
+	res := r.replicaFetch(p, 2, 3, epoch)
+	require.Nil(t, res.Diverging)
+	require.Equal(t, int64(3), res.Read.FirstOffset, "the follower gets what is not fsynced yet")
+	r.run(10 * time.Millisecond)
+	require.NotNil(t, *lost)
+	require.Error(t, (*lost).Err)
+	r.p.Disk().SetFaults(sim.DiskFaults{})
+	r.run(time.Second)
+	require.True(t, p.Online())
+	require.Equal(t, int64(3), p.LogEndOffset(), "the reopened log keeps what was fsynced")
+
+	// The leader resigns its epoch and appends nothing meanwhile.
+	require.NotEmpty(t, sent)
+	last := sent[len(sent)-1].Topics[0].Partitions[0]
+	require.Equal(t, []int32{2}, last.NewISR, "the resignation proposes the ISR without the leader")
+	require.Equal(t, epoch, last.LeaderEpoch)
+	require.ErrorIs(t, r.produce(p, batch(t, 1), 1).Err, ErrNotLeader)
+	// The follower, whose log ends at 5 with the lost batch, truncates
+	// to 3; its 5 does not count.
+	res = r.replicaFetch(p, 2, 5, epoch)
+	require.NotNil(t, res.Diverging, "the follower keeps, in this epoch, a batch the leader lost")
+	require.Equal(t, int64(3), res.Diverging.EndOffset)
+	require.Equal(t, int64(3), p.HighWatermark())
+
+	// The controller elects this broker again in the next epoch: it
+	// appends there, and a follower at 5 in the old epoch diverges.
+	r.apply(&meta.PartitionChangeRecord{TopicID: topicID(1), Partition: 0, Leader: leaderPtr(1)})
+	require.Equal(t, epoch+1, p.LeaderEpoch())
+	require.NoError(t, r.produce(p, batch(t, 3), 1).Err)
+	require.Equal(t, int64(6), p.LogEndOffset())
+	res = r.replicaFetch(p, 2, 5, epoch)
+	require.NotNil(t, res.Diverging)
+	require.Equal(t, int64(3), res.Diverging.EndOffset)
+	res = r.replicaFetch(p, 2, 3, epoch)
+	require.Nil(t, res.Diverging)
+	require.Equal(t, int64(3), res.Read.FirstOffset)
+	r.replicaFetch(p, 2, 6, epoch+1)
+	require.Equal(t, int64(6), p.HighWatermark())
 }
 
 // An ISR change whose AlterPartition ends with an unknown outcome (the

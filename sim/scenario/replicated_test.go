@@ -28,9 +28,21 @@ var replicatedRegressionSeeds = []uint64{
 	// follower had already fetched one of them: the follower's log held,
 	// in that epoch, a batch ending at 161 where the leader's began, so
 	// no diverging epoch could ever tell them apart and its appends
-	// failed forever. Followers now fetch only what the leader has fsynced
-	// (replica TestFollowersFetchOnlyWhatTheLeaderHasDurably).
+	// failed forever. Followers then fetched only what the leader had
+	// fsynced; since followers fetch the leader's log end again (the
+	// acks=all latency), a leader that lost a tail a follower may hold
+	// resigns its epoch (replica TestLeaderThatLostATailResignsItsEpoch).
 	107,
+	// Found while followers first fetched unfsynced bytes again, with the
+	// leader making each follower that fetched its lost tail truncate but
+	// appending on in the same epoch: n2's log failed twice (durable 35,
+	// then 51) after n1 and n3 had fetched to 55; n1 truncated to 51 and
+	// took n2's new batches of epoch 0, n3 was out of reach, and later,
+	// fetching from n1 as leader of epoch 2 at 55 in epoch 0, it found
+	// epoch 0 ending past 55 in n1's log and kept the lost batches: (i)
+	// replicas differed below the high watermark. The leader now appends
+	// nothing more in the epoch and resigns it.
+	479,
 	// With reassignments in the workload: a removal-only reassignment
 	// dropped the partition's leader, then its only in-sync replica; the
 	// controller completed it at once and, the ISR left empty, made the
