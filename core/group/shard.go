@@ -1,0 +1,237 @@
+package group
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/strata-log/strata/core/assert"
+	"github.com/strata-log/strata/core/env"
+)
+
+// Config is a shard's configuration: the broker's group settings (Kafka's
+// key names in server.properties) and the Writer of its partition.
+type Config struct {
+	// MinSessionTimeout and MaxSessionTimeout bound a member's
+	// session.timeout.ms (group.min.session.timeout.ms, 6 s;
+	// group.max.session.timeout.ms, 30 min): outside, JoinGroup answers
+	// INVALID_SESSION_TIMEOUT.
+	MinSessionTimeout, MaxSessionTimeout time.Duration
+	// InitialRebalanceDelay is group.initial.rebalance.delay.ms (3 s):
+	// the first rebalance of an empty group waits this long (and up to
+	// the rebalance timeout) for more members to join.
+	InitialRebalanceDelay time.Duration
+	// MaxSize is group.max.size: members past it get
+	// GROUP_MAX_SIZE_REACHED.
+	MaxSize int
+	// MaxMemberMetadataBytes bounds a member's protocol metadata and
+	// assignment (each): past it, INVALID_REQUEST rather than a record
+	// too large for the partition.
+	MaxMemberMetadataBytes int
+	// Write appends records to the shard's __consumer_offsets partition
+	// and runs done once they are committed (the high watermark passed
+	// them) or with why not. The shard answers a request that changed
+	// state only after done(nil).
+	Write func(recs []Record, done func(error))
+}
+
+// Defaults are Kafka's.
+const (
+	DefaultMinSessionTimeout     = 6 * time.Second
+	DefaultMaxSessionTimeout     = 30 * time.Minute
+	DefaultInitialRebalanceDelay = 3 * time.Second
+	DefaultMaxMemberMetadata     = 1 << 20
+)
+
+func (c Config) withDefaults() Config {
+	if c.MinSessionTimeout <= 0 {
+		c.MinSessionTimeout = DefaultMinSessionTimeout
+	}
+	if c.MaxSessionTimeout <= 0 {
+		c.MaxSessionTimeout = DefaultMaxSessionTimeout
+	}
+	if c.InitialRebalanceDelay < 0 {
+		c.InitialRebalanceDelay = 0
+	}
+	if c.MaxSize <= 0 {
+		c.MaxSize = math.MaxInt32
+	}
+	if c.MaxMemberMetadataBytes <= 0 {
+		c.MaxMemberMetadataBytes = DefaultMaxMemberMetadata
+	}
+	return c
+}
+
+// Shard coordinates the groups of one __consumer_offsets partition led by
+// this broker. Its methods run on the env's loop.
+type Shard struct {
+	e   env.Env
+	cfg Config
+	log *slog.Logger
+	// groups by name: looked up only, never iterated for a decision
+	// (names lists them in creation order for listings).
+	groups map[string]*Group
+	names  []string
+	// loaded is set once Replay is over (Loaded); unloaded once the
+	// broker stopped leading the partition.
+	loaded, unloaded bool
+}
+
+// NewShard returns a shard that is loading: Replay each record of the
+// partition up to its high watermark, then call Loaded.
+func NewShard(e env.Env, log *slog.Logger, cfg Config) *Shard {
+	assert.That(cfg.Write != nil, "group: a shard needs a Writer")
+	return &Shard{e: e, cfg: cfg.withDefaults(), log: log, groups: map[string]*Group{}}
+}
+
+// Errors a shard's callers map to Kafka's codes.
+var (
+	// ErrLoading: COORDINATOR_LOAD_IN_PROGRESS.
+	ErrLoading = errors.New("group: the coordinator is loading")
+	// ErrNotCoordinator: NOT_COORDINATOR.
+	ErrNotCoordinator = errors.New("group: not the coordinator")
+)
+
+// check returns the error code a request gets before its group is looked
+// at: loading or unloaded.
+func (s *Shard) check() *kerr.Error {
+	switch {
+	case s.unloaded:
+		return kerr.NotCoordinator
+	case !s.loaded:
+		return kerr.CoordinatorLoadInProgress
+	}
+	return nil
+}
+
+// group returns the group called name, creating it (empty) if create.
+func (s *Shard) group(name string, create bool) *Group {
+	if g, ok := s.groups[name]; ok {
+		return g
+	}
+	if !create {
+		return nil
+	}
+	g := &Group{s: s, name: name, state: StateEmpty, byID: map[string]*member{}, offsets: map[topicPartition]*committed{}}
+	s.groups[name] = g
+	s.names = append(s.names, name)
+	return g
+}
+
+// dropGroup forgets a group that is empty and has no offsets.
+func (s *Shard) dropGroup(g *Group) {
+	g.stopTimers()
+	delete(s.groups, g.name)
+	s.names = slices.DeleteFunc(s.names, func(n string) bool { return n == g.name })
+}
+
+// Replay applies one record of the partition while loading, in log order.
+func (s *Shard) Replay(key, value []byte) error {
+	assert.That(!s.loaded, "group: replay after the shard loaded")
+	d, skip, err := decodeRecord(key, value)
+	if err != nil || skip {
+		return err
+	}
+	if d.isOffset {
+		g := s.group(d.group, d.offset != nil)
+		if g == nil {
+			return nil
+		}
+		tp := topicPartition{d.topic, d.partition}
+		if d.offset == nil {
+			delete(g.offsets, tp)
+		} else {
+			g.offsets[tp] = d.offset
+		}
+		g.sortedOffsets = nil
+		return nil
+	}
+	if d.groupTombstoned {
+		if g := s.group(d.group, false); g != nil {
+			s.dropGroup(g)
+		}
+		return nil
+	}
+	g := s.group(d.group, true)
+	return g.restore(d.groupValue)
+}
+
+// Loaded ends the replay: the groups' members get their session timers
+// (they must heartbeat to this coordinator within their session timeout)
+// and the shard serves.
+func (s *Shard) Loaded() {
+	s.loaded = true
+	for _, name := range s.names {
+		g := s.groups[name]
+		for _, m := range g.members {
+			g.touch(m)
+		}
+		s.log.Debug("group loaded", "group", g.name, "state", g.state, "generation", g.generation, "members", len(g.members), "offsets", len(g.offsets))
+	}
+}
+
+// Unload stops the shard (the broker no longer leads its partition):
+// requests waiting get NOT_COORDINATOR, timers stop, and every later call
+// answers NOT_COORDINATOR.
+func (s *Shard) Unload() {
+	if s.unloaded {
+		return
+	}
+	s.unloaded = true
+	for _, name := range s.names {
+		g := s.groups[name]
+		g.stopTimers()
+		g.failWaiting(kerr.NotCoordinator)
+	}
+}
+
+// Groups lists the shard's groups in creation order.
+func (s *Shard) Groups() []*Group {
+	out := make([]*Group, 0, len(s.names))
+	for _, n := range s.names {
+		out = append(out, s.groups[n])
+	}
+	return out
+}
+
+// Group returns the group called name, or nil.
+func (s *Shard) Group(name string) *Group { return s.groups[name] }
+
+// write appends recs and runs done on the loop with the error (nil once
+// committed), unless the shard was unloaded meanwhile, in which case done
+// gets ErrNotCoordinator.
+func (s *Shard) write(recs []Record, done func(error)) {
+	s.cfg.Write(recs, func(err error) {
+		if s.unloaded && err == nil {
+			err = ErrNotCoordinator
+		}
+		done(err)
+	})
+}
+
+// writeErrorCode maps a failed write to the code Kafka's coordinator
+// answers (a client retries it after finding the coordinator again).
+func writeErrorCode(err error) *kerr.Error {
+	if errors.Is(err, ErrNotCoordinator) {
+		return kerr.NotCoordinator
+	}
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		switch ke {
+		case kerr.UnknownTopicOrPartition, kerr.NotEnoughReplicas, kerr.NotEnoughReplicasAfterAppend, kerr.RequestTimedOut:
+			return kerr.CoordinatorNotAvailable
+		case kerr.NotLeaderForPartition, kerr.KafkaStorageError:
+			return kerr.NotCoordinator
+		case kerr.MessageTooLarge, kerr.RecordListTooLarge, kerr.InvalidFetchSize:
+			return kerr.UnknownServerError
+		}
+	}
+	return kerr.NotCoordinator
+}
+
+func (s *Shard) String() string { return fmt.Sprintf("group shard (%d groups)", len(s.names)) }
