@@ -179,6 +179,22 @@ type Config struct {
 	// supported.
 	DefaultReplicationFactor int16
 
+	// OffsetsTopicPartitions and OffsetsTopicReplicationFactor are
+	// offsets.topic.num.partitions (50) and
+	// offsets.topic.replication.factor (3, capped at the brokers
+	// registered when __consumer_offsets is created).
+	OffsetsTopicPartitions        int32
+	OffsetsTopicReplicationFactor int16
+	// GroupMinSessionTimeoutMs, GroupMaxSessionTimeoutMs,
+	// GroupInitialRebalanceDelayMs and GroupMaxSize are the group
+	// coordinator's group.min.session.timeout.ms (6000),
+	// group.max.session.timeout.ms (1800000),
+	// group.initial.rebalance.delay.ms (3000) and group.max.size.
+	GroupMinSessionTimeoutMs     int64
+	GroupMaxSessionTimeoutMs     int64
+	GroupInitialRebalanceDelayMs int64
+	GroupMaxSize                 int64
+
 	// AutoCreateTopicsEnable is auto.create.topics.enable: a Metadata
 	// request for a missing topic creates it. Default true.
 	AutoCreateTopicsEnable bool
@@ -263,6 +279,14 @@ func DefaultConfig() Config {
 		DefaultReplicationFactor: DefaultReplicationFactor,
 		AutoCreateTopicsEnable:   true,
 		RetentionCheckIntervalMs: DefaultRetentionCheckIntervalMs,
+
+		OffsetsTopicPartitions:        DefaultOffsetsTopicPartitions,
+		OffsetsTopicReplicationFactor: DefaultOffsetsTopicReplicationFactor,
+		GroupMinSessionTimeoutMs:      DefaultGroupMinSessionTimeoutMs,
+		GroupMaxSessionTimeoutMs:      DefaultGroupMaxSessionTimeoutMs,
+		GroupInitialRebalanceDelayMs:  DefaultGroupInitialRebalanceDelayMs,
+		GroupMaxSize:                  DefaultGroupMaxSize,
+
 		ProducerIDExpirationMs:   DefaultProducerIDExpirationMs,
 		ReplicaLagTimeMaxMs:      DefaultReplicaLagTimeMaxMs,
 		BrokerSessionTimeoutMs:   DefaultBrokerSessionTimeoutMs,

@@ -14,6 +14,7 @@ import (
 
 	"github.com/strata-log/strata/core/broker"
 	"github.com/strata-log/strata/core/controller"
+	"github.com/strata-log/strata/core/group"
 	"github.com/strata-log/strata/core/producer"
 	"github.com/strata-log/strata/core/replica"
 )
@@ -34,6 +35,12 @@ const (
 	KeyLogRetentionCheckIntervalMs = "log.retention.check.interval.ms"
 	KeyProducerIDExpirationMs      = "producer.id.expiration.ms"
 	KeyReplicaLagTimeMaxMs         = "replica.lag.time.max.ms"
+	KeyOffsetsTopicPartitions      = "offsets.topic.num.partitions"
+	KeyOffsetsTopicReplication     = "offsets.topic.replication.factor"
+	KeyGroupMinSessionTimeoutMs    = "group.min.session.timeout.ms"
+	KeyGroupMaxSessionTimeoutMs    = "group.max.session.timeout.ms"
+	KeyGroupInitialRebalanceDelay  = "group.initial.rebalance.delay.ms"
+	KeyGroupMaxSize                = "group.max.size"
 	KeyBrokerSessionTimeoutMs      = "broker.session.timeout.ms"
 	KeyAutoLeaderRebalanceEnable   = "auto.leader.rebalance.enable"
 	KeyLeaderImbalanceCheckSeconds = "leader.imbalance.check.interval.seconds"
@@ -51,6 +58,13 @@ const (
 	DefaultRetentionCheckIntervalMs = int64(replica.DefaultRetentionCheckInterval / time.Millisecond)
 	DefaultProducerIDExpirationMs   = int64(producer.DefaultExpirationTime / time.Millisecond)
 	DefaultReplicaLagTimeMaxMs      = int64(replica.DefaultReplicaLagTime / time.Millisecond)
+
+	DefaultOffsetsTopicPartitions        = broker.DefaultOffsetsPartitions
+	DefaultOffsetsTopicReplicationFactor = broker.DefaultOffsetsReplicationFactor
+	DefaultGroupMinSessionTimeoutMs      = int64(group.DefaultMinSessionTimeout / time.Millisecond)
+	DefaultGroupMaxSessionTimeoutMs      = int64(group.DefaultMaxSessionTimeout / time.Millisecond)
+	DefaultGroupInitialRebalanceDelayMs  = int64(group.DefaultInitialRebalanceDelay / time.Millisecond)
+	DefaultGroupMaxSize                  = int64(math.MaxInt32)
 	DefaultBrokerSessionTimeoutMs   = int64(controller.DefaultSessionTimeout / time.Millisecond)
 	// DefaultQueuedMaxRequestBytes is queued.max.request.bytes. Kafka's
 	// default is -1 (unbounded); Strata always bounds the request bytes
@@ -133,6 +147,22 @@ var configKeys = []configKey{
 		"How often logs are checked for segments to delete and cleanings to start, in milliseconds.", setRetentionCheckInterval},
 	{KeyProducerIDExpirationMs, strconv.FormatInt(DefaultProducerIDExpirationMs, 10), kmsg.ConfigTypeInt,
 		"How long an idle idempotent producer's state is kept, in milliseconds.", setProducerIDExpiration},
+	{KeyOffsetsTopicPartitions, strconv.Itoa(DefaultOffsetsTopicPartitions), kmsg.ConfigTypeInt,
+		"The partitions of __consumer_offsets when it is created.", setInt(1, maxPartitionsPerTopic, func(c *Config, n int64) { c.OffsetsTopicPartitions = int32(n) })},
+	{KeyOffsetsTopicReplication, strconv.Itoa(DefaultOffsetsTopicReplicationFactor), kmsg.ConfigTypeShort,
+		"The replication factor of __consumer_offsets when it is created (capped at the brokers registered then).",
+		setInt(1, 1<<14, func(c *Config, n int64) { c.OffsetsTopicReplicationFactor = int16(n) })},
+	{KeyGroupMinSessionTimeoutMs, strconv.FormatInt(DefaultGroupMinSessionTimeoutMs, 10), kmsg.ConfigTypeInt,
+		"The shortest session timeout a group member may ask for, in milliseconds.",
+		setInt(1, math.MaxInt32, func(c *Config, n int64) { c.GroupMinSessionTimeoutMs = n })},
+	{KeyGroupMaxSessionTimeoutMs, strconv.FormatInt(DefaultGroupMaxSessionTimeoutMs, 10), kmsg.ConfigTypeInt,
+		"The longest session timeout a group member may ask for, in milliseconds.",
+		setInt(1, math.MaxInt32, func(c *Config, n int64) { c.GroupMaxSessionTimeoutMs = n })},
+	{KeyGroupInitialRebalanceDelay, strconv.FormatInt(DefaultGroupInitialRebalanceDelayMs, 10), kmsg.ConfigTypeInt,
+		"How long the first rebalance of an empty group waits for more members, in milliseconds.",
+		setInt(0, maxTimeoutMs, func(c *Config, n int64) { c.GroupInitialRebalanceDelayMs = n })},
+	{KeyGroupMaxSize, strconv.FormatInt(DefaultGroupMaxSize, 10), kmsg.ConfigTypeInt,
+		"The most members a group may have.", setInt(1, math.MaxInt32, func(c *Config, n int64) { c.GroupMaxSize = n })},
 	{KeyReplicaLagTimeMaxMs, strconv.FormatInt(DefaultReplicaLagTimeMaxMs, 10), kmsg.ConfigTypeLong,
 		"How long a follower may go without catching up with its leader before it leaves the ISR, in milliseconds.", setMillis(func(c *Config) *int64 { return &c.ReplicaLagTimeMaxMs })},
 	{KeyAutoLeaderRebalanceEnable, "true", kmsg.ConfigTypeBoolean,
@@ -469,6 +499,18 @@ func setMillis(field func(c *Config) *int64) func(c *Config, value string) error
 	}
 }
 
+// setInt parses an integer from lo to hi and hands it to set.
+func setInt(lo, hi int64, set func(c *Config, n int64)) func(c *Config, value string) error {
+	return func(c *Config, value string) error {
+		n, err := strconv.ParseInt(value, 10, 64)
+		if err != nil || n < lo || n > hi {
+			return fmt.Errorf("want a number from %d to %d", lo, hi)
+		}
+		set(c, n)
+		return nil
+	}
+}
+
 func setProducerIDExpiration(c *Config, value string) error {
 	n, err := strconv.ParseInt(value, 10, 32)
 	if err != nil || n < 1 {
@@ -613,6 +655,16 @@ func (c Config) brokerConfig(dataDir string) broker.Config {
 		AutoTopicCreationDisabled: !c.AutoCreateTopicsEnable,
 		DefaultNumPartitions:      c.NumPartitions,
 		DefaultReplicationFactor:  c.DefaultReplicationFactor,
+		Groups: broker.GroupConfig{
+			OffsetsPartitions:        c.OffsetsTopicPartitions,
+			OffsetsReplicationFactor: c.OffsetsTopicReplicationFactor,
+			Coordinator: group.Config{
+				MinSessionTimeout:     time.Duration(c.GroupMinSessionTimeoutMs) * time.Millisecond,
+				MaxSessionTimeout:     time.Duration(c.GroupMaxSessionTimeoutMs) * time.Millisecond,
+				InitialRebalanceDelay: time.Duration(c.GroupInitialRebalanceDelayMs) * time.Millisecond,
+				MaxSize:               int(c.GroupMaxSize),
+			},
+		},
 	}
 }
 

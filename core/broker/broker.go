@@ -45,6 +45,9 @@ type Broker struct {
 	// flight (autocreate.go); only looked up, never iterated.
 	autoCreating map[string]bool
 
+	// groups are the group coordinator's shards (groups.go).
+	groups groupCoordinator
+
 	// metrics is nil with metrics off.
 	metrics *brokerMetrics
 }

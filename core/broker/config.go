@@ -126,6 +126,9 @@ type Config struct {
 	// NOT_LEADER_OR_FOLLOWER as the image says.
 	Partitions *replica.Manager
 
+	// Groups configures the group coordinator (groups.go).
+	Groups GroupConfig
+
 	// Metrics is the registry the broker counts into; nil counts
 	// nothing (and the request path takes no timestamps).
 	Metrics *metrics.Registry

@@ -74,6 +74,31 @@ func ErrorResponse(req kmsg.Request, err *kerr.Error, msg string) kmsg.Response 
 		resp := r.ResponseKind().(*kmsg.DescribeQuorumResponse)
 		resp.ErrorCode, resp.ErrorMessage = code, m // the message is encoded from v2
 		return resp
+	case *kmsg.SyncGroupRequest:
+		resp := r.ResponseKind().(*kmsg.SyncGroupResponse)
+		resp.ErrorCode = code
+		return resp
+	case *kmsg.HeartbeatRequest:
+		resp := r.ResponseKind().(*kmsg.HeartbeatResponse)
+		resp.ErrorCode = code
+		return resp
+	case *kmsg.LeaveGroupRequest:
+		resp := r.ResponseKind().(*kmsg.LeaveGroupResponse)
+		resp.ErrorCode = code
+		return resp
+	case *kmsg.OffsetCommitRequest:
+		resp := r.ResponseKind().(*kmsg.OffsetCommitResponse)
+		for _, t := range r.Topics {
+			rt := kmsg.NewOffsetCommitResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewOffsetCommitResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p.Partition, code
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp
 	case *kmsg.InitProducerIDRequest:
 		resp := r.ResponseKind().(*kmsg.InitProducerIDResponse)
 		resp.ErrorCode, resp.ProducerID, resp.ProducerEpoch = code, -1, -1

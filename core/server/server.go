@@ -112,6 +112,7 @@ func (s *Server) scheduleApply() {
 		s.applyQueued = false
 		if !s.closed {
 			s.parts.Apply(s.member.Image(), s.Registered())
+			s.broker.SyncGroups()
 		}
 	})
 }

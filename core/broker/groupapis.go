@@ -1,0 +1,252 @@
+package broker
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/core/group"
+	"github.com/strata-log/strata/core/meta"
+	"github.com/strata-log/strata/core/protocol"
+)
+
+// Handlers of the group APIs: each finds the group's shard here (or
+// answers NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE) and passes the
+// request to it (core/group).
+
+// handleFindCoordinator answers FindCoordinator for groups (v0-v3: one
+// key; v4+: a batch). The first one creates __consumer_offsets. Key type
+// 1 (transactions) is not served yet.
+func handleFindCoordinator(b *Broker, r *request) {
+	req := r.body.(*kmsg.FindCoordinatorRequest)
+	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
+	keys := req.CoordinatorKeys
+	if req.Version < 4 {
+		keys = []string{req.CoordinatorKey}
+	}
+	for _, key := range keys {
+		c := b.findCoordinator(req.CoordinatorType, key)
+		if req.Version < 4 {
+			resp.ErrorCode, resp.ErrorMessage = c.ErrorCode, c.ErrorMessage
+			resp.NodeID, resp.Host, resp.Port = c.NodeID, c.Host, c.Port
+			break
+		}
+		resp.Coordinators = append(resp.Coordinators, c)
+	}
+	r.respond(resp)
+}
+
+// findCoordinator finds one key's coordinator.
+func (b *Broker) findCoordinator(typ int8, key string) kmsg.FindCoordinatorResponseCoordinator {
+	c := kmsg.NewFindCoordinatorResponseCoordinator()
+	c.Key, c.NodeID, c.Port = key, -1, -1
+	fail := func(e *kerr.Error, msg string) kmsg.FindCoordinatorResponseCoordinator {
+		c.ErrorCode, c.ErrorMessage = e.Code, kmsg.StringPtr(msg)
+		return c
+	}
+	switch {
+	case typ == 1:
+		return fail(kerr.InvalidRequest, "Transactions are not supported yet.")
+	case typ != 0:
+		return fail(kerr.InvalidRequest, "Unknown coordinator type.")
+	case key == "":
+		return fail(kerr.InvalidRequest, "A group id must not be empty.")
+	}
+	img := b.image()
+	if img == nil || b.cfg.Partitions == nil {
+		return fail(kerr.CoordinatorNotAvailable, "This node has no metadata quorum or partitions.")
+	}
+	ti, ok := img.TopicByName(OffsetsTopic)
+	if !ok {
+		b.createOffsetsTopic(img)
+		return fail(kerr.CoordinatorNotAvailable, "The group coordinator's topic is being created.")
+	}
+	p, ok := ti.Partition(groupPartition(key, int32(ti.NumPartitions())))
+	if !ok || p.Leader == meta.NoLeader {
+		return fail(kerr.CoordinatorNotAvailable, "The group's partition of __consumer_offsets has no leader.")
+	}
+	reg, ok := img.Broker(p.Leader)
+	if !ok || reg.Fenced {
+		return fail(kerr.CoordinatorNotAvailable, "The group's coordinator is not available.")
+	}
+	ep, ok := reg.Endpoint(brokerListener)
+	if !ok {
+		return fail(kerr.CoordinatorNotAvailable, "The group's coordinator has no client listener.")
+	}
+	c.NodeID, c.Host, c.Port = p.Leader, ep.Host, int32(ep.Port)
+	return c
+}
+
+func handleJoinGroup(b *Broker, r *request) {
+	req := r.body.(*kmsg.JoinGroupRequest)
+	sh, e := b.groupShardFor(req.Group)
+	if e != nil {
+		resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
+		resp.ErrorCode, resp.Generation = e.Code, -1
+		r.respond(resp)
+		return
+	}
+	sh.Join(req, b.groupClient(r), func(resp *kmsg.JoinGroupResponse) { r.respond(resp) })
+}
+
+func handleSyncGroup(b *Broker, r *request) {
+	req := r.body.(*kmsg.SyncGroupRequest)
+	sh, e := b.groupShardFor(req.Group)
+	if e != nil {
+		r.respond(protocol.ErrorResponse(req, e, ""))
+		return
+	}
+	sh.Sync(req, func(resp *kmsg.SyncGroupResponse) { r.respond(resp) })
+}
+
+func handleHeartbeat(b *Broker, r *request) {
+	req := r.body.(*kmsg.HeartbeatRequest)
+	sh, e := b.groupShardFor(req.Group)
+	if e != nil {
+		r.respond(protocol.ErrorResponse(req, e, ""))
+		return
+	}
+	r.respond(sh.Heartbeat(req))
+}
+
+func handleLeaveGroup(b *Broker, r *request) {
+	req := r.body.(*kmsg.LeaveGroupRequest)
+	sh, e := b.groupShardFor(req.Group)
+	if e != nil {
+		r.respond(protocol.ErrorResponse(req, e, ""))
+		return
+	}
+	r.respond(sh.Leave(req))
+}
+
+func handleOffsetCommit(b *Broker, r *request) {
+	req := r.body.(*kmsg.OffsetCommitRequest)
+	sh, e := b.groupShardFor(req.Group)
+	if e != nil {
+		r.respond(protocol.ErrorResponse(req, e, ""))
+		return
+	}
+	img := b.image()
+	exists := func(topic string, partition int32) bool {
+		ti, ok := img.TopicByName(topic)
+		return ok && partition >= 0 && int(partition) < ti.NumPartitions()
+	}
+	sh.Commit(req, exists, func(resp *kmsg.OffsetCommitResponse) { r.respond(resp) })
+}
+
+// handleOffsetFetch answers OffsetFetch: v0-v7 for one group, v8+ for a
+// batch of groups, each from its own shard.
+func handleOffsetFetch(b *Broker, r *request) {
+	req := r.body.(*kmsg.OffsetFetchRequest)
+	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
+	fetch := func(name string, topics []kmsg.OffsetFetchRequestGroupTopic, all bool) group.OffsetsFetched {
+		sh, e := b.groupShardFor(name)
+		if e != nil {
+			return group.OffsetsFetched{ErrorCode: e.Code}
+		}
+		return sh.Fetch(name, topics, all)
+	}
+	if req.Version >= 8 {
+		for _, g := range req.Groups {
+			out := fetch(g.Group, g.Topics, g.Topics == nil)
+			rg := kmsg.NewOffsetFetchResponseGroup()
+			rg.Group, rg.ErrorCode, rg.Topics = g.Group, out.ErrorCode, out.Topics
+			resp.Groups = append(resp.Groups, rg)
+		}
+		r.respond(resp)
+		return
+	}
+	topics := make([]kmsg.OffsetFetchRequestGroupTopic, 0, len(req.Topics))
+	for _, t := range req.Topics {
+		topics = append(topics, kmsg.OffsetFetchRequestGroupTopic{Topic: t.Topic, Partitions: t.Partitions})
+	}
+	out := fetch(req.Group, topics, req.Topics == nil && req.Version >= 2)
+	resp.ErrorCode = out.ErrorCode
+	for _, t := range out.Topics {
+		rt := kmsg.NewOffsetFetchResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewOffsetFetchResponseTopicPartition()
+			rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata, rp.ErrorCode = p.Partition, p.Offset, p.LeaderEpoch, p.Metadata, p.ErrorCode
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	if req.Version < 2 && out.ErrorCode != 0 {
+		// v0-v1 have no top-level error: each partition carries it.
+		for i := range resp.Topics {
+			for j := range resp.Topics[i].Partitions {
+				resp.Topics[i].Partitions[j].ErrorCode = out.ErrorCode
+			}
+		}
+	}
+	r.respond(resp)
+}
+
+// handleListGroups lists the groups of every shard this broker runs (a
+// client asks every broker), in partition order.
+func handleListGroups(b *Broker, r *request) {
+	req := r.body.(*kmsg.ListGroupsRequest)
+	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
+	for _, gs := range b.groups.shards {
+		resp.Groups = append(resp.Groups, gs.shard.List(req.StatesFilter, req.TypesFilter)...)
+	}
+	r.respond(resp)
+}
+
+func handleDescribeGroups(b *Broker, r *request) {
+	req := r.body.(*kmsg.DescribeGroupsRequest)
+	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
+	for _, name := range req.Groups {
+		sh, e := b.groupShardFor(name)
+		if e != nil {
+			g := kmsg.NewDescribeGroupsResponseGroup()
+			g.Group, g.ErrorCode = name, e.Code
+			resp.Groups = append(resp.Groups, g)
+			continue
+		}
+		resp.Groups = append(resp.Groups, sh.Describe(name))
+	}
+	r.respond(resp)
+}
+
+// handleDeleteGroups deletes each group at its shard and answers once
+// every deletion is written.
+func handleDeleteGroups(b *Broker, r *request) {
+	req := r.body.(*kmsg.DeleteGroupsRequest)
+	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
+	resp.Groups = make([]kmsg.DeleteGroupsResponseGroup, len(req.Groups))
+	pending := len(req.Groups)
+	if pending == 0 {
+		r.respond(resp)
+		return
+	}
+	for i, name := range req.Groups {
+		resp.Groups[i] = kmsg.NewDeleteGroupsResponseGroup()
+		resp.Groups[i].Group = name
+		finish := func(code int16) {
+			resp.Groups[i].ErrorCode = code
+			pending--
+			if pending == 0 {
+				r.respond(resp)
+			}
+		}
+		sh, e := b.groupShardFor(name)
+		if e != nil {
+			finish(e.Code)
+			continue
+		}
+		sh.Delete(name, finish)
+	}
+}
+
+func handleOffsetDelete(b *Broker, r *request) {
+	req := r.body.(*kmsg.OffsetDeleteRequest)
+	sh, e := b.groupShardFor(req.Group)
+	if e != nil {
+		resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
+		resp.ErrorCode = e.Code
+		r.respond(resp)
+		return
+	}
+	sh.DeleteOffsets(req, func(resp *kmsg.OffsetDeleteResponse) { r.respond(resp) })
+}
