@@ -287,12 +287,12 @@ func DefaultConfig() Config {
 		GroupInitialRebalanceDelayMs:  DefaultGroupInitialRebalanceDelayMs,
 		GroupMaxSize:                  DefaultGroupMaxSize,
 
-		ProducerIDExpirationMs:   DefaultProducerIDExpirationMs,
-		ReplicaLagTimeMaxMs:      DefaultReplicaLagTimeMaxMs,
-		BrokerSessionTimeoutMs:   DefaultBrokerSessionTimeoutMs,
-		QueuedMaxRequestBytes:    DefaultQueuedMaxRequestBytes,
-		FetchSessionCacheSlots:   DefaultFetchSessionCacheSlots,
-		MetricsListener:          DefaultMetricsListener,
+		ProducerIDExpirationMs: DefaultProducerIDExpirationMs,
+		ReplicaLagTimeMaxMs:    DefaultReplicaLagTimeMaxMs,
+		BrokerSessionTimeoutMs: DefaultBrokerSessionTimeoutMs,
+		QueuedMaxRequestBytes:  DefaultQueuedMaxRequestBytes,
+		FetchSessionCacheSlots: DefaultFetchSessionCacheSlots,
+		MetricsListener:        DefaultMetricsListener,
 	}
 	_ = setProcessRoles(&cfg, DefaultProcessRoles)
 	return cfg

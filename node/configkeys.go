@@ -65,7 +65,7 @@ const (
 	DefaultGroupMaxSessionTimeoutMs      = int64(group.DefaultMaxSessionTimeout / time.Millisecond)
 	DefaultGroupInitialRebalanceDelayMs  = int64(group.DefaultInitialRebalanceDelay / time.Millisecond)
 	DefaultGroupMaxSize                  = int64(math.MaxInt32)
-	DefaultBrokerSessionTimeoutMs   = int64(controller.DefaultSessionTimeout / time.Millisecond)
+	DefaultBrokerSessionTimeoutMs        = int64(controller.DefaultSessionTimeout / time.Millisecond)
 	// DefaultQueuedMaxRequestBytes is queued.max.request.bytes. Kafka's
 	// default is -1 (unbounded); Strata always bounds the request bytes
 	// it holds (broker.DefaultMaxInflightRequestBytes, 64 MiB).
