@@ -34,18 +34,13 @@ const (
 	// LeaderOutsideISR: the controller elects any active replica, in the
 	// ISR or not (core/controller).
 	LeaderOutsideISR
-	// ScrubSkipped: a broker registers without scrubbing its partition
-	// logs first (core/replica), so damage at rest below a log's
-	// recovery point is kept and served, and a broker whose logs drop
-	// damaged records keeps its eligible leader places.
-	ScrubSkipped
 )
 
 func (b Bug) String() string {
 	return [...]string{"none", "log-skip-fsync", "ack-before-fsync", "append-duplicates", "fetch-skips-ahead",
-		"ack-before-isr", "high-watermark-from-log-end", "leader-outside-isr", "scrub-skipped"}[b]
+		"ack-before-isr", "high-watermark-from-log-end", "leader-outside-isr"}[b]
 }
 
 // Bugs lists every plantable bug (the planted-bug test's table must cover
 // each).
-var Bugs = []Bug{LogSkipFsync, AckBeforeFsync, AppendDuplicates, FetchSkipsAhead, AckBeforeISR, HighWatermarkFromLogEnd, LeaderOutsideISR, ScrubSkipped}
+var Bugs = []Bug{LogSkipFsync, AckBeforeFsync, AppendDuplicates, FetchSkipsAhead, AckBeforeISR, HighWatermarkFromLogEnd, LeaderOutsideISR}
