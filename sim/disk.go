@@ -111,6 +111,9 @@ type Disk struct {
 	// survivable names the files whose damage at rest the owner declared
 	// it detects and repairs (DeclareSurvivable); nil: none.
 	survivable func(name string) bool
+	// latentSurvivable narrows latent sector errors to the survivable
+	// files it names (DeclareLatentSurvivable); nil: all of them.
+	latentSurvivable func(name string) bool
 }
 
 // Bounds and defaults of the simulated disk.
@@ -283,12 +286,25 @@ func (d *Disk) Faults() DiskFaults { return d.faults }
 // declares nothing.
 func (d *Disk) DeclareSurvivable(f func(name string) bool) { d.survivable = f }
 
+// DeclareLatentSurvivable narrows latent sector errors (a page that
+// becomes unreadable while the owner runs) to the survivable files f
+// names: an owner may repair damage it finds when it starts (corruption
+// and misdirected writes show only after a power loss) and yet not
+// survive a read failing while it runs. nil (the default) gives latent
+// errors to every survivable file.
+func (d *Disk) DeclareLatentSurvivable(f func(name string) bool) { d.latentSurvivable = f }
+
 // Survivable reports whether the disk's owner declared any file
 // survivable.
 func (d *Disk) Survivable() bool { return d.survivable != nil }
 
 // atRest reports whether file name may get damage at rest.
 func (d *Disk) atRest(name string) bool { return d.survivable != nil && d.survivable(name) }
+
+// latentAtRest reports whether file name may get latent sector errors.
+func (d *Disk) latentAtRest(name string) bool {
+	return d.atRest(name) && (d.latentSurvivable == nil || d.latentSurvivable(name))
+}
 
 // Stats returns the disk's counters.
 func (d *Disk) Stats() DiskStats {

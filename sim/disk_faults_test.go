@@ -103,6 +103,31 @@ func TestDiskLatentErrorUntilRewritten(t *testing.T) {
 	require.NoError(t, err, "a truncation below the page drops the error")
 }
 
+// TestDiskLatentErrorsNarrowed: DeclareLatentSurvivable keeps latent
+// sector errors off survivable files it does not name; corruption at
+// rest still reaches them.
+func TestDiskLatentErrorsNarrowed(t *testing.T) {
+	r := newDiskRig(t, 9)
+	d := r.p.Disk()
+	d.DeclareSurvivable(func(string) bool { return true })
+	d.DeclareLatentSurvivable(func(name string) bool { return strings.HasSuffix(name, ".index") })
+	idx, log := r.open("0.index"), r.open("0.log")
+	r.syncDir("")
+	data := bytes.Repeat([]byte{1}, 3*pageBytes)
+	d.SetFaults(DiskFaults{LatentErrorProbability: 1, CorruptProbability: 1})
+	for _, f := range []env.File{idx, log} {
+		require.NoError(t, f.WriteAt(data, 0))
+		r.sync(f)
+	}
+	buf := make([]byte, 10)
+	_, err := log.ReadAt(buf, pageBytes)
+	require.NoError(t, err, "no latent errors on a file the narrowing leaves out")
+	_, err = idx.ReadAt(buf, pageBytes)
+	require.ErrorIs(t, err, env.ErrIO)
+	d.SetFaults(DiskFaults{})
+	require.Equal(t, uint64(2), d.Stats().Corruptions, "both files still get corruption at rest")
+}
+
 func TestDiskWriteErrorWritesNothing(t *testing.T) {
 	r := newDiskRig(t, 4)
 	f := r.open("a")

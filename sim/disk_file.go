@@ -352,7 +352,7 @@ func (h *fileHandle) ReadAt(p []byte, off int64) (int, error) {
 		d.stats.ReadErrors++
 		return 0, fmt.Errorf("sim disk %s: read %q at %d: latent sector error in page %d: %w", d.owner.name, h.name, off, pg, env.ErrIO)
 	}
-	if end > off && d.atRest(h.name) && d.chance(d.faults.LatentErrorProbability) {
+	if end > off && d.latentAtRest(h.name) && d.chance(d.faults.LatentErrorProbability) {
 		pg := (off + d.rng.Int64N(end-off)) / pageBytes
 		f.markBad(pg)
 		d.stats.LatentErrors++

@@ -44,6 +44,10 @@ var (
 	LogFlushTime = &Def{Name: "kafka_log_logflushstats_logflushrateandtimems", Kind: HistogramKind, Buckets: MillisBuckets,
 		Help:  "Time of a log flush (the fdatasyncs of its files, and the directory and checkpoint syncs it needs), in ms; its count is the flush rate.",
 		Kafka: "kafka.log:type=LogFlushStats,name=LogFlushRateAndTimeMs"}
+	LogScrubBytes = &Def{Name: "strata_log_scrub_bytes_total", Kind: CounterKind,
+		Help: "Bytes of partition logs the start-up scrub checked (every batch's framing and CRC, before the broker registers)."}
+	LogScrubDamaged = &Def{Name: "strata_log_scrub_damaged_total", Kind: CounterKind,
+		Help: "Partition logs the start-up scrub found damaged (or could not read): each drops its first damaged batch and what follows, and the broker registers as one whose disk was replaced."}
 	LogSegments = &Def{Name: "kafka_log_log_numlogsegments", Kind: GaugeKind, Labels: []string{"topic", "partition"}, PerPartition: true,
 		Help: "Segments of the partition's log.", Kafka: "kafka.log:type=Log,name=NumLogSegments"}
 	LogSize = &Def{Name: "kafka_log_log_size", Kind: GaugeKind, Labels: []string{"topic", "partition"}, PerPartition: true,
@@ -143,7 +147,7 @@ var Catalog = sortedCatalog(
 	ControllerActive, ControllerActiveBrokers, ControllerEventProcessing, ControllerFencedBrokers,
 	ControllerOfflinePartitions, ControllerPartitions, ControllerRequests, ControllerTopics,
 	ControllerUncleanElections,
-	LogEndOffset, LogFlushBytes, LogFlushTime, LogSegments, LogSize, LogStartOffset,
+	LogEndOffset, LogFlushBytes, LogFlushTime, LogScrubBytes, LogScrubDamaged, LogSegments, LogSize, LogStartOffset,
 	RequestBytes, RequestErrors, RequestLocalTime, RequestQueueTime, RequestRemoteTime,
 	RequestResponseSendTime, RequestTotalTime, Requests,
 	RaftCommitLatency, RaftElections, RaftEpoch, RaftHighWatermark, RaftLag, RaftLeader,

@@ -34,8 +34,11 @@ type registrar struct {
 	// that its data directory remembers (brokerEpochFile), -1 if none:
 	// BrokerRegistration's PreviousBrokerEpoch (KIP-966).
 	previous int64
-	timer    env.Timer
-	stopped  bool
+	// sentPrevious is the PreviousBrokerEpoch of the latest registration
+	// request (what the controller was told).
+	sentPrevious int64
+	timer        env.Timer
+	stopped      bool
 	// waitingLogged is set once DUPLICATE_BROKER_REGISTRATION was logged.
 	waitingLogged bool
 	// registrations counts successful registrations (nil: metrics off).
@@ -44,9 +47,18 @@ type registrar struct {
 	onChange func()
 }
 
-func (r *registrar) start() {
+// start registers, then heartbeats. forget registers as a broker whose
+// data directory lost records it had acknowledged (the start-up scrub
+// found damage, replica.Manager.Scrub): PreviousBrokerEpoch -1, as for a
+// replaced disk, whatever brokerEpochFile says.
+func (r *registrar) start(forget bool) {
 	r.epoch = -1
 	r.previous = readBrokerEpoch(r.e.Disk())
+	if forget && r.previous >= 0 {
+		r.e.Logger().Warn("partition logs were damaged: registering as a broker whose disk was replaced (PreviousBrokerEpoch -1), so that the controller no longer counts this broker as holding every committed record",
+			"broker_epoch_file", r.previous)
+		r.previous = -1
+	}
 	binary.LittleEndian.PutUint64(r.incarnation[:8], r.e.Rand().Uint64())
 	binary.LittleEndian.PutUint64(r.incarnation[8:], r.e.Rand().Uint64())
 	r.tick()
@@ -90,6 +102,7 @@ func (r *registrar) register() {
 	req.ClusterID = r.clusterID
 	req.IncarnationID = r.incarnation
 	req.PreviousBrokerEpoch = r.previous
+	r.sentPrevious = r.previous
 	l := kmsg.NewBrokerRegistrationRequestListener()
 	l.Name, l.Host, l.Port = "PLAINTEXT", r.host, uint16(r.port)
 	req.Listeners = []kmsg.BrokerRegistrationRequestListener{l}

@@ -27,7 +27,9 @@ type Server struct {
 	broker *broker.Broker   // nil without the broker role
 	reg    *registrar       // nil without the broker role
 	parts  *replica.Manager // nil without the broker role
-	closed bool
+	// stopScrub abandons the start-up scrub while it runs (nil after).
+	stopScrub func()
+	closed    bool
 	// applyQueued is set while an Apply of the latest image to the
 	// partitions is posted (one per loop turn, whatever the batches).
 	applyQueued bool
@@ -86,7 +88,7 @@ func Start(e env.Env, cfg Config) (*Server, error) {
 		s.parts.Close(func() {})
 		return nil, err
 	}
-	s.reg = &registrar{e: e, m: s.member, nodeID: cfg.NodeID, clusterID: cfg.ClusterID,
+	s.reg = &registrar{e: e, m: s.member, nodeID: cfg.NodeID, clusterID: cfg.ClusterID, epoch: -1,
 		host: bcfg.AdvertisedHost, port: s.broker.AdvertisedPort(), onChange: s.scheduleApply}
 	s.member.SetOnImage(func(*meta.Image) { s.scheduleApply() })
 	s.reg.registrations = cfg.Metrics.Counter(metrics.BrokerRegistrations)
@@ -96,7 +98,13 @@ func Start(e env.Env, cfg Config) (*Server, error) {
 		}
 		return 1
 	})
-	s.reg.start()
+	// The partition logs are scrubbed before the broker registers: one
+	// that drops damaged records must not register as holding them
+	// (replica.Manager.Scrub).
+	s.stopScrub = s.parts.Scrub(func(damaged int) {
+		s.stopScrub = nil
+		s.reg.start(damaged > 0)
+	})
 	return s, nil
 }
 
@@ -205,6 +213,10 @@ func (s *Server) Close(done func()) {
 		return
 	}
 	s.closed = true
+	if s.stopScrub != nil {
+		s.stopScrub()
+		s.stopScrub = nil
+	}
 	closeMember := func() { s.member.Close(finished) }
 	if s.broker == nil {
 		closeMember()

@@ -1,0 +1,293 @@
+package log
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"path"
+	"slices"
+
+	"github.com/strata-log/strata/core/env"
+)
+
+// # The start-up scrub
+//
+// Open trusts the segments below the recovery point (rules 4 and 6: a
+// header walk, no CRC check) and Read serves stored bytes unchecked, as
+// Kafka does. A medium that damages data at rest (a bit flipped by a
+// successful write, a misdirected write; both show once a power loss
+// drops the page cache) would then keep a damaged batch below the
+// recovery point: the replica serves it, followers refuse it, consumers
+// refuse it. Scrub finds such damage before the log opens: it reads every
+// batch of every segment, checks it as recovery does (framing, CRC with
+// core/record, offsets in order within their segment, segments that
+// continue each other), and at the first bad one leaves a failure marker
+// (failure.go) for the offset where the bad batch starts, so that the
+// next Open drops it and everything after it, whether it lies below the
+// recovery point or not.
+//
+// A replica that drops records it had acknowledged must not count as
+// holding them: its owner registers the broker as one whose disk was
+// replaced (core/server), so that the controller takes it out of every
+// eligible leader replica set and replaces it as an ISR's last member
+// before the log reopens, and the replica fetches what it dropped again.
+//
+// Beyond the recovery point, a bad batch may be a torn tail (a power loss
+// kept part of unsynced appends, or with page-granular writeback, holes)
+// rather than damage: the recovery checkpoint lags the flushes, so nothing
+// durable tells the two apart. Scrub reports both as damage; the cost is
+// that a broker with a torn tail forgets its eligible leader places, as
+// Kafka's brokers do after every unclean shutdown (KIP-966).
+//
+// Reads are repeated until two agree (a read may flip a bit, the stored
+// data does not change), and a batch that fails is read once more from
+// scratch, as recovery reads. An unreadable page (an error wrapping
+// env.ErrIO) counts as damage at the batch that holds it. Scrub reads on
+// the loop, at most scrubStepBytes per turn.
+
+// scrubStepBytes bounds what Scrub reads in one turn of the loop (each
+// range is read at least twice).
+const scrubStepBytes = 4 << 20
+
+// ScrubResult is what Scrub found in one log directory.
+type ScrubResult struct {
+	// Segments and Bytes count the segment files and bytes checked.
+	Segments int
+	Bytes    int64
+	// Damaged is set when a bad batch (or an unreadable page) was found;
+	// Offset is where it starts, from which the next Open drops every
+	// offset, and Err says what and where (a *CorruptError, or an I/O
+	// error naming the file and position).
+	Damaged bool
+	Offset  int64
+	Err     error
+}
+
+// Scrub checks the partition log in dir on e's Disk (see "The start-up
+// scrub" above) and, at its first damaged batch, creates a failure marker
+// for the offset it starts at, unless a marker already drops it. done runs
+// on the loop, on a later turn, with what it found; an error means the
+// scrub could not finish (a listing or a marker failed), and the log's
+// damage is then unknown. A directory holding no log is clean. The
+// returned stop function abandons the scrub: done never runs after it.
+//
+// Scrub must run before Open, never on a directory whose log is open.
+func Scrub(e env.Env, dir string, done func(ScrubResult, error)) (stop func()) {
+	sc := &scrub{e: e, disk: e.Disk(), dir: dir, done: done}
+	e.Post(sc.start)
+	return func() { sc.stopped = true }
+}
+
+// scrub is one Scrub in progress.
+type scrub struct {
+	e       env.Env
+	disk    env.Disk
+	dir     string
+	done    func(ScrubResult, error)
+	stopped bool
+	res     ScrubResult
+
+	bases []int64 // segment base offsets, sorted
+	limit int64   // offsets at or beyond it are dropped by a marker already
+	i     int     // the segment being read
+	f     env.File
+	sc    *scanner
+	next  int64 // the offset the next batch of segment i must not start below
+}
+
+func (s *scrub) start() {
+	if s.stopped {
+		return
+	}
+	if err := s.list(); err != nil {
+		s.finish(err)
+		return
+	}
+	s.step()
+}
+
+// list finds the segments, skips those Open deletes unread (wholly below
+// the checkpointed log start offset), and the offset beyond which a
+// failure marker already drops everything.
+func (s *scrub) list() error {
+	names, err := s.disk.List(s.dir)
+	if errors.Is(err, env.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("log: scrub: list %s: %w", s.dir, err)
+	}
+	s.limit = math.MaxInt64
+	trusted := int64(-1)
+	for _, name := range names {
+		if d, ok := parseFailedMarkerFile(name); ok {
+			trusted = max(trusted, d) // the largest counts (failure.go)
+			continue
+		}
+		if base, suffix, ok := parseSegmentFile(name); ok && suffix == logSuffix {
+			s.bases = append(s.bases, base)
+		}
+	}
+	if trusted >= 0 {
+		s.limit = trusted
+	}
+	slices.Sort(s.bases)
+	data, ok, err := readCheckpointFile(s.disk, path.Join(s.dir, checkpointName))
+	if err == nil && ok {
+		if ckpt, perr := parseCheckpoint(data); perr == nil {
+			for len(s.bases) > 1 && s.bases[1] <= ckpt.logStartOffset {
+				s.bases = s.bases[1:]
+			}
+		}
+	}
+	// An unreadable or damaged checkpoint is Open's to report: the scrub
+	// then reads every segment.
+	if len(s.bases) > 0 {
+		s.next = s.bases[0]
+	}
+	return nil
+}
+
+// step reads up to scrubStepBytes and posts the next step.
+func (s *scrub) step() {
+	if s.stopped {
+		s.closeFile()
+		return
+	}
+	budget := int64(scrubStepBytes)
+	for budget > 0 {
+		if s.sc == nil {
+			if s.i == len(s.bases) || s.bases[s.i] >= s.limit {
+				s.finish(nil)
+				return
+			}
+			if err := s.openSegment(); err != nil {
+				s.finish(err)
+				return
+			}
+			if s.res.Damaged {
+				s.finish(nil)
+				return
+			}
+		}
+		n, err := s.nextBatch()
+		if err != nil {
+			s.finish(err)
+			return
+		}
+		if s.res.Damaged {
+			s.finish(nil)
+			return
+		}
+		budget -= n
+	}
+	s.e.Post(s.step)
+}
+
+// openSegment opens segment i for reading; a segment that does not start
+// where the one before it ended (the one before lost its tail) is damage
+// where that one ended.
+func (s *scrub) openSegment() error {
+	base := s.bases[s.i]
+	if s.i > 0 && s.next < base {
+		s.damaged(s.next, corruptAt(path.Join(s.dir, segmentFile(base, logSuffix)), 0, nil,
+			"the segment before it ends at offset %d, before its base offset %d", s.next, base))
+		return nil
+	}
+	name := path.Join(s.dir, segmentFile(base, logSuffix))
+	f, err := s.disk.Open(name, false)
+	if err != nil {
+		return fmt.Errorf("log: scrub: open %s: %w", name, err)
+	}
+	s.f, s.sc, s.next = f, newScanner(f, 0, f.Size()), base
+	s.res.Segments++
+	return nil
+}
+
+// nextBatch checks the next batch of the open segment and returns the
+// bytes it took.
+func (s *scrub) nextBatch() (int64, error) {
+	base := s.bases[s.i]
+	b, pos, err := s.sc.next()
+	if errors.Is(err, io.EOF) {
+		s.endSegment()
+		return 0, nil
+	}
+	if err != nil {
+		if errors.Is(err, ErrCorrupt) || errors.Is(err, env.ErrIO) {
+			s.damaged(s.next, fmt.Errorf("%s at %d: %w", s.f.Name(), pos, err))
+			return 0, nil
+		}
+		return 0, fmt.Errorf("log: scrub: %w", err)
+	}
+	if b.BaseOffset() < s.next || b.LastOffset()-base > maxRelativeOffset {
+		s.damaged(s.next, corruptAt(s.f.Name(), pos, nil, "batch with offsets [%d, %d] cannot follow offset %d in the segment based at %d",
+			b.BaseOffset(), b.LastOffset(), s.next-1, base))
+		return 0, nil
+	}
+	size := s.sc.pos - pos
+	s.res.Bytes += size
+	if s.i+1 < len(s.bases) && b.LastOffset() >= s.bases[s.i+1] {
+		// Open cuts it (recovery rule 4: a truncation whose cut of this
+		// file had not reached the disk); not damage.
+		s.next = s.bases[s.i+1]
+		s.endSegment()
+		return size, nil
+	}
+	s.next = b.LastOffset() + 1
+	if s.next > s.limit {
+		s.endSegment()
+		s.i = len(s.bases) // the rest is dropped by the marker
+	}
+	return size, nil
+}
+
+func (s *scrub) endSegment() {
+	s.closeFile()
+	s.i++
+}
+
+func (s *scrub) closeFile() {
+	if s.f != nil {
+		_ = s.f.Close()
+	}
+	s.f, s.sc = nil, nil
+}
+
+// damaged records the first damage, at offset d.
+func (s *scrub) damaged(d int64, why error) {
+	s.closeFile()
+	s.res.Damaged, s.res.Offset, s.res.Err = true, d, why
+}
+
+// finish leaves the failure marker for damage found (removing markers that
+// drop less, so that the largest marker, the one Open obeys, is the new
+// one) and reports.
+func (s *scrub) finish(err error) {
+	s.closeFile()
+	if err == nil && s.res.Damaged && s.res.Offset < s.limit {
+		err = s.mark(s.res.Offset)
+	}
+	if !s.stopped {
+		s.done(s.res, err)
+	}
+}
+
+func (s *scrub) mark(d int64) error {
+	if err := MarkFailed(s.e, s.dir, d); err != nil {
+		return fmt.Errorf("log: scrub: mark %s damaged from offset %d: %w", s.dir, d, err)
+	}
+	names, err := s.disk.List(s.dir)
+	if err != nil {
+		return fmt.Errorf("log: scrub: list %s: %w", s.dir, err)
+	}
+	for _, name := range names {
+		if other, ok := parseFailedMarkerFile(name); ok && other > d {
+			if err := s.disk.Remove(path.Join(s.dir, name)); err != nil {
+				return fmt.Errorf("log: scrub: remove %s: %w", name, err)
+			}
+		}
+	}
+	return nil
+}
