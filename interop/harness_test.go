@@ -57,6 +57,7 @@ func startNode(t *testing.T, dir string) *testNode {
 	cfg.ControllerListener = "127.0.0.1:0"
 	cfg.MetricsListener = "127.0.0.1:0"
 	cfg.LogDir = dir
+	cfg.GroupInitialRebalanceDelayMs = 0 // groups rebalance at once, as Kafka's test configs have it
 	n, err := node.Start(cfg, slog.New(slog.NewTextHandler(newTestLog(t), nil)))
 	require.NoError(t, err)
 	tn := &testNode{Node: n}

@@ -161,6 +161,9 @@ var clientCommands = map[string]func(ctx context.Context, args []string, stdin i
 	"offsets": func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		return offsetsCommand(ctx, args, stdout, stderr)
 	},
+	"group": func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
+		return groupCommand(ctx, args, stdout, stderr)
+	},
 }
 
 // runIn runs `strata <args>` with --bootstrap-server appended, stdin as
@@ -211,6 +214,7 @@ func testCLI(t *testing.T, addr string) {
 		{"broker errors", testBrokerErrors},
 		{"usage errors", testUsageErrors},
 		{"consume stops on SIGINT", testConsumeInterrupt},
+		{"consumer groups", testGroups},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.test(cliRunner{t: t, addr: addr}) })
 	}
@@ -606,6 +610,14 @@ func testUsageErrors(r cliRunner) {
 		{"consume", "--topic", "a", "--max-messages", "-1"},
 		{"offsets"},
 		{"offsets", "--topic", "a", "--time", "yesterday"},
+		{"group"},
+		{"group", "frobnicate"},
+		{"group", "describe"},
+		{"group", "delete"},
+		{"group", "list", "extra"},
+		{"group", "reset-offsets", "g", "--to-earliest"},
+		{"group", "reset-offsets", "g", "--topic", "a", "--to-earliest", "--to-latest"},
+		{"group", "reset-offsets", "g", "--topic", "a", "--to-datetime", "yesterday"},
 	} {
 		code, _, errOut := r.run(args...)
 		require.Equal(t, exitUsage, code, "%q: %s", args, errOut)
@@ -614,7 +626,8 @@ func testUsageErrors(r cliRunner) {
 	// A bad address (run appends a good one, which would win).
 	for name, run := range clientCommands {
 		args := []string{"--bootstrap-server", "no-port", "--topic", "a"}
-		if name == "topic" {
+		switch name {
+		case "topic", "group":
 			args = []string{"list", "--bootstrap-server", "no-port"}
 		}
 		var out, errOut bytes.Buffer
@@ -684,4 +697,53 @@ func (l *lockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// testGroups: a group with committed offsets is listed, described with
+// its lag, reset (a dry run first, then --execute) and deleted.
+func testGroups(r cliRunner) {
+	t := r.t
+	topic := topicName(t, "g")
+	group := topicName(t, "grp")
+	r.ok("", "topic", "create", topic, "--partitions", "2")
+	var recs []string
+	for i := range 10 {
+		recs = append(recs, fmt.Sprintf("r-%d", i))
+	}
+	r.ok(strings.Join(recs, "\n")+"\n", "produce", "--topic", topic, "--partition", "0")
+	// Commit 4 of the 10 records of partition 0 (a simple commit, as a
+	// consumer assigning partitions itself does).
+	cl, err := kgo.NewClient(kgo.SeedBrokers(r.addr))
+	require.NoError(t, err)
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	ctx, cancel := context.WithTimeout(context.Background(), cliTestTimeout)
+	defer cancel()
+	commits := kadm.Offsets{}
+	commits.Add(kadm.Offset{Topic: topic, Partition: 0, At: 4, LeaderEpoch: -1})
+	require.Eventually(t, func() bool {
+		resp, err := adm.CommitOffsets(ctx, group, commits)
+		return err == nil && resp.Ok()
+	}, cliTestTimeout, 100*time.Millisecond)
+
+	require.Regexp(t, `(?m)^`+group+`\s+Empty\s`, r.ok("", "group", "list"))
+	out := r.ok("", "group", "describe", group)
+	require.Contains(t, out, "GROUP "+group+"  state Empty")
+	require.Regexp(t, `(?m)^`+topic+`\s+0\s+4\s+10\s+6\s+-`, out, "committed 4, log end 10, lag 6")
+
+	out = r.ok("", "group", "reset-offsets", group, "--topic", topic, "--to-earliest")
+	require.Regexp(t, `(?m)^`+topic+`\s+0\s+4\s+0\s*$`, out)
+	require.Contains(t, out, "dry run")
+	require.Regexp(t, `(?m)^`+topic+`\s+0\s+4\s`, r.ok("", "group", "describe", group), "a dry run commits nothing")
+	r.ok("", "group", "reset-offsets", group, "--topic", topic, "--to-offset", "7", "--execute")
+	require.Regexp(t, `(?m)^`+topic+`\s+0\s+7\s+10\s+3\s`, r.ok("", "group", "describe", group))
+	r.ok("", "group", "reset-offsets", group, "--topic", topic, "--to-latest", "--partition", "0", "--execute")
+	require.Regexp(t, `(?m)^`+topic+`\s+0\s+10\s+10\s+0\s`, r.ok("", "group", "describe", group))
+
+	code, _, errOut := r.run("group", "reset-offsets", group, "--topic", topic)
+	require.Equal(t, exitUsage, code)
+	require.Contains(t, errOut, "exactly one of")
+
+	require.Contains(t, r.ok("", "group", "delete", group), "deleted group "+group)
+	require.NotRegexp(t, `(?m)^`+group+`\s`, r.ok("", "group", "list"))
 }

@@ -142,7 +142,13 @@ func (l *Log) UnmarkedFailure() (durableOffset int64, ok bool) {
 // machine's restart drops the page cache); any other error means the
 // marker does not exist.
 func MarkFailed(e env.Env, dir string, d int64) error {
-	name := path.Join(dir, failedMarkerFile(d))
+	return createMarker(e, dir, failedMarkerFile(d))
+}
+
+// createMarker creates an empty marker file in dir and asks for a
+// directory sync, best effort.
+func createMarker(e env.Env, dir, file string) error {
+	name := path.Join(dir, file)
 	f, err := e.Disk().Open(name, true)
 	if err != nil {
 		return err

@@ -40,9 +40,16 @@ const (
 	// everything durable. Its presence tells the next Open to distrust what
 	// the page cache shows at or beyond D.
 	failedMarkerPrefix = ".sync-failed-"
+	// .damaged-<D>: the failure marker Scrub leaves (damagedMarkerFile).
+	damagedMarkerPrefix = ".damaged-"
 	// flushedHintName is a page-cache note of the durable offset (see
 	// failure.go), never synced.
 	flushedHintName = ".flushed-offset"
+	// compactedMarkerName: an empty file a log opened with a compacting
+	// cleanup.policy creates, never removed: the log may hold gaps in
+	// its offsets (Scrub holds only logs without it to contiguous
+	// offsets).
+	compactedMarkerName = ".compacted"
 
 	// offsetNameDigits is the width of the zero-padded base offset in a
 	// segment file name: enough for any int64.
@@ -82,10 +89,22 @@ func failedMarkerFile(d int64) string {
 	return failedMarkerPrefix + strconv.FormatInt(d, 10)
 }
 
+// damagedMarkerFile returns the name of the marker Scrub leaves for damage
+// found at offset d: a failure marker to Open, which drops everything
+// from d, and, until an Open settles it, the sign that the log drops data
+// it may have acknowledged (a failed Sync's marker drops only what was
+// never durable).
+func damagedMarkerFile(d int64) string {
+	return damagedMarkerPrefix + strconv.FormatInt(d, 10)
+}
+
 // parseFailedMarkerFile returns the durable offset a failure marker's name
-// records; ok is false for other names.
+// records (a failed Sync's or Scrub's); ok is false for other names.
 func parseFailedMarkerFile(name string) (int64, bool) {
 	digits, found := strings.CutPrefix(name, failedMarkerPrefix)
+	if !found {
+		digits, found = strings.CutPrefix(name, damagedMarkerPrefix)
+	}
 	if !found || digits == "" {
 		return 0, false
 	}

@@ -101,6 +101,7 @@ func (l *Log) recover() error {
 	if err := l.ensureDir(); err != nil {
 		return err
 	}
+	l.markCompacted()
 	bases, err := l.cleanLeftovers()
 	if err != nil {
 		return err
@@ -950,4 +951,32 @@ func (l *Log) reconcileIndexFiles(s *segment) error {
 		}
 	}
 	return l.writeIndexes(s)
+}
+
+// markCompacted creates the log's .compacted marker when its policy
+// compacts (see compactedMarkerName), before the cleaner or a leader's
+// cleaned segments can leave gaps: the directory sync that makes a
+// cleaned segment or a replicated batch's new segment durable makes the
+// marker durable too. A marker that cannot be created is logged: the
+// scrub may then take a gap for damage, and the replica fetches again.
+func (l *Log) markCompacted() {
+	if !l.cfg.CleanupPolicy.Compacts() {
+		return
+	}
+	name := path.Join(l.dir, compactedMarkerName)
+	if f, err := l.disk.Open(name, false); err == nil {
+		_ = f.Close()
+		return
+	}
+	f, err := l.disk.Open(name, true)
+	if err != nil {
+		l.logger.Warn("cannot create the compacted marker", "file", name, "err", err)
+		return
+	}
+	_ = f.Close()
+	l.disk.SyncDir(l.dir, func(err error) {
+		if err != nil {
+			l.logger.Warn("cannot make the compacted marker durable", "file", name, "err", err)
+		}
+	})
 }

@@ -7,6 +7,7 @@ import (
 	"math"
 	"path"
 	"slices"
+	"strings"
 
 	"github.com/strata-log/strata/core/env"
 )
@@ -73,8 +74,20 @@ type ScrubResult struct {
 // returned stop function abandons the scrub: done never runs after it.
 //
 // Scrub must run before Open, never on a directory whose log is open.
-func Scrub(e env.Env, dir string, done func(ScrubResult, error)) (stop func()) {
-	sc := &scrub{e: e, disk: e.Disk(), dir: dir, done: done}
+//
+// A batch's CRC does not cover its base offset or its partition leader
+// epoch, so a bit flipped there passes it: Scrub also requires leader
+// epochs never to decrease, and, with contiguous set, every batch of a
+// segment to start where the one before it ended, and its first at its
+// base offset (or at the checkpointed log start offset, where a replica
+// that began at its leader's log start appended into a segment based
+// lower). Only a log that was
+// never compacted here or on a leader it copied from may be held to that
+// (compaction leaves gaps): a log opened with a compacting policy has a
+// .compacted marker (Open), and is not held to it whatever contiguous
+// says.
+func Scrub(e env.Env, dir string, contiguous bool, done func(ScrubResult, error)) (stop func()) {
+	sc := &scrub{e: e, disk: e.Disk(), dir: dir, done: done, contiguous: contiguous, epoch: -1}
 	e.Post(sc.start)
 	return func() { sc.stopped = true }
 }
@@ -94,6 +107,17 @@ type scrub struct {
 	f     env.File
 	sc    *scanner
 	next  int64 // the offset the next batch of segment i must not start below
+	// contiguous: the next batch must start at next exactly; epoch is
+	// the largest partition leader epoch read so far.
+	contiguous bool
+	epoch      int32
+	// prevNext is where the previous batch of this segment had to start
+	// (-1 at a segment's first batch); logStart is the checkpointed log
+	// start offset (0 without one).
+	prevNext int64
+	logStart int64
+	// damagedMarker: a marker a previous scrub left is still there.
+	damagedMarker bool
 }
 
 func (s *scrub) start() {
@@ -121,8 +145,15 @@ func (s *scrub) list() error {
 	s.limit = math.MaxInt64
 	trusted := int64(-1)
 	for _, name := range names {
+		if name == compactedMarkerName {
+			s.contiguous = false // compaction may have left gaps
+			continue
+		}
 		if d, ok := parseFailedMarkerFile(name); ok {
 			trusted = max(trusted, d) // the largest counts (failure.go)
+			if strings.HasPrefix(name, damagedMarkerPrefix) {
+				s.damagedMarker = true
+			}
 			continue
 		}
 		if base, suffix, ok := parseSegmentFile(name); ok && suffix == logSuffix {
@@ -136,6 +167,7 @@ func (s *scrub) list() error {
 	data, ok, err := readCheckpointFile(s.disk, path.Join(s.dir, checkpointName))
 	if err == nil && ok {
 		if ckpt, perr := parseCheckpoint(data); perr == nil {
+			s.logStart = ckpt.logStartOffset
 			for len(s.bases) > 1 && s.bases[1] <= ckpt.logStartOffset {
 				s.bases = s.bases[1:]
 			}
@@ -158,6 +190,9 @@ func (s *scrub) step() {
 	budget := int64(scrubStepBytes)
 	for budget > 0 {
 		if s.sc == nil {
+			if s.i < len(s.bases) && s.bases[s.i] >= s.limit && !s.res.Damaged {
+				s.pendingDrop()
+			}
 			if s.i == len(s.bases) || s.bases[s.i] >= s.limit {
 				s.finish(nil)
 				return
@@ -200,7 +235,7 @@ func (s *scrub) openSegment() error {
 	if err != nil {
 		return fmt.Errorf("log: scrub: open %s: %w", name, err)
 	}
-	s.f, s.sc, s.next = f, newScanner(f, 0, f.Size()), base
+	s.f, s.sc, s.next, s.prevNext = f, newScanner(f, 0, f.Size()), base, -1
 	s.res.Segments++
 	return nil
 }
@@ -222,10 +257,30 @@ func (s *scrub) nextBatch() (int64, error) {
 		return 0, fmt.Errorf("log: scrub: %w", err)
 	}
 	if b.BaseOffset() < s.next || b.LastOffset()-base > maxRelativeOffset {
-		s.damaged(s.next, corruptAt(s.f.Name(), pos, nil, "batch with offsets [%d, %d] cannot follow offset %d in the segment based at %d",
+		at := s.next
+		if s.prevNext >= 0 && b.BaseOffset() < s.next && b.BaseOffset() >= s.prevNext {
+			// The batch before is the suspect: a base offset flipped
+			// higher (outside the CRC) makes the next batch look out of
+			// order, yet this one starts past where that one should
+			// have. Drop from there.
+			at = s.prevNext
+		}
+		s.damaged(at, corruptAt(s.f.Name(), pos, nil, "batch with offsets [%d, %d] cannot follow offset %d in the segment based at %d",
 			b.BaseOffset(), b.LastOffset(), s.next-1, base))
 		return 0, nil
 	}
+	if s.contiguous && b.BaseOffset() != s.next && (s.prevNext >= 0 || b.BaseOffset() != max(s.next, s.logStart)) {
+		s.damaged(s.next, corruptAt(s.f.Name(), pos, nil, "batch at offset %d leaves a gap after offset %d in a log that is never compacted",
+			b.BaseOffset(), s.next-1))
+		return 0, nil
+	}
+	if e := b.PartitionLeaderEpoch(); e < s.epoch {
+		s.damaged(s.next, corruptAt(s.f.Name(), pos, nil, "batch at offset %d has leader epoch %d, after a batch of epoch %d",
+			b.BaseOffset(), e, s.epoch))
+		return 0, nil
+	}
+	s.epoch = b.PartitionLeaderEpoch()
+	s.prevNext = s.next
 	size := s.sc.pos - pos
 	s.res.Bytes += size
 	if s.i+1 < len(s.bases) && b.LastOffset() >= s.bases[s.i+1] {
@@ -237,10 +292,26 @@ func (s *scrub) nextBatch() (int64, error) {
 	}
 	s.next = b.LastOffset() + 1
 	if s.next > s.limit {
+		s.pendingDrop()
 		s.endSegment()
 		s.i = len(s.bases) // the rest is dropped by the marker
 	}
 	return size, nil
+}
+
+// pendingDrop reports a log that holds data past a damage marker a
+// previous scrub left (not a failed Sync's, which drops only what was
+// never durable): the next Open drops it. That is damage too, until an
+// Open settles the marker: a scrub that found damage, then a start that died
+// before the log opened, must not make the next start register as if
+// nothing were dropped (replicated seed 7: the broker came back with an
+// empty log, registered as intact, and was elected).
+func (s *scrub) pendingDrop() {
+	if !s.damagedMarker {
+		return // a failed Sync's marker drops only what was never durable
+	}
+	s.res.Damaged, s.res.Offset = true, s.limit
+	s.res.Err = fmt.Errorf("log: %s: a failure marker drops everything from offset %d at the next open", s.dir, s.limit)
 }
 
 func (s *scrub) endSegment() {
@@ -275,7 +346,7 @@ func (s *scrub) finish(err error) {
 }
 
 func (s *scrub) mark(d int64) error {
-	if err := MarkFailed(s.e, s.dir, d); err != nil {
+	if err := createMarker(s.e, s.dir, damagedMarkerFile(d)); err != nil {
 		return fmt.Errorf("log: scrub: mark %s damaged from offset %d: %w", s.dir, d, err)
 	}
 	names, err := s.disk.List(s.dir)

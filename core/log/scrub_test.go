@@ -2,6 +2,7 @@ package log_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,12 +13,15 @@ import (
 	"github.com/strata-log/strata/sim"
 )
 
-// scrub runs log.Scrub on the test directory and returns what it found.
-func (r *rig) scrub() (log.ScrubResult, error) {
+// scrub runs log.Scrub on the test directory (a log held to contiguous
+// offsets) and returns what it found.
+func (r *rig) scrub() (log.ScrubResult, error) { return r.scrubWith(true) }
+
+func (r *rig) scrubWith(contiguous bool) (log.ScrubResult, error) {
 	r.t.Helper()
 	var res log.ScrubResult
 	err := r.wait(func(done func(error)) {
-		log.Scrub(r.e, testDir, func(got log.ScrubResult, err error) {
+		log.Scrub(r.e, testDir, contiguous, func(got log.ScrubResult, err error) {
 			res = got
 			done(err)
 		})
@@ -32,7 +36,7 @@ func (r *rig) markers() []string {
 	require.NoError(r.t, err)
 	var out []string
 	for _, n := range names {
-		if len(n) > len(".sync-failed-") && n[:len(".sync-failed-")] == ".sync-failed-" {
+		if strings.HasPrefix(n, ".sync-failed-") || strings.HasPrefix(n, ".damaged-") {
 			out = append(out, n)
 		}
 	}
@@ -92,7 +96,7 @@ func TestScrubDropsDamageBelowRecoveryPoint(t *testing.T) {
 			require.Equal(t, target.base, res.Offset)
 			require.ErrorIs(t, res.Err, record.ErrCRCMismatch)
 			require.Contains(t, res.Err.Error(), name)
-			require.Equal(t, []string{fmt.Sprintf(".sync-failed-%d", target.base)}, r.markers())
+			require.Equal(t, []string{fmt.Sprintf(".damaged-%d", target.base)}, r.markers())
 
 			r.open()
 			require.Equal(t, target.base, r.l.LogEndOffset())
@@ -139,9 +143,63 @@ func TestScrubAfterPowerLoss(t *testing.T) {
 	require.Equal(t, target.base, r.l.LogEndOffset())
 }
 
+// TestScrubFindsFlipsOutsideTheCRC: a batch's base offset and partition
+// leader epoch lie outside its CRC. A flipped base offset leaves a gap,
+// which a log held to contiguous offsets (a topic that is not compacted)
+// does not have, and makes the next batch out of order in any log; a
+// leader epoch flipped lower than the batch before it is out of order.
+func TestScrubFindsFlipsOutsideTheCRC(t *testing.T) {
+	t.Run("base offset", func(t *testing.T) {
+		r, batches := corruptionRig(t)
+		target := batches[4] // base 8: the flip adds 4
+		require.Equal(t, int64(8), target.base)
+		r.openBusy()
+		segs := r.l.Segments()
+		require.NoError(t, r.l.Close())
+		name, pos := segmentAndPosition(t, segs, batches, target.base)
+		flipStored(t, r, name, pos+7) // the base offset: +4, over the next batch
+		// Without the contiguity rule, the batch after it is out of
+		// order, and the drop starts where the flipped one should.
+		res, err := r.scrubWith(false)
+		require.NoError(t, err)
+		require.True(t, res.Damaged)
+		require.Equal(t, target.base, res.Offset)
+		res, err = r.scrub()
+		require.NoError(t, err)
+		require.True(t, res.Damaged)
+		require.Equal(t, target.base, res.Offset)
+		require.Contains(t, res.Err.Error(), "gap")
+		r.open()
+		require.Equal(t, target.base, r.l.LogEndOffset())
+	})
+	t.Run("leader epoch", func(t *testing.T) {
+		cfg := smallConfig()
+		cfg.SegmentBytes = 2048
+		r := newRig(t, 12, cfg)
+		for i := 0; i < 12; i++ {
+			_, err := r.l.Append(build(batchSpec{records: 1, valueSize: 40, timestamp: 1_700_000_000_000 + int64(i), seed: byte(i)}), int32(4+i/4))
+			require.NoError(t, err)
+		}
+		batches := readAll(t, r.l)
+		r.shutdown()
+		target := batches[9] // epoch 6, after a batch of epoch 6
+		r.openBusy()
+		segs := r.l.Segments()
+		require.NoError(t, r.l.Close())
+		name, pos := segmentAndPosition(t, segs, batches, target.base)
+		flipStored(t, r, name, pos+record.LogOverhead+3) // the epoch's low byte: 6 ^ 4 = 2
+		res, err := r.scrubWith(false)
+		require.NoError(t, err)
+		require.True(t, res.Damaged)
+		require.Equal(t, target.base, res.Offset)
+		require.Contains(t, res.Err.Error(), "leader epoch 2")
+	})
+}
+
 // TestScrubMarkers: a failure marker that already drops the
 // damage is left as it is; one that drops less is replaced, since Open
-// obeys the largest.
+// obeys the largest; and a damage marker left by a scrub counts as damage
+// until an Open settles it (replicated seed 7).
 func TestScrubMarkers(t *testing.T) {
 	r, batches := corruptionRig(t)
 	target := batches[10]
@@ -155,8 +213,8 @@ func TestScrubMarkers(t *testing.T) {
 	require.NoError(t, log.MarkFailed(r.e, testDir, batches[4].base))
 	res, err := r.scrub()
 	require.NoError(t, err)
-	require.False(t, res.Damaged, "the scrub stops at the marker's offset")
-	require.Equal(t, []string{fmt.Sprintf(".sync-failed-%d", batches[4].base)}, r.markers())
+	require.False(t, res.Damaged, "the scrub stops at the marker's offset; a failed Sync's marker drops nothing durable")
+	require.Equal(t, []string{fmt.Sprintf(".sync-failed-%d", batches[4].base)}, r.markers(), "no new marker")
 
 	// A marker above the damage is replaced.
 	require.NoError(t, r.e.Disk().Remove(testDir+"/"+r.markers()[0]))
@@ -164,16 +222,24 @@ func TestScrubMarkers(t *testing.T) {
 	res, err = r.scrub()
 	require.NoError(t, err)
 	require.True(t, res.Damaged)
-	require.Equal(t, []string{fmt.Sprintf(".sync-failed-%d", target.base)}, r.markers())
+	require.Equal(t, []string{fmt.Sprintf(".damaged-%d", target.base)}, r.markers())
+	// A start that dies before the log opens leaves the damage marker;
+	// the next scrub still reports the damage (replicated seed 7).
+	res, err = r.scrub()
+	require.NoError(t, err)
+	require.True(t, res.Damaged, "a damage marker not settled by an Open is damage")
+	require.Equal(t, target.base, res.Offset)
+	require.Equal(t, []string{fmt.Sprintf(".damaged-%d", target.base)}, r.markers())
 	r.open()
 	require.Equal(t, target.base, r.l.LogEndOffset())
+	require.Empty(t, r.markers(), "the settled Open removes the marker")
 }
 
 // TestScrubStopped: a stopped scrub never reports.
 func TestScrubStopped(t *testing.T) {
 	r, _ := corruptionRig(t)
 	called := false
-	stop := log.Scrub(r.e, testDir, func(log.ScrubResult, error) { called = true })
+	stop := log.Scrub(r.e, testDir, true, func(log.ScrubResult, error) { called = true })
 	stop()
 	r.run(time.Second)
 	require.False(t, called)
@@ -184,7 +250,7 @@ func TestScrubMissingDirectory(t *testing.T) {
 	r := newRig(t, 5, smallConfig())
 	var res log.ScrubResult
 	err := r.wait(func(done func(error)) {
-		log.Scrub(r.e, "data/none-0", func(got log.ScrubResult, err error) { res = got; done(err) })
+		log.Scrub(r.e, "data/none-0", true, func(got log.ScrubResult, err error) { res = got; done(err) })
 	})
 	require.NoError(t, err)
 	require.False(t, res.Damaged)

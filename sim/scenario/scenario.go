@@ -48,6 +48,11 @@ type Options struct {
 	// exposed before they are fsynced, so a correlated power loss can take
 	// acknowledged records back. The run shows what that mode permits.
 	PageCache bool
+	// DamageLogs (replicated, replicated5) declares partition segment
+	// files survivable too, so that the damaged minority's .log files get
+	// corruption and misdirected writes (not in make test: see
+	// docs/simulation.md, "Survivable files").
+	DamageLogs bool
 }
 
 // Default is the scenario `make sim` and `strata sim` run when none is
@@ -112,6 +117,7 @@ func BindFlags(fs *flag.FlagSet) *Options {
 	fs.DurationVar(&o.HealPhase, "heal", 0, "virtual duration of the healed phase before the liveness check (0: default)")
 	fs.BoolVar(&o.NoFaults, "no-faults", false, "turn the nemesis off")
 	fs.Float64Var(&o.Buggify, "buggify", 0, "buggify rate (0: drawn from the seed; negative: off)")
+	fs.BoolVar(&o.DamageLogs, "damage-logs", false, "replicated, replicated5: partition .log files get damage at rest on the damaged minority")
 	fs.BoolVar(&o.PageCache, "page-cache", false, "log, replicated: topics in Kafka's page-cache mode (flush.messages=1000), to see what it can lose")
 	return o
 }
@@ -140,6 +146,9 @@ func (o Options) Args() []string {
 	}
 	if o.PageCache {
 		args = append(args, "-page-cache")
+	}
+	if o.DamageLogs {
+		args = append(args, "-damage-logs")
 	}
 	return args
 }
@@ -176,6 +185,17 @@ func (o Options) withDefaults(nodes int, fault, heal time.Duration) Options {
 // of a segment from its .log file. The .log files themselves are not
 // declared: a replica's only copy, or a Raft voter's acknowledged entries,
 // cannot be rebuilt locally (a protocol-aware recovery would be needed).
+// replicaFilesSurvivable adds, for replicated scenarios, the segment
+// files of partition logs (not the metadata log's): the start-up scrub
+// finds damage in them and the replica fetches what it drops from its
+// leader again.
+func replicaFilesSurvivable(name string) bool {
+	if indexFilesSurvivable(name) {
+		return true
+	}
+	return strings.HasSuffix(name, ".log") && !strings.HasPrefix(name, "__cluster_metadata")
+}
+
 func indexFilesSurvivable(name string) bool {
 	return strings.HasSuffix(name, ".index") || strings.HasSuffix(name, ".timeindex")
 }

@@ -1,0 +1,319 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"text/tabwriter"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() {
+	register("group", "list, describe (with lag), delete consumer groups and reset their offsets, like kafka-consumer-groups.sh", func(args []string) int {
+		ctx, stop := interruptContext()
+		defer stop()
+		return groupCommand(ctx, args, os.Stdout, os.Stderr)
+	})
+}
+
+// groupSubcommands are the subcommands of `strata group` by name.
+var groupSubcommands = map[string]func(ctx context.Context, args []string, stdout, stderr io.Writer) int{
+	"list":          groupList,
+	"describe":      groupDescribe,
+	"delete":        groupDelete,
+	"reset-offsets": groupResetOffsets,
+}
+
+// groupCommand is `strata group list|describe|delete|reset-offsets`.
+func groupCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	usage := func() {
+		fmt.Fprint(stderr, "Usage:\n\n"+
+			"  strata group list\n"+
+			"  strata group describe GROUP [GROUP ...]\n"+
+			"  strata group delete GROUP [GROUP ...]\n"+
+			"  strata group reset-offsets GROUP --topic T (--to-earliest | --to-latest | --to-datetime TIME | --to-offset N) [--execute]\n\n"+
+			"Administers consumer groups over the Kafka protocol, like kafka-consumer-groups.sh; every subcommand takes\n"+
+			"--bootstrap-server (default "+defaultBootstrapServer+") and --timeout. Run 'strata group describe -h' for a subcommand's flags.\n")
+	}
+	if len(args) == 0 {
+		usage()
+		return exitUsage
+	}
+	sub, args := args[0], args[1:]
+	switch sub {
+	case "help", "-h", "-help", "--help":
+		usage()
+		return exitOK
+	}
+	run, ok := groupSubcommands[sub]
+	if !ok {
+		fmt.Fprintf(stderr, "strata group: unknown subcommand %q\n\n", sub)
+		usage()
+		return exitUsage
+	}
+	return run(ctx, args, stdout, stderr)
+}
+
+// groupList is `strata group list`: every group of every broker.
+func groupList(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs, af := newAdminFlagSet("group list", "group list [flags]", "Lists the consumer groups (ListGroups on every broker).", stderr)
+	extra, code, ok := af.parse(fs, args)
+	if !ok {
+		return code
+	}
+	if len(extra) > 0 {
+		return af.usageError(stderr, "unexpected arguments %q", extra)
+	}
+	return af.run(ctx, stderr, func(ctx context.Context, adm *kadm.Client) int {
+		listed, err := adm.ListGroups(ctx)
+		if err != nil {
+			return af.fail(stderr, "%s", kafkaError(err, ""))
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 8, 2, ' ', 0)
+		fmt.Fprintln(tw, "GROUP\tSTATE\tPROTOCOL-TYPE\tCOORDINATOR")
+		for _, g := range listed.Sorted() {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\n", g.Group, g.State, g.ProtocolType, g.Coordinator)
+		}
+		_ = tw.Flush()
+		return exitOK
+	})
+}
+
+// groupDescribe is `strata group describe`: the members and, per
+// partition, the committed offset, the log end and the lag.
+func groupDescribe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs, af := newAdminFlagSet("group describe", "group describe GROUP [GROUP ...] [flags]",
+		"Describes consumer groups: state, members and their partitions, and per partition the committed\n"+
+			"offset, the log end offset and the lag (log end minus committed; the whole log when nothing is committed).", stderr)
+	names, code, ok := af.parse(fs, args)
+	if !ok {
+		return code
+	}
+	if len(names) == 0 {
+		return af.usageError(stderr, "name at least one group")
+	}
+	return af.run(ctx, stderr, func(ctx context.Context, adm *kadm.Client) int {
+		described, err := adm.DescribeGroups(ctx, names...)
+		if err != nil {
+			return af.fail(stderr, "%s", kafkaError(err, ""))
+		}
+		code := exitOK
+		for _, name := range names {
+			g, ok := described[name]
+			switch {
+			case !ok:
+				code = af.fail(stderr, "%s: no answer", name)
+				continue
+			case g.Err != nil:
+				code = af.fail(stderr, "%s: %s", name, kafkaError(g.Err, ""))
+				continue
+			}
+			fetched, err := adm.FetchOffsets(ctx, name)
+			if err == nil {
+				err = fetched.Error()
+			}
+			if err != nil {
+				code = af.fail(stderr, "%s: %s", name, kafkaError(err, ""))
+				continue
+			}
+			var topics []string
+			for _, o := range fetched.Sorted() {
+				if !slices.Contains(topics, o.Topic) {
+					topics = append(topics, o.Topic)
+				}
+			}
+			for _, t := range g.AssignedPartitions().Topics() {
+				if !slices.Contains(topics, t) {
+					topics = append(topics, t)
+				}
+			}
+			var ends kadm.ListedOffsets
+			if len(topics) > 0 {
+				ends, err = adm.ListEndOffsets(ctx, topics...)
+				if err != nil {
+					code = af.fail(stderr, "%s: %s", name, kafkaError(err, ""))
+					continue
+				}
+			}
+			lag := kadm.CalculateGroupLagWithStartOffsets(g, fetched, nil, ends)
+			fmt.Fprintf(stdout, "GROUP %s  state %s  protocol %s  coordinator %d  members %d\n", g.Group, g.State, g.Protocol, g.Coordinator.NodeID, len(g.Members))
+			tw := tabwriter.NewWriter(stdout, 0, 8, 2, ' ', 0)
+			fmt.Fprintln(tw, "TOPIC\tPARTITION\tCOMMITTED\tLOG-END\tLAG\tMEMBER\tCLIENT-ID\tHOST")
+			for _, l := range lag.Sorted() {
+				committed := "-"
+				if l.Commit.At >= 0 {
+					committed = strconv.FormatInt(l.Commit.At, 10)
+				}
+				member, client, host := "-", "-", "-"
+				if l.Member != nil {
+					member, client, host = l.Member.MemberID, l.Member.ClientID, l.Member.ClientHost
+				}
+				fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%d\t%s\t%s\t%s\n", l.Topic, l.Partition, committed, l.End.Offset, l.Lag, member, client, host)
+			}
+			_ = tw.Flush()
+		}
+		return code
+	})
+}
+
+// groupDelete is `strata group delete`.
+func groupDelete(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs, af := newAdminFlagSet("group delete", "group delete GROUP [GROUP ...] [flags]",
+		"Deletes groups without members, with their committed offsets (DeleteGroups).", stderr)
+	names, code, ok := af.parse(fs, args)
+	if !ok {
+		return code
+	}
+	if len(names) == 0 {
+		return af.usageError(stderr, "name at least one group")
+	}
+	return af.run(ctx, stderr, func(ctx context.Context, adm *kadm.Client) int {
+		deleted, err := adm.DeleteGroups(ctx, names...)
+		if err != nil {
+			return af.fail(stderr, "%s", kafkaError(err, ""))
+		}
+		code := exitOK
+		for _, name := range names {
+			r, ok := deleted[name]
+			switch {
+			case !ok:
+				code = af.fail(stderr, "%s: no answer", name)
+			case r.Err != nil:
+				code = af.fail(stderr, "%s: %s", name, kafkaError(r.Err, ""))
+			default:
+				fmt.Fprintf(stdout, "deleted group %s\n", name)
+			}
+		}
+		return code
+	})
+}
+
+// groupResetOffsets is `strata group reset-offsets`: a dry run unless
+// --execute, as kafka-consumer-groups.sh.
+func groupResetOffsets(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs, af := newAdminFlagSet("group reset-offsets",
+		"group reset-offsets GROUP --topic T (--to-earliest | --to-latest | --to-datetime TIME | --to-offset N) [--partition P] [--execute] [flags]",
+		"Sets a group's committed offsets of a topic: to the log start, the log end, the first offset at or after a\n"+
+			"time (RFC 3339, or unix milliseconds), or an offset (bounded by the log). Prints the plan; commits it only\n"+
+			"with --execute. The group must have no members (stop its consumers first).", stderr)
+	topic := fs.String("topic", "", "the `topic` (required)")
+	partition := fs.Int("partition", -1, "only this `partition`; -1: all")
+	earliest := fs.Bool("to-earliest", false, "to the log start offset")
+	latest := fs.Bool("to-latest", false, "to the log end offset")
+	datetime := fs.String("to-datetime", "", "to the first offset at or after this `time`")
+	toOffset := fs.Int64("to-offset", -1, "to this `offset`")
+	execute := fs.Bool("execute", false, "commit the new offsets (without it: a dry run)")
+	names, code, ok := af.parse(fs, args)
+	if !ok {
+		return code
+	}
+	chosen := 0
+	for _, b := range []bool{*earliest, *latest, *datetime != "", *toOffset >= 0} {
+		if b {
+			chosen++
+		}
+	}
+	switch {
+	case len(names) != 1:
+		return af.usageError(stderr, "name one group")
+	case *topic == "":
+		return af.usageError(stderr, "--topic is required")
+	case chosen != 1:
+		return af.usageError(stderr, "give exactly one of --to-earliest, --to-latest, --to-datetime, --to-offset")
+	case *partition < -1 || *partition > 1<<31-1:
+		return af.usageError(stderr, "--partition must be a partition number, got %d", *partition)
+	}
+	var ms int64
+	if *datetime != "" {
+		if t, err := time.Parse(time.RFC3339, *datetime); err == nil {
+			ms = t.UnixMilli()
+		} else if n, err := strconv.ParseInt(*datetime, 10, 64); err == nil && n >= 0 {
+			ms = n
+		} else {
+			return af.usageError(stderr, "--to-datetime must be RFC 3339 or unix milliseconds, got %q", *datetime)
+		}
+	}
+	group := names[0]
+	return af.run(ctx, stderr, func(ctx context.Context, adm *kadm.Client) int {
+		if err := requireAPIs(ctx, adm, kmsg.OffsetCommit, kmsg.ListOffsets); err != nil {
+			return af.fail(stderr, "%v", err)
+		}
+		td, err := describeTopic(ctx, adm, *topic)
+		if err != nil {
+			return af.fail(stderr, "%s", kafkaError(err, ""))
+		}
+		partitions, err := selectPartitions(td, int32(*partition))
+		if err != nil {
+			return af.fail(stderr, "%s", kafkaError(err, ""))
+		}
+		starts, err := adm.ListStartOffsets(ctx, *topic)
+		if err != nil {
+			return af.fail(stderr, "%s", kafkaError(err, ""))
+		}
+		ends, err := adm.ListEndOffsets(ctx, *topic)
+		if err != nil {
+			return af.fail(stderr, "%s", kafkaError(err, ""))
+		}
+		var byTime kadm.ListedOffsets
+		if *datetime != "" {
+			if byTime, err = adm.ListOffsetsAfterMilli(ctx, ms, *topic); err != nil {
+				return af.fail(stderr, "%s", kafkaError(err, ""))
+			}
+		}
+		current, err := adm.FetchOffsets(ctx, group)
+		if err != nil {
+			return af.fail(stderr, "%s", kafkaError(err, ""))
+		}
+		plan := kadm.Offsets{}
+		tw := tabwriter.NewWriter(stdout, 0, 8, 2, ' ', 0)
+		fmt.Fprintln(tw, "TOPIC\tPARTITION\tCURRENT\tNEW")
+		for _, p := range partitions {
+			s, okS := starts.Lookup(*topic, p)
+			e, okE := ends.Lookup(*topic, p)
+			if !okS || !okE || s.Err != nil || e.Err != nil {
+				return af.fail(stderr, "partition %d: cannot list its offsets", p)
+			}
+			var to int64
+			switch {
+			case *earliest:
+				to = s.Offset
+			case *latest:
+				to = e.Offset
+			case *datetime != "":
+				lo, ok := byTime.Lookup(*topic, p)
+				if !ok || lo.Err != nil {
+					return af.fail(stderr, "partition %d: cannot list the offset for the time", p)
+				}
+				to = lo.Offset
+			default:
+				to = min(max(*toOffset, s.Offset), e.Offset)
+			}
+			cur := "-"
+			if o, ok := current.Lookup(*topic, p); ok && o.At >= 0 {
+				cur = strconv.FormatInt(o.At, 10)
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%d\n", *topic, p, cur, to)
+			plan.Add(kadm.Offset{Topic: *topic, Partition: p, At: to, LeaderEpoch: -1})
+		}
+		_ = tw.Flush()
+		if !*execute {
+			fmt.Fprintln(stdout, "dry run: nothing committed (add --execute)")
+			return exitOK
+		}
+		committed, err := adm.CommitOffsets(ctx, group, plan)
+		if err != nil {
+			return af.fail(stderr, "%s", kafkaError(err, ""))
+		}
+		if err := committed.Error(); err != nil {
+			return af.fail(stderr, "%s (a group with members cannot be reset: stop its consumers)", kafkaError(err, ""))
+		}
+		fmt.Fprintf(stdout, "committed the new offsets of group %s\n", group)
+		return exitOK
+	})
+}

@@ -1,0 +1,207 @@
+package interop
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/segmentio/kafka-go"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Consumer groups with other clients than kgo (node/group_e2e_test.go has
+// kgo's): several members share a topic, one leaves, and every record is
+// consumed and its offset committed.
+
+// seenSet records consumed (partition, offset) pairs from many goroutines.
+type seenSet struct {
+	mu   sync.Mutex
+	seen map[int32]map[int64]bool
+}
+
+func (s *seenSet) add(p int32, o int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.seen == nil {
+		s.seen = map[int32]map[int64]bool{}
+	}
+	if s.seen[p] == nil {
+		s.seen[p] = map[int64]bool{}
+	}
+	s.seen[p][o] = true
+}
+
+// covers reports whether every offset below each end was seen.
+func (s *seenSet) covers(ends map[int32]int64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for p, end := range ends {
+		for o := int64(0); o < end; o++ {
+			if !s.seen[p][o] {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// produceRoundRobin produces n records spread over topic's partitions and
+// returns the log ends.
+func produceRoundRobin(t *testing.T, addr, topic string, n int) map[int32]int64 {
+	t.Helper()
+	cl := newClient(t, []string{addr}, kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+	ctx := ctxFor(t, opTimeout)
+	for i := 0; i < n; i++ {
+		require.NoError(t, cl.ProduceSync(ctx, &kgo.Record{Value: []byte(fmt.Sprint(i))}).FirstErr())
+	}
+	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
+	require.NoError(t, err)
+	out := map[int32]int64{}
+	ends.Each(func(e kadm.ListedOffset) { out[e.Partition] = e.Offset })
+	return out
+}
+
+// requireCommitted waits until the group's committed offsets reach ends.
+func requireCommitted(t *testing.T, addr, group, topic string, ends map[int32]int64) {
+	t.Helper()
+	adm := newAdmin(t, addr)
+	require.Eventually(t, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		offs, err := adm.FetchOffsets(ctx, group)
+		if err != nil {
+			return false
+		}
+		for p, end := range ends {
+			o, ok := offs.Lookup(topic, p)
+			if end > 0 && (!ok || o.At != end) {
+				return false
+			}
+		}
+		return true
+	}, opTimeout, 100*time.Millisecond, "group %s never committed the log ends %v", group, ends)
+}
+
+type saramaHandler struct{ seen *seenSet }
+
+func (saramaHandler) Setup(sarama.ConsumerGroupSession) error   { return nil }
+func (saramaHandler) Cleanup(sarama.ConsumerGroupSession) error { return nil }
+func (h saramaHandler) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim) error {
+	for m := range claim.Messages() {
+		h.seen.add(m.Partition, m.Offset)
+		sess.MarkMessage(m, "")
+	}
+	return nil
+}
+
+// TestSaramaConsumerGroup: three sarama ConsumerGroup members (range
+// assignor) share a topic; one closes; every record is consumed and
+// committed.
+func TestSaramaConsumerGroup(t *testing.T) {
+	saramaLog.set(newTestLog(t))
+	defer saramaLog.set(nil)
+	n := startNode(t, t.TempDir())
+	addr := n.Addr()
+	createTopic(t, newAdmin(t, addr), "s-orders", 6, nil)
+	ends := produceRoundRobin(t, addr, "s-orders", 300)
+
+	cfg := saramaConfig(sarama.V3_6_0_0)
+	cfg.Consumer.Offsets.Initial = sarama.OffsetOldest
+	cfg.Consumer.Offsets.AutoCommit.Interval = 100 * time.Millisecond
+	cfg.Consumer.Group.Rebalance.GroupStrategies = []sarama.BalanceStrategy{sarama.NewBalanceStrategyRange()}
+	cfg.Consumer.Group.Session.Timeout = 6 * time.Second
+	cfg.Consumer.Group.Heartbeat.Interval = 500 * time.Millisecond
+	seen := &seenSet{}
+	type member struct {
+		g      sarama.ConsumerGroup
+		cancel context.CancelFunc
+		done   chan struct{}
+	}
+	start := func() *member {
+		g, err := sarama.NewConsumerGroup([]string{addr}, "s-group", cfg)
+		require.NoError(t, err)
+		ctx, cancel := context.WithCancel(context.Background())
+		m := &member{g: g, cancel: cancel, done: make(chan struct{})}
+		go func() {
+			defer close(m.done)
+			for ctx.Err() == nil {
+				if err := g.Consume(ctx, []string{"s-orders"}, saramaHandler{seen}); err != nil && !errors.Is(err, sarama.ErrClosedConsumerGroup) {
+					t.Logf("sarama consume: %v", err)
+					time.Sleep(100 * time.Millisecond)
+				}
+			}
+		}()
+		return m
+	}
+	stop := func(m *member) {
+		m.cancel()
+		<-m.done
+		require.NoError(t, m.g.Close())
+	}
+	members := []*member{start(), start(), start()}
+	require.Eventually(t, func() bool { return seen.covers(ends) }, opTimeout, 50*time.Millisecond, "the group never consumed every record")
+	stop(members[2])
+	ends = produceRoundRobin(t, addr, "s-orders", 120)
+	require.Eventually(t, func() bool { return seen.covers(ends) }, opTimeout, 50*time.Millisecond, "the two left never consumed every record")
+	requireCommitted(t, addr, "s-group", "s-orders", ends)
+	stop(members[0])
+	stop(members[1])
+}
+
+// TestKafkaGoConsumerGroup: two kafka-go readers with a GroupID share a
+// topic; one closes; every record is consumed and committed.
+func TestKafkaGoConsumerGroup(t *testing.T) {
+	n := startNode(t, t.TempDir())
+	addr := n.Addr()
+	createTopic(t, newAdmin(t, addr), "k-orders", 4, nil)
+	ends := produceRoundRobin(t, addr, "k-orders", 200)
+	seen := &seenSet{}
+	type member struct {
+		r      *kafka.Reader
+		cancel context.CancelFunc
+		done   chan struct{}
+	}
+	start := func() *member {
+		r := kafka.NewReader(kafka.ReaderConfig{
+			Brokers: []string{addr}, GroupID: "k-group", Topic: "k-orders",
+			MaxWait: 200 * time.Millisecond, SessionTimeout: 6 * time.Second, HeartbeatInterval: 500 * time.Millisecond,
+			RebalanceTimeout: 5 * time.Second, StartOffset: kafka.FirstOffset, CommitInterval: 0,
+		})
+		ctx, cancel := context.WithCancel(context.Background())
+		m := &member{r: r, cancel: cancel, done: make(chan struct{})}
+		go func() {
+			defer close(m.done)
+			for {
+				msg, err := r.ReadMessage(ctx) // commits synchronously with a GroupID
+				if err != nil {
+					if ctx.Err() != nil {
+						return
+					}
+					t.Logf("kafka-go read: %v", err)
+					time.Sleep(100 * time.Millisecond)
+					continue
+				}
+				seen.add(int32(msg.Partition), msg.Offset)
+			}
+		}()
+		return m
+	}
+	stop := func(m *member) {
+		m.cancel()
+		<-m.done
+		require.NoError(t, m.r.Close())
+	}
+	a, b := start(), start()
+	require.Eventually(t, func() bool { return seen.covers(ends) }, opTimeout, 50*time.Millisecond, "the group never consumed every record")
+	stop(b)
+	ends = produceRoundRobin(t, addr, "k-orders", 80)
+	require.Eventually(t, func() bool { return seen.covers(ends) }, opTimeout, 50*time.Millisecond, "the one left never consumed every record")
+	requireCommitted(t, addr, "k-group", "k-orders", ends)
+	stop(a)
+}
