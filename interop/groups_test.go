@@ -1,9 +1,13 @@
 package interop
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"os/exec"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -204,4 +208,66 @@ func TestKafkaGoConsumerGroup(t *testing.T) {
 	require.Eventually(t, func() bool { return seen.covers(ends) }, opTimeout, 50*time.Millisecond, "the one left never consumed every record")
 	requireCommitted(t, addr, "k-group", "k-orders", ends)
 	stop(a)
+}
+
+// TestKcatConsumerGroup: librdkafka's balanced consumer (kcat -G). Two
+// members consume a topic at once, each exiting after its share; their
+// commits reach the log ends; a later member of the group gets only the
+// records produced since.
+func TestKcatConsumerGroup(t *testing.T) {
+	kcat := kcatPath(t)
+	n := startNode(t, t.TempDir())
+	addr := n.Addr()
+	createTopic(t, newAdmin(t, addr), "kc-orders", 4, nil)
+	ends := produceRoundRobin(t, addr, "kc-orders", 200)
+	// Each member exits at the end of its partitions (-e) after at most
+	// 200 records, committing on close; without a commit it starts at
+	// the earliest offset (kcat's -o would override the commits).
+	member := func() <-chan []byte {
+		out := make(chan []byte, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), toolTimeout)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, kcat, "-b", addr, "-G", "kc-group", "-J", "-q", "-e", "-c", "200",
+				"-X", "auto.offset.reset=earliest", "-X", "auto.commit.interval.ms=100", "-X", "session.timeout.ms=6000", "kc-orders")
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			b, err := cmd.Output()
+			if err != nil {
+				t.Logf("kcat -G: %v; stderr:\n%s", err, stderr.String())
+			}
+			out <- b
+		}()
+		return out
+	}
+	parse := func(b []byte) []kcatMessage {
+		var ms []kcatMessage
+		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			if line == "" {
+				continue
+			}
+			var m kcatMessage
+			require.NoError(t, json.Unmarshal([]byte(line), &m), "kcat line %q", line)
+			ms = append(ms, m)
+		}
+		return ms
+	}
+	seen := &seenSet{}
+	a, b := member(), member()
+	for _, ch := range []<-chan []byte{a, b} {
+		for _, m := range parse(<-ch) {
+			seen.add(m.Partition, m.Offset)
+		}
+	}
+	require.True(t, seen.covers(ends), "two kcat -G members did not consume every record between them")
+	requireCommitted(t, addr, "kc-group", "kc-orders", ends)
+
+	before := ends
+	ends = produceRoundRobin(t, addr, "kc-orders", 40)
+	got := parse(<-member())
+	require.Len(t, got, 40, "a new member starts from the group's commits")
+	for _, m := range got {
+		require.GreaterOrEqual(t, m.Offset, before[m.Partition])
+	}
+	requireCommitted(t, addr, "kc-group", "kc-orders", ends)
 }
