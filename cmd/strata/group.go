@@ -41,23 +41,7 @@ func groupCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			"Administers consumer groups over the Kafka protocol, like kafka-consumer-groups.sh; every subcommand takes\n"+
 			"--bootstrap-server (default "+defaultBootstrapServer+") and --timeout. Run 'strata group describe -h' for a subcommand's flags.\n")
 	}
-	if len(args) == 0 {
-		usage()
-		return exitUsage
-	}
-	sub, args := args[0], args[1:]
-	switch sub {
-	case "help", "-h", "-help", "--help":
-		usage()
-		return exitOK
-	}
-	run, ok := groupSubcommands[sub]
-	if !ok {
-		fmt.Fprintf(stderr, "strata group: unknown subcommand %q\n\n", sub)
-		usage()
-		return exitUsage
-	}
-	return run(ctx, args, stdout, stderr)
+	return runSubcommand(ctx, "group", groupSubcommands, usage, args, stdout, stderr)
 }
 
 // groupList is `strata group list`: every group of every broker.

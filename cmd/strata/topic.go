@@ -56,6 +56,12 @@ func topicCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			"Administers topics over the Kafka protocol, like kafka-topics.sh; every subcommand takes\n"+
 			"--bootstrap-server (default "+defaultBootstrapServer+") and --timeout. Run 'strata topic create -h' for a subcommand's flags.\n")
 	}
+	return runSubcommand(ctx, "topic", topicSubcommands, usage, args, stdout, stderr)
+}
+
+// runSubcommand runs `strata <name> <sub> ...` from subs, or prints usage.
+func runSubcommand(ctx context.Context, name string, subs map[string]func(ctx context.Context, args []string, stdout, stderr io.Writer) int,
+	usage func(), args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		usage()
 		return exitUsage
@@ -66,9 +72,9 @@ func topicCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		usage()
 		return exitOK
 	}
-	run, ok := topicSubcommands[sub]
+	run, ok := subs[sub]
 	if !ok {
-		fmt.Fprintf(stderr, "strata topic: unknown subcommand %q\n\n", sub)
+		fmt.Fprintf(stderr, "strata %s: unknown subcommand %q\n\n", name, sub)
 		usage()
 		return exitUsage
 	}

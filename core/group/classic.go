@@ -419,16 +419,8 @@ func (g *Group) replaceStatic(old *member, req *kmsg.JoinGroupRequest, c Client,
 // fence answers an old static member's waiting requests
 // FENCED_INSTANCE_ID.
 func (g *Group) fence(m *member) {
-	if m.joinReply != nil {
-		r := m.joinReq.ResponseKind().(*kmsg.JoinGroupResponse)
-		r.ErrorCode, r.Generation = kerr.FencedInstanceID.Code, -1
-		g.answerJoin(m, r)
-	}
-	if m.syncReply != nil {
-		r := m.syncReq.ResponseKind().(*kmsg.SyncGroupResponse)
-		r.ErrorCode = kerr.FencedInstanceID.Code
-		g.answerSync(m, r)
-	}
+	g.failJoin(m, kerr.FencedInstanceID.Code)
+	g.failSync(m, kerr.FencedInstanceID.Code)
 }
 
 // addMember adds a new member with its JoinGroup waiting and rebalances.
@@ -447,12 +439,7 @@ func (g *Group) addMember(m *member, req *kmsg.JoinGroupRequest, reply func(*kms
 // updateMember takes a known member's new JoinGroup and rebalances.
 func (g *Group) updateMember(m *member, req *kmsg.JoinGroupRequest, reply func(*kmsg.JoinGroupResponse)) {
 	m.setJoin(req)
-	if m.joinReply != nil {
-		// A newer JoinGroup replaces the waiting one.
-		r := m.joinReq.ResponseKind().(*kmsg.JoinGroupResponse)
-		r.ErrorCode, r.Generation = kerr.RebalanceInProgress.Code, -1
-		g.answerJoin(m, r)
-	}
+	g.failJoin(m, kerr.RebalanceInProgress.Code) // a newer JoinGroup replaces the waiting one
 	m.joinReq, m.joinReply = req, reply
 	g.joining++
 	g.touch(m)
@@ -466,16 +453,8 @@ func (g *Group) removeMember(m *member, why string) {
 		m.session.Stop()
 		m.session = nil
 	}
-	if m.joinReply != nil {
-		r := m.joinReq.ResponseKind().(*kmsg.JoinGroupResponse)
-		r.ErrorCode, r.Generation = kerr.UnknownMemberID.Code, -1
-		g.answerJoin(m, r)
-	}
-	if m.syncReply != nil {
-		r := m.syncReq.ResponseKind().(*kmsg.SyncGroupResponse)
-		r.ErrorCode = kerr.UnknownMemberID.Code
-		g.answerSync(m, r)
-	}
+	g.failJoin(m, kerr.UnknownMemberID.Code)
+	g.failSync(m, kerr.UnknownMemberID.Code)
 	g.members = slices.DeleteFunc(g.members, func(x *member) bool { return x == m })
 	delete(g.byID, m.id)
 	if g.leader == m.id {
@@ -490,6 +469,26 @@ func (g *Group) answerJoin(m *member, r *kmsg.JoinGroupResponse) {
 	g.joining--
 	assert.That(g.joining >= 0, "group %s: joining count went negative", g.name)
 	reply(r)
+}
+
+// failJoin answers a member's waiting JoinGroup, if any, with code.
+func (g *Group) failJoin(m *member, code int16) {
+	if m.joinReply == nil {
+		return
+	}
+	r := m.joinReq.ResponseKind().(*kmsg.JoinGroupResponse)
+	r.ErrorCode, r.Generation = code, -1
+	g.answerJoin(m, r)
+}
+
+// failSync answers a member's waiting SyncGroup, if any, with code.
+func (g *Group) failSync(m *member, code int16) {
+	if m.syncReply == nil {
+		return
+	}
+	r := m.syncReq.ResponseKind().(*kmsg.SyncGroupResponse)
+	r.ErrorCode = code
+	g.answerSync(m, r)
 }
 
 // answerSync sends a member's waiting SyncGroup its answer.
@@ -530,11 +529,7 @@ func (g *Group) rebalance(why string) {
 		// Members waiting in SyncGroup must join again.
 		for _, m := range g.members {
 			m.assignment = nil
-			if m.syncReply != nil {
-				r := m.syncReq.ResponseKind().(*kmsg.SyncGroupResponse)
-				r.ErrorCode = kerr.RebalanceInProgress.Code
-				g.answerSync(m, r)
-			}
+			g.failSync(m, kerr.RebalanceInProgress.Code)
 		}
 	}
 	if g.syncTimer != nil {
@@ -749,11 +744,7 @@ func (s *Shard) Sync(req *kmsg.SyncGroupRequest, reply func(*kmsg.SyncGroupRespo
 		resp.MemberAssignment = m.assignment
 		reply(resp)
 	case StateCompletingRebalance:
-		if m.syncReply != nil {
-			r := m.syncReq.ResponseKind().(*kmsg.SyncGroupResponse)
-			r.ErrorCode = kerr.RebalanceInProgress.Code
-			g.answerSync(m, r)
-		}
+		g.failSync(m, kerr.RebalanceInProgress.Code)
 		m.synced = true
 		m.syncReq, m.syncReply = req, reply
 		g.touch(m)
@@ -787,11 +778,7 @@ func (g *Group) storeAssignment(req *kmsg.SyncGroupRequest) {
 			code := writeErrorCode(err).Code
 			for _, m := range g.members {
 				m.assignment = nil
-				if m.syncReply != nil {
-					r := m.syncReq.ResponseKind().(*kmsg.SyncGroupResponse)
-					r.ErrorCode = code
-					g.answerSync(m, r)
-				}
+				g.failSync(m, code)
 			}
 			g.rebalance("the assignment could not be written")
 			return
@@ -933,16 +920,8 @@ func (g *Group) stopTimers() {
 // failWaiting answers every waiting JoinGroup and SyncGroup with e.
 func (g *Group) failWaiting(e *kerr.Error) {
 	for _, m := range g.members {
-		if m.joinReply != nil {
-			r := m.joinReq.ResponseKind().(*kmsg.JoinGroupResponse)
-			r.ErrorCode, r.Generation = e.Code, -1
-			g.answerJoin(m, r)
-		}
-		if m.syncReply != nil {
-			r := m.syncReq.ResponseKind().(*kmsg.SyncGroupResponse)
-			r.ErrorCode = e.Code
-			g.answerSync(m, r)
-		}
+		g.failJoin(m, e.Code)
+		g.failSync(m, e.Code)
 	}
 }
 
