@@ -114,9 +114,10 @@ func freeAddr(t *testing.T) string {
 // startProcessCluster starts n combined broker+controller nodes as child
 // processes, as the README's three-node recipe does: one cluster id,
 // every node a voter of controller.quorum.voters, its own ports and data
-// directory. Every process is SIGKILLed at the end of the test (and exits
-// by itself if the test binary dies).
-func startProcessCluster(t *testing.T, n int) []*procNode {
+// directory, and extraProps added to each server.properties. Every
+// process is SIGKILLed at the end of the test (and exits by itself if the
+// test binary dies).
+func startProcessCluster(t *testing.T, n int, extraProps ...string) []*procNode {
 	t.Helper()
 	clusterID, err := node.NewClusterID(crand.Reader)
 	require.NoError(t, err)
@@ -136,6 +137,7 @@ func startProcessCluster(t *testing.T, n int) []*procNode {
 			"log.dirs=" + filepath.Join(dir, fmt.Sprintf("node-%d", p.id)),
 			"metrics.listener=127.0.0.1:0",
 		}
+		props = append(props, extraProps...)
 		p.props = filepath.Join(dir, fmt.Sprintf("node-%d.properties", p.id))
 		require.NoError(t, os.WriteFile(p.props, []byte(strings.Join(props, "\n")+"\n"), 0o644))
 	}

@@ -194,6 +194,11 @@ type Config struct {
 	GroupMaxSessionTimeoutMs     int64
 	GroupInitialRebalanceDelayMs int64
 	GroupMaxSize                 int64
+	// OffsetsRetentionMinutes and OffsetsRetentionCheckIntervalMs are
+	// offsets.retention.minutes (10080) and
+	// offsets.retention.check.interval.ms (600000).
+	OffsetsRetentionMinutes         int64
+	OffsetsRetentionCheckIntervalMs int64
 
 	// AutoCreateTopicsEnable is auto.create.topics.enable: a Metadata
 	// request for a missing topic creates it. Default true.
@@ -280,12 +285,14 @@ func DefaultConfig() Config {
 		AutoCreateTopicsEnable:   true,
 		RetentionCheckIntervalMs: DefaultRetentionCheckIntervalMs,
 
-		OffsetsTopicPartitions:        DefaultOffsetsTopicPartitions,
-		OffsetsTopicReplicationFactor: DefaultOffsetsTopicReplicationFactor,
-		GroupMinSessionTimeoutMs:      DefaultGroupMinSessionTimeoutMs,
-		GroupMaxSessionTimeoutMs:      DefaultGroupMaxSessionTimeoutMs,
-		GroupInitialRebalanceDelayMs:  DefaultGroupInitialRebalanceDelayMs,
-		GroupMaxSize:                  DefaultGroupMaxSize,
+		OffsetsTopicPartitions:          DefaultOffsetsTopicPartitions,
+		OffsetsTopicReplicationFactor:   DefaultOffsetsTopicReplicationFactor,
+		GroupMinSessionTimeoutMs:        DefaultGroupMinSessionTimeoutMs,
+		GroupMaxSessionTimeoutMs:        DefaultGroupMaxSessionTimeoutMs,
+		GroupInitialRebalanceDelayMs:    DefaultGroupInitialRebalanceDelayMs,
+		GroupMaxSize:                    DefaultGroupMaxSize,
+		OffsetsRetentionMinutes:         DefaultOffsetsRetentionMinutes,
+		OffsetsRetentionCheckIntervalMs: DefaultOffsetsRetentionCheckMs,
 
 		ProducerIDExpirationMs: DefaultProducerIDExpirationMs,
 		ReplicaLagTimeMaxMs:    DefaultReplicaLagTimeMaxMs,

@@ -41,6 +41,8 @@ const (
 	KeyGroupMaxSessionTimeoutMs    = "group.max.session.timeout.ms"
 	KeyGroupInitialRebalanceDelay  = "group.initial.rebalance.delay.ms"
 	KeyGroupMaxSize                = "group.max.size"
+	KeyOffsetsRetentionMinutes     = "offsets.retention.minutes"
+	KeyOffsetsRetentionCheckMs     = "offsets.retention.check.interval.ms"
 	KeyBrokerSessionTimeoutMs      = "broker.session.timeout.ms"
 	KeyAutoLeaderRebalanceEnable   = "auto.leader.rebalance.enable"
 	KeyLeaderImbalanceCheckSeconds = "leader.imbalance.check.interval.seconds"
@@ -65,6 +67,8 @@ const (
 	DefaultGroupMaxSessionTimeoutMs      = int64(group.DefaultMaxSessionTimeout / time.Millisecond)
 	DefaultGroupInitialRebalanceDelayMs  = int64(group.DefaultInitialRebalanceDelay / time.Millisecond)
 	DefaultGroupMaxSize                  = int64(math.MaxInt32)
+	DefaultOffsetsRetentionMinutes       = int64(group.DefaultOffsetsRetention / time.Minute)
+	DefaultOffsetsRetentionCheckMs       = int64(group.DefaultRetentionCheck / time.Millisecond)
 	DefaultBrokerSessionTimeoutMs        = int64(controller.DefaultSessionTimeout / time.Millisecond)
 	// DefaultQueuedMaxRequestBytes is queued.max.request.bytes. Kafka's
 	// default is -1 (unbounded); Strata always bounds the request bytes
@@ -161,6 +165,12 @@ var configKeys = []configKey{
 	{KeyGroupInitialRebalanceDelay, strconv.FormatInt(DefaultGroupInitialRebalanceDelayMs, 10), kmsg.ConfigTypeInt,
 		"How long the first rebalance of an empty group waits for more members, in milliseconds.",
 		setInt(0, maxTimeoutMs, func(c *Config, n int64) { c.GroupInitialRebalanceDelayMs = n })},
+	{KeyOffsetsRetentionMinutes, strconv.FormatInt(DefaultOffsetsRetentionMinutes, 10), kmsg.ConfigTypeInt,
+		"How long a group's committed offsets are kept once it is empty (a simple commit's: after it), in minutes.",
+		setInt(1, math.MaxInt32, func(c *Config, n int64) { c.OffsetsRetentionMinutes = n })},
+	{KeyOffsetsRetentionCheckMs, strconv.FormatInt(DefaultOffsetsRetentionCheckMs, 10), kmsg.ConfigTypeLong,
+		"How often the group coordinator looks for expired offsets, in milliseconds.",
+		setInt(1, math.MaxInt32, func(c *Config, n int64) { c.OffsetsRetentionCheckIntervalMs = n })},
 	{KeyGroupMaxSize, strconv.FormatInt(DefaultGroupMaxSize, 10), kmsg.ConfigTypeInt,
 		"The most members a group may have.", setInt(1, math.MaxInt32, func(c *Config, n int64) { c.GroupMaxSize = n })},
 	{KeyReplicaLagTimeMaxMs, strconv.FormatInt(DefaultReplicaLagTimeMaxMs, 10), kmsg.ConfigTypeLong,
@@ -659,10 +669,12 @@ func (c Config) brokerConfig(dataDir string) broker.Config {
 			OffsetsPartitions:        c.OffsetsTopicPartitions,
 			OffsetsReplicationFactor: c.OffsetsTopicReplicationFactor,
 			Coordinator: group.Config{
-				MinSessionTimeout:     time.Duration(c.GroupMinSessionTimeoutMs) * time.Millisecond,
-				MaxSessionTimeout:     time.Duration(c.GroupMaxSessionTimeoutMs) * time.Millisecond,
-				InitialRebalanceDelay: time.Duration(c.GroupInitialRebalanceDelayMs) * time.Millisecond,
-				MaxSize:               int(c.GroupMaxSize),
+				MinSessionTimeout:      time.Duration(c.GroupMinSessionTimeoutMs) * time.Millisecond,
+				MaxSessionTimeout:      time.Duration(c.GroupMaxSessionTimeoutMs) * time.Millisecond,
+				InitialRebalanceDelay:  time.Duration(c.GroupInitialRebalanceDelayMs) * time.Millisecond,
+				MaxSize:                int(c.GroupMaxSize),
+				OffsetsRetention:       time.Duration(c.OffsetsRetentionMinutes) * time.Minute,
+				RetentionCheckInterval: time.Duration(c.OffsetsRetentionCheckIntervalMs) * time.Millisecond,
 			},
 		},
 	}

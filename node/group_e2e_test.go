@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/strata-log/strata/node"
@@ -261,4 +262,27 @@ func TestE2EGroupOffsetsSurviveRestart(t *testing.T) {
 		o1, ok1 := offs.Lookup("t", 1)
 		return ok0 && ok1 && o0.At == 7 && o1.At == 9
 	}, 20*time.Second, 100*time.Millisecond, "the committed offsets did not survive the restart")
+}
+
+// Clients cannot write to __consumer_offsets: only the coordinator does,
+// and a foreign record would stop its replay.
+func TestE2EOffsetsTopicRefusesClientProduce(t *testing.T) {
+	n := startGroupNode(t)
+	adm := newAdmin(t, n.Addr())
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// A commit creates the topic.
+	commits := kadm.Offsets{}
+	_, err := adm.CreateTopic(ctx, 1, 1, nil, "t")
+	require.NoError(t, err)
+	commits.Add(kadm.Offset{Topic: "t", Partition: 0, At: 1, LeaderEpoch: -1})
+	require.Eventually(t, func() bool {
+		resp, err := adm.CommitOffsets(ctx, "g", commits)
+		return err == nil && resp.Ok()
+	}, 20*time.Second, 100*time.Millisecond)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(n.Addr()), kgo.RecordRetries(0), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	require.NoError(t, err)
+	defer cl.Close()
+	res := cl.ProduceSync(ctx, &kgo.Record{Topic: "__consumer_offsets", Partition: 0, Key: []byte{9}, Value: []byte("x")})
+	require.ErrorIs(t, res.FirstErr(), kerr.InvalidTopicException)
 }

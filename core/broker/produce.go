@@ -78,6 +78,11 @@ func handleProduce(b *Broker, r *request) {
 			if err == nil && req.TransactionID != nil {
 				err = fmt.Errorf("%w: transactions are not supported yet", errTransactionalIDAuthorization)
 			}
+			if err == nil && name == OffsetsTopic {
+				// Only the group coordinator writes its topic (Kafka:
+				// "Cannot append to internal topic").
+				err = fmt.Errorf("%w: clients cannot append to the internal topic %s", errInvalidTopic, OffsetsTopic)
+			}
 			if err != nil {
 				setErr(err)
 				continue

@@ -359,3 +359,41 @@ func TestReplayRefusesDamagedRecords(t *testing.T) {
 	key := offsetRecord("g", "t", 0, nil).Key
 	require.ErrorIs(t, sh.Replay(key, []byte{0, 3, 1}), ErrBadRecord)
 }
+
+// Offsets expire after offsets.retention.minutes: a consumer group's once
+// it has been empty that long (and the group goes), a group of simple
+// commits offset by offset, counted from each commit. The expiry is
+// written, so a new coordinator does not bring them back.
+func TestOffsetsExpire(t *testing.T) {
+	cfg := Config{InitialRebalanceDelay: 0, OffsetsRetention: time.Hour, RetentionCheckInterval: time.Minute}
+	r := newRig(t, cfg)
+	// A simple-commit group: partition 0 committed now, 1 half an hour
+	// later.
+	r.commit(commitReq("simple", "", -1, map[int32]int64{0: 5}))
+	r.run(30 * time.Minute)
+	r.commit(commitReq("simple", "", -1, map[int32]int64{1: 6}))
+	// A consumer group that empties now.
+	a, ja := r.newMember("cg", "ca", "m")
+	r.run(time.Millisecond)
+	require.NotNil(t, *ja)
+	r.sync("cg", a, 1, map[string]string{a: "x"})
+	r.run(5 * time.Millisecond)
+	r.commit(commitReq("cg", a, 1, map[int32]int64{0: 9}))
+	leave := kmsg.NewPtrLeaveGroupRequest()
+	leave.Version, leave.Group, leave.MemberID = 1, "cg", a
+	require.Zero(t, r.shard.Leave(leave).ErrorCode)
+	r.run(time.Second)
+	require.Equal(t, StateEmpty, r.shard.Group("cg").State())
+
+	r.run(35 * time.Minute) // 65 min after the first simple commit
+	require.Equal(t, int64(-1), r.shard.Group("simple").Offset("orders", 0), "expired an hour after its commit")
+	require.Equal(t, int64(6), r.shard.Group("simple").Offset("orders", 1))
+	require.Equal(t, int64(9), r.shard.Group("cg").Offset("orders", 0), "empty for 35 minutes only")
+	r.run(30 * time.Minute)
+	require.Nil(t, r.shard.Group("cg"), "empty for an hour: its offsets expired and it went")
+	require.Nil(t, r.shard.Group("simple"), "its last offset expired")
+
+	re := r.replayed(testCfg)
+	require.Nil(t, re.Group("cg"))
+	require.Nil(t, re.Group("simple"))
+}

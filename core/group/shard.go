@@ -33,6 +33,12 @@ type Config struct {
 	// assignment (each): past it, INVALID_REQUEST rather than a record
 	// too large for the partition.
 	MaxMemberMetadataBytes int
+	// OffsetsRetention is offsets.retention.minutes (7 days): a group
+	// empty this long loses its committed offsets (a group of simple
+	// commits, without members ever, loses each offset this long after
+	// its commit), checked every RetentionCheckInterval
+	// (offsets.retention.check.interval.ms, 10 minutes).
+	OffsetsRetention, RetentionCheckInterval time.Duration
 	// Write appends records to the shard's __consumer_offsets partition
 	// and runs done once they are committed (the high watermark passed
 	// them) or with why not. The shard answers a request that changed
@@ -46,6 +52,8 @@ const (
 	DefaultMaxSessionTimeout     = 30 * time.Minute
 	DefaultInitialRebalanceDelay = 3 * time.Second
 	DefaultMaxMemberMetadata     = 1 << 20
+	DefaultOffsetsRetention      = 7 * 24 * time.Hour
+	DefaultRetentionCheck        = 10 * time.Minute
 )
 
 func (c Config) withDefaults() Config {
@@ -64,6 +72,12 @@ func (c Config) withDefaults() Config {
 	if c.MaxMemberMetadataBytes <= 0 {
 		c.MaxMemberMetadataBytes = DefaultMaxMemberMetadata
 	}
+	if c.OffsetsRetention <= 0 {
+		c.OffsetsRetention = DefaultOffsetsRetention
+	}
+	if c.RetentionCheckInterval <= 0 {
+		c.RetentionCheckInterval = DefaultRetentionCheck
+	}
 	return c
 }
 
@@ -80,6 +94,8 @@ type Shard struct {
 	// loaded is set once Replay is over (Loaded); unloaded once the
 	// broker stopped leading the partition.
 	loaded, unloaded bool
+	// retention is the offset retention check's timer.
+	retention env.Timer
 }
 
 // NewShard returns a shard that is loading: Replay each record of the
@@ -173,6 +189,64 @@ func (s *Shard) Loaded() {
 		}
 		s.log.Debug("group loaded", "group", g.name, "state", g.state, "generation", g.generation, "members", len(g.members), "offsets", len(g.offsets))
 	}
+	s.retention = s.e.AfterFunc(s.cfg.RetentionCheckInterval, s.expireOffsets)
+}
+
+// expireOffsets deletes the offsets past offsets.retention.minutes (Kafka's
+// rules since KIP-211): all of a group that has members' protocol and has
+// been empty that long, and, of a group of simple commits (never any
+// member), each offset committed that long ago. A group left empty with no
+// offsets is deleted too.
+func (s *Shard) expireOffsets() {
+	if s.unloaded {
+		return
+	}
+	defer func() { s.retention = s.e.AfterFunc(s.cfg.RetentionCheckInterval, s.expireOffsets) }()
+	now, nowMs := s.e.Monotonic(), s.e.Now().UnixMilli()
+	for _, g := range s.Groups() {
+		if g.state != StateEmpty || g.writing || g.deleted {
+			continue
+		}
+		var expired []topicPartition
+		for _, tp := range g.offsetKeys() {
+			c := g.offsets[tp]
+			if g.protocolType != "" && now-g.emptySince >= s.cfg.OffsetsRetention ||
+				g.protocolType == "" && nowMs-c.timestamp >= s.cfg.OffsetsRetention.Milliseconds() {
+				expired = append(expired, tp)
+			}
+		}
+		if len(expired) == 0 {
+			continue
+		}
+		recs := make([]Record, 0, len(expired)+1)
+		for _, tp := range expired {
+			recs = append(recs, offsetRecord(g.name, tp.topic, tp.partition, nil))
+		}
+		drop := len(expired) == len(g.offsets)
+		if drop {
+			g.deleted, g.state = true, StateDead // joins meanwhile: COORDINATOR_NOT_AVAILABLE
+			recs = append(recs, groupRecord(g, nowMs))
+		}
+		g.writing = true
+		s.write(recs, func(err error) {
+			g.writing = false
+			if err != nil {
+				if drop {
+					g.deleted, g.state = false, StateEmpty
+				}
+				s.log.Warn("expiring offsets failed", "group", g.name, "err", err)
+				return
+			}
+			for _, tp := range expired {
+				delete(g.offsets, tp)
+			}
+			g.sortedOffsets = nil
+			s.log.Info("expired committed offsets", "group", g.name, "offsets", len(expired), "group_deleted", drop)
+			if drop && s.groups[g.name] == g {
+				s.dropGroup(g)
+			}
+		})
+	}
 }
 
 // Unload stops the shard (the broker no longer leads its partition):
@@ -183,6 +257,9 @@ func (s *Shard) Unload() {
 		return
 	}
 	s.unloaded = true
+	if s.retention != nil {
+		s.retention.Stop()
+	}
 	for _, name := range s.names {
 		g := s.groups[name]
 		g.stopTimers()
