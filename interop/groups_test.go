@@ -271,3 +271,61 @@ func TestKcatConsumerGroup(t *testing.T) {
 	}
 	requireCommitted(t, addr, "kc-group", "kc-orders", ends)
 }
+
+// TestConfluentKafkaPythonConsumerGroup: librdkafka through Debian's
+// python3-confluent-kafka, two subscribed members of one group at once;
+// between them they read every record, their commits reach the log ends,
+// and a later member reads only what was produced since.
+func TestConfluentKafkaPythonConsumerGroup(t *testing.T) {
+	python := confluentPython(t)
+	n := startNode(t, t.TempDir())
+	addr := n.Addr()
+	createTopic(t, newAdmin(t, addr), "py-orders", 4, nil)
+	ends := produceRoundRobin(t, addr, "py-orders", 160)
+	type pyOffset struct {
+		Partition int32 `json:"partition"`
+		Offset    int64 `json:"offset"`
+	}
+	member := func(idle float64) <-chan []pyOffset {
+		out := make(chan []pyOffset, 1)
+		go func() {
+			var resp struct{ Records []pyOffset }
+			req := map[string]any{"bootstrap": addr, "topic": "py-orders", "group": "py-group", "idle": idle, "timeout": scriptTimeout}
+			in, err := json.Marshal(req)
+			if err != nil {
+				out <- nil
+				return
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), toolTimeout)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, python, "testdata/confluent_interop.py", "group")
+			cmd.Stdin = bytes.NewReader(in)
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			b, err := cmd.Output()
+			if err != nil || json.Unmarshal(b, &resp) != nil {
+				t.Logf("confluent_interop.py group: %v; stderr:\n%s", err, stderr.String())
+			}
+			out <- resp.Records
+		}()
+		return out
+	}
+	seen := &seenSet{}
+	a, b := member(3), member(3)
+	for _, ch := range []<-chan []pyOffset{a, b} {
+		for _, r := range <-ch {
+			seen.add(r.Partition, r.Offset)
+		}
+	}
+	require.True(t, seen.covers(ends), "two members did not read every record between them")
+	requireCommitted(t, addr, "py-group", "py-orders", ends)
+
+	before := ends
+	ends = produceRoundRobin(t, addr, "py-orders", 40)
+	got := <-member(3)
+	require.Len(t, got, 40, "a new member starts from the group's commits")
+	for _, r := range got {
+		require.GreaterOrEqual(t, r.Offset, before[r.Partition])
+	}
+	requireCommitted(t, addr, "py-group", "py-orders", ends)
+}

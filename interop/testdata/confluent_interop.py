@@ -9,6 +9,9 @@ produce:  {"bootstrap", "topic", "config": {...}, "records": [rec...]}
           -> {"records": [{"partition", "offset"}...]} in input order
 consume:  {"bootstrap", "topic", "config": {...}, "start": {"<p>": offset},
            "count"} -> {"records": [rec...]} in arrival order
+group:    {"bootstrap", "topic", "group", "idle"} -> {"records": [{"partition",
+           "offset"}...]}: a member of the group (subscribe, auto commit),
+           until no record came for "idle" seconds after its first one
 metadata: {"bootstrap", "topic"} -> {"cluster_id", "controller_id",
            "brokers": [{"id", "host", "port"}], "partitions": [{"id",
            "leader", "replicas", "isrs", "error"}]}
@@ -113,6 +116,38 @@ def consume(req):
     return {"records": out}
 
 
+def group(req):
+    c = Consumer({
+        "bootstrap.servers": req["bootstrap"],
+        "group.id": req["group"],
+        "auto.offset.reset": "earliest",
+        "enable.auto.commit": True,
+        "auto.commit.interval.ms": 100,
+        "session.timeout.ms": 6000,
+    })
+    c.subscribe([req["topic"]])
+    out = []
+    deadline = time.monotonic() + req["timeout"]
+    last = None
+    while True:
+        now = time.monotonic()
+        if now > deadline:
+            fail("group member still reading after %ss" % req["timeout"])
+        if last is not None and now - last > req["idle"]:
+            break
+        msg = c.poll(0.2)
+        if msg is None:
+            continue
+        if msg.error() is not None:
+            if msg.error().code() == confluent_kafka.KafkaError._PARTITION_EOF:
+                continue
+            fail("group consume: %s" % msg.error())
+        last = time.monotonic()
+        out.append({"partition": msg.partition(), "offset": msg.offset()})
+    c.close()  # commits the stored offsets
+    return {"records": out}
+
+
 def metadata(req):
     p = Producer({"bootstrap.servers": req["bootstrap"]})
     try:
@@ -136,9 +171,9 @@ def metadata(req):
 
 
 def main():
-    modes = {"produce": produce, "consume": consume, "metadata": metadata}
+    modes = {"produce": produce, "consume": consume, "group": group, "metadata": metadata}
     if len(sys.argv) != 2 or sys.argv[1] not in modes:
-        fail("usage: confluent_interop.py produce|consume|metadata < request.json")
+        fail("usage: confluent_interop.py produce|consume|group|metadata < request.json")
     req = json.load(sys.stdin)
     json.dump(modes[sys.argv[1]](req), sys.stdout)
 
