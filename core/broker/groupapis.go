@@ -76,53 +76,49 @@ func (b *Broker) findCoordinator(typ int8, key string) kmsg.FindCoordinatorRespo
 	return c
 }
 
+// groupShard returns the shard of group here, or answers r with why not
+// (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE) and returns nil.
+func (b *Broker) groupShard(r *request, group string) *group.Shard {
+	sh, e := b.groupShardFor(group)
+	if e != nil {
+		r.respond(protocol.ErrorResponse(r.body, e, ""))
+		return nil
+	}
+	return sh
+}
+
 func handleJoinGroup(b *Broker, r *request) {
 	req := r.body.(*kmsg.JoinGroupRequest)
-	sh, e := b.groupShardFor(req.Group)
-	if e != nil {
-		resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
-		resp.ErrorCode, resp.Generation = e.Code, -1
-		r.respond(resp)
-		return
+	if sh := b.groupShard(r, req.Group); sh != nil {
+		sh.Join(req, b.groupClient(r), func(resp *kmsg.JoinGroupResponse) { r.respond(resp) })
 	}
-	sh.Join(req, b.groupClient(r), func(resp *kmsg.JoinGroupResponse) { r.respond(resp) })
 }
 
 func handleSyncGroup(b *Broker, r *request) {
 	req := r.body.(*kmsg.SyncGroupRequest)
-	sh, e := b.groupShardFor(req.Group)
-	if e != nil {
-		r.respond(protocol.ErrorResponse(req, e, ""))
-		return
+	if sh := b.groupShard(r, req.Group); sh != nil {
+		sh.Sync(req, func(resp *kmsg.SyncGroupResponse) { r.respond(resp) })
 	}
-	sh.Sync(req, func(resp *kmsg.SyncGroupResponse) { r.respond(resp) })
 }
 
 func handleHeartbeat(b *Broker, r *request) {
 	req := r.body.(*kmsg.HeartbeatRequest)
-	sh, e := b.groupShardFor(req.Group)
-	if e != nil {
-		r.respond(protocol.ErrorResponse(req, e, ""))
-		return
+	if sh := b.groupShard(r, req.Group); sh != nil {
+		r.respond(sh.Heartbeat(req))
 	}
-	r.respond(sh.Heartbeat(req))
 }
 
 func handleLeaveGroup(b *Broker, r *request) {
 	req := r.body.(*kmsg.LeaveGroupRequest)
-	sh, e := b.groupShardFor(req.Group)
-	if e != nil {
-		r.respond(protocol.ErrorResponse(req, e, ""))
-		return
+	if sh := b.groupShard(r, req.Group); sh != nil {
+		r.respond(sh.Leave(req))
 	}
-	r.respond(sh.Leave(req))
 }
 
 func handleOffsetCommit(b *Broker, r *request) {
 	req := r.body.(*kmsg.OffsetCommitRequest)
-	sh, e := b.groupShardFor(req.Group)
-	if e != nil {
-		r.respond(protocol.ErrorResponse(req, e, ""))
+	sh := b.groupShard(r, req.Group)
+	if sh == nil {
 		return
 	}
 	img := b.image()
@@ -241,12 +237,7 @@ func handleDeleteGroups(b *Broker, r *request) {
 
 func handleOffsetDelete(b *Broker, r *request) {
 	req := r.body.(*kmsg.OffsetDeleteRequest)
-	sh, e := b.groupShardFor(req.Group)
-	if e != nil {
-		resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
-		resp.ErrorCode = e.Code
-		r.respond(resp)
-		return
+	if sh := b.groupShard(r, req.Group); sh != nil {
+		sh.DeleteOffsets(req, func(resp *kmsg.OffsetDeleteResponse) { r.respond(resp) })
 	}
-	sh.DeleteOffsets(req, func(resp *kmsg.OffsetDeleteResponse) { r.respond(resp) })
 }

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -58,7 +59,6 @@ type groupShard struct {
 	leaderEpoch int32
 	p           *replica.Partition
 	shard       *group.Shard
-	loadRetry   bool
 }
 
 // groupCoordinator is the broker's group state.
@@ -363,12 +363,10 @@ func (b *Broker) groupClient(r *request) group.Client {
 	return c
 }
 
-// hostOf is the host part of "host:port".
+// hostOf is the host part of "host:port" (package net is not core's).
 func hostOf(addr string) string {
-	for i := len(addr) - 1; i >= 0; i-- {
-		if addr[i] == ':' {
-			return addr[:i]
-		}
+	if i := strings.LastIndexByte(addr, ':'); i >= 0 {
+		return addr[:i]
 	}
 	return addr
 }

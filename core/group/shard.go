@@ -105,13 +105,9 @@ func NewShard(e env.Env, log *slog.Logger, cfg Config) *Shard {
 	return &Shard{e: e, cfg: cfg.withDefaults(), log: log, groups: map[string]*Group{}}
 }
 
-// Errors a shard's callers map to Kafka's codes.
-var (
-	// ErrLoading: COORDINATOR_LOAD_IN_PROGRESS.
-	ErrLoading = errors.New("group: the coordinator is loading")
-	// ErrNotCoordinator: NOT_COORDINATOR.
-	ErrNotCoordinator = errors.New("group: not the coordinator")
-)
+// ErrNotCoordinator is a write's error once the shard was unloaded
+// (NOT_COORDINATOR).
+var ErrNotCoordinator = errors.New("group: not the coordinator")
 
 // check returns the error code a request gets before its group is looked
 // at: loading or unloaded.

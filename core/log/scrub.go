@@ -77,17 +77,15 @@ type ScrubResult struct {
 //
 // A batch's CRC does not cover its base offset or its partition leader
 // epoch, so a bit flipped there passes it: Scrub also requires leader
-// epochs never to decrease, and, with contiguous set, every batch of a
-// segment to start where the one before it ended, and its first at its
-// base offset (or at the checkpointed log start offset, where a replica
-// that began at its leader's log start appended into a segment based
-// lower). Only a log that was
-// never compacted here or on a leader it copied from may be held to that
-// (compaction leaves gaps): a log opened with a compacting policy has a
-// .compacted marker (Open), and is not held to it whatever contiguous
-// says.
-func Scrub(e env.Env, dir string, contiguous bool, done func(ScrubResult, error)) (stop func()) {
-	sc := &scrub{e: e, disk: e.Disk(), dir: dir, done: done, contiguous: contiguous, epoch: -1}
+// epochs never to decrease and, in a log that was never compacted, every
+// batch of a segment to start where the one before it ended, and its
+// first at its base offset (or at the checkpointed log start offset,
+// where a replica that began at its leader's log start appended into a
+// segment based lower). A log opened with a compacting policy, here or on
+// a leader it copied cleaned segments from, may hold gaps: it has a
+// .compacted marker (Open), and is not held to contiguous offsets.
+func Scrub(e env.Env, dir string, done func(ScrubResult, error)) (stop func()) {
+	sc := &scrub{e: e, disk: e.Disk(), dir: dir, done: done, contiguous: true, epoch: -1}
 	e.Post(sc.start)
 	return func() { sc.stopped = true }
 }

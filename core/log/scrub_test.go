@@ -1,6 +1,7 @@
 package log_test
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -8,20 +9,33 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/strata-log/strata/core/env"
 	"github.com/strata-log/strata/core/log"
 	"github.com/strata-log/strata/core/record"
 	"github.com/strata-log/strata/sim"
 )
 
-// scrub runs log.Scrub on the test directory (a log held to contiguous
-// offsets) and returns what it found.
+// scrub runs log.Scrub on the test directory (a log never compacted) and
+// returns what it found.
 func (r *rig) scrub() (log.ScrubResult, error) { return r.scrubWith(true) }
 
+// scrubWith scrubs as scrub does, as a log that may have been compacted
+// (a .compacted marker) unless contiguous.
 func (r *rig) scrubWith(contiguous bool) (log.ScrubResult, error) {
 	r.t.Helper()
+	marker := testDir + "/.compacted"
+	if contiguous {
+		if err := r.e.Disk().Remove(marker); err != nil && !errors.Is(err, env.ErrNotExist) {
+			require.NoError(r.t, err)
+		}
+	} else {
+		f, err := r.e.Disk().Open(marker, true)
+		require.NoError(r.t, err)
+		require.NoError(r.t, f.Close())
+	}
 	var res log.ScrubResult
 	err := r.wait(func(done func(error)) {
-		log.Scrub(r.e, testDir, contiguous, func(got log.ScrubResult, err error) {
+		log.Scrub(r.e, testDir, func(got log.ScrubResult, err error) {
 			res = got
 			done(err)
 		})
@@ -239,7 +253,7 @@ func TestScrubMarkers(t *testing.T) {
 func TestScrubStopped(t *testing.T) {
 	r, _ := corruptionRig(t)
 	called := false
-	stop := log.Scrub(r.e, testDir, true, func(log.ScrubResult, error) { called = true })
+	stop := log.Scrub(r.e, testDir, func(log.ScrubResult, error) { called = true })
 	stop()
 	r.run(time.Second)
 	require.False(t, called)
@@ -250,7 +264,7 @@ func TestScrubMissingDirectory(t *testing.T) {
 	r := newRig(t, 5, smallConfig())
 	var res log.ScrubResult
 	err := r.wait(func(done func(error)) {
-		log.Scrub(r.e, "data/none-0", true, func(got log.ScrubResult, err error) { res = got; done(err) })
+		log.Scrub(r.e, "data/none-0", func(got log.ScrubResult, err error) { res = got; done(err) })
 	})
 	require.NoError(t, err)
 	require.False(t, res.Damaged)

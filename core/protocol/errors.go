@@ -74,6 +74,14 @@ func ErrorResponse(req kmsg.Request, err *kerr.Error, msg string) kmsg.Response 
 		resp := r.ResponseKind().(*kmsg.DescribeQuorumResponse)
 		resp.ErrorCode, resp.ErrorMessage = code, m // the message is encoded from v2
 		return resp
+	case *kmsg.JoinGroupRequest:
+		resp := r.ResponseKind().(*kmsg.JoinGroupResponse)
+		resp.ErrorCode, resp.Generation = code, -1
+		return resp
+	case *kmsg.OffsetDeleteRequest:
+		resp := r.ResponseKind().(*kmsg.OffsetDeleteResponse)
+		resp.ErrorCode = code
+		return resp
 	case *kmsg.SyncGroupRequest:
 		resp := r.ResponseKind().(*kmsg.SyncGroupResponse)
 		resp.ErrorCode = code

@@ -104,6 +104,9 @@ func TestErrorResponseCoversEveryKind(t *testing.T) {
 		&kmsg.ListOffsetsRequest{Topics: []kmsg.ListOffsetsRequestTopic{{Topic: "t", Partitions: []kmsg.ListOffsetsRequestTopicPartition{{Partition: 2}}}}},
 		&kmsg.DeleteRecordsRequest{Topics: []kmsg.DeleteRecordsRequestTopic{{Topic: "t", Partitions: []kmsg.DeleteRecordsRequestTopicPartition{{Partition: 2}}}}},
 		&kmsg.OffsetForLeaderEpochRequest{Topics: []kmsg.OffsetForLeaderEpochRequestTopic{{Topic: "t", Partitions: []kmsg.OffsetForLeaderEpochRequestTopicPartition{{Partition: 2}}}}},
+		kmsg.NewPtrJoinGroupRequest(), kmsg.NewPtrSyncGroupRequest(), kmsg.NewPtrHeartbeatRequest(),
+		kmsg.NewPtrLeaveGroupRequest(), kmsg.NewPtrOffsetDeleteRequest(),
+		&kmsg.OffsetCommitRequest{Topics: []kmsg.OffsetCommitRequestTopic{{Topic: "t", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 2}}}}},
 	}
 	for _, req := range reqs {
 		resp := ErrorResponse(req, kerr.NotController, "why")
@@ -114,7 +117,7 @@ func TestErrorResponseCoversEveryKind(t *testing.T) {
 		code := kbin.AppendInt16(nil, kerr.NotController.Code)
 		require.Contains(t, string(enc), string(code), "%s carries no error code", kmsg.NameForKey(req.Key()))
 	}
-	require.Panics(t, func() { ErrorResponse(kmsg.NewPtrJoinGroupRequest(), kerr.NotController, "") })
+	require.Panics(t, func() { ErrorResponse(kmsg.NewPtrEndTxnRequest(), kerr.NotController, "") })
 }
 
 // clientPair runs a Client on one simulated process against a server

@@ -139,6 +139,18 @@ func TestAcksAllAfterTheISRShrankOrTheLeaderMoved(t *testing.T) {
 
 func leaderPtr(id int32) *int32 { return &id }
 
+// newAlterRig is newRig for a registered broker (epoch 1) whose
+// AlterPartition requests go to alter.
+func newAlterRig(t *testing.T, seed uint64, alter func(*kmsg.AlterPartitionRequest, func(kmsg.Response, error))) *rig {
+	r := &rig{t: t, s: sim.New(sim.Config{Seed: seed}), img: meta.Empty()}
+	r.cfg = Config{NodeID: testNode, ReopenBackoff: 100 * time.Millisecond, AlterPartition: alter,
+		BrokerEpoch: func() int64 { return 1 }}
+	r.p = r.s.AddProcess("b1", func(e env.Env) { r.e = e; r.m = NewManager(e, r.cfg) })
+	r.p.Start()
+	r.run(0)
+	return r
+}
+
 // Followers fetch the leader's log end, fsynced or not, so that the
 // leader's fsync and theirs run at once. A leader whose log fails reopens
 // without what it had not fsynced: if a follower fetched that tail, the
@@ -148,15 +160,9 @@ func leaderPtr(id int32) *int32 { return &id }
 // later passed for the leader's).
 func TestLeaderThatLostATailResignsItsEpoch(t *testing.T) {
 	var sent []*kmsg.AlterPartitionRequest
-	r := &rig{t: t, s: sim.New(sim.Config{Seed: 4}), img: meta.Empty()}
-	r.cfg = Config{NodeID: testNode, ReopenBackoff: 100 * time.Millisecond,
-		AlterPartition: func(req *kmsg.AlterPartitionRequest, done func(kmsg.Response, error)) {
-			sent = append(sent, req)
-		},
-		BrokerEpoch: func() int64 { return 1 }}
-	r.p = r.s.AddProcess("b1", func(e env.Env) { r.e = e; r.m = NewManager(e, r.cfg) })
-	r.p.Start()
-	r.run(0)
+	r := newAlterRig(t, 4, func(req *kmsg.AlterPartitionRequest, done func(kmsg.Response, error)) {
+		sent = append(sent, req)
+	})
 	r.createReplicated("t", topicID(1), []int32{1, 2}, []int32{1, 2}, 1, nil)
 	p := r.online("t", 0)
 	epoch := p.LeaderEpoch()
@@ -221,15 +227,9 @@ func TestLeaderThatLostATailResignsItsEpoch(t *testing.T) {
 func TestUnknownISRChangeKeepsTheMaximalISR(t *testing.T) {
 	var sent []*kmsg.AlterPartitionRequest
 	var answers []func(kmsg.Response, error)
-	r := &rig{t: t, s: sim.New(sim.Config{Seed: 6}), img: meta.Empty()}
-	r.cfg = Config{NodeID: testNode, ReopenBackoff: 100 * time.Millisecond,
-		AlterPartition: func(req *kmsg.AlterPartitionRequest, done func(kmsg.Response, error)) {
-			sent, answers = append(sent, req), append(answers, done)
-		},
-		BrokerEpoch: func() int64 { return 1 }}
-	r.p = r.s.AddProcess("b1", func(e env.Env) { r.e = e; r.m = NewManager(e, r.cfg) })
-	r.p.Start()
-	r.run(0)
+	r := newAlterRig(t, 6, func(req *kmsg.AlterPartitionRequest, done func(kmsg.Response, error)) {
+		sent, answers = append(sent, req), append(answers, done)
+	})
 	r.createReplicated("t", topicID(1), []int32{1, 2, 3}, []int32{1, 2}, 1, nil)
 	p := r.online("t", 0)
 	r.produceAsync(p, batch(t, 3), -1)
@@ -264,15 +264,9 @@ func TestUnknownISRChangeKeepsTheMaximalISR(t *testing.T) {
 // 190, and was later elected).
 func TestReopenedLeaderKeepsItsHighWatermark(t *testing.T) {
 	var sent []*kmsg.AlterPartitionRequest
-	r := &rig{t: t, s: sim.New(sim.Config{Seed: 7}), img: meta.Empty()}
-	r.cfg = Config{NodeID: testNode, ReopenBackoff: 100 * time.Millisecond,
-		AlterPartition: func(req *kmsg.AlterPartitionRequest, done func(kmsg.Response, error)) {
-			sent = append(sent, req)
-		},
-		BrokerEpoch: func() int64 { return 1 }}
-	r.p = r.s.AddProcess("b1", func(e env.Env) { r.e = e; r.m = NewManager(e, r.cfg) })
-	r.p.Start()
-	r.run(0)
+	r := newAlterRig(t, 7, func(req *kmsg.AlterPartitionRequest, done func(kmsg.Response, error)) {
+		sent = append(sent, req)
+	})
 	r.createReplicated("t", topicID(1), []int32{1, 2, 3}, []int32{1, 2}, 1, map[string]string{"min.insync.replicas": "2"})
 	p := r.online("t", 0)
 	r.produceAsync(p, batch(t, 6), -1)

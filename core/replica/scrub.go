@@ -79,7 +79,7 @@ func (sc *scrubAll) next() {
 	}
 	dir := sc.dirs[sc.i]
 	sc.i++
-	sc.stopScrub = log.Scrub(sc.m.e, dir, true, func(res log.ScrubResult, err error) {
+	sc.stopScrub = log.Scrub(sc.m.e, dir, func(res log.ScrubResult, err error) {
 		sc.stopScrub = nil
 		sc.bytes += res.Bytes
 		sc.bytesRead.Add(float64(res.Bytes))
