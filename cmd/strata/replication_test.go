@@ -114,6 +114,7 @@ func TestReplicationProcesses(t *testing.T) {
 			require.Len(t, lines, 2, "both partitions are under-replicated:\n%s", out)
 			for _, l := range lines {
 				require.Contains(t, l, fmt.Sprintf("Offline: %d", leader), l)
+				require.Contains(t, l, "\tElr: \tLastKnownElr: \t", "two of three in sync: no ELR")
 				isr := strings.Fields(strings.SplitN(l, "Isr: ", 2)[1])[0]
 				require.NotContains(t, isr, fmt.Sprint(leader), l)
 			}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -86,6 +87,8 @@ type adminFlags struct {
 	name      string // "topic create", for messages
 	bootstrap *string
 	timeout   *time.Duration
+	// cl is the client run made, for requests kadm has no call for.
+	cl *kgo.Client
 }
 
 // newAdminFlagSet is a flag set named "strata <name>" with
@@ -140,6 +143,7 @@ func (af *adminFlags) run(ctx context.Context, stderr io.Writer, do func(ctx con
 		return exitError
 	}
 	defer cl.Close()
+	af.cl = cl
 	adm := kadm.NewClient(cl)
 	adm.SetTimeoutMillis(int32(min(*af.timeout, time.Duration(1<<31-1)*time.Millisecond) / time.Millisecond))
 	ctx, cancel := context.WithTimeout(ctx, *af.timeout)
@@ -273,6 +277,7 @@ func topicDescribe(ctx context.Context, args []string, stdout, stderr io.Writer)
 		if cfgErr != nil {
 			code = af.fail(stderr, "configs: %s", kafkaError(cfgErr, ""))
 		}
+		elrs := describeELRs(ctx, af.cl, found)
 		for _, name := range found {
 			td := topics[name]
 			rc := configs[name]
@@ -280,13 +285,13 @@ func topicDescribe(ctx context.Context, args []string, stdout, stderr io.Writer)
 				code = af.fail(stderr, "topic %q configs: %s", name, kafkaError(rc.Err, rc.ErrMessage))
 			}
 			if !underReplicated && !underMinISR && !unavailable {
-				printTopicDescription(stdout, td, rc.Configs)
+				printTopicDescription(stdout, td, rc.Configs, elrs)
 				continue
 			}
 			minISR := minInsyncReplicas(rc.Configs)
 			for _, p := range td.Partitions.Sorted() {
 				if underReplicated && len(p.ISR) < len(p.Replicas) || underMinISR && len(p.ISR) < minISR || unavailable && p.Leader < 0 {
-					printPartitionLine(stdout, td.Topic, p)
+					printPartitionLine(stdout, td.Topic, p, elrs)
 				}
 			}
 		}
@@ -313,7 +318,7 @@ func describedConfigs(ctx context.Context, adm *kadm.Client, topics []string) (m
 // printTopicDescription prints kafka-topics.sh --describe's lines for one
 // topic, with LeaderEpoch and Offline on every partition line. Configs are
 // those whose source is not the default, as kafka-topics.sh shows.
-func printTopicDescription(w io.Writer, td kadm.TopicDetail, configs []kadm.Config) {
+func printTopicDescription(w io.Writer, td kadm.TopicDetail, configs []kadm.Config, elrs map[topicPartition]partitionELRs) {
 	var set []string
 	for _, c := range configs {
 		if c.Source == kmsg.ConfigSourceDefaultConfig || c.Source == kmsg.ConfigSourceUnknown {
@@ -332,19 +337,24 @@ func printTopicDescription(w io.Writer, td kadm.TopicDetail, configs []kadm.Conf
 	fmt.Fprintf(w, "Topic: %s\tTopicId: %s\tPartitionCount: %d\tReplicationFactor: %d\tConfigs: %s\n",
 		td.Topic, base64.RawURLEncoding.EncodeToString(td.ID[:]), len(td.Partitions), td.Partitions.NumReplicas(), strings.Join(set, ","))
 	for _, p := range td.Partitions.Sorted() {
-		printPartitionLine(w, td.Topic, p)
+		printPartitionLine(w, td.Topic, p, elrs)
 	}
 }
 
 // printPartitionLine prints kafka-topics.sh --describe's line for one
-// partition.
-func printPartitionLine(w io.Writer, topic string, p kadm.PartitionDetail) {
+// partition, with its Elr and LastKnownElr when DescribeTopicPartitions
+// told them (elrs).
+func printPartitionLine(w io.Writer, topic string, p kadm.PartitionDetail, elrs map[topicPartition]partitionELRs) {
 	leader := "none"
 	if p.Leader >= 0 {
 		leader = strconv.Itoa(int(p.Leader))
 	}
-	fmt.Fprintf(w, "\tTopic: %s\tPartition: %d\tLeader: %s\tLeaderEpoch: %d\tReplicas: %s\tIsr: %s\tOffline: %s",
-		topic, p.Partition, leader, p.LeaderEpoch, joinIDs(p.Replicas), joinIDs(p.ISR), joinIDs(p.OfflineReplicas))
+	fmt.Fprintf(w, "\tTopic: %s\tPartition: %d\tLeader: %s\tLeaderEpoch: %d\tReplicas: %s\tIsr: %s",
+		topic, p.Partition, leader, p.LeaderEpoch, joinIDs(p.Replicas), joinIDs(p.ISR))
+	if e, ok := elrs[topicPartition{topic, p.Partition}]; ok {
+		fmt.Fprintf(w, "\tElr: %s\tLastKnownElr: %s", joinIDs(e.elr), joinIDs(e.lastKnown))
+	}
+	fmt.Fprintf(w, "\tOffline: %s", joinIDs(p.OfflineReplicas))
 	if p.Err != nil {
 		fmt.Fprintf(w, "\tError: %s", kafkaError(p.Err, ""))
 	}
@@ -467,4 +477,57 @@ func topicDelete(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		}
 		return code
 	})
+}
+
+type topicPartition struct {
+	topic     string
+	partition int32
+}
+
+// partitionELRs are a partition's eligible leader replicas and last known
+// ELR (KIP-966).
+type partitionELRs struct {
+	elr, lastKnown []int32
+}
+
+// describeTopicPartitionsLimit is the partitions asked per
+// DescribeTopicPartitions request (Kafka's default response limit).
+const describeTopicPartitionsLimit = 2000
+
+// describeELRs asks DescribeTopicPartitions (KIP-966) for the topics'
+// ELRs, following its cursor. A broker without it (or any failure) gives
+// none, and the lines go without the two columns, as kafka-topics.sh
+// prints them only when it used that request.
+func describeELRs(ctx context.Context, cl *kgo.Client, topics []string) map[topicPartition]partitionELRs {
+	if cl == nil || len(topics) == 0 {
+		return nil
+	}
+	out := map[topicPartition]partitionELRs{}
+	req := kmsg.NewPtrDescribeTopicPartitionsRequest()
+	req.ResponsePartitionLimit = describeTopicPartitionsLimit
+	for _, t := range topics {
+		rt := kmsg.NewDescribeTopicPartitionsRequestTopic()
+		rt.Topic = t
+		req.Topics = append(req.Topics, rt)
+	}
+	for {
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			return nil
+		}
+		for _, t := range resp.Topics {
+			if t.ErrorCode != 0 || t.Topic == nil {
+				continue
+			}
+			for _, p := range t.Partitions {
+				out[topicPartition{*t.Topic, p.Partition}] = partitionELRs{elr: p.EligibleLeaderReplicas, lastKnown: p.LastKnownELR}
+			}
+		}
+		if resp.NextCursor == nil {
+			return out
+		}
+		c := kmsg.NewDescribeTopicPartitionsRequestCursor()
+		c.Topic, c.Partition = resp.NextCursor.Topic, resp.NextCursor.Partition
+		req.Cursor = &c
+	}
 }

@@ -400,28 +400,39 @@ func (c *Controller) moveAway(b **batch, id int32) {
 }
 
 // forgetReplicas adds the partition changes that take a re-registering
-// broker whose data directory does not remember its registrations
-// (PreviousBrokerEpoch -1: a replaced disk, a wiped directory) out of
-// every eligible leader replica set: its replicas start empty, and an
-// ELR member is elected on the promise that it holds every committed
-// record. (Kafka, KIP-966, does so after any unclean shutdown, since it
-// does not fsync; Strata's acknowledged records are fsynced, so only a
-// directory that lost them counts.) Its other ISR places went when it was
-// fenced or replaced (moveAway); as an ISR's last member it is replaced
-// by the first eligible leader replica, which holds every committed
-// record and leads if it can, since the ISR is never empty. With no
-// eligible replica it stays: an ISR of one at min.insync.replicas 1 held
-// the committed records nowhere else.
+// broker whose data directory may have lost records (PreviousBrokerEpoch
+// -1: a replaced disk, a wiped directory, or damage the start-up scrub
+// found) out of every eligible leader replica set: an ELR member is
+// elected on the promise that it holds every committed record. (Kafka,
+// KIP-966, does so after any unclean shutdown, since it does not fsync;
+// Strata's acknowledged records are fsynced, so only a directory that may
+// have lost them counts.) Its other ISR places went when it was fenced or
+// replaced (moveAway); as an ISR's last member it is replaced by the
+// first eligible leader replica, which holds every committed record and
+// leads if it can, since the ISR is never empty.
+//
+// A forgotten broker joins the partition's LastKnownELR: it held every
+// committed record once, and may still (after a power loss the scrub
+// cannot tell a torn tail, which loses nothing committed, from damage).
+// With no eligible replica left, the ISR's last member stays, and if the
+// LastKnownELR holds others it joins it too: a leader listed in its own
+// partition's LastKnownELR is recovering (Strata's unclean recovery,
+// core/replica recovery.go): it serves nothing until every other member
+// has told it its log end (a fetch), then leads on, or hands the
+// leadership to the member with the longest log (recoverPartition). With
+// no one else to ask it simply stays: an ISR of one at min.insync.replicas
+// 1 held the committed records nowhere else.
 func (c *Controller) forgetReplicas(b **batch, id int32) {
 	acceptable := acceptableLeaders(c.spec, id, meta.NoLeader)
 	for t := range c.spec.Topics() {
 		for p := range t.Partitions() {
 			inELR := slices.Contains(p.ELR, id)
 			lastISR := len(p.ISR) == 1 && p.ISR[0] == id
-			if !inELR && !(lastISR && len(p.ELR) > 0) {
+			elr := slices.DeleteFunc(slices.Clone(p.ELR), func(r int32) bool { return r == id })
+			others := slices.DeleteFunc(slices.Clone(p.LastKnownELR), func(r int32) bool { return r == id })
+			if !inELR && !(lastISR && (len(elr) > 0 || len(others) > 0)) {
 				continue
 			}
-			elr := slices.DeleteFunc(slices.Clone(p.ELR), func(r int32) bool { return r == id })
 			rec := &meta.PartitionChangeRecord{TopicID: t.ID(), Partition: p.ID}
 			if lastISR && len(elr) > 0 {
 				rec.ISR, elr = []int32{elr[0]}, elr[1:]
@@ -433,7 +444,15 @@ func (c *Controller) forgetReplicas(b **batch, id int32) {
 					rec.Leader = &leader
 				}
 			}
-			rec.ELR = append([]int32{}, elr...) // non-nil: an empty list clears it
+			if !slices.Equal(elr, p.ELR) {
+				rec.ELR = append([]int32{}, elr...) // non-nil: an empty list clears it
+			}
+			if !slices.Contains(p.LastKnownELR, id) {
+				rec.LastKnownELR = append(slices.Clone(p.LastKnownELR), id)
+			}
+			if rec.ISR == nil && rec.Leader == nil && rec.ELR == nil && rec.LastKnownELR == nil {
+				continue
+			}
 			c.addSplit(b, rec)
 		}
 	}

@@ -511,3 +511,143 @@ func TestSuspectBrokerFencesAtOnce(t *testing.T) {
 	require.NotContains(t, p.ISR, int32(1))
 	require.False(t, h.c.SuspectBroker(h.now, 1), "fenced already")
 }
+
+// Forgotten replicas join the LastKnownELR. When the ISR's last member is
+// forgotten too and no eligible replica is left, it stays, listed in the
+// LastKnownELR: leading, it recovers (core/replica recovery.go). Its
+// AlterPartition naming another member hands the leadership to it (once
+// that member is active); one with its ISR unchanged ends the recovery.
+// Either clears the LastKnownELR (replicated seeds 573 and 771 with
+// -damage-logs: the damaged last member led with its cut log).
+func TestForgottenLastISRMemberRecovers(t *testing.T) {
+	h := newCluster(t, Config{}, 3)
+	h.mustCreate(topicSpec{name: "t", assignment: [][]int32{{1, 2, 3}}, partitions: -1, rf: -1,
+		configs: map[string]string{"min.insync.replicas": "2"}})
+	id := h.topicID("t")
+	alter := func(broker int32, isr ...int32) int16 {
+		t.Helper()
+		p := h.partition("t", 0)
+		resp := h.do(alterReq(2, broker, h.epochs[broker], "t", id, 0, p.LeaderEpoch, p.PartitionEpoch, isr...)).(*kmsg.AlterPartitionResponse)
+		h.commitAll()
+		return resp.Topics[0].Partitions[0].ErrorCode
+	}
+	require.Zero(t, alter(1, 1, 2))
+	require.Zero(t, alter(1, 1))
+	require.Equal(t, []int32{2}, h.partition("t", 0).ELR)
+
+	// Every broker loses power; 2 and then 1 come back with damage the
+	// scrub found (PreviousBrokerEpoch -1).
+	for _, b := range []int32{3, 2, 1} {
+		h.do(heartbeatReq(b, h.epochs[b], h.committed, true, false))
+		h.commitAll()
+	}
+	rejoin := func(b int32, incarnation string) {
+		t.Helper()
+		r := h.do(registration(b, incarnation)).(*kmsg.BrokerRegistrationResponse)
+		require.Zero(t, r.ErrorCode, errName(r.ErrorCode))
+		h.epochs[b] = r.BrokerEpoch
+		h.commitAll()
+	}
+	rejoin(2, "damaged-2")
+	p := h.partition("t", 0)
+	require.Empty(t, p.ELR)
+	require.Equal(t, []int32{2}, p.LastKnownELR, "forgotten, not lost: 2 may hold every committed record")
+	rejoin(1, "damaged-1")
+	p = h.partition("t", 0)
+	require.Equal(t, []int32{1}, p.ISR, "the ISR is never empty")
+	require.Equal(t, []int32{2, 1}, p.LastKnownELR)
+
+	hb := h.do(heartbeatReq(1, h.epochs[1], h.committed, false, false)).(*kmsg.BrokerHeartbeatResponse)
+	require.Zero(t, hb.ErrorCode)
+	h.commitAll()
+	p = h.partition("t", 0)
+	require.Equal(t, int32(1), p.Leader)
+	require.True(t, recovering(&p))
+	require.Equal(t, kerr.InvalidRequest.Code, alter(1, 3), "3 is not in the LastKnownELR")
+	require.Equal(t, kerr.IneligibleReplica.Code, alter(1, 2), "2 is fenced")
+
+	hb = h.do(heartbeatReq(2, h.epochs[2], h.committed, false, false)).(*kmsg.BrokerHeartbeatResponse)
+	require.Zero(t, hb.ErrorCode)
+	h.commitAll()
+	require.Equal(t, kerr.InvalidRequest.Code, alter(1, 1, 2), "a recovering leader grows no ISR")
+	epoch := h.partition("t", 0).LeaderEpoch
+	require.Zero(t, alter(1, 2), "2 claimed the longer log")
+	p = h.partition("t", 0)
+	require.Equal(t, int32(2), p.Leader)
+	require.Equal(t, epoch+1, p.LeaderEpoch)
+	require.Equal(t, []int32{2}, p.ISR)
+	require.Empty(t, p.LastKnownELR)
+	require.False(t, recovering(&p))
+}
+
+// A recovering leader whose own log is the longest proposes its ISR
+// unchanged: it leads on, in the same epoch, and the LastKnownELR clears.
+func TestRecoveringLeaderRecovered(t *testing.T) {
+	h := newCluster(t, Config{}, 2)
+	h.mustCreate(topicSpec{name: "t", assignment: [][]int32{{1, 2}}, partitions: -1, rf: -1,
+		configs: map[string]string{"min.insync.replicas": "2"}})
+	id := h.topicID("t")
+	p := h.partition("t", 0)
+	resp := h.do(alterReq(2, 1, h.epochs[1], "t", id, 0, p.LeaderEpoch, p.PartitionEpoch, 1)).(*kmsg.AlterPartitionResponse)
+	require.Zero(t, resp.Topics[0].Partitions[0].ErrorCode)
+	h.commitAll()
+	for _, b := range []int32{2, 1} {
+		h.do(heartbeatReq(b, h.epochs[b], h.committed, true, false))
+		h.commitAll()
+	}
+	for _, b := range []int32{2, 1} {
+		r := h.do(registration(b, "again")).(*kmsg.BrokerRegistrationResponse)
+		require.Zero(t, r.ErrorCode, errName(r.ErrorCode))
+		h.epochs[b] = r.BrokerEpoch
+		h.commitAll()
+		h.do(heartbeatReq(b, h.epochs[b], h.committed, false, false))
+		h.commitAll()
+	}
+	p = h.partition("t", 0)
+	require.Equal(t, int32(1), p.Leader)
+	require.True(t, recovering(&p))
+	resp = h.do(alterReq(2, 1, h.epochs[1], "t", id, 0, p.LeaderEpoch, p.PartitionEpoch, 1)).(*kmsg.AlterPartitionResponse)
+	require.Zero(t, resp.Topics[0].Partitions[0].ErrorCode)
+	h.commitAll()
+	q := h.partition("t", 0)
+	require.Equal(t, p.LeaderEpoch, q.LeaderEpoch)
+	require.Empty(t, q.LastKnownELR)
+	require.False(t, recovering(&q))
+
+	// Back at min.insync.replicas later, nothing is left to recover.
+	resp = h.do(alterReq(2, 1, h.epochs[1], "t", id, 0, q.LeaderEpoch, q.PartitionEpoch, 1, 2)).(*kmsg.AlterPartitionResponse)
+	require.Zero(t, resp.Topics[0].Partitions[0].ErrorCode)
+}
+
+// An operator who gives up on a LastKnownELR member that never comes back
+// asks for an unclean election: the recovering leader serves its own log,
+// counted as unclean.
+func TestUncleanElectionEndsARecovery(t *testing.T) {
+	var told []int32
+	h := newCluster(t, Config{OnUncleanElection: func(_ string, _, leader int32) { told = append(told, leader) }}, 2)
+	h.mustCreate(topicSpec{name: "t", assignment: [][]int32{{1, 2}}, partitions: -1, rf: -1,
+		configs: map[string]string{"min.insync.replicas": "2"}})
+	p := h.partition("t", 0)
+	h.do(alterReq(2, 1, h.epochs[1], "t", h.topicID("t"), 0, p.LeaderEpoch, p.PartitionEpoch, 1))
+	h.commitAll()
+	for _, b := range []int32{2, 1} {
+		h.do(heartbeatReq(b, h.epochs[b], h.committed, true, false))
+		h.commitAll()
+	}
+	for _, b := range []int32{2, 1} {
+		r := h.do(registration(b, "again")).(*kmsg.BrokerRegistrationResponse)
+		require.Zero(t, r.ErrorCode, errName(r.ErrorCode))
+		h.epochs[b] = r.BrokerEpoch
+		h.commitAll()
+	}
+	h.do(heartbeatReq(1, h.epochs[1], h.committed, false, false)) // 2 stays away
+	h.commitAll()
+	p = h.partition("t", 0)
+	require.True(t, recovering(&p))
+	require.Equal(t, []int16{0}, electCodes(h.do(electReq(electUnclean, "t", 0))))
+	h.commitAll()
+	p = h.partition("t", 0)
+	require.False(t, recovering(&p))
+	require.Equal(t, int32(1), p.Leader)
+	require.Equal(t, []int32{1}, told)
+}

@@ -98,8 +98,17 @@ func (c *Controller) electPreferred(b **batch, ti *meta.TopicImage, p *meta.Part
 
 // electUnclean gives a leaderless partition a leader: from the ISR or
 // the eligible leader replicas first, else any active replica, with an
-// ISR of itself (counted and logged as unclean).
+// ISR of itself (counted and logged as unclean). A recovering leader
+// (waiting for a member of the LastKnownELR that may never come back)
+// stops recovering and serves its own log, also counted as unclean.
 func (c *Controller) electUnclean(b **batch, ti *meta.TopicImage, p *meta.Partition, acceptable func(int32) bool) (*kerr.Error, string) {
+	if recovering(p) {
+		c.addSplit(b, &meta.PartitionChangeRecord{TopicID: ti.ID(), Partition: p.ID, LastKnownELR: []int32{}})
+		if c.cfg.OnUncleanElection != nil {
+			c.cfg.OnUncleanElection(ti.Name(), p.ID, p.Leader)
+		}
+		return nil, ""
+	}
 	if p.Leader != meta.NoLeader {
 		return kerr.ElectionNotNeeded, fmt.Sprintf("Broker %d leads already.", p.Leader)
 	}

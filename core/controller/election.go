@@ -121,6 +121,7 @@ func electChange(topic meta.UUID, p *meta.Partition, rules electionRules, unclea
 	}
 	elr := nextELR(p, isr, minISR)
 	acceptable := rules.acceptable
+	lastKnownCleared := false // an unclean leader recovers no one
 	leader := p.Leader
 	if leader == meta.NoLeader || !acceptable(leader) || !slices.Contains(isr, leader) {
 		leader = meta.NoLeader
@@ -144,7 +145,7 @@ func electChange(topic meta.UUID, p *meta.Partition, rules electionRules, unclea
 		if leader == meta.NoLeader && unclean {
 			for _, r := range p.Replicas {
 				if acceptable(r) {
-					leader, isr, elr = r, []int32{r}, nil
+					leader, isr, elr, lastKnownCleared = r, []int32{r}, nil, len(p.LastKnownELR) > 0
 					break
 				}
 			}
@@ -165,7 +166,7 @@ func electChange(topic meta.UUID, p *meta.Partition, rules electionRules, unclea
 		elr = slices.DeleteFunc(slices.Clone(elr), func(r int32) bool { return slices.Contains(isr, r) })
 	}
 	leaderChanged, isrChanged, elrChanged := leader != p.Leader, !slices.Equal(isr, p.ISR), !slices.Equal(elr, p.ELR)
-	if !leaderChanged && !isrChanged && !elrChanged {
+	if !leaderChanged && !isrChanged && !elrChanged && !lastKnownCleared {
 		return nil
 	}
 	rec := &meta.PartitionChangeRecord{TopicID: topic, Partition: p.ID}
@@ -177,6 +178,9 @@ func electChange(topic meta.UUID, p *meta.Partition, rules electionRules, unclea
 	}
 	if elrChanged {
 		rec.ELR = append([]int32{}, elr...) // non-nil: an empty list clears it
+	}
+	if lastKnownCleared {
+		rec.LastKnownELR = []int32{}
 	}
 	return rec
 }

@@ -243,16 +243,38 @@ func (c *Controller) alterOnePartition(b **batch, req *kmsg.AlterPartitionReques
 		}
 	}
 	if !slices.Contains(newISR, part.Leader) {
+		if recovering(&part) {
+			return c.handOffRecovery(b, req, topic, &part, pd, newISR)
+		}
 		return c.resignLeader(b, req, topic, &part, pd, newISR)
 	}
 	if e := c.checkAlterPartition(req, &part, pd, newISR, epochs); e != nil {
 		rp.ErrorCode = e.Code
 		return rp
 	}
+	if recovering(&part) {
+		// The recovering leader holds the longest log of its last known
+		// ELR: it leads on, no longer recovering. It proposes its ISR of
+		// one unchanged; anything else is refused.
+		if !slices.Equal(newISR, part.ISR) {
+			rp.ErrorCode = kerr.InvalidRequest.Code
+			return rp
+		}
+		c.addSplit(b, &meta.PartitionChangeRecord{TopicID: topic.ID(), Partition: part.ID, LastKnownELR: []int32{}})
+		rp.LeaderID, rp.LeaderEpoch, rp.PartitionEpoch = part.Leader, part.LeaderEpoch, part.PartitionEpoch+1
+		rp.ISR = slices.Clone(part.ISR)
+		return rp
+	}
 	if !slices.Equal(newISR, part.ISR) {
 		rec := &meta.PartitionChangeRecord{TopicID: topic.ID(), Partition: part.ID, ISR: slices.Clone(newISR)}
-		if elr := nextELR(&part, newISR, c.minInsyncReplicas(c.spec, topic.Name())); !slices.Equal(elr, part.ELR) {
+		minISR := c.minInsyncReplicas(c.spec, topic.Name())
+		if elr := nextELR(&part, newISR, minISR); !slices.Equal(elr, part.ELR) {
 			rec.ELR = append([]int32{}, elr...)
+		}
+		if len(newISR) >= minISR && len(part.LastKnownELR) > 0 {
+			// Back at min.insync.replicas: the ISR's members hold every
+			// committed record, and no one recovers from the forgotten.
+			rec.LastKnownELR = []int32{}
 		}
 		c.addSplit(b, rec)
 		if done := c.maybeCompleteReassignment(topic, &part, newISR); done != nil {
@@ -358,6 +380,48 @@ func (c *Controller) resignLeader(b **batch, req *kmsg.AlterPartitionRequest, to
 	c.addSplit(b, rec)
 	rp.LeaderID, rp.LeaderEpoch, rp.PartitionEpoch = leader, part.LeaderEpoch+1, part.PartitionEpoch+1
 	rp.ISR = slices.Clone(isr)
+	return rp
+}
+
+// recovering reports whether a partition's leader is recovering: it is
+// listed in the partition's LastKnownELR, as a forgotten replica (its
+// disk may have lost records) that stayed the ISR's last member
+// (forgetReplicas).
+func recovering(p *meta.Partition) bool {
+	return p.Leader != meta.NoLeader && slices.Contains(p.LastKnownELR, p.Leader)
+}
+
+// handOffRecovery handles a recovering leader's AlterPartition whose new
+// ISR is one other member of the LastKnownELR: that member told the
+// leader of a longer log (by last epoch, then log end; core/replica
+// recovery.go), so it holds every committed record the others held, and
+// leads in the next epoch with an ISR of itself, the recovery done.
+// Strata's own request shape, as resignLeader's: Kafka's unclean recovery
+// (KIP-966) asks the replicas from the controller instead.
+func (c *Controller) handOffRecovery(b **batch, req *kmsg.AlterPartitionRequest, topic *meta.TopicImage, part *meta.Partition, pd *kmsg.AlterPartitionRequestTopicPartition, newISR []int32) kmsg.AlterPartitionResponseTopicPartition {
+	rp := kmsg.NewAlterPartitionResponseTopicPartition()
+	rp.Partition = pd.Partition
+	if e := checkAlterFencing(req, part, pd); e != nil {
+		rp.ErrorCode = e.Code
+		return rp
+	}
+	if len(newISR) != 1 || !slices.Contains(part.LastKnownELR, newISR[0]) || !slices.Contains(part.Replicas, newISR[0]) {
+		rp.ErrorCode = kerr.InvalidRequest.Code
+		return rp
+	}
+	if br, ok := c.spec.Broker(newISR[0]); !ok || !active(&br) {
+		rp.ErrorCode = kerr.IneligibleReplica.Code
+		return rp
+	}
+	leader := newISR[0]
+	rec := &meta.PartitionChangeRecord{TopicID: topic.ID(), Partition: part.ID, Leader: &leader,
+		ISR: []int32{leader}, LastKnownELR: []int32{}}
+	if len(part.ELR) > 0 {
+		rec.ELR = []int32{}
+	}
+	c.addSplit(b, rec)
+	rp.LeaderID, rp.LeaderEpoch, rp.PartitionEpoch = leader, part.LeaderEpoch+1, part.PartitionEpoch+1
+	rp.ISR = []int32{leader}
 	return rp
 }
 

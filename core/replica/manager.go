@@ -189,7 +189,7 @@ func (m *Manager) host(ti *meta.TopicImage, part meta.Partition, cfg topicConfig
 		m: m, topic: ti.Name(), id: part.ID, topicID: ti.ID(), dir: dir,
 		log: m.log.With("partition", dir),
 		cfg: cfg, leader: part.Leader, leaderEpoch: part.LeaderEpoch, partitionEpoch: part.PartitionEpoch, pendingEpoch: -1, isr: slices.Clone(part.ISR),
-		replicas: slices.Clone(part.Replicas), tm: m.metrics.topicMetrics(ti.Name()),
+		replicas: slices.Clone(part.Replicas), lastKnownELR: slices.Clone(part.LastKnownELR), tm: m.metrics.topicMetrics(ti.Name()),
 	}
 	p.syncPartitionMetrics()
 	p.resetFollowers()

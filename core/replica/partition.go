@@ -62,6 +62,10 @@ type Partition struct {
 	leaderEpoch int32
 	isr         []int32
 	replicas    []int32
+	// lastKnownELR is the image's: the replicas forgotten as eligible
+	// leaders; leading while listed in it, this broker is recovering
+	// (recovery.go).
+	lastKnownELR []int32
 
 	state partState
 	l     *log.Log // nil unless opening or online
@@ -213,8 +217,21 @@ func (p *Partition) wake() {
 }
 
 // servable returns nil when the partition can serve a client request for
-// its data as leader, else why not.
+// its data as leader, else why not: a recovering leader serves only its
+// followers' claims (recovery.go).
 func (p *Partition) servable() error {
+	if err := p.servableToReplicas(); err != nil {
+		return err
+	}
+	if p.recovering() {
+		return fmt.Errorf("%w: %s is recovering: it compares its log with its last known ELR's before it serves", ErrNotLeader, p.dir)
+	}
+	return nil
+}
+
+// servableToReplicas returns nil when the partition can serve a replica
+// fetch as leader, else why not.
+func (p *Partition) servableToReplicas() error {
 	switch {
 	case p.state == stateFailed:
 		return fmt.Errorf("%w: %s: %v", ErrStorage, p.dir, p.failure)
@@ -294,6 +311,7 @@ func (p *Partition) update(part meta.Partition, cfg topicConfig) {
 	p.settleISR(part.PartitionEpoch)
 	p.isr = slices.Clone(part.ISR)
 	p.replicas = slices.Clone(part.Replicas)
+	p.lastKnownELR = slices.Clone(part.LastKnownELR)
 	switch {
 	case leaderChanged:
 		p.resetFollowers()
@@ -315,6 +333,7 @@ func (p *Partition) update(part meta.Partition, cfg topicConfig) {
 	if p.state == stateOnline {
 		// A new ISR (or flush policy) may move the high watermark.
 		p.advanceHighWatermark()
+		p.finishRecovery() // a member may have left the replicas
 	}
 	if leaderChanged {
 		p.wake()
@@ -377,6 +396,7 @@ func (p *Partition) goOnline(l *log.Log) {
 		"leader_epoch", p.leaderEpoch, "producers", p.producers.Len())
 	p.lostTail(l.LogEndOffset())
 	p.advanceHighWatermark()
+	p.finishRecovery()
 	p.wake()
 	p.releaseHeld()
 	if p.following() {

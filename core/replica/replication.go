@@ -47,6 +47,10 @@ type follower struct {
 	// sentEnd is the leader's log end at the last fetch that returned
 	// bytes: the follower may hold anything below it (see lostTail).
 	sentEnd int64
+	// claim is its log end as its last fetch in this leadership told a
+	// recovering leader (claimed: it fetched; recovery.go).
+	claim   logClaim
+	claimed bool
 }
 
 // resetFollowers starts a leadership: every other replica is unknown, and
@@ -95,11 +99,12 @@ func (p *Partition) replicatedHighWatermark(own int64) int64 {
 	if plant.Is(plant.HighWatermarkFromLogEnd) {
 		return p.l.LogEndOffset() // planted: neither durable nor replicated
 	}
-	if len(p.isr) < p.cfg.minInsyncReplicas {
+	if len(p.isr) < p.cfg.minInsyncReplicas || p.recovering() {
 		// KIP-966: with the ISR below min.insync.replicas the high
 		// watermark holds, so that the replicas that left the ISR (the
 		// controller's eligible leader replicas) hold every committed
-		// record and may lead.
+		// record and may lead. A recovering leader holds it too: its
+		// log may be the one cut short (recovery.go).
 		return -1
 	}
 	hw := own
@@ -144,7 +149,7 @@ type ReplicaFetchResult struct {
 // watermark.
 func (p *Partition) ReplicaFetch(replica int32, fetchOffset int64, lastFetchedEpoch, currentLeaderEpoch int32, maxBytes int) (ReplicaFetchResult, error) {
 	res := ReplicaFetchResult{Read: log.ReadResult{FirstOffset: -1}, HighWatermark: -1, LogStartOffset: -1}
-	if err := p.servable(); err != nil {
+	if err := p.servableToReplicas(); err != nil {
 		return res, err
 	}
 	if err := p.checkEpoch(currentLeaderEpoch); err != nil {
@@ -157,6 +162,12 @@ func (p *Partition) ReplicaFetch(replica int32, fetchOffset int64, lastFetchedEp
 	l := p.l
 	leo := l.LogEndOffset()
 	res.HighWatermark, res.LogStartOffset = l.HighWatermark(), l.LogStartOffset()
+	if p.recovering() {
+		// A claim, not a fetch: nothing is sent and nothing truncated
+		// until the longest log is known (recovery.go).
+		p.noteClaim(f, lastFetchedEpoch, fetchOffset)
+		return res, nil
+	}
 	if lastFetchedEpoch >= 0 && fetchOffset > l.LogStartOffset() {
 		// Our leadership's epoch starts at our log end if we have not
 		// appended in it yet (Kafka writes it to the epoch cache when it

@@ -29,7 +29,7 @@ func Log(o Options) sim.Summary {
 // workload and checks with every topic at replication factor 3 and
 // min.insync.replicas 2 (ISR replication, durable acks=all).
 func Replicated(o Options) sim.Summary {
-	sum, _ := runLog(o, logBugs{replicas: replicatedRF, pageCache: o.PageCache, damageLogs: o.DamageLogs})
+	sum, _ := runLog(o, logBugs{replicas: replicatedRF, pageCache: o.PageCache, damageLogs: !o.NoDamageLogs})
 	return sum
 }
 
@@ -38,7 +38,7 @@ func Replicated(o Options) sim.Summary {
 // factor 5 and min.insync.replicas 3, topic events at 3 and 2, and a
 // nemesis that may take two nodes down at once.
 func Replicated5(o Options) sim.Summary {
-	sum, _ := runLog(o, logBugs{replicas: replicated5RF, pageCache: o.PageCache, damageLogs: o.DamageLogs})
+	sum, _ := runLog(o, logBugs{replicas: replicated5RF, pageCache: o.PageCache, damageLogs: !o.NoDamageLogs})
 	return sum
 }
 
@@ -60,8 +60,8 @@ type logBugs struct {
 	// before it is fsynced, so a power loss takes back acknowledged
 	// records (check a).
 	pageCache bool
-	// damageLogs declares partition .log files survivable
-	// (Options.DamageLogs).
+	// damageLogs declares partition .log files survivable (the
+	// replicated scenarios' default; Options.NoDamageLogs).
 	damageLogs bool
 	// changeRecord makes the final read see a different value at the
 	// first offset of every partition (check b).
@@ -252,6 +252,10 @@ func runLog(o Options, bugs logBugs) (sim.Summary, *logHarness) {
 		// one replica, and every node is a voter.
 		mix = nemesis.DrawMixFor(s.Rand("nemesis/mix"), o.Nodes, nemesis.Promises{Outages: true, Voters: o.Nodes})
 	}
+	if bugs.damageLogs && bugs.rf() > 1 && len(mix.Disk.Damaged) > 0 {
+		h.logDamage = mix.Disk.Damaged[0]
+		h.declareSurvivable(h.logDamage)
+	}
 	nemesis.Start(s, h.procs, mix, o.FaultPhase)
 	if h.swarm.clientFaults > 0 && !o.NoFaults {
 		h.scheduleClientFault(s.Rand("log/client-faults"), healAt)
@@ -293,6 +297,24 @@ func runLog(o Options, bugs logBugs) (sim.Summary, *logHarness) {
 }
 
 // logHarness is one run of the log scenario.
+// declareSurvivable declares what node i's disk may damage at rest: the
+// index files, and on the node logDamage names also the partition .log
+// files (not latent errors, which show while the broker runs), unless
+// -no-damage-logs (docs/simulation.md, "Survivable files"). One node
+// only: a topic at replication factor 3 and min.insync.replicas 2 holds
+// an acknowledged record on two replicas, so damage on two of its three
+// (replicated5's damaged minority may be two nodes) can take it from
+// every copy that has it.
+func (h *logHarness) declareSurvivable(i int) {
+	d := h.procs[i].Disk()
+	if i == h.logDamage {
+		d.DeclareSurvivable(replicaFilesSurvivable)
+		d.DeclareLatentSurvivable(indexFilesSurvivable)
+		return
+	}
+	d.DeclareSurvivable(indexFilesSurvivable)
+}
+
 type logHarness struct {
 	// reassigns (the replicated scenario, one seed in two) runs partition
 	// reassignments from the admin client (logAdmin.reassignTick), drawn
@@ -302,10 +324,14 @@ type logHarness struct {
 	// strikes at the active controller during ISR changes (replicated
 	// scenarios, one seed in two).
 	strikes controllerStrikes
-	s       *sim.Sim
-	o       Options
-	bugs    logBugs
-	swarm   logSwarm
+	// logDamage is the node whose partition .log files may get damage at
+	// rest (bugs.damageLogs): the first of the nemesis's damaged ones, -1
+	// before the mix is drawn or without it.
+	logDamage int
+	s         *sim.Sim
+	o         Options
+	bugs      logBugs
+	swarm     logSwarm
 
 	names []string
 	procs []*sim.Process
@@ -345,7 +371,7 @@ type logHarness struct {
 }
 
 func newLogHarness(s *sim.Sim, o Options, bugs logBugs) *logHarness {
-	h := &logHarness{s: s, o: o, bugs: bugs, swarm: drawLogSwarm(s, bugs),
+	h := &logHarness{s: s, o: o, bugs: bugs, swarm: drawLogSwarm(s, bugs), logDamage: -1,
 		probes: map[linearizability.LogPartition]int64{}}
 	h.hist = linearizability.NewLogHistory(s.Now)
 	h.model = newLogModel()
@@ -387,17 +413,7 @@ func newLogHarness(s *sim.Sim, o Options, bugs logBugs) *logHarness {
 		}
 		p := s.AddProcess(h.names[i], func(e env.Env) {
 			h.servers[i] = nil
-			if bugs.damageLogs && bugs.rf() > 1 {
-				// -damage-logs: partition .log files get damage at rest
-				// (not latent errors, which show while the broker
-				// runs). Not the default: 2 of replicated seeds 1-1000
-				// (573, 771) still lose committed records with it
-				// (docs/simulation.md, "Survivable files").
-				h.procs[i].Disk().DeclareSurvivable(replicaFilesSurvivable)
-				h.procs[i].Disk().DeclareLatentSurvivable(indexFilesSurvivable)
-			} else {
-				h.procs[i].Disk().DeclareSurvivable(indexFilesSurvivable) // a replaced disk forgets it
-			}
+			h.declareSurvivable(i) // at every start: a replaced disk forgets it
 			scfg := scfg
 			scfg.Metrics = metrics.New()
 			h.registries[i] = scfg.Metrics

@@ -48,11 +48,11 @@ type Options struct {
 	// exposed before they are fsynced, so a correlated power loss can take
 	// acknowledged records back. The run shows what that mode permits.
 	PageCache bool
-	// DamageLogs (replicated, replicated5) declares partition segment
-	// files survivable too, so that the damaged minority's .log files get
-	// corruption and misdirected writes (not in make test: see
-	// docs/simulation.md, "Survivable files").
-	DamageLogs bool
+	// NoDamageLogs (replicated, replicated5) keeps damage at rest off the
+	// partition segment files, which are otherwise declared survivable,
+	// so that the damaged minority's .log files get corruption and
+	// misdirected writes (docs/simulation.md, "Survivable files").
+	NoDamageLogs bool
 }
 
 // Default is the scenario `make sim` and `strata sim` run when none is
@@ -117,7 +117,7 @@ func BindFlags(fs *flag.FlagSet) *Options {
 	fs.DurationVar(&o.HealPhase, "heal", 0, "virtual duration of the healed phase before the liveness check (0: default)")
 	fs.BoolVar(&o.NoFaults, "no-faults", false, "turn the nemesis off")
 	fs.Float64Var(&o.Buggify, "buggify", 0, "buggify rate (0: drawn from the seed; negative: off)")
-	fs.BoolVar(&o.DamageLogs, "damage-logs", false, "replicated, replicated5: partition .log files get damage at rest on the damaged minority")
+	fs.BoolVar(&o.NoDamageLogs, "no-damage-logs", false, "replicated, replicated5: no damage at rest on partition .log files (by default the damaged minority's get some)")
 	fs.BoolVar(&o.PageCache, "page-cache", false, "log, replicated: topics in Kafka's page-cache mode (flush.messages=1000), to see what it can lose")
 	return o
 }
@@ -147,8 +147,8 @@ func (o Options) Args() []string {
 	if o.PageCache {
 		args = append(args, "-page-cache")
 	}
-	if o.DamageLogs {
-		args = append(args, "-damage-logs")
+	if o.NoDamageLogs {
+		args = append(args, "-no-damage-logs")
 	}
 	return args
 }
