@@ -430,6 +430,15 @@ func (c *Controller) forgetReplicas(b **batch, id int32) {
 			lastISR := len(p.ISR) == 1 && p.ISR[0] == id
 			elr := slices.DeleteFunc(slices.Clone(p.ELR), func(r int32) bool { return r == id })
 			others := slices.DeleteFunc(slices.Clone(p.LastKnownELR), func(r int32) bool { return r == id })
+			if !inELR && !lastISR && slices.Contains(p.LastKnownELR, id) && recovering(&p) {
+				// A member that may have claimed its log end at the
+				// recovering leader lost data again: a record that bumps
+				// the partition epoch voids every claim made so far, and
+				// a hand-off the leader sent before it (core/replica
+				// recovery.go).
+				c.addSplit(b, &meta.PartitionChangeRecord{TopicID: t.ID(), Partition: p.ID, LastKnownELR: slices.Clone(p.LastKnownELR)})
+				continue
+			}
 			if !inELR && !(lastISR && (len(elr) > 0 || len(others) > 0)) {
 				continue
 			}

@@ -570,6 +570,23 @@ func TestForgottenLastISRMemberRecovers(t *testing.T) {
 	require.Zero(t, hb.ErrorCode)
 	h.commitAll()
 	require.Equal(t, kerr.InvalidRequest.Code, alter(1, 1, 2), "a recovering leader grows no ISR")
+
+	// 2 comes back with lost data again: the partition epoch moves on
+	// (voiding the claims the leader holds), and a hand-off sent at the
+	// old one is refused.
+	h.do(heartbeatReq(2, h.epochs[2], h.committed, true, false))
+	h.commitAll()
+	stale := h.partition("t", 0)
+	rejoin(2, "damaged-again")
+	p = h.partition("t", 0)
+	require.Equal(t, stale.PartitionEpoch+1, p.PartitionEpoch)
+	require.Equal(t, []int32{2, 1}, p.LastKnownELR)
+	resp := h.do(alterReq(2, 1, h.epochs[1], "t", id, 0, stale.LeaderEpoch, stale.PartitionEpoch, 2)).(*kmsg.AlterPartitionResponse)
+	h.commitAll()
+	require.Equal(t, kerr.InvalidUpdateVersion.Code, resp.Topics[0].Partitions[0].ErrorCode)
+	hb = h.do(heartbeatReq(2, h.epochs[2], h.committed, false, false)).(*kmsg.BrokerHeartbeatResponse)
+	require.Zero(t, hb.ErrorCode)
+	h.commitAll()
 	epoch := h.partition("t", 0).LeaderEpoch
 	require.Zero(t, alter(1, 2), "2 claimed the longer log")
 	p = h.partition("t", 0)

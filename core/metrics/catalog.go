@@ -136,6 +136,8 @@ var (
 		Help: "ISR shrinks the controller accepted from this broker's leaders.", Kafka: "kafka.server:type=ReplicaManager,name=IsrShrinksPerSec"}
 	ReplicaMaxLag = &Def{Name: "kafka_server_replicafetchermanager_maxlag", Kind: GaugeKind,
 		Help: "The largest lag, in records, of a partition this broker follows: its leader's high watermark at the last fetch minus its log end.", Kafka: "kafka.server:type=ReplicaFetcherManager,name=MaxLag,clientId=Replica"}
+	RecoveringPartitions = &Def{Name: "strata_replica_recovering_partitions", Kind: GaugeKind,
+		Help: "Partitions led here that are recovering: a forgotten last ISR member comparing its log with its last known ELR's, serving no client until every member has fetched (docs/operations.md, \"A replaced disk\")."}
 	UnderMinISRPartitions = &Def{Name: "kafka_server_replicamanager_underminisrpartitioncount", Kind: GaugeKind,
 		Help: "Partitions led here with fewer in-sync replicas than min.insync.replicas.", Kafka: "kafka.server:type=ReplicaManager,name=UnderMinIsrPartitionCount"}
 	UnderReplicatedPartitions = &Def{Name: "kafka_server_replicamanager_underreplicatedpartitions", Kind: GaugeKind,
@@ -157,7 +159,7 @@ var Catalog = sortedCatalog(
 	BrokerFenced, BrokerRegistrations, Connections, ConnectionsClosed, ConnectionsCreated,
 	ConnectionsPaused, FetchSessions, InflightRequestBytes, LeaderCount, OfflinePartitions,
 	PartitionCount, UnderMinISRPartitions, UnderReplicatedPartitions,
-	IsrExpands, IsrShrinks, ReplicaMaxLag,
+	IsrExpands, IsrShrinks, RecoveringPartitions, ReplicaMaxLag,
 )
 
 func sortedCatalog(defs ...*Def) []*Def {

@@ -67,6 +67,7 @@ func (m *Manager) initMetrics() {
 	reg.GaugeFunc(metrics.UnderReplicatedPartitions, count(func(p *Partition) bool {
 		return p.IsLeader() && len(p.isr) < len(p.replicas)
 	}))
+	reg.GaugeFunc(metrics.RecoveringPartitions, count((*Partition).recovering))
 	reg.GaugeFunc(metrics.UnderMinISRPartitions, count(func(p *Partition) bool {
 		return p.IsLeader() && len(p.isr) < p.cfg.minInsyncReplicas
 	}))

@@ -303,6 +303,9 @@ func (p *Partition) update(part meta.Partition, cfg topicConfig) {
 			p.m.metrics.isrExpands.Inc()
 		}
 	}
+	if part.PartitionEpoch != p.partitionEpoch {
+		p.voidClaims()
+	}
 	p.leader, p.leaderEpoch, p.partitionEpoch = part.Leader, part.LeaderEpoch, part.PartitionEpoch
 	if leaderChanged {
 		p.pendingISR, p.pendingEpoch = nil, -1

@@ -36,7 +36,10 @@ import (
 // the winner alone, which the controller reads as a hand-off: the winner
 // leads in the next epoch, and this broker then follows it and truncates
 // to it as any diverged follower. The request is resent every
-// alterISRRetryBackoff until the image shows the recovery done.
+// alterISRRetryBackoff until the image shows the recovery done. Claims
+// hold for one partition epoch: a member that claimed and then came back
+// with lost data makes the controller bump the epoch, which voids the
+// claims and fences a hand-off sent on them.
 //
 // A member that never comes back keeps the partition offline (Kafka's
 // balanced unclean recovery waits for the same); an operator who accepts
@@ -71,6 +74,15 @@ func (p *Partition) noteClaim(f *follower, lastFetchedEpoch int32, fetchOffset i
 	f.claim = logClaim{epoch: lastFetchedEpoch, end: fetchOffset, broker: f.id}
 	f.claimed = true
 	p.finishRecovery()
+}
+
+// voidClaims forgets every claim: the partition changed (a new partition
+// epoch), and the controller voids claims so when a member that may have
+// claimed registers again having lost data (controller.forgetReplicas).
+func (p *Partition) voidClaims() {
+	for i := range p.followers {
+		p.followers[i].claimed = false
+	}
 }
 
 // recoveryWinner returns the longest log among this leader's and the

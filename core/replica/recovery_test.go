@@ -40,7 +40,13 @@ func TestRecoveringLeaderHandsOffToTheLongestLog(t *testing.T) {
 	require.Nil(t, res.Diverging, "a recovering leader never makes a follower truncate")
 	require.Zero(t, res.Read.Size)
 	require.Empty(t, sent, "member 3 has not claimed yet")
+
+	// A new partition epoch (the controller's answer to a member that came
+	// back with lost data) voids the claims: 2 must claim again.
+	r.apply(&meta.PartitionChangeRecord{TopicID: topicID(1), Partition: 0, LastKnownELR: []int32{2, 3, 1}})
 	r.replicaFetch(p, 3, 2, 0)
+	require.Empty(t, sent, "2's claim was voided")
+	r.replicaFetch(p, 2, 9, 0)
 	require.Len(t, sent, 1)
 	got := sent[0].Topics[0].Partitions[0]
 	require.Equal(t, []int32{2}, got.NewISR, "the longest log leads")
