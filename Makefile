@@ -8,7 +8,7 @@ SEEDS     ?= 1000
 BENCHTIME ?= 1s
 PKGS      := ./...
 
-.PHONY: run test sim sim-sweep sim-sweep-kraft sim-compare crash-sweep lint vet fmt-check bench bench-failover bench-partition-failover bench-strata bench-replicated fuzz clean build
+.PHONY: run test sim sim-sweep sim-sweep-kraft sim-compare crash-sweep lint vet fmt-check bench bench-failover bench-partition-failover bench-groups bench-strata bench-replicated fuzz clean build
 
 ## run: start one combined broker+controller on 127.0.0.1:9092, data in ./data
 run: build
@@ -89,6 +89,13 @@ bench-failover:
 ## prints median/min/max of the time to the first successful acks=all produce (default timeouts)
 bench-partition-failover:
 	STRATA_PARTITION_FAILOVER_RUNS=$(RUNS) $(GO) test -count=1 -timeout 30m -run '^TestPartitionFailoverProcesses$$' -v ./cmd/strata/
+
+## bench-groups: consumer group figures (docs/benchmarks.md), RUNS runs each: rebalance of 10 kgo members over
+## 100 partitions when one joins (eager, cooperative-sticky, KIP-848), a static member's restart, and coordinator
+## failover (SIGKILL, 3 processes) with 100 and 10,000 committed offsets to reload; prints median/min/max
+bench-groups:
+	@STRATA_GROUP_BENCH_RUNS=$(RUNS) $(GO) test -count=1 -timeout 60m -run '^(TestGroupRebalanceBenchmark|TestGroupCoordinatorFailoverBenchmark)$$' -v ./interop/ > .bench-groups.out 2>&1; \
+	  status=$$?; grep -E '^(rebalance|static|coordinator|--- |ok|FAIL)|Error:|Messages:' .bench-groups.out; rm -f .bench-groups.out; exit $$status
 
 ## bench-strata: `strata bench` with its defaults (a strata child node, kfake and the fsync ceiling; 6 partitions,
 ## 1 KiB records, 10 s phases); BENCH_ARGS adds flags, e.g. BENCH_ARGS='--runs 5 --json'. Not part of `make test`.

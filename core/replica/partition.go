@@ -243,6 +243,11 @@ func (p *Partition) servableToReplicas() error {
 		return fmt.Errorf("%w: %s is led by %d", ErrNotLeader, p.dir, p.leader)
 	case p.state == stateOpening:
 		return fmt.Errorf("%w: %s is still recovering its log", ErrOpening, p.dir)
+	case p.truncating:
+		// A truncation begun as a follower is still cutting the log a
+		// new leadership would serve from (replicated seed 2455): wait
+		// for the reopen, as for an opening log.
+		return fmt.Errorf("%w: %s is truncating its log", ErrOpening, p.dir)
 	}
 	return nil
 }
@@ -551,7 +556,10 @@ func (p *Partition) closeProducers() {
 // acks=all produces it passed. A follower's comes from its leader.
 func (p *Partition) advanceHighWatermark() {
 	l := p.l
-	if l == nil || p.state != stateOnline || !p.leads() {
+	if l == nil || p.state != stateOnline || !p.leads() || p.truncating {
+		// A log being truncated (as a follower, before this leadership)
+		// is about to lose its end: its reopen moves the high
+		// watermark (replicated seed 2455).
 		return
 	}
 	hw := l.LogEndOffset()

@@ -84,3 +84,46 @@ func TestRecoveringLeaderWithTheLongestLogLeadsOn(t *testing.T) {
 	res := r.replicaFetch(p, 2, 4, 0)
 	require.Equal(t, int64(4), res.Read.FirstOffset, "followers fetch again")
 }
+
+// A partition that began truncating its log as a follower (a diverging
+// epoch) and is made leader before the truncation ends serves nothing and
+// moves no high watermark until its log reopens: the end it would count
+// is being cut (replicated seed 2455: the new leader moved its high
+// watermark to 501, a consumer read there, and the log then ended at
+// 495). Produces wait for the reopen, as for an opening log.
+func TestLeaderTruncatingServesNothing(t *testing.T) {
+	r := newRig(t, 10)
+	r.createReplicated("t", topicID(1), []int32{testNode, 2}, []int32{testNode, 2}, testNode, nil)
+	p := r.online("t", 0)
+	for range 3 {
+		require.NoError(t, r.produce(p, batch(t, 1), 1).Err)
+	}
+	l := p.Log()
+	require.Equal(t, int64(3), l.DurableOffset())
+	r.apply(&meta.PartitionChangeRecord{TopicID: topicID(1), Partition: 0, Leader: leaderPtr(2)}) // following 2
+
+	var finish func()
+	p.truncateAndReopen("a test's diverging epoch", func(done func(error)) {
+		finish = func() { l.Truncate(1, done) }
+	})
+	r.apply(&meta.PartitionChangeRecord{TopicID: topicID(1), Partition: 0, Leader: leaderPtr(testNode)})
+	require.True(t, p.IsLeader())
+	_, err := p.ReplicaFetch(2, 3, 0, p.LeaderEpoch(), 1<<20)
+	require.ErrorIs(t, err, ErrOpening, "no follower fetch while the log is cut")
+	require.Equal(t, int64(0), p.HighWatermark(), "no high watermark from the end being cut")
+	held := r.produceAsync(p, batch(t, 1), 1)
+	r.run(10 * time.Millisecond)
+	require.Nil(t, *held, "a produce waits for the reopen")
+
+	finish()
+	r.run(time.Second)
+	require.True(t, p.Online())
+	require.NotNil(t, *held)
+	require.NoError(t, (*held).Err)
+	require.Equal(t, int64(2), p.LogEndOffset(), "the truncated log and the held produce")
+	require.Equal(t, int64(1), (*held).BaseOffset)
+	res := r.replicaFetch(p, 2, 3, 0)
+	require.NotNil(t, res.Diverging, "the follower's 3 in epoch 0 ends at 1 here")
+	require.Equal(t, int64(1), res.Diverging.EndOffset)
+	require.Equal(t, int64(0), p.HighWatermark(), "2 has not fetched past its divergence")
+}

@@ -90,6 +90,17 @@ var replicatedRegressionSeeds = []uint64{
 	// TestRecoveringLeaderHandsOffToTheLongestLog, controller
 	// TestForgottenLastISRMemberRecovers).
 	573, 771,
+	// Found by a sweep of seeds 1001-3000 with partition .log damage on by
+	// default: n2, following n3 in epoch 0, got a diverging epoch (n3's
+	// reopened log had lost 495-501) and began truncating from 501 to
+	// 495; before the truncation finished, the image made n2 leader of
+	// epoch 1 with ISR [2 1], and n2 moved its high watermark to 501 from
+	// the log end it was about to cut: a consumer read to 501, then the
+	// log ended at 495 ((a): a fetch below the high watermark went out of
+	// range). A partition truncating its log now serves nothing and moves
+	// no high watermark until it reopens (replica
+	// TestLeaderTruncatingServesNothing).
+	2455,
 }
 
 // replicatedSeedsInMakeTest is how many consecutive seeds `make test`
