@@ -164,6 +164,20 @@ func (b *Broker) SyncGroups() {
 		}
 		b.loadShard(p.ID, part)
 	}
+	topics := groupTopics(img)
+	for _, gs := range gc.shards {
+		gs.shard.SetTopics(topics)
+	}
+}
+
+// groupTopics lists the image's topics for the consumer groups'
+// subscriptions (names, ids, partition counts).
+func groupTopics(img *meta.Image) []group.TopicInfo {
+	out := make([]group.TopicInfo, 0, img.NumTopics())
+	for t := range img.Topics() {
+		out = append(out, group.TopicInfo{Name: t.Name(), ID: t.ID(), Partitions: int32(t.NumPartitions())})
+	}
+	return out
 }
 
 // stillLeads reports whether the shard's partition is still led here in
