@@ -1,0 +1,191 @@
+package interop
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/strata-log/strata/node"
+)
+
+// KIP-848 consumer groups with kgo's ServerSideBalancer: the coordinator
+// assigns, members reconcile by heartbeat.
+
+// start848Node runs a node whose consumer-protocol sessions time out in 3 s
+// and whose members heartbeat every 250 ms, so a test sees a dead member
+// go quickly.
+func start848Node(t *testing.T) *testNode {
+	return startNodeWith(t, t.TempDir(), func(c *node.Config) {
+		c.ConsumerMinSessionTimeoutMs, c.ConsumerSessionTimeoutMs = 1000, 3000
+		c.ConsumerMinHeartbeatIntervalMs, c.ConsumerHeartbeatIntervalMs = 100, 250
+	})
+}
+
+// killableDialer makes a client's connections, and cuts them all (and
+// refuses new ones) on kill: the client is gone without leaving.
+type killableDialer struct {
+	mu     sync.Mutex
+	conns  []net.Conn
+	killed bool
+}
+
+func (d *killableDialer) dial(ctx context.Context, network, host string) (net.Conn, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.killed {
+		return nil, errors.New("killed")
+	}
+	c, err := (&net.Dialer{Timeout: 5 * time.Second}).DialContext(ctx, network, host)
+	if err == nil {
+		d.conns = append(d.conns, c)
+	}
+	return c, err
+}
+
+func (d *killableDialer) kill() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.killed = true
+	for _, c := range d.conns {
+		c.Close()
+	}
+}
+
+// member848 is a kgo consumer of the consumer protocol that records what
+// it consumes.
+type member848 struct {
+	cl     *kgo.Client
+	dialer *killableDialer
+	done   chan struct{}
+}
+
+func startMember848(t *testing.T, addr, group string, seen *seenSet, opts ...kgo.Opt) *member848 {
+	t.Helper()
+	m := &member848{dialer: &killableDialer{}, done: make(chan struct{})}
+	opts = append([]kgo.Opt{
+		kgo.SeedBrokers(addr), kgo.ConsumerGroup(group), kgo.ServerSideBalancer(),
+		kgo.Dialer(m.dialer.dial), kgo.AutoCommitInterval(100 * time.Millisecond),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(200 * time.Millisecond),
+		kgo.RetryTimeout(opTimeout),
+	}, opts...)
+	cl, err := kgo.NewClient(opts...)
+	require.NoError(t, err)
+	m.cl = cl
+	go func() {
+		defer close(m.done)
+		for {
+			fs := cl.PollFetches(context.Background())
+			if fs.IsClientClosed() {
+				return
+			}
+			fs.EachRecord(func(r *kgo.Record) { seen.add(r.Partition, r.Offset) })
+		}
+	}()
+	t.Cleanup(m.close)
+	return m
+}
+
+func (m *member848) close() {
+	m.cl.Close()
+	<-m.done
+}
+
+// describe848 describes a consumer group (ConsumerGroupDescribe).
+func describe848(t *testing.T, adm *kadm.Client, group string) kadm.DescribedConsumerGroup {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	gs, err := adm.DescribeConsumerGroups(ctx, group)
+	require.NoError(t, err)
+	return gs[group]
+}
+
+// Three members share a topic of six partitions; one leaves cleanly, one
+// is killed (its session times out); every record is consumed and the
+// committed offsets end at the log ends.
+func TestKgoConsumerProtocolGroup(t *testing.T) {
+	n := start848Node(t)
+	addr := n.Addr()
+	adm := newAdmin(t, addr)
+	createTopic(t, adm, "kip848", 6, nil)
+	seen := &seenSet{}
+
+	a := startMember848(t, addr, "g848", seen, kgo.ConsumeTopics("kip848"))
+	b := startMember848(t, addr, "g848", seen, kgo.ConsumeTopics("kip848"))
+	c := startMember848(t, addr, "g848", seen, kgo.ConsumeTopics("kip848"))
+	ends := produceRoundRobin(t, addr, "kip848", 120)
+	require.Eventually(t, func() bool { return seen.covers(ends) }, opTimeout, 50*time.Millisecond, "not every record consumed")
+
+	// The coordinator spreads the six partitions over the three members.
+	require.Eventually(t, func() bool {
+		g := describe848(t, adm, "g848")
+		if g.Err != nil || g.State != "Stable" || len(g.Members) != 3 {
+			return false
+		}
+		for _, m := range g.Members {
+			if len(m.Assignment) == 0 {
+				return false
+			}
+			n := 0
+			for _, ps := range m.Assignment {
+				n += len(ps)
+			}
+			if n != 2 {
+				return false
+			}
+		}
+		return true
+	}, opTimeout, 100*time.Millisecond, "the group never became stable with two partitions each")
+
+	a.close() // leaves (epoch -1)
+	ends = produceRoundRobin(t, addr, "kip848", 60)
+	require.Eventually(t, func() bool { return seen.covers(ends) }, opTimeout, 50*time.Millisecond, "records after a member left not consumed")
+
+	b.dialer.kill() // gone without leaving: its session times out
+	ends = produceRoundRobin(t, addr, "kip848", 60)
+	require.Eventually(t, func() bool { return seen.covers(ends) }, opTimeout, 50*time.Millisecond, "records after a member died not consumed")
+	require.Eventually(t, func() bool {
+		g := describe848(t, adm, "g848")
+		return g.Err == nil && len(g.Members) == 1
+	}, opTimeout, 100*time.Millisecond, "the killed member was never removed")
+	requireCommitted(t, addr, "g848", "kip848", ends)
+
+	// ListGroups shows its type.
+	ctx := ctxFor(t, opTimeout)
+	listed, err := adm.ListGroups(ctx)
+	require.NoError(t, err)
+	require.Contains(t, listed.Groups(), "g848")
+	c.close()
+}
+
+// A member subscribed by regex gets a topic created after it joined.
+func TestKgoConsumerProtocolRegex(t *testing.T) {
+	n := start848Node(t)
+	addr := n.Addr()
+	adm := newAdmin(t, addr)
+	createTopic(t, adm, "re-a", 2, nil)
+	seen := &seenSet{}
+	startMember848(t, addr, "g848re", seen, kgo.ConsumeTopics("re-.*"), kgo.ConsumeRegex(),
+		kgo.MetadataMinAge(100*time.Millisecond), kgo.MetadataMaxAge(500*time.Millisecond))
+	endsA := produceRoundRobin(t, addr, "re-a", 10)
+	require.Eventually(t, func() bool { return seen.covers(endsA) }, opTimeout, 50*time.Millisecond, "re-a not consumed")
+
+	createTopic(t, adm, "re-b", 1, nil)
+	endsB := produceRoundRobin(t, addr, "re-b", 10)
+	require.Eventually(t, func() bool {
+		g := describe848(t, adm, "g848re")
+		return g.Err == nil && len(g.Members) == 1 && len(g.Members[0].Assignment["re-b"]) == 1
+	}, opTimeout, 100*time.Millisecond, "the regex member was never assigned re-b")
+	// re-b's records are consumed once its offsets are committed at its
+	// end (seenSet keys by partition only, so it cannot tell re-a's
+	// partition 0 from re-b's).
+	requireCommitted(t, addr, "g848re", "re-b", endsB)
+	requireCommitted(t, addr, "g848re", "re-a", endsA)
+}
