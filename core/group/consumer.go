@@ -262,11 +262,10 @@ func (g *Group) bumpEpoch(why string) {
 // setAssignment changes m's current assignment and keeps owners.
 func (g *Group) setAssignment(m *consumerMember, state memberState, epoch int32, assigned, revoking parts) {
 	cg := g.consumer
-	for _, tp := range m.assigned {
-		delete(cg.owners, tp)
-	}
-	for _, tp := range m.revoking {
-		delete(cg.owners, tp)
+	for _, tp := range slices.Concat(m.assigned, m.revoking) {
+		if cg.owners[tp] == m {
+			delete(cg.owners, tp)
+		}
 	}
 	for _, tp := range slices.Concat(assigned, revoking) {
 		if o := cg.owners[tp]; o != nil && o != m {
@@ -814,6 +813,18 @@ func (g *Group) consumerLoaded() {
 	cg := g.consumer
 	cg.owners = map[tpid]*consumerMember{}
 	for _, m := range cg.members {
+		// Rule 3 on what was read: a partition two members claim stays
+		// with the first (in join order); the other is told to drop it.
+		held := func(tp tpid) bool {
+			if o := cg.owners[tp]; o != nil && o != m {
+				g.s.log.Warn("consumer group records give a partition to two members", "group", g.name,
+					"partition", tp.partition, "member", m.id, "holder", o.id)
+				return true
+			}
+			return false
+		}
+		m.assigned = slices.DeleteFunc(m.assigned, held)
+		m.revoking = slices.DeleteFunc(m.revoking, held)
 		for _, tp := range slices.Concat(m.assigned, m.revoking) {
 			cg.owners[tp] = m
 		}

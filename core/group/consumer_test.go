@@ -42,8 +42,14 @@ func newConsumerRig(t *testing.T) *consumerRig {
 //	          [assignor=A] [instance=I] [rebalance-timeout=ms]
 //	state             the group's epochs and members
 //	tick D            time passes (timers fire)
-//	commit m=ID epoch=N   an OffsetCommit v9 of t-0
 //	replay            a new shard replays every record: same state?
+//	replayed          the state a new shard replays
+//	commit [m=ID] epoch=N [version=V]   an OffsetCommit of t-0 at 7
+//	fetch m=ID epoch=N   an OffsetFetch v9 of every offset
+//	classic-join      a classic member joins (JoinGroup v9)
+//	delete            DeleteGroups
+//	fail-writes, heal-writes   the shard's writes fail, or succeed again
+//	describe          ConsumerGroupDescribe, DescribeGroups, ListGroups
 func TestConsumerScripts(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
 		if !strings.Contains(path, "consumer_") {
@@ -82,8 +88,13 @@ func (c *consumerRig) cmd(t *testing.T, d *datadriven.TestData) string {
 	case "commit":
 		req := kmsg.NewPtrOffsetCommitRequest()
 		req.Version, req.Group = 9, c.group
-		d.ScanArgs(t, "m", &req.MemberID)
+		if d.HasArg("m") {
+			d.ScanArgs(t, "m", &req.MemberID)
+		}
 		d.ScanArgs(t, "epoch", &req.Generation)
+		if d.HasArg("version") {
+			d.ScanArgs(t, "version", &req.Version)
+		}
 		rt := kmsg.NewOffsetCommitRequestTopic()
 		rt.Topic = c.topics[0].Name
 		rp := kmsg.NewOffsetCommitRequestTopicPartition()
@@ -95,6 +106,70 @@ func (c *consumerRig) cmd(t *testing.T, d *datadriven.TestData) string {
 		c.run(10 * time.Millisecond)
 		require.NotNil(t, got)
 		return errName(got.Topics[0].Partitions[0].ErrorCode) + "\n"
+	case "fetch":
+		var member string
+		var epoch int32
+		d.ScanArgs(t, "m", &member)
+		d.ScanArgs(t, "epoch", &epoch)
+		out := c.shard.FetchAs(c.group, &member, epoch, nil, true)
+		if out.ErrorCode != 0 {
+			return errName(out.ErrorCode) + "\n"
+		}
+		return fmt.Sprintf("ok, %d topics\n", len(out.Topics))
+	case "classic-join":
+		var got *kmsg.JoinGroupResponse
+		c.shard.Join(joinReq(c.group, "", nil, "m"), Client{ID: "classic"}, func(r *kmsg.JoinGroupResponse) { got = r })
+		c.run(10 * time.Millisecond)
+		require.NotNil(t, got)
+		if got.ErrorCode == kerr.MemberIDRequired.Code {
+			member := got.MemberID
+			got = nil
+			c.shard.Join(joinReq(c.group, member, nil, "m"), Client{ID: "classic"}, func(r *kmsg.JoinGroupResponse) { got = r })
+			c.run(10 * time.Millisecond)
+			require.NotNil(t, got)
+		}
+		if got.ErrorCode != 0 {
+			return errName(got.ErrorCode) + "\n"
+		}
+		return fmt.Sprintf("joined generation %d\n", got.Generation)
+	case "delete":
+		var code int16 = -1
+		c.shard.Delete(c.group, func(r int16) { code = r })
+		c.run(10 * time.Millisecond)
+		return errName(code) + "\n"
+	case "fail-writes":
+		c.failWrites = kerr.NotEnoughReplicas
+		return "writes fail\n"
+	case "heal-writes":
+		c.failWrites = nil
+		return "writes succeed\n"
+	case "describe":
+		g := c.shard.DescribeConsumer(c.group)
+		if g.ErrorCode != 0 {
+			return errName(g.ErrorCode) + "\n"
+		}
+		var b strings.Builder
+		fmt.Fprintf(&b, "%s epoch %d assignment epoch %d assignor %s\n", g.State, g.Epoch, g.AssignmentEpoch, g.AssignorName)
+		for _, m := range g.Members {
+			var parts []string
+			for _, tp := range m.Assignment.TopicPartitions {
+				for _, p := range tp.Partitions {
+					parts = append(parts, fmt.Sprintf("%s-%d", tp.Topic, p))
+				}
+			}
+			fmt.Fprintf(&b, "  %s epoch %d client %s host %s assigned [%s]\n", m.MemberID, m.MemberEpoch, m.ClientID, m.ClientHost, strings.Join(parts, " "))
+		}
+		classic := c.shard.Describe(c.group)
+		fmt.Fprintf(&b, "DescribeGroups: %s, %d members\n", classic.State, len(classic.Members))
+		for _, lg := range c.shard.List(nil, []string{"consumer"}) {
+			fmt.Fprintf(&b, "ListGroups type consumer: %s %s %s\n", lg.Group, lg.GroupState, lg.ProtocolType)
+		}
+		return b.String()
+	case "replayed":
+		sh := c.replayed(c.shard.cfg)
+		sh.SetTopics(c.topics)
+		defer sh.Unload()
+		return c.state(sh)
 	case "replay":
 		sh := c.replayed(c.shard.cfg)
 		sh.SetTopics(c.topics)
@@ -192,24 +267,31 @@ func (c *consumerRig) heartbeat(t *testing.T, d *datadriven.TestData) string {
 	return b.String()
 }
 
-// state prints a shard's group: epochs, state and members.
+// state prints a shard's group: epochs, state, members and the first
+// topic's partition 0 offset.
 func (c *consumerRig) state(sh *Shard) string {
 	g := sh.Group(c.group)
 	if g == nil {
 		return "no group\n"
 	}
-	if !g.IsConsumer() {
-		return fmt.Sprintf("classic group %s\n", g.State())
-	}
 	var b strings.Builder
-	epoch, aepoch := g.ConsumerEpochs()
-	fmt.Fprintf(&b, "group epoch %d, assignment epoch %d, %s\n", epoch, aepoch, g.ConsumerState())
-	for _, m := range g.ConsumerMembers() {
-		fmt.Fprintf(&b, "  %s epoch %d %s assigned [%s]", m.ID, m.Epoch, m.State, strings.Join(m.Assigned, " "))
-		if len(m.Revoking) > 0 {
-			fmt.Fprintf(&b, " revoking [%s]", strings.Join(m.Revoking, " "))
+	if !g.IsConsumer() {
+		fmt.Fprintf(&b, "classic group %s\n", g.State())
+	} else {
+		epoch, aepoch := g.ConsumerEpochs()
+		fmt.Fprintf(&b, "group epoch %d, assignment epoch %d, %s\n", epoch, aepoch, g.ConsumerState())
+		for _, m := range g.ConsumerMembers() {
+			fmt.Fprintf(&b, "  %s epoch %d %s assigned [%s]", m.ID, m.Epoch, m.State, strings.Join(m.Assigned, " "))
+			if len(m.Revoking) > 0 {
+				fmt.Fprintf(&b, " revoking [%s]", strings.Join(m.Revoking, " "))
+			}
+			fmt.Fprintf(&b, " target [%s]\n", strings.Join(m.Target, " "))
 		}
-		fmt.Fprintf(&b, " target [%s]\n", strings.Join(m.Target, " "))
+	}
+	if len(c.topics) > 0 {
+		if o := g.Offset(c.topics[0].Name, 0); o >= 0 {
+			fmt.Fprintf(&b, "  offset %s-0 = %d\n", c.topics[0].Name, o)
+		}
 	}
 	return b.String()
 }
