@@ -189,3 +189,52 @@ func TestKgoConsumerProtocolRegex(t *testing.T) {
 	requireCommitted(t, addr, "g848re", "re-b", endsB)
 	requireCommitted(t, addr, "g848re", "re-a", endsA)
 }
+
+// A consumer group survives its coordinator's restart: the new
+// coordinator replays the group (its member, still holding its
+// partitions, until its session times out) and its offsets, and a new
+// member goes on from the committed offsets.
+func TestKgoConsumerProtocolRestart(t *testing.T) {
+	dir := t.TempDir()
+	cfg := func(c *node.Config) {
+		c.ConsumerMinSessionTimeoutMs, c.ConsumerSessionTimeoutMs = 1000, 3000
+		c.ConsumerMinHeartbeatIntervalMs, c.ConsumerHeartbeatIntervalMs = 100, 250
+	}
+	n := startNodeWith(t, dir, cfg)
+	adm := newAdmin(t, n.Addr())
+	createTopic(t, adm, "kip848r", 3, nil)
+	seen := &seenSet{}
+	a := startMember848(t, n.Addr(), "g848r", seen, kgo.ConsumeTopics("kip848r"))
+	ends := produceRoundRobin(t, n.Addr(), "kip848r", 30)
+	requireCommitted(t, n.Addr(), "g848r", "kip848r", ends)
+	memberID, _ := a.cl.GroupMetadata()
+	a.dialer.kill()
+	n.stop(t)
+
+	n = startNodeWith(t, dir, cfg)
+	adm = newAdmin(t, n.Addr())
+	var replayed kadm.DescribedConsumerGroup
+	require.Eventually(t, func() bool {
+		replayed = describe848(t, adm, "g848r")
+		return replayed.Err == nil
+	}, opTimeout, 100*time.Millisecond, "the group was never served after the restart")
+	// Replayed with its member, whose session (3 s) starts at the load.
+	require.Len(t, replayed.Members, 1)
+	require.Equal(t, memberID, replayed.Members[0].MemberID)
+	require.Len(t, replayed.Members[0].Assignment["kip848r"], 3)
+	requireCommitted(t, n.Addr(), "g848r", "kip848r", ends)
+
+	seen2 := &seenSet{}
+	startMember848(t, n.Addr(), "g848r", seen2, kgo.ConsumeTopics("kip848r"))
+	more := produceRoundRobin(t, n.Addr(), "kip848r", 30)
+	requireCommitted(t, n.Addr(), "g848r", "kip848r", more)
+	// The new member started from the commits: it never saw the records
+	// below them.
+	seen2.mu.Lock()
+	defer seen2.mu.Unlock()
+	for p, offs := range seen2.seen {
+		for o := range offs {
+			require.GreaterOrEqual(t, o, ends[p], "partition %d: offset %d consumed again below the commit %d", p, o, ends[p])
+		}
+	}
+}
