@@ -154,6 +154,9 @@ type TopicInfo struct {
 func (s *Shard) SetTopics(topics []TopicInfo) {
 	topics = slices.Clone(topics)
 	slices.SortFunc(topics, func(a, b TopicInfo) int { return cmp.Compare(a.Name, b.Name) })
+	if slices.Equal(topics, s.topics) {
+		return // most images change no topic
+	}
 	s.topics = topics
 	s.topicIDs = make(map[[16]byte]int, len(topics))
 	for i, t := range topics {

@@ -39,7 +39,7 @@ func newConsumerRig(t *testing.T) *consumerRig {
 //
 //	topics            lines of "name partitions": the metadata image
 //	heartbeat m=ID epoch=N [topics=a,b] [regex=R] [owned=t-0,t-1|none]
-//	          [assignor=A] [instance=I] [rebalance-timeout=ms]
+//	          [assignor=A] [instance=I] [rebalance-timeout=ms] [version=V]
 //	state             the group's epochs and members
 //	tick D            time passes (timers fire)
 //	replay            a new shard replays every record: same state?
@@ -213,6 +213,10 @@ func (c *consumerRig) heartbeat(t *testing.T, d *datadriven.TestData) string {
 			req.ServerAssignor = kmsg.StringPtr(v)
 		case "instance":
 			req.InstanceID = kmsg.StringPtr(v)
+		case "version":
+			n, err := strconv.Atoi(v)
+			require.NoError(t, err)
+			req.Version = int16(n)
 		case "rebalance-timeout":
 			n, err := strconv.Atoi(v)
 			require.NoError(t, err)
