@@ -839,8 +839,13 @@ func (g *Group) consumerLoaded() {
 	if len(cg.members) == 0 {
 		g.state = StateEmpty
 		g.emptySince = g.s.e.Monotonic()
-	} else {
-		g.state = StateStable
+		return
+	}
+	g.state = StateStable
+	if !slices.Equal(cg.subscribed, g.resolveSubscriptions()) {
+		// Topics changed while no coordinator served the group.
+		g.bumpEpoch("subscribed topics changed before the load")
+		g.flush(nil)
 	}
 }
 

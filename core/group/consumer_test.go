@@ -44,6 +44,7 @@ func newConsumerRig(t *testing.T) *consumerRig {
 //	tick D            time passes (timers fire)
 //	replay            a new shard replays every record: same state?
 //	replayed          the state a new shard replays
+//	topics-while-down partitions=N   the first topic grows, unseen by the shard
 //	commit [m=ID] epoch=N [version=V]   an OffsetCommit of t-0 at 7
 //	fetch m=ID epoch=N   an OffsetFetch v9 of every offset
 //	classic-join      a classic member joins (JoinGroup v9)
@@ -76,6 +77,13 @@ func (c *consumerRig) cmd(t *testing.T, d *datadriven.TestData) string {
 		c.shard.SetTopics(c.topics)
 		c.run(10 * time.Millisecond)
 		return c.state(c.shard)
+	case "topics-while-down":
+		// The image changes while no coordinator serves the group: only
+		// the next one (replayed) sees it.
+		var n int
+		d.ScanArgs(t, "partitions", &n)
+		c.topics[0].Partitions = int32(n)
+		return "ok\n"
 	case "heartbeat":
 		return c.heartbeat(t, d)
 	case "state":
@@ -166,13 +174,11 @@ func (c *consumerRig) cmd(t *testing.T, d *datadriven.TestData) string {
 		}
 		return b.String()
 	case "replayed":
-		sh := c.replayed(c.shard.cfg)
-		sh.SetTopics(c.topics)
+		sh := c.replayedWithTopics()
 		defer sh.Unload()
 		return c.state(sh)
 	case "replay":
-		sh := c.replayed(c.shard.cfg)
-		sh.SetTopics(c.topics)
+		sh := c.replayedWithTopics()
 		before, after := c.state(c.shard), c.state(sh)
 		sh.Unload() // its timers must not write into the script's log
 		require.Equal(t, before, after, "the replayed shard differs")
@@ -180,6 +186,18 @@ func (c *consumerRig) cmd(t *testing.T, d *datadriven.TestData) string {
 	}
 	t.Fatalf("unknown command %s", d.Cmd)
 	return ""
+}
+
+// replayedWithTopics is a new shard that knows the image's topics (as the
+// broker's do from their creation) and replays everything written.
+func (c *consumerRig) replayedWithTopics() *Shard {
+	sh := c.newShard(c.shard.cfg)
+	sh.SetTopics(c.topics)
+	for _, rec := range c.written {
+		require.NoError(c.t, sh.Replay(rec.Key, rec.Value))
+	}
+	sh.Loaded()
+	return sh
 }
 
 func errName(code int16) string {
