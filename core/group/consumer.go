@@ -466,6 +466,9 @@ func (s *Shard) ConsumerHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest, c Cli
 	switch req.MemberEpoch {
 	case joinEpoch:
 		g.consumerJoin(req, re, c, resp, reply)
+		if cg := g.consumer; cg != nil && cg.epoch == 0 && len(cg.members) == 0 && len(g.offsets) == 0 && len(cg.records) == 0 && cg.issued == 0 {
+			s.dropGroup(g) // created for a join that failed: nothing to keep
+		}
 	case leaveEpoch, staticLeaveEpoch:
 		g.consumerLeave(req, resp, reply)
 	default:
@@ -1021,4 +1024,21 @@ func (g *Group) deletionRecords(nowMs int64) []Record {
 		return consumerGroupTombstones(g.name)
 	}
 	return []Record{groupRecord(g, nowMs)}
+}
+
+// dropEmptyConsumerGroup deletes a consumer group left with no members and
+// no offsets (the retention check finds it, as Kafka's cleanup does).
+func (s *Shard) dropEmptyConsumerGroup(g *Group) {
+	g.deleted, g.state = true, StateDead // heartbeats meanwhile: COORDINATOR_NOT_AVAILABLE
+	s.write(consumerGroupTombstones(g.name), func(err error) {
+		if err != nil {
+			g.deleted, g.state = false, StateEmpty
+			s.log.Warn("deleting the empty consumer group failed", "group", g.name, "err", err)
+			return
+		}
+		s.log.Info("empty consumer group deleted", "group", g.name)
+		if s.groups[g.name] == g {
+			s.dropGroup(g)
+		}
+	})
 }

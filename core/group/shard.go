@@ -245,6 +245,10 @@ func (s *Shard) expireOffsets() {
 		if g.state != StateEmpty || g.writing || g.deleted {
 			continue
 		}
+		if cg := g.consumer; cg != nil && len(g.offsets) == 0 && len(cg.members) == 0 && cg.issued == cg.completed {
+			s.dropEmptyConsumerGroup(g)
+			continue
+		}
 		var expired []topicPartition
 		for _, tp := range g.offsetKeys() {
 			c := g.offsets[tp]
