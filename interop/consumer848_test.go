@@ -238,3 +238,42 @@ func TestKgoConsumerProtocolRestart(t *testing.T) {
 		}
 	}
 }
+
+// A static member (group.instance.id) that closes leaves with epoch -2:
+// its partitions wait for its next incarnation, which takes them over
+// without a new group epoch.
+func TestKgoConsumerProtocolStaticMember(t *testing.T) {
+	n := start848Node(t)
+	addr := n.Addr()
+	adm := newAdmin(t, addr)
+	createTopic(t, adm, "kip848s", 4, nil)
+	seen := &seenSet{}
+	s1 := startMember848(t, addr, "g848s", seen, kgo.ConsumeTopics("kip848s"), kgo.InstanceID("i1"))
+	startMember848(t, addr, "g848s", seen, kgo.ConsumeTopics("kip848s"))
+	ends := produceRoundRobin(t, addr, "kip848s", 40)
+	require.Eventually(t, func() bool { return seen.covers(ends) }, opTimeout, 50*time.Millisecond, "not every record consumed")
+	var before kadm.DescribedConsumerGroup
+	require.Eventually(t, func() bool {
+		before = describe848(t, adm, "g848s")
+		return before.Err == nil && before.State == "Stable" && len(before.Members) == 2
+	}, opTimeout, 100*time.Millisecond, "the group never became stable")
+
+	s1.close()
+	s2 := startMember848(t, addr, "g848s", seen, kgo.ConsumeTopics("kip848s"), kgo.InstanceID("i1"))
+	more := produceRoundRobin(t, addr, "kip848s", 40)
+	require.Eventually(t, func() bool { return seen.covers(more) }, opTimeout, 50*time.Millisecond, "records after the restart not consumed")
+	after := describe848(t, adm, "g848s")
+	require.NoError(t, after.Err)
+	require.Len(t, after.Members, 2)
+	require.Equal(t, before.Epoch, after.Epoch, "the static member's return started a new group epoch")
+	memberID, _ := s2.cl.GroupMetadata()
+	found := false
+	for _, m := range after.Members {
+		if m.InstanceID != nil && *m.InstanceID == "i1" {
+			found = true
+			require.Equal(t, memberID, m.MemberID)
+		}
+	}
+	require.True(t, found, "instance i1 is not in the group")
+	requireCommitted(t, addr, "g848s", "kip848s", more)
+}

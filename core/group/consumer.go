@@ -493,8 +493,6 @@ func (s *Shard) validHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest) (*kerr.E
 		return kerr.InvalidRequest, "MemberId can't be empty."
 	case len(req.MemberID) > maxMemberIDBytes:
 		return kerr.InvalidRequest, "MemberId is too long."
-	case req.MemberEpoch == staticLeaveEpoch && req.InstanceID == nil:
-		return kerr.InvalidRequest, "InstanceId can't be null."
 	case req.ServerAssignor != nil && !slices.Contains(assignors, *req.ServerAssignor):
 		return kerr.UnsupportedAssignor, fmt.Sprintf("ServerAssignor %s is not supported. Supported assignors: uniform, range.", *req.ServerAssignor)
 	}
@@ -625,7 +623,8 @@ func (g *Group) updateSubscription(m *consumerMember, req *kmsg.ConsumerGroupHea
 }
 
 // consumerLeave handles -1 (leave) and a static member's -2 (leave for
-// now, keeping its place).
+// now, keeping its place). The -2 may come without the instance id (kgo
+// sends none): the member's decides; a dynamic member's -2 is a leave.
 func (g *Group) consumerLeave(req *kmsg.ConsumerGroupHeartbeatRequest, resp *kmsg.ConsumerGroupHeartbeatResponse, reply func(*kmsg.ConsumerGroupHeartbeatResponse)) {
 	cg := g.consumer
 	m := cg.byID[req.MemberID]
