@@ -206,6 +206,9 @@ type Config struct {
 	ConsumerHeartbeatIntervalMs                                    int64
 	ConsumerMinHeartbeatIntervalMs, ConsumerMaxHeartbeatIntervalMs int64
 	ConsumerMaxSize                                                int64
+	// ConsumerAssignors is group.consumer.assignors (uniform,range): the
+	// server-side assignors members may ask for, the first the default.
+	ConsumerAssignors []string
 	// OffsetsRetentionMinutes and OffsetsRetentionCheckIntervalMs are
 	// offsets.retention.minutes (10080) and
 	// offsets.retention.check.interval.ms (600000).
@@ -310,6 +313,7 @@ func DefaultConfig() Config {
 		ConsumerMinHeartbeatIntervalMs:  DefaultConsumerMinHeartbeatMs,
 		ConsumerMaxHeartbeatIntervalMs:  DefaultConsumerMaxHeartbeatMs,
 		ConsumerMaxSize:                 DefaultGroupMaxSize,
+		ConsumerAssignors:               defaultConsumerAssignors(),
 		OffsetsRetentionMinutes:         DefaultOffsetsRetentionMinutes,
 		OffsetsRetentionCheckIntervalMs: DefaultOffsetsRetentionCheckMs,
 

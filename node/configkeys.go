@@ -49,6 +49,7 @@ const (
 	KeyConsumerMinHeartbeatIntervalMs = "group.consumer.min.heartbeat.interval.ms"
 	KeyConsumerMaxHeartbeatIntervalMs = "group.consumer.max.heartbeat.interval.ms"
 	KeyConsumerMaxSize                = "group.consumer.max.size"
+	KeyConsumerAssignors              = "group.consumer.assignors"
 	KeyOffsetsRetentionMinutes        = "offsets.retention.minutes"
 	KeyOffsetsRetentionCheckMs        = "offsets.retention.check.interval.ms"
 	KeyBrokerSessionTimeoutMs         = "broker.session.timeout.ms"
@@ -207,6 +208,8 @@ var configKeys = []configKey{
 		setInt(1, math.MaxInt32, func(c *Config, n int64) { c.ConsumerMaxHeartbeatIntervalMs = n })},
 	{KeyConsumerMaxSize, strconv.FormatInt(DefaultGroupMaxSize, 10), kmsg.ConfigTypeInt,
 		"The most members a consumer-protocol (KIP-848) group may have.", setInt(1, math.MaxInt32, func(c *Config, n int64) { c.ConsumerMaxSize = n })},
+	{KeyConsumerAssignors, strings.Join(group.Assignors(), ","), kmsg.ConfigTypeList,
+		"The server-side assignors consumer-protocol (KIP-848) members may ask for, the first the default: uniform, range.", setConsumerAssignors},
 	{KeyReplicaLagTimeMaxMs, strconv.FormatInt(DefaultReplicaLagTimeMaxMs, 10), kmsg.ConfigTypeLong,
 		"How long a follower may go without catching up with its leader before it leaves the ISR, in milliseconds.", setMillis(func(c *Config) *int64 { return &c.ReplicaLagTimeMaxMs })},
 	{KeyAutoLeaderRebalanceEnable, "true", kmsg.ConfigTypeBoolean,
@@ -333,6 +336,29 @@ func setListeners(c *Config, value string) error {
 		c.listenerNames = append(c.listenerNames, nl.name)
 		c.controllerListeners[nl.name] = nl.addr
 	}
+	return nil
+}
+
+// defaultConsumerAssignors is group.consumer.assignors' default: every
+// assignor, uniform first.
+func defaultConsumerAssignors() []string { return group.Assignors() }
+
+func setConsumerAssignors(c *Config, value string) error {
+	var names []string
+	for _, a := range splitList(value) {
+		a = strings.ToLower(a)
+		switch {
+		case !slices.Contains(group.Assignors(), a):
+			return fmt.Errorf("unknown assignor %q; want some of %s", a, strings.Join(group.Assignors(), ", "))
+		case slices.Contains(names, a):
+			return fmt.Errorf("assignor %q given twice", a)
+		}
+		names = append(names, a)
+	}
+	if len(names) == 0 {
+		return fmt.Errorf("want at least one of %s", strings.Join(group.Assignors(), ", "))
+	}
+	c.ConsumerAssignors = names
 	return nil
 }
 
@@ -712,6 +738,7 @@ func (c Config) brokerConfig(dataDir string) broker.Config {
 				ConsumerSessionTimeout:    time.Duration(c.ConsumerSessionTimeoutMs) * time.Millisecond,
 				ConsumerHeartbeatInterval: time.Duration(c.ConsumerHeartbeatIntervalMs) * time.Millisecond,
 				ConsumerMaxSize:           int(c.ConsumerMaxSize),
+				ConsumerAssignors:         c.ConsumerAssignors,
 			},
 		},
 	}

@@ -29,8 +29,9 @@ const (
 	AssignorRange   = "range"
 )
 
-// assignors lists the served assignors, the default first.
-var assignors = []string{AssignorUniform, AssignorRange}
+// Assignors lists the assignors this coordinator has, the default
+// first (group.consumer.assignors may name fewer, or reorder them).
+func Assignors() []string { return []string{AssignorUniform, AssignorRange} }
 
 // tpid names a partition by topic id, as KIP-848 does.
 type tpid struct {

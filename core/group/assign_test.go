@@ -155,3 +155,25 @@ func FuzzConsumerHeartbeat(f *testing.F) {
 		}
 	})
 }
+
+// TestConsumerAssignorsConfig: group.consumer.assignors bounds what
+// members may ask for, and its first is the group's default.
+func TestConsumerAssignorsConfig(t *testing.T) {
+	cfg := testCfg
+	cfg.ConsumerAssignors = []string{AssignorRange}
+	r := newRig(t, cfg)
+	r.shard.SetTopics([]TopicInfo{{Name: "t", ID: topicID("t"), Partitions: 3}})
+	beat := func(assignor *string) int16 {
+		req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+		req.Version, req.Group, req.MemberID, req.RebalanceTimeoutMillis = 1, "g", "a", 1000
+		req.SubscribedTopicNames, req.Topics, req.ServerAssignor = []string{"t"}, []kmsg.ConsumerGroupHeartbeatRequestTopic{}, assignor
+		var got *kmsg.ConsumerGroupHeartbeatResponse
+		r.shard.ConsumerHeartbeat(req, Client{}, func(resp *kmsg.ConsumerGroupHeartbeatResponse) { got = resp })
+		r.run(10e6)
+		require.NotNil(t, got)
+		return got.ErrorCode
+	}
+	require.Equal(t, kerr.UnsupportedAssignor.Code, beat(kmsg.StringPtr(AssignorUniform)))
+	require.Zero(t, beat(nil))
+	require.Equal(t, AssignorRange, r.shard.DescribeConsumer("g").AssignorName)
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -221,8 +222,9 @@ func (g *Group) resolveSubscriptions() []TopicInfo {
 }
 
 // groupAssignor is the assignor most members ask for (ties and no
-// preference: the first served, uniform).
+// preference: the first of group.consumer.assignors).
 func (g *Group) groupAssignor() string {
+	assignors := g.s.cfg.ConsumerAssignors
 	votes := make([]int, len(assignors))
 	for _, m := range g.consumer.members {
 		if i := slices.Index(assignors, m.assignor); i >= 0 {
@@ -493,8 +495,9 @@ func (s *Shard) validHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest) (*kerr.E
 		return kerr.InvalidRequest, "MemberId can't be empty."
 	case len(req.MemberID) > maxMemberIDBytes:
 		return kerr.InvalidRequest, "MemberId is too long."
-	case req.ServerAssignor != nil && !slices.Contains(assignors, *req.ServerAssignor):
-		return kerr.UnsupportedAssignor, fmt.Sprintf("ServerAssignor %s is not supported. Supported assignors: uniform, range.", *req.ServerAssignor)
+	case req.ServerAssignor != nil && !slices.Contains(s.cfg.ConsumerAssignors, *req.ServerAssignor):
+		return kerr.UnsupportedAssignor, fmt.Sprintf("ServerAssignor %s is not supported. Supported assignors: %s.",
+			*req.ServerAssignor, strings.Join(s.cfg.ConsumerAssignors, ", "))
 	}
 	if req.MemberEpoch == joinEpoch {
 		switch {

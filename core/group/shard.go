@@ -49,6 +49,10 @@ type Config struct {
 	// ConsumerMaxSize is group.consumer.max.size: consumer-protocol
 	// members past it get GROUP_MAX_SIZE_REACHED.
 	ConsumerMaxSize int
+	// ConsumerAssignors is group.consumer.assignors: the server-side
+	// assignors members may ask for (others: UNSUPPORTED_ASSIGNOR), the
+	// first the default (uniform, range).
+	ConsumerAssignors []string
 	// Write appends records to the shard's __consumer_offsets partition
 	// and runs done once they are committed (the high watermark passed
 	// them) or with why not. The shard answers a request that changed
@@ -99,6 +103,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ConsumerMaxSize <= 0 {
 		c.ConsumerMaxSize = math.MaxInt32
+	}
+	if len(c.ConsumerAssignors) == 0 {
+		c.ConsumerAssignors = Assignors()
 	}
 	return c
 }
