@@ -52,12 +52,21 @@ type testNode struct {
 // test.
 func startNode(t *testing.T, dir string) *testNode {
 	t.Helper()
+	return startNodeWith(t, dir, nil)
+}
+
+// startNodeWith is startNode with configure applied to the config.
+func startNodeWith(t *testing.T, dir string, configure func(*node.Config)) *testNode {
+	t.Helper()
 	cfg := node.DefaultConfig()
 	cfg.Listener = "127.0.0.1:0"
 	cfg.ControllerListener = "127.0.0.1:0"
 	cfg.MetricsListener = "127.0.0.1:0"
 	cfg.LogDir = dir
 	cfg.GroupInitialRebalanceDelayMs = 0 // groups rebalance at once, as Kafka's test configs have it
+	if configure != nil {
+		configure(&cfg)
+	}
 	n, err := node.Start(cfg, slog.New(slog.NewTextHandler(newTestLog(t), nil)))
 	require.NoError(t, err)
 	tn := &testNode{Node: n}

@@ -194,6 +194,21 @@ type Config struct {
 	GroupMaxSessionTimeoutMs     int64
 	GroupInitialRebalanceDelayMs int64
 	GroupMaxSize                 int64
+	// ConsumerSessionTimeoutMs, ConsumerHeartbeatIntervalMs and
+	// ConsumerMaxSize are the consumer protocol's (KIP-848)
+	// group.consumer.session.timeout.ms (45000),
+	// group.consumer.heartbeat.interval.ms (5000) and
+	// group.consumer.max.size; the Min/Max fields bound the first two
+	// (group.consumer.{min,max}.session.timeout.ms, 45000 and 60000;
+	// group.consumer.{min,max}.heartbeat.interval.ms, 5000 and 15000).
+	ConsumerSessionTimeoutMs                                       int64
+	ConsumerMinSessionTimeoutMs, ConsumerMaxSessionTimeoutMs       int64
+	ConsumerHeartbeatIntervalMs                                    int64
+	ConsumerMinHeartbeatIntervalMs, ConsumerMaxHeartbeatIntervalMs int64
+	ConsumerMaxSize                                                int64
+	// ConsumerAssignors is group.consumer.assignors (uniform,range): the
+	// server-side assignors members may ask for, the first the default.
+	ConsumerAssignors []string
 	// OffsetsRetentionMinutes and OffsetsRetentionCheckIntervalMs are
 	// offsets.retention.minutes (10080) and
 	// offsets.retention.check.interval.ms (600000).
@@ -291,6 +306,14 @@ func DefaultConfig() Config {
 		GroupMaxSessionTimeoutMs:        DefaultGroupMaxSessionTimeoutMs,
 		GroupInitialRebalanceDelayMs:    DefaultGroupInitialRebalanceDelayMs,
 		GroupMaxSize:                    DefaultGroupMaxSize,
+		ConsumerSessionTimeoutMs:        DefaultConsumerSessionTimeoutMs,
+		ConsumerMinSessionTimeoutMs:     DefaultConsumerMinSessionTimeoutMs,
+		ConsumerMaxSessionTimeoutMs:     DefaultConsumerMaxSessionTimeoutMs,
+		ConsumerHeartbeatIntervalMs:     DefaultConsumerHeartbeatIntervalMs,
+		ConsumerMinHeartbeatIntervalMs:  DefaultConsumerMinHeartbeatMs,
+		ConsumerMaxHeartbeatIntervalMs:  DefaultConsumerMaxHeartbeatMs,
+		ConsumerMaxSize:                 DefaultGroupMaxSize,
+		ConsumerAssignors:               defaultConsumerAssignors(),
 		OffsetsRetentionMinutes:         DefaultOffsetsRetentionMinutes,
 		OffsetsRetentionCheckIntervalMs: DefaultOffsetsRetentionCheckMs,
 
@@ -338,6 +361,14 @@ func (c Config) Validate() error {
 		return invalid(KeyLogRetentionCheckIntervalMs, strconv.FormatInt(c.RetentionCheckIntervalMs, 10), fmt.Sprintf("want milliseconds, 1 to %d", maxLogRetentionCheckIntervalMs))
 	case c.ProducerIDExpirationMs < 0 || c.ProducerIDExpirationMs > math.MaxInt32:
 		return invalid(KeyProducerIDExpirationMs, strconv.FormatInt(c.ProducerIDExpirationMs, 10), fmt.Sprintf("want milliseconds, 1 to %d", math.MaxInt32))
+	case c.ConsumerSessionTimeoutMs != 0 && (c.ConsumerSessionTimeoutMs < c.ConsumerMinSessionTimeoutMs || c.ConsumerSessionTimeoutMs > c.ConsumerMaxSessionTimeoutMs):
+		return invalid(KeyConsumerSessionTimeoutMs, strconv.FormatInt(c.ConsumerSessionTimeoutMs, 10),
+			fmt.Sprintf("want %s to %s: %d to %d ms", KeyConsumerMinSessionTimeoutMs, KeyConsumerMaxSessionTimeoutMs, c.ConsumerMinSessionTimeoutMs, c.ConsumerMaxSessionTimeoutMs))
+	case c.ConsumerHeartbeatIntervalMs != 0 && (c.ConsumerHeartbeatIntervalMs < c.ConsumerMinHeartbeatIntervalMs || c.ConsumerHeartbeatIntervalMs > c.ConsumerMaxHeartbeatIntervalMs):
+		return invalid(KeyConsumerHeartbeatIntervalMs, strconv.FormatInt(c.ConsumerHeartbeatIntervalMs, 10),
+			fmt.Sprintf("want %s to %s: %d to %d ms", KeyConsumerMinHeartbeatIntervalMs, KeyConsumerMaxHeartbeatIntervalMs, c.ConsumerMinHeartbeatIntervalMs, c.ConsumerMaxHeartbeatIntervalMs))
+	case c.ConsumerHeartbeatIntervalMs != 0 && c.ConsumerSessionTimeoutMs != 0 && c.ConsumerHeartbeatIntervalMs >= c.ConsumerSessionTimeoutMs:
+		return invalid(KeyConsumerHeartbeatIntervalMs, strconv.FormatInt(c.ConsumerHeartbeatIntervalMs, 10), "want less than "+KeyConsumerSessionTimeoutMs)
 	case c.QueuedMaxRequestBytes < 0:
 		return invalid(KeyQueuedMaxRequestBytes, strconv.FormatInt(c.QueuedMaxRequestBytes, 10), "want a positive number of bytes")
 	case c.BrokerSessionTimeoutMs != 0 && c.BrokerSessionTimeoutMs < minBrokerSessionTimeoutMs:

@@ -373,3 +373,39 @@ func TestTopicDefaultKeysRefuseBadValues(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, cfg.Validate())
 }
+
+// TestConsumerGroupKeys: the consumer protocol's keys reach the
+// coordinator's config, and their bounds hold.
+func TestConsumerGroupKeys(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.LogDir = t.TempDir()
+	for k, v := range map[string]string{
+		"group.consumer.assignors":              "range, uniform",
+		"group.consumer.min.session.timeout.ms": "10000",
+		"group.consumer.session.timeout.ms":     "10000",
+		"group.consumer.heartbeat.interval.ms":  "6000",
+		"group.consumer.max.size":               "3",
+	} {
+		_, err := cfg.Set(k, v)
+		require.NoError(t, err, k)
+	}
+	require.NoError(t, cfg.Validate())
+	gc := cfg.brokerConfig("").Groups.Coordinator
+	require.Equal(t, []string{"range", "uniform"}, gc.ConsumerAssignors)
+	require.Equal(t, 10*time.Second, gc.ConsumerSessionTimeout)
+	require.Equal(t, 6*time.Second, gc.ConsumerHeartbeatInterval)
+	require.Equal(t, 3, gc.ConsumerMaxSize)
+
+	for _, v := range []string{"sticky", "range,range", ""} {
+		_, err := cfg.Set("group.consumer.assignors", v)
+		require.ErrorIs(t, err, ErrInvalidConfig, v)
+	}
+	_, err := cfg.Set("group.consumer.session.timeout.ms", "90000")
+	require.NoError(t, err)
+	require.ErrorContains(t, cfg.Validate(), "group.consumer.session.timeout.ms")
+	_, err = cfg.Set("group.consumer.session.timeout.ms", "45000")
+	require.NoError(t, err)
+	_, err = cfg.Set("group.consumer.heartbeat.interval.ms", "1000")
+	require.NoError(t, err)
+	require.ErrorContains(t, cfg.Validate(), "group.consumer.heartbeat.interval.ms")
+}

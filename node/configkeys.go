@@ -41,12 +41,21 @@ const (
 	KeyGroupMaxSessionTimeoutMs    = "group.max.session.timeout.ms"
 	KeyGroupInitialRebalanceDelay  = "group.initial.rebalance.delay.ms"
 	KeyGroupMaxSize                = "group.max.size"
-	KeyOffsetsRetentionMinutes     = "offsets.retention.minutes"
-	KeyOffsetsRetentionCheckMs     = "offsets.retention.check.interval.ms"
-	KeyBrokerSessionTimeoutMs      = "broker.session.timeout.ms"
-	KeyAutoLeaderRebalanceEnable   = "auto.leader.rebalance.enable"
-	KeyLeaderImbalanceCheckSeconds = "leader.imbalance.check.interval.seconds"
-	KeyQueuedMaxRequestBytes       = "queued.max.request.bytes"
+	// The consumer protocol's (KIP-848) group keys.
+	KeyConsumerSessionTimeoutMs       = "group.consumer.session.timeout.ms"
+	KeyConsumerMinSessionTimeoutMs    = "group.consumer.min.session.timeout.ms"
+	KeyConsumerMaxSessionTimeoutMs    = "group.consumer.max.session.timeout.ms"
+	KeyConsumerHeartbeatIntervalMs    = "group.consumer.heartbeat.interval.ms"
+	KeyConsumerMinHeartbeatIntervalMs = "group.consumer.min.heartbeat.interval.ms"
+	KeyConsumerMaxHeartbeatIntervalMs = "group.consumer.max.heartbeat.interval.ms"
+	KeyConsumerMaxSize                = "group.consumer.max.size"
+	KeyConsumerAssignors              = "group.consumer.assignors"
+	KeyOffsetsRetentionMinutes        = "offsets.retention.minutes"
+	KeyOffsetsRetentionCheckMs        = "offsets.retention.check.interval.ms"
+	KeyBrokerSessionTimeoutMs         = "broker.session.timeout.ms"
+	KeyAutoLeaderRebalanceEnable      = "auto.leader.rebalance.enable"
+	KeyLeaderImbalanceCheckSeconds    = "leader.imbalance.check.interval.seconds"
+	KeyQueuedMaxRequestBytes          = "queued.max.request.bytes"
 	// KeyFetchSendfile is Strata's own: whether fetched records go out
 	// with sendfile(2) (zero copy) or through user space.
 	KeyFetchSendfile                  = "strata.fetch.sendfile.enable"
@@ -67,6 +76,12 @@ const (
 	DefaultGroupMaxSessionTimeoutMs      = int64(group.DefaultMaxSessionTimeout / time.Millisecond)
 	DefaultGroupInitialRebalanceDelayMs  = int64(group.DefaultInitialRebalanceDelay / time.Millisecond)
 	DefaultGroupMaxSize                  = int64(math.MaxInt32)
+	DefaultConsumerSessionTimeoutMs      = int64(group.DefaultConsumerSessionTimeout / time.Millisecond)
+	DefaultConsumerMinSessionTimeoutMs   = int64(45000)
+	DefaultConsumerMaxSessionTimeoutMs   = int64(60000)
+	DefaultConsumerHeartbeatIntervalMs   = int64(group.DefaultConsumerHeartbeatInterval / time.Millisecond)
+	DefaultConsumerMinHeartbeatMs        = int64(5000)
+	DefaultConsumerMaxHeartbeatMs        = int64(15000)
 	DefaultOffsetsRetentionMinutes       = int64(group.DefaultOffsetsRetention / time.Minute)
 	DefaultOffsetsRetentionCheckMs       = int64(group.DefaultRetentionCheck / time.Millisecond)
 	DefaultBrokerSessionTimeoutMs        = int64(controller.DefaultSessionTimeout / time.Millisecond)
@@ -173,6 +188,28 @@ var configKeys = []configKey{
 		setInt(1, math.MaxInt32, func(c *Config, n int64) { c.OffsetsRetentionCheckIntervalMs = n })},
 	{KeyGroupMaxSize, strconv.FormatInt(DefaultGroupMaxSize, 10), kmsg.ConfigTypeInt,
 		"The most members a group may have.", setInt(1, math.MaxInt32, func(c *Config, n int64) { c.GroupMaxSize = n })},
+	{KeyConsumerSessionTimeoutMs, strconv.FormatInt(DefaultConsumerSessionTimeoutMs, 10), kmsg.ConfigTypeInt,
+		"How long a consumer-protocol (KIP-848) group member may go without a heartbeat before it is removed, in milliseconds (within the min and max keys).",
+		setInt(1, math.MaxInt32, func(c *Config, n int64) { c.ConsumerSessionTimeoutMs = n })},
+	{KeyConsumerMinSessionTimeoutMs, strconv.FormatInt(DefaultConsumerMinSessionTimeoutMs, 10), kmsg.ConfigTypeInt,
+		"The lowest group.consumer.session.timeout.ms allowed, in milliseconds.",
+		setInt(1, math.MaxInt32, func(c *Config, n int64) { c.ConsumerMinSessionTimeoutMs = n })},
+	{KeyConsumerMaxSessionTimeoutMs, strconv.FormatInt(DefaultConsumerMaxSessionTimeoutMs, 10), kmsg.ConfigTypeInt,
+		"The highest group.consumer.session.timeout.ms allowed, in milliseconds.",
+		setInt(1, math.MaxInt32, func(c *Config, n int64) { c.ConsumerMaxSessionTimeoutMs = n })},
+	{KeyConsumerHeartbeatIntervalMs, strconv.FormatInt(DefaultConsumerHeartbeatIntervalMs, 10), kmsg.ConfigTypeInt,
+		"How often consumer-protocol (KIP-848) group members are told to heartbeat, in milliseconds (within the min and max keys, and below the session timeout).",
+		setInt(1, math.MaxInt32, func(c *Config, n int64) { c.ConsumerHeartbeatIntervalMs = n })},
+	{KeyConsumerMinHeartbeatIntervalMs, strconv.FormatInt(DefaultConsumerMinHeartbeatMs, 10), kmsg.ConfigTypeInt,
+		"The lowest group.consumer.heartbeat.interval.ms allowed, in milliseconds.",
+		setInt(1, math.MaxInt32, func(c *Config, n int64) { c.ConsumerMinHeartbeatIntervalMs = n })},
+	{KeyConsumerMaxHeartbeatIntervalMs, strconv.FormatInt(DefaultConsumerMaxHeartbeatMs, 10), kmsg.ConfigTypeInt,
+		"The highest group.consumer.heartbeat.interval.ms allowed, in milliseconds.",
+		setInt(1, math.MaxInt32, func(c *Config, n int64) { c.ConsumerMaxHeartbeatIntervalMs = n })},
+	{KeyConsumerMaxSize, strconv.FormatInt(DefaultGroupMaxSize, 10), kmsg.ConfigTypeInt,
+		"The most members a consumer-protocol (KIP-848) group may have.", setInt(1, math.MaxInt32, func(c *Config, n int64) { c.ConsumerMaxSize = n })},
+	{KeyConsumerAssignors, strings.Join(group.Assignors(), ","), kmsg.ConfigTypeList,
+		"The server-side assignors consumer-protocol (KIP-848) members may ask for, the first the default: uniform, range.", setConsumerAssignors},
 	{KeyReplicaLagTimeMaxMs, strconv.FormatInt(DefaultReplicaLagTimeMaxMs, 10), kmsg.ConfigTypeLong,
 		"How long a follower may go without catching up with its leader before it leaves the ISR, in milliseconds.", setMillis(func(c *Config) *int64 { return &c.ReplicaLagTimeMaxMs })},
 	{KeyAutoLeaderRebalanceEnable, "true", kmsg.ConfigTypeBoolean,
@@ -299,6 +336,29 @@ func setListeners(c *Config, value string) error {
 		c.listenerNames = append(c.listenerNames, nl.name)
 		c.controllerListeners[nl.name] = nl.addr
 	}
+	return nil
+}
+
+// defaultConsumerAssignors is group.consumer.assignors' default: every
+// assignor, uniform first.
+func defaultConsumerAssignors() []string { return group.Assignors() }
+
+func setConsumerAssignors(c *Config, value string) error {
+	var names []string
+	for _, a := range splitList(value) {
+		a = strings.ToLower(a)
+		switch {
+		case !slices.Contains(group.Assignors(), a):
+			return fmt.Errorf("unknown assignor %q; want some of %s", a, strings.Join(group.Assignors(), ", "))
+		case slices.Contains(names, a):
+			return fmt.Errorf("assignor %q given twice", a)
+		}
+		names = append(names, a)
+	}
+	if len(names) == 0 {
+		return fmt.Errorf("want at least one of %s", strings.Join(group.Assignors(), ", "))
+	}
+	c.ConsumerAssignors = names
 	return nil
 }
 
@@ -669,12 +729,16 @@ func (c Config) brokerConfig(dataDir string) broker.Config {
 			OffsetsPartitions:        c.OffsetsTopicPartitions,
 			OffsetsReplicationFactor: c.OffsetsTopicReplicationFactor,
 			Coordinator: group.Config{
-				MinSessionTimeout:      time.Duration(c.GroupMinSessionTimeoutMs) * time.Millisecond,
-				MaxSessionTimeout:      time.Duration(c.GroupMaxSessionTimeoutMs) * time.Millisecond,
-				InitialRebalanceDelay:  time.Duration(c.GroupInitialRebalanceDelayMs) * time.Millisecond,
-				MaxSize:                int(c.GroupMaxSize),
-				OffsetsRetention:       time.Duration(c.OffsetsRetentionMinutes) * time.Minute,
-				RetentionCheckInterval: time.Duration(c.OffsetsRetentionCheckIntervalMs) * time.Millisecond,
+				MinSessionTimeout:         time.Duration(c.GroupMinSessionTimeoutMs) * time.Millisecond,
+				MaxSessionTimeout:         time.Duration(c.GroupMaxSessionTimeoutMs) * time.Millisecond,
+				InitialRebalanceDelay:     time.Duration(c.GroupInitialRebalanceDelayMs) * time.Millisecond,
+				MaxSize:                   int(c.GroupMaxSize),
+				OffsetsRetention:          time.Duration(c.OffsetsRetentionMinutes) * time.Minute,
+				RetentionCheckInterval:    time.Duration(c.OffsetsRetentionCheckIntervalMs) * time.Millisecond,
+				ConsumerSessionTimeout:    time.Duration(c.ConsumerSessionTimeoutMs) * time.Millisecond,
+				ConsumerHeartbeatInterval: time.Duration(c.ConsumerHeartbeatIntervalMs) * time.Millisecond,
+				ConsumerMaxSize:           int(c.ConsumerMaxSize),
+				ConsumerAssignors:         c.ConsumerAssignors,
 			},
 		},
 	}

@@ -215,6 +215,7 @@ func testCLI(t *testing.T, addr string) {
 		{"usage errors", testUsageErrors},
 		{"consume stops on SIGINT", testConsumeInterrupt},
 		{"consumer groups", testGroups},
+		{"consumer-protocol groups", testConsumerProtocolGroup},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.test(cliRunner{t: t, addr: addr}) })
 	}
@@ -699,6 +700,39 @@ func (l *lockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// testConsumerProtocolGroup: a KIP-848 group (kgo's ServerSideBalancer)
+// is described with its member, committed offsets and lag.
+func testConsumerProtocolGroup(r cliRunner) {
+	t := r.t
+	topic := topicName(t, "g")
+	group := topicName(t, "grp848")
+	r.ok("", "topic", "create", topic, "--partitions", "1")
+	r.ok("a\nb\nc\n", "produce", "--topic", topic, "--partition", "0")
+	cl, err := kgo.NewClient(kgo.SeedBrokers(r.addr), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
+		kgo.ServerSideBalancer(), kgo.DisableAutoCommit(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	require.NoError(t, err)
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), cliTestTimeout)
+	defer cancel()
+	for n := 0; n < 3; {
+		fs := cl.PollFetches(ctx)
+		require.NoError(t, ctx.Err())
+		n += fs.NumRecords()
+	}
+	require.NoError(t, cl.CommitUncommittedOffsets(ctx))
+	described, err := kadm.NewClient(cl).DescribeConsumerGroups(ctx, group)
+	require.NoError(t, err)
+	for _, m := range described[group].Members {
+		if _, ok := m.Assignment[""]; ok {
+			t.Skip("the broker's ConsumerGroupDescribe names no topics (kfake): members cannot be matched to partitions")
+		}
+	}
+	require.Eventually(t, func() bool {
+		out := r.ok("", "group", "describe", group)
+		return strings.Contains(out, "protocol consumer") && regexp.MustCompile(`(?m)^`+topic+`\s+0\s+3\s+3\s+0\s+[^-\s]`).MatchString(out)
+	}, cliTestTimeout, 200*time.Millisecond, "group describe never showed the member with its commit")
 }
 
 // testGroups: a group with committed offsets is listed, described with

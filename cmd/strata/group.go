@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -98,6 +99,14 @@ func groupDescribe(ctx context.Context, args []string, stdout, stderr io.Writer)
 				code = af.fail(stderr, "%s: %s", name, kafkaError(g.Err, ""))
 				continue
 			}
+			// Kafka 4 describes a consumer-protocol (KIP-848) group as
+			// Dead (or, as kfake, Empty): ConsumerGroupDescribe knows it.
+			if cg, ok := describeConsumerGroup(ctx, adm, name); ok {
+				if c := printConsumerGroup(ctx, adm, cg, stdout, stderr, af); c != exitOK {
+					code = c
+				}
+				continue
+			}
 			fetched, err := adm.FetchOffsets(ctx, name)
 			if err == nil {
 				err = fetched.Error()
@@ -144,6 +153,90 @@ func groupDescribe(ctx context.Context, args []string, stdout, stderr io.Writer)
 		}
 		return code
 	})
+}
+
+// describeConsumerGroup describes a consumer-protocol group, if name is
+// one.
+func describeConsumerGroup(ctx context.Context, adm *kadm.Client, name string) (kadm.DescribedConsumerGroup, bool) {
+	described, err := adm.DescribeConsumerGroups(ctx, name)
+	if err != nil {
+		return kadm.DescribedConsumerGroup{}, false
+	}
+	g, ok := described[name]
+	return g, ok && g.Err == nil
+}
+
+// printConsumerGroup prints a consumer-protocol group as groupDescribe
+// prints a classic one: per partition the committed offset, the log end,
+// the lag and the member it is assigned to.
+func printConsumerGroup(ctx context.Context, adm *kadm.Client, g kadm.DescribedConsumerGroup, stdout, stderr io.Writer, af *adminFlags) int {
+	fetched, err := adm.FetchOffsets(ctx, g.Group)
+	if err == nil {
+		err = fetched.Error()
+	}
+	if err != nil {
+		return af.fail(stderr, "%s: %s", g.Group, kafkaError(err, ""))
+	}
+	owner := map[string]map[int32]*kadm.ConsumerGroupMember{}
+	var topics []string
+	for _, o := range fetched.Sorted() {
+		if !slices.Contains(topics, o.Topic) {
+			topics = append(topics, o.Topic)
+		}
+	}
+	for i := range g.Members {
+		m := &g.Members[i]
+		for _, tp := range m.Assignment.Sorted() {
+			if tp.Topic == "" {
+				continue // a broker that names no topics (kfake)
+			}
+			if !slices.Contains(topics, tp.Topic) {
+				topics = append(topics, tp.Topic)
+			}
+			for _, p := range tp.Partitions {
+				if owner[tp.Topic] == nil {
+					owner[tp.Topic] = map[int32]*kadm.ConsumerGroupMember{}
+				}
+				owner[tp.Topic][p] = m
+			}
+		}
+	}
+	slices.Sort(topics)
+	var ends kadm.ListedOffsets
+	if len(topics) > 0 {
+		if ends, err = adm.ListEndOffsets(ctx, topics...); err != nil {
+			return af.fail(stderr, "%s: %s", g.Group, kafkaError(err, ""))
+		}
+	}
+	fmt.Fprintf(stdout, "GROUP %s  state %s  protocol consumer (assignor %s, epoch %d)  coordinator %d  members %d\n",
+		g.Group, g.State, g.AssignorName, g.Epoch, g.Coordinator.NodeID, len(g.Members))
+	tw := tabwriter.NewWriter(stdout, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "TOPIC\tPARTITION\tCOMMITTED\tLOG-END\tLAG\tMEMBER\tCLIENT-ID\tHOST")
+	var listed []kadm.ListedOffset
+	ends.Each(func(e kadm.ListedOffset) {
+		if e.Err == nil {
+			listed = append(listed, e)
+		}
+	})
+	slices.SortFunc(listed, func(a, b kadm.ListedOffset) int {
+		if a.Topic != b.Topic {
+			return strings.Compare(a.Topic, b.Topic)
+		}
+		return int(a.Partition - b.Partition)
+	})
+	for _, e := range listed {
+		committed, lag := "-", e.Offset
+		if o, ok := fetched.Lookup(e.Topic, e.Partition); ok && o.At >= 0 {
+			committed, lag = strconv.FormatInt(o.At, 10), e.Offset-o.At
+		}
+		member, client, host := "-", "-", "-"
+		if m := owner[e.Topic][e.Partition]; m != nil {
+			member, client, host = m.MemberID, m.ClientID, m.ClientHost
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%d\t%s\t%s\t%s\n", e.Topic, e.Partition, committed, e.Offset, lag, member, client, host)
+	}
+	_ = tw.Flush()
+	return exitOK
 }
 
 // groupDelete is `strata group delete`.

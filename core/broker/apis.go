@@ -94,6 +94,10 @@ var apis = []apiHandler{
 		why: "to v2; v3 (KIP-1043) not yet"},
 	{API: api(kmsg.OffsetDelete, 0, 0), handle: handleOffsetDelete,
 		why: "every version kmsg encodes"},
+	{API: api(kmsg.ConsumerGroupHeartbeat, 0, 1), handle: handleConsumerGroupHeartbeat,
+		why: "every version kmsg encodes (KIP-848; v1: regex subscriptions, client-chosen member ids)"},
+	{API: api(kmsg.ConsumerGroupDescribe, 0, 1), handle: handleConsumerGroupDescribe,
+		why: "every version kmsg encodes (v1: member type)"},
 }
 
 func api(key kmsg.Key, minVersion, maxVersion int16) protocol.API {

@@ -134,16 +134,16 @@ func handleOffsetCommit(b *Broker, r *request) {
 func handleOffsetFetch(b *Broker, r *request) {
 	req := r.body.(*kmsg.OffsetFetchRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
-	fetch := func(name string, topics []kmsg.OffsetFetchRequestGroupTopic, all bool) group.OffsetsFetched {
+	fetch := func(name string, member *string, epoch int32, topics []kmsg.OffsetFetchRequestGroupTopic, all bool) group.OffsetsFetched {
 		sh, e := b.groupShardFor(name)
 		if e != nil {
 			return group.OffsetsFetched{ErrorCode: e.Code}
 		}
-		return sh.Fetch(name, topics, all)
+		return sh.FetchAs(name, member, epoch, topics, all)
 	}
 	if req.Version >= 8 {
 		for _, g := range req.Groups {
-			out := fetch(g.Group, g.Topics, g.Topics == nil)
+			out := fetch(g.Group, g.MemberID, g.MemberEpoch, g.Topics, g.Topics == nil)
 			rg := kmsg.NewOffsetFetchResponseGroup()
 			rg.Group, rg.ErrorCode, rg.Topics = g.Group, out.ErrorCode, out.Topics
 			resp.Groups = append(resp.Groups, rg)
@@ -155,7 +155,7 @@ func handleOffsetFetch(b *Broker, r *request) {
 	for _, t := range req.Topics {
 		topics = append(topics, kmsg.OffsetFetchRequestGroupTopic{Topic: t.Topic, Partitions: t.Partitions})
 	}
-	out := fetch(req.Group, topics, req.Topics == nil && req.Version >= 2)
+	out := fetch(req.Group, nil, -1, topics, req.Topics == nil && req.Version >= 2)
 	resp.ErrorCode = out.ErrorCode
 	for _, t := range out.Topics {
 		rt := kmsg.NewOffsetFetchResponseTopic()
@@ -240,4 +240,30 @@ func handleOffsetDelete(b *Broker, r *request) {
 	if sh := b.groupShard(r, req.Group); sh != nil {
 		sh.DeleteOffsets(req, func(resp *kmsg.OffsetDeleteResponse) { r.respond(resp) })
 	}
+}
+
+// handleConsumerGroupHeartbeat passes a KIP-848 heartbeat to the group's
+// shard, which answers once what it changed is written.
+func handleConsumerGroupHeartbeat(b *Broker, r *request) {
+	req := r.body.(*kmsg.ConsumerGroupHeartbeatRequest)
+	if sh := b.groupShard(r, req.Group); sh != nil {
+		sh.ConsumerHeartbeat(req, b.groupClient(r), func(resp *kmsg.ConsumerGroupHeartbeatResponse) { r.respond(resp) })
+	}
+}
+
+// handleConsumerGroupDescribe describes each consumer group at its shard.
+func handleConsumerGroupDescribe(b *Broker, r *request) {
+	req := r.body.(*kmsg.ConsumerGroupDescribeRequest)
+	resp := req.ResponseKind().(*kmsg.ConsumerGroupDescribeResponse)
+	for _, name := range req.Groups {
+		sh, e := b.groupShardFor(name)
+		if e != nil {
+			g := kmsg.NewConsumerGroupDescribeResponseGroup()
+			g.Group, g.ErrorCode = name, e.Code
+			resp.Groups = append(resp.Groups, g)
+			continue
+		}
+		resp.Groups = append(resp.Groups, sh.DescribeConsumer(name))
+	}
+	r.respond(resp)
 }

@@ -164,6 +164,20 @@ func (b *Broker) SyncGroups() {
 		}
 		b.loadShard(p.ID, part)
 	}
+	topics := groupTopics(img)
+	for _, gs := range gc.shards {
+		gs.shard.SetTopics(topics)
+	}
+}
+
+// groupTopics lists the image's topics for the consumer groups'
+// subscriptions (names, ids, partition counts).
+func groupTopics(img *meta.Image) []group.TopicInfo {
+	out := make([]group.TopicInfo, 0, img.NumTopics())
+	for t := range img.Topics() {
+		out = append(out, group.TopicInfo{Name: t.Name(), ID: t.ID(), Partitions: int32(t.NumPartitions())})
+	}
+	return out
 }
 
 // stillLeads reports whether the shard's partition is still led here in
@@ -184,6 +198,9 @@ func (b *Broker) loadShard(partition int32, part *replica.Partition) {
 	cfg := b.cfg.Groups.Coordinator
 	cfg.Write = func(recs []group.Record, done func(error)) { b.writeGroupRecords(gs, recs, done) }
 	gs.shard = group.NewShard(b.e, b.log.With("group_partition", partition), cfg)
+	if img := b.image(); img != nil {
+		gs.shard.SetTopics(groupTopics(img)) // before the load: the replayed groups' subscriptions are checked against them
+	}
 	i, _ := slices.BinarySearchFunc(b.groups.shards, partition, func(s *groupShard, p int32) int { return int(s.partition) - int(p) })
 	b.groups.shards = slices.Insert(b.groups.shards, i, gs)
 	b.log.Info("loading group shard", "partition", partition, "leader_epoch", gs.leaderEpoch, "log_end", part.LogEndOffset())

@@ -17,7 +17,9 @@ func (s *Shard) Describe(name string) kmsg.DescribeGroupsResponseGroup {
 		return out
 	}
 	g := s.group(name, false)
-	if g == nil {
+	if g == nil || g.consumer != nil {
+		// Kafka 4 describes a consumer group as a classic group it does
+		// not know (ConsumerGroupDescribe is its API).
 		out.State = string(StateDead)
 		return out
 	}
@@ -44,15 +46,18 @@ func (s *Shard) List(states, types []string) []kmsg.ListGroupsResponseGroup {
 	}
 	var out []kmsg.ListGroupsResponseGroup
 	for _, g := range s.Groups() {
-		typ := "classic"
-		if len(states) > 0 && !slices.ContainsFunc(states, func(st string) bool { return equalFold(st, string(g.state)) }) {
+		typ, state := g.Type(), string(g.state)
+		if g.consumer != nil {
+			state = g.ConsumerState()
+		}
+		if len(states) > 0 && !slices.ContainsFunc(states, func(st string) bool { return equalFold(st, state) }) {
 			continue
 		}
 		if len(types) > 0 && !slices.ContainsFunc(types, func(t string) bool { return equalFold(t, typ) }) {
 			continue
 		}
 		lg := kmsg.NewListGroupsResponseGroup()
-		lg.Group, lg.ProtocolType, lg.GroupState, lg.GroupType = g.name, g.protocolType, string(g.state), typ
+		lg.Group, lg.ProtocolType, lg.GroupState, lg.GroupType = g.name, g.protocolType, state, typ
 		out = append(out, lg)
 	}
 	return out
@@ -92,7 +97,10 @@ func (s *Shard) Delete(name string, done func(int16)) {
 	case g == nil || g.state == StateDead:
 		done(kerr.GroupIDNotFound.Code)
 		return
-	case len(g.members) > 0 || g.state != StateEmpty:
+	case len(g.members) > 0 || g.state != StateEmpty || g.writing:
+		done(kerr.NonEmptyGroup.Code)
+		return
+	case g.consumer != nil && (len(g.consumer.members) > 0 || g.consumer.issued != g.consumer.completed):
 		done(kerr.NonEmptyGroup.Code)
 		return
 	}
@@ -102,7 +110,7 @@ func (s *Shard) Delete(name string, done func(int16)) {
 	}
 	g.state = StateDead
 	g.deleted = true
-	recs = append(recs, groupRecord(g, s.e.Now().UnixMilli()))
+	recs = append(recs, g.deletionRecords(s.e.Now().UnixMilli())...)
 	s.write(recs, func(err error) {
 		if err != nil {
 			g.state, g.deleted = StateEmpty, false
@@ -120,6 +128,13 @@ func (s *Shard) Delete(name string, done func(int16)) {
 // subscribedTopics lists the topics the members of a consumer group
 // subscribe to (from their protocol metadata), or nil.
 func (g *Group) subscribedTopics() []string {
+	if g.consumer != nil {
+		var topics []string
+		for _, t := range g.consumer.subscribed {
+			topics = append(topics, t.Name)
+		}
+		return topics
+	}
 	if g.protocolType != "consumer" || g.protocol == "" {
 		return nil
 	}

@@ -79,6 +79,10 @@ type Group struct {
 	// writing is set while the leader's assignment is being written.
 	writing bool
 
+	// consumer is the group's consumer-protocol state (KIP-848), nil
+	// for a classic group.
+	consumer *consumerGroup
+
 	offsets       map[topicPartition]*committed
 	sortedOffsets []topicPartition
 	// emptySince is when the group last became empty (offset retention).
@@ -222,6 +226,13 @@ func (s *Shard) Join(req *kmsg.JoinGroupRequest, c Client, reply func(*kmsg.Join
 	if g.state == StateDead {
 		fail(kerr.CoordinatorNotAvailable)
 		return
+	}
+	if g.consumer != nil {
+		if len(g.consumer.members) > 0 || g.consumer.issued != g.consumer.completed {
+			fail(kerr.InconsistentGroupProtocol)
+			return
+		}
+		g.toClassic()
 	}
 	if !g.protocolsMatch(req) {
 		fail(kerr.InconsistentGroupProtocol)
@@ -915,6 +926,7 @@ func (g *Group) stopTimers() {
 		p.timer.Stop()
 	}
 	g.pending = nil
+	g.stopConsumerTimers()
 }
 
 // failWaiting answers every waiting JoinGroup and SyncGroup with e.

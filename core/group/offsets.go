@@ -67,14 +67,21 @@ func (s *Shard) Commit(req *kmsg.OffsetCommitRequest, exists PartitionExists, re
 		return
 	}
 	simple := req.Generation < 0 && req.MemberID == ""
-	if g != nil && req.InstanceID != nil {
+	if g != nil && g.consumer != nil {
+		if e := g.checkConsumerCommit(req.MemberID, req.Generation, req.Version, true); e != nil {
+			all(e.Code)
+			return
+		}
+		simple = true // checked: the classic checks below do not apply
+	}
+	if g != nil && g.consumer == nil && req.InstanceID != nil {
 		if e := g.checkInstance(*req.InstanceID, req.MemberID); e != nil {
 			all(e.Code)
 			return
 		}
 	}
 	switch {
-	case simple && g != nil && len(g.members) > 0:
+	case simple && g != nil && g.consumer == nil && len(g.members) > 0:
 		all(kerr.UnknownMemberID.Code)
 		return
 	case !simple && (g == nil || g.member(req.MemberID) == nil):
@@ -90,7 +97,7 @@ func (s *Shard) Commit(req *kmsg.OffsetCommitRequest, exists PartitionExists, re
 	if g == nil {
 		g = s.group(req.Group, true)
 	}
-	if !simple {
+	if !simple && g.consumer == nil {
 		g.touch(g.member(req.MemberID))
 	}
 	now := s.e.Now().UnixMilli()
@@ -170,12 +177,29 @@ type OffsetsFetched struct {
 // (partitions without a commit get offset -1), or of every partition with
 // one when topics is nil.
 func (s *Shard) Fetch(group string, topics []kmsg.OffsetFetchRequestGroupTopic, all bool) OffsetsFetched {
+	return s.FetchAs(group, nil, -1, topics, all)
+}
+
+// FetchAs is Fetch for a member (OffsetFetch v9+): of a consumer group,
+// the member and its epoch must be current (UNKNOWN_MEMBER_ID,
+// STALE_MEMBER_EPOCH) unless neither is given.
+func (s *Shard) FetchAs(group string, memberID *string, epoch int32, topics []kmsg.OffsetFetchRequestGroupTopic, all bool) OffsetsFetched {
 	var out OffsetsFetched
 	if e := s.check(); e != nil {
 		out.ErrorCode = e.Code
 		return out
 	}
 	g := s.group(group, false)
+	if g != nil && g.consumer != nil && (memberID != nil || epoch >= 0) {
+		id := ""
+		if memberID != nil {
+			id = *memberID
+		}
+		if e := g.checkConsumerCommit(id, epoch, 9, false); e != nil {
+			out.ErrorCode = e.Code
+			return out
+		}
+	}
 	lookup := func(tp topicPartition) kmsg.OffsetFetchResponseGroupTopicPartition {
 		rp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
 		rp.Partition, rp.Offset, rp.LeaderEpoch = tp.partition, -1, -1

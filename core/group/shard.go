@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/core/assert"
 	"github.com/strata-log/strata/core/env"
@@ -39,6 +40,19 @@ type Config struct {
 	// its commit), checked every RetentionCheckInterval
 	// (offsets.retention.check.interval.ms, 10 minutes).
 	OffsetsRetention, RetentionCheckInterval time.Duration
+	// ConsumerSessionTimeout is group.consumer.session.timeout.ms
+	// (45 s): a consumer-protocol member that does not heartbeat this
+	// long is removed. ConsumerHeartbeatInterval is
+	// group.consumer.heartbeat.interval.ms (5 s), the interval members
+	// are told to heartbeat at.
+	ConsumerSessionTimeout, ConsumerHeartbeatInterval time.Duration
+	// ConsumerMaxSize is group.consumer.max.size: consumer-protocol
+	// members past it get GROUP_MAX_SIZE_REACHED.
+	ConsumerMaxSize int
+	// ConsumerAssignors is group.consumer.assignors: the server-side
+	// assignors members may ask for (others: UNSUPPORTED_ASSIGNOR), the
+	// first the default (uniform, range).
+	ConsumerAssignors []string
 	// Write appends records to the shard's __consumer_offsets partition
 	// and runs done once they are committed (the high watermark passed
 	// them) or with why not. The shard answers a request that changed
@@ -54,6 +68,9 @@ const (
 	DefaultMaxMemberMetadata     = 1 << 20
 	DefaultOffsetsRetention      = 7 * 24 * time.Hour
 	DefaultRetentionCheck        = 10 * time.Minute
+
+	DefaultConsumerSessionTimeout    = 45 * time.Second
+	DefaultConsumerHeartbeatInterval = 5 * time.Second
 )
 
 func (c Config) withDefaults() Config {
@@ -78,6 +95,18 @@ func (c Config) withDefaults() Config {
 	if c.RetentionCheckInterval <= 0 {
 		c.RetentionCheckInterval = DefaultRetentionCheck
 	}
+	if c.ConsumerSessionTimeout <= 0 {
+		c.ConsumerSessionTimeout = DefaultConsumerSessionTimeout
+	}
+	if c.ConsumerHeartbeatInterval <= 0 {
+		c.ConsumerHeartbeatInterval = DefaultConsumerHeartbeatInterval
+	}
+	if c.ConsumerMaxSize <= 0 {
+		c.ConsumerMaxSize = math.MaxInt32
+	}
+	if len(c.ConsumerAssignors) == 0 {
+		c.ConsumerAssignors = Assignors()
+	}
 	return c
 }
 
@@ -96,6 +125,10 @@ type Shard struct {
 	loaded, unloaded bool
 	// retention is the offset retention check's timer.
 	retention env.Timer
+	// topics is the metadata image's topics sorted by name (SetTopics);
+	// topicIDs indexes them by id.
+	topics   []TopicInfo
+	topicIDs map[[16]byte]int
 }
 
 // NewShard returns a shard that is loading: Replay each record of the
@@ -145,6 +178,9 @@ func (s *Shard) dropGroup(g *Group) {
 // Replay applies one record of the partition while loading, in log order.
 func (s *Shard) Replay(key, value []byte) error {
 	assert.That(!s.loaded, "group: replay after the shard loaded")
+	if isConsumerKey(key) {
+		return s.replayConsumer(key, value)
+	}
 	d, skip, err := decodeRecord(key, value)
 	if err != nil || skip {
 		return err
@@ -164,12 +200,22 @@ func (s *Shard) Replay(key, value []byte) error {
 		return nil
 	}
 	if d.groupTombstoned {
-		if g := s.group(d.group, false); g != nil {
-			s.dropGroup(g)
+		// A deleted group's offsets were tombstoned before it; a group
+		// that became a consumer group keeps them (and its consumer
+		// records follow).
+		if g := s.group(d.group, false); g != nil && g.consumer == nil {
+			g.restore(&kmsg.GroupMetadataValue{})
+			g.protocolType = ""
+			if len(g.offsets) == 0 {
+				s.dropGroup(g)
+			}
 		}
 		return nil
 	}
 	g := s.group(d.group, true)
+	if g.consumer != nil {
+		g.consumer = nil // back to the classic protocol
+	}
 	return g.restore(d.groupValue)
 }
 
@@ -182,6 +228,9 @@ func (s *Shard) Loaded() {
 		g := s.groups[name]
 		for _, m := range g.members {
 			g.touch(m)
+		}
+		if g.consumer != nil {
+			g.consumerLoaded()
 		}
 		s.log.Debug("group loaded", "group", g.name, "state", g.state, "generation", g.generation, "members", len(g.members), "offsets", len(g.offsets))
 	}
@@ -203,6 +252,10 @@ func (s *Shard) expireOffsets() {
 		if g.state != StateEmpty || g.writing || g.deleted {
 			continue
 		}
+		if cg := g.consumer; cg != nil && len(g.offsets) == 0 && len(cg.members) == 0 && cg.issued == cg.completed {
+			s.dropEmptyConsumerGroup(g)
+			continue
+		}
 		var expired []topicPartition
 		for _, tp := range g.offsetKeys() {
 			c := g.offsets[tp]
@@ -221,7 +274,7 @@ func (s *Shard) expireOffsets() {
 		drop := len(expired) == len(g.offsets)
 		if drop {
 			g.deleted, g.state = true, StateDead // joins meanwhile: COORDINATOR_NOT_AVAILABLE
-			recs = append(recs, groupRecord(g, nowMs))
+			recs = append(recs, g.deletionRecords(nowMs)...)
 		}
 		g.writing = true
 		s.write(recs, func(err error) {
@@ -260,6 +313,7 @@ func (s *Shard) Unload() {
 		g := s.groups[name]
 		g.stopTimers()
 		g.failWaiting(kerr.NotCoordinator)
+		g.failConsumerWaiting()
 	}
 }
 

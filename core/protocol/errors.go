@@ -94,6 +94,10 @@ func ErrorResponse(req kmsg.Request, err *kerr.Error, msg string) kmsg.Response 
 		resp := r.ResponseKind().(*kmsg.LeaveGroupResponse)
 		resp.ErrorCode = code
 		return resp
+	case *kmsg.ConsumerGroupHeartbeatRequest:
+		resp := r.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
+		resp.ErrorCode, resp.ErrorMessage = code, m
+		return resp
 	case *kmsg.OffsetCommitRequest:
 		resp := r.ResponseKind().(*kmsg.OffsetCommitResponse)
 		for _, t := range r.Topics {

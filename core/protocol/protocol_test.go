@@ -105,7 +105,7 @@ func TestErrorResponseCoversEveryKind(t *testing.T) {
 		&kmsg.DeleteRecordsRequest{Topics: []kmsg.DeleteRecordsRequestTopic{{Topic: "t", Partitions: []kmsg.DeleteRecordsRequestTopicPartition{{Partition: 2}}}}},
 		&kmsg.OffsetForLeaderEpochRequest{Topics: []kmsg.OffsetForLeaderEpochRequestTopic{{Topic: "t", Partitions: []kmsg.OffsetForLeaderEpochRequestTopicPartition{{Partition: 2}}}}},
 		kmsg.NewPtrJoinGroupRequest(), kmsg.NewPtrSyncGroupRequest(), kmsg.NewPtrHeartbeatRequest(),
-		kmsg.NewPtrLeaveGroupRequest(), kmsg.NewPtrOffsetDeleteRequest(),
+		kmsg.NewPtrLeaveGroupRequest(), kmsg.NewPtrOffsetDeleteRequest(), kmsg.NewPtrConsumerGroupHeartbeatRequest(),
 		&kmsg.OffsetCommitRequest{Topics: []kmsg.OffsetCommitRequestTopic{{Topic: "t", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 2}}}}},
 	}
 	for _, req := range reqs {
