@@ -207,6 +207,8 @@ var groupProtocols = []struct {
 }{
 	{"eager (range)", []kgo.Opt{kgo.Balancers(kgo.RangeBalancer())}},
 	{"cooperative-sticky", []kgo.Opt{kgo.Balancers(kgo.CooperativeStickyBalancer())}},
+	// kgo asks for the server's uniform assignor with a sticky balancer.
+	{"KIP-848 (server-side uniform)", []kgo.Opt{kgo.ServerSideBalancer(), kgo.Balancers(kgo.CooperativeStickyBalancer())}},
 }
 
 // TestGroupRebalanceBenchmark: a node, a topic of 100 partitions, ten
@@ -225,63 +227,67 @@ func TestGroupRebalanceBenchmark(t *testing.T) {
 	createTopic(t, adm, topic, benchGroupPartitions, nil)
 
 	var lines []string
-	for _, proto := range groupProtocols {
+	for pi, proto := range groupProtocols {
+		t.Run(proto.name, func(t *testing.T) {
+			var took []time.Duration
+			for run := range runs {
+				group := fmt.Sprintf("rebalance-%d-%d", pi, run)
+				own := newOwnership()
+				var members []*benchMember
+				var names []string
+				for i := range benchGroupMembers {
+					name := fmt.Sprintf("m%d", i)
+					members = append(members, startBenchMember(t, addrs, group, topic, name, own, proto.opts...))
+					names = append(names, name)
+				}
+				waitUntil(t, proto.name+": ten members settled", func() bool { return own.settled(names...) })
+				start := time.Now()
+				members = append(members, startBenchMember(t, addrs, group, topic, "new", own, proto.opts...))
+				waitUntil(t, proto.name+": the new member's rebalance", func() bool { return own.settled(append(names, "new")...) })
+				took = append(took, time.Since(start))
+				for _, m := range members {
+					m.close()
+				}
+			}
+			lines = append(lines, summarize(fmt.Sprintf("rebalance of %d members over %d partitions when one joins, %s", benchGroupMembers, benchGroupPartitions, proto.name), took))
+		})
+	}
+
+	t.Run("static restart", func(t *testing.T) {
 		var took []time.Duration
 		for run := range runs {
-			group := fmt.Sprintf("rebalance-%d-%d", len(lines), run)
+			group := fmt.Sprintf("static-%d", run)
 			own := newOwnership()
 			var members []*benchMember
 			var names []string
 			for i := range benchGroupMembers {
-				name := fmt.Sprintf("m%d", i)
-				members = append(members, startBenchMember(t, addrs, group, topic, name, own, proto.opts...))
+				name := fmt.Sprintf("s%d", i)
+				members = append(members, startBenchMember(t, addrs, group, topic, name, own,
+					kgo.InstanceID(name), kgo.Balancers(kgo.CooperativeStickyBalancer())))
 				names = append(names, name)
 			}
-			waitUntil(t, proto.name+": ten members settled", func() bool { return own.settled(names...) })
+			waitUntil(t, "ten static members settled", func() bool { return own.settled(names...) })
+			before := own.owned("s0")
+			revokesBefore := map[string]int{}
+			for _, nm := range names[1:] {
+				revokesBefore[nm] = own.revoked(nm)
+			}
+			members[0].close()
+			own.removed("s0", before) // closed: kgo revokes nothing for a closing static member
 			start := time.Now()
-			members = append(members, startBenchMember(t, addrs, group, topic, "new", own, proto.opts...))
-			waitUntil(t, proto.name+": the new member's rebalance", func() bool { return own.settled(append(names, "new")...) })
+			members[0] = startBenchMember(t, addrs, group, topic, "s0", own,
+				kgo.InstanceID("s0"), kgo.Balancers(kgo.CooperativeStickyBalancer()))
+			waitUntil(t, "the static member's restart", func() bool { return slices.Equal(own.owned("s0"), before) && own.settled(names...) })
 			took = append(took, time.Since(start))
+			for _, nm := range names[1:] {
+				require.Equal(t, revokesBefore[nm], own.revoked(nm), "%s revoked partitions: the static restart rebalanced", nm)
+			}
 			for _, m := range members {
 				m.close()
 			}
 		}
-		lines = append(lines, summarize(fmt.Sprintf("rebalance of %d members over %d partitions when one joins, %s", benchGroupMembers, benchGroupPartitions, proto.name), took))
-	}
-
-	var took []time.Duration
-	for run := range runs {
-		group := fmt.Sprintf("static-%d", run)
-		own := newOwnership()
-		var members []*benchMember
-		var names []string
-		for i := range benchGroupMembers {
-			name := fmt.Sprintf("s%d", i)
-			members = append(members, startBenchMember(t, addrs, group, topic, name, own,
-				kgo.InstanceID(name), kgo.Balancers(kgo.CooperativeStickyBalancer())))
-			names = append(names, name)
-		}
-		waitUntil(t, "ten static members settled", func() bool { return own.settled(names...) })
-		before := own.owned("s0")
-		revokesBefore := map[string]int{}
-		for _, nm := range names[1:] {
-			revokesBefore[nm] = own.revoked(nm)
-		}
-		members[0].close()
-		own.removed("s0", before) // closed: kgo revokes nothing for a closing static member
-		start := time.Now()
-		members[0] = startBenchMember(t, addrs, group, topic, "s0", own,
-			kgo.InstanceID("s0"), kgo.Balancers(kgo.CooperativeStickyBalancer()))
-		waitUntil(t, "the static member's restart", func() bool { return slices.Equal(own.owned("s0"), before) && own.settled(names...) })
-		took = append(took, time.Since(start))
-		for _, nm := range names[1:] {
-			require.Equal(t, revokesBefore[nm], own.revoked(nm), "%s revoked partitions: the static restart rebalanced", nm)
-		}
-		for _, m := range members {
-			m.close()
-		}
-	}
-	lines = append(lines, summarize(fmt.Sprintf("static member restart within the session timeout, %d members, cooperative-sticky: it owns its partitions again (no rebalance)", benchGroupMembers), took))
+		lines = append(lines, summarize(fmt.Sprintf("static member restart within the session timeout, %d members, cooperative-sticky: it owns its partitions again (no rebalance)", benchGroupMembers), took))
+	})
 	for _, l := range lines {
 		t.Log(l)
 		fmt.Println(l)
