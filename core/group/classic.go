@@ -11,6 +11,7 @@ import (
 
 	"github.com/strata-log/strata/core/assert"
 	"github.com/strata-log/strata/core/env"
+	"github.com/strata-log/strata/core/plant"
 )
 
 // # The classic protocol
@@ -764,6 +765,9 @@ func (g *Group) storeAssignment(req *kmsg.SyncGroupRequest) {
 		assign[a.MemberID] = a.MemberAssignment
 	}
 	for _, m := range g.members {
+		if plant.Is(plant.GroupStaleAssignment) && len(assign[m.id]) < len(m.assignment) {
+			continue
+		}
 		m.assignment = assign[m.id]
 	}
 	gen := g.generation
@@ -827,7 +831,9 @@ func (s *Shard) Heartbeat(req *kmsg.HeartbeatRequest) *kmsg.HeartbeatResponse {
 		g.touch(m)
 		resp.ErrorCode = kerr.RebalanceInProgress.Code
 	case g.state == StateCompletingRebalance, g.state == StateStable:
-		g.touch(m)
+		if !plant.Is(plant.GroupHeartbeatKeepsNoSession) {
+			g.touch(m)
+		}
 	default:
 		resp.ErrorCode = kerr.UnknownMemberID.Code
 	}
