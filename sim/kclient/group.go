@@ -419,13 +419,43 @@ func (gm *GroupMember) join() {
 		gm.leader = resp.LeaderID
 		gm.event(GroupEvent{Kind: Joined, Generation: gm.generation, Leader: gm.leader})
 		gm.scheduleHeartbeat()
-		var plan []kmsg.SyncGroupRequestGroupAssignment
 		if resp.LeaderID == resp.MemberID && !resp.SkipAssignment {
-			plan = gm.assign(resp.Members)
+			gm.lead(epoch, resp.Members)
+			return
 		}
-		gm.sync(plan)
+		gm.sync(nil)
 	})
 }
+
+// lead assigns the partitions as the group's leader once the metadata
+// knows every topic the members subscribe to (the Java client's leader
+// waits for fresh metadata too): a leader that assigned from a partial
+// view would hand out nothing of a topic it did not know yet, and no
+// member would ever ask for a rebalance.
+func (gm *GroupMember) lead(epoch uint64, members []kmsg.JoinGroupResponseMember) {
+	if gm.state == memberClosed || gm.epoch != epoch {
+		return
+	}
+	for _, m := range members {
+		var meta kmsg.ConsumerMemberMetadata
+		if meta.ReadFrom(m.ProtocolMetadata) != nil {
+			continue
+		}
+		for _, t := range meta.Topics {
+			if tm, ok := gm.c.Topic(t); !ok || len(tm.Partitions) == 0 {
+				gm.c.AddTopics(t)
+				gm.c.RefreshMetadata()
+				gm.c.e.AfterFunc(leaderMetadataWait, func() { gm.lead(epoch, members) })
+				return
+			}
+		}
+	}
+	gm.sync(gm.assign(members))
+}
+
+// leaderMetadataWait is how long a leader waits between looks at the
+// metadata it needs to assign.
+const leaderMetadataWait = 50 * time.Millisecond
 
 // assign is the range assignor (Kafka's RangeAssignor): per topic, the
 // members subscribing to it sorted by member id, each a contiguous range

@@ -418,7 +418,10 @@ func (g *groupRun) onFetch(m *groupMember, ev kclient.FetchEvent) {
 	}
 	switch ev.Kind {
 	case kclient.Reset:
-		*st = logRead{session: ev.Session, start: ev.Offset, pos: ev.Offset, hw: -1}
+		// The high watermark the reader was told stays: the history
+		// holds each reader to it across its sessions, and a member
+		// starts a session at every assignment.
+		*st = logRead{session: ev.Session, start: ev.Offset, pos: ev.Offset, hw: st.hw}
 		h.hist.StartSession(m.reader, ev.Session, p, ev.Offset)
 	case kclient.Records:
 		recs := make([]linearizability.LogRecord, len(ev.Records))
