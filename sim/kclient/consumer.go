@@ -264,6 +264,14 @@ func (cn *Consumer) Unassign() {
 	cn.parts = nil
 }
 
+// UnassignPartition drops one partition of a Manual consumer.
+func (cn *Consumer) UnassignPartition(topic string, partition int32) {
+	if cp := cn.find(topic, partition); cp != nil {
+		cp.removed = true
+		cn.parts = slices.DeleteFunc(cn.parts, func(x *cpart) bool { return x == cp })
+	}
+}
+
 // Assigned lists the partitions the consumer reads, sorted.
 func (cn *Consumer) Assigned() []TopicPartition {
 	out := make([]TopicPartition, len(cn.parts))

@@ -60,6 +60,15 @@ type GroupConfig struct {
 	// as the rebalance timeout (5 min), heartbeat.interval.ms (3 s) and
 	// auto.commit.interval.ms (5 s); zero takes those defaults.
 	SessionTimeout, RebalanceTimeout, HeartbeatInterval, CommitInterval time.Duration
+	// Cooperative offers only cooperative-sticky and rebalances
+	// incrementally (KIP-429): the member keeps what it owns while it
+	// rejoins, and a partition moving to another member is first given
+	// up, then assigned in a second rebalance. Upgrading offers
+	// cooperative-sticky before range and rebalances eagerly, as the
+	// Java client does while any of its assignors is eager (the first
+	// step of a rolling upgrade), so it can share a group with range-only
+	// members.
+	Cooperative, Upgrading bool
 	// Consumer configures the fetching (Topics and Manual are set by the
 	// member).
 	Consumer ConsumerConfig
@@ -131,8 +140,12 @@ const (
 	DefaultCommitInterval    = 5 * time.Second
 )
 
-// rangeProtocol is the eager range assignor's name.
-const rangeProtocol = "range"
+// rangeProtocol is the eager range assignor's name; stickyProtocol the
+// cooperative sticky one's.
+const (
+	rangeProtocol  = "range"
+	stickyProtocol = "cooperative-sticky"
+)
 
 type memberState uint8
 
@@ -155,7 +168,9 @@ type GroupMember struct {
 	memberID    string
 	generation  int32
 	leader      string
-	assigned    []TopicPartition
+	// protocol is the generation's assignor (the group's choice).
+	protocol string
+	assigned []TopicPartition
 	// committed is what the member last committed (or fetched) per
 	// assigned partition: a commit is sent only for partitions that
 	// moved on.
@@ -367,6 +382,27 @@ func (gm *GroupMember) rejoin(why error, forget bool) {
 	})
 }
 
+// rejoinKeeping joins again keeping the assignment (cooperative): the
+// member goes on consuming what it owns, without committing, until the
+// SyncGroup answer says what stays.
+func (gm *GroupMember) rejoinKeeping(why error) {
+	if gm.state == memberClosed {
+		return
+	}
+	if gm.hbTimer != nil {
+		gm.hbTimer.Stop()
+		gm.hbTimer = nil
+	}
+	gm.state = memberJoining
+	gm.epoch++
+	epoch := gm.epoch
+	gm.c.e.Post(func() {
+		if gm.epoch == epoch {
+			gm.find()
+		}
+	})
+}
+
 // join sends JoinGroup.
 func (gm *GroupMember) join() {
 	gm.state = memberJoining
@@ -375,14 +411,37 @@ func (gm *GroupMember) join() {
 	meta := kmsg.NewConsumerMemberMetadata()
 	meta.Version = 0
 	meta.Topics = slices.Clone(gm.cfg.Topics)
+	if gm.cfg.Cooperative || gm.cfg.Upgrading {
+		// v2: what the member owns and in which generation, for the
+		// sticky assignor to keep it there.
+		meta.Version, meta.Generation = 2, gm.generation
+		for _, tp := range gm.assigned {
+			if n := len(meta.OwnedPartitions); n == 0 || meta.OwnedPartitions[n-1].Topic != tp.Topic {
+				op := kmsg.NewConsumerMemberMetadataOwnedPartition()
+				op.Topic = tp.Topic
+				meta.OwnedPartitions = append(meta.OwnedPartitions, op)
+			}
+			meta.OwnedPartitions[len(meta.OwnedPartitions)-1].Partitions = append(meta.OwnedPartitions[len(meta.OwnedPartitions)-1].Partitions, tp.Partition)
+		}
+	}
 	req := kmsg.NewPtrJoinGroupRequest()
 	req.Group, req.MemberID, req.InstanceID = gm.cfg.Group, gm.memberID, gm.instance()
 	req.SessionTimeoutMillis = int32(gm.cfg.SessionTimeout / time.Millisecond)
 	req.RebalanceTimeoutMillis = int32(gm.cfg.RebalanceTimeout / time.Millisecond)
 	req.ProtocolType = "consumer"
-	p := kmsg.NewJoinGroupRequestProtocol()
-	p.Name, p.Metadata = rangeProtocol, meta.AppendTo(nil)
-	req.Protocols = append(req.Protocols, p)
+	md := meta.AppendTo(nil)
+	names := []string{rangeProtocol}
+	switch {
+	case gm.cfg.Cooperative:
+		names = []string{stickyProtocol}
+	case gm.cfg.Upgrading:
+		names = []string{stickyProtocol, rangeProtocol}
+	}
+	for _, name := range names {
+		p := kmsg.NewJoinGroupRequestProtocol()
+		p.Name, p.Metadata = name, md
+		req.Protocols = append(req.Protocols, p)
+	}
 	coord := gm.coordinator
 	gm.c.Do(coord, req, gm.cfg.RebalanceTimeout, func(r kmsg.Response, err error) {
 		if gm.state == memberClosed || gm.epoch != epoch {
@@ -417,6 +476,10 @@ func (gm *GroupMember) join() {
 		gm.failures = 0
 		gm.memberID, gm.generation = resp.MemberID, resp.Generation
 		gm.leader = resp.LeaderID
+		gm.protocol = rangeProtocol
+		if resp.Protocol != nil {
+			gm.protocol = *resp.Protocol
+		}
 		gm.event(GroupEvent{Kind: Joined, Generation: gm.generation, Leader: gm.leader})
 		gm.scheduleHeartbeat()
 		if resp.LeaderID == resp.MemberID && !resp.SkipAssignment {
@@ -449,6 +512,10 @@ func (gm *GroupMember) lead(epoch uint64, members []kmsg.JoinGroupResponseMember
 				return
 			}
 		}
+	}
+	if gm.protocol == stickyProtocol {
+		gm.sync(gm.assignSticky(members))
+		return
 	}
 	gm.sync(gm.assign(members))
 }
@@ -529,7 +596,7 @@ func (gm *GroupMember) sync(plan []kmsg.SyncGroupRequestGroupAssignment) {
 	epoch, gen := gm.epoch, gm.generation
 	req := kmsg.NewPtrSyncGroupRequest()
 	req.Group, req.MemberID, req.InstanceID, req.Generation = gm.cfg.Group, gm.memberID, gm.instance(), gen
-	req.ProtocolType, req.Protocol = kmsg.StringPtr("consumer"), kmsg.StringPtr(rangeProtocol)
+	req.ProtocolType, req.Protocol = kmsg.StringPtr("consumer"), kmsg.StringPtr(gm.protocol)
 	req.GroupAssignment = plan
 	gm.c.Do(gm.coordinator, req, gm.cfg.RebalanceTimeout, func(r kmsg.Response, err error) {
 		if gm.state == memberClosed || gm.epoch != epoch {
@@ -564,16 +631,48 @@ func (gm *GroupMember) sync(plan []kmsg.SyncGroupRequestGroupAssignment) {
 		slices.SortFunc(parts, func(x, y TopicPartition) int {
 			return cmp.Or(strings.Compare(x.Topic, y.Topic), cmp.Compare(x.Partition, y.Partition))
 		})
-		gm.assigned = parts
 		gm.event(GroupEvent{Kind: Assigned, Generation: gen, Partitions: parts})
-		gm.fetchOffsets(epoch)
+		if !gm.cfg.Cooperative {
+			gm.assigned = parts
+			gm.fetchOffsets(epoch, parts)
+			return
+		}
+		// Cooperative: give up what moves away (its progress since the
+		// last commit is not committed: the member no longer owns it in
+		// this generation), keep the rest, start what is new, and join
+		// again at once if anything was revoked, for the partitions
+		// withheld this round.
+		var revoked, added []TopicPartition
+		for _, tp := range gm.assigned {
+			if !slices.Contains(parts, tp) {
+				revoked = append(revoked, tp)
+			}
+		}
+		for _, tp := range parts {
+			if !slices.Contains(gm.assigned, tp) {
+				added = append(added, tp)
+			}
+		}
+		if len(revoked) > 0 {
+			gm.event(GroupEvent{Kind: Revoked, Generation: gen, Partitions: revoked, Err: fmt.Errorf("cooperative: moved to another member")})
+			for _, tp := range revoked {
+				gm.cn.UnassignPartition(tp.Topic, tp.Partition)
+				delete(gm.committed, tp)
+			}
+		}
+		gm.assigned = parts
+		if len(revoked) > 0 {
+			gm.rejoinKeeping(fmt.Errorf("cooperative: partitions revoked"))
+			return
+		}
+		gm.fetchOffsets(epoch, added)
 	})
 }
 
 // fetchOffsets asks the coordinator where the assignment starts, then
 // consumes it.
-func (gm *GroupMember) fetchOffsets(epoch uint64) {
-	if len(gm.assigned) == 0 {
+func (gm *GroupMember) fetchOffsets(epoch uint64, want []TopicPartition) {
+	if len(want) == 0 {
 		gm.stable()
 		return
 	}
@@ -581,7 +680,7 @@ func (gm *GroupMember) fetchOffsets(epoch uint64) {
 	req.Group = gm.cfg.Group
 	rg := kmsg.NewOffsetFetchRequestGroup()
 	rg.Group = gm.cfg.Group
-	for _, tp := range gm.assigned {
+	for _, tp := range want {
 		if n := len(req.Topics); n == 0 || req.Topics[n-1].Topic != tp.Topic {
 			rt := kmsg.NewOffsetFetchRequestTopic()
 			rt.Topic = tp.Topic
@@ -638,7 +737,7 @@ func (gm *GroupMember) fetchOffsets(epoch uint64) {
 		if code != 0 {
 			gm.event(GroupEvent{Kind: GroupError, Generation: gm.generation, Err: fmt.Errorf("OffsetFetch: %s", codeName(code))})
 			if code == kerr.CoordinatorLoadInProgress.Code || code == kerr.UnstableOffsetCommit.Code {
-				gm.retry(func() { gm.fetchOffsets(epoch) })
+				gm.retry(func() { gm.fetchOffsets(epoch, want) })
 				return
 			}
 			gm.coordinatorLost(code, nil)
@@ -650,7 +749,7 @@ func (gm *GroupMember) fetchOffsets(epoch uint64) {
 			ev.Commits = append(ev.Commits, GroupCommit{Topic: g.topic, Partition: g.part, Offset: g.offset})
 		}
 		gm.event(ev)
-		for _, tp := range gm.assigned {
+		for _, tp := range want {
 			off := int64(-1)
 			for _, g := range got {
 				if g.topic == tp.Topic && g.part == tp.Partition {
@@ -702,8 +801,12 @@ func (gm *GroupMember) heartbeat() {
 		case 0:
 			gm.scheduleHeartbeat()
 		case kerr.RebalanceInProgress.Code:
-			// Eager: commit what was processed, then give it up and
-			// join again.
+			// Commit what was processed, then join again: eager gives
+			// everything up first, cooperative keeps consuming it.
+			if gm.cfg.Cooperative {
+				gm.commit(func() { gm.rejoinKeeping(kerr.RebalanceInProgress) })
+				return
+			}
 			gm.commit(func() { gm.rejoin(kerr.RebalanceInProgress, false) })
 		case kerr.IllegalGeneration.Code:
 			gm.rejoin(kerr.IllegalGeneration, false)
@@ -784,7 +887,7 @@ func (gm *GroupMember) commit(then func()) {
 	req := kmsg.NewPtrOffsetCommitRequest()
 	req.Group, req.MemberID, req.InstanceID, req.Generation = gm.cfg.Group, gm.memberID, gm.instance(), gm.generation
 	var commits []GroupCommit
-	for _, tp := range gm.cn.Assigned() {
+	for _, tp := range gm.assigned {
 		pos, _ := gm.cn.Position(tp.Topic, tp.Partition)
 		if pos < 0 || pos <= gm.committed[tp] {
 			continue
@@ -849,7 +952,13 @@ func (gm *GroupMember) commit(then func()) {
 			return
 		}
 		switch worst {
-		case kerr.RebalanceInProgress.Code, kerr.IllegalGeneration.Code:
+		case kerr.RebalanceInProgress.Code:
+			if gm.cfg.Cooperative {
+				gm.rejoinKeeping(kerr.RebalanceInProgress)
+				break
+			}
+			gm.rejoin(kerr.RebalanceInProgress, false)
+		case kerr.IllegalGeneration.Code:
 			gm.rejoin(kerr.ErrorForCode(worst), false)
 		case kerr.UnknownMemberID.Code, kerr.FencedInstanceID.Code:
 			gm.rejoin(kerr.ErrorForCode(worst), true)

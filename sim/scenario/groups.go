@@ -69,9 +69,12 @@ type groupMember struct {
 	instance string // static: its group.instance.id
 	session  time.Duration
 	commit   time.Duration
-	proc     *sim.Process
-	e        env.Env
-	gm       *kclient.GroupMember
+	// cooperative and upgrading are the member's assignor options
+	// (kclient.GroupConfig).
+	cooperative, upgrading bool
+	proc                   *sim.Process
+	e                      env.Env
+	gm                     *kclient.GroupMember
 	// up is false while the harness keeps it down (crashed, left).
 	up bool
 	// busyUntil: no new action on the member before.
@@ -102,6 +105,9 @@ type groupRun struct {
 	r       *rand.Rand
 	members []*groupMember
 	strikes controllerStrikes
+	// protocols is the seed's assignor draw: 0 range, 1 cooperative
+	// sticky, 2 mixed.
+	protocols int
 
 	// owners[generation][partition] is who was assigned it (j); held
 	// [member id][generation] the member's assignment (l).
@@ -130,6 +136,9 @@ type groupRun struct {
 	why          string
 	// counters for the summary and the tests.
 	actions, commitsAcked, commitsRefused, assignments int
+	// incremental counts a cooperative member's partial revocations
+	// (the first phase of an incremental rebalance).
+	incremental int
 }
 
 func newGroupRun(h *logHarness) *groupRun {
@@ -150,6 +159,18 @@ func newGroupRun(h *logHarness) *groupRun {
 		}
 		g.members = append(g.members, m)
 	}
+	// The assignor, from a stream of its own: eager range for all, the
+	// cooperative sticky one for all, or a group in a rolling upgrade
+	// (two members offer both and rebalance eagerly), which must agree
+	// on range while a range-only member is in it.
+	switch g.protocols = h.s.Rand("groups/protocol").IntN(3); g.protocols {
+	case 1:
+		for _, m := range g.members {
+			m.cooperative = true
+		}
+	case 2:
+		g.members[0].upgrading, g.members[2].upgrading = true, true
+	}
 	return g
 }
 
@@ -159,6 +180,12 @@ func (g *groupRun) String() string {
 		kind := "dynamic"
 		if m.instance != "" {
 			kind = "static"
+		}
+		if m.cooperative {
+			kind += "/cooperative"
+		}
+		if m.upgrading {
+			kind += "/upgrading"
 		}
 		parts = append(parts, fmt.Sprintf("%s:%s/session=%v/commit=%v", m.name, kind, m.session, m.commit))
 	}
@@ -184,7 +211,7 @@ func (g *groupRun) start() {
 			m.reads = map[linearizability.LogPartition]*logRead{}
 			c := kclient.New(e, kclient.Config{ClientID: m.name, Bootstrap: h.bootstrap()})
 			m.gm = kclient.NewGroupMember(c, kclient.GroupConfig{Group: groupName, InstanceID: m.instance, Topics: g.topics(),
-				SessionTimeout: m.session, RebalanceTimeout: groupRebalanceTimeout, HeartbeatInterval: m.session / 4, CommitInterval: m.commit,
+				Cooperative: m.cooperative, Upgrading: m.upgrading, SessionTimeout: m.session, RebalanceTimeout: groupRebalanceTimeout, HeartbeatInterval: m.session / 4, CommitInterval: m.commit,
 				Consumer: kclient.ConsumerConfig{MaxWait: 100 * time.Millisecond, OnFetch: func(ev kclient.FetchEvent) { g.onFetch(m, ev) }},
 				OnEvent:  func(ev kclient.GroupEvent) { g.onEvent(m, ev) }})
 		})
@@ -294,6 +321,10 @@ func (g *groupRun) onEvent(m *groupMember, ev kclient.GroupEvent) {
 	switch ev.Kind {
 	case kclient.Assigned:
 		g.assigned(m, ev)
+	case kclient.Revoked:
+		if m.cooperative && len(ev.Partitions) > 0 && h.phase == logFaults {
+			g.incremental++
+		}
 	case kclient.CommitSent:
 		g.commitSent(ev)
 	case kclient.CommitAnswered:

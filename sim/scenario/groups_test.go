@@ -38,34 +38,65 @@ func TestGroupsRegressionSeeds(t *testing.T) {
 	}
 }
 
-// TestGroupsSeeds runs seeds 1..groupsSeedsInMakeTest; every tenth runs
-// twice and must give the same trace (the determinism check). It also
-// requires that the workload did what the scenario promises somewhere:
-// rebalances, acknowledged and refused commits, coordinator strikes.
+// groupsSeedChunks is how many parallel subtests TestGroupsSeeds splits
+// its seeds into (each seed is its own simulator: nothing is shared).
+const groupsSeedChunks = 4
+
+// groupsFigures are what TestGroupsSeeds adds up over its seeds.
+type groupsFigures struct {
+	gens, commits, refused, assignments, actions, struck, incremental int
+	protocols                                                         [3]int
+}
+
+// TestGroupsSeeds runs seeds 1..groupsSeedsInMakeTest in parallel
+// chunks; every tenth runs twice and must give the same trace (the
+// determinism check). It also requires that the workload did what the
+// scenario promises somewhere: acknowledged and refused commits,
+// coordinator strikes, incremental (cooperative) revocations.
 func TestGroupsSeeds(t *testing.T) {
-	var gens, commits, refused, assignments, actions, struck int
-	for seed := uint64(1); seed <= groupsSeedsInMakeTest; seed++ {
-		h := runGroupsSeed(t, seed)
-		g := h.group
-		gens += len(g.owners)
-		commits += g.commitsAcked
-		refused += g.commitsRefused
-		assignments += g.assignments
-		actions += g.actions
-		if g.strikes.kills+g.strikes.cuts > 0 {
-			struck++
+	figures := make([]groupsFigures, groupsSeedChunks)
+	t.Run("chunks", func(t *testing.T) {
+		for c := range figures {
+			t.Run(fmt.Sprint(c), func(t *testing.T) {
+				t.Parallel()
+				f := &figures[c]
+				for seed := uint64(1 + c); seed <= groupsSeedsInMakeTest; seed += groupsSeedChunks {
+					h := runGroupsSeed(t, seed)
+					g := h.group
+					f.gens += len(g.owners)
+					f.commits += g.commitsAcked
+					f.refused += g.commitsRefused
+					f.assignments += g.assignments
+					f.actions += g.actions
+					f.incremental += g.incremental
+					f.protocols[g.protocols]++
+					if g.strikes.kills+g.strikes.cuts > 0 {
+						f.struck++
+					}
+					if seed%10 == 0 {
+						a := h.s.Summarize("groups")
+						b, _ := runLog(Options{Seed: seed}, logBugs{replicas: replicatedRF, groups: true})
+						require.Equal(t, a.TraceHash, b.TraceHash, "groups seed %d gave two traces", seed)
+					}
+				}
+			})
 		}
-		if seed%10 == 0 {
-			a := h.s.Summarize("groups")
-			b, _ := runLog(Options{Seed: seed}, logBugs{replicas: replicatedRF, groups: true})
-			require.Equal(t, a.TraceHash, b.TraceHash, "groups seed %d gave two traces", seed)
+	})
+	var sum groupsFigures
+	for _, f := range figures {
+		sum.gens, sum.commits, sum.refused = sum.gens+f.gens, sum.commits+f.commits, sum.refused+f.refused
+		sum.assignments, sum.actions, sum.struck = sum.assignments+f.assignments, sum.actions+f.actions, sum.struck+f.struck
+		sum.incremental += f.incremental
+		for i := range sum.protocols {
+			sum.protocols[i] += f.protocols[i]
 		}
 	}
-	require.Positive(t, commits, "no commit acknowledged in any seed")
-	require.Positive(t, refused, "no commit refused in any seed (no fencing exercised)")
-	require.Positive(t, struck, "no seed struck the coordinator")
-	t.Logf("%d seeds: %d generations assigned, %d assignments, %d member actions, %d commits acknowledged, %d refused; %d seeds struck the coordinator",
-		groupsSeedsInMakeTest, gens, assignments, actions, commits, refused, struck)
+	require.Positive(t, sum.commits, "no commit acknowledged in any seed")
+	require.Positive(t, sum.refused, "no commit refused in any seed (no fencing exercised)")
+	require.Positive(t, sum.struck, "no seed struck the coordinator")
+	require.Positive(t, sum.incremental, "no cooperative member gave up part of its assignment")
+	t.Logf("%d seeds (range %d, cooperative %d, upgrading %d): %d generations assigned, %d assignments, %d member actions, %d commits acknowledged, %d refused; %d cooperative revocations; %d seeds struck the coordinator",
+		groupsSeedsInMakeTest, sum.protocols[0], sum.protocols[1], sum.protocols[2], sum.gens, sum.assignments, sum.actions, sum.commits, sum.refused, sum.incremental, sum.struck)
 }
 
 func TestGroupsSeedSummary(t *testing.T) {
