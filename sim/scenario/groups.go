@@ -340,8 +340,21 @@ func (g *groupRun) onEvent(m *groupMember, ev kclient.GroupEvent) {
 	}
 }
 
+// groupViolation is a failed group check, named like the log checks.
+type groupViolation struct {
+	check string
+	at    time.Duration
+	msg   string
+}
+
+var groupCheckNames = map[string]string{"j": "one owner", "k": "commits hold", "l": "fenced commits", "m": "group liveness"}
+
+func (v *groupViolation) Error() string {
+	return fmt.Sprintf("(%s) %s: at %v: %s", v.check, groupCheckNames[v.check], v.at, v.msg)
+}
+
 func (g *groupRun) violation(check, format string, args ...any) error {
-	return &linearizability.LogViolation{Check: check, At: g.h.s.Now(), Msg: fmt.Sprintf(format, args...)}
+	return &groupViolation{check: check, at: g.h.s.Now(), msg: fmt.Sprintf(format, args...)}
 }
 
 // assigned checks (j) and records the assignment for (l).
