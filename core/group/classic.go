@@ -772,7 +772,11 @@ func (g *Group) storeAssignment(req *kmsg.SyncGroupRequest) {
 	}
 	gen := g.generation
 	g.writing = true
-	g.s.write([]Record{groupRecord(g, g.s.e.Now().UnixMilli())}, func(err error) {
+	write := g.s.write
+	if plant.Is(plant.GroupSyncBeforeWrite) {
+		write = func(recs []Record, done func(error)) { g.s.write(recs, func(error) {}); done(nil) }
+	}
+	write([]Record{groupRecord(g, g.s.e.Now().UnixMilli())}, func(err error) {
 		g.writing = false
 		if g.generation != gen || g.state != StateCompletingRebalance {
 			return // a rebalance began meanwhile; its members were told

@@ -54,16 +54,21 @@ const (
 	// GroupHeartbeatKeepsNoSession: a heartbeat does not restart the
 	// member's session timer (core/group).
 	GroupHeartbeatKeepsNoSession
+	// GroupSyncBeforeWrite: the group coordinator answers the SyncGroups
+	// of a new generation before the group record with its assignment
+	// is committed (core/group).
+	GroupSyncBeforeWrite
 )
 
 func (b Bug) String() string {
 	return [...]string{"none", "log-skip-fsync", "ack-before-fsync", "append-duplicates", "fetch-skips-ahead",
 		"ack-before-isr", "high-watermark-from-log-end", "leader-outside-isr",
 		"follower-keeps-lost-tail", "group-stale-commit", "group-commit-before-write", "group-replay-drops-last-offset",
-		"group-stale-assignment", "group-heartbeat-keeps-no-session"}[b]
+		"group-stale-assignment", "group-heartbeat-keeps-no-session", "group-sync-before-write"}[b]
 }
 
 // Bugs lists every plantable bug (the planted-bug test's table must cover
 // each).
 var Bugs = []Bug{LogSkipFsync, AckBeforeFsync, AppendDuplicates, FetchSkipsAhead, AckBeforeISR, HighWatermarkFromLogEnd, LeaderOutsideISR, FollowerKeepsLostTail,
-	GroupStaleCommit, GroupCommitBeforeWrite, GroupReplayDropsLastOffset, GroupStaleAssignment, GroupHeartbeatKeepsNoSession}
+	GroupStaleCommit, GroupCommitBeforeWrite, GroupReplayDropsLastOffset, GroupStaleAssignment, GroupHeartbeatKeepsNoSession,
+	GroupSyncBeforeWrite}

@@ -103,10 +103,13 @@ const (
 	GroupError
 	// CommitSent: an OffsetCommit is sent (Commits) to Coordinator.
 	CommitSent
+	// PlanSent: the leader sends its SyncGroup with the assignment (the
+	// coordinator writes it before it answers).
+	PlanSent
 )
 
 func (k GroupEventKind) String() string {
-	return [...]string{"?", "joined", "assigned", "revoked", "commit", "commit-unknown", "offsets", "error", "commit-sent"}[k]
+	return [...]string{"?", "joined", "assigned", "revoked", "commit", "commit-unknown", "offsets", "error", "commit-sent", "plan-sent"}[k]
 }
 
 // GroupCommit is one partition of an OffsetCommit or OffsetFetch.
@@ -598,6 +601,9 @@ func (gm *GroupMember) sync(plan []kmsg.SyncGroupRequestGroupAssignment) {
 	req.Group, req.MemberID, req.InstanceID, req.Generation = gm.cfg.Group, gm.memberID, gm.instance(), gen
 	req.ProtocolType, req.Protocol = kmsg.StringPtr("consumer"), kmsg.StringPtr(gm.protocol)
 	req.GroupAssignment = plan
+	if plan != nil {
+		gm.event(GroupEvent{Kind: PlanSent, Generation: gen})
+	}
 	gm.c.Do(gm.coordinator, req, gm.cfg.RebalanceTimeout, func(r kmsg.Response, err error) {
 		if gm.state == memberClosed || gm.epoch != epoch {
 			return

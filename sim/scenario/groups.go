@@ -325,8 +325,8 @@ func (g *groupRun) onEvent(m *groupMember, ev kclient.GroupEvent) {
 		if m.cooperative && len(ev.Partitions) > 0 && h.phase == logFaults {
 			g.incremental++
 		}
-	case kclient.CommitSent:
-		g.commitSent(ev)
+	case kclient.CommitSent, kclient.PlanSent:
+		g.strikeCoordinator(ev)
 	case kclient.CommitAnswered:
 		g.committed(m, ev)
 	case kclient.OffsetsFetched:
@@ -431,9 +431,9 @@ func (g *groupRun) committed(m *groupMember, ev kclient.GroupEvent) {
 	}
 }
 
-// commitSent strikes the coordinator the commit goes to, in the seeds
-// that strike, now and then.
-func (g *groupRun) commitSent(ev kclient.GroupEvent) {
+// strikeCoordinator strikes the coordinator a commit or the leader's
+// assignment goes to, in the seeds that strike, now and then.
+func (g *groupRun) strikeCoordinator(ev kclient.GroupEvent) {
 	h, st := g.h, &g.strikes
 	if !st.on || h.phase != logFaults || h.s.Now() < st.next || st.r.IntN(groupStrikeProbability) != 0 {
 		return
@@ -447,7 +447,11 @@ func (g *groupRun) commitSent(ev kclient.GroupEvent) {
 			return
 		}
 	}
-	h.strike(st, target, "coordinator-strike", fmt.Sprintf("%s, the group's coordinator, while a commit of generation %d is in flight", h.names[target], ev.Generation))
+	what := "a commit"
+	if ev.Kind == kclient.PlanSent {
+		what = "the leader's assignment"
+	}
+	h.strike(st, target, "coordinator-strike", fmt.Sprintf("%s, the group's coordinator, while %s of generation %d is in flight", h.names[target], what, ev.Generation))
 }
 
 // onFetch hands a member's reads to the history, and remembers what the
@@ -496,7 +500,7 @@ func (g *groupRun) onFetch(m *groupMember, ev kclient.FetchEvent) {
 
 // settle is (m), asked at every step after the heal and the other final
 // checks: it reports nil once the group settled and consumed everything,
-// or why not yet.
+// a *groupViolation for a failed check, or why not yet.
 func (g *groupRun) settle() error {
 	h := g.h
 	parts := h.partitions()
@@ -549,7 +553,7 @@ func (g *groupRun) settle() error {
 	for _, p := range parts {
 		hw := h.verifier.state(p).hw
 		if a, ok := g.lastAckBefore(p, g.finalSent); ok && g.final[p] < a.offset {
-			h.fail(g.violation("k", "after the heal the coordinator holds %s's committed offset %d, but a commit of %d by %s was acknowledged at %v", p, g.final[p], a.offset, a.who, a.at))
+			return g.violation("k", "after the heal the coordinator holds %s's committed offset %d, but a commit of %d by %s was acknowledged at %v", p, g.final[p], a.offset, a.who, a.at)
 		}
 		if g.final[p] != hw {
 			return g.unsettled(fmt.Errorf("%s is committed at %d, the high watermark is %d", p, g.final[p], hw))
@@ -570,7 +574,7 @@ func (g *groupRun) settle() error {
 	for _, p := range parts {
 		for _, r := range h.verifier.state(p).records {
 			if v, ok := g.consumed[p][r.Offset]; !ok || v != r.Value {
-				h.fail(g.violation("m", "the group never consumed %s offset %d (%q); it read %q there", p, r.Offset, r.Value, v))
+				return g.violation("m", "the group never consumed %s offset %d (%q); it read %q there", p, r.Offset, r.Value, v)
 			}
 		}
 	}

@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -579,7 +580,12 @@ func (h *logHarness) advance() {
 		}
 	case logGroup:
 		// (m): the group settles within the same deadline.
-		if err := h.group.settle(); err == nil {
+		err := h.group.settle()
+		var v *groupViolation
+		if errors.As(err, &v) {
+			h.err = err
+		}
+		if err == nil || h.err != nil {
 			h.phase = logDone
 		}
 	}

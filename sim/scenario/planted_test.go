@@ -52,6 +52,11 @@ var plantedBugs = []struct {
 	{plant.GroupReplayDropsLastOffset, "groups", 60, []string{"(k)"}},
 	{plant.GroupStaleAssignment, "groups", 60, []string{"(j)"}},
 	{plant.GroupHeartbeatKeepsNoSession, "groups", 60, []string{"(m)"}},
+	// A generation answered but never written is lost at a failover:
+	// the next coordinator hands the same generation number out again,
+	// with another assignment (j), or takes commits of the generation
+	// before (l).
+	{plant.GroupSyncBeforeWrite, "groups", 100, []string{"(j)", "(l)", "(k)"}},
 }
 
 func TestPlantedBugTableIsComplete(t *testing.T) {
