@@ -184,6 +184,9 @@ type GroupMember struct {
 	failures             int
 	committing           bool
 	hbTimer, commitTimer env.Timer
+	// rejoinAfter: a cooperative member that gave partitions up joins
+	// again once it started what it gained.
+	rejoinAfter bool
 }
 
 // NewGroupMember returns a member of cfg.Group on c; it starts at once.
@@ -353,6 +356,7 @@ func (gm *GroupMember) revoke(why error) {
 	}
 	gm.cn.Unassign()
 	gm.assigned = nil
+	gm.rejoinAfter = false
 	clear(gm.committed)
 	if gm.commitTimer != nil {
 		gm.commitTimer.Stop()
@@ -392,6 +396,7 @@ func (gm *GroupMember) rejoinKeeping(why error) {
 	if gm.state == memberClosed {
 		return
 	}
+	gm.rejoinAfter = false
 	if gm.hbTimer != nil {
 		gm.hbTimer.Stop()
 		gm.hbTimer = nil
@@ -648,14 +653,18 @@ func (gm *GroupMember) sync(plan []kmsg.SyncGroupRequestGroupAssignment) {
 		// this generation), keep the rest, start what is new, and join
 		// again at once if anything was revoked, for the partitions
 		// withheld this round.
+		// What the consumer reads is what the member owns: a partition
+		// added in a generation that also revoked some is started too
+		// (groups seed 1171: it was not, and never was).
 		var revoked, added []TopicPartition
-		for _, tp := range gm.assigned {
+		consuming := gm.cn.Assigned()
+		for _, tp := range consuming {
 			if !slices.Contains(parts, tp) {
 				revoked = append(revoked, tp)
 			}
 		}
 		for _, tp := range parts {
-			if !slices.Contains(gm.assigned, tp) {
+			if !slices.Contains(consuming, tp) {
 				added = append(added, tp)
 			}
 		}
@@ -667,10 +676,7 @@ func (gm *GroupMember) sync(plan []kmsg.SyncGroupRequestGroupAssignment) {
 			}
 		}
 		gm.assigned = parts
-		if len(revoked) > 0 {
-			gm.rejoinKeeping(fmt.Errorf("cooperative: partitions revoked"))
-			return
-		}
+		gm.rejoinAfter = len(revoked) > 0
 		gm.fetchOffsets(epoch, added)
 	})
 }
@@ -771,6 +777,13 @@ func (gm *GroupMember) fetchOffsets(epoch uint64, want []TopicPartition) {
 
 func (gm *GroupMember) stable() {
 	gm.failures = 0
+	if gm.rejoinAfter {
+		// Cooperative: partitions were revoked; the second rebalance
+		// assigns them to their new owners.
+		gm.rejoinAfter = false
+		gm.rejoinKeeping(fmt.Errorf("cooperative: partitions revoked"))
+		return
+	}
 	gm.state = memberStable
 	gm.scheduleCommit()
 }
