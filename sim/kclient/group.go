@@ -103,8 +103,8 @@ const (
 	GroupError
 	// CommitSent: an OffsetCommit is sent (Commits) to Coordinator.
 	CommitSent
-	// PlanSent: the leader sends its SyncGroup with the assignment (the
-	// coordinator writes it before it answers).
+	// PlanSent: the leader sends its SyncGroup with the assignment
+	// (Plan; the coordinator writes it before it answers).
 	PlanSent
 )
 
@@ -120,6 +120,12 @@ type GroupCommit struct {
 	Code      int16
 }
 
+// GroupPlanEntry is one member's part of a leader's assignment.
+type GroupPlanEntry struct {
+	MemberID, InstanceID string
+	Partitions           []TopicPartition
+}
+
 // GroupEvent is one step of a member.
 type GroupEvent struct {
 	Kind       GroupEventKind
@@ -128,6 +134,7 @@ type GroupEvent struct {
 	Leader     string
 	Partitions []TopicPartition
 	Commits    []GroupCommit
+	Plan       []GroupPlanEntry
 	// Sent is when the request was sent (member's monotonic clock).
 	Sent time.Duration
 	// Coordinator is the node the request went to.
@@ -521,11 +528,43 @@ func (gm *GroupMember) lead(epoch uint64, members []kmsg.JoinGroupResponseMember
 			}
 		}
 	}
+	var plan []kmsg.SyncGroupRequestGroupAssignment
 	if gm.protocol == stickyProtocol {
-		gm.sync(gm.assignSticky(members))
-		return
+		plan = gm.assignSticky(members)
+	} else {
+		plan = gm.assign(members)
 	}
-	gm.sync(gm.assign(members))
+	ev := GroupEvent{Kind: PlanSent, Generation: gm.generation}
+	for _, a := range plan {
+		entry := GroupPlanEntry{MemberID: a.MemberID, Partitions: decodeAssignment(a.MemberAssignment)}
+		for _, m := range members {
+			if m.MemberID == a.MemberID && m.InstanceID != nil {
+				entry.InstanceID = *m.InstanceID
+			}
+		}
+		ev.Plan = append(ev.Plan, entry)
+	}
+	gm.event(ev)
+	gm.sync(plan)
+}
+
+// decodeAssignment lists the partitions of a ConsumerMemberAssignment,
+// sorted (none if it does not decode).
+func decodeAssignment(b []byte) []TopicPartition {
+	var a kmsg.ConsumerMemberAssignment
+	if len(b) == 0 || a.ReadFrom(b) != nil {
+		return nil
+	}
+	var parts []TopicPartition
+	for _, t := range a.Topics {
+		for _, p := range t.Partitions {
+			parts = append(parts, TopicPartition{t.Topic, p})
+		}
+	}
+	slices.SortFunc(parts, func(x, y TopicPartition) int {
+		return cmp.Or(strings.Compare(x.Topic, y.Topic), cmp.Compare(x.Partition, y.Partition))
+	})
+	return parts
 }
 
 // leaderMetadataWait is how long a leader waits between looks at the
@@ -606,9 +645,6 @@ func (gm *GroupMember) sync(plan []kmsg.SyncGroupRequestGroupAssignment) {
 	req.Group, req.MemberID, req.InstanceID, req.Generation = gm.cfg.Group, gm.memberID, gm.instance(), gen
 	req.ProtocolType, req.Protocol = kmsg.StringPtr("consumer"), kmsg.StringPtr(gm.protocol)
 	req.GroupAssignment = plan
-	if plan != nil {
-		gm.event(GroupEvent{Kind: PlanSent, Generation: gen})
-	}
 	gm.c.Do(gm.coordinator, req, gm.cfg.RebalanceTimeout, func(r kmsg.Response, err error) {
 		if gm.state == memberClosed || gm.epoch != epoch {
 			return

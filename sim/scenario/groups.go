@@ -113,6 +113,9 @@ type groupRun struct {
 	// [member id][generation] the member's assignment (l).
 	owners map[int32]map[linearizability.LogPartition]string
 	held   map[string]map[int32][]linearizability.LogPartition
+	// plans[generation][owner] are the leaders' plans for the owner
+	// (every one sent for that generation number).
+	plans map[int32]map[string][][]linearizability.LogPartition
 	// assignedGens lists (generation, first time a member was assigned
 	// in it), in order of observation (l).
 	assignedGens []struct {
@@ -145,6 +148,7 @@ func newGroupRun(h *logHarness) *groupRun {
 	g := &groupRun{h: h, r: h.s.Rand("groups/members"),
 		owners:     map[int32]map[linearizability.LogPartition]string{},
 		held:       map[string]map[int32][]linearizability.LogPartition{},
+		plans:      map[int32]map[string][][]linearizability.LogPartition{},
 		acks:       map[linearizability.LogPartition][]groupCommitAck{},
 		consumed:   map[linearizability.LogPartition]map[int64]string{},
 		settledGen: -1}
@@ -325,7 +329,10 @@ func (g *groupRun) onEvent(m *groupMember, ev kclient.GroupEvent) {
 		if m.cooperative && len(ev.Partitions) > 0 && h.phase == logFaults {
 			g.incremental++
 		}
-	case kclient.CommitSent, kclient.PlanSent:
+	case kclient.PlanSent:
+		g.planned(ev)
+		g.strikeCoordinator(ev)
+	case kclient.CommitSent:
 		g.strikeCoordinator(ev)
 	case kclient.CommitAnswered:
 		g.committed(m, ev)
@@ -379,10 +386,36 @@ func (g *groupRun) assigned(m *groupMember, ev kclient.GroupEvent) {
 		}
 		owners[p] = who
 	}
+	if plans, ok := g.plans[ev.Generation][who]; ok && !slices.ContainsFunc(plans, func(p []linearizability.LogPartition) bool { return slices.Equal(p, parts) }) {
+		g.h.fail(g.violation("j", "%s (%s) was handed %v in generation %d, but the leader planned %v for it", m.name, who, parts, ev.Generation, plans))
+	}
 	if g.held[ev.MemberID] == nil {
 		g.held[ev.MemberID] = map[int32][]linearizability.LogPartition{}
 	}
 	g.held[ev.MemberID][ev.Generation] = parts
+}
+
+// planned records a leader's assignment for (j): what the coordinator
+// hands a member must be what a leader planned for it in that
+// generation (a leader's plan may be sent more than once per generation
+// number: a failover before it was written reruns the rebalance).
+func (g *groupRun) planned(ev kclient.GroupEvent) {
+	plans := g.plans[ev.Generation]
+	if plans == nil {
+		plans = map[string][][]linearizability.LogPartition{}
+		g.plans[ev.Generation] = plans
+	}
+	for _, e := range ev.Plan {
+		who := e.MemberID
+		if e.InstanceID != "" {
+			who = "instance " + e.InstanceID
+		}
+		var parts []linearizability.LogPartition
+		for _, tp := range e.Partitions {
+			parts = append(parts, lp(tp))
+		}
+		plans[who] = append(plans[who], parts)
+	}
 }
 
 // lastAckBefore is the highest commit of p acknowledged before at.
