@@ -109,6 +109,9 @@ type member struct {
 	session env.Timer
 	// synced is set once it sent its SyncGroup in this generation.
 	synced bool
+	// restored is set while the member is known only from the group
+	// record (its chosen protocol), until it joins again.
+	restored bool
 }
 
 // pendingMember is a member id handed out with MEMBER_ID_REQUIRED.
@@ -128,8 +131,14 @@ func (m *member) metadataFor(protocol string) []byte {
 }
 
 // supports reports whether the member lists protocol.
+//
+// A member loaded from the log (restored) is known only by the protocol
+// the group chose: it counts as supporting any until it joins again, so
+// that a member offering another protocol the members share is not
+// refused (groups seed 1670); the rebalance that member starts chooses
+// among the members that rejoin.
 func (m *member) supports(protocol string) bool {
-	return slices.ContainsFunc(m.protocols, func(p kmsg.JoinGroupRequestProtocol) bool { return p.Name == protocol })
+	return m.restored || slices.ContainsFunc(m.protocols, func(p kmsg.JoinGroupRequestProtocol) bool { return p.Name == protocol })
 }
 
 // Name is the group's id.
@@ -316,6 +325,7 @@ func (g *Group) newMember(id string, req *kmsg.JoinGroupRequest, c Client) *memb
 
 // setJoin takes a JoinGroup's protocols and timeouts.
 func (m *member) setJoin(req *kmsg.JoinGroupRequest) {
+	m.restored = false
 	m.protocolType = req.ProtocolType
 	m.protocols = slices.Clone(req.Protocols)
 	m.sessionTimeoutMs, m.rebalanceTimeoutMs = req.SessionTimeoutMillis, req.RebalanceTimeoutMillis
@@ -954,7 +964,7 @@ func (g *Group) restore(v *kmsg.GroupMetadataValue) error {
 		}
 		m := &member{id: vm.MemberID, instanceID: vm.InstanceID, clientID: vm.ClientID, clientHost: vm.ClientHost,
 			protocolType: v.ProtocolType, sessionTimeoutMs: vm.SessionTimeoutMillis, rebalanceTimeoutMs: vm.RebalanceTimeoutMillis,
-			assignment: vm.Assignment, synced: true}
+			assignment: vm.Assignment, synced: true, restored: true}
 		if m.rebalanceTimeoutMs < 0 {
 			m.rebalanceTimeoutMs = m.sessionTimeoutMs
 		}
