@@ -496,6 +496,11 @@ func (gm *GroupMember) join() {
 			gm.protocol = *resp.Protocol
 		}
 		gm.event(GroupEvent{Kind: Joined, Generation: gm.generation, Leader: gm.leader})
+		// In the generation from here on, and heartbeating: a leader
+		// waiting for metadata before it assigns must heartbeat too
+		// (groups seed 2741: its heartbeat found it still joining and
+		// stopped for good, and the coordinator expired it).
+		gm.state = memberSyncing
 		gm.scheduleHeartbeat()
 		if resp.LeaderID == resp.MemberID && !resp.SkipAssignment {
 			gm.lead(epoch, resp.Members)

@@ -92,11 +92,13 @@ func (m *groupMember) identity(memberID string) string {
 	return memberID
 }
 
-// groupCommitAck is an acknowledged commit.
+// groupCommitAck is an acknowledged commit; reset marks an admin's
+// reset, which may move the offset back.
 type groupCommitAck struct {
 	offset int64
 	at     time.Duration
 	who    string
+	reset  bool
 }
 
 // groupRun is the group part of a groups run.
@@ -108,6 +110,10 @@ type groupRun struct {
 	// protocols is the seed's assignor draw: 0 range, 1 cooperative
 	// sticky, 2 mixed.
 	protocols int
+	// resetRand draws the seed's admin reset (nil: none); resets counts
+	// the partitions reset.
+	resetRand *rand.Rand
+	resets    int
 
 	// owners[generation][partition] is who was assigned it (j); held
 	// [member id][generation] the member's assignment (l).
@@ -225,6 +231,7 @@ func (g *groupRun) start() {
 	h.newLogClient("gcheck", nil, func(e env.Env, c *kclient.Client) { g.checker = c })
 	if !h.o.NoFaults {
 		g.scheduleAction()
+		g.scheduleReset()
 	}
 }
 
@@ -317,11 +324,7 @@ func (g *groupRun) virtual(m *groupMember, at time.Duration) time.Duration {
 // onEvent checks a member's group step.
 func (g *groupRun) onEvent(m *groupMember, ev kclient.GroupEvent) {
 	h := g.h
-	line := fmt.Sprintf("groups:%s %s gen=%d member=%s coord=%d parts=%v commits=%v err=%v", m.name, ev.Kind, ev.Generation, ev.MemberID, ev.Coordinator, ev.Partitions, ev.Commits, ev.Err)
-	h.s.Trace(line)
-	if h.o.Log != nil {
-		fmt.Fprintf(h.o.Log, "%v %s\n", h.s.Now(), line)
-	}
+	g.trace(fmt.Sprintf("groups:%s %s gen=%d member=%s coord=%d parts=%v commits=%v err=%v", m.name, ev.Kind, ev.Generation, ev.MemberID, ev.Coordinator, ev.Partitions, ev.Commits, ev.Err))
 	switch ev.Kind {
 	case kclient.Assigned:
 		g.assigned(m, ev)
@@ -358,6 +361,15 @@ var groupCheckNames = map[string]string{"j": "one owner", "k": "commits hold", "
 
 func (v *groupViolation) Error() string {
 	return fmt.Sprintf("(%s) %s: at %v: %s", v.check, groupCheckNames[v.check], v.at, v.msg)
+}
+
+// trace folds a group observation into the trace and, with -v, prints
+// it with the processes' logs.
+func (g *groupRun) trace(line string) {
+	g.h.s.Trace(line)
+	if g.h.o.Log != nil {
+		fmt.Fprintf(g.h.o.Log, "%v %s\n", g.h.s.Now(), line)
+	}
 }
 
 func (g *groupRun) violation(check, format string, args ...any) error {
@@ -418,16 +430,140 @@ func (g *groupRun) planned(ev kclient.GroupEvent) {
 	}
 }
 
-// lastAckBefore is the highest commit of p acknowledged before at.
+// lastAckBefore is the highest commit of p acknowledged before at since
+// the last admin reset acknowledged before at (or that reset).
 func (g *groupRun) lastAckBefore(p linearizability.LogPartition, at time.Duration) (groupCommitAck, bool) {
 	var best groupCommitAck
 	found := false
-	for _, a := range g.acks[p] {
-		if a.at < at && (!found || a.offset > best.offset) {
+	for _, a := range g.acks[p] { // in the order acknowledged
+		if a.at >= at {
+			break
+		}
+		if a.reset || !found || a.offset > best.offset {
 			best, found = a, true
 		}
 	}
 	return best, found
+}
+
+// Admin resets (one seed in three, stream groups/reset): once during the
+// fault phase every member leaves, and while the group is empty the
+// admin (the checker's client) resets each partition's committed offset
+// back to half of the last acknowledged commit with a simple OffsetCommit
+// (generation -1, no member id), as kafka-consumer-groups
+// --reset-offsets does; the members come back 3-6 s later and read again
+// from there. (k) takes an acknowledged reset as the new floor.
+const (
+	groupResetFirstMin = 3 * time.Second
+	groupResetFirstMax = 15 * time.Second
+	groupResetAfter    = 600 * time.Millisecond
+	groupResetRetries  = 15
+)
+
+func (g *groupRun) scheduleReset() {
+	r := g.h.s.Rand("groups/reset")
+	if r.IntN(3) != 0 || g.h.o.NoFaults {
+		return
+	}
+	g.resetRand = r
+	at := groupResetFirstMin + time.Duration(r.Int64N(int64(groupResetFirstMax-groupResetFirstMin)))
+	g.h.s.After(at, "groups:reset", g.tryReset)
+}
+
+// tryReset empties the group once every member is up and idle.
+func (g *groupRun) tryReset() {
+	h := g.h
+	if h.phase != logFaults {
+		return
+	}
+	for _, m := range g.members {
+		if !m.up || h.s.Now() < m.busyUntil || !m.proc.Up() || m.gm == nil {
+			h.s.After(500*time.Millisecond, "groups:reset", g.tryReset)
+			return
+		}
+	}
+	h.s.Fault("group-reset", "every member leaves; the admin resets the committed offsets")
+	away := time.Duration(3000+g.resetRand.IntN(3000)) * time.Millisecond
+	for _, m := range g.members {
+		g.down(m, "leave", away, true)
+	}
+	h.s.After(groupResetAfter, "groups:reset-commit", func() { g.resetCommit(0) })
+}
+
+// resetCommit sends the admin's simple commit to the coordinator; a
+// group that is not empty yet (UNKNOWN_MEMBER_ID) or a coordinator error
+// is tried again a little later.
+func (g *groupRun) resetCommit(try int) {
+	h, c := g.h, g.checker
+	if c == nil || try >= groupResetRetries || h.phase != logFaults {
+		return
+	}
+	again := func() { h.s.After(300*time.Millisecond, "groups:reset-commit", func() { g.resetCommit(try + 1) }) }
+	req := kmsg.NewPtrFindCoordinatorRequest()
+	req.CoordinatorKey, req.CoordinatorKeys = groupName, []string{groupName}
+	c.DoAny(req, func(r kmsg.Response, err error) {
+		node := coordinatorOf(r, err)
+		g.trace(fmt.Sprintf("groups:reset try=%d coordinator=%d err=%v", try, node, err))
+		if node < 0 {
+			again()
+			return
+		}
+		creq := kmsg.NewPtrOffsetCommitRequest()
+		creq.Group, creq.Generation = groupName, -1
+		want := map[linearizability.LogPartition]int64{}
+		for _, p := range h.partitions() {
+			a, ok := g.lastAckBefore(p, h.s.Now()+1)
+			if !ok || a.offset < 2 {
+				continue
+			}
+			want[p] = a.offset / 2
+			if n := len(creq.Topics); n == 0 || creq.Topics[n-1].Topic != p.Topic {
+				rt := kmsg.NewOffsetCommitRequestTopic()
+				rt.Topic = p.Topic
+				creq.Topics = append(creq.Topics, rt)
+			}
+			rp := kmsg.NewOffsetCommitRequestTopicPartition()
+			rp.Partition, rp.Offset, rp.LeaderEpoch = p.Partition, a.offset/2, -1
+			creq.Topics[len(creq.Topics)-1].Partitions = append(creq.Topics[len(creq.Topics)-1].Partitions, rp)
+		}
+		if len(want) == 0 {
+			return
+		}
+		c.Do(node, creq, 0, func(r kmsg.Response, err error) {
+			resp, ok := r.(*kmsg.OffsetCommitResponse)
+			if err != nil || !ok {
+				// An unknown outcome may have been applied: (k) takes
+				// it as a reset (a lower floor only weakens the check),
+				// and it is not asked again.
+				g.trace(fmt.Sprintf("groups:reset unknown err=%v", err))
+				for _, p := range h.partitions() {
+					if off, ok := want[p]; ok {
+						g.acks[p] = append(g.acks[p], groupCommitAck{offset: off, at: h.s.Now(), who: "the admin's reset (unknown outcome)", reset: true})
+					}
+				}
+				return
+			}
+			retry := false
+			for _, t := range resp.Topics {
+				for _, rp := range t.Partitions {
+					p := linearizability.LogPartition{Topic: t.Topic, Partition: rp.Partition}
+					g.trace(fmt.Sprintf("groups:reset %s to %d code=%d", p, want[p], rp.ErrorCode))
+					if rp.ErrorCode != 0 {
+						retry = true
+						continue
+					}
+					g.resets++
+					if h.bugs.forgetResets {
+						continue
+					}
+					g.acks[p] = append(g.acks[p], groupCommitAck{offset: want[p], at: h.s.Now(), who: "the admin's reset", reset: true})
+				}
+			}
+			if retry {
+				again()
+			}
+		})
+	})
 }
 
 // committed checks an OffsetCommit answer: (k) and (l).
@@ -631,14 +767,7 @@ func (g *groupRun) ask(ids []string) {
 	req := kmsg.NewPtrFindCoordinatorRequest()
 	req.CoordinatorKey, req.CoordinatorKeys = groupName, []string{groupName}
 	c.DoAny(req, func(r kmsg.Response, err error) {
-		resp, ok := r.(*kmsg.FindCoordinatorResponse)
-		node := int32(-1)
-		if err == nil && ok {
-			node = resp.NodeID
-			if resp.Version >= 4 && len(resp.Coordinators) == 1 && resp.Coordinators[0].ErrorCode == 0 {
-				node = resp.Coordinators[0].NodeID
-			}
-		}
+		node := coordinatorOf(r, err)
 		if node < 0 {
 			g.asking = false
 			return
@@ -707,6 +836,23 @@ func (g *groupRun) ask(ids []string) {
 			})
 		})
 	})
+}
+
+// coordinatorOf is the node a FindCoordinator answer names, or -1.
+func coordinatorOf(r kmsg.Response, err error) int32 {
+	resp, ok := r.(*kmsg.FindCoordinatorResponse)
+	switch {
+	case err != nil || !ok:
+		return -1
+	case resp.Version >= 4:
+		if len(resp.Coordinators) != 1 || resp.Coordinators[0].ErrorCode != 0 {
+			return -1
+		}
+		return resp.Coordinators[0].NodeID
+	case resp.ErrorCode != 0:
+		return -1
+	}
+	return resp.NodeID
 }
 
 // summary is the group's counters, for describe.

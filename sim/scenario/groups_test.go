@@ -43,6 +43,14 @@ var groupsRegressionSeeds = []uint64{
 	// supporting any protocol until it joins again (group
 	// TestLoadedGroupAdmitsAMemberOfAnotherProtocol).
 	1670,
+	// Found by a sweep of seeds 1501-3000, a client bug: g3, restarted,
+	// became the leader and waited for its metadata before assigning;
+	// its first heartbeat came due meanwhile, found it still joining and
+	// stopped for good. The coordinator expired it and the others moved
+	// on to generation 4 while g3, with no heartbeat to tell it, stayed
+	// "stable" in generation 1 ((m)). A member is in the generation, and
+	// heartbeats, from its JoinGroup answer on.
+	2741,
 }
 
 // groupsSeedsInMakeTest is how many consecutive seeds `make test` runs.
@@ -65,8 +73,8 @@ const groupsSeedChunks = 4
 
 // groupsFigures are what TestGroupsSeeds adds up over its seeds.
 type groupsFigures struct {
-	gens, commits, refused, assignments, actions, struck, incremental int
-	protocols                                                         [3]int
+	gens, commits, refused, assignments, actions, struck, incremental, resets int
+	protocols                                                                 [3]int
 }
 
 // TestGroupsSeeds runs seeds 1..groupsSeedsInMakeTest in parallel
@@ -90,6 +98,7 @@ func TestGroupsSeeds(t *testing.T) {
 					f.assignments += g.assignments
 					f.actions += g.actions
 					f.incremental += g.incremental
+					f.resets += g.resets
 					f.protocols[g.protocols]++
 					if g.strikes.kills+g.strikes.cuts > 0 {
 						f.struck++
@@ -108,6 +117,7 @@ func TestGroupsSeeds(t *testing.T) {
 		sum.gens, sum.commits, sum.refused = sum.gens+f.gens, sum.commits+f.commits, sum.refused+f.refused
 		sum.assignments, sum.actions, sum.struck = sum.assignments+f.assignments, sum.actions+f.actions, sum.struck+f.struck
 		sum.incremental += f.incremental
+		sum.resets += f.resets
 		for i := range sum.protocols {
 			sum.protocols[i] += f.protocols[i]
 		}
@@ -116,8 +126,19 @@ func TestGroupsSeeds(t *testing.T) {
 	require.Positive(t, sum.refused, "no commit refused in any seed (no fencing exercised)")
 	require.Positive(t, sum.struck, "no seed struck the coordinator")
 	require.Positive(t, sum.incremental, "no cooperative member gave up part of its assignment")
-	t.Logf("%d seeds (range %d, cooperative %d, upgrading %d): %d generations assigned, %d assignments, %d member actions, %d commits acknowledged, %d refused; %d cooperative revocations; %d seeds struck the coordinator",
-		groupsSeedsInMakeTest, sum.protocols[0], sum.protocols[1], sum.protocols[2], sum.gens, sum.assignments, sum.actions, sum.commits, sum.refused, sum.incremental, sum.struck)
+	require.Positive(t, sum.resets, "no admin reset acknowledged")
+	t.Logf("%d seeds (range %d, cooperative %d, upgrading %d): %d generations assigned, %d assignments, %d member actions, %d commits acknowledged, %d refused; %d cooperative revocations; %d partitions reset by the admin; %d seeds struck the coordinator",
+		groupsSeedsInMakeTest, sum.protocols[0], sum.protocols[1], sum.protocols[2], sum.gens, sum.assignments, sum.actions, sum.commits, sum.refused, sum.incremental, sum.resets, sum.struck)
+}
+
+// TestGroupsCommitCheckSeesResets: an admin's offset reset moves the
+// committed offset back, which (k) allows only because the harness tells
+// it of the reset; a harness that forgets fails (k) at the members' next
+// OffsetFetch, so the resets of the workload are real and (k) reads the
+// coordinator's answers.
+func TestGroupsCommitCheckSeesResets(t *testing.T) {
+	bugs := logBugs{replicas: replicatedRF, groups: true, forgetResets: true}
+	require.NotZero(t, logBugFails(t, bugs, 20, 60, "(k) commits hold"), "no seed caught the forgotten reset")
 }
 
 func TestGroupsSeedSummary(t *testing.T) {

@@ -98,6 +98,10 @@ type logBugs struct {
 	// groups is a knob, not a bug: the groups scenario's consumer group
 	// and its checks (groups.go) on the replicated cluster.
 	groups bool
+	// forgetResets makes the groups harness not tell (k) of the admin's
+	// acknowledged offset resets: the members' next OffsetFetch then
+	// looks like a lost commit.
+	forgetResets bool
 	// replicas is a knob, not a bug: the topics' replication factor (1
 	// when zero), min.insync.replicas being one less (the replicated
 	// scenario).
