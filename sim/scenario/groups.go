@@ -114,6 +114,8 @@ type groupRun struct {
 	// the partitions reset.
 	resetRand *rand.Rand
 	resets    int
+	// resetTo is what the reset asks for, per partition.
+	resetTo map[linearizability.LogPartition]int64
 
 	// owners[generation][partition] is who was assigned it (j); held
 	// [member id][generation] the member's assignment (l).
@@ -452,7 +454,7 @@ func (g *groupRun) lastAckBefore(p linearizability.LogPartition, at time.Duratio
 // back to half of the last acknowledged commit with a simple OffsetCommit
 // (generation -1, no member id), as kafka-consumer-groups
 // --reset-offsets does; the members come back 3-6 s later and read again
-// from there. (k) takes an acknowledged reset as the new floor.
+// from there. (k) takes each reset sent as the new floor.
 const (
 	groupResetFirstMin = 3 * time.Second
 	groupResetFirstMax = 15 * time.Second
@@ -510,37 +512,49 @@ func (g *groupRun) resetCommit(try int) {
 		}
 		creq := kmsg.NewPtrOffsetCommitRequest()
 		creq.Group, creq.Generation = groupName, -1
-		want := map[linearizability.LogPartition]int64{}
+		if g.resetTo == nil {
+			// Drawn once: a retry asks for the same offsets.
+			g.resetTo = map[linearizability.LogPartition]int64{}
+			for _, p := range h.partitions() {
+				if a, ok := g.lastAckBefore(p, h.s.Now()+1); ok && a.offset >= 2 {
+					g.resetTo[p] = a.offset / 2
+				}
+			}
+		}
+		want := g.resetTo
 		for _, p := range h.partitions() {
-			a, ok := g.lastAckBefore(p, h.s.Now()+1)
-			if !ok || a.offset < 2 {
+			if _, ok := want[p]; !ok {
 				continue
 			}
-			want[p] = a.offset / 2
 			if n := len(creq.Topics); n == 0 || creq.Topics[n-1].Topic != p.Topic {
 				rt := kmsg.NewOffsetCommitRequestTopic()
 				rt.Topic = p.Topic
 				creq.Topics = append(creq.Topics, rt)
 			}
 			rp := kmsg.NewOffsetCommitRequestTopicPartition()
-			rp.Partition, rp.Offset, rp.LeaderEpoch = p.Partition, a.offset/2, -1
+			rp.Partition, rp.Offset, rp.LeaderEpoch = p.Partition, want[p], -1
 			creq.Topics[len(creq.Topics)-1].Partitions = append(creq.Topics[len(creq.Topics)-1].Partitions, rp)
 		}
 		if len(want) == 0 {
 			return
 		}
+		// A reset may take effect from its send on, before its answer
+		// arrives (groups seed 182: a member's OffsetFetch saw it while
+		// the answer was on the wire), or without one: (k) takes it as
+		// the floor from now (a lower floor only weakens the check).
+		if !h.bugs.forgetResets {
+			for _, p := range h.partitions() {
+				if off, ok := want[p]; ok {
+					g.acks[p] = append(g.acks[p], groupCommitAck{offset: off, at: h.s.Now(), who: "the admin's reset", reset: true})
+				}
+			}
+		}
 		c.Do(node, creq, 0, func(r kmsg.Response, err error) {
 			resp, ok := r.(*kmsg.OffsetCommitResponse)
 			if err != nil || !ok {
-				// An unknown outcome may have been applied: (k) takes
-				// it as a reset (a lower floor only weakens the check),
-				// and it is not asked again.
+				// An unknown outcome may have been applied: it is not
+				// asked again.
 				g.trace(fmt.Sprintf("groups:reset unknown err=%v", err))
-				for _, p := range h.partitions() {
-					if off, ok := want[p]; ok {
-						g.acks[p] = append(g.acks[p], groupCommitAck{offset: off, at: h.s.Now(), who: "the admin's reset (unknown outcome)", reset: true})
-					}
-				}
 				return
 			}
 			retry := false
@@ -553,10 +567,6 @@ func (g *groupRun) resetCommit(try int) {
 						continue
 					}
 					g.resets++
-					if h.bugs.forgetResets {
-						continue
-					}
-					g.acks[p] = append(g.acks[p], groupCommitAck{offset: want[p], at: h.s.Now(), who: "the admin's reset", reset: true})
 				}
 			}
 			if retry {

@@ -99,8 +99,8 @@ type logBugs struct {
 	// and its checks (groups.go) on the replicated cluster.
 	groups bool
 	// forgetResets makes the groups harness not tell (k) of the admin's
-	// acknowledged offset resets: the members' next OffsetFetch then
-	// looks like a lost commit.
+	// offset resets: the members' next OffsetFetch then looks like a
+	// lost commit.
 	forgetResets bool
 	// replicas is a knob, not a bug: the topics' replication factor (1
 	// when zero), min.insync.replicas being one less (the replicated
