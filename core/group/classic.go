@@ -11,6 +11,7 @@ import (
 
 	"github.com/strata-log/strata/core/assert"
 	"github.com/strata-log/strata/core/env"
+	"github.com/strata-log/strata/core/plant"
 )
 
 // # The classic protocol
@@ -112,6 +113,9 @@ type member struct {
 	session env.Timer
 	// synced is set once it sent its SyncGroup in this generation.
 	synced bool
+	// restored is set while the member is known only from the group
+	// record (its chosen protocol), until it joins again.
+	restored bool
 }
 
 // pendingMember is a member id handed out with MEMBER_ID_REQUIRED.
@@ -131,8 +135,14 @@ func (m *member) metadataFor(protocol string) []byte {
 }
 
 // supports reports whether the member lists protocol.
+//
+// A member loaded from the log (restored) is known only by the protocol
+// the group chose: it counts as supporting any until it joins again, so
+// that a member offering another protocol the members share is not
+// refused (groups seed 1670); the rebalance that member starts chooses
+// among the members that rejoin.
 func (m *member) supports(protocol string) bool {
-	return slices.ContainsFunc(m.protocols, func(p kmsg.JoinGroupRequestProtocol) bool { return p.Name == protocol })
+	return m.restored || slices.ContainsFunc(m.protocols, func(p kmsg.JoinGroupRequestProtocol) bool { return p.Name == protocol })
 }
 
 // Name is the group's id.
@@ -326,6 +336,7 @@ func (g *Group) newMember(id string, req *kmsg.JoinGroupRequest, c Client) *memb
 
 // setJoin takes a JoinGroup's protocols and timeouts.
 func (m *member) setJoin(req *kmsg.JoinGroupRequest) {
+	m.restored = false
 	m.protocolType = req.ProtocolType
 	m.protocols = slices.Clone(req.Protocols)
 	m.sessionTimeoutMs, m.rebalanceTimeoutMs = req.SessionTimeoutMillis, req.RebalanceTimeoutMillis
@@ -775,11 +786,18 @@ func (g *Group) storeAssignment(req *kmsg.SyncGroupRequest) {
 		assign[a.MemberID] = a.MemberAssignment
 	}
 	for _, m := range g.members {
+		if plant.Is(plant.GroupStaleAssignment) && len(assign[m.id]) < len(m.assignment) {
+			continue
+		}
 		m.assignment = assign[m.id]
 	}
 	gen := g.generation
 	g.writing = true
-	g.s.write([]Record{groupRecord(g, g.s.e.Now().UnixMilli())}, func(err error) {
+	write := g.s.write
+	if plant.Is(plant.GroupSyncBeforeWrite) {
+		write = func(recs []Record, done func(error)) { g.s.write(recs, func(error) {}); done(nil) }
+	}
+	write([]Record{groupRecord(g, g.s.e.Now().UnixMilli())}, func(err error) {
 		g.writing = false
 		if g.generation != gen || g.state != StateCompletingRebalance {
 			return // a rebalance began meanwhile; its members were told
@@ -838,7 +856,9 @@ func (s *Shard) Heartbeat(req *kmsg.HeartbeatRequest) *kmsg.HeartbeatResponse {
 		g.touch(m)
 		resp.ErrorCode = kerr.RebalanceInProgress.Code
 	case g.state == StateCompletingRebalance, g.state == StateStable:
-		g.touch(m)
+		if !plant.Is(plant.GroupHeartbeatKeepsNoSession) {
+			g.touch(m)
+		}
 	default:
 		resp.ErrorCode = kerr.UnknownMemberID.Code
 	}
@@ -956,7 +976,7 @@ func (g *Group) restore(v *kmsg.GroupMetadataValue) error {
 		}
 		m := &member{id: vm.MemberID, instanceID: vm.InstanceID, clientID: vm.ClientID, clientHost: vm.ClientHost,
 			protocolType: v.ProtocolType, sessionTimeoutMs: vm.SessionTimeoutMillis, rebalanceTimeoutMs: vm.RebalanceTimeoutMillis,
-			assignment: vm.Assignment, synced: true}
+			assignment: vm.Assignment, synced: true, restored: true}
 		if m.rebalanceTimeoutMs < 0 {
 			m.rebalanceTimeoutMs = m.sessionTimeoutMs
 		}

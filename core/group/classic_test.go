@@ -397,3 +397,40 @@ func TestOffsetsExpire(t *testing.T) {
 	require.Nil(t, re.Group("cg"))
 	require.Nil(t, re.Group("simple"))
 }
+
+// A group loaded from the log knows of each member only the protocol it
+// chose (the record keeps no other), so a member offering another of the
+// protocols the members had offered was refused with
+// INCONSISTENT_GROUP_PROTOCOL, for as long as the loaded members went on
+// heartbeating without rejoining (groups seed 1670: a range-only member
+// locked out of a group that had chosen cooperative-sticky). A loaded
+// member counts as supporting any protocol until it joins again: the new
+// member starts a rebalance, and the protocols are chosen among the
+// members that rejoin it.
+func TestLoadedGroupAdmitsAMemberOfAnotherProtocol(t *testing.T) {
+	r := newRig(t, testCfg)
+	a, ja := r.newMember("g", "c1", "a")
+	r.run(0)
+	require.NotNil(t, *ja)
+	require.Equal(t, "range", *(*ja).Protocol)
+	r.sync("g", a, 1, map[string]string{a: "x"})
+	r.run(5 * time.Millisecond)
+	r.shard = r.replayed(testCfg)
+	req := joinReq("g", "", nil, "b")
+	req.Protocols = req.Protocols[1:] // roundrobin only
+	first := r.join(req, "c2")
+	require.Equal(t, kerr.MemberIDRequired.Code, (*first).ErrorCode)
+	req2 := joinReq("g", (*first).MemberID, nil, "b")
+	req2.Protocols = req2.Protocols[1:]
+	jb := r.join(req2, "c2")
+	require.Nil(t, *jb, "the new member waits in the rebalance it started")
+	require.Equal(t, StatePreparingRebalance, r.shard.Group("g").State())
+	require.Equal(t, kerr.RebalanceInProgress.Code, r.heartbeat("g", a, 1, nil))
+	ja2 := r.join(joinReq("g", a, nil, "a"), "c1")
+	r.run(time.Millisecond)
+	require.NotNil(t, *ja2)
+	require.Zero(t, (*ja2).ErrorCode)
+	require.Equal(t, "roundrobin", *(*ja2).Protocol, "chosen among the members that rejoined")
+	require.NotNil(t, *jb)
+	require.Equal(t, int32(2), (*jb).Generation)
+}

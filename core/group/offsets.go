@@ -6,6 +6,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/core/plant"
 )
 
 // topicPartition names a partition by topic name (offsets are kept by
@@ -80,7 +82,9 @@ func (s *Shard) Commit(req *kmsg.OffsetCommitRequest, exists PartitionExists, re
 			return
 		}
 	}
+	stale := !simple && plant.Is(plant.GroupStaleCommit) && g != nil
 	switch {
+	case stale:
 	case simple && g != nil && g.consumer == nil && len(g.members) > 0:
 		all(kerr.UnknownMemberID.Code)
 		return
@@ -97,8 +101,8 @@ func (s *Shard) Commit(req *kmsg.OffsetCommitRequest, exists PartitionExists, re
 	if g == nil {
 		g = s.group(req.Group, true)
 	}
-	if !simple && g.consumer == nil {
-		g.touch(g.member(req.MemberID))
+	if m := g.member(req.MemberID); !simple && g.consumer == nil && m != nil {
+		g.touch(m)
 	}
 	now := s.e.Now().UnixMilli()
 	var recs []Record
@@ -139,6 +143,15 @@ func (s *Shard) Commit(req *kmsg.OffsetCommitRequest, exists PartitionExists, re
 	if len(recs) == 0 {
 		reply(resp)
 		return
+	}
+	if plant.Is(plant.GroupCommitBeforeWrite) {
+		early := *resp
+		early.Topics = slices.Clone(resp.Topics)
+		for i := range early.Topics {
+			early.Topics[i].Partitions = slices.Clone(early.Topics[i].Partitions)
+		}
+		reply(&early)
+		reply = func(*kmsg.OffsetCommitResponse) {}
 	}
 	s.write(recs, func(err error) {
 		if err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/strata-log/strata/core/assert"
 	"github.com/strata-log/strata/core/env"
+	"github.com/strata-log/strata/core/plant"
 )
 
 // Config is a shard's configuration: the broker's group settings (Kafka's
@@ -129,6 +130,9 @@ type Shard struct {
 	// topicIDs indexes them by id.
 	topics   []TopicInfo
 	topicIDs map[[16]byte]int
+	// lastOffset undoes the last offset record replayed (a planted bug
+	// only: plant.GroupReplayDropsLastOffset).
+	lastOffset func()
 }
 
 // NewShard returns a shard that is loading: Replay each record of the
@@ -191,6 +195,17 @@ func (s *Shard) Replay(key, value []byte) error {
 			return nil
 		}
 		tp := topicPartition{d.topic, d.partition}
+		if plant.Is(plant.GroupReplayDropsLastOffset) {
+			prev, had := g.offsets[tp]
+			s.lastOffset = func() {
+				if had {
+					g.offsets[tp] = prev
+				} else {
+					delete(g.offsets, tp)
+				}
+				g.sortedOffsets = nil
+			}
+		}
 		if d.offset == nil {
 			delete(g.offsets, tp)
 		} else {
@@ -223,6 +238,9 @@ func (s *Shard) Replay(key, value []byte) error {
 // (they must heartbeat to this coordinator within their session timeout)
 // and the shard serves.
 func (s *Shard) Loaded() {
+	if s.lastOffset != nil {
+		s.lastOffset()
+	}
 	s.loaded = true
 	for _, name := range s.names {
 		g := s.groups[name]

@@ -38,14 +38,37 @@ const (
 	// unfsynced tail lets a follower that fetched that tail keep it
 	// (core/replica).
 	FollowerKeepsLostTail
+	// GroupStaleCommit: the group coordinator accepts an OffsetCommit
+	// from any member id and generation, current or not (core/group).
+	GroupStaleCommit
+	// GroupCommitBeforeWrite: the group coordinator answers an
+	// OffsetCommit before its records are committed (core/group).
+	GroupCommitBeforeWrite
+	// GroupReplayDropsLastOffset: a coordinator loading its partition
+	// drops the last offset record it replayed (core/group).
+	GroupReplayDropsLastOffset
+	// GroupStaleAssignment: a member whose assignment in a new
+	// generation is smaller than its previous one keeps the previous one
+	// (core/group), so two members own a partition in a generation.
+	GroupStaleAssignment
+	// GroupHeartbeatKeepsNoSession: a heartbeat does not restart the
+	// member's session timer (core/group).
+	GroupHeartbeatKeepsNoSession
+	// GroupSyncBeforeWrite: the group coordinator answers the SyncGroups
+	// of a new generation before the group record with its assignment
+	// is committed (core/group).
+	GroupSyncBeforeWrite
 )
 
 func (b Bug) String() string {
 	return [...]string{"none", "log-skip-fsync", "ack-before-fsync", "append-duplicates", "fetch-skips-ahead",
 		"ack-before-isr", "high-watermark-from-log-end", "leader-outside-isr",
-		"follower-keeps-lost-tail"}[b]
+		"follower-keeps-lost-tail", "group-stale-commit", "group-commit-before-write", "group-replay-drops-last-offset",
+		"group-stale-assignment", "group-heartbeat-keeps-no-session", "group-sync-before-write"}[b]
 }
 
 // Bugs lists every plantable bug (the planted-bug test's table must cover
 // each).
-var Bugs = []Bug{LogSkipFsync, AckBeforeFsync, AppendDuplicates, FetchSkipsAhead, AckBeforeISR, HighWatermarkFromLogEnd, LeaderOutsideISR, FollowerKeepsLostTail}
+var Bugs = []Bug{LogSkipFsync, AckBeforeFsync, AppendDuplicates, FetchSkipsAhead, AckBeforeISR, HighWatermarkFromLogEnd, LeaderOutsideISR, FollowerKeepsLostTail,
+	GroupStaleCommit, GroupCommitBeforeWrite, GroupReplayDropsLastOffset, GroupStaleAssignment, GroupHeartbeatKeepsNoSession,
+	GroupSyncBeforeWrite}

@@ -31,6 +31,10 @@ const (
 type ConsumerConfig struct {
 	// Topics are read whole: every partition, from the earliest offset.
 	Topics []string
+	// Manual reads only the partitions given with Assign, from the
+	// offsets given there (a group member's assignment); Topics are
+	// then only looked up in the metadata.
+	Manual bool
 	// Sessions uses fetch sessions (KIP-227) from Fetch v7.
 	Sessions bool
 	// MaxWait, MaxBytes and PartitionMaxBytes are the Fetch request's
@@ -99,6 +103,9 @@ type cpart struct {
 	pos       int64 // next offset to read; -1 until ListOffsets answered
 	session   int
 	listing   bool
+	// removed is set once Unassign dropped the partition: answers still
+	// in flight for it are ignored.
+	removed bool
 	// suspect is set after a fetch returned suspicious data at pos: the
 	// next read of the same bytes is believed.
 	suspect suspicion
@@ -152,6 +159,10 @@ type Consumer struct {
 	drainTimer env.Timer
 	drainAt    time.Duration
 	closed     bool
+	// sessions is, per partition a Manual consumer was ever assigned,
+	// its last session number, so that a partition assigned again
+	// starts a new session (looked up only).
+	sessions map[TopicPartition]int
 }
 
 // ConsumerStats counts what a consumer went through.
@@ -179,7 +190,7 @@ func NewConsumer(c *Client, cfg ConsumerConfig) *Consumer {
 	if cfg.PartitionMaxBytes <= 0 {
 		cfg.PartitionMaxBytes = DefaultPartitionMaxBytes
 	}
-	cn := &Consumer{c: c, e: c.e, cfg: cfg, dec: record.NewDecompressor(maxDecompressedBytes)}
+	cn := &Consumer{c: c, e: c.e, cfg: cfg, dec: record.NewDecompressor(maxDecompressedBytes), sessions: map[TopicPartition]int{}}
 	cn.rr = record.NewRecordReader(cn.dec)
 	c.OnMetadata(cn.drain)
 	c.AddTopics(cfg.Topics...)
@@ -222,8 +233,69 @@ func (cn *Consumer) node(id int32) *cnode {
 	return cn.nodes[i]
 }
 
+// Assign adds a partition to a Manual consumer, read from offset (from
+// the earliest offset when offset is negative): a new session starts
+// there (a Reset event) once the offset is known. A partition assigned
+// already keeps its position.
+func (cn *Consumer) Assign(topic string, partition int32, offset int64) {
+	i, found := slices.BinarySearchFunc(cn.parts, topic, func(cp *cpart, t string) int {
+		return cmp.Or(strings.Compare(cp.topic, t), cmp.Compare(cp.partition, partition))
+	})
+	if found {
+		return
+	}
+	cp := &cpart{topic: topic, partition: partition, pos: -1, session: cn.sessions[topicPartitionKey(topic, partition)]}
+	cn.parts = slices.Insert(cn.parts, i, cp)
+	if offset >= 0 {
+		cp.pos = offset
+		cp.session++
+		cn.sessions[topicPartitionKey(topic, partition)] = cp.session
+		cn.cfg.OnFetch(FetchEvent{Kind: Reset, Topic: topic, Partition: partition, Session: cp.session, Offset: offset, HighWatermark: -1})
+	}
+	cn.e.Post(cn.drain)
+}
+
+// Unassign drops every partition of a Manual consumer: nothing more is
+// read or reported of them.
+func (cn *Consumer) Unassign() {
+	for _, cp := range cn.parts {
+		cp.removed = true
+	}
+	cn.parts = nil
+}
+
+// UnassignPartition drops one partition of a Manual consumer.
+func (cn *Consumer) UnassignPartition(topic string, partition int32) {
+	if cp := cn.find(topic, partition); cp != nil {
+		cp.removed = true
+		cn.parts = slices.DeleteFunc(cn.parts, func(x *cpart) bool { return x == cp })
+	}
+}
+
+// Assigned lists the partitions the consumer reads, sorted.
+func (cn *Consumer) Assigned() []TopicPartition {
+	out := make([]TopicPartition, len(cn.parts))
+	for i, cp := range cn.parts {
+		out[i] = TopicPartition{cp.topic, cp.partition}
+	}
+	return out
+}
+
+// TopicPartition names a partition.
+type TopicPartition struct {
+	Topic     string
+	Partition int32
+}
+
+func topicPartitionKey(topic string, partition int32) TopicPartition {
+	return TopicPartition{topic, partition}
+}
+
 // learnPartitions adds the partitions metadata shows.
 func (cn *Consumer) learnPartitions() {
+	if cn.cfg.Manual {
+		return
+	}
 	for _, t := range cn.cfg.Topics {
 		tm, ok := cn.c.Topic(t)
 		if !ok {
@@ -346,7 +418,7 @@ func (cn *Consumer) listOffsets(nd *cnode, parts []*cpart) {
 		for _, rt := range resp.Topics {
 			for _, rp := range rt.Partitions {
 				cp := cn.find(rt.Topic, rp.Partition)
-				if cp == nil || cp.pos >= 0 {
+				if cp == nil || cp.pos >= 0 || cp.removed {
 					continue
 				}
 				if rp.ErrorCode != 0 || rp.Offset < 0 {
@@ -358,6 +430,7 @@ func (cn *Consumer) listOffsets(nd *cnode, parts []*cpart) {
 				}
 				cp.pos, cp.suspect = rp.Offset, suspicion{}
 				cp.session++
+				cn.sessions[topicPartitionKey(cp.topic, cp.partition)] = cp.session
 				cn.cfg.OnFetch(FetchEvent{Kind: Reset, Topic: cp.topic, Partition: cp.partition, Session: cp.session, Offset: cp.pos, HighWatermark: -1})
 			}
 		}
@@ -514,7 +587,7 @@ func (cn *Consumer) fetched(nd *cnode, resp *kmsg.FetchResponse, asked []fetchPo
 				continue
 			}
 			a := asked[i]
-			if a.cp.pos != a.offset || a.cp.session != a.session {
+			if a.cp.removed || a.cp.pos != a.offset || a.cp.session != a.session {
 				continue // reset meanwhile
 			}
 			if !cn.partitionFetched(a, rp) {

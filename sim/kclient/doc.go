@@ -19,6 +19,12 @@
 //   - Consumer: ListOffsets (earliest) to start, Fetch by offset with
 //     long polling and optional fetch sessions (KIP-227), CRC and offset
 //     validation of what it reads.
+//   - GroupMember: a consumer in a group of the classic protocol
+//     (FindCoordinator, JoinGroup with KIP-394 member ids and KIP-345
+//     static members, SyncGroup with a client-side range or
+//     cooperative-sticky assignment, Heartbeat, OffsetCommit,
+//     OffsetFetch, LeaveGroup), consuming its assignment with a Manual
+//     Consumer and reporting every step (GroupEvent).
 //
 // Every outcome is reported through callbacks (ProduceEvent, FetchEvent)
 // so that a checker observes each response the client receives, not a

@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -39,6 +40,14 @@ func Replicated(o Options) sim.Summary {
 // nemesis that may take two nodes down at once.
 func Replicated5(o Options) sim.Summary {
 	sum, _ := runLog(o, logBugs{replicas: replicated5RF, pageCache: o.PageCache, damageLogs: !o.NoDamageLogs})
+	return sum
+}
+
+// Groups runs the "groups" scenario: the replicated scenario with a
+// consumer group under member faults and coordinator failovers
+// (groups.go).
+func Groups(o Options) sim.Summary {
+	sum, _ := runLog(o, logBugs{replicas: replicatedRF, groups: true, pageCache: o.PageCache})
 	return sum
 }
 
@@ -86,6 +95,13 @@ type logBugs struct {
 	// divergentReplica makes the replicas check (i) read one bit flipped
 	// in the first batch of the last replica of every partition.
 	divergentReplica bool
+	// groups is a knob, not a bug: the groups scenario's consumer group
+	// and its checks (groups.go) on the replicated cluster.
+	groups bool
+	// forgetResets makes the groups harness not tell (k) of the admin's
+	// offset resets: the members' next OffsetFetch then looks like a
+	// lost commit.
+	forgetResets bool
 	// replicas is a knob, not a bug: the topics' replication factor (1
 	// when zero), min.insync.replicas being one less (the replicated
 	// scenario).
@@ -114,6 +130,8 @@ func minInsync(rf int) int { return rf/2 + 1 }
 // name is the scenario's name.
 func (b logBugs) name() string {
 	switch {
+	case b.groups:
+		return "groups"
 	case b.replicas == replicated5RF:
 		return "replicated5"
 	case b.rf() > 1:
@@ -163,11 +181,12 @@ const (
 	logChecking                 // the final check is scheduled
 	logMetrics                  // waiting for the metrics to say healthy (g)
 	logReplicas                 // waiting for the replicas to match (i)
+	logGroup                    // waiting for the group to settle (m)
 	logDone
 )
 
 func (p logPhase) String() string {
-	return [...]string{"setup", "faults", "drain", "probe", "verify", "checking", "metrics", "replicas", "done"}[p]
+	return [...]string{"setup", "faults", "drain", "probe", "verify", "checking", "metrics", "replicas", "group", "done"}[p]
 }
 
 // runLog runs one seed of the log scenario with planted bugs and returns
@@ -282,6 +301,9 @@ func runLog(o Options, bugs logBugs) (sim.Summary, *logHarness) {
 			h.phase = logDrain
 			h.phaseAt = s.Now()
 			s.Trace("log:phase drain")
+			if h.group != nil {
+				h.group.heal()
+			}
 		}
 		h.advance()
 	}
@@ -368,6 +390,8 @@ type logHarness struct {
 	supervised  int
 	powerCycled bool
 	maxDown     int
+	// group is the groups scenario's consumer group (groups.go).
+	group *groupRun
 }
 
 func newLogHarness(s *sim.Sim, o Options, bugs logBugs) *logHarness {
@@ -384,6 +408,9 @@ func newLogHarness(s *sim.Sim, o Options, bugs logBugs) *logHarness {
 		// two (log_strike.go), from a stream of their own.
 		h.strikes.r = s.Rand("log/controller-strike")
 		h.strikes.on = h.strikes.r.IntN(2) == 0 && !o.NoFaults
+	}
+	if bugs.groups {
+		h.group = newGroupRun(h)
 	}
 	n := o.Nodes
 	h.servers = make([]*server.Server, n)
@@ -403,6 +430,11 @@ func newLogHarness(s *sim.Sim, o Options, bugs logBugs) *logHarness {
 			BrokerListener: broker.Config{ListenAddr: h.names[i] + logBrokerPort, AdvertisedHost: h.names[i]},
 		}
 		scfg.Quorum.Controller.MaxReplicationFactor = bugs.rf()
+		if bugs.groups {
+			scfg.BrokerListener.Groups.OffsetsPartitions = groupOffsetsPartitions
+			scfg.BrokerListener.Groups.Coordinator.MinSessionTimeout = groupMinSession
+			scfg.BrokerListener.Groups.Coordinator.InitialRebalanceDelay = groupInitialDelay
+		}
 		if bugs.rf() > 1 {
 			// A short replica.lag.time.max.ms, so that within the fault
 			// phase followers fall out of the ISR (a partition, a pause,
@@ -562,6 +594,19 @@ func (h *logHarness) advance() {
 		if err := h.checkReplicas(); err == nil {
 			h.s.Trace("log:replicas identical")
 			h.phase = logDone
+			if h.group != nil {
+				h.phase, h.phaseAt = logGroup, h.s.Now()
+			}
+		}
+	case logGroup:
+		// (m): the group settles within the same deadline.
+		err := h.group.settle()
+		var v *groupViolation
+		if errors.As(err, &v) {
+			h.err = err
+		}
+		if err == nil || h.err != nil {
+			h.phase = logDone
 		}
 	}
 }
@@ -591,6 +636,15 @@ func (h *logHarness) partitions() []linearizability.LogPartition {
 		}
 	}
 	return out
+}
+
+// offsetsPartitions is how many __consumer_offsets partitions the run
+// has (the groups scenario's).
+func (h *logHarness) offsetsPartitions() int {
+	if h.group == nil {
+		return 0
+	}
+	return groupOffsetsPartitions
 }
 
 // drained reports whether every producer delivered everything.
@@ -660,8 +714,8 @@ func (h *logHarness) checkMetrics() error {
 	switch {
 	case active != 1:
 		return fmt.Errorf("(g) metrics: %v active controllers after the heal", active)
-	case leaders != float64(len(h.partitions())):
-		return fmt.Errorf("(g) metrics: the brokers lead %v partitions, the run has %d", leaders, len(h.partitions()))
+	case leaders != float64(len(h.partitions())+h.offsetsPartitions()):
+		return fmt.Errorf("(g) metrics: the brokers lead %v partitions, the run has %d", leaders, len(h.partitions())+h.offsetsPartitions())
 	}
 	for _, p := range h.partitions() {
 		// Every replica reports its log end offset, and after the heal
@@ -692,6 +746,9 @@ func (h *logHarness) finalCheckAtDeadline() error {
 	}
 	if h.phase == logReplicas {
 		return h.checkReplicas()
+	}
+	if h.phase == logGroup {
+		return fmt.Errorf("(m) group liveness: the group did not settle %v after the heal: %s", h.o.HealPhase, h.group.why)
 	}
 	if h.phase != logVerify || h.verifier == nil {
 		return nil
@@ -732,6 +789,9 @@ func (h *logHarness) describe() string {
 			st := h.verifier.state(p)
 			fmt.Fprintf(&b, " final[%s]={pos=%d hw=%d probe=%d}", p, st.pos, st.hw, h.probes[p])
 		}
+	}
+	if h.group != nil {
+		b.WriteString(" " + h.group.summary())
 	}
 	return b.String()
 }

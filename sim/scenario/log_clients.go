@@ -376,6 +376,9 @@ func (h *logHarness) startWorkload() {
 		}
 		h.consumers = append(h.consumers, h.startConsumer(spec, false))
 	}
+	if h.group != nil {
+		h.group.start()
+	}
 }
 
 // startProbe starts the prober: one record to every partition.

@@ -3,6 +3,7 @@ package scenario
 import (
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"time"
 )
 
@@ -63,21 +64,28 @@ func (h *logHarness) alterPartitionSent(from int, topic string, partition int32)
 	if ctrl < 0 {
 		return
 	}
+	why := fmt.Sprintf("%s, the active controller, while %s's ISR change of %s-%d is in flight", h.names[ctrl], h.names[from], topic, partition)
+	h.strike(st, ctrl, "controller-strike", why)
+}
+
+// strike kills, powers off or isolates server target within
+// strikeDelayMax, as fault kind; st spaces the strikes out and counts
+// them.
+func (h *logHarness) strike(st *controllerStrikes, target int, kind, why string) {
 	st.next = h.s.Now() + strikeGapMin + time.Duration(st.r.Int64N(int64(strikeGapMin)))
 	delay := time.Duration(st.r.Int64N(int64(strikeDelayMax)))
-	kind := st.r.IntN(3)
-	p := h.procs[ctrl]
-	why := fmt.Sprintf("%s, the active controller, while %s's ISR change of %s-%d is in flight", h.names[ctrl], h.names[from], topic, partition)
-	h.s.After(delay, "log:strike-controller", func() {
+	how := st.r.IntN(3)
+	p := h.procs[target]
+	h.s.After(delay, "log:strike-"+strings.TrimSuffix(kind, "-strike"), func() {
 		if !p.Up() {
 			return
 		}
 		inc := p.Incarnation()
-		switch kind {
+		switch how {
 		case 0, 1:
 			st.kills++
-			h.s.Fault("controller-strike", "kill "+why)
-			if kind == 0 {
+			h.s.Fault(kind, "kill "+why)
+			if how == 0 {
 				p.Kill()
 			} else {
 				p.Crash()
@@ -90,14 +98,14 @@ func (h *logHarness) alterPartitionSent(from int, topic string, partition int32)
 			})
 		default:
 			st.cuts++
-			h.s.Fault("controller-strike", "isolate "+why)
+			h.s.Fault(kind, "isolate "+why)
 			var others []string
 			for i, n := range h.names {
-				if i != ctrl {
+				if i != target {
 					others = append(others, n)
 				}
 			}
-			cut := h.s.Network().Partition([]string{h.names[ctrl]}, others)
+			cut := h.s.Network().Partition([]string{h.names[target]}, others)
 			h.s.After(strikeCutMin+time.Duration(st.r.Int64N(int64(strikeCutMax-strikeCutMin))), "log:strike-heal", cut.Heal)
 		}
 	})

@@ -42,6 +42,21 @@ var plantedBugs = []struct {
 	// leader appended on in, shows as replicas that differ below the high
 	// watermark after the heal, or as a reader's lost or reused offset.
 	{plant.FollowerKeepsLostTail, "replicated", 100, []string{"(a)", "(b)", "(h)", "(i)"}},
+	// Groups (issue 12): the groups scenario finds each by its check.
+	// A commit from a removed member or an old generation is accepted:
+	// (l), or (k) when it moves the offset back.
+	{plant.GroupStaleCommit, "groups", 60, []string{"(l)", "(k)"}},
+	// A commit answered before the ISR had it is lost when the
+	// coordinator fails over: a later OffsetFetch returns less (k).
+	{plant.GroupCommitBeforeWrite, "groups", 100, []string{"(k)"}},
+	{plant.GroupReplayDropsLastOffset, "groups", 60, []string{"(k)"}},
+	{plant.GroupStaleAssignment, "groups", 60, []string{"(j)"}},
+	{plant.GroupHeartbeatKeepsNoSession, "groups", 60, []string{"(m)"}},
+	// A generation answered but never written is lost at a failover:
+	// the next coordinator hands the same generation number out again,
+	// with another assignment (j), or takes commits of the generation
+	// before (l).
+	{plant.GroupSyncBeforeWrite, "groups", 100, []string{"(j)", "(l)", "(k)"}},
 }
 
 func TestPlantedBugTableIsComplete(t *testing.T) {
@@ -93,6 +108,8 @@ func plantedModelVerdict(scenario string, seed uint64) string {
 	case "log":
 	case "replicated":
 		bugs.replicas = replicatedRF
+	case "groups":
+		bugs.replicas, bugs.groups = replicatedRF, true
 	default:
 		return "not recorded (" + scenario + ")"
 	}

@@ -65,6 +65,7 @@ const Default = "log"
 type Func func(Options) sim.Summary
 
 var registry = map[string]Func{
+	"groups":      Groups,
 	"idle":        Idle,
 	"kraft":       KRaft,
 	"kraft5":      KRaft5,
