@@ -107,11 +107,24 @@ func produceSpread(t *testing.T, addr, topic string, n int) {
 	require.NoError(t, cl.Flush(ctx))
 }
 
-// Two kgo consumers (cooperative-sticky, kgo's default) share a topic's
-// partitions; one closes and the other takes over from the committed
-// offsets; every record is consumed, and the committed offsets end at the
-// log ends. DescribeGroups, ListGroups and DeleteGroups through kadm.
+// Two kgo consumers share a topic's partitions, with cooperative-sticky
+// (kgo's default) and with eager range; one closes and the other takes
+// over from the committed offsets; every record is consumed, and the
+// committed offsets end at the log ends. DescribeGroups, ListGroups and
+// DeleteGroups through kadm.
 func TestE2EConsumerGroupFranzGo(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		balancer kgo.GroupBalancer
+	}{
+		{"cooperative-sticky", kgo.CooperativeStickyBalancer()},
+		{"eager range", kgo.RangeBalancer()},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testConsumerGroupFranzGo(t, tc.balancer) })
+	}
+}
+
+func testConsumerGroupFranzGo(t *testing.T, balancer kgo.GroupBalancer) {
 	n := startGroupNode(t)
 	adm := newAdmin(t, n.Addr())
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -120,8 +133,8 @@ func TestE2EConsumerGroupFranzGo(t *testing.T) {
 	require.NoError(t, err)
 	produceSpread(t, n.Addr(), "orders", 600)
 
-	a := startGroupConsumer(t, n.Addr(), "g", "orders")
-	b := startGroupConsumer(t, n.Addr(), "g", "orders")
+	a := startGroupConsumer(t, n.Addr(), "g", "orders", kgo.Balancers(balancer))
+	b := startGroupConsumer(t, n.Addr(), "g", "orders", kgo.Balancers(balancer))
 	require.Eventually(t, func() bool { return a.count()+b.count() >= 600 }, 30*time.Second, 50*time.Millisecond,
 		"consumed %d + %d of 600", a.count(), b.count())
 	// Both members own some of the partitions, and none is owned twice.
