@@ -62,3 +62,8 @@ var (
 	// ErrInvalidConfig: a Config field is out of range.
 	ErrInvalidConfig = errors.New("producer: invalid config")
 )
+
+// ErrCoordinatorFenced is TRANSACTION_COORDINATOR_FENCED (52): a
+// transaction marker from a coordinator epoch older than the one of the
+// producer's last marker. Nothing was appended.
+var ErrCoordinatorFenced = fmt.Errorf("producer: transaction coordinator fenced: %w", kerr.TransactionCoordinatorFenced)
