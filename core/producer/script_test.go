@@ -92,7 +92,8 @@ func (s *script) run(t *testing.T, d *datadriven.TestData) string {
 	case "lso":
 		var hw int64
 		d.ScanArgs(t, "hw", &hw)
-		fmt.Fprintf(&out, "lso %d, ongoing %v\n", s.st.LastStableOffset(hw), s.st.OngoingTxns())
+		s.st.HighWatermarkMoved(hw)
+		fmt.Fprintf(&out, "lso %d, ongoing %v, %d unreplicated\n", s.st.LastStableOffset(hw), s.st.OngoingTxns(), s.st.Unreplicated())
 	case "producers":
 		writeProducers(&out, s.st)
 	case "expire":

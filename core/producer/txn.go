@@ -169,22 +169,33 @@ func (s *State) OngoingTxns() []OngoingTxn {
 // watermark hw (Kafka's UnifiedLog.lastStableOffset): the first offset of
 // the oldest transaction that is ongoing or whose marker is not yet below
 // hw, bounded by hw. Below it every transaction is decided, and
-// read_committed consumers read no further. It also forgets the completed
-// transactions whose markers lie below hw (Kafka's
-// onHighWatermarkUpdated), so the owner calls it with a high watermark
-// that never moves back within the state.
+// read_committed consumers read no further. It changes nothing.
 func (s *State) LastStableOffset(hw int64) int64 {
-	n := 0
-	for n < len(s.unreplicated) && s.unreplicated[n].LastOffset < hw {
-		n++
-	}
-	s.unreplicated = slices.Delete(s.unreplicated, 0, n)
 	lso := hw
 	if len(s.ongoing) > 0 {
 		lso = min(lso, s.ongoing[0].firstOffset)
 	}
 	for _, t := range s.unreplicated {
-		lso = min(lso, t.FirstOffset)
+		if t.LastOffset >= hw {
+			lso = min(lso, t.FirstOffset)
+		}
 	}
 	return lso
 }
+
+// HighWatermarkMoved forgets the completed transactions whose markers lie
+// below hw (Kafka's onHighWatermarkUpdated): they no longer hold the last
+// stable offset. The owner calls it whenever the high watermark moves,
+// leader or follower, so that the list stays as short as the transactions
+// the high watermark has not yet passed.
+func (s *State) HighWatermarkMoved(hw int64) {
+	n := 0
+	for n < len(s.unreplicated) && s.unreplicated[n].LastOffset < hw {
+		n++
+	}
+	s.unreplicated = slices.Delete(s.unreplicated, 0, n)
+}
+
+// Unreplicated is how many completed transactions may still hold the last
+// stable offset (for tests and metrics).
+func (s *State) Unreplicated() int { return len(s.unreplicated) }

@@ -582,6 +582,9 @@ func (p *Partition) advanceHighWatermark() {
 func (p *Partition) setHighWatermark(hw int64) {
 	p.l.SetHighWatermark(hw)
 	p.highWatermark = max(p.highWatermark, hw)
+	if p.producers != nil {
+		p.producers.HighWatermarkMoved(hw)
+	}
 }
 
 // restoreHighWatermark gives a log this partition opened again the high
@@ -594,6 +597,9 @@ func (p *Partition) setHighWatermark(hw int64) {
 func (p *Partition) restoreHighWatermark(l *log.Log) {
 	if hw := min(p.highWatermark, l.LogEndOffset()); hw > l.HighWatermark() {
 		l.SetHighWatermark(hw)
+	}
+	if p.producers != nil {
+		p.producers.HighWatermarkMoved(l.HighWatermark())
 	}
 }
 
