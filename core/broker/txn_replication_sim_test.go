@@ -48,9 +48,9 @@ func TestReplicatedTransactionsSurviveTheLeader(t *testing.T) {
 		req.Markers = append(req.Markers, m)
 		return do(node, req).(*kmsg.WriteTxnMarkersResponse).Markers[0].Topics[0].Partitions[0].ErrorCode
 	}
-	txnBatch(leader, 1, 0, "c0") // 0
-	txnBatch(leader, 2, 0, "a0") // 1
-	txnBatch(leader, 3, 0, "o0") // 2, left open
+	txnBatch(leader, 1, 0, "c0")              // 0
+	txnBatch(leader, 2, 0, "a0")              // 1
+	txnBatch(leader, 3, 0, "o0")              // 2, left open
 	require.Zero(t, marker(leader, 1, true))  // 3
 	require.Zero(t, marker(leader, 2, false)) // 4
 	follower := 0
