@@ -144,7 +144,7 @@ func handleProduce(b *Broker, r *request) {
 // transactional flag; a payload too short to tell is left to the
 // partition's validation.
 func transactional(payload []byte) bool {
-	b, err := record.ReadBatch(payload, len(payload))
+	b, err := record.ReadBatch(payload, len(payload)+1) // the bound must be positive; the partition checks sizes
 	return err == nil && b.Attributes().IsTransactional()
 }
 

@@ -114,6 +114,12 @@ func TestServerTransactionsOnAPartition(t *testing.T) {
 	req := servertest.ProduceRequest("t", 0, h.Batch([]record.BuilderOption{record.WithProducer(1, 0, 0), record.WithTransactional()}, "x"))
 	got := h.Do(req).(*kmsg.ProduceResponse).Topics[0].Partitions[0]
 	require.Equal(t, kerr.TransactionalIDAuthorizationFailed.Code, got.ErrorCode)
+	// Payloads too short to hold a batch header reach the partition's
+	// validation (the transactional check must not choke on them).
+	for _, payload := range [][]byte{nil, {0}, make([]byte, 20)} {
+		got = h.Do(servertest.ProduceRequest("t", 0, payload)).(*kmsg.ProduceResponse).Topics[0].Partitions[0]
+		require.NotZero(t, got.ErrorCode)
+	}
 
 	require.Zero(t, txnProduce(h, "t", 1, 0, 0, "c0", "c1").ErrorCode) // 0..1
 	require.Zero(t, txnProduce(h, "t", 2, 0, 0, "a0").ErrorCode)       // 2

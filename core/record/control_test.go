@@ -62,3 +62,25 @@ func TestReadEndTxnMarkerRefusesOtherBatches(t *testing.T) {
 	_, _, err = record.ReadEndTxnMarker(b)
 	require.ErrorIs(t, err, record.ErrInvalidRecord)
 }
+
+// FuzzReadEndTxnMarker: whatever bytes a stored control batch holds,
+// reading its marker returns a value or an error, never a panic.
+func FuzzReadEndTxnMarker(f *testing.F) {
+	for _, typ := range []record.ControlType{record.ControlCommit, record.ControlAbort} {
+		raw, err := record.BuildEndTxnMarker(7, 1, typ, 3, 99)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(raw)
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		b, err := record.ReadBatch(raw, len(raw)+1)
+		if err != nil {
+			return
+		}
+		m, ok, err := record.ReadEndTxnMarker(b)
+		if ok && (err != nil || m.Type != record.ControlCommit && m.Type != record.ControlAbort) {
+			t.Fatalf("ok with %v, %v", m, err)
+		}
+	})
+}

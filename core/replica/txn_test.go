@@ -16,6 +16,7 @@ import (
 	"github.com/strata-log/strata/core/meta"
 	"github.com/strata-log/strata/core/producer"
 	"github.com/strata-log/strata/core/record"
+	"github.com/strata-log/strata/sim"
 )
 
 // TestTransactionScripts runs testdata/txn_*.txt: one partition led by the
@@ -200,4 +201,76 @@ func TestTxnMarkerRefusals(t *testing.T) {
 	r.apply(&meta.PartitionChangeRecord{TopicID: topicID(14), Partition: 0, Leader: &two})
 	p.WriteTxnMarker(producer.Marker{ProducerID: 1, ProducerEpoch: 0, Commit: true}, r.e.Now(), func(err error) { got = err })
 	require.ErrorIs(t, got, ErrNotLeader)
+}
+
+// A power loss while an ABORT marker's fsync is in flight: the marker was
+// never acknowledged, and the crash keeps it or not (the simulated disk
+// may keep a torn prefix of unsynced appends). Either way the restarted
+// partition's producer state and aborted index agree with what the log
+// holds: a lost marker leaves its transaction ongoing, holding the last
+// stable offset, with no index entry, and the coordinator's retry ends it;
+// a kept one is indexed. Seeds are tried until both outcomes were seen.
+func TestTxnCrashWithAnUnsyncedMarker(t *testing.T) {
+	seen := map[bool]bool{}
+	for seed := uint64(15); seed < 60 && len(seen) < 2; seed++ {
+		seen[crashDuringMarker(t, seed)] = true
+	}
+	require.Len(t, seen, 2, "both a lost and a kept marker within the seeds")
+}
+
+// crashDuringMarker runs the scenario and reports whether the marker
+// survived.
+func crashDuringMarker(t *testing.T, seed uint64) bool {
+	r := newRig(t, seed)
+	r.createTopic("tx", topicID(15), 1, nil)
+	p := r.online("tx", 0)
+	r.p.Disk().SetFaults(sim.DiskFaults{SyncLatencyMin: 50 * time.Millisecond, SyncLatencyMax: 50 * time.Millisecond})
+	for pid := int64(1); pid <= 2; pid++ {
+		res := r.produce(p, batch(t, 1, record.WithProducer(pid, 0, 0), record.WithTransactional()), -1)
+		require.NoError(t, res.Err)
+	}
+	answered := false
+	abort2 := producer.Marker{ProducerID: 2, ProducerEpoch: 0, CoordinatorEpoch: 1}
+	p.WriteTxnMarker(abort2, r.e.Now(), func(error) { answered = true })
+	r.run(10 * time.Millisecond)
+	require.False(t, answered, "the marker is not committed before its fsync")
+	require.Len(t, p.aborted, 1, "the leader indexed the abort at its append")
+
+	r.p.Crash()
+	r.p.Start()
+	r.run(0)
+	r.img = r.img.NewDelta().Apply(meta.Position{Offset: r.pos, Epoch: 1})
+	r.pos++
+	r.m.Apply(r.img, true)
+	p = r.online("tx", 0)
+	r.run(100 * time.Millisecond)
+	kept := p.LogEndOffset() == 3
+	wantAborted := []AbortedTxn{{ProducerID: 2, FirstOffset: 1, LastOffset: 2, LastStableOffset: 0}}
+	if kept {
+		require.Equal(t, []producer.OngoingTxn{{ProducerID: 1, FirstOffset: 0}}, p.OngoingTxns(), "seed %d", seed)
+		require.Equal(t, wantAborted, p.aborted, "seed %d", seed)
+	} else {
+		require.Equal(t, int64(2), p.LogEndOffset(), "seed %d", seed)
+		require.Equal(t, []producer.OngoingTxn{{ProducerID: 1, FirstOffset: 0}, {ProducerID: 2, FirstOffset: 1}}, p.OngoingTxns(), "seed %d", seed)
+		require.Empty(t, p.aborted, "seed %d: recovery rebuilt the index from what the log holds", seed)
+	}
+	require.Equal(t, int64(0), p.LastStableOffset(), "seed %d", seed)
+
+	marker := func(m producer.Marker) {
+		t.Helper()
+		var got *error
+		p.WriteTxnMarker(m, r.e.Now(), func(err error) { got = &err })
+		for i := 0; i < 1000 && got == nil; i++ {
+			r.run(time.Millisecond)
+		}
+		require.NotNil(t, got)
+		require.NoError(t, *got)
+	}
+	if !kept {
+		marker(abort2) // the coordinator's retry
+		require.Equal(t, wantAborted, p.aborted, "seed %d", seed)
+	}
+	marker(producer.Marker{ProducerID: 1, ProducerEpoch: 0, CoordinatorEpoch: 1, Commit: true})
+	require.Equal(t, int64(4), p.LastStableOffset(), "seed %d", seed)
+	return kept
 }
