@@ -47,9 +47,15 @@ func writeMarker(h *simServer, version int16, pid int64, epoch int16, coord int3
 // partition's answer and the values a read_committed consumer keeps
 // (dropping the aborted transactions' batches and the markers).
 func fetchCommitted(h *simServer, topic string, offset int64) (kmsg.FetchResponseTopicPartition, []string) {
+	return fetchCommittedAt(h, 11, topic, offset)
+}
+
+// fetchCommittedAt is fetchCommitted at a Fetch version that names topics
+// by name (up to v12).
+func fetchCommittedAt(h *simServer, version int16, topic string, offset int64) (kmsg.FetchResponseTopicPartition, []string) {
 	h.T.Helper()
 	req := kmsg.NewPtrFetchRequest()
-	req.Version, req.MaxWaitMillis, req.MinBytes, req.MaxBytes, req.IsolationLevel = 11, 0, 1, 1<<20, 1
+	req.Version, req.MaxWaitMillis, req.MinBytes, req.MaxBytes, req.IsolationLevel = version, 0, 1, 1<<20, 1
 	req.SessionEpoch = -1
 	rt := kmsg.NewFetchRequestTopic()
 	rt.Topic = topic
@@ -154,6 +160,12 @@ func TestServerTransactionsOnAPartition(t *testing.T) {
 		require.Equal(t, int64(2), p.AbortedTransactions[0].FirstOffset)
 	}
 	check(7)
+	for _, v := range []int16{4, 12} { // the oldest served, and the first flexible one
+		p, values := fetchCommittedAt(h, v, "t", 0)
+		require.Zero(t, p.ErrorCode, "v%d", v)
+		require.Equal(t, []string{"c0", "c1", "plain"}, values, "v%d", v)
+		require.Len(t, p.AbortedTransactions, 1, "v%d", v)
+	}
 
 	// Fencing and refusals.
 	require.Equal(t, []int16{kerr.TransactionCoordinatorFenced.Code}, writeMarker(h, 1, 1, 0, 3, true, "t", 0))
