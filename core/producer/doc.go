@@ -37,8 +37,14 @@
 //     (each error wraps its kerr value). Otherwise log.Append, then
 //     State.Appended with the offsets and max timestamp it assigned, in the
 //     same turn of the loop.
-//   - Follower append: State.Replay for every batch AppendReplicated
-//     wrote.
+//   - Markers (leader, WriteTxnMarkers): State.CheckMarker, then
+//     log.AppendCoordinator of record.BuildEndTxnMarker's batch, then
+//     State.AppendedMarker in the same turn; an aborted transaction it
+//     returns goes to the partition's aborted index.
+//   - Follower append: State.ReplayTxn for every batch AppendReplicated
+//     wrote (markers included).
+//   - High watermark moves (leader or follower): State.HighWatermarkMoved;
+//     the partition's last stable offset is State.LastStableOffset(hw).
 //   - Recovery, after log.Open: Snapshots.DeleteAbove(log end) (a snapshot
 //     can outlive log data a crash lost), Snapshots.Load(log start, log
 //     end, now), then State.Replay of every batch from the state's
