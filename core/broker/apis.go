@@ -38,6 +38,8 @@ var apis = []apiHandler{
 		why: "every version kmsg encodes; idempotent producers only (transactions come later)"},
 	{API: api(kmsg.ListOffsets, 1, 11), handle: handleListOffsets,
 		why: "from the KIP-896 baseline (v1) to every version kmsg encodes"},
+	{API: api(kmsg.WriteTxnMarkers, 0, 1), handle: handleWriteTxnMarkers,
+		why: "the partition side of transactions (v1: flexible); v2 (KIP-1228's transaction version, Kafka 4.2) not yet"},
 	{API: api(kmsg.OffsetForLeaderEpoch, 2, 4), handle: handleOffsetForLeaderEpoch,
 		why: "from the KIP-896 baseline (v2: KIP-320's current leader epoch) to every version kmsg encodes"},
 	{API: api(kmsg.DeleteRecords, 0, 2), handle: handleDeleteRecords,

@@ -39,6 +39,7 @@ var errorTable = []struct {
 	{producer.ErrOutOfOrderSequence, kerr.OutOfOrderSequenceNumber},
 	{producer.ErrInvalidProducerEpoch, kerr.InvalidProducerEpoch},
 	{producer.ErrInvalidTxnState, kerr.InvalidTxnState},
+	{producer.ErrCoordinatorFenced, kerr.TransactionCoordinatorFenced},
 	{producer.ErrInvalidBatch, kerr.InvalidRecord},
 	// The log.
 	{log.ErrOffsetOutOfRange, kerr.OffsetOutOfRange},

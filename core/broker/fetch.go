@@ -47,8 +47,11 @@ type fetched struct {
 	err    error
 	res    log.ReadResult
 	hw     int64
+	lso    int64 // the last stable offset, every fetch's (Kafka reports it to all)
 	start  int64
 	region fetchRegion
+	// aborted are a read_committed fetch's aborted transactions.
+	aborted []replica.AbortedTxn
 	// diverging is a replica fetch's diverging epoch (Fetch v12+).
 	diverging *replica.DivergingEpoch
 }
@@ -103,7 +106,7 @@ func (op *fetchOp) evaluate(final bool) bool {
 	var bytes int64
 	anyErr, opening := false, false
 	for _, fp := range op.parts {
-		f := fetched{fp: fp, hw: -1, start: -1}
+		f := fetched{fp: fp, hw: -1, lso: -1, start: -1}
 		name, err := topicName(img, req.Version >= 13, fp.key.topic, fp.key.topicID)
 		f.name = name
 		if err == nil {
@@ -129,9 +132,17 @@ func (op *fetchOp) evaluate(final bool) bool {
 				if f.diverging != nil {
 					anyErr = true // answer at once: the follower truncates first
 				}
+			} else if req.IsolationLevel == 1 {
+				var cr replica.CommittedRead
+				cr, err = f.part.ReadCommitted(offset, maxBytes, fp.currentLeaderEpoch)
+				f.res, f.aborted = cr.Read, cr.Aborted
+				f.hw, f.start = f.part.HighWatermark(), f.part.LogStartOffset()
 			} else {
 				f.res, err = f.part.Read(offset, maxBytes, fp.currentLeaderEpoch)
 				f.hw, f.start = f.part.HighWatermark(), f.part.LogStartOffset()
+			}
+			if err == nil {
+				f.lso = f.part.LastStableOffset()
 			}
 		}
 		switch {
@@ -140,7 +151,7 @@ func (op *fetchOp) evaluate(final bool) bool {
 			// watermark to report yet, so the fetch waits for it, and
 			// answers NOT_LEADER_OR_FOLLOWER (with none) only if it
 			// must answer first.
-			f.err, f.hw, f.start = err, -1, -1
+			f.err, f.hw, f.lso, f.start = err, -1, -1, -1
 			opening = true
 		case err != nil:
 			f.err = err
@@ -151,7 +162,7 @@ func (op *fetchOp) evaluate(final bool) bool {
 			// later ones only within the response's budget.
 			if bytes > 0 && f.res.Size > budget-bytes {
 				f.res.Release()
-				f.res = log.ReadResult{}
+				f.res, f.aborted = log.ReadResult{}, nil
 			} else {
 				f.region = fetchRegion{file: f.res.File, offset: f.res.Position, length: f.res.Size}
 				bytes += f.res.Size
@@ -212,9 +223,16 @@ func (op *fetchOp) respond(img *meta.Image, results []fetched) {
 		f := &results[i]
 		rp := kmsg.NewFetchResponseTopicPartition()
 		rp.Partition = f.fp.key.partition
-		rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = f.hw, f.hw, f.start
+		rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = f.hw, f.lso, f.start
 		if req.IsolationLevel == 1 {
-			rp.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
+			rp.AbortedTransactions = make([]kmsg.FetchResponseTopicPartitionAbortedTransaction, 0, len(f.aborted))
+			if f.region.length > 0 {
+				for _, a := range f.aborted {
+					at := kmsg.NewFetchResponseTopicPartitionAbortedTransaction()
+					at.ProducerID, at.FirstOffset = a.ProducerID, a.FirstOffset
+					rp.AbortedTransactions = append(rp.AbortedTransactions, at)
+				}
+			}
 		}
 		if f.part != nil {
 			tm := f.part.Metrics()

@@ -7,7 +7,9 @@ import (
 )
 
 // handleListOffsets answers each partition from its Partition
-// (replica.Partition.ListOffset): earliest, latest (the high watermark),
+// (replica.Partition.ListOffset, or ListOffsetCommitted for isolation
+// level read_committed, v2+): earliest, latest (the high watermark, or
+// the last stable offset for read_committed),
 // the first offset at or after a timestamp, the max-timestamp record
 // (KIP-734), earliest-local (KIP-405) and the tiered special values,
 // which without remote storage answer -1.
@@ -24,7 +26,7 @@ func handleListOffsets(b *Broker, r *request) {
 			part, err := b.lookup(t.Topic, nil, p.Partition)
 			if err == nil {
 				var res replica.OffsetResult
-				res, err = listOffset(part, p.Timestamp, p.CurrentLeaderEpoch)
+				res, err = listOffset(part, p.Timestamp, p.CurrentLeaderEpoch, req.IsolationLevel == 1)
 				rp.Offset, rp.Timestamp, rp.LeaderEpoch = res.Offset, res.Timestamp, res.LeaderEpoch
 			}
 			rp.ErrorCode = b.code(err)
@@ -42,9 +44,12 @@ func handleListOffsets(b *Broker, r *request) {
 // earliest offset not yet uploaded to remote storage; nothing is tiered.
 const earliestPendingUploadTimestamp = -6
 
-func listOffset(p *replica.Partition, timestamp int64, currentLeaderEpoch int32) (replica.OffsetResult, error) {
+func listOffset(p *replica.Partition, timestamp int64, currentLeaderEpoch int32, readCommitted bool) (replica.OffsetResult, error) {
 	if timestamp == earliestPendingUploadTimestamp {
 		timestamp = replica.LatestTieredTimestamp
+	}
+	if readCommitted {
+		return p.ListOffsetCommitted(timestamp, currentLeaderEpoch)
 	}
 	return p.ListOffset(timestamp, currentLeaderEpoch)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/strata-log/strata/core/env"
 	"github.com/strata-log/strata/core/meta"
+	"github.com/strata-log/strata/core/record"
 	"github.com/strata-log/strata/core/replica"
 )
 
@@ -19,9 +20,12 @@ import (
 // request with any failed partition closes the connection, the only way
 // to tell such a client to refresh its metadata.
 //
-// Transactional batches are refused (transactions come later): the
-// client cannot have gotten a transactional producer id from this
-// broker anyway.
+// A transactional batch in a request without a transactional id is
+// TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as in Kafka (which answers the
+// whole request so); one with a transactional id is appended, the
+// partition keeping its producer's transaction (core/producer). Strata has
+// no transaction coordinator yet to give a client a transactional
+// producer id, nor ACLs to check the id against.
 func handleProduce(b *Broker, r *request) {
 	req := r.body.(*kmsg.ProduceRequest)
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
@@ -75,8 +79,8 @@ func handleProduce(b *Broker, r *request) {
 				}
 			}
 			part, err := b.lookup(name, nameErr, tp.Partition)
-			if err == nil && req.TransactionID != nil {
-				err = fmt.Errorf("%w: transactions are not supported yet", errTransactionalIDAuthorization)
+			if err == nil && req.TransactionID == nil && transactional(tp.Records) {
+				err = fmt.Errorf("%w: a transactional batch in a produce request without a transactional id", errTransactionalIDAuthorization)
 			}
 			if err == nil && name == OffsetsTopic {
 				// Only the group coordinator writes its topic (Kafka:
@@ -134,6 +138,14 @@ func handleProduce(b *Broker, r *request) {
 		})
 	}
 	finish()
+}
+
+// transactional reports whether a produce payload's first batch has the
+// transactional flag; a payload too short to tell is left to the
+// partition's validation.
+func transactional(payload []byte) bool {
+	b, err := record.ReadBatch(payload, len(payload)+1) // the bound must be positive; the partition checks sizes
+	return err == nil && b.Attributes().IsTransactional()
 }
 
 // countProduceErrors counts the partition errors of a produce response

@@ -74,8 +74,11 @@ import (
 //     copied unchanged, never removed, and their records never supersede
 //     another record (an aborted transaction's value must not hide the
 //     committed one before it). A committed transactional value therefore
-//     does not remove older non-transactional values of its key until the
-//     transaction support lands; nothing is ever lost.
+//     does not remove older non-transactional values of its key, and
+//     aborted data and markers are never removed (Kafka removes both when
+//     safe; that needs the transactions' outcomes, which core/producer and
+//     the partition's aborted index hold, not this package); nothing is
+//     ever lost.
 //   - The active segment is never read or written.
 //
 // # The swap, and what a crash leaves

@@ -162,6 +162,18 @@ func (l *Log) Segments() []SegmentInfo {
 	return out
 }
 
+// SegmentEndFor is where the segment holding offset ends: the next
+// segment's base offset, or the log end offset for the active segment. A
+// Read's region lies within one segment, so this bounds the offsets it
+// returns (Kafka's upper bound for a fetch's aborted transactions).
+func (l *Log) SegmentEndFor(offset int64) int64 {
+	i := l.segmentFor(offset)
+	if i+1 < len(l.segs) {
+		return l.segs[i+1].base
+	}
+	return l.LogEndOffset()
+}
+
 // NumSegments is the number of segments, the active one included.
 func (l *Log) NumSegments() int { return len(l.segs) }
 

@@ -4,8 +4,10 @@
 // retried batch with the offsets it was first appended at instead of
 // appending it twice. franz-go and the Java client enable idempotence by
 // default, so every partition needs it. It follows Kafka's
-// ProducerStateManager, ProducerAppendInfo and ProducerStateEntry; there
-// are no transactions yet (the fields transactions need are kept, unused).
+// ProducerStateManager, ProducerAppendInfo and ProducerStateEntry,
+// including the partition's side of transactions (txn.go): a producer's
+// ongoing transaction, the markers that end it, and the last stable
+// offset.
 //
 // # What it owns
 //
@@ -15,6 +17,11 @@
 //     Appended records a batch the log appended, Replay applies a batch
 //     read back from the log (recovery, followers), Expire forgets idle
 //     producers (producer.id.expiration.ms).
+//   - Transactions: the ongoing ones by first offset, and those whose
+//     marker the high watermark has not yet passed. CheckMarker and
+//     AppendedMarker are Check and Appended for a coordinator's COMMIT or
+//     ABORT marker; ReplayTxn returns the transaction a replayed marker
+//     ended; LastStableOffset(hw) bounds read_committed.
 //   - The snapshot format: Kafka's producer snapshot, version 1
 //     (snapshot.go), byte for byte.
 //   - Snapshots: the files <offset, 20 digits>.snapshot in the partition
@@ -30,8 +37,14 @@
 //     (each error wraps its kerr value). Otherwise log.Append, then
 //     State.Appended with the offsets and max timestamp it assigned, in the
 //     same turn of the loop.
-//   - Follower append: State.Replay for every batch AppendReplicated
-//     wrote.
+//   - Markers (leader, WriteTxnMarkers): State.CheckMarker, then
+//     log.AppendCoordinator of record.BuildEndTxnMarker's batch, then
+//     State.AppendedMarker in the same turn; an aborted transaction it
+//     returns goes to the partition's aborted index.
+//   - Follower append: State.ReplayTxn for every batch AppendReplicated
+//     wrote (markers included).
+//   - High watermark moves (leader or follower): State.HighWatermarkMoved;
+//     the partition's last stable offset is State.LastStableOffset(hw).
 //   - Recovery, after log.Open: Snapshots.DeleteAbove(log end) (a snapshot
 //     can outlive log data a crash lost), Snapshots.Load(log start, log
 //     end, now), then State.Replay of every batch from the state's
@@ -71,6 +84,8 @@
 //
 // # Invariants
 //
+//   - A producer is in the ongoing list exactly when its entry has a
+//     CurrentTxnFirstOffset, at most once; the list is sorted by it.
 //   - A producer keeps at most maxBatchesRetained (5) batches, all of its
 //     current epoch, oldest first, with increasing offsets below EndOffset.
 //   - EndOffset never decreases; a State is rebuilt (Load, NewState)
@@ -91,7 +106,10 @@
 // therefore loses its state at the next Expire, as in Kafka. A snapshot
 // keeps only the last batch of each producer (Kafka's format), so after a
 // restart a retry of one of the four older batches is out of sequence
-// rather than a duplicate, as in Kafka. Strata refuses transactional
-// batches (ErrInvalidTxnState) until transactions exist, and skips control
-// batches on replay.
+// rather than a duplicate, as in Kafka. A transactional batch is accepted
+// without asking a coordinator (KIP-890's partition verification needs
+// one); a non-transactional batch during its producer's transaction is
+// ErrInvalidTxnState, a marker from an older coordinator epoch
+// ErrCoordinatorFenced. Control batches that are not transaction markers
+// (or whose record does not parse) only move EndOffset on replay.
 package producer

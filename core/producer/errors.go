@@ -25,11 +25,9 @@ var (
 	// instead of PRODUCER_FENCED on produce since 2.7.
 	ErrInvalidProducerEpoch = fmt.Errorf("producer: invalid producer epoch: %w", kerr.InvalidProducerEpoch)
 
-	// ErrInvalidTxnState is INVALID_TXN_STATE (48): the batch is
-	// transactional, but the partition has no ongoing transaction of its
-	// producer. Until transactions exist no partition ever has one, so
-	// every transactional batch gets this (as Kafka answers a
-	// transactional write that its coordinator did not verify).
+	// ErrInvalidTxnState is INVALID_TXN_STATE (48): a batch that is not
+	// transactional from a producer with an ongoing transaction on the
+	// partition (Kafka's "Expected transactional write").
 	ErrInvalidTxnState = fmt.Errorf("producer: invalid transaction state: %w", kerr.InvalidTxnState)
 
 	// ErrInvalidBatch is INVALID_RECORD (87): Check got producer fields
@@ -62,3 +60,8 @@ var (
 	// ErrInvalidConfig: a Config field is out of range.
 	ErrInvalidConfig = errors.New("producer: invalid config")
 )
+
+// ErrCoordinatorFenced is TRANSACTION_COORDINATOR_FENCED (52): a
+// transaction marker from a coordinator epoch older than the one of the
+// producer's last marker. Nothing was appended.
+var ErrCoordinatorFenced = fmt.Errorf("producer: transaction coordinator fenced: %w", kerr.TransactionCoordinatorFenced)

@@ -62,9 +62,43 @@ type history struct {
 	snapAt     int
 	snapshot   []byte
 	snapOffset int64
+	// completed are the transactions markers ended, in log order.
+	completed []producer.CompletedTxn
 }
 
-func runLive(t *rapid.T) history {
+// marker offers a coordinator's marker for a drawn producer and, when
+// CheckMarker passes, appends it to the log.
+func (h *history) marker(t *rapid.T, models map[int64]*producerModel) {
+	pid := rapid.Int64Range(0, 4).Draw(t, "marker pid")
+	epoch := int16(0)
+	if m := models[pid]; m != nil {
+		epoch = m.epoch + int16(rapid.IntRange(-1, 1).Draw(t, "marker epoch"))
+	}
+	mk := producer.Marker{ProducerID: pid, ProducerEpoch: max(epoch, 0), CoordinatorEpoch: rapid.Int32Range(0, 3).Draw(t, "coord"), Commit: rapid.Bool().Draw(t, "commit")}
+	if h.live.CheckMarker(mk) != nil {
+		return
+	}
+	raw, err := record.BuildEndTxnMarker(mk.ProducerID, mk.ProducerEpoch, mk.ControlType(), mk.CoordinatorEpoch, rapid.Int64Range(0, 1<<40).Draw(t, "marker ts"))
+	require.NoError(t, err)
+	b, err := record.ReadBatch(raw, len(raw))
+	require.NoError(t, err)
+	first := h.live.EndOffset()
+	b.AssignOffsets(first, 0)
+	if done, ok := h.live.AppendedMarker(mk, first, b.MaxTimestamp()); ok {
+		h.completed = append(h.completed, done)
+	}
+	h.log = append(h.log, b)
+	if m := models[pid]; m != nil && mk.ProducerEpoch != m.epoch {
+		m.epoch, m.nextSeq, m.sent = mk.ProducerEpoch, 0, nil
+	}
+}
+
+func runLive(t *rapid.T) history { return runHistory(t, false) }
+
+// runHistory is a live run; with txns, batches are sometimes
+// transactional and coordinators sometimes write markers, whose ended
+// transactions go to h.completed.
+func runHistory(t *rapid.T, txns bool) history {
 	h := history{live: producer.NewState(producer.DefaultConfig(), 0)}
 	models := map[int64]*producerModel{}
 	n := rapid.IntRange(1, 80).Draw(t, "batches")
@@ -73,7 +107,14 @@ func runLive(t *rapid.T) history {
 		if i == h.snapAt {
 			h.snapshot, h.snapOffset = h.live.EncodeSnapshot(), h.live.EndOffset()
 		}
+		if txns && rapid.IntRange(0, 4).Draw(t, "marker?") == 0 {
+			h.marker(t, models)
+			continue
+		}
 		spec := genBatch(t, models)
+		if txns && spec.pid >= 0 {
+			spec.txn = rapid.Bool().Draw(t, "txn")
+		}
 		b := spec.build(t, 0)
 		info := producer.InfoOf(b)
 		res, err := h.live.Check(info)
@@ -116,6 +157,52 @@ func TestReplayEqualsLiveAppends(t *testing.T) {
 			require.NoError(t, replayed.Replay(b))
 		}
 		require.Equal(t, h.live.Producers(), replayed.Producers())
+	})
+}
+
+// TestTxnReplayEqualsLive: with transactional batches and markers,
+// replaying the log from its start rebuilds the live state, its ongoing
+// transactions and last stable offset, and ends the same transactions;
+// restoring the run's snapshot and replaying after it gives the same
+// ongoing transactions and producers (transactions included).
+func TestTxnReplayEqualsLive(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		h := runHistory(t, true)
+		replayed := producer.NewState(producer.DefaultConfig(), 0)
+		var completed []producer.CompletedTxn
+		for _, b := range h.log {
+			done, ok, err := replayed.ReplayTxn(b)
+			require.NoError(t, err)
+			if ok {
+				completed = append(completed, done)
+			}
+		}
+		require.Equal(t, h.completed, completed)
+		require.Equal(t, h.live.Producers(), replayed.Producers())
+		require.Equal(t, h.live.OngoingTxns(), replayed.OngoingTxns())
+		require.Equal(t, h.live.EncodeSnapshot(), replayed.EncodeSnapshot())
+		end := h.live.EndOffset()
+		hw := rapid.Int64Range(0, end).Draw(t, "hw")
+		require.Equal(t, h.live.LastStableOffset(hw), replayed.LastStableOffset(hw))
+		for _, tx := range h.live.OngoingTxns() {
+			require.LessOrEqual(t, h.live.LastStableOffset(end), tx.FirstOffset)
+		}
+
+		ps, err := producer.DecodeSnapshot(h.snapshot)
+		require.NoError(t, err)
+		st, err := producer.Restore(producer.DefaultConfig(), h.snapOffset, ps, time.UnixMilli(0))
+		require.NoError(t, err)
+		for _, b := range h.log {
+			require.NoError(t, st.Replay(b))
+		}
+		require.Equal(t, h.live.OngoingTxns(), st.OngoingTxns())
+		live, got := h.live.Producers(), st.Producers()
+		require.Equal(t, len(live), len(got))
+		for i := range live {
+			require.Equal(t, live[i].CurrentTxnFirstOffset, got[i].CurrentTxnFirstOffset, "producer %d", live[i].ID)
+			require.Equal(t, live[i].CoordinatorEpoch, got[i].CoordinatorEpoch, "producer %d", live[i].ID)
+			require.Equal(t, live[i].Epoch, got[i].Epoch, "producer %d", live[i].ID)
+		}
 	})
 }
 

@@ -29,9 +29,15 @@ import (
 //	                            a client's batch of n records (default 1):
 //	                            Check, and when it passes append and Appended;
 //	                            pid=-1 is a producer without idempotence
-//	replay pid=N epoch=N seq=N [n=N] [ts=MS] [control]
+//	replay pid=N epoch=N seq=N [n=N] [ts=MS] [txn] [control [abort] [coord=N]]
 //	                            a stored batch at the log end, as recovery or
-//	                            a follower applies it
+//	                            a follower applies it (control: a COMMIT
+//	                            marker, or ABORT, of coordinator epoch coord)
+//	marker pid=N epoch=N coord=N commit|abort [ts=MS]
+//	                            a coordinator's marker: CheckMarker, and when
+//	                            it passes append and AppendedMarker
+//	lso hw=N                    the last stable offset at high watermark hw,
+//	                            and the ongoing transactions
 //	producers                   the state, by producer id
 //	expire now=MS               Expire at that wall-clock time
 //	restart [now=MS]            encode a snapshot, decode it and restore the
@@ -74,9 +80,20 @@ func (s *script) run(t *testing.T, d *datadriven.TestData) string {
 	case "replay":
 		spec := scanBatch(t, d)
 		b := spec.build(t, s.end)
-		require.NoError(t, s.st.Replay(b))
+		done, ok, err := s.st.ReplayTxn(b)
+		require.NoError(t, err)
 		s.end = b.NextOffset()
 		fmt.Fprintf(&out, "replayed offsets %d..%d\n", b.BaseOffset(), b.LastOffset())
+		if ok {
+			writeCompleted(&out, done)
+		}
+	case "marker":
+		s.marker(t, d, &out)
+	case "lso":
+		var hw int64
+		d.ScanArgs(t, "hw", &hw)
+		s.st.HighWatermarkMoved(hw)
+		fmt.Fprintf(&out, "lso %d, ongoing %v, %d unreplicated\n", s.st.LastStableOffset(hw), s.st.OngoingTxns(), s.st.Unreplicated())
 	case "producers":
 		writeProducers(&out, s.st)
 	case "expire":
@@ -121,6 +138,38 @@ func (s *script) produce(t *testing.T, d *datadriven.TestData, out *strings.Buil
 	}
 }
 
+func (s *script) marker(t *testing.T, d *datadriven.TestData, out *strings.Builder) {
+	var pid, epoch, coord int
+	d.ScanArgs(t, "pid", &pid)
+	d.ScanArgs(t, "epoch", &epoch)
+	d.ScanArgs(t, "coord", &coord)
+	ts := int64(1000)
+	if d.HasArg("ts") {
+		d.ScanArgs(t, "ts", &ts)
+	}
+	m := producer.Marker{ProducerID: int64(pid), ProducerEpoch: int16(epoch), CoordinatorEpoch: int32(coord), Commit: d.HasArg("commit")}
+	require.True(t, m.Commit != d.HasArg("abort"), "commit or abort")
+	if err := s.st.CheckMarker(m); err != nil {
+		fmt.Fprintf(out, "refused %s\n", describeErr(err))
+		return
+	}
+	offset := s.end
+	s.end++
+	done, ok := s.st.AppendedMarker(m, offset, ts)
+	fmt.Fprintf(out, "appended %s marker at offset %d\n", m.ControlType(), offset)
+	if ok {
+		writeCompleted(out, done)
+	}
+}
+
+func writeCompleted(out *strings.Builder, c producer.CompletedTxn) {
+	what := "committed"
+	if c.Aborted {
+		what = "aborted"
+	}
+	fmt.Fprintf(out, "p%d's transaction %d..%d %s, last stable offset %d\n", c.ProducerID, c.FirstOffset, c.LastOffset, what, c.LastStableOffset)
+}
+
 // describeErr names the Kafka error of err and what Check said about it.
 func describeErr(err error) string {
 	var ke *kerr.Error
@@ -139,6 +188,12 @@ func writeProducers(out *strings.Builder, st *producer.State) {
 	fmt.Fprintf(out, "end offset %d, %d producers\n", st.EndOffset(), len(ps))
 	for _, p := range ps {
 		fmt.Fprintf(out, "p%d epoch %d last-ts %d:", p.ID, p.Epoch, p.LastTimestamp)
+		if p.CoordinatorEpoch >= 0 {
+			fmt.Fprintf(out, " coord %d", p.CoordinatorEpoch)
+		}
+		if p.CurrentTxnFirstOffset >= 0 {
+			fmt.Fprintf(out, " txn from %d", p.CurrentTxnFirstOffset)
+		}
 		for _, m := range p.Batches {
 			fmt.Fprintf(out, " [seq %d..%d @ %d..%d ts %d]", m.FirstSeq(), m.LastSeq, m.FirstOffset(), m.LastOffset, m.Timestamp)
 		}
@@ -155,6 +210,8 @@ type batchSpec struct {
 	ts       int64
 	txn      bool
 	control  bool
+	abort    bool
+	coord    int32
 	noFields bool // a batch without producer fields
 }
 
@@ -175,7 +232,12 @@ func scanBatch(t *testing.T, d *datadriven.TestData) batchSpec {
 	if d.HasArg("ts") {
 		d.ScanArgs(t, "ts", &spec.ts)
 	}
-	spec.txn, spec.control = d.HasArg("txn"), d.HasArg("control")
+	spec.txn, spec.control, spec.abort = d.HasArg("txn"), d.HasArg("control"), d.HasArg("abort")
+	if d.HasArg("coord") {
+		var coord int
+		d.ScanArgs(t, "coord", &coord)
+		spec.coord = int32(coord)
+	}
 	return spec
 }
 
@@ -194,7 +256,11 @@ func (spec batchSpec) build(t require.TestingT, base int64) record.Batch {
 	bld := record.NewBuilder(opts...)
 	for i := 0; i < spec.records; i++ {
 		if spec.control {
-			bld.AppendControl(spec.ts, record.ControlCommit, record.EndTxnMarkerValue(0))
+			typ := record.ControlCommit
+			if spec.abort {
+				typ = record.ControlAbort
+			}
+			bld.AppendControl(spec.ts, typ, record.EndTxnMarkerValue(spec.coord))
 			continue
 		}
 		bld.Append(spec.ts, nil, []byte(fmt.Sprintf("v%d", i)))

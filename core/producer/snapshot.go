@@ -160,6 +160,9 @@ func Restore(cfg Config, offset int64, producers []Producer, now time.Time) (*St
 		e.currentTxnFirstOffset = p.CurrentTxnFirstOffset
 		if !s.expired(e, now) {
 			s.producers[p.ID] = e
+			if e.currentTxnFirstOffset != noTxn {
+				s.addOngoing(p.ID, e.currentTxnFirstOffset)
+			}
 		}
 	}
 	return s, nil

@@ -19,6 +19,21 @@ type State struct {
 	// end is the offset after the last batch the state reflects (Kafka's
 	// mapEndOffset); snapshots are named by it.
 	end int64
+	// ongoing are the producers with an ongoing transaction, by its first
+	// offset (Kafka's ongoingTxns); a producer is listed at most once, and
+	// exactly when its entry's currentTxnFirstOffset is set.
+	ongoing []txnStart
+	// unreplicated are the transactions whose marker is appended but may
+	// lie at or above the high watermark, by the marker's offset (Kafka's
+	// unreplicatedTxns): they hold the last stable offset until the high
+	// watermark passes their marker (see LastStableOffset).
+	unreplicated []CompletedTxn
+}
+
+// txnStart is an ongoing transaction: its producer and first offset.
+type txnStart struct {
+	producerID  int64
+	firstOffset int64
 }
 
 // NewState returns an empty state that reflects the log below endOffset
@@ -117,17 +132,22 @@ type Result struct {
 //  2. A batch whose epoch is the producer's and whose sequence range
 //     equals one of its last 5 batches is a duplicate: Result.Duplicate,
 //     with the original batch.
-//  3. A transactional batch gets ErrInvalidTxnState: there are no
-//     transactions yet.
-//  4. An epoch below the producer's gets ErrInvalidProducerEpoch.
-//  5. An unknown producer passes at any sequence (Kafka 2.5 on, KIP-360:
+//  3. An epoch below the producer's gets ErrInvalidProducerEpoch.
+//  4. An unknown producer passes at any sequence (Kafka 2.5 on, KIP-360:
 //     its state may have expired or been deleted with the log), and so
 //     does one replayed from a stored batch without an epoch.
-//  6. A new epoch must start at sequence 0, else ErrOutOfOrderSequence.
-//  7. Within the epoch, the first sequence must follow the last one
+//  5. A new epoch must start at sequence 0, else ErrOutOfOrderSequence.
+//  6. Within the epoch, the first sequence must follow the last one
 //     appended (math.MaxInt32 is followed by 0), else
 //     ErrOutOfOrderSequence. A producer without batches (loaded from a
-//     Kafka snapshot that held only a transaction marker) must start at 0.
+//     Kafka snapshot that held only a transaction marker, or whose epoch a
+//     marker bumped) must start at 0.
+//  7. A batch that is not transactional from a producer with an ongoing
+//     transaction gets ErrInvalidTxnState (Kafka's "Expected transactional
+//     write"). A transactional batch starts the producer's transaction at
+//     its first offset, or continues it: Strata does not verify it with a
+//     coordinator (KIP-890's transaction.partition.verification.enable),
+//     there being none yet.
 func (s *State) Check(b BatchInfo) (Result, error) {
 	if b.ProducerID == record.NoProducerID {
 		return Result{}, nil
@@ -141,11 +161,13 @@ func (s *State) Check(b BatchInfo) (Result, error) {
 			return Result{Duplicate: true, Original: m}, nil
 		}
 	}
-	if b.Transactional {
-		return Result{}, fmt.Errorf("%w: producer %d epoch %d wrote a transactional batch, and the partition has no ongoing transaction",
-			ErrInvalidTxnState, b.ProducerID, b.ProducerEpoch)
+	if !known {
+		return Result{}, nil
 	}
-	if !known || e.epoch == record.NoProducerEpoch {
+	if err := checkTxn(b, e); err != nil {
+		return Result{}, err
+	}
+	if e.epoch == record.NoProducerEpoch {
 		return Result{}, nil
 	}
 	if b.ProducerEpoch < e.epoch {
@@ -163,6 +185,15 @@ func (s *State) Check(b BatchInfo) (Result, error) {
 			ErrOutOfOrderSequence, b.ProducerID, b.ProducerEpoch, b.FirstSeq, last)
 	}
 	return Result{}, nil
+}
+
+// checkTxn is rule 7 of Check.
+func checkTxn(b BatchInfo, e *entry) error {
+	if !b.Transactional && e.currentTxnFirstOffset != noTxn {
+		return fmt.Errorf("%w: producer %d epoch %d wrote a non-transactional batch during its transaction from offset %d",
+			ErrInvalidTxnState, b.ProducerID, b.ProducerEpoch, e.currentTxnFirstOffset)
+	}
+	return nil
 }
 
 // Appended records a batch that passed Check (not as a duplicate) and that
@@ -189,7 +220,7 @@ func (s *State) Appended(b BatchInfo, firstOffset, lastOffset, maxTimestamp int6
 	delta := int32(lastOffset - firstOffset)
 	assert.That(record.IncrementSequence(b.FirstSeq, delta) == b.LastSeq,
 		"producer: batch of producer %d has sequences %d..%d but offsets %d..%d", b.ProducerID, b.FirstSeq, b.LastSeq, firstOffset, lastOffset)
-	s.apply(b.ProducerID, b.ProducerEpoch, BatchMetadata{LastSeq: b.LastSeq, LastOffset: lastOffset, OffsetDelta: delta, Timestamp: maxTimestamp})
+	s.apply(b.ProducerID, b.ProducerEpoch, b.Transactional, BatchMetadata{LastSeq: b.LastSeq, LastOffset: lastOffset, OffsetDelta: delta, Timestamp: maxTimestamp})
 }
 
 // Replay applies a batch read back from the log: at recovery, from the
@@ -197,41 +228,66 @@ func (s *State) Appended(b BatchInfo, firstOffset, lastOffset, maxTimestamp int6
 // appends (Kafka's loadFromLog and AppendOrigin.REPLICATION). It enforces
 // no producer rule, since the log already holds the batch, and uses the
 // batch's stored producer fields, offsets and max timestamp, so that
-// replaying what Appended recorded rebuilds the same state.
+// replaying what Appended and AppendedMarker recorded rebuilds the same
+// state: transactional batches start or continue their producer's
+// transaction, and a COMMIT or ABORT marker ends it. When the batch is a
+// marker that ended a transaction, ReplayTxn returns it.
 //
 // A batch that ends below EndOffset is already reflected and is skipped,
 // so replay may start at any batch boundary at or below EndOffset. Control
-// batches (transaction markers) only move EndOffset until transactions
-// exist. The batch should have passed ValidateStored; header fields that
-// no stored batch can have (a negative offset or offset delta) get an
-// error wrapping record.ErrCorrupt and change nothing.
+// batches that are not transaction markers (or whose record does not
+// parse: a stored batch is replayed, not judged) only move EndOffset. The
+// batch should have passed ValidateStored; header fields that no stored
+// batch can have (a negative offset or offset delta) get an error
+// wrapping record.ErrCorrupt and change nothing.
 func (s *State) Replay(b record.Batch) error {
+	_, _, err := s.ReplayTxn(b)
+	return err
+}
+
+// ReplayTxn is Replay, returning the transaction the batch ended, if it is
+// a marker that ended one (for the owner's aborted-transaction index).
+func (s *State) ReplayTxn(b record.Batch) (done CompletedTxn, ok bool, err error) {
 	base, delta := b.BaseOffset(), b.LastOffsetDelta()
 	if base < 0 || delta < 0 || base > math.MaxInt64-int64(delta)-1 {
-		return fmt.Errorf("producer: replay: %w: batch at offset %d with lastOffsetDelta %d", record.ErrCorrupt, base, delta)
+		return CompletedTxn{}, false, fmt.Errorf("producer: replay: %w: batch at offset %d with lastOffsetDelta %d", record.ErrCorrupt, base, delta)
 	}
 	last := b.LastOffset()
 	if last < s.end {
-		return nil
+		return CompletedTxn{}, false, nil
 	}
 	s.end = last + 1
 	pid := b.ProducerID()
-	if pid < 0 || b.Attributes().IsControl() {
-		return nil
+	if pid < 0 {
+		return CompletedTxn{}, false, nil
 	}
-	s.apply(pid, b.ProducerEpoch(), BatchMetadata{LastSeq: b.LastSequence(), LastOffset: last, OffsetDelta: delta, Timestamp: b.MaxTimestamp()})
-	return nil
+	if b.Attributes().IsControl() {
+		m, isMarker, err := record.ReadEndTxnMarker(b)
+		if err != nil || !isMarker {
+			return CompletedTxn{}, false, nil
+		}
+		done, ok := s.endTxn(Marker{ProducerID: pid, ProducerEpoch: b.ProducerEpoch(), CoordinatorEpoch: m.CoordinatorEpoch,
+			Commit: m.Type == record.ControlCommit}, last, b.MaxTimestamp())
+		return done, ok, nil
+	}
+	s.apply(pid, b.ProducerEpoch(), b.Attributes().IsTransactional(),
+		BatchMetadata{LastSeq: b.LastSequence(), LastOffset: last, OffsetDelta: delta, Timestamp: b.MaxTimestamp()})
+	return CompletedTxn{}, false, nil
 }
 
 // apply records a batch of producer pid (Kafka's ProducerAppendInfo
 // appendDataBatch followed by ProducerStateManager.update).
-func (s *State) apply(pid int64, epoch int16, m BatchMetadata) {
+func (s *State) apply(pid int64, epoch int16, transactional bool, m BatchMetadata) {
 	e, ok := s.producers[pid]
 	if !ok {
 		e = newEntry(epoch)
 		s.producers[pid] = e
 	}
 	e.addBatch(epoch, m)
+	if transactional && e.currentTxnFirstOffset == noTxn {
+		e.currentTxnFirstOffset = m.FirstOffset()
+		s.addOngoing(pid, m.FirstOffset())
+	}
 	s.end = max(s.end, m.LastOffset+1)
 }
 

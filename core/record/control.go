@@ -95,3 +95,68 @@ func ParseEndTxnMarker(value []byte) (coordinatorEpoch int32, err error) {
 	}
 	return int32(binary.BigEndian.Uint32(value[2:])), nil
 }
+
+// maxControlRecordsBytes bounds the decompressed records of a control batch
+// read by ReadEndTxnMarker, in bytes: a marker batch holds one record of a
+// few dozen bytes; Kafka never compresses control batches, so the bound
+// only guards against a hostile one.
+const maxControlRecordsBytes = 64 << 10
+
+// EndTxnMarker is a transaction marker as a control batch carries it.
+type EndTxnMarker struct {
+	// Type is ControlCommit or ControlAbort.
+	Type ControlType
+	// CoordinatorEpoch is the epoch of the coordinator that wrote it.
+	CoordinatorEpoch int32
+}
+
+// ReadEndTxnMarker returns the transaction marker in a control batch: the
+// type in its first record's key and, for COMMIT and ABORT, the coordinator
+// epoch in its value (Kafka's EndTransactionMarker.deserialize). ok is false
+// for a control batch of another type (KRaft's). A batch that is not a
+// control batch, has no record, or whose record does not parse gets an error
+// wrapping ErrInvalidRecord or ErrCorrupt, never a panic.
+func ReadEndTxnMarker(b Batch) (m EndTxnMarker, ok bool, err error) {
+	if !b.Attributes().IsControl() {
+		return EndTxnMarker{}, false, errAt(ErrInvalidRecord, offAttributes, "not a control batch")
+	}
+	dec := NewDecompressor(maxControlRecordsBytes)
+	defer dec.Close()
+	r := NewRecordReader(dec)
+	if err := r.Reset(b); err != nil {
+		return EndTxnMarker{}, false, err
+	}
+	if !r.Next() {
+		if err := r.Err(); err != nil {
+			return EndTxnMarker{}, false, err
+		}
+		return EndTxnMarker{}, false, errAt(ErrInvalidRecord, offRecordCount, "control batch without records")
+	}
+	rec := r.Record()
+	t, err := ParseControlKey(rec.Key)
+	if err != nil {
+		return EndTxnMarker{}, false, err
+	}
+	if t != ControlCommit && t != ControlAbort {
+		return EndTxnMarker{Type: t}, false, nil
+	}
+	epoch, err := ParseEndTxnMarker(rec.Value)
+	if err != nil {
+		return EndTxnMarker{}, false, err
+	}
+	return EndTxnMarker{Type: t, CoordinatorEpoch: epoch}, true, nil
+}
+
+// BuildEndTxnMarker returns a control batch holding one COMMIT or ABORT
+// marker of producer id and epoch, written by a coordinator of
+// coordinatorEpoch at timestamp (ms), as Kafka's
+// MemoryRecords.withEndTransactionMarker: transactional, control, no
+// sequence, base offset 0 (the log assigns it).
+func BuildEndTxnMarker(producerID int64, producerEpoch int16, t ControlType, coordinatorEpoch int32, timestamp int64) ([]byte, error) {
+	if t != ControlCommit && t != ControlAbort {
+		return nil, fmt.Errorf("%w: marker of type %s", ErrInvalidRecord, t)
+	}
+	b := NewBuilder(WithProducer(producerID, producerEpoch, NoSequence), WithTransactional(), WithControl())
+	b.AppendControl(timestamp, t, EndTxnMarkerValue(coordinatorEpoch))
+	return b.AppendTo(nil)
+}

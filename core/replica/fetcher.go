@@ -492,8 +492,12 @@ func (p *Partition) replayAppended(batches []byte, info log.AppendInfo) {
 		if b.LastOffset() > info.LastOffset {
 			break // not appended (a full disk stopped the append)
 		}
-		if err := p.producers.Replay(b); err != nil {
+		t, ended, err := p.producers.ReplayTxn(b)
+		if err != nil {
 			p.log.Warn("producer state replay of a replicated batch", "err", err)
+		}
+		if ended {
+			p.noteAborted(t)
 		}
 	}
 	if base := p.l.ActiveSegmentBase(); base != p.segmentBase {

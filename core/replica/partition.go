@@ -132,6 +132,9 @@ type Partition struct {
 	producers   *producer.State
 	snaps       *producer.Snapshots
 	segmentBase int64
+	// aborted is the aborted-transaction index, by marker offset
+	// (txn.go).
+	aborted []AbortedTxn
 
 	// tm are the partition's topic's series; partitionSeries is set while
 	// its own (per-partition) series are registered.
@@ -547,7 +550,7 @@ func (p *Partition) closeProducers() {
 	if p.snaps != nil {
 		p.snaps.Close()
 	}
-	p.producers, p.snaps = nil, nil
+	p.producers, p.snaps, p.aborted = nil, nil, nil
 }
 
 // advanceHighWatermark moves a leader's high watermark to its durable
@@ -579,6 +582,9 @@ func (p *Partition) advanceHighWatermark() {
 func (p *Partition) setHighWatermark(hw int64) {
 	p.l.SetHighWatermark(hw)
 	p.highWatermark = max(p.highWatermark, hw)
+	if p.producers != nil {
+		p.producers.HighWatermarkMoved(hw)
+	}
 }
 
 // restoreHighWatermark gives a log this partition opened again the high
@@ -591,6 +597,9 @@ func (p *Partition) setHighWatermark(hw int64) {
 func (p *Partition) restoreHighWatermark(l *log.Log) {
 	if hw := min(p.highWatermark, l.LogEndOffset()); hw > l.HighWatermark() {
 		l.SetHighWatermark(hw)
+	}
+	if p.producers != nil {
+		p.producers.HighWatermarkMoved(l.HighWatermark())
 	}
 }
 

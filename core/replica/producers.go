@@ -40,24 +40,38 @@ func (p *Partition) loadProducers(l *log.Log) {
 		if err == nil {
 			err = replayLog(l, st)
 		}
+		var aborted []AbortedTxn
+		if err == nil {
+			aborted, err = rebuildAborted(l, p.m.cfg.Producers)
+		}
 		if err != nil {
 			p.fail(fmt.Errorf("producer state: %w", err))
 			return
 		}
-		p.producers = st
+		p.producers, p.aborted = st, aborted
 		p.segmentBase = l.ActiveSegmentBase()
 		p.goOnline(l)
 	})
 }
 
 // replayLog applies the log's batches from the state's end offset to the
-// log end. A batch's base offset lies outside its CRC, so a region is read
-// until two reads agree (a read may flip a bit) and each batch must lie
-// within the log; a region that never reads the same twice fails the
-// replay (the partition reopens later).
+// log end.
 func replayLog(l *log.Log, st *producer.State) error {
 	offset := max(st.EndOffset(), l.LogStartOffset())
 	st.AdvanceTo(offset)
+	if err := scanLog(l, offset, st.Replay); err != nil {
+		return err
+	}
+	st.AdvanceTo(l.LogEndOffset())
+	return nil
+}
+
+// scanLog calls apply for each of the log's batches from offset to the
+// log end. A batch's base offset lies outside its CRC, so a region is read
+// until two reads agree (a read may flip a bit) and each batch must lie
+// within the log; a region that never reads the same twice fails the scan
+// (the partition reopens later).
+func scanLog(l *log.Log, offset int64, apply func(record.Batch) error) error {
 	var buf, again []byte
 	for offset < l.LogEndOffset() {
 		res, err := l.Read(offset, replayReadBytes, -1)
@@ -83,7 +97,7 @@ func replayLog(l *log.Log, st *producer.State) error {
 				return fmt.Errorf("%s: batch [%d, %d) read at offset %d lies outside the log's [%d, %d)",
 					l.Dir(), b.BaseOffset(), b.NextOffset(), offset, l.LogStartOffset(), l.LogEndOffset())
 			}
-			if err := st.Replay(b); err != nil {
+			if err := apply(b); err != nil {
 				return err
 			}
 			offset = b.NextOffset()
@@ -92,7 +106,6 @@ func replayLog(l *log.Log, st *producer.State) error {
 			return err
 		}
 	}
-	st.AdvanceTo(l.LogEndOffset())
 	return nil
 }
 
@@ -140,6 +153,7 @@ func (p *Partition) expireProducers() {
 		return
 	}
 	p.producers.Expire(p.m.e.Now())
+	p.pruneAborted(p.l.LogStartOffset())
 	if err := p.snaps.DeleteBelow(p.l.LogStartOffset()); err != nil {
 		p.log.Warn("delete old producer snapshots", "err", err)
 	}

@@ -46,9 +46,20 @@ type OffsetResult struct {
 // log.MaxTimestamp, EarliestLocalTimestamp, LatestTieredTimestamp). Every
 // answer lies at or below the high watermark: a consumer's "latest" is the
 // high watermark, as in Kafka (isolation level read_committed gives the
-// same until transactions exist: the last stable offset is the high
-// watermark).
+// ListOffsetCommitted is the same bounded by the last stable offset).
 func (p *Partition) ListOffset(timestamp int64, currentLeaderEpoch int32) (OffsetResult, error) {
+	return p.listOffset(timestamp, currentLeaderEpoch, false)
+}
+
+// ListOffsetCommitted is ListOffset for a read_committed consumer
+// (isolation level 1): "latest" is the last stable offset, and a
+// timestamp search answers only offsets below it (Kafka's
+// fetchOffsetForTimestamp with READ_COMMITTED).
+func (p *Partition) ListOffsetCommitted(timestamp int64, currentLeaderEpoch int32) (OffsetResult, error) {
+	return p.listOffset(timestamp, currentLeaderEpoch, true)
+}
+
+func (p *Partition) listOffset(timestamp int64, currentLeaderEpoch int32, readCommitted bool) (OffsetResult, error) {
 	none := OffsetResult{Offset: -1, Timestamp: -1, LeaderEpoch: -1}
 	if err := p.servable(); err != nil {
 		return none, err
@@ -58,6 +69,9 @@ func (p *Partition) ListOffset(timestamp int64, currentLeaderEpoch int32) (Offse
 	}
 	l := p.l
 	hw := l.HighWatermark()
+	if readCommitted {
+		hw = p.LastStableOffset()
+	}
 	switch timestamp {
 	case log.LatestTimestamp:
 		return OffsetResult{Offset: hw, Timestamp: -1, LeaderEpoch: l.EpochForOffset(hw - 1)}, nil
