@@ -1,0 +1,58 @@
+package txn
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// A record round-trips through Kafka's schema, partitions grouped by topic.
+func TestRecordRoundTrip(t *testing.T) {
+	st := txnState{producerID: 7, prevProducerID: 3, epoch: 4, lastEpoch: 3, timeoutMs: 60000, state: StatePrepareCommit,
+		partitions: []TopicPartition{{"a", 0}, {"a", 2}, {"b", 1}}, startMs: 10, updateMs: 20, tv2: true}
+	rec := st.record("t1")
+	id, got, err := decodeRecord(rec.Key, rec.Value)
+	require.NoError(t, err)
+	require.Equal(t, "t1", id)
+	require.Equal(t, st, *got)
+	var v kmsg.TxnMetadataValue
+	require.NoError(t, v.ReadFrom(rec.Value))
+	require.Len(t, v.Topics, 2)
+	require.Equal(t, kmsg.TransactionStatePrepareCommit, v.State)
+}
+
+// Damaged records are refused with ErrBadRecord, never a panic, and change
+// nothing.
+func TestReplayRefusesDamagedRecords(t *testing.T) {
+	r := newRig(t)
+	sh := r.newShard()
+	good := (&txnState{producerID: 1, epoch: 0, lastEpoch: -1, state: StateEmpty}).record("t1")
+	bad := []Record{
+		{Key: nil, Value: good.Value},
+		{Key: []byte{0, 1, 0, 2, 'x', 'y'}, Value: good.Value},
+		{Key: good.Key, Value: []byte{0, 1, 2}},
+		{Key: good.Key[:3], Value: good.Value},
+		{Key: good.Key, Value: good.Value[:len(good.Value)-3]},
+		(&txnState{producerID: 1, epoch: -4, state: StateEmpty}).record("t1"),
+		(&txnState{producerID: 1, epoch: 0, state: 9}).record("t1"),
+	}
+	for i, rec := range bad {
+		require.ErrorIs(t, sh.Replay(rec.Key, rec.Value), ErrBadRecord, "record %d", i)
+	}
+	require.Empty(t, sh.txns)
+	require.NoError(t, sh.Replay(good.Key, good.Value))
+	require.Len(t, sh.txns, 1)
+}
+
+func FuzzReplay(f *testing.F) {
+	good := (&txnState{producerID: 1, epoch: 0, lastEpoch: -1, state: StateOngoing, partitions: []TopicPartition{{"a", 1}}}).record("t1")
+	f.Add(good.Key, good.Value)
+	f.Fuzz(func(t *testing.T, key, value []byte) {
+		r := newRig(t)
+		sh := r.newShard()
+		_ = sh.Replay(key, value)
+		sh.Loaded()
+		_, _ = sh.List(Filter{})
+	})
+}
