@@ -47,6 +47,8 @@ type Broker struct {
 
 	// groups are the group coordinator's shards (groups.go).
 	groups groupCoordinator
+	// txns is the transaction coordinator (txn.go).
+	txns txnCoordinator
 
 	// metrics is nil with metrics off.
 	metrics *brokerMetrics

@@ -78,10 +78,10 @@ func handleProduce(b *Broker, r *request) {
 			if err == nil && req.TransactionID != nil {
 				err = fmt.Errorf("%w: transactions are not supported yet", errTransactionalIDAuthorization)
 			}
-			if err == nil && name == OffsetsTopic {
-				// Only the group coordinator writes its topic (Kafka:
+			if err == nil && (name == OffsetsTopic || name == TxnStateTopic) {
+				// Only the coordinators write their topics (Kafka:
 				// "Cannot append to internal topic").
-				err = fmt.Errorf("%w: clients cannot append to the internal topic %s", errInvalidTopic, OffsetsTopic)
+				err = fmt.Errorf("%w: clients cannot append to the internal topic %s", errInvalidTopic, name)
 			}
 			if err != nil {
 				setErr(err)
