@@ -1,0 +1,152 @@
+package broker_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/core/broker"
+)
+
+// findTxnCoordinator asks for id's transaction coordinator until the
+// first request's __transaction_state exists and is loaded.
+func (h *simServer) findTxnCoordinator(id string) kmsg.FindCoordinatorResponseCoordinator {
+	h.T.Helper()
+	var c kmsg.FindCoordinatorResponseCoordinator
+	h.RunUntil("the transaction coordinator", func() bool {
+		req := kmsg.NewPtrFindCoordinatorRequest()
+		req.Version, req.CoordinatorType, req.CoordinatorKeys = 4, 1, []string{id}
+		c = h.Do(req).(*kmsg.FindCoordinatorResponse).Coordinators[0]
+		return c.ErrorCode == 0
+	})
+	return c
+}
+
+func (h *simServer) initTxn(id string, timeoutMs int32) *kmsg.InitProducerIDResponse {
+	h.T.Helper()
+	var resp *kmsg.InitProducerIDResponse
+	h.RunUntil("InitProducerId", func() bool {
+		req := kmsg.NewPtrInitProducerIDRequest()
+		req.Version, req.TransactionalID, req.TransactionTimeoutMillis = 5, kmsg.StringPtr(id), timeoutMs
+		req.ProducerID, req.ProducerEpoch = -1, -1
+		resp = h.Do(req).(*kmsg.InitProducerIDResponse)
+		return resp.ErrorCode != kerr.CoordinatorLoadInProgress.Code && resp.ErrorCode != kerr.NotCoordinator.Code &&
+			resp.ErrorCode != kerr.ConcurrentTransactions.Code
+	})
+	return resp
+}
+
+func (h *simServer) describeTxn(id string) kmsg.DescribeTransactionsResponseTransactionState {
+	h.T.Helper()
+	req := kmsg.NewPtrDescribeTransactionsRequest()
+	req.TransactionalIDs = []string{id}
+	return h.Do(req).(*kmsg.DescribeTransactionsResponse).TransactionStates[0]
+}
+
+// TestServerTransactionCoordinator drives the coordinator's APIs on a
+// single node: FindCoordinator creates __transaction_state, a transaction
+// adds partitions and a group's offsets partition and commits with EndTxn
+// v5 (the epoch bumped), bad input is refused, and a restart replays the
+// state. The markers go to the partition leader's WriteTxnMarkers, which
+// the partition side serves (until it does, they are retried and the
+// transaction stays PrepareCommit).
+func TestServerTransactionCoordinator(t *testing.T) {
+	h := newSimServer(t, nil)
+	h.CreateTopic("t", 2, nil)
+
+	c := h.findTxnCoordinator("tx")
+	require.Equal(t, int32(1), c.NodeID)
+	empty := kmsg.NewPtrFindCoordinatorRequest()
+	empty.Version, empty.CoordinatorType, empty.CoordinatorKeys = 4, 1, []string{""}
+	require.Equal(t, kerr.InvalidRequest.Code, h.Do(empty).(*kmsg.FindCoordinatorResponse).Coordinators[0].ErrorCode)
+
+	tooLong := h.initTxn("tx", 16*60*1000)
+	require.Equal(t, kerr.InvalidTransactionTimeout.Code, tooLong.ErrorCode)
+	init := h.initTxn("tx", 60_000)
+	require.Zero(t, init.ErrorCode, "%v", kerr.ErrorForCode(init.ErrorCode))
+	require.Zero(t, init.ProducerEpoch)
+	pid := init.ProducerID
+
+	add := kmsg.NewPtrAddPartitionsToTxnRequest()
+	add.Version, add.TransactionalID, add.ProducerID, add.ProducerEpoch = 3, "tx", pid, 0
+	add.Topics = []kmsg.AddPartitionsToTxnRequestTopic{{Topic: "t", Partitions: []int32{0, 1}}}
+	for _, rt := range h.Do(add).(*kmsg.AddPartitionsToTxnResponse).Topics {
+		for _, rp := range rt.Partitions {
+			require.Zero(t, rp.ErrorCode, "%s-%d: %v", rt.Topic, rp.Partition, kerr.ErrorForCode(rp.ErrorCode))
+		}
+	}
+	unknown := kmsg.NewPtrAddPartitionsToTxnRequest()
+	unknown.Version, unknown.TransactionalID, unknown.ProducerID, unknown.ProducerEpoch = 3, "tx", pid, 0
+	unknown.Topics = []kmsg.AddPartitionsToTxnRequestTopic{{Topic: "nope", Partitions: []int32{0}}}
+	require.Equal(t, kerr.UnknownTopicOrPartition.Code, h.Do(unknown).(*kmsg.AddPartitionsToTxnResponse).Topics[0].Partitions[0].ErrorCode)
+
+	// v4 (a partition leader's verifyOnly) for an id in and one not.
+	verify := kmsg.NewPtrAddPartitionsToTxnRequest()
+	verify.Version = 4
+	verify.Transactions = []kmsg.AddPartitionsToTxnRequestTransaction{
+		{TransactionalID: "tx", ProducerID: pid, ProducerEpoch: 0, VerifyOnly: true, Topics: []kmsg.AddPartitionsToTxnRequestTransactionTopic{{Topic: "t", Partitions: []int32{1}}}},
+		{TransactionalID: "other", ProducerID: pid, ProducerEpoch: 0, VerifyOnly: true, Topics: []kmsg.AddPartitionsToTxnRequestTransactionTopic{{Topic: "t", Partitions: []int32{1}}}},
+	}
+	vr := h.Do(verify).(*kmsg.AddPartitionsToTxnResponse)
+	require.Len(t, vr.Transactions, 2)
+	require.Zero(t, vr.Transactions[0].Topics[0].Partitions[0].ErrorCode)
+	require.Equal(t, kerr.InvalidProducerIDMapping.Code, vr.Transactions[1].Topics[0].Partitions[0].ErrorCode)
+
+	offsets := kmsg.NewPtrAddOffsetsToTxnRequest()
+	offsets.Version, offsets.TransactionalID, offsets.ProducerID, offsets.ProducerEpoch, offsets.Group = 4, "tx", pid, 0, "g"
+	require.Zero(t, h.Do(offsets).(*kmsg.AddOffsetsToTxnResponse).ErrorCode)
+
+	d := h.describeTxn("tx")
+	require.Zero(t, d.ErrorCode)
+	require.Equal(t, "Ongoing", d.State)
+	require.Len(t, d.Topics, 2, "__consumer_offsets and t")
+	require.Equal(t, broker.OffsetsTopic, d.Topics[0].Topic)
+
+	list := kmsg.NewPtrListTransactionsRequest()
+	list.Version, list.StateFilters = 2, []string{"Ongoing", "Bogus"}
+	lr := h.Do(list).(*kmsg.ListTransactionsResponse)
+	require.Equal(t, []string{"Bogus"}, lr.UnknownStateFilters)
+	require.Len(t, lr.TransactionStates, 1)
+	require.Equal(t, "tx", lr.TransactionStates[0].TransactionalID)
+
+	// Clients cannot write the coordinator's topic.
+	got := h.Produce(broker.TxnStateTopic, 0, "x")
+	require.Equal(t, kerr.InvalidTopicException.Code, got.ErrorCode)
+
+	stale := kmsg.NewPtrEndTxnRequest()
+	stale.Version, stale.TransactionalID, stale.ProducerID, stale.ProducerEpoch, stale.Commit = 5, "tx", pid+1, 0, true
+	require.Equal(t, kerr.InvalidProducerIDMapping.Code, h.Do(stale).(*kmsg.EndTxnResponse).ErrorCode)
+
+	end := kmsg.NewPtrEndTxnRequest()
+	end.Version, end.TransactionalID, end.ProducerID, end.ProducerEpoch, end.Commit = 5, "tx", pid, 0, true
+	er := h.Do(end).(*kmsg.EndTxnResponse)
+	require.Zero(t, er.ErrorCode, "%v", kerr.ErrorForCode(er.ErrorCode))
+	require.Equal(t, int16(1), er.ProducerEpoch, "KIP-890: the epoch bumps at the end")
+
+	_, markersServed := broker.APIs().Lookup(kmsg.WriteTxnMarkers.Int16())
+	want := "PrepareCommit"
+	if markersServed {
+		want = "CompleteCommit"
+		h.RunUntil("the markers written", func() bool { return h.describeTxn("tx").State == want })
+	}
+	require.Equal(t, want, h.describeTxn("tx").State)
+
+	// A restart replays __transaction_state: the same state.
+	h.Crash()
+	h.findTxnCoordinator("tx")
+	var after kmsg.DescribeTransactionsResponseTransactionState
+	h.RunUntil("the shard loaded", func() bool {
+		after = h.describeTxn("tx")
+		return after.ErrorCode != kerr.CoordinatorLoadInProgress.Code && after.ErrorCode != kerr.NotCoordinator.Code
+	})
+	require.Zero(t, after.ErrorCode)
+	require.Equal(t, pid, after.ProducerID)
+	require.Equal(t, int16(1), after.ProducerEpoch)
+	if markersServed {
+		h.RunUntil("the markers written", func() bool { return h.describeTxn("tx").State == "CompleteCommit" })
+	} else {
+		require.Equal(t, "PrepareCommit", after.State, "the markers resume from the replayed log")
+	}
+}
