@@ -8,6 +8,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/core/broker"
+	"github.com/strata-log/strata/core/server"
+	"github.com/strata-log/strata/sim/servertest"
 )
 
 // findTxnCoordinator asks for id's transaction coordinator until the
@@ -149,4 +151,91 @@ func TestServerTransactionCoordinator(t *testing.T) {
 	} else {
 		require.Equal(t, "PrepareCommit", after.State, "the markers resume from the replayed log")
 	}
+}
+
+// TestTxnCoordinatorFailoverMidCommit: a three-node cluster; the
+// coordinator of an id writes PrepareCommit (EndTxn v5 answered) and is
+// killed. The new leader of the id's __transaction_state partition
+// replays it, describes the same producer and bumped epoch in
+// PrepareCommit (or CompleteCommit once markers are served), answers the
+// client's retried EndTxn, and sends the markers again.
+func TestTxnCoordinatorFailoverMidCommit(t *testing.T) {
+	x := servertest.StartCluster(t, 7, 3, func(c *server.Config) {
+		c.Quorum.Controller.MaxReplicationFactor = 3
+		c.BrokerListener.Txns.StatePartitions = 3
+	})
+	x.CreateTopic(1, "t", 2, 3, nil)
+	do := func(node int, req kmsg.Request) kmsg.Response {
+		t.Helper()
+		resp, err := x.Do(node, req)
+		require.NoError(t, err)
+		return resp
+	}
+	find := func(via int) int {
+		t.Helper()
+		var c kmsg.FindCoordinatorResponseCoordinator
+		x.RunUntil("the transaction coordinator", func() bool {
+			req := kmsg.NewPtrFindCoordinatorRequest()
+			req.Version, req.CoordinatorType, req.CoordinatorKeys = 4, 1, []string{"tx"}
+			c = do(via, req).(*kmsg.FindCoordinatorResponse).Coordinators[0]
+			return c.ErrorCode == 0 && x.Servers[c.NodeID-1] != nil
+		})
+		return int(c.NodeID)
+	}
+	retriable := func(code int16) bool {
+		return code == kerr.CoordinatorLoadInProgress.Code || code == kerr.NotCoordinator.Code || code == kerr.CoordinatorNotAvailable.Code
+	}
+	coord := find(1)
+	var init *kmsg.InitProducerIDResponse
+	x.RunUntil("InitProducerId", func() bool {
+		req := kmsg.NewPtrInitProducerIDRequest()
+		req.Version, req.TransactionalID, req.TransactionTimeoutMillis, req.ProducerID, req.ProducerEpoch = 5, kmsg.StringPtr("tx"), 60_000, -1, -1
+		init = do(coord, req).(*kmsg.InitProducerIDResponse)
+		return !retriable(init.ErrorCode)
+	})
+	require.Zero(t, init.ErrorCode, "%v", kerr.ErrorForCode(init.ErrorCode))
+	add := kmsg.NewPtrAddPartitionsToTxnRequest()
+	add.Version, add.TransactionalID, add.ProducerID, add.ProducerEpoch = 3, "tx", init.ProducerID, init.ProducerEpoch
+	add.Topics = []kmsg.AddPartitionsToTxnRequestTopic{{Topic: "t", Partitions: []int32{0, 1}}}
+	require.Zero(t, do(coord, add).(*kmsg.AddPartitionsToTxnResponse).Topics[0].Partitions[0].ErrorCode)
+	end := kmsg.NewPtrEndTxnRequest()
+	end.Version, end.TransactionalID, end.ProducerID, end.ProducerEpoch, end.Commit = 5, "tx", init.ProducerID, init.ProducerEpoch, true
+	er := do(coord, end).(*kmsg.EndTxnResponse)
+	require.Zero(t, er.ErrorCode, "%v", kerr.ErrorForCode(er.ErrorCode))
+	require.Equal(t, init.ProducerEpoch+1, er.ProducerEpoch)
+
+	x.Kill(coord)
+	via := 1
+	if coord == 1 {
+		via = 2
+	}
+	next := find(via)
+	t.Logf("coordinator %d, after the kill %d", coord, next)
+	require.NotEqual(t, coord, next)
+	_, markersServed := broker.APIs().Lookup(kmsg.WriteTxnMarkers.Int16())
+	var st kmsg.DescribeTransactionsResponseTransactionState
+	x.RunUntil("the new coordinator loaded", func() bool {
+		req := kmsg.NewPtrDescribeTransactionsRequest()
+		req.TransactionalIDs = []string{"tx"}
+		st = do(next, req).(*kmsg.DescribeTransactionsResponse).TransactionStates[0]
+		return !retriable(st.ErrorCode) && (!markersServed || st.State == "CompleteCommit")
+	})
+	require.Zero(t, st.ErrorCode)
+	require.Equal(t, init.ProducerID, st.ProducerID)
+	require.Equal(t, er.ProducerEpoch, st.ProducerEpoch)
+	if !markersServed {
+		require.Equal(t, "PrepareCommit", st.State)
+	}
+	// The client's retry of its EndTxn (the epoch it sent): the same
+	// outcome, never another decision.
+	retry := do(next, end).(*kmsg.EndTxnResponse)
+	if markersServed {
+		require.Zero(t, retry.ErrorCode)
+		require.Equal(t, er.ProducerEpoch, retry.ProducerEpoch)
+	} else {
+		require.Equal(t, kerr.ConcurrentTransactions.Code, retry.ErrorCode)
+	}
+	abort := *end
+	abort.Commit = false
+	require.Equal(t, kerr.InvalidTxnState.Code, do(next, &abort).(*kmsg.EndTxnResponse).ErrorCode)
 }
