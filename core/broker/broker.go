@@ -108,6 +108,7 @@ func (b *Broker) Close() {
 		return
 	}
 	b.closed = true
+	b.closeTxns()
 	if err := b.listener.Close(); err != nil {
 		b.log.Warn("closing listener", "err", err)
 	}

@@ -289,3 +289,15 @@ func (b *Broker) createTxnStateTopic(img *meta.Image) {
 		b.log.Warn("creating the transaction coordinator's topic failed", "err", err)
 	})
 }
+
+// closeTxns unloads the shards (their timers stop) and closes the marker
+// connections when the broker closes.
+func (b *Broker) closeTxns() {
+	for _, ts := range b.txns.shards {
+		ts.shard.Unload()
+	}
+	b.txns.shards = nil
+	if tm := b.txns.markers; tm != nil {
+		tm.closeAll()
+	}
+}

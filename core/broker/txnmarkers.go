@@ -235,3 +235,18 @@ func brokerClientAddr(lookup brokerLookup, id int32) (string, bool) {
 	}
 	return joinHostPort(ep.Host, int32(ep.Port)), true
 }
+
+// closeAll closes every marker connection.
+func (tm *txnMarkers) closeAll() {
+	ids := make([]int32, 0, len(tm.clients))
+	for id := range tm.clients {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		if c := tm.clients[id].client; c != nil {
+			c.Close()
+		}
+	}
+	clear(tm.clients)
+}

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -55,4 +56,24 @@ func FuzzReplay(f *testing.F) {
 		sh.Loaded()
 		_, _ = sh.List(Filter{})
 	})
+}
+
+// A compacted log keeps only an id's last record: the epoch before it is
+// not known (a KIP-360 retry naming it is fenced), and the state is the
+// record's.
+func TestReplayAfterCompaction(t *testing.T) {
+	r := newRig(t)
+	sh := r.newShard()
+	rec := (&txnState{producerID: 4, prevProducerID: -1, epoch: 5, lastEpoch: -1, timeoutMs: 1000, state: StateCompleteCommit, startMs: -1}).record("t1")
+	require.NoError(t, sh.Replay(rec.Key, rec.Value))
+	sh.Loaded()
+	tx := sh.txns["t1"]
+	require.Equal(t, int16(5), tx.epoch)
+	require.Equal(t, int16(-1), tx.lastEpoch)
+	var got *int16
+	sh.InitProducerID("t1", 1000, 4, 0, func(_ int64, _ int16, err *kerr.Error) {
+		require.Equal(t, kerr.ProducerFenced, err)
+		got = new(int16)
+	})
+	require.NotNil(t, got)
 }

@@ -54,9 +54,12 @@ func (s *Shard) Replay(key, value []byte) error {
 	t := s.txns[id]
 	if t == nil {
 		t = &Txn{id: id, persisted: true}
+		t.epoch = -1 // nothing known before this record (compaction)
 		s.txns[id] = t
 	}
 	if t.epoch >= 0 && st.producerID == t.producerID && st.epoch > t.epoch && !st.tv2 {
+		// A bump replayed: a retry of it may carry the epoch before
+		// (Kafka keeps this in memory only; a compacted log loses it).
 		st.lastEpoch = t.epoch
 	}
 	t.txnState = *st
