@@ -60,6 +60,21 @@ func TestServerTransactionCoordinator(t *testing.T) {
 
 	c := h.findTxnCoordinator("tx")
 	require.Equal(t, int32(1), c.NodeID)
+	for _, v := range versionsOf(t, kmsg.FindCoordinator)[1:] { // v0 has no key type
+		req := kmsg.NewPtrFindCoordinatorRequest()
+		req.Version, req.CoordinatorType = v, 1
+		req.CoordinatorKey, req.CoordinatorKeys = "tx", []string{"tx", "other"}
+		resp := h.Do(req).(*kmsg.FindCoordinatorResponse)
+		if v < 4 {
+			require.Zero(t, resp.ErrorCode, "v%d", v)
+			require.Equal(t, int32(1), resp.NodeID)
+			continue
+		}
+		require.Len(t, resp.Coordinators, 2, "v%d batched", v)
+		for _, c := range resp.Coordinators {
+			require.Zero(t, c.ErrorCode, "v%d %s", v, c.Key)
+		}
+	}
 	empty := kmsg.NewPtrFindCoordinatorRequest()
 	empty.Version, empty.CoordinatorType, empty.CoordinatorKeys = 4, 1, []string{""}
 	require.Equal(t, kerr.InvalidRequest.Code, h.Do(empty).(*kmsg.FindCoordinatorResponse).Coordinators[0].ErrorCode)

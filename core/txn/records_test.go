@@ -1,6 +1,8 @@
 package txn
 
 import (
+	"time"
+
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -76,4 +78,37 @@ func TestReplayAfterCompaction(t *testing.T) {
 		got = new(int16)
 	})
 	require.NotNil(t, got)
+}
+
+// An id whose epoch is exhausted gets a new producer id at its next
+// InitProducerId (the old one is kept as the previous id), and a KIP-360
+// retry naming the old id and epoch gets the new id again.
+func TestEpochExhaustionRotatesTheProducerID(t *testing.T) {
+	r := newRig(t)
+	sh := r.newShard()
+	rec := (&txnState{producerID: 4, prevProducerID: -1, epoch: maxEpoch, lastEpoch: -1, timeoutMs: 1000, state: StateCompleteAbort, startMs: -1}).record("t1")
+	require.NoError(t, sh.Replay(rec.Key, rec.Value))
+	sh.Loaded()
+	r.shard = sh
+	type answer struct {
+		pid   int64
+		epoch int16
+		err   *kerr.Error
+	}
+	init := func(pid int64, epoch int16) *answer {
+		var a *answer
+		sh.InitProducerID("t1", 1000, pid, epoch, func(p int64, e int16, err *kerr.Error) { a = &answer{p, e, err} })
+		r.run(10 * time.Millisecond)
+		require.NotNil(t, a)
+		return a
+	}
+	got := init(4, maxEpoch)
+	require.Nil(t, got.err)
+	require.Equal(t, int64(1000), got.pid, "a new producer id from the allocator")
+	require.Zero(t, got.epoch)
+	require.Equal(t, int64(4), sh.txns["t1"].prevProducerID)
+	retry := init(4, maxEpoch)
+	require.Equal(t, *got, *retry)
+	require.Equal(t, kerr.ProducerFenced, init(4, 3).err)
+	require.Equal(t, dump(sh), dump(r.replayed()))
 }

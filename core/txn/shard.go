@@ -223,7 +223,7 @@ func (s *Shard) InitProducerID(id string, timeoutMs int32, expectedID int64, exp
 		case expectedID == t.producerID && expectedEpoch == t.lastEpoch && t.state != StateOngoing && t.lastEpoch >= 0:
 			done(t.producerID, t.epoch, nil) // a retry of the bump that was answered
 			return
-		case expectedID == t.prevProducerID && t.producerID != expectedID && t.epoch == 0 && t.state != StateOngoing:
+		case expectedID == t.prevProducerID && t.producerID != expectedID && expectedEpoch >= maxEpoch && t.epoch == 0 && t.state != StateOngoing:
 			done(t.producerID, t.epoch, nil) // a retry across the producer id change
 			return
 		case expectedID != t.producerID || expectedEpoch != t.epoch:

@@ -174,7 +174,7 @@ func dump(s *Shard) string {
 //	                           the log and takes over
 //	fail-writes, heal-writes, hold-writes, release-writes
 //	topics t=N,...             the image's topics (others are unknown)
-//	describe id=T / list [states=S,...] [pids=P,...]
+//	describe id=T / list [states=S,...] [pids=P,...] [min=D]
 func TestScripts(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
 		r := newRig(t)
@@ -414,6 +414,13 @@ func (r *rig) cmd1(t *testing.T, d *datadriven.TestData, id string, pid int64, e
 				require.NoError(t, err)
 				f.ProducerIDs = append(f.ProducerIDs, p)
 			}
+		}
+		if d.HasArg("min") {
+			var v string
+			d.ScanArgs(t, "min", &v)
+			dur, err := time.ParseDuration(v)
+			require.NoError(t, err)
+			f.MinDuration = dur
 		}
 		l, err := r.shard.List(f)
 		if err != nil {
