@@ -136,6 +136,18 @@ func TestServerTransactionCoordinator(t *testing.T) {
 	stale.Version, stale.TransactionalID, stale.ProducerID, stale.ProducerEpoch, stale.Commit = 5, "tx", pid+1, 0, true
 	require.Equal(t, kerr.InvalidProducerIDMapping.Code, h.Do(stale).(*kmsg.EndTxnResponse).ErrorCode)
 
+	// A wrong epoch is PRODUCER_FENCED, and INVALID_PRODUCER_EPOCH for
+	// clients older than KIP-588 (EndTxn v0-1, AddPartitionsToTxn v0-1).
+	for v, want := range map[int16]int16{1: kerr.InvalidProducerEpoch.Code, 2: kerr.ProducerFenced.Code, 5: kerr.ProducerFenced.Code} { //determinism:unordered independent requests
+		wrong := kmsg.NewPtrEndTxnRequest()
+		wrong.Version, wrong.TransactionalID, wrong.ProducerID, wrong.ProducerEpoch, wrong.Commit = v, "tx", pid, 3, true
+		require.Equal(t, want, h.Do(wrong).(*kmsg.EndTxnResponse).ErrorCode, "EndTxn v%d", v)
+	}
+	oldAdd := kmsg.NewPtrAddPartitionsToTxnRequest()
+	oldAdd.Version, oldAdd.TransactionalID, oldAdd.ProducerID, oldAdd.ProducerEpoch = 1, "tx", pid, 3
+	oldAdd.Topics = []kmsg.AddPartitionsToTxnRequestTopic{{Topic: "t", Partitions: []int32{0}}}
+	require.Equal(t, kerr.InvalidProducerEpoch.Code, h.Do(oldAdd).(*kmsg.AddPartitionsToTxnResponse).Topics[0].Partitions[0].ErrorCode)
+
 	end := kmsg.NewPtrEndTxnRequest()
 	end.Version, end.TransactionalID, end.ProducerID, end.ProducerEpoch, end.Commit = 5, "tx", pid, 0, true
 	er := h.Do(end).(*kmsg.EndTxnResponse)

@@ -22,6 +22,17 @@ func codeOf(err *kerr.Error) int16 {
 	return err.Code
 }
 
+// fencedCode is err's code for a request of version v of an API that
+// learned PRODUCER_FENCED (KIP-588) at version since: older clients get
+// INVALID_PRODUCER_EPOCH, which they handle the same way (Kafka's
+// KafkaApis does this).
+func fencedCode(err *kerr.Error, v, since int16) int16 {
+	if err == kerr.ProducerFenced && v < since {
+		return kerr.InvalidProducerEpoch.Code
+	}
+	return codeOf(err)
+}
+
 // handleTransactionalInitProducerID is InitProducerId with a
 // transactional id.
 func handleTransactionalInitProducerID(b *Broker, r *request, req *kmsg.InitProducerIDRequest) {
@@ -41,7 +52,7 @@ func handleTransactionalInitProducerID(b *Broker, r *request, req *kmsg.InitProd
 	}
 	sh.InitProducerID(id, req.TransactionTimeoutMillis, expectedID, expectedEpoch, func(pid int64, epoch int16, err *kerr.Error) {
 		resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
-		resp.ErrorCode, resp.ProducerID, resp.ProducerEpoch = codeOf(err), pid, epoch
+		resp.ErrorCode, resp.ProducerID, resp.ProducerEpoch = fencedCode(err, req.Version, 4), pid, epoch
 		r.respond(resp)
 	})
 }
@@ -66,7 +77,7 @@ func handleAddPartitionsToTxn(b *Broker, r *request) {
 					resp.Topics = append(resp.Topics, rt)
 				}
 				rp := kmsg.NewAddPartitionsToTxnResponseTopicPartition()
-				rp.Partition, rp.ErrorCode = tp.Partition, codeOf(errs[i])
+				rp.Partition, rp.ErrorCode = tp.Partition, fencedCode(errs[i], req.Version, 2)
 				rt := &resp.Topics[len(resp.Topics)-1]
 				rt.Partitions = append(rt.Partitions, rp)
 			}
@@ -141,7 +152,7 @@ func handleAddOffsetsToTxn(b *Broker, r *request) {
 	tp := txn.TopicPartition{Topic: OffsetsTopic, Partition: groupPartition(req.Group, n)}
 	b.addPartitions(req.TransactionalID, req.ProducerID, req.ProducerEpoch, []txn.TopicPartition{tp}, false, func(errs []*kerr.Error) {
 		resp := req.ResponseKind().(*kmsg.AddOffsetsToTxnResponse)
-		resp.ErrorCode = codeOf(errs[0])
+		resp.ErrorCode = fencedCode(errs[0], req.Version, 2)
 		r.respond(resp)
 	})
 }
@@ -155,7 +166,7 @@ func handleEndTxn(b *Broker, r *request) {
 	}
 	sh.EndTxn(req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit, req.Version >= 5, func(pid int64, epoch int16, err *kerr.Error) {
 		resp := req.ResponseKind().(*kmsg.EndTxnResponse)
-		resp.ErrorCode, resp.ProducerID, resp.ProducerEpoch = codeOf(err), pid, epoch
+		resp.ErrorCode, resp.ProducerID, resp.ProducerEpoch = fencedCode(err, req.Version, 2), pid, epoch
 		r.respond(resp)
 	})
 }

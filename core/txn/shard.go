@@ -135,13 +135,13 @@ func (s *Shard) lookup(id string, producerID int64) (*Txn, *kerr.Error) {
 	return t, nil
 }
 
-// epochError is the code of a request whose epoch is not the id's.
+// epochError is the code of a request whose epoch is not the id's:
+// PRODUCER_FENCED either way, as Kafka (a client cannot legitimately be
+// ahead; the broker answers clients older than KIP-588 with
+// INVALID_PRODUCER_EPOCH instead).
 func epochError(t *Txn, epoch int16) *kerr.Error {
-	switch {
-	case epoch < t.epoch:
+	if epoch != t.epoch {
 		return kerr.ProducerFenced
-	case epoch > t.epoch:
-		return kerr.InvalidProducerEpoch
 	}
 	return nil
 }
