@@ -61,7 +61,10 @@ func markerDone(err *kerr.Error) bool {
 	return false
 }
 
-// sendMarkers starts the markers of t's Prepare state.
+// sendMarkers starts the markers of t's Prepare state. A Prepare state
+// without markers in flight (t.markers nil) is one whose coordinator was
+// deposed; requests meeting it get CONCURRENT_TRANSACTIONS until the shard
+// is unloaded.
 func (s *Shard) sendMarkers(t *Txn) {
 	m := &markerRound{remaining: slices.Clone(t.partitions), backoff: s.cfg.MarkerRetryBackoff}
 	t.markers = m
@@ -90,6 +93,17 @@ func (s *Shard) sendRound(t *Txn, m *markerRound) {
 			return
 		}
 		answered = true
+		for _, r := range results {
+			if r.Err == kerr.TransactionCoordinatorFenced {
+				// A partition has seen a newer coordinator epoch: this
+				// shard is deposed (its unload follows with the
+				// image), and the new coordinator resumes the markers
+				// from the log. Stop, as Kafka does.
+				s.log.Info("transaction markers stopped: a newer coordinator exists", "transactional_id", t.id, "partition", r.TopicPartition)
+				t.markers = nil
+				return
+			}
+		}
 		for _, r := range results {
 			if !markerDone(r.Err) {
 				s.log.Debug("transaction marker failed; retrying", "transactional_id", t.id, "partition", r.TopicPartition, "err", r.Err)
