@@ -35,7 +35,8 @@ type MarkerResult struct {
 // with a result for some or all of the partitions; a partition without
 // one (a lost request, a partition without a leader) is sent again, as is
 // one whose error is retriable. A partition of a deleted topic is answered
-// with UNKNOWN_TOPIC_ID, which ends its marker.
+// with UNKNOWN_TOPIC_ID, which ends its marker. TRANSACTION_COORDINATOR_FENCED
+// stops the transaction's markers: a newer coordinator resumes them.
 type MarkerSender interface {
 	SendMarkers(m Markers, done func([]MarkerResult))
 }
