@@ -321,8 +321,8 @@ func (s *Shard) initNew(id string, timeoutMs int32, done func(int64, int16, *ker
 // id: the partitions join the transaction, which starts if none is
 // ongoing. verifyOnly (KIP-890 part 1, sent by a partition leader before
 // it appends a transactional batch) changes nothing and answers, per
-// partition, whether it is in the ongoing transaction (INVALID_TXN_STATE
-// if not). done gets one code per partition, in the order given.
+// partition, whether it is in the ongoing transaction (verify). done gets
+// one code per partition, in the order given.
 func (s *Shard) AddPartitions(id string, producerID int64, epoch int16, parts []TopicPartition, verifyOnly bool, done func([]*kerr.Error)) {
 	all := func(err *kerr.Error) {
 		out := make([]*kerr.Error, len(parts))
@@ -331,22 +331,20 @@ func (s *Shard) AddPartitions(id string, producerID int64, epoch int16, parts []
 		}
 		done(out)
 	}
+	if id == "" {
+		all(kerr.InvalidRequest)
+		return
+	}
+	if verifyOnly {
+		s.verify(id, producerID, epoch, parts, done)
+		return
+	}
 	t, err := s.lookup(id, producerID)
 	if err == nil {
 		err = epochError(t, epoch)
 	}
 	if err != nil {
 		all(err)
-		return
-	}
-	if verifyOnly {
-		out := make([]*kerr.Error, len(parts))
-		for i, tp := range parts {
-			if t.state != StateOngoing || !t.has(tp) {
-				out[i] = kerr.InvalidTxnState
-			}
-		}
-		done(out)
 		return
 	}
 	if t.fencing || t.state.preparing() {
@@ -394,6 +392,36 @@ func (s *Shard) AddPartitions(id string, producerID int64, epoch int16, parts []
 	}
 	next.state, next.updateMs = StateOngoing, s.nowMs()
 	s.transition(t, next, all)
+}
+
+// verify answers KIP-890 part 1's verifyOnly: whether each partition is in
+// the transaction as committed (a write in flight is not waited for: the
+// partition leader's append is checked again), TRANSACTION_ABORTABLE for
+// one that is not (Kafka's answer since KIP-1050), CONCURRENT_TRANSACTIONS
+// while a commit or abort completes.
+func (s *Shard) verify(id string, producerID int64, epoch int16, parts []TopicPartition, done func([]*kerr.Error)) {
+	out := make([]*kerr.Error, len(parts))
+	var err *kerr.Error
+	t := s.txns[id]
+	switch {
+	case s.state() != nil:
+		err = s.state()
+	case t == nil || !t.persisted || t.producerID != producerID:
+		err = kerr.InvalidProducerIDMapping
+	case t.epoch != epoch:
+		err = kerr.ProducerFenced
+	case t.state.preparing():
+		err = kerr.ConcurrentTransactions
+	}
+	for i, tp := range parts {
+		switch {
+		case err != nil:
+			out[i] = err
+		case t.state != StateOngoing || !t.has(tp):
+			out[i] = kerr.TransactionAbortable
+		}
+	}
+	done(out)
 }
 
 func (t *Txn) has(tp TopicPartition) bool {
