@@ -139,6 +139,10 @@ func (s *Shard) complete(t *Txn, m *markerRound) {
 		next.state = StateCompleteCommit
 	}
 	next.partitions, next.updateMs = nil, s.nowMs()
+	if t.nextProducerID >= 0 {
+		next.prevProducerID, next.producerID, next.nextProducerID = t.producerID, t.nextProducerID, -1
+		next.lastEpoch, next.epoch = -1, 0
+	}
 	s.transition(t, next, func(err *kerr.Error) {
 		if err != nil {
 			if !s.unloaded && err != kerr.NotCoordinator {

@@ -48,7 +48,7 @@ func (st *txnState) record(id string) Record {
 	v := kmsg.NewTxnMetadataValue()
 	v.Version = valueVersion
 	v.ProducerID, v.ProducerEpoch = st.producerID, st.epoch
-	v.PreviousProducerID = st.prevProducerID
+	v.PreviousProducerID, v.NextProducerID = st.prevProducerID, st.nextProducerID
 	v.TimeoutMillis = st.timeoutMs
 	v.State = kmsg.TransactionState(st.state)
 	v.LastUpdateTimestamp, v.StartTimestamp = st.updateMs, st.startMs
@@ -92,11 +92,11 @@ func decodeRecord(key, value []byte) (string, *txnState, error) {
 		return "", nil, fmt.Errorf("%w: value of %q: state %d, producer %d epoch %d", ErrBadRecord, k.TransactionalID, v.State, v.ProducerID, v.ProducerEpoch)
 	}
 	s := &txnState{
-		producerID: v.ProducerID, prevProducerID: v.PreviousProducerID, epoch: v.ProducerEpoch, lastEpoch: -1,
+		producerID: v.ProducerID, prevProducerID: v.PreviousProducerID, nextProducerID: v.NextProducerID, epoch: v.ProducerEpoch, lastEpoch: -1,
 		timeoutMs: v.TimeoutMillis, state: st, startMs: v.StartTimestamp, updateMs: v.LastUpdateTimestamp,
 		tv2: v.ClientTransactionVersion >= 2,
 	}
-	if s.tv2 && (st == StatePrepareCommit || st == StatePrepareAbort || st == StateCompleteCommit || st == StateCompleteAbort) {
+	if s.tv2 && s.epoch > 0 && (st == StatePrepareCommit || st == StatePrepareAbort || st == StateCompleteCommit || st == StateCompleteAbort) {
 		// KIP-890 part 2 bumped the epoch when the transaction ended; a
 		// retried EndTxn carries the one before.
 		s.lastEpoch = s.epoch - 1

@@ -12,7 +12,7 @@ import (
 
 // A record round-trips through Kafka's schema, partitions grouped by topic.
 func TestRecordRoundTrip(t *testing.T) {
-	st := txnState{producerID: 7, prevProducerID: 3, epoch: 4, lastEpoch: 3, timeoutMs: 60000, state: StatePrepareCommit,
+	st := txnState{producerID: 7, prevProducerID: 3, nextProducerID: -1, epoch: 4, lastEpoch: 3, timeoutMs: 60000, state: StatePrepareCommit,
 		partitions: []TopicPartition{{"a", 0}, {"a", 2}, {"b", 1}}, startMs: 10, updateMs: 20, tv2: true}
 	rec := st.record("t1")
 	id, got, err := decodeRecord(rec.Key, rec.Value)
@@ -30,7 +30,7 @@ func TestRecordRoundTrip(t *testing.T) {
 func TestReplayRefusesDamagedRecords(t *testing.T) {
 	r := newRig(t)
 	sh := r.newShard()
-	good := (&txnState{producerID: 1, epoch: 0, lastEpoch: -1, state: StateEmpty}).record("t1")
+	good := (&txnState{producerID: 1, prevProducerID: -1, nextProducerID: -1, epoch: 0, lastEpoch: -1, state: StateEmpty}).record("t1")
 	bad := []Record{
 		{Key: nil, Value: good.Value},
 		{Key: []byte{0, 1, 0, 2, 'x', 'y'}, Value: good.Value},
@@ -49,7 +49,7 @@ func TestReplayRefusesDamagedRecords(t *testing.T) {
 }
 
 func FuzzReplay(f *testing.F) {
-	good := (&txnState{producerID: 1, epoch: 0, lastEpoch: -1, state: StateOngoing, partitions: []TopicPartition{{"a", 1}}}).record("t1")
+	good := (&txnState{producerID: 1, prevProducerID: -1, nextProducerID: -1, epoch: 0, lastEpoch: -1, state: StateOngoing, partitions: []TopicPartition{{"a", 1}}}).record("t1")
 	f.Add(good.Key, good.Value)
 	f.Fuzz(func(t *testing.T, key, value []byte) {
 		r := newRig(t)
@@ -66,7 +66,7 @@ func FuzzReplay(f *testing.F) {
 func TestReplayAfterCompaction(t *testing.T) {
 	r := newRig(t)
 	sh := r.newShard()
-	rec := (&txnState{producerID: 4, prevProducerID: -1, epoch: 5, lastEpoch: -1, timeoutMs: 1000, state: StateCompleteCommit, startMs: -1}).record("t1")
+	rec := (&txnState{producerID: 4, prevProducerID: -1, nextProducerID: -1, epoch: 5, lastEpoch: -1, timeoutMs: 1000, state: StateCompleteCommit, startMs: -1}).record("t1")
 	require.NoError(t, sh.Replay(rec.Key, rec.Value))
 	sh.Loaded()
 	tx := sh.txns["t1"]
@@ -86,7 +86,7 @@ func TestReplayAfterCompaction(t *testing.T) {
 func TestEpochExhaustionRotatesTheProducerID(t *testing.T) {
 	r := newRig(t)
 	sh := r.newShard()
-	rec := (&txnState{producerID: 4, prevProducerID: -1, epoch: maxEpoch, lastEpoch: -1, timeoutMs: 1000, state: StateCompleteAbort, startMs: -1}).record("t1")
+	rec := (&txnState{producerID: 4, prevProducerID: -1, nextProducerID: -1, epoch: maxEpoch, lastEpoch: -1, timeoutMs: 1000, state: StateCompleteAbort, startMs: -1}).record("t1")
 	require.NoError(t, sh.Replay(rec.Key, rec.Value))
 	sh.Loaded()
 	r.shard = sh
@@ -110,5 +110,63 @@ func TestEpochExhaustionRotatesTheProducerID(t *testing.T) {
 	retry := init(4, maxEpoch)
 	require.Equal(t, *got, *retry)
 	require.Equal(t, kerr.ProducerFenced, init(4, 3).err)
+	require.Equal(t, dump(sh), dump(r.replayed()))
+}
+
+// KIP-890 part 2 with the epoch exhausted: the end's markers carry the
+// last epoch, the answer gives a new producer id at epoch 0 (the client's
+// next transaction), requests of the new id wait for the markers, the
+// Complete state moves the id, and a retry of the end (old id, old epoch)
+// gets the same answer.
+func TestEndTxnRotatesAnExhaustedProducerID(t *testing.T) {
+	r := newRig(t)
+	sh := r.newShard()
+	rec := (&txnState{producerID: 4, prevProducerID: -1, nextProducerID: -1, epoch: maxEpoch, lastEpoch: -1, timeoutMs: 1000,
+		state: StateCompleteCommit, startMs: -1, tv2: true}).record("t1")
+	require.NoError(t, sh.Replay(rec.Key, rec.Value))
+	sh.Loaded()
+	r.shard = sh
+	add := func(pid int64, epoch int16) *kerr.Error {
+		var got []*kerr.Error
+		sh.AddPartitions("t1", pid, epoch, []TopicPartition{{"foo", 0}}, false, func(e []*kerr.Error) { got = e })
+		r.run(10 * time.Millisecond)
+		require.Len(t, got, 1)
+		return got[0]
+	}
+	type answer struct {
+		pid   int64
+		epoch int16
+		err   *kerr.Error
+	}
+	end := func(pid int64, epoch int16) *answer {
+		var a *answer
+		sh.EndTxn("t1", pid, epoch, true, true, func(p int64, e int16, err *kerr.Error) { a = &answer{p, e, err} })
+		r.run(10 * time.Millisecond)
+		require.NotNil(t, a)
+		return a
+	}
+	require.Nil(t, add(4, maxEpoch))
+	got := end(4, maxEpoch)
+	require.Equal(t, answer{1000, 0, nil}, *got)
+	require.Len(t, r.sent, 1)
+	require.Equal(t, int64(4), r.sent[0].m.ProducerID)
+	require.Equal(t, int16(maxEpoch+1), r.sent[0].m.ProducerEpoch)
+	require.Equal(t, dump(sh), dump(r.replayed()), "the Prepare state with its next producer id replays")
+	require.Equal(t, kerr.ConcurrentTransactions, add(1000, 0), "the new id waits for the markers")
+	require.Equal(t, kerr.ConcurrentTransactions, end(4, maxEpoch).err, "a retry waits too")
+
+	s := r.sent[0]
+	r.sent = nil
+	s.done([]MarkerResult{{TopicPartition: TopicPartition{"foo", 0}}})
+	r.run(10 * time.Millisecond)
+	tx := sh.txns["t1"]
+	require.Equal(t, StateCompleteCommit, tx.state)
+	require.Equal(t, int64(1000), tx.producerID)
+	require.Equal(t, int64(4), tx.prevProducerID)
+	require.Equal(t, int64(-1), tx.nextProducerID)
+	require.Zero(t, tx.epoch)
+	require.Equal(t, *got, *end(4, maxEpoch), "a retry of the end after the rotation")
+	require.Equal(t, kerr.InvalidProducerIDMapping, add(4, maxEpoch+1))
+	require.Nil(t, add(1000, 0))
 	require.Equal(t, dump(sh), dump(r.replayed()))
 }

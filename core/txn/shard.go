@@ -127,6 +127,8 @@ func (s *Shard) lookup(id string, producerID int64) (*Txn, *kerr.Error) {
 	switch {
 	case t == nil || !t.persisted:
 		return nil, kerr.InvalidProducerIDMapping
+	case t.producerID != producerID && t.nextProducerID == producerID && producerID >= 0:
+		return nil, kerr.ConcurrentTransactions // the id moves to it once the markers are written
 	case t.producerID != producerID:
 		return nil, kerr.InvalidProducerIDMapping
 	case t.pending:
@@ -278,7 +280,7 @@ func (s *Shard) InitProducerID(id string, timeoutMs int32, expectedID int64, exp
 			fail(err)
 			return
 		}
-		next.prevProducerID, next.producerID, next.epoch, next.lastEpoch = t.producerID, pid, 0, -1
+		next.prevProducerID, next.producerID, next.nextProducerID, next.epoch, next.lastEpoch = t.producerID, pid, -1, 0, -1
 		bump(next)
 	})
 }
@@ -286,7 +288,7 @@ func (s *Shard) InitProducerID(id string, timeoutMs int32, expectedID int64, exp
 // initNew gives a new transactional id its producer id.
 func (s *Shard) initNew(id string, timeoutMs int32, done func(int64, int16, *kerr.Error)) {
 	t := &Txn{id: id, pending: true}
-	t.epoch, t.lastEpoch, t.producerID, t.prevProducerID = -1, -1, -1, -1
+	t.epoch, t.lastEpoch, t.producerID, t.prevProducerID, t.nextProducerID = -1, -1, -1, -1, -1
 	s.txns[id] = t
 	forget := func(err *kerr.Error) {
 		if s.txns[id] == t && !t.persisted {
@@ -303,7 +305,7 @@ func (s *Shard) initNew(id string, timeoutMs int32, done func(int64, int16, *ker
 			forget(err)
 			return
 		}
-		next := txnState{producerID: pid, prevProducerID: -1, epoch: 0, lastEpoch: -1, timeoutMs: timeoutMs,
+		next := txnState{producerID: pid, prevProducerID: -1, nextProducerID: -1, epoch: 0, lastEpoch: -1, timeoutMs: timeoutMs,
 			state: StateEmpty, startMs: -1, updateMs: s.nowMs()}
 		s.transition(t, next, func(err *kerr.Error) {
 			if err != nil {
@@ -438,9 +440,23 @@ func (t *Txn) has(tp TopicPartition) bool {
 // fenced (it must not decide a transaction it never saw: KAFKA-17754).
 func (s *Shard) EndTxn(id string, producerID int64, epoch int16, commit, tv2 bool, done func(producerID int64, epoch int16, err *kerr.Error)) {
 	fail := func(err *kerr.Error) { done(-1, -1, err) }
-	t, err := s.lookup(id, producerID)
-	if err != nil {
+	if err := s.state(); err != nil {
 		fail(err)
+		return
+	}
+	t := s.txns[id]
+	// rotated: a retry of the end that exhausted the epoch and moved the
+	// id to a new producer id (answered with the new id, epoch 0).
+	rotated := tv2 && t != nil && t.persisted && t.tv2 && t.state.complete() &&
+		producerID == t.prevProducerID && producerID != t.producerID && t.epoch == 0 && epoch >= maxEpoch
+	if !rotated {
+		var err *kerr.Error
+		if t, err = s.lookup(id, producerID); err != nil {
+			fail(err)
+			return
+		}
+	} else if t.pending {
+		fail(kerr.ConcurrentTransactions)
 		return
 	}
 	if t.fencing {
@@ -452,7 +468,7 @@ func (s *Shard) EndTxn(id string, producerID int64, epoch int16, commit, tv2 boo
 		want, got = StatePrepareCommit, StateCompleteCommit
 	}
 	// retry: the end this request repeats was decided with this epoch.
-	retry := tv2 && t.tv2 && (t.state.preparing() || t.state.complete()) && t.lastEpoch >= 0 && epoch == t.lastEpoch && t.epoch == epoch+1
+	retry := rotated || tv2 && t.tv2 && (t.state.preparing() || t.state.complete()) && t.lastEpoch >= 0 && epoch == t.lastEpoch && t.epoch == epoch+1
 	if !retry {
 		if err := epochError(t, epoch); err != nil {
 			fail(err)
@@ -460,20 +476,35 @@ func (s *Shard) EndTxn(id string, producerID int64, epoch int16, commit, tv2 boo
 		}
 	}
 	switch {
-	case t.state == StateOngoing:
-		next := t.txnState
-		next.state, next.updateMs, next.tv2 = want, s.nowMs(), tv2
-		if tv2 && t.epoch < maxEpoch {
-			next.lastEpoch, next.epoch = t.epoch, t.epoch+1
-		}
-		s.transition(t, next, func(err *kerr.Error) {
+	case t.state == StateOngoing && tv2 && t.epoch >= maxEpoch:
+		// KIP-890 part 2 with the epoch exhausted: the markers go out
+		// with the last epoch, and the Complete state moves the id to a
+		// new producer id (Kafka's NextProducerId), which the answer
+		// gives now.
+		t.pending = true
+		s.cfg.AllocateProducerID(func(pid int64, err *kerr.Error) {
+			t.pending = false
+			if s.unloaded {
+				err = kerr.NotCoordinator
+			}
 			if err != nil {
 				fail(err)
 				return
 			}
-			s.sendMarkers(t)
-			done(t.producerID, t.epoch, nil)
+			next := t.txnState
+			next.state, next.updateMs, next.tv2, next.nextProducerID = want, s.nowMs(), true, pid
+			if t.epoch < math.MaxInt16 {
+				next.lastEpoch, next.epoch = t.epoch, t.epoch+1
+			}
+			s.prepare(t, next, fail, func() { done(pid, 0, nil) })
 		})
+	case t.state == StateOngoing:
+		next := t.txnState
+		next.state, next.updateMs, next.tv2 = want, s.nowMs(), tv2
+		if tv2 {
+			next.lastEpoch, next.epoch = t.epoch, t.epoch+1
+		}
+		s.prepare(t, next, fail, func() { done(t.producerID, t.epoch, nil) })
 	case t.state == want && (retry || !tv2):
 		fail(kerr.ConcurrentTransactions)
 	case t.state == got && (retry || !tv2):
@@ -481,6 +512,18 @@ func (s *Shard) EndTxn(id string, producerID int64, epoch int16, commit, tv2 boo
 	default:
 		fail(kerr.InvalidTxnState)
 	}
+}
+
+// prepare writes a Prepare state, then answers and sends the markers.
+func (s *Shard) prepare(t *Txn, next txnState, fail func(*kerr.Error), answer func()) {
+	s.transition(t, next, func(err *kerr.Error) {
+		if err != nil {
+			fail(err)
+			return
+		}
+		s.sendMarkers(t)
+		answer()
+	})
 }
 
 // periodic aborts the transactions past their timeout, with a bumped epoch

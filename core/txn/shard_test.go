@@ -143,6 +143,9 @@ func dump(s *Shard) string {
 		if t.prevProducerID >= 0 {
 			fmt.Fprintf(&b, " prev_pid=%d", t.prevProducerID)
 		}
+		if t.nextProducerID >= 0 {
+			fmt.Fprintf(&b, " next_pid=%d", t.nextProducerID)
+		}
 		if t.tv2 {
 			b.WriteString(" tv2")
 		}

@@ -42,6 +42,9 @@ func (s State) complete() bool  { return s == StateCompleteCommit || s == StateC
 // only once its record is committed.
 type txnState struct {
 	producerID, prevProducerID int64
+	// nextProducerID is the id a Prepare state moves to at its Complete
+	// state (KIP-890 part 2 with the epoch exhausted), -1 if none.
+	nextProducerID int64
 	// epoch is the producer epoch; lastEpoch the one before the last bump
 	// (-1: none known), which a retried request may carry.
 	epoch, lastEpoch int16
