@@ -214,6 +214,20 @@ type Config struct {
 	// offsets.retention.check.interval.ms (600000).
 	OffsetsRetentionMinutes         int64
 	OffsetsRetentionCheckIntervalMs int64
+	// TxnStatePartitions and TxnStateReplicationFactor are
+	// transaction.state.log.num.partitions (50) and
+	// transaction.state.log.replication.factor (3, capped at the brokers
+	// registered when __transaction_state is created);
+	// TxnMaxTimeoutMs, TransactionalIDExpirationMs and
+	// TxnAbortCheckIntervalMs are transaction.max.timeout.ms (900000),
+	// transactional.id.expiration.ms (604800000) and
+	// transaction.abort.timed.out.transaction.cleanup.interval.ms
+	// (10000).
+	TxnStatePartitions          int32
+	TxnStateReplicationFactor   int16
+	TxnMaxTimeoutMs             int64
+	TransactionalIDExpirationMs int64
+	TxnAbortCheckIntervalMs     int64
 
 	// AutoCreateTopicsEnable is auto.create.topics.enable: a Metadata
 	// request for a missing topic creates it. Default true.
@@ -316,6 +330,11 @@ func DefaultConfig() Config {
 		ConsumerAssignors:               defaultConsumerAssignors(),
 		OffsetsRetentionMinutes:         DefaultOffsetsRetentionMinutes,
 		OffsetsRetentionCheckIntervalMs: DefaultOffsetsRetentionCheckMs,
+		TxnStatePartitions:              DefaultTxnStatePartitions,
+		TxnStateReplicationFactor:       DefaultTxnStateReplicationFactor,
+		TxnMaxTimeoutMs:                 DefaultTxnMaxTimeoutMs,
+		TransactionalIDExpirationMs:     DefaultTransactionalIDExpirationMs,
+		TxnAbortCheckIntervalMs:         DefaultTxnAbortCheckIntervalMs,
 
 		ProducerIDExpirationMs: DefaultProducerIDExpirationMs,
 		ReplicaLagTimeMaxMs:    DefaultReplicaLagTimeMaxMs,

@@ -17,6 +17,7 @@ import (
 	"github.com/strata-log/strata/core/group"
 	"github.com/strata-log/strata/core/producer"
 	"github.com/strata-log/strata/core/replica"
+	"github.com/strata-log/strata/core/txn"
 )
 
 // Config keys of the broker's topic defaults and bounds, named as in
@@ -52,10 +53,16 @@ const (
 	KeyConsumerAssignors              = "group.consumer.assignors"
 	KeyOffsetsRetentionMinutes        = "offsets.retention.minutes"
 	KeyOffsetsRetentionCheckMs        = "offsets.retention.check.interval.ms"
-	KeyBrokerSessionTimeoutMs         = "broker.session.timeout.ms"
-	KeyAutoLeaderRebalanceEnable      = "auto.leader.rebalance.enable"
-	KeyLeaderImbalanceCheckSeconds    = "leader.imbalance.check.interval.seconds"
-	KeyQueuedMaxRequestBytes          = "queued.max.request.bytes"
+	// The transaction coordinator's keys.
+	KeyTxnStatePartitions          = "transaction.state.log.num.partitions"
+	KeyTxnStateReplication         = "transaction.state.log.replication.factor"
+	KeyTxnMaxTimeoutMs             = "transaction.max.timeout.ms"
+	KeyTransactionalIDExpiration   = "transactional.id.expiration.ms"
+	KeyTxnAbortCheckIntervalMs     = "transaction.abort.timed.out.transaction.cleanup.interval.ms"
+	KeyBrokerSessionTimeoutMs      = "broker.session.timeout.ms"
+	KeyAutoLeaderRebalanceEnable   = "auto.leader.rebalance.enable"
+	KeyLeaderImbalanceCheckSeconds = "leader.imbalance.check.interval.seconds"
+	KeyQueuedMaxRequestBytes       = "queued.max.request.bytes"
 	// KeyFetchSendfile is Strata's own: whether fetched records go out
 	// with sendfile(2) (zero copy) or through user space.
 	KeyFetchSendfile                  = "strata.fetch.sendfile.enable"
@@ -84,6 +91,11 @@ const (
 	DefaultConsumerMaxHeartbeatMs        = int64(15000)
 	DefaultOffsetsRetentionMinutes       = int64(group.DefaultOffsetsRetention / time.Minute)
 	DefaultOffsetsRetentionCheckMs       = int64(group.DefaultRetentionCheck / time.Millisecond)
+	DefaultTxnStatePartitions            = broker.DefaultTxnStatePartitions
+	DefaultTxnStateReplicationFactor     = broker.DefaultTxnStateReplicationFactor
+	DefaultTxnMaxTimeoutMs               = int64(txn.DefaultMaxTimeout / time.Millisecond)
+	DefaultTransactionalIDExpirationMs   = int64(txn.DefaultIDExpiration / time.Millisecond)
+	DefaultTxnAbortCheckIntervalMs       = int64(txn.DefaultAbortCheckInterval / time.Millisecond)
 	DefaultBrokerSessionTimeoutMs        = int64(controller.DefaultSessionTimeout / time.Millisecond)
 	// DefaultQueuedMaxRequestBytes is queued.max.request.bytes. Kafka's
 	// default is -1 (unbounded); Strata always bounds the request bytes
@@ -186,6 +198,20 @@ var configKeys = []configKey{
 	{KeyOffsetsRetentionCheckMs, strconv.FormatInt(DefaultOffsetsRetentionCheckMs, 10), kmsg.ConfigTypeLong,
 		"How often the group coordinator looks for expired offsets, in milliseconds.",
 		setInt(1, math.MaxInt32, func(c *Config, n int64) { c.OffsetsRetentionCheckIntervalMs = n })},
+	{KeyTxnStatePartitions, strconv.Itoa(DefaultTxnStatePartitions), kmsg.ConfigTypeInt,
+		"The partitions of __transaction_state when it is created.", setInt(1, maxPartitionsPerTopic, func(c *Config, n int64) { c.TxnStatePartitions = int32(n) })},
+	{KeyTxnStateReplication, strconv.Itoa(DefaultTxnStateReplicationFactor), kmsg.ConfigTypeShort,
+		"The replication factor of __transaction_state when it is created (capped at the brokers registered then).",
+		setInt(1, 1<<14, func(c *Config, n int64) { c.TxnStateReplicationFactor = int16(n) })},
+	{KeyTxnMaxTimeoutMs, strconv.FormatInt(DefaultTxnMaxTimeoutMs, 10), kmsg.ConfigTypeInt,
+		"The longest transaction.timeout.ms a transactional producer may ask for, in milliseconds.",
+		setInt(1, math.MaxInt32, func(c *Config, n int64) { c.TxnMaxTimeoutMs = n })},
+	{KeyTransactionalIDExpiration, strconv.FormatInt(DefaultTransactionalIDExpirationMs, 10), kmsg.ConfigTypeInt,
+		"How long a transactional id without a transaction in progress is kept after its last update, in milliseconds.",
+		setInt(1, math.MaxInt32, func(c *Config, n int64) { c.TransactionalIDExpirationMs = n })},
+	{KeyTxnAbortCheckIntervalMs, strconv.FormatInt(DefaultTxnAbortCheckIntervalMs, 10), kmsg.ConfigTypeInt,
+		"How often the transaction coordinator aborts timed-out transactions and removes expired ids, in milliseconds.",
+		setInt(1, math.MaxInt32, func(c *Config, n int64) { c.TxnAbortCheckIntervalMs = n })},
 	{KeyGroupMaxSize, strconv.FormatInt(DefaultGroupMaxSize, 10), kmsg.ConfigTypeInt,
 		"The most members a group may have.", setInt(1, math.MaxInt32, func(c *Config, n int64) { c.GroupMaxSize = n })},
 	{KeyConsumerSessionTimeoutMs, strconv.FormatInt(DefaultConsumerSessionTimeoutMs, 10), kmsg.ConfigTypeInt,
@@ -739,6 +765,15 @@ func (c Config) brokerConfig(dataDir string) broker.Config {
 				ConsumerHeartbeatInterval: time.Duration(c.ConsumerHeartbeatIntervalMs) * time.Millisecond,
 				ConsumerMaxSize:           int(c.ConsumerMaxSize),
 				ConsumerAssignors:         c.ConsumerAssignors,
+			},
+		},
+		Txns: broker.TxnConfig{
+			StatePartitions:        c.TxnStatePartitions,
+			StateReplicationFactor: c.TxnStateReplicationFactor,
+			Coordinator: txn.Config{
+				MaxTimeout:         time.Duration(c.TxnMaxTimeoutMs) * time.Millisecond,
+				IDExpiration:       time.Duration(c.TransactionalIDExpirationMs) * time.Millisecond,
+				AbortCheckInterval: time.Duration(c.TxnAbortCheckIntervalMs) * time.Millisecond,
 			},
 		},
 	}

@@ -47,6 +47,8 @@ type Broker struct {
 
 	// groups are the group coordinator's shards (groups.go).
 	groups groupCoordinator
+	// txns is the transaction coordinator (txn.go).
+	txns txnCoordinator
 
 	// metrics is nil with metrics off.
 	metrics *brokerMetrics
@@ -106,6 +108,7 @@ func (b *Broker) Close() {
 		return
 	}
 	b.closed = true
+	b.closeTxns()
 	if err := b.listener.Close(); err != nil {
 		b.log.Warn("closing listener", "err", err)
 	}

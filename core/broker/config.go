@@ -129,6 +129,9 @@ type Config struct {
 	// Groups configures the group coordinator (groups.go).
 	Groups GroupConfig
 
+	// Txns configures the transaction coordinator (txn.go).
+	Txns TxnConfig
+
 	// Metrics is the registry the broker counts into; nil counts
 	// nothing (and the request path takes no timestamps).
 	Metrics *metrics.Registry

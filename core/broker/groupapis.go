@@ -43,9 +43,12 @@ func (b *Broker) findCoordinator(typ int8, key string) kmsg.FindCoordinatorRespo
 		c.ErrorCode, c.ErrorMessage = e.Code, kmsg.StringPtr(msg)
 		return c
 	}
+	topic, create := OffsetsTopic, b.createOffsetsTopic
 	switch {
+	case typ == 1 && key == "":
+		return fail(kerr.InvalidRequest, "A transactional id must not be empty.")
 	case typ == 1:
-		return fail(kerr.InvalidRequest, "Transactions are not supported yet.")
+		topic, create = TxnStateTopic, b.createTxnStateTopic
 	case typ != 0:
 		return fail(kerr.InvalidRequest, "Unknown coordinator type.")
 	case key == "":
@@ -55,14 +58,14 @@ func (b *Broker) findCoordinator(typ int8, key string) kmsg.FindCoordinatorRespo
 	if img == nil || b.cfg.Partitions == nil {
 		return fail(kerr.CoordinatorNotAvailable, "This node has no metadata quorum or partitions.")
 	}
-	ti, ok := img.TopicByName(OffsetsTopic)
+	ti, ok := img.TopicByName(topic)
 	if !ok {
-		b.createOffsetsTopic(img)
-		return fail(kerr.CoordinatorNotAvailable, "The group coordinator's topic is being created.")
+		create(img)
+		return fail(kerr.CoordinatorNotAvailable, "The coordinator's topic "+topic+" is being created.")
 	}
 	p, ok := ti.Partition(groupPartition(key, int32(ti.NumPartitions())))
 	if !ok || p.Leader == meta.NoLeader {
-		return fail(kerr.CoordinatorNotAvailable, "The group's partition of __consumer_offsets has no leader.")
+		return fail(kerr.CoordinatorNotAvailable, "The key's partition of "+topic+" has no leader.")
 	}
 	reg, ok := img.Broker(p.Leader)
 	if !ok || reg.Fenced {

@@ -122,6 +122,7 @@ func (b *Broker) SyncGroups() {
 	if b.closed || b.cfg.Partitions == nil {
 		return
 	}
+	defer b.SyncTxns()
 	img := b.image()
 	gc := &b.groups
 	var ti *meta.TopicImage
@@ -243,9 +244,14 @@ func (b *Broker) replayShard(gs *groupShard, l *log.Log, offset int64, started t
 	b.e.Post(func() { b.replayShard(gs, l, next, started) })
 }
 
+// replayer is a coordinator shard loading its partition.
+type replayer interface {
+	Replay(key, value []byte) error
+}
+
 // replaySlice replays the batches of one read from offset and returns the
 // offset after them.
-func (b *Broker) replaySlice(sh *group.Shard, l *log.Log, offset, end int64) (int64, error) {
+func (b *Broker) replaySlice(sh replayer, l *log.Log, offset, end int64) (int64, error) {
 	res, err := l.Read(offset, groupLoadSliceBytes, end)
 	if err != nil {
 		return offset, err

@@ -31,15 +31,15 @@ type producerIDs struct {
 }
 
 // handleInitProducerID answers an idempotent producer's InitProducerId
-// with a new producer id and epoch 0. Transactional ids are refused with
-// TRANSACTIONAL_ID_AUTHORIZATION_FAILED: transactions come in a later
-// issue, and a clear non-retriable error beats a coordinator that never
-// appears. (KIP-360's epoch bump for an idempotent producer happens in the
-// client; a broker always gives it a fresh id.)
+// with a new producer id and epoch 0, and passes one with a transactional
+// id to the id's transaction coordinator shard (txnapis.go), which gets
+// its producer ids from the same blocks. (KIP-360's epoch bump for an
+// idempotent producer happens in the client; a broker always gives it a
+// fresh id.)
 func handleInitProducerID(b *Broker, r *request) {
 	req := r.body.(*kmsg.InitProducerIDRequest)
 	if req.TransactionalID != nil {
-		r.respond(protocol.ErrorResponse(req, kerr.TransactionalIDAuthorizationFailed, "Transactions are not supported yet."))
+		handleTransactionalInitProducerID(b, r, req)
 		return
 	}
 	b.allocateProducerID(func(id int64, err *kerr.Error, msg string) {

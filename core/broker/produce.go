@@ -23,9 +23,12 @@ import (
 // A transactional batch in a request without a transactional id is
 // TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as in Kafka (which answers the
 // whole request so); one with a transactional id is appended, the
-// partition keeping its producer's transaction (core/producer). Strata has
-// no transaction coordinator yet to give a client a transactional
-// producer id, nor ACLs to check the id against.
+// partition keeping its producer's transaction (core/producer). The
+// transaction coordinator (core/txn) gives clients their transactional
+// producer ids; the partition does not yet ask it whether the producer
+// added the partition to its transaction (KIP-890 part 1's verifyOnly,
+// which the coordinator serves), and there are no ACLs to check the id
+// against.
 func handleProduce(b *Broker, r *request) {
 	req := r.body.(*kmsg.ProduceRequest)
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
@@ -82,10 +85,10 @@ func handleProduce(b *Broker, r *request) {
 			if err == nil && req.TransactionID == nil && transactional(tp.Records) {
 				err = fmt.Errorf("%w: a transactional batch in a produce request without a transactional id", errTransactionalIDAuthorization)
 			}
-			if err == nil && name == OffsetsTopic {
-				// Only the group coordinator writes its topic (Kafka:
+			if err == nil && (name == OffsetsTopic || name == TxnStateTopic) {
+				// Only the coordinators write their topics (Kafka:
 				// "Cannot append to internal topic").
-				err = fmt.Errorf("%w: clients cannot append to the internal topic %s", errInvalidTopic, OffsetsTopic)
+				err = fmt.Errorf("%w: clients cannot append to the internal topic %s", errInvalidTopic, name)
 			}
 			if err != nil {
 				setErr(err)

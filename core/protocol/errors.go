@@ -115,6 +115,42 @@ func ErrorResponse(req kmsg.Request, err *kerr.Error, msg string) kmsg.Response 
 		resp := r.ResponseKind().(*kmsg.InitProducerIDResponse)
 		resp.ErrorCode, resp.ProducerID, resp.ProducerEpoch = code, -1, -1
 		return resp
+	case *kmsg.EndTxnRequest:
+		resp := r.ResponseKind().(*kmsg.EndTxnResponse)
+		resp.ErrorCode, resp.ProducerID, resp.ProducerEpoch = code, -1, -1
+		return resp
+	case *kmsg.AddOffsetsToTxnRequest:
+		resp := r.ResponseKind().(*kmsg.AddOffsetsToTxnResponse)
+		resp.ErrorCode = code
+		return resp
+	case *kmsg.AddPartitionsToTxnRequest:
+		resp := r.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
+		for _, t := range r.Topics {
+			rt := kmsg.NewAddPartitionsToTxnResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewAddPartitionsToTxnResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p, code
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		if r.Version >= 4 {
+			resp.ErrorCode = code
+		}
+		return resp
+	case *kmsg.DescribeTransactionsRequest:
+		resp := r.ResponseKind().(*kmsg.DescribeTransactionsResponse)
+		for _, id := range r.TransactionalIDs {
+			st := kmsg.NewDescribeTransactionsResponseTransactionState()
+			st.TransactionalID, st.ErrorCode, st.ProducerID, st.ProducerEpoch = id, code, -1, -1
+			resp.TransactionStates = append(resp.TransactionStates, st)
+		}
+		return resp
+	case *kmsg.ListTransactionsRequest:
+		resp := r.ResponseKind().(*kmsg.ListTransactionsResponse)
+		resp.ErrorCode = code
+		return resp
 	case *kmsg.ProduceRequest:
 		resp := r.ResponseKind().(*kmsg.ProduceResponse)
 		for _, t := range r.Topics {

@@ -107,6 +107,10 @@ func TestErrorResponseCoversEveryKind(t *testing.T) {
 		kmsg.NewPtrJoinGroupRequest(), kmsg.NewPtrSyncGroupRequest(), kmsg.NewPtrHeartbeatRequest(),
 		kmsg.NewPtrLeaveGroupRequest(), kmsg.NewPtrOffsetDeleteRequest(), kmsg.NewPtrConsumerGroupHeartbeatRequest(),
 		&kmsg.OffsetCommitRequest{Topics: []kmsg.OffsetCommitRequestTopic{{Topic: "t", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 2}}}}},
+		kmsg.NewPtrEndTxnRequest(), kmsg.NewPtrAddOffsetsToTxnRequest(), kmsg.NewPtrListTransactionsRequest(),
+		&kmsg.AddPartitionsToTxnRequest{Topics: []kmsg.AddPartitionsToTxnRequestTopic{{Topic: "t", Partitions: []int32{2}}}},
+		&kmsg.AddPartitionsToTxnRequest{Version: 4},
+		&kmsg.DescribeTransactionsRequest{TransactionalIDs: []string{"t"}},
 	}
 	for _, req := range reqs {
 		resp := ErrorResponse(req, kerr.NotController, "why")
@@ -117,7 +121,7 @@ func TestErrorResponseCoversEveryKind(t *testing.T) {
 		code := kbin.AppendInt16(nil, kerr.NotController.Code)
 		require.Contains(t, string(enc), string(code), "%s carries no error code", kmsg.NameForKey(req.Key()))
 	}
-	require.Panics(t, func() { ErrorResponse(kmsg.NewPtrEndTxnRequest(), kerr.NotController, "") })
+	require.Panics(t, func() { ErrorResponse(kmsg.NewPtrSASLHandshakeRequest(), kerr.NotController, "") })
 }
 
 // clientPair runs a Client on one simulated process against a server

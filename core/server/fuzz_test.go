@@ -101,6 +101,22 @@ func seedRequest(key, v int16) kmsg.Request {
 		rp.Timestamp = -1
 		rt.Partitions = append(rt.Partitions, rp)
 		r.Topics = append(r.Topics, rt)
+	case *kmsg.FindCoordinatorRequest:
+		r.CoordinatorType, r.CoordinatorKey, r.CoordinatorKeys = 1, "tx", []string{"tx"}
+	case *kmsg.InitProducerIDRequest:
+		r.TransactionalID, r.TransactionTimeoutMillis, r.ProducerID, r.ProducerEpoch = kmsg.StringPtr("tx"), 60_000, -1, -1
+	case *kmsg.AddPartitionsToTxnRequest:
+		r.TransactionalID, r.Topics = "tx", []kmsg.AddPartitionsToTxnRequestTopic{{Topic: "fz", Partitions: []int32{0}}}
+		r.Transactions = []kmsg.AddPartitionsToTxnRequestTransaction{{TransactionalID: "tx", VerifyOnly: true,
+			Topics: []kmsg.AddPartitionsToTxnRequestTransactionTopic{{Topic: "fz", Partitions: []int32{0}}}}}
+	case *kmsg.AddOffsetsToTxnRequest:
+		r.TransactionalID, r.Group = "tx", "g"
+	case *kmsg.EndTxnRequest:
+		r.TransactionalID, r.Commit = "tx", true
+	case *kmsg.DescribeTransactionsRequest:
+		r.TransactionalIDs = []string{"tx", ""}
+	case *kmsg.ListTransactionsRequest:
+		r.StateFilters, r.ProducerIDFilters, r.TransactionalIDPattern = []string{"Ongoing", "x"}, []int64{0}, kmsg.StringPtr("t.*")
 	}
 	return req
 }

@@ -1,0 +1,252 @@
+package broker
+
+import (
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/core/env"
+	"github.com/strata-log/strata/core/meta"
+	"github.com/strata-log/strata/core/protocol"
+	"github.com/strata-log/strata/core/txn"
+)
+
+// txnMarkers is the broker's txn.MarkerSender: it groups a transaction's
+// partitions by their leader in the current image and sends each leader a
+// WriteTxnMarkers (API 27) over a connection kept per broker (this broker
+// included: its own listener serves the markers of partitions led here,
+// through the same handler). A partition without a leader gets no result
+// (the shard sends it again after its backoff); one whose topic is gone
+// gets UNKNOWN_TOPIC_ID, which ends its marker.
+type txnMarkers struct {
+	b       *Broker
+	clients map[int32]*markerClient // by broker id; looked up only
+}
+
+// markerRequestTimeout bounds how long a leader's answer is awaited
+// before its partitions are left unanswered (and so sent again).
+const markerRequestTimeout = 30 * time.Second
+
+// writeTxnMarkersVersion is the version sent: v1 (flexible, Kafka 2.8+);
+// v2 when the marker carries KIP-890's transaction version.
+const writeTxnMarkersVersion = 1
+
+type markerClient struct {
+	addr    string
+	client  *protocol.Client
+	dialing bool
+	// queued requests wait for the connection.
+	queued []func(*protocol.Client)
+}
+
+func newTxnMarkers(b *Broker) *txnMarkers {
+	return &txnMarkers{b: b, clients: map[int32]*markerClient{}}
+}
+
+// SendMarkers implements txn.MarkerSender.
+func (tm *txnMarkers) SendMarkers(m txn.Markers, done func([]txn.MarkerResult)) {
+	b := tm.b
+	img := b.image()
+	var results []txn.MarkerResult
+	byLeader := map[int32][]txn.TopicPartition{}
+	var leaders []int32
+	for _, tp := range m.Partitions {
+		if img == nil {
+			continue
+		}
+		ti, ok := img.TopicByName(tp.Topic)
+		if !ok {
+			results = append(results, txn.MarkerResult{TopicPartition: tp, Err: kerr.UnknownTopicID})
+			continue
+		}
+		p, ok := ti.Partition(tp.Partition)
+		if !ok {
+			results = append(results, txn.MarkerResult{TopicPartition: tp, Err: kerr.UnknownTopicID})
+			continue
+		}
+		if p.Leader < 0 {
+			continue
+		}
+		if _, seen := byLeader[p.Leader]; !seen {
+			leaders = append(leaders, p.Leader)
+		}
+		byLeader[p.Leader] = append(byLeader[p.Leader], tp)
+	}
+	slices.Sort(leaders)
+	waiting := len(leaders)
+	finished := false
+	finish := func() {
+		if !finished && waiting == 0 {
+			finished = true
+			done(results)
+		}
+	}
+	if waiting == 0 {
+		b.e.Post(finish)
+		return
+	}
+	for _, leader := range leaders {
+		parts := byLeader[leader]
+		answered := false
+		answer := func(res []txn.MarkerResult) {
+			if answered || finished {
+				return
+			}
+			answered = true
+			results = append(results, res...)
+			waiting--
+			finish()
+		}
+		timer := b.e.AfterFunc(markerRequestTimeout, func() { answer(nil) })
+		tm.send(img.Broker, leader, markerRequest(m, parts), func(resp *kmsg.WriteTxnMarkersResponse) {
+			timer.Stop()
+			answer(markerResults(resp, parts))
+		})
+	}
+}
+
+// markerRequest is one leader's WriteTxnMarkers.
+func markerRequest(m txn.Markers, parts []txn.TopicPartition) *kmsg.WriteTxnMarkersRequest {
+	req := kmsg.NewPtrWriteTxnMarkersRequest()
+	req.Version = writeTxnMarkersVersion
+	mk := kmsg.NewWriteTxnMarkersRequestMarker()
+	mk.ProducerID, mk.ProducerEpoch, mk.Committed, mk.CoordinatorEpoch = m.ProducerID, m.ProducerEpoch, m.Commit, m.CoordinatorEpoch
+	if m.TransactionVersion > 0 {
+		req.Version, mk.TransactionVersion = 2, m.TransactionVersion
+	}
+	for _, tp := range parts {
+		if n := len(mk.Topics); n > 0 && mk.Topics[n-1].Topic == tp.Topic {
+			mk.Topics[n-1].Partitions = append(mk.Topics[n-1].Partitions, tp.Partition)
+			continue
+		}
+		t := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
+		t.Topic, t.Partitions = tp.Topic, []int32{tp.Partition}
+		mk.Topics = append(mk.Topics, t)
+	}
+	req.Markers = append(req.Markers, mk)
+	return req
+}
+
+// markerResults reads a leader's answer for the partitions asked (nil
+// resp: none answered).
+func markerResults(resp *kmsg.WriteTxnMarkersResponse, asked []txn.TopicPartition) []txn.MarkerResult {
+	if resp == nil || len(resp.Markers) != 1 {
+		return nil
+	}
+	var out []txn.MarkerResult
+	for _, t := range resp.Markers[0].Topics {
+		for _, p := range t.Partitions {
+			tp := txn.TopicPartition{Topic: t.Topic, Partition: p.Partition}
+			if !slices.Contains(asked, tp) {
+				continue
+			}
+			var err *kerr.Error
+			if p.ErrorCode != 0 {
+				err, _ = kerr.ErrorForCode(p.ErrorCode).(*kerr.Error)
+				if err == nil {
+					err = kerr.UnknownServerError
+				}
+			}
+			out = append(out, txn.MarkerResult{TopicPartition: tp, Err: err})
+		}
+	}
+	return out
+}
+
+// send delivers req to the broker id over its kept connection; done gets
+// nil when the broker cannot be reached or the connection fails.
+func (tm *txnMarkers) send(lookup brokerLookup, id int32, req *kmsg.WriteTxnMarkersRequest, done func(*kmsg.WriteTxnMarkersResponse)) {
+	b := tm.b
+	addr, ok := brokerClientAddr(lookup, id)
+	if !ok {
+		b.e.Post(func() { done(nil) })
+		return
+	}
+	mc := tm.clients[id]
+	if mc == nil || mc.addr != addr {
+		if mc != nil && mc.client != nil {
+			mc.client.Close()
+		}
+		mc = &markerClient{addr: addr}
+		tm.clients[id] = mc
+	}
+	do := func(c *protocol.Client) {
+		if c == nil {
+			done(nil)
+			return
+		}
+		err := c.Do(req, func(r kmsg.Response, err error) {
+			resp, _ := r.(*kmsg.WriteTxnMarkersResponse)
+			if err != nil {
+				resp = nil
+			}
+			done(resp)
+		})
+		if err != nil {
+			b.e.Post(func() { done(nil) })
+		}
+	}
+	if mc.client != nil && !mc.client.Closed() {
+		do(mc.client)
+		return
+	}
+	mc.client = nil
+	mc.queued = append(mc.queued, do)
+	if mc.dialing {
+		return
+	}
+	mc.dialing = true
+	b.e.Net().Dial(addr, func(c env.Conn, err error) {
+		mc.dialing = false
+		queued := mc.queued
+		mc.queued = nil
+		if err != nil || b.closed {
+			if c != nil {
+				c.Close()
+			}
+			b.log.Debug("cannot reach a partition leader for transaction markers", "broker", id, "addr", addr, "err", err)
+			for _, q := range queued {
+				q(nil)
+			}
+			return
+		}
+		mc.client = protocol.NewClient(c, protocol.ClientConfig{ClientID: "strata-txn-markers-" + strconv.Itoa(int(b.cfg.NodeID))})
+		for _, q := range queued {
+			q(mc.client)
+		}
+	})
+}
+
+// brokerLookup finds a broker's registration (meta.Image.Broker).
+type brokerLookup func(id int32) (meta.BrokerRegistration, bool)
+
+// brokerClientAddr is a registered, unfenced broker's client listener.
+func brokerClientAddr(lookup brokerLookup, id int32) (string, bool) {
+	reg, ok := lookup(id)
+	if !ok || reg.Fenced {
+		return "", false
+	}
+	ep, ok := reg.Endpoint(brokerListener)
+	if !ok {
+		return "", false
+	}
+	return joinHostPort(ep.Host, int32(ep.Port)), true
+}
+
+// closeAll closes every marker connection.
+func (tm *txnMarkers) closeAll() {
+	ids := make([]int32, 0, len(tm.clients))
+	for id := range tm.clients {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		if c := tm.clients[id].client; c != nil {
+			c.Close()
+		}
+	}
+	clear(tm.clients)
+}
