@@ -83,6 +83,9 @@ type Group struct {
 	// consumer is the group's consumer-protocol state (KIP-848), nil
 	// for a classic group.
 	consumer *consumerGroup
+	// retired is the consumer state a downgrade (rule M6) left, whose
+	// writes and waiting replies are still its.
+	retired *consumerGroup
 
 	offsets       map[topicPartition]*committed
 	sortedOffsets []topicPartition
@@ -238,7 +241,16 @@ func (s *Shard) Join(req *kmsg.JoinGroupRequest, c Client, reply func(*kmsg.Join
 		return
 	}
 	if g.consumer != nil {
-		if len(g.consumer.members) > 0 || g.consumer.issued != g.consumer.completed {
+		if len(g.consumer.members) > 0 {
+			m := g.consumer.byID[req.MemberID]
+			if s.cfg.MigrationPolicy.upgrade() || (m != nil && m.classic != nil) {
+				g.classicJoinConsumer(req, c, resp, reply) // rule M2
+				return
+			}
+			fail(kerr.InconsistentGroupProtocol)
+			return
+		}
+		if g.consumer.issued != g.consumer.completed {
 			fail(kerr.InconsistentGroupProtocol)
 			return
 		}
@@ -732,6 +744,10 @@ func (s *Shard) Sync(req *kmsg.SyncGroupRequest, reply func(*kmsg.SyncGroupRespo
 		fail(kerr.UnknownMemberID)
 		return
 	}
+	if g.consumer != nil {
+		g.classicSyncConsumer(req, resp, reply) // rule M3
+		return
+	}
 	if req.InstanceID != nil {
 		if e := g.checkInstance(*req.InstanceID, req.MemberID); e != nil {
 			fail(e)
@@ -840,6 +856,10 @@ func (s *Shard) Heartbeat(req *kmsg.HeartbeatRequest) *kmsg.HeartbeatResponse {
 		resp.ErrorCode = kerr.UnknownMemberID.Code
 		return resp
 	}
+	if g.consumer != nil {
+		g.classicBeatConsumer(req, resp) // rule M4
+		return resp
+	}
 	if req.InstanceID != nil {
 		if e := g.checkInstance(*req.InstanceID, req.MemberID); e != nil {
 			resp.ErrorCode = e.Code
@@ -878,6 +898,24 @@ func (s *Shard) Leave(req *kmsg.LeaveGroupRequest) *kmsg.LeaveGroupResponse {
 		leaving = []kmsg.LeaveGroupRequestMember{{MemberID: req.MemberID}}
 	}
 	g := s.group(req.Group, false)
+	if g != nil && g.consumer != nil && g.state != StateDead {
+		// Rule M5: classic members of a consumer group.
+		for _, lm := range leaving {
+			rm := kmsg.NewLeaveGroupResponseMember()
+			rm.InstanceID = lm.InstanceID
+			if g.consumer == nil {
+				rm.MemberID, rm.ErrorCode = lm.MemberID, kerr.UnknownMemberID.Code // downgraded meanwhile
+			} else {
+				rm.MemberID, rm.ErrorCode = g.classicLeaveConsumer(lm)
+			}
+			resp.Members = append(resp.Members, rm)
+		}
+		g.flush(nil)
+		if req.Version < 3 {
+			resp.ErrorCode, resp.Members = resp.Members[0].ErrorCode, nil
+		}
+		return resp
+	}
 	var left []string
 	for _, lm := range leaving {
 		rm := kmsg.NewLeaveGroupResponseMember()

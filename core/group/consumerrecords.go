@@ -106,7 +106,53 @@ func memberMetadataRecord(group string, m *consumerMember) Record {
 	v = kbin.AppendCompactNullableString(v, regex)
 	v = kbin.AppendInt32(v, m.rebalanceTimeoutMs)
 	v = kbin.AppendCompactNullableString(v, assignor)
-	return Record{Key: consumerKey(keyMemberMetadata, group, &m.id), Value: appendTags(v)}
+	if m.classic == nil {
+		return Record{Key: consumerKey(keyMemberMetadata, group, &m.id), Value: appendTags(v)}
+	}
+	// ClassicMemberMetadata, tagged field 0 (a nullable struct: its
+	// marker byte, SessionTimeoutMs, SupportedProtocols).
+	c := append([]byte(nil), 1)
+	c = kbin.AppendInt32(c, m.classic.sessionTimeoutMs)
+	c = kbin.AppendCompactArrayLen(c, len(m.classic.protocols))
+	for _, p := range m.classic.protocols {
+		c = kbin.AppendCompactString(c, p.Name)
+		c = kbin.AppendCompactBytes(c, p.Metadata)
+		c = appendTags(c)
+	}
+	c = appendTags(c)
+	v = kbin.AppendUvarint(v, 1)
+	v = kbin.AppendUvarint(v, tagClassicMemberMetadata)
+	v = kbin.AppendUvarint(v, uint32(len(c)))
+	v = append(v, c...)
+	return Record{Key: consumerKey(keyMemberMetadata, group, &m.id), Value: v}
+}
+
+// tagClassicMemberMetadata is ConsumerGroupMemberMetadataValue's tag of
+// a classic member's metadata.
+const tagClassicMemberMetadata = 0
+
+// readClassicMeta reads ClassicMemberMetadata (with or without the
+// nullable struct's marker byte); nil for a null one.
+func readClassicMeta(b []byte) (*classicMeta, bool) {
+	if len(b) > 0 && b[0] == 0xff {
+		return nil, true
+	}
+	if len(b) > 0 && b[0] == 1 {
+		b = b[1:]
+	}
+	r := reader{kbin.Reader{Src: b}}
+	c := &classicMeta{sessionTimeoutMs: r.Int32()}
+	for n := r.CompactArrayLen(); n > 0 && r.Ok(); n-- {
+		var p kmsg.JoinGroupRequestProtocol
+		p.Name, p.Metadata = r.CompactString(), r.CompactBytes()
+		r.skipTags()
+		c.protocols = append(c.protocols, p)
+	}
+	r.skipTags()
+	if err := r.Complete(); err != nil || len(c.protocols) == 0 {
+		return nil, false
+	}
+	return c, true
 }
 
 func targetMemberRecord(group, member string, target parts) Record {
@@ -276,6 +322,22 @@ func (s *Shard) replayConsumer(key, value []byte) error {
 		if a := r.CompactNullableString(); a != nil {
 			m.assignor = *a
 		}
+		m.classic = nil
+		for n := r.Uvarint(); n > 0 && r.Ok(); n-- {
+			tag, body := r.Uvarint(), r.Span(int(r.Uvarint()))
+			if tag != tagClassicMemberMetadata || !r.Ok() {
+				continue
+			}
+			c, ok := readClassicMeta(body)
+			if !ok {
+				return bad("classic member metadata")
+			}
+			m.classic = c
+		}
+		if err := r.Complete(); err != nil {
+			return bad("member metadata")
+		}
+		return nil
 	case keyTargetMember, keyCurrentAssignment:
 		if m == nil && value == nil {
 			return nil // the member's metadata was deleted first
