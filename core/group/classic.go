@@ -79,6 +79,10 @@ type Group struct {
 	initialDelay bool
 	// writing is set while the leader's assignment is being written.
 	writing bool
+	// assignmentsLost is set while a rebalance that began in
+	// CompletingRebalance runs: the members' assignments were cleared
+	// though their clients may hold the previous ones (no upgrade, M1).
+	assignmentsLost bool
 
 	// consumer is the group's consumer-protocol state (KIP-848), nil
 	// for a classic group.
@@ -560,6 +564,7 @@ func (g *Group) rebalance(why string) {
 		return
 	}
 	if g.state == StateCompletingRebalance {
+		g.assignmentsLost = true
 		// Members waiting in SyncGroup must join again.
 		for _, m := range g.members {
 			m.assignment = nil
@@ -828,7 +833,7 @@ func (g *Group) storeAssignment(req *kmsg.SyncGroupRequest) {
 			g.rebalance("the assignment could not be written")
 			return
 		}
-		g.state = StateStable
+		g.state, g.assignmentsLost = StateStable, false
 		if g.syncTimer != nil {
 			g.syncTimer.Stop()
 			g.syncTimer = nil

@@ -54,6 +54,8 @@ func newConsumerRig(t *testing.T) *consumerRig {
 //	delete            DeleteGroups
 //	fail-writes, heal-writes   the shard's writes fail, or succeed again
 //	describe          ConsumerGroupDescribe, DescribeGroups, ListGroups
+//	policy, classic-join m=, classic-sync, classic-beat, classic-leave
+//	                  classic members by alias (migrate_test.go)
 func TestConsumerScripts(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
 		if !strings.Contains(path, "consumer_") {

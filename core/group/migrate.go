@@ -20,12 +20,16 @@ import (
 //
 //  M1. Upgrade. A consumer-protocol member joining (epoch 0) a classic
 //     group with members converts it, if the policy allows upgrade, the
-//     group is Stable with no assignment being written, and every
+//     group is Stable, or PreparingRebalance with the members' last
+//     assignments known (not after a CompletingRebalance was cut short),
+//     with no assignment being written, and every
 //     member's metadata and assignment decode as the ConsumerProtocol's:
 //     the group epoch and the assignment epoch become the generation,
 //     and each classic member keeps its place, its epoch (the generation)
 //     and its assignment, which is its target too. The classic record is
-//     tombstoned. The joining member then bumps the epoch (rule 1).
+//     tombstoned. Classic members waiting in JoinGroup are answered
+//     REBALANCE_IN_PROGRESS. The joining member then bumps the epoch
+//     (rule 1).
 //     Otherwise: GROUP_ID_NOT_FOUND, as with the policy disabled.
 //  M2. A classic member's JoinGroup is a heartbeat with all its fields:
 //     its subscription is the metadata's topics (a change bumps the
@@ -170,7 +174,10 @@ func (s *Shard) encodeAssignment(p parts) []byte {
 // upgradable reports whether rule M1 lets g (classic, with members)
 // become a consumer group now.
 func (g *Group) upgradable() bool {
-	if !g.s.cfg.MigrationPolicy.upgrade() || g.state != StateStable || g.writing || g.protocolType != "consumer" {
+	switch {
+	case !g.s.cfg.MigrationPolicy.upgrade(), g.writing, g.assignmentsLost, g.protocolType != "consumer":
+		return false
+	case g.state != StateStable && g.state != StatePreparingRebalance:
 		return false
 	}
 	for _, m := range g.members {
@@ -190,6 +197,7 @@ func (g *Group) upgradable() bool {
 // upgradeToConsumer is rule M1.
 func (g *Group) upgradeToConsumer() {
 	classic, gen := g.members, g.generation
+	g.failWaiting(kerr.RebalanceInProgress) // they rejoin the consumer group (M2)
 	g.stopTimers()
 	g.newConsumerGroup()
 	cg := g.consumer

@@ -96,7 +96,7 @@ func (c *consumerRig) classicCmd(t *testing.T, d *datadriven.TestData) (string, 
 				if arg.Key != "assign" {
 					continue
 				}
-				for _, v := range arg.Vals {
+				for _, v := range splitVals(arg.Vals) {
 					f := strings.Split(v, ":")
 					a := kmsg.NewConsumerMemberAssignment()
 					for _, p := range f[1:] {
@@ -183,7 +183,7 @@ func (c *consumerRig) classicJoinReq(t *testing.T, d *datadriven.TestData, cl *c
 		if arg.Key != "owned" {
 			continue
 		}
-		for _, v := range arg.Vals {
+		for _, v := range splitVals(arg.Vals) {
 			if v == "none" {
 				continue
 			}
@@ -214,4 +214,13 @@ func (c *consumerRig) alias(id string) string {
 		}
 	}
 	return id
+}
+
+// splitVals splits a script argument's values at commas too.
+func splitVals(vals []string) []string {
+	var out []string
+	for _, v := range vals {
+		out = append(out, strings.Split(v, ",")...)
+	}
+	return out
 }
