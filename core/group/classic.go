@@ -905,14 +905,19 @@ func (s *Shard) Leave(req *kmsg.LeaveGroupRequest) *kmsg.LeaveGroupResponse {
 	g := s.group(req.Group, false)
 	if g != nil && g.consumer != nil && g.state != StateDead {
 		// Rule M5: classic members of a consumer group.
-		for _, lm := range leaving {
+		for i, lm := range leaving {
+			if g.consumer == nil {
+				// Downgraded (M6) by an earlier leave: the rest leave
+				// the classic group.
+				rest := kmsg.NewPtrLeaveGroupRequest()
+				rest.Version, rest.Group, rest.Members = 3, req.Group, leaving[i:]
+				g.flush(nil)
+				resp.Members = append(resp.Members, s.Leave(rest).Members...)
+				break
+			}
 			rm := kmsg.NewLeaveGroupResponseMember()
 			rm.InstanceID = lm.InstanceID
-			if g.consumer == nil {
-				rm.MemberID, rm.ErrorCode = lm.MemberID, kerr.UnknownMemberID.Code // downgraded meanwhile
-			} else {
-				rm.MemberID, rm.ErrorCode = g.classicLeaveConsumer(lm)
-			}
+			rm.MemberID, rm.ErrorCode = g.classicLeaveConsumer(lm)
 			resp.Members = append(resp.Members, rm)
 		}
 		g.flush(nil)

@@ -224,3 +224,32 @@ func splitVals(vals []string) []string {
 	}
 	return out
 }
+
+// A classic member's metadata (ClassicMemberMetadata, tagged field 0 of
+// the member's metadata record) comes back from the log as it was.
+func TestClassicMemberMetadataRecord(t *testing.T) {
+	r := newRig(t, testCfg)
+	m := &consumerMember{id: "m1", clientID: "c", clientHost: "/h", topicNames: []string{"t"}, rebalanceTimeoutMs: 5000,
+		classic: &classicMeta{sessionTimeoutMs: 10000, protocols: []kmsg.JoinGroupRequestProtocol{
+			{Name: "cooperative-sticky", Metadata: []byte{0, 1, 2}}, {Name: "range", Metadata: []byte{3}}}}}
+	rec := memberMetadataRecord("g", m)
+	sh := r.newShard(testCfg)
+	require.NoError(t, sh.Replay(rec.Key, rec.Value))
+	got := sh.Group("g").consumer.byID["m1"]
+	require.NotNil(t, got)
+	require.Equal(t, m.classic, got.classic)
+	require.Equal(t, m.topicNames, got.topicNames)
+	require.Equal(t, int32(5000), got.rebalanceTimeoutMs)
+
+	// A consumer-protocol member's record has no tagged field; a damaged
+	// one is refused, not a panic.
+	m.classic = nil
+	rec = memberMetadataRecord("g", m)
+	require.NoError(t, sh.Replay(rec.Key, rec.Value))
+	require.Nil(t, sh.Group("g").consumer.byID["m1"].classic)
+	m.classic = &classicMeta{sessionTimeoutMs: 1, protocols: []kmsg.JoinGroupRequestProtocol{{Name: "x"}}}
+	rec = memberMetadataRecord("g", m)
+	for cut := 1; cut < 8; cut++ {
+		require.Error(t, sh.Replay(rec.Key, rec.Value[:len(rec.Value)-cut]), "cut %d", cut)
+	}
+}
