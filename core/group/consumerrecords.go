@@ -22,7 +22,9 @@ import (
 //	type  key (group [, member])             value
 //	3     ConsumerGroupMetadata              Epoch
 //	4     ConsumerGroupPartitionMetadata     Topics (id, name, partitions)
-//	5     ConsumerGroupMemberMetadata        the member's subscription
+//	5     ConsumerGroupMemberMetadata        the member's subscription (a classic
+//	                                         member's JoinGroup protocols and session
+//	                                         timeout in tagged field 0)
 //	6     ConsumerGroupTargetAssignmentMetadata  AssignmentEpoch
 //	7     ConsumerGroupTargetAssignmentMember    the member's target
 //	8     ConsumerGroupCurrentMemberAssignment   epochs, state, assigned, revoking
@@ -109,10 +111,10 @@ func memberMetadataRecord(group string, m *consumerMember) Record {
 	if m.classic == nil {
 		return Record{Key: consumerKey(keyMemberMetadata, group, &m.id), Value: appendTags(v)}
 	}
-	// ClassicMemberMetadata, tagged field 0 (a nullable struct: its
-	// marker byte, SessionTimeoutMs, SupportedProtocols).
-	c := append([]byte(nil), 1)
-	c = kbin.AppendInt32(c, m.classic.sessionTimeoutMs)
+	// ClassicMemberMetadata, tagged field 0: SessionTimeoutMs,
+	// SupportedProtocols. A nullable struct has no marker byte where it
+	// is tagged (absent is null), as Kafka's generator writes it.
+	c := kbin.AppendInt32(nil, m.classic.sessionTimeoutMs)
 	c = kbin.AppendCompactArrayLen(c, len(m.classic.protocols))
 	for _, p := range m.classic.protocols {
 		c = kbin.AppendCompactString(c, p.Name)
@@ -131,15 +133,8 @@ func memberMetadataRecord(group string, m *consumerMember) Record {
 // a classic member's metadata.
 const tagClassicMemberMetadata = 0
 
-// readClassicMeta reads ClassicMemberMetadata (with or without the
-// nullable struct's marker byte); nil for a null one.
+// readClassicMeta reads ClassicMemberMetadata.
 func readClassicMeta(b []byte) (*classicMeta, bool) {
-	if len(b) > 0 && b[0] == 0xff {
-		return nil, true
-	}
-	if len(b) > 0 && b[0] == 1 {
-		b = b[1:]
-	}
 	r := reader{kbin.Reader{Src: b}}
 	c := &classicMeta{sessionTimeoutMs: r.Int32()}
 	for n := r.CompactArrayLen(); n > 0 && r.Ok(); n-- {
