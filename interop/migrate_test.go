@@ -78,3 +78,63 @@ func TestKgoOnlineUpgradeToConsumerProtocol(t *testing.T) {
 	require.Eventually(t, func() bool { return seen.covers(ends) }, opTimeout, 50*time.Millisecond, "records after the upgrade not consumed")
 	requireCommitted(t, addr, "gmigrate", "migrate", ends)
 }
+
+// The online downgrade: three consumer-protocol kgo members replaced one
+// at a time by classic cooperative-sticky ones. The classic members join
+// the consumer group as classic members; when the last consumer-protocol
+// member leaves, the group becomes a classic group again (with a
+// rebalance). Every record is consumed; the offsets end at the log ends.
+func TestKgoOnlineDowngradeToClassicProtocol(t *testing.T) {
+	n := start848Node(t)
+	addr := n.Addr()
+	adm := newAdmin(t, addr)
+	createTopic(t, adm, "downgrade", 6, nil)
+	seen := &seenSet{}
+	members := []*member848{}
+	for range 3 {
+		members = append(members, startMember848(t, addr, "gdown", seen, kgo.ConsumeTopics("downgrade")))
+	}
+	ends := produceRoundRobin(t, addr, "downgrade", 120)
+	require.Eventually(t, func() bool { return seen.covers(ends) }, opTimeout, 50*time.Millisecond, "the consumer group did not consume every record")
+
+	for i := range members {
+		members[i].close()
+		members[i] = startGroupMember(t, addr, "gdown", seen, kgo.ConsumeTopics("downgrade"),
+			kgo.Balancers(kgo.CooperativeStickyBalancer()),
+			kgo.SessionTimeout(6*time.Second), kgo.HeartbeatInterval(250*time.Millisecond))
+		ends = produceRoundRobin(t, addr, "downgrade", 60)
+		require.Eventually(t, func() bool { return seen.covers(ends) }, opTimeout, 50*time.Millisecond,
+			"records after replacing member %d not consumed", i)
+		if i == len(members)-1 {
+			break
+		}
+		// Still a consumer group, with i+1 classic members in it.
+		require.Eventually(t, func() bool {
+			g := describe848(t, adm, "gdown")
+			if g.Err != nil || len(g.Members) != 3 {
+				return false
+			}
+			classicMembers := 0
+			for _, m := range g.Members {
+				if m.MemberType == 0 {
+					classicMembers++
+				}
+			}
+			return classicMembers == i+1
+		}, opTimeout, 100*time.Millisecond, "the consumer group never had %d classic members", i+1)
+	}
+
+	// A classic group again: DescribeGroups sees its three members.
+	require.Eventually(t, func() bool {
+		ctx := ctxFor(t, opTimeout)
+		gs, err := adm.DescribeGroups(ctx, "gdown")
+		if err != nil {
+			return false
+		}
+		g := gs["gdown"]
+		return g.Err == nil && g.State == "Stable" && len(g.Members) == 3
+	}, opTimeout, 100*time.Millisecond, "the group never became a stable classic group of three")
+	ends = produceRoundRobin(t, addr, "downgrade", 60)
+	require.Eventually(t, func() bool { return seen.covers(ends) }, opTimeout, 50*time.Millisecond, "records after the downgrade not consumed")
+	requireCommitted(t, addr, "gdown", "downgrade", ends)
+}
