@@ -450,6 +450,7 @@ func (s *Shard) ConsumerHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest, c Cli
 	g := s.group(req.Group, req.MemberEpoch == joinEpoch)
 	if g != nil && g.consumer == nil && len(g.members) > 0 && req.MemberEpoch == joinEpoch && !g.deleted && g.upgradable() {
 		g.upgradeToConsumer() // rule M1
+		g.flush(nil)          // written even if the join below is refused
 	}
 	switch {
 	case g == nil:
@@ -674,7 +675,7 @@ func (g *Group) consumerBeat(req *kmsg.ConsumerGroupHeartbeatRequest, re *regexp
 	cg := g.consumer
 	m := cg.byID[req.MemberID]
 	switch {
-	case m == nil:
+	case m == nil, m.classic != nil: // a classic member speaks JoinGroup (M2)
 		resp.ErrorCode = kerr.UnknownMemberID.Code
 		reply(resp)
 		return
