@@ -68,9 +68,17 @@ type member848 struct {
 
 func startMember848(t *testing.T, addr, group string, seen *seenSet, opts ...kgo.Opt) *member848 {
 	t.Helper()
+	return startGroupMember(t, addr, group, seen, append([]kgo.Opt{kgo.ServerSideBalancer()}, opts...)...)
+}
+
+// startGroupMember is a kgo group member of the protocol opts choose (the
+// classic one, with kgo's default balancers, unless they say otherwise)
+// that records what it consumes.
+func startGroupMember(t *testing.T, addr, group string, seen *seenSet, opts ...kgo.Opt) *member848 {
+	t.Helper()
 	m := &member848{dialer: &killableDialer{}, done: make(chan struct{})}
 	opts = append([]kgo.Opt{
-		kgo.SeedBrokers(addr), kgo.ConsumerGroup(group), kgo.ServerSideBalancer(),
+		kgo.SeedBrokers(addr), kgo.ConsumerGroup(group),
 		kgo.Dialer(m.dialer.dial), kgo.AutoCommitInterval(100 * time.Millisecond),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(200 * time.Millisecond),
 		kgo.RetryTimeout(opTimeout),

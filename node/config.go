@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/strata-log/strata/core/broker"
+	"github.com/strata-log/strata/core/group"
 	"github.com/strata-log/strata/core/kraft"
 	"github.com/strata-log/strata/core/quorum"
 )
@@ -209,6 +210,9 @@ type Config struct {
 	// ConsumerAssignors is group.consumer.assignors (uniform,range): the
 	// server-side assignors members may ask for, the first the default.
 	ConsumerAssignors []string
+	// ConsumerMigrationPolicy is group.consumer.migration.policy
+	// (bidirectional): which online protocol migrations groups may make.
+	ConsumerMigrationPolicy group.MigrationPolicy
 	// OffsetsRetentionMinutes and OffsetsRetentionCheckIntervalMs are
 	// offsets.retention.minutes (10080) and
 	// offsets.retention.check.interval.ms (600000).
@@ -328,6 +332,7 @@ func DefaultConfig() Config {
 		ConsumerMaxHeartbeatIntervalMs:  DefaultConsumerMaxHeartbeatMs,
 		ConsumerMaxSize:                 DefaultGroupMaxSize,
 		ConsumerAssignors:               defaultConsumerAssignors(),
+		ConsumerMigrationPolicy:         group.DefaultMigrationPolicy,
 		OffsetsRetentionMinutes:         DefaultOffsetsRetentionMinutes,
 		OffsetsRetentionCheckIntervalMs: DefaultOffsetsRetentionCheckMs,
 		TxnStatePartitions:              DefaultTxnStatePartitions,

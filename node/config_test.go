@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/strata-log/strata/core/group"
 	"github.com/strata-log/strata/core/kraft"
 )
 
@@ -400,7 +401,16 @@ func TestConsumerGroupKeys(t *testing.T) {
 		_, err := cfg.Set("group.consumer.assignors", v)
 		require.ErrorIs(t, err, ErrInvalidConfig, v)
 	}
-	_, err := cfg.Set("group.consumer.session.timeout.ms", "90000")
+	require.Equal(t, group.MigrationBidirectional, gc.MigrationPolicy, "Kafka 4's default")
+	for v, want := range map[string]group.MigrationPolicy{"disabled": group.MigrationDisabled, "Upgrade": group.MigrationUpgrade,
+		"downgrade": group.MigrationDowngrade, "BIDIRECTIONAL": group.MigrationBidirectional} {
+		_, err := cfg.Set("group.consumer.migration.policy", v)
+		require.NoError(t, err, v)
+		require.Equal(t, want, cfg.brokerConfig("").Groups.Coordinator.MigrationPolicy, v)
+	}
+	_, err := cfg.Set("group.consumer.migration.policy", "sideways")
+	require.ErrorIs(t, err, ErrInvalidConfig)
+	_, err = cfg.Set("group.consumer.session.timeout.ms", "90000")
 	require.NoError(t, err)
 	require.ErrorContains(t, cfg.Validate(), "group.consumer.session.timeout.ms")
 	_, err = cfg.Set("group.consumer.session.timeout.ms", "45000")

@@ -51,6 +51,7 @@ const (
 	KeyConsumerMaxHeartbeatIntervalMs = "group.consumer.max.heartbeat.interval.ms"
 	KeyConsumerMaxSize                = "group.consumer.max.size"
 	KeyConsumerAssignors              = "group.consumer.assignors"
+	KeyConsumerMigrationPolicy        = "group.consumer.migration.policy"
 	KeyOffsetsRetentionMinutes        = "offsets.retention.minutes"
 	KeyOffsetsRetentionCheckMs        = "offsets.retention.check.interval.ms"
 	// The transaction coordinator's keys.
@@ -236,6 +237,8 @@ var configKeys = []configKey{
 		"The most members a consumer-protocol (KIP-848) group may have.", setInt(1, math.MaxInt32, func(c *Config, n int64) { c.ConsumerMaxSize = n })},
 	{KeyConsumerAssignors, strings.Join(group.Assignors(), ","), kmsg.ConfigTypeList,
 		"The server-side assignors consumer-protocol (KIP-848) members may ask for, the first the default: uniform, range.", setConsumerAssignors},
+	{KeyConsumerMigrationPolicy, string(group.DefaultMigrationPolicy), kmsg.ConfigTypeString,
+		"Whether non-empty groups move between the classic and the consumer protocol online: disabled, upgrade (classic to consumer), downgrade (consumer to classic), bidirectional.", setConsumerMigrationPolicy},
 	{KeyReplicaLagTimeMaxMs, strconv.FormatInt(DefaultReplicaLagTimeMaxMs, 10), kmsg.ConfigTypeLong,
 		"How long a follower may go without catching up with its leader before it leaves the ISR, in milliseconds.", setMillis(func(c *Config) *int64 { return &c.ReplicaLagTimeMaxMs })},
 	{KeyAutoLeaderRebalanceEnable, "true", kmsg.ConfigTypeBoolean,
@@ -385,6 +388,15 @@ func setConsumerAssignors(c *Config, value string) error {
 		return fmt.Errorf("want at least one of %s", strings.Join(group.Assignors(), ", "))
 	}
 	c.ConsumerAssignors = names
+	return nil
+}
+
+func setConsumerMigrationPolicy(c *Config, value string) error {
+	p, err := group.ParseMigrationPolicy(value)
+	if err != nil {
+		return err
+	}
+	c.ConsumerMigrationPolicy = p
 	return nil
 }
 
@@ -765,6 +777,7 @@ func (c Config) brokerConfig(dataDir string) broker.Config {
 				ConsumerHeartbeatInterval: time.Duration(c.ConsumerHeartbeatIntervalMs) * time.Millisecond,
 				ConsumerMaxSize:           int(c.ConsumerMaxSize),
 				ConsumerAssignors:         c.ConsumerAssignors,
+				MigrationPolicy:           c.ConsumerMigrationPolicy,
 			},
 		},
 		Txns: broker.TxnConfig{

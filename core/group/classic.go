@@ -79,10 +79,17 @@ type Group struct {
 	initialDelay bool
 	// writing is set while the leader's assignment is being written.
 	writing bool
+	// assignmentsLost is set while a rebalance that began in
+	// CompletingRebalance runs: the members' assignments were cleared
+	// though their clients may hold the previous ones (no upgrade, M1).
+	assignmentsLost bool
 
 	// consumer is the group's consumer-protocol state (KIP-848), nil
 	// for a classic group.
 	consumer *consumerGroup
+	// retired is the consumer state a downgrade (rule M6) left, whose
+	// writes and waiting replies are still its.
+	retired *consumerGroup
 
 	offsets       map[topicPartition]*committed
 	sortedOffsets []topicPartition
@@ -238,7 +245,16 @@ func (s *Shard) Join(req *kmsg.JoinGroupRequest, c Client, reply func(*kmsg.Join
 		return
 	}
 	if g.consumer != nil {
-		if len(g.consumer.members) > 0 || g.consumer.issued != g.consumer.completed {
+		if len(g.consumer.members) > 0 {
+			m := g.consumer.byID[req.MemberID]
+			if s.cfg.MigrationPolicy.upgrade() || (m != nil && m.classic != nil) {
+				g.classicJoinConsumer(req, c, resp, reply) // rule M2
+				return
+			}
+			fail(kerr.InconsistentGroupProtocol)
+			return
+		}
+		if g.consumer.issued != g.consumer.completed {
 			fail(kerr.InconsistentGroupProtocol)
 			return
 		}
@@ -548,6 +564,7 @@ func (g *Group) rebalance(why string) {
 		return
 	}
 	if g.state == StateCompletingRebalance {
+		g.assignmentsLost = true
 		// Members waiting in SyncGroup must join again.
 		for _, m := range g.members {
 			m.assignment = nil
@@ -732,6 +749,10 @@ func (s *Shard) Sync(req *kmsg.SyncGroupRequest, reply func(*kmsg.SyncGroupRespo
 		fail(kerr.UnknownMemberID)
 		return
 	}
+	if g.consumer != nil {
+		g.classicSyncConsumer(req, resp, reply) // rule M3
+		return
+	}
 	if req.InstanceID != nil {
 		if e := g.checkInstance(*req.InstanceID, req.MemberID); e != nil {
 			fail(e)
@@ -812,7 +833,7 @@ func (g *Group) storeAssignment(req *kmsg.SyncGroupRequest) {
 			g.rebalance("the assignment could not be written")
 			return
 		}
-		g.state = StateStable
+		g.state, g.assignmentsLost = StateStable, false
 		if g.syncTimer != nil {
 			g.syncTimer.Stop()
 			g.syncTimer = nil
@@ -838,6 +859,10 @@ func (s *Shard) Heartbeat(req *kmsg.HeartbeatRequest) *kmsg.HeartbeatResponse {
 	g := s.group(req.Group, false)
 	if g == nil || g.state == StateDead {
 		resp.ErrorCode = kerr.UnknownMemberID.Code
+		return resp
+	}
+	if g.consumer != nil {
+		g.classicBeatConsumer(req, resp) // rule M4
 		return resp
 	}
 	if req.InstanceID != nil {
@@ -878,6 +903,29 @@ func (s *Shard) Leave(req *kmsg.LeaveGroupRequest) *kmsg.LeaveGroupResponse {
 		leaving = []kmsg.LeaveGroupRequestMember{{MemberID: req.MemberID}}
 	}
 	g := s.group(req.Group, false)
+	if g != nil && g.consumer != nil && g.state != StateDead {
+		// Rule M5: classic members of a consumer group.
+		for i, lm := range leaving {
+			if g.consumer == nil {
+				// Downgraded (M6) by an earlier leave: the rest leave
+				// the classic group.
+				rest := kmsg.NewPtrLeaveGroupRequest()
+				rest.Version, rest.Group, rest.Members = 3, req.Group, leaving[i:]
+				g.flush(nil)
+				resp.Members = append(resp.Members, s.Leave(rest).Members...)
+				break
+			}
+			rm := kmsg.NewLeaveGroupResponseMember()
+			rm.InstanceID = lm.InstanceID
+			rm.MemberID, rm.ErrorCode = g.classicLeaveConsumer(lm)
+			resp.Members = append(resp.Members, rm)
+		}
+		g.flush(nil)
+		if req.Version < 3 {
+			resp.ErrorCode, resp.Members = resp.Members[0].ErrorCode, nil
+		}
+		return resp
+	}
 	var left []string
 	for _, lm := range leaving {
 		rm := kmsg.NewLeaveGroupResponseMember()

@@ -133,6 +133,9 @@ type consumerMember struct {
 	re                 *regexp.Regexp
 	rebalanceTimeoutMs int32
 	assignor           string // "" when the member named none
+	// classic is set for a member that speaks the classic protocol
+	// (migrate.go).
+	classic *classicMeta
 
 	epoch, previousEpoch int32
 	state                memberState
@@ -358,7 +361,7 @@ func (g *Group) touchConsumer(m *consumerMember) {
 	if !g.s.loaded || g.s.unloaded {
 		return
 	}
-	m.session = g.s.e.AfterFunc(g.s.cfg.ConsumerSessionTimeout, func() {
+	m.session = g.s.e.AfterFunc(m.sessionTimeout(g.s.cfg.ConsumerSessionTimeout), func() {
 		m.session = nil
 		if g.consumer == nil || g.consumer.byID[m.id] != m {
 			return
@@ -375,6 +378,10 @@ func (g *Group) removeConsumer(m *consumerMember, why string) {
 	g.s.log.Info("consumer group member removed", "group", g.name, "member", m.id, "reason", why)
 	g.dropConsumer(m)
 	cg.records = append(cg.records, memberTombstones(g.name, m.id)...)
+	if g.downgradable() {
+		g.downgradeToClassic() // rule M6, instead of a new epoch
+		return
+	}
 	g.bumpEpoch("member " + m.id + " removed")
 	if len(cg.members) == 0 {
 		g.state = StateEmpty
@@ -441,6 +448,10 @@ func (s *Shard) ConsumerHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest, c Cli
 		}
 	}
 	g := s.group(req.Group, req.MemberEpoch == joinEpoch)
+	if g != nil && g.consumer == nil && len(g.members) > 0 && req.MemberEpoch == joinEpoch && !g.deleted && g.upgradable() {
+		g.upgradeToConsumer() // rule M1
+		g.flush(nil)          // written even if the join below is refused
+	}
 	switch {
 	case g == nil:
 		fail(kerr.UnknownMemberID, "")
@@ -573,6 +584,7 @@ func (g *Group) consumerJoin(req *kmsg.ConsumerGroupHeartbeatRequest, re *regexp
 		// A known member rejoining has dropped what it held.
 		g.setAssignment(m, memberStable, 0, nil, nil)
 	}
+	m.classic = nil
 	m.instanceID, m.rackID, m.clientID, m.clientHost = req.InstanceID, req.RackID, c.ID, c.Host
 	m.rebalanceTimeoutMs = req.RebalanceTimeoutMillis
 	if g.updateSubscription(m, req, re) {
@@ -663,7 +675,7 @@ func (g *Group) consumerBeat(req *kmsg.ConsumerGroupHeartbeatRequest, re *regexp
 	cg := g.consumer
 	m := cg.byID[req.MemberID]
 	switch {
-	case m == nil:
+	case m == nil, m.classic != nil: // a classic member speaks JoinGroup (M2)
 		resp.ErrorCode = kerr.UnknownMemberID.Code
 		reply(resp)
 		return
@@ -716,6 +728,15 @@ func (g *Group) replyWritten(resp *kmsg.ConsumerGroupHeartbeatResponse, err erro
 // once they and every earlier write of the group are committed.
 func (g *Group) flush(done func(error)) {
 	cg := g.consumer
+	if cg == nil {
+		cg = g.retired // downgraded by the handler (rule M6)
+	}
+	if cg == nil {
+		if done != nil {
+			done(nil)
+		}
+		return
+	}
 	recs := cg.records
 	cg.records = nil
 	snapshot := cg.resync && len(recs) > 0
@@ -739,9 +760,6 @@ func (g *Group) flush(done func(error)) {
 		cg.waiters = append(cg.waiters, writeWaiter{seq: seq, done: done})
 	}
 	g.s.write(recs, func(err error) {
-		if g.consumer != cg {
-			return
-		}
 		cg.completed = max(cg.completed, seq)
 		if err != nil {
 			g.s.log.Warn("writing the consumer group failed", "group", g.name, "records", len(recs), "err", err)
@@ -789,13 +807,15 @@ func (g *Group) consumerSnapshot() []Record {
 
 // failConsumerWaiting answers every reply waiting for a write (unload).
 func (g *Group) failConsumerWaiting() {
-	if g.consumer == nil {
-		return
-	}
-	ws := g.consumer.waiters
-	g.consumer.waiters = nil
-	for _, w := range ws {
-		w.done(ErrNotCoordinator)
+	for _, cg := range []*consumerGroup{g.consumer, g.retired} {
+		if cg == nil {
+			continue
+		}
+		ws := cg.waiters
+		cg.waiters = nil
+		for _, w := range ws {
+			w.done(ErrNotCoordinator)
+		}
 	}
 }
 
@@ -917,6 +937,9 @@ func (s *Shard) DescribeConsumer(name string) kmsg.ConsumerGroupDescribeResponse
 		}
 		dm.Assignment, dm.TargetAssignment = s.describeAssignment(m.assigned), s.describeAssignment(m.target)
 		dm.MemberType = 1 // the consumer protocol
+		if m.classic != nil {
+			dm.MemberType = 0
+		}
 		out.Members = append(out.Members, dm)
 	}
 	return out
@@ -950,7 +973,9 @@ func (g *Group) checkConsumerCommit(memberID string, epoch int32, version int16,
 	switch {
 	case m == nil:
 		return kerr.UnknownMemberID
-	case isCommit && version < 9:
+	case m.classic != nil && epoch != m.epoch:
+		return kerr.IllegalGeneration // a classic member's generation is its epoch
+	case m.classic == nil && isCommit && version < 9:
 		return kerr.UnsupportedVersion
 	case epoch != m.epoch:
 		return kerr.StaleMemberEpoch
@@ -968,6 +993,7 @@ type ConsumerMember struct {
 	State              string
 	Assigned, Revoking []string
 	Target             []string
+	Classic            bool // speaks the classic protocol
 }
 
 // ConsumerMembers lists the consumer members in join order (nil for a
@@ -979,7 +1005,8 @@ func (g *Group) ConsumerMembers() []ConsumerMember {
 	var out []ConsumerMember
 	for _, m := range g.consumer.members {
 		out = append(out, ConsumerMember{ID: m.id, Epoch: m.epoch, State: m.state.String(),
-			Assigned: g.s.partNames(m.assigned), Revoking: g.s.partNames(m.revoking), Target: g.s.partNames(m.target)})
+			Assigned: g.s.partNames(m.assigned), Revoking: g.s.partNames(m.revoking), Target: g.s.partNames(m.target),
+			Classic: m.classic != nil})
 	}
 	return out
 }

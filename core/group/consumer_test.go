@@ -26,6 +26,9 @@ type consumerRig struct {
 	*rig
 	group  string
 	topics []TopicInfo
+	// classic members by alias (migrate_test.go), aliases in order.
+	classic map[string]*classicClient
+	aliases []string
 }
 
 func newConsumerRig(t *testing.T) *consumerRig {
@@ -51,6 +54,8 @@ func newConsumerRig(t *testing.T) *consumerRig {
 //	delete            DeleteGroups
 //	fail-writes, heal-writes   the shard's writes fail, or succeed again
 //	describe          ConsumerGroupDescribe, DescribeGroups, ListGroups
+//	policy, classic-join m=, classic-sync, classic-beat, classic-leave
+//	                  classic members by alias (migrate_test.go)
 func TestConsumerScripts(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
 		if !strings.Contains(path, "consumer_") {
@@ -62,6 +67,9 @@ func TestConsumerScripts(t *testing.T) {
 }
 
 func (c *consumerRig) cmd(t *testing.T, d *datadriven.TestData) string {
+	if out, ok := c.classicCmd(t, d); ok {
+		return out
+	}
 	switch d.Cmd {
 	case "topics":
 		c.topics = nil
@@ -299,11 +307,22 @@ func (c *consumerRig) state(sh *Shard) string {
 	var b strings.Builder
 	if !g.IsConsumer() {
 		fmt.Fprintf(&b, "classic group %s\n", g.State())
+		if len(g.members) > 0 && len(c.aliases) > 0 {
+			fmt.Fprintf(&b, "  generation %d members", g.generation)
+			for _, m := range g.members {
+				fmt.Fprintf(&b, " %s", c.alias(m.id))
+			}
+			b.WriteString("\n")
+		}
 	} else {
 		epoch, aepoch := g.ConsumerEpochs()
 		fmt.Fprintf(&b, "group epoch %d, assignment epoch %d, %s\n", epoch, aepoch, g.ConsumerState())
 		for _, m := range g.ConsumerMembers() {
-			fmt.Fprintf(&b, "  %s epoch %d %s assigned [%s]", m.ID, m.Epoch, m.State, strings.Join(m.Assigned, " "))
+			kind := ""
+			if m.Classic {
+				kind = " (classic)"
+			}
+			fmt.Fprintf(&b, "  %s%s epoch %d %s assigned [%s]", c.alias(m.ID), kind, m.Epoch, m.State, strings.Join(m.Assigned, " "))
 			if len(m.Revoking) > 0 {
 				fmt.Fprintf(&b, " revoking [%s]", strings.Join(m.Revoking, " "))
 			}

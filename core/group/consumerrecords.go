@@ -22,7 +22,9 @@ import (
 //	type  key (group [, member])             value
 //	3     ConsumerGroupMetadata              Epoch
 //	4     ConsumerGroupPartitionMetadata     Topics (id, name, partitions)
-//	5     ConsumerGroupMemberMetadata        the member's subscription
+//	5     ConsumerGroupMemberMetadata        the member's subscription (a classic
+//	                                         member's JoinGroup protocols and session
+//	                                         timeout in tagged field 0)
 //	6     ConsumerGroupTargetAssignmentMetadata  AssignmentEpoch
 //	7     ConsumerGroupTargetAssignmentMember    the member's target
 //	8     ConsumerGroupCurrentMemberAssignment   epochs, state, assigned, revoking
@@ -106,7 +108,46 @@ func memberMetadataRecord(group string, m *consumerMember) Record {
 	v = kbin.AppendCompactNullableString(v, regex)
 	v = kbin.AppendInt32(v, m.rebalanceTimeoutMs)
 	v = kbin.AppendCompactNullableString(v, assignor)
-	return Record{Key: consumerKey(keyMemberMetadata, group, &m.id), Value: appendTags(v)}
+	if m.classic == nil {
+		return Record{Key: consumerKey(keyMemberMetadata, group, &m.id), Value: appendTags(v)}
+	}
+	// ClassicMemberMetadata, tagged field 0: SessionTimeoutMs,
+	// SupportedProtocols. A nullable struct has no marker byte where it
+	// is tagged (absent is null), as Kafka's generator writes it.
+	c := kbin.AppendInt32(nil, m.classic.sessionTimeoutMs)
+	c = kbin.AppendCompactArrayLen(c, len(m.classic.protocols))
+	for _, p := range m.classic.protocols {
+		c = kbin.AppendCompactString(c, p.Name)
+		c = kbin.AppendCompactBytes(c, p.Metadata)
+		c = appendTags(c)
+	}
+	c = appendTags(c)
+	v = kbin.AppendUvarint(v, 1)
+	v = kbin.AppendUvarint(v, tagClassicMemberMetadata)
+	v = kbin.AppendUvarint(v, uint32(len(c)))
+	v = append(v, c...)
+	return Record{Key: consumerKey(keyMemberMetadata, group, &m.id), Value: v}
+}
+
+// tagClassicMemberMetadata is ConsumerGroupMemberMetadataValue's tag of
+// a classic member's metadata.
+const tagClassicMemberMetadata = 0
+
+// readClassicMeta reads ClassicMemberMetadata.
+func readClassicMeta(b []byte) (*classicMeta, bool) {
+	r := reader{kbin.Reader{Src: b}}
+	c := &classicMeta{sessionTimeoutMs: r.Int32()}
+	for n := r.CompactArrayLen(); n > 0 && r.Ok(); n-- {
+		var p kmsg.JoinGroupRequestProtocol
+		p.Name, p.Metadata = r.CompactString(), r.CompactBytes()
+		r.skipTags()
+		c.protocols = append(c.protocols, p)
+	}
+	r.skipTags()
+	if err := r.Complete(); err != nil || len(c.protocols) == 0 {
+		return nil, false
+	}
+	return c, true
 }
 
 func targetMemberRecord(group, member string, target parts) Record {
@@ -276,6 +317,22 @@ func (s *Shard) replayConsumer(key, value []byte) error {
 		if a := r.CompactNullableString(); a != nil {
 			m.assignor = *a
 		}
+		m.classic = nil
+		for n := r.Uvarint(); n > 0 && r.Ok(); n-- {
+			tag, body := r.Uvarint(), r.Span(int(r.Uvarint()))
+			if tag != tagClassicMemberMetadata || !r.Ok() {
+				continue
+			}
+			c, ok := readClassicMeta(body)
+			if !ok {
+				return bad("classic member metadata")
+			}
+			m.classic = c
+		}
+		if err := r.Complete(); err != nil {
+			return bad("member metadata")
+		}
+		return nil
 	case keyTargetMember, keyCurrentAssignment:
 		if m == nil && value == nil {
 			return nil // the member's metadata was deleted first

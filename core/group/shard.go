@@ -54,6 +54,12 @@ type Config struct {
 	// assignors members may ask for (others: UNSUPPORTED_ASSIGNOR), the
 	// first the default (uniform, range).
 	ConsumerAssignors []string
+	// MigrationPolicy is group.consumer.migration.policy (bidirectional):
+	// whether a non-empty classic group becomes a consumer group when a
+	// consumer-protocol member joins (upgrade), and a consumer group whose
+	// last consumer-protocol member leaves goes back to classic
+	// (downgrade). Empty groups convert either way whatever it says.
+	MigrationPolicy MigrationPolicy
 	// Write appends records to the shard's __consumer_offsets partition
 	// and runs done once they are committed (the high watermark passed
 	// them) or with why not. The shard answers a request that changed
@@ -107,6 +113,9 @@ func (c Config) withDefaults() Config {
 	}
 	if len(c.ConsumerAssignors) == 0 {
 		c.ConsumerAssignors = Assignors()
+	}
+	if c.MigrationPolicy == "" {
+		c.MigrationPolicy = DefaultMigrationPolicy
 	}
 	return c
 }
