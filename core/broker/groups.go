@@ -342,12 +342,21 @@ func (b *Broker) groupShardFor(name string) (*group.Shard, *kerr.Error) {
 // createOffsetsTopic asks the active controller to create
 // __consumer_offsets (one request in flight).
 func (b *Broker) createOffsetsTopic(img *meta.Image) {
-	if b.groups.creating || b.cfg.Metadata == nil {
+	b.createCoordinatorTopic(img, OffsetsTopic, b.offsetsPartitions(), b.cfg.Groups.OffsetsReplicationFactor,
+		DefaultOffsetsReplicationFactor, &b.groups.creating, "group")
+}
+
+// createCoordinatorTopic asks the active controller to create a
+// coordinator's compacted internal topic (__consumer_offsets,
+// __transaction_state) with partitions partitions and replication factor
+// rf (def when unset), capped at the brokers registered; creating marks
+// the one request in flight, and owner names the coordinator in logs.
+func (b *Broker) createCoordinatorTopic(img *meta.Image, topic string, partitions int32, rf, def int16, creating *bool, owner string) {
+	if *creating || b.cfg.Metadata == nil {
 		return
 	}
-	rf := b.cfg.Groups.OffsetsReplicationFactor
 	if rf <= 0 {
-		rf = DefaultOffsetsReplicationFactor
+		rf = def
 	}
 	if n := int16(min(img.NumBrokers(), 1<<14)); n < rf {
 		rf = max(n, 1)
@@ -356,17 +365,17 @@ func (b *Broker) createOffsetsTopic(img *meta.Image) {
 	req.Version = autoCreateVersion
 	req.TimeoutMillis = 30_000
 	t := kmsg.NewCreateTopicsRequestTopic()
-	t.Topic, t.NumPartitions, t.ReplicationFactor = OffsetsTopic, b.offsetsPartitions(), rf
+	t.Topic, t.NumPartitions, t.ReplicationFactor = topic, partitions, rf
 	for _, c := range [][2]string{{"cleanup.policy", "compact"}, {"compression.type", "producer"}, {"segment.bytes", "104857600"}} {
 		cfg := kmsg.NewCreateTopicsRequestTopicConfig()
 		cfg.Name, cfg.Value = c[0], kmsg.StringPtr(c[1])
 		t.Configs = append(t.Configs, cfg)
 	}
 	req.Topics = append(req.Topics, t)
-	b.groups.creating = true
-	b.log.Info("creating the group coordinator's topic", "topic", OffsetsTopic, "partitions", t.NumPartitions, "replication_factor", rf)
+	*creating = true
+	b.log.Info("creating the "+owner+" coordinator's topic", "topic", topic, "partitions", t.NumPartitions, "replication_factor", rf)
 	b.cfg.Metadata.Submit(req, func(r kmsg.Response, err error) {
-		b.groups.creating = false
+		*creating = false
 		resp, ok := r.(*kmsg.CreateTopicsResponse)
 		if err == nil && ok && len(resp.Topics) == 1 {
 			if code := resp.Topics[0].ErrorCode; code == 0 || code == kerr.TopicAlreadyExists.Code {
@@ -374,7 +383,7 @@ func (b *Broker) createOffsetsTopic(img *meta.Image) {
 			}
 			err = kerr.ErrorForCode(resp.Topics[0].ErrorCode)
 		}
-		b.log.Warn("creating the group coordinator's topic failed", "err", err)
+		b.log.Warn("creating the "+owner+" coordinator's topic failed", "err", err)
 	})
 }
 

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/core/log"
 	"github.com/strata-log/strata/core/meta"
@@ -254,40 +253,8 @@ func (b *Broker) txnShardFor(id string) (*txn.Shard, *kerr.Error) {
 // createTxnStateTopic asks the active controller to create
 // __transaction_state (one request in flight), as createOffsetsTopic.
 func (b *Broker) createTxnStateTopic(img *meta.Image) {
-	if b.txns.creating || b.cfg.Metadata == nil {
-		return
-	}
-	rf := b.cfg.Txns.StateReplicationFactor
-	if rf <= 0 {
-		rf = DefaultTxnStateReplicationFactor
-	}
-	if n := int16(min(img.NumBrokers(), 1<<14)); n < rf {
-		rf = max(n, 1)
-	}
-	req := kmsg.NewPtrCreateTopicsRequest()
-	req.Version = autoCreateVersion
-	req.TimeoutMillis = 30_000
-	t := kmsg.NewCreateTopicsRequestTopic()
-	t.Topic, t.NumPartitions, t.ReplicationFactor = TxnStateTopic, b.txnStatePartitions(), rf
-	for _, c := range [][2]string{{"cleanup.policy", "compact"}, {"compression.type", "producer"}, {"segment.bytes", "104857600"}} {
-		cfg := kmsg.NewCreateTopicsRequestTopicConfig()
-		cfg.Name, cfg.Value = c[0], kmsg.StringPtr(c[1])
-		t.Configs = append(t.Configs, cfg)
-	}
-	req.Topics = append(req.Topics, t)
-	b.txns.creating = true
-	b.log.Info("creating the transaction coordinator's topic", "topic", TxnStateTopic, "partitions", t.NumPartitions, "replication_factor", rf)
-	b.cfg.Metadata.Submit(req, func(r kmsg.Response, err error) {
-		b.txns.creating = false
-		resp, ok := r.(*kmsg.CreateTopicsResponse)
-		if err == nil && ok && len(resp.Topics) == 1 {
-			if code := resp.Topics[0].ErrorCode; code == 0 || code == kerr.TopicAlreadyExists.Code {
-				return
-			}
-			err = kerr.ErrorForCode(resp.Topics[0].ErrorCode)
-		}
-		b.log.Warn("creating the transaction coordinator's topic failed", "err", err)
-	})
+	b.createCoordinatorTopic(img, TxnStateTopic, b.txnStatePartitions(), b.cfg.Txns.StateReplicationFactor,
+		DefaultTxnStateReplicationFactor, &b.txns.creating, "transaction")
 }
 
 // closeTxns unloads the shards (their timers stop) and closes the marker
