@@ -1,0 +1,164 @@
+package interop
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// TestKgoTransactions: a kgo transactional producer runs six
+// transactions over three partitions, committing some and aborting the
+// others. A read_committed consumer sees exactly the committed records, a
+// read_uncommitted one every record.
+func TestKgoTransactions(t *testing.T) {
+	n := startNode(t, t.TempDir())
+	addr := n.Addr()
+	adm := newAdmin(t, addr)
+	createTopic(t, adm, "txn", 3, nil)
+
+	cl := newClient(t, []string{addr}, kgo.TransactionalID("tx-kgo"), kgo.DefaultProduceTopic("txn"),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.TransactionTimeout(30*time.Second))
+	commits := []bool{true, false, true, false, false, true}
+	committed := map[string]bool{}
+	all := 0
+	for i, commit := range commits {
+		ctx := ctxFor(t, opTimeout)
+		require.NoError(t, cl.BeginTransaction())
+		for j := 0; j < 10; j++ {
+			v := fmt.Sprintf("txn-%d-%d", i, j)
+			require.NoError(t, cl.ProduceSync(ctx, &kgo.Record{Partition: int32(j % 3), Value: []byte(v)}).FirstErr())
+			if commit {
+				committed[v] = true
+			}
+			all++
+		}
+		require.NoError(t, cl.EndTransaction(ctx, kgo.TransactionEndTry(commit)), "transaction %d", i)
+	}
+	cl.Close()
+
+	// The last transaction committed on every partition: reading
+	// committed records until there are as many as were committed reads
+	// each partition past every aborted one.
+	got := consumeKgo(t, []string{addr}, "txn", atStart(3), len(committed), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	seen := map[string]bool{}
+	for _, r := range got {
+		require.True(t, committed[string(r.Value)], "read_committed returned %q, which was aborted", r.Value)
+		require.False(t, seen[string(r.Value)], "read twice: %q", r.Value)
+		seen[string(r.Value)] = true
+	}
+	require.Len(t, seen, len(committed))
+
+	everything := consumeKgo(t, []string{addr}, "txn", atStart(3), all, kgo.FetchIsolationLevel(kgo.ReadUncommitted()))
+	require.Len(t, everything, all, "read_uncommitted returns aborted records too")
+}
+
+// etlInstance runs a kgo GroupTransactSession that reads topic src and
+// writes each record's value to dst in the transaction that commits its
+// offset, until stop says so (checked after each committed transaction)
+// or the context ends. If midway, it leaves its last transaction open
+// (records produced, not ended) and closes, as a process dying mid-way.
+func etlInstance(t *testing.T, addr, src, dst string, stop func(processed int) bool, midway bool) int {
+	t.Helper()
+	sess, err := kgo.NewGroupTransactSession(
+		kgo.SeedBrokers(addr),
+		kgo.DialTimeout(5*time.Second),
+		kgo.RetryTimeout(opTimeout),
+		kgo.TransactionalID("etl"),
+		kgo.TransactionTimeout(30*time.Second),
+		kgo.ConsumerGroup("etl-group"),
+		kgo.ConsumeTopics(src),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.RequireStableFetchOffsets(),
+		kgo.DefaultProduceTopic(dst),
+		kgo.FetchMaxWait(200*time.Millisecond),
+	)
+	require.NoError(t, err)
+	defer sess.Close()
+	ctx := ctxFor(t, 2*opTimeout)
+	processed := 0
+	for ctx.Err() == nil {
+		pctx, cancel := context.WithTimeout(ctx, time.Second)
+		fetches := sess.PollRecords(pctx, 25)
+		cancel()
+		fetches.EachError(func(topic string, p int32, err error) {
+			if err != context.DeadlineExceeded && err != context.Canceled {
+				t.Logf("fetch %s[%d]: %v", topic, p, err)
+			}
+		})
+		var recs []*kgo.Record
+		fetches.EachRecord(func(r *kgo.Record) { recs = append(recs, r) })
+		if len(recs) == 0 {
+			if stop(processed) {
+				return processed
+			}
+			continue
+		}
+		require.NoError(t, sess.Begin())
+		for _, r := range recs {
+			sess.Produce(ctx, &kgo.Record{Value: r.Value}, func(_ *kgo.Record, err error) {
+				if err != nil {
+					t.Logf("produce: %v", err)
+				}
+			})
+		}
+		if midway && stop(processed) {
+			// Records of an open transaction, then gone: the next
+			// instance's InitProducerId aborts it.
+			require.NoError(t, sess.Client().Flush(ctx))
+			return processed
+		}
+		committed, err := sess.End(ctx, kgo.TryCommit)
+		if err != nil {
+			t.Logf("End: %v", err)
+			continue
+		}
+		if committed {
+			processed += len(recs)
+		}
+		if stop(processed) {
+			return processed
+		}
+	}
+	require.NoError(t, ctx.Err(), "the ETL instance ran out of time")
+	return processed
+}
+
+// TestKgoGroupTransactSession: a consume-transform-produce job (kgo's
+// GroupTransactSession) copies topic A to topic B, committing its offsets
+// in each transaction. It stops mid-way with a transaction open; a second
+// instance with the same transactional id fences it, aborts that
+// transaction, and goes on from the committed offsets. B read with
+// read_committed holds each record of A exactly once.
+func TestKgoGroupTransactSession(t *testing.T) {
+	n := startNode(t, t.TempDir())
+	addr := n.Addr()
+	adm := newAdmin(t, addr)
+	createTopic(t, adm, "etl-a", 3, nil)
+	createTopic(t, adm, "etl-b", 3, nil)
+	const total = 300
+	prod := newClient(t, []string{addr}, kgo.DefaultProduceTopic("etl-a"), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+	for i := 0; i < total; i++ {
+		require.NoError(t, prod.ProduceSync(ctxFor(t, opTimeout), &kgo.Record{Value: []byte(strconv.Itoa(i))}).FirstErr())
+	}
+
+	first := etlInstance(t, addr, "etl-a", "etl-b", func(p int) bool { return p >= 50 }, true)
+	require.Less(t, first, total, "the first instance stopped mid-way")
+	second := 0
+	etlInstance(t, addr, "etl-a", "etl-b", func(p int) bool { second = p; return first+p >= total }, false)
+	t.Logf("first instance committed %d records, second %d", first, second)
+
+	got := consumeKgo(t, []string{addr}, "etl-b", atStart(3), total, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	seen := map[string]int{}
+	for _, r := range got {
+		seen[string(r.Value)]++
+	}
+	for i := 0; i < total; i++ {
+		require.Equal(t, 1, seen[strconv.Itoa(i)], "record %d of etl-a in etl-b", i)
+	}
+	requireCommitted(t, addr, "etl-group", "etl-a", map[int32]int64{0: total / 3, 1: total / 3, 2: total / 3})
+}
