@@ -162,3 +162,53 @@ func TestKgoGroupTransactSession(t *testing.T) {
 	}
 	requireCommitted(t, addr, "etl-group", "etl-a", map[int32]int64{0: total / 3, 1: total / 3, 2: total / 3})
 }
+
+// TestConfluentKafkaPythonTransactions: librdkafka's transactional
+// Producer (python3-confluent-kafka) commits and aborts transactions; a
+// read_committed Consumer reads exactly the committed records, a
+// read_uncommitted one every record.
+func TestConfluentKafkaPythonTransactions(t *testing.T) {
+	python := confluentPython(t)
+	n := startNode(t, t.TempDir())
+	adm := newAdmin(t, n.Addr())
+	createTopic(t, adm, "confluent-txn", 1, nil)
+
+	commits := []bool{true, false, true, false, true}
+	var txns []map[string]any
+	committed, all := map[string]bool{}, 0
+	for i, commit := range commits {
+		var values [][]byte
+		for j := 0; j < 5; j++ {
+			v := fmt.Sprintf("py-%d-%d", i, j)
+			values = append(values, []byte(v))
+			if commit {
+				committed[v] = true
+			}
+			all++
+		}
+		txns = append(txns, map[string]any{"commit": commit, "values": values})
+	}
+	var none struct{}
+	runPython(t, python, "transactions", map[string]any{"bootstrap": n.Addr(), "topic": "confluent-txn", "transactional_id": "py-tx", "transactions": txns}, &none)
+
+	read := func(isolation string, count int) []string {
+		var resp struct{ Records []pyRecord }
+		runPython(t, python, "consume", map[string]any{"bootstrap": n.Addr(), "topic": "confluent-txn",
+			"config": map[string]any{"isolation.level": isolation}, "start": map[string]int64{"0": -2}, "count": count}, &resp)
+		var out []string
+		for _, r := range resp.Records {
+			out = append(out, string(r.Value))
+		}
+		return out
+	}
+	// The last transaction committed: count committed records read the
+	// partition past every aborted one.
+	got := read("read_committed", len(committed))
+	distinct := map[string]bool{}
+	for _, v := range got {
+		require.True(t, committed[v], "read_committed returned %q, which was aborted", v)
+		distinct[v] = true
+	}
+	require.Len(t, distinct, len(committed))
+	require.Len(t, read("read_uncommitted", all), all)
+}
