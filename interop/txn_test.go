@@ -64,8 +64,27 @@ func TestKgoTransactions(t *testing.T) {
 // (records produced, not ended) and closes, as a process dying mid-way.
 func etlInstance(t *testing.T, addr, src, dst string, stop func(processed int) bool, midway bool) int {
 	t.Helper()
+	return runETL(t, etlOpts{addrs: []string{addr}, src: src, dst: dst, stop: stop, midway: midway, timeout: 2 * opTimeout})
+}
+
+// etlOpts configure runETL: beforeEnd, if set, runs once with the
+// records of an open transaction produced and flushed, before its End,
+// once processed reaches beforeEndAt.
+type etlOpts struct {
+	addrs       []string
+	src, dst    string
+	stop        func(processed int) bool
+	midway      bool
+	timeout     time.Duration
+	beforeEndAt int
+	beforeEnd   func()
+}
+
+func runETL(t *testing.T, o etlOpts) int {
+	t.Helper()
+	src, dst, stop, midway := o.src, o.dst, o.stop, o.midway
 	sess, err := kgo.NewGroupTransactSession(
-		kgo.SeedBrokers(addr),
+		kgo.SeedBrokers(o.addrs...),
 		kgo.DialTimeout(5*time.Second),
 		kgo.RetryTimeout(opTimeout),
 		kgo.TransactionalID("etl"),
@@ -79,7 +98,7 @@ func etlInstance(t *testing.T, addr, src, dst string, stop func(processed int) b
 	)
 	require.NoError(t, err)
 	defer sess.Close()
-	ctx := ctxFor(t, 2*opTimeout)
+	ctx := ctxFor(t, o.timeout)
 	processed := 0
 	for ctx.Err() == nil {
 		pctx, cancel := context.WithTimeout(ctx, time.Second)
@@ -111,6 +130,11 @@ func etlInstance(t *testing.T, addr, src, dst string, stop func(processed int) b
 			// instance's InitProducerId aborts it.
 			require.NoError(t, sess.Client().Flush(ctx))
 			return processed
+		}
+		if o.beforeEnd != nil && processed >= o.beforeEndAt {
+			require.NoError(t, sess.Client().Flush(ctx))
+			o.beforeEnd()
+			o.beforeEnd = nil
 		}
 		committed, err := sess.End(ctx, kgo.TryCommit)
 		if err != nil {
@@ -211,4 +235,71 @@ func TestConfluentKafkaPythonTransactions(t *testing.T) {
 	}
 	require.Len(t, distinct, len(committed))
 	require.Len(t, read("read_uncommitted", all), all)
+}
+
+// TestGroupTransactSessionCoordinatorKilled: the ETL job of
+// TestKgoGroupTransactSession on three node processes, every topic at
+// replication factor 3; mid-transaction (records produced, offsets not yet
+// committed) the node coordinating the transactional id is SIGKILLed. The
+// job goes on against the new coordinator; etl-b read with read_committed
+// holds each record of etl-a exactly once.
+func TestGroupTransactSessionCoordinatorKilled(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts three node processes")
+	}
+	nodes := startProcessCluster(t, 3, "group.initial.rebalance.delay.ms=0", "offsets.topic.num.partitions=3",
+		"transaction.state.log.num.partitions=3")
+	addrs := brokerAddrs(nodes)
+	adm := newAdmin(t, addrs...)
+	require.Eventually(t, func() bool {
+		for _, p := range nodes {
+			md, err := newAdmin(t, p.brokerAddr).BrokerMetadata(ctxFor(t, 2*time.Second))
+			if err != nil || len(md.Brokers) != 3 {
+				return false
+			}
+		}
+		return true
+	}, clusterReadyTimeout, 50*time.Millisecond, "not every broker's Metadata lists the three brokers")
+	ctx := ctxFor(t, 2*opTimeout)
+	for _, topic := range []string{"etl-a", "etl-b"} {
+		resp, err := adm.CreateTopic(ctx, 3, 3, nil, topic)
+		require.NoError(t, err)
+		require.NoError(t, resp.Err)
+		waitLeaders(t, adm, topic, 3)
+		waitServed(t, adm, topic)
+	}
+	const total = 300
+	prod := newClient(t, addrs, kgo.DefaultProduceTopic("etl-a"), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+	for i := 0; i < total; i++ {
+		require.NoError(t, prod.ProduceSync(ctx, &kgo.Record{Value: []byte(strconv.Itoa(i))}).FirstErr())
+	}
+
+	var alive []string
+	killed := false
+	kill := func() {
+		coord := adm.FindTxnCoordinators(ctxFor(t, opTimeout), "etl")["etl"]
+		require.NoError(t, coord.Err)
+		for _, p := range nodes {
+			if p.id == coord.NodeID {
+				t.Logf("killing broker %d, the coordinator of the transactional id, mid-transaction", p.id)
+				p.kill()
+				killed = true
+			} else {
+				alive = append(alive, p.brokerAddr)
+			}
+		}
+	}
+	runETL(t, etlOpts{addrs: addrs, src: "etl-a", dst: "etl-b", timeout: 2 * rejoinTimeout,
+		beforeEndAt: 50, beforeEnd: kill,
+		stop: func(p int) bool { return p >= total }})
+	require.True(t, killed, "the coordinator was never killed")
+
+	got := consumeKgo(t, alive, "etl-b", atStart(3), total, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	seen := map[string]int{}
+	for _, r := range got {
+		seen[string(r.Value)]++
+	}
+	for i := 0; i < total; i++ {
+		require.Equal(t, 1, seen[strconv.Itoa(i)], "record %d of etl-a in etl-b", i)
+	}
 }
