@@ -104,6 +104,12 @@ func TestServerTxnOffsetCommit(t *testing.T) {
 	require.Equal(t, []int64{5, 7}, offs, "the COMMIT marker made them committed")
 	require.Equal(t, []int16{0, 0}, codes)
 
+	// The marker bumped the producer's epoch on the offsets partition: a
+	// fenced producer's TxnOffsetCommit is refused, changing nothing.
+	require.Equal(t, []int16{kerr.InvalidProducerEpoch.Code, kerr.InvalidProducerEpoch.Code}, h.txnOffsetCommit("tx", "g", pid, epoch-1, 1, 1))
+	offs, _ = offsetsOf(h.fetchOffsets("g", true))
+	require.Equal(t, []int64{5, 7}, offs)
+
 	// Transaction 2 aborts: its offsets go.
 	addOffsets(epoch)
 	require.Equal(t, []int16{0, 0}, h.txnOffsetCommit("tx", "g", pid, epoch, 50, 70))

@@ -394,6 +394,11 @@ func writeErrorCode(err error) *kerr.Error {
 			return kerr.NotCoordinator
 		case kerr.MessageTooLarge, kerr.RecordListTooLarge, kerr.InvalidFetchSize:
 			return kerr.UnknownServerError
+		case kerr.InvalidProducerEpoch, kerr.ProducerFenced, kerr.InvalidTxnState, kerr.InvalidProducerIDMapping:
+			// A transactional offset batch the partition's producer
+			// state refused (a fenced producer): the client's error, as
+			// Kafka's coordinator passes it through.
+			return ke
 		}
 	}
 	return kerr.NotCoordinator
