@@ -96,6 +96,8 @@ var apis = []apiHandler{
 		why: "every version kmsg encodes (v3+: batches of members)"},
 	{API: api(kmsg.OffsetCommit, 2, 9), handle: handleOffsetCommit,
 		why: "from the KIP-896 baseline (v2) to v9; v10 names topics by id (KIP-848's consumers), not served yet"},
+	{API: api(kmsg.TxnOffsetCommit, 0, 4), handle: handleTxnOffsetCommit,
+		why: "v0-v4 (v3+: the member, KIP-447); v5 (KIP-890 part 2's implicit AddOffsetsToTxn) not yet"},
 	{API: api(kmsg.OffsetFetch, 1, 9), handle: handleOffsetFetch,
 		why: "from the KIP-896 baseline (v1) to v9 (v8+: batched groups); v10 names topics by id, not served yet"},
 	{API: api(kmsg.ListGroups, 0, 5), handle: handleListGroups,

@@ -132,6 +132,24 @@ func handleOffsetCommit(b *Broker, r *request) {
 	sh.Commit(req, exists, func(resp *kmsg.OffsetCommitResponse) { r.respond(resp) })
 }
 
+// handleTxnOffsetCommit passes a TxnOffsetCommit to the group's shard,
+// which writes the offsets as the producer's transactional batch and
+// keeps them pending until the transaction's marker (core/group
+// txnoffsets.go).
+func handleTxnOffsetCommit(b *Broker, r *request) {
+	req := r.body.(*kmsg.TxnOffsetCommitRequest)
+	sh := b.groupShard(r, req.Group)
+	if sh == nil {
+		return
+	}
+	img := b.image()
+	exists := func(topic string, partition int32) bool {
+		ti, ok := img.TopicByName(topic)
+		return ok && partition >= 0 && int(partition) < ti.NumPartitions()
+	}
+	sh.TxnCommit(req, exists, func(resp *kmsg.TxnOffsetCommitResponse) { r.respond(resp) })
+}
+
 // handleOffsetFetch answers OffsetFetch: v0-v7 for one group, v8+ for a
 // batch of groups, each from its own shard.
 func handleOffsetFetch(b *Broker, r *request) {
@@ -142,7 +160,7 @@ func handleOffsetFetch(b *Broker, r *request) {
 		if e != nil {
 			return group.OffsetsFetched{ErrorCode: e.Code}
 		}
-		return sh.FetchAs(name, member, epoch, topics, all)
+		return sh.FetchStable(name, member, epoch, topics, all, req.RequireStable)
 	}
 	if req.Version >= 8 {
 		for _, g := range req.Groups {

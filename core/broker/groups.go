@@ -198,6 +198,9 @@ func (b *Broker) loadShard(partition int32, part *replica.Partition) {
 	gs := &groupShard{partition: partition, leaderEpoch: part.LeaderEpoch(), p: part}
 	cfg := b.cfg.Groups.Coordinator
 	cfg.Write = func(recs []group.Record, done func(error)) { b.writeGroupRecords(gs, recs, done) }
+	cfg.WriteTxn = func(pid int64, epoch int16, recs []group.Record, done func(error)) {
+		b.writeGroupTxnRecords(gs, pid, epoch, recs, done)
+	}
 	gs.shard = group.NewShard(b.e, b.log.With("group_partition", partition), cfg)
 	if img := b.image(); img != nil {
 		gs.shard.SetTopics(groupTopics(img)) // before the load: the replayed groups' subscriptions are checked against them
@@ -249,6 +252,13 @@ type replayer interface {
 	Replay(key, value []byte) error
 }
 
+// txnReplayer is a replayer that keeps transactions' records apart (the
+// group shard: pending offsets, then the markers that end them).
+type txnReplayer interface {
+	ReplayTxn(producerID int64, key, value []byte) error
+	TxnEnded(producerID int64, commit bool)
+}
+
 // replaySlice replays the batches of one read from offset and returns the
 // offset after them.
 func (b *Broker) replaySlice(sh replayer, l *log.Log, offset, end int64) (int64, error) {
@@ -266,12 +276,19 @@ func (b *Broker) replaySlice(sh replayer, l *log.Log, offset, end int64) (int64,
 	}
 	sp := record.NewSplitter(buf, len(buf), record.CheckStored)
 	rr := record.NewRecordReader(record.NewDecompressor(record.DefaultMaxDecompressedBytes))
+	tr, _ := sh.(txnReplayer)
 	for sp.Next() {
 		batch := sp.Batch()
 		if batch.NextOffset() <= offset {
 			continue
 		}
+		if tr != nil && batch.Attributes().IsControl() && batch.ProducerID() >= 0 {
+			if m, ok, err := record.ReadEndTxnMarker(batch); err == nil && ok {
+				tr.TxnEnded(batch.ProducerID(), m.Type == record.ControlCommit)
+			}
+		}
 		if !batch.Attributes().IsControl() {
+			txn := tr != nil && batch.Attributes().IsTransactional() && batch.ProducerID() >= 0
 			if err := rr.Reset(batch); err != nil {
 				return offset, err
 			}
@@ -280,7 +297,13 @@ func (b *Broker) replaySlice(sh replayer, l *log.Log, offset, end int64) (int64,
 				if batch.BaseOffset()+int64(rec.OffsetDelta) < offset {
 					continue
 				}
-				if err := sh.Replay(rec.Key, rec.Value); err != nil {
+				var err error
+				if txn {
+					err = tr.ReplayTxn(batch.ProducerID(), rec.Key, rec.Value)
+				} else {
+					err = sh.Replay(rec.Key, rec.Value)
+				}
+				if err != nil {
 					return offset, err
 				}
 			}
@@ -313,6 +336,40 @@ func (b *Broker) writeGroupRecords(gs *groupShard, recs []group.Record, done fun
 	gs.p.Produce(payload, -1, b.e.Now(), func(res replica.ProduceResult) {
 		if res.Err != nil {
 			b.log.Warn("writing group records failed", "partition", gs.partition, "records", len(recs), "err", res.Err)
+			done(b.errorCode(res.Err))
+			return
+		}
+		done(nil)
+	})
+}
+
+// writeGroupTxnRecords appends a TxnOffsetCommit's records as one
+// transactional batch of the producer (Kafka's coordinator writes them so:
+// the partition's producer state then holds the transaction, and its
+// marker ends it), continuing the producer's sequence on the partition,
+// and runs done once the ISR has them.
+func (b *Broker) writeGroupTxnRecords(gs *groupShard, pid int64, epoch int16, recs []group.Record, done func(error)) {
+	if b.groups.shard(gs.partition) != gs {
+		b.e.Post(func() { done(group.ErrNotCoordinator) })
+		return
+	}
+	seq := int32(0)
+	if st, ok := gs.p.Producer(pid); ok && st.Epoch == epoch && st.LastSeq() != record.NoSequence {
+		seq = record.IncrementSequence(st.LastSeq(), 1)
+	}
+	bld := record.NewBuilder(record.WithProducer(pid, epoch, seq), record.WithTransactional())
+	now := b.e.Now().UnixMilli()
+	for _, r := range recs {
+		bld.Append(now, r.Key, r.Value)
+	}
+	payload, err := bld.AppendTo(nil)
+	if err != nil {
+		b.e.Post(func() { done(err) })
+		return
+	}
+	gs.p.Produce(payload, -1, b.e.Now(), func(res replica.ProduceResult) {
+		if res.Err != nil {
+			b.log.Warn("writing transactional offsets failed", "partition", gs.partition, "producer_id", pid, "records", len(recs), "err", res.Err)
 			done(b.errorCode(res.Err))
 			return
 		}

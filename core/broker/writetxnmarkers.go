@@ -69,7 +69,16 @@ func handleWriteTxnMarkers(b *Broker, r *request) {
 				}
 				pending++
 				rp.ErrorCode = kerr.RequestTimedOut.Code // until the partition answers
+				topic, pid, commit := t.Topic, m.ProducerID, m.Committed
 				part.WriteTxnMarker(marker, now, func(err error) {
+					if err == nil && topic == OffsetsTopic {
+						// The group shard's pending offsets of the
+						// transaction are decided by the marker
+						// (core/group txnoffsets.go).
+						if gs := b.groups.shard(id); gs != nil && gs.p == part {
+							gs.shard.TxnEnded(pid, commit)
+						}
+					}
 					if answered {
 						return
 					}

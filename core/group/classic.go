@@ -93,6 +93,9 @@ type Group struct {
 
 	offsets       map[topicPartition]*committed
 	sortedOffsets []topicPartition
+	// txnOffsets are the transactions' pending offsets by producer id
+	// (txnoffsets.go).
+	txnOffsets map[int64]txnPending
 	// emptySince is when the group last became empty (offset retention).
 	emptySince time.Duration
 	deleted    bool

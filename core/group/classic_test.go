@@ -44,6 +44,14 @@ func (r *rig) newShard(cfg Config) *Shard {
 		}
 		r.e.AfterFunc(r.writeDelay, func() { done(err) })
 	}
+	if cfg.WriteTxn == nil {
+		// Transactional offsets are kept out of written (their replay
+		// is txnoffsets_test.go's).
+		cfg.WriteTxn = func(_ int64, _ int16, _ []Record, done func(error)) {
+			err := r.failWrites
+			r.e.AfterFunc(r.writeDelay, func() { done(err) })
+		}
+	}
 	return NewShard(r.e, slog.New(slog.DiscardHandler), cfg)
 }
 

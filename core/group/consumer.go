@@ -479,7 +479,7 @@ func (s *Shard) ConsumerHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest, c Cli
 	switch req.MemberEpoch {
 	case joinEpoch:
 		g.consumerJoin(req, re, c, resp, reply)
-		if cg := g.consumer; cg != nil && cg.epoch == 0 && len(cg.members) == 0 && len(g.offsets) == 0 && len(cg.records) == 0 && cg.issued == 0 {
+		if cg := g.consumer; cg != nil && cg.epoch == 0 && len(cg.members) == 0 && len(g.offsets) == 0 && g.pendingCount() == 0 && len(cg.records) == 0 && cg.issued == 0 {
 			s.dropGroup(g) // created for a join that failed: nothing to keep
 		}
 	case leaveEpoch, staticLeaveEpoch:

@@ -50,6 +50,7 @@ func newConsumerRig(t *testing.T) *consumerRig {
 //	topics-while-down partitions=N   the first topic grows, unseen by the shard
 //	commit [m=ID] epoch=N [version=V]   an OffsetCommit of t-0 at 7
 //	fetch m=ID epoch=N   an OffsetFetch v9 of every offset
+//	txn-commit [m=ID] epoch=N   a TxnOffsetCommit v4 of t-0 (producer 1)
 //	classic-join      a classic member joins (JoinGroup v9)
 //	delete            DeleteGroups
 //	fail-writes, heal-writes   the shard's writes fail, or succeed again
@@ -119,6 +120,22 @@ func (c *consumerRig) cmd(t *testing.T, d *datadriven.TestData) string {
 		req.Topics = append(req.Topics, rt)
 		var got *kmsg.OffsetCommitResponse
 		c.shard.Commit(req, nil, func(r *kmsg.OffsetCommitResponse) { got = r })
+		c.run(10 * time.Millisecond)
+		require.NotNil(t, got)
+		return errName(got.Topics[0].Partitions[0].ErrorCode) + "\n"
+	case "txn-commit":
+		req := kmsg.NewPtrTxnOffsetCommitRequest()
+		req.Version, req.Group, req.TransactionalID, req.ProducerID = 4, c.group, "tx", 1
+		if d.HasArg("m") {
+			d.ScanArgs(t, "m", &req.MemberID)
+		}
+		d.ScanArgs(t, "epoch", &req.Generation)
+		rt := kmsg.NewTxnOffsetCommitRequestTopic()
+		rt.Topic = c.topics[0].Name
+		rt.Partitions = append(rt.Partitions, kmsg.NewTxnOffsetCommitRequestTopicPartition())
+		req.Topics = append(req.Topics, rt)
+		var got *kmsg.TxnOffsetCommitResponse
+		c.shard.TxnCommit(req, nil, func(r *kmsg.TxnOffsetCommitResponse) { got = r })
 		c.run(10 * time.Millisecond)
 		require.NotNil(t, got)
 		return errName(got.Topics[0].Partitions[0].ErrorCode) + "\n"

@@ -260,7 +260,7 @@ func (s *Shard) replayConsumer(key, value []byte) error {
 			// an empty classic group.
 			g.consumer = nil
 			g.protocolType, g.state = "", StateEmpty
-			if len(g.offsets) == 0 {
+			if len(g.offsets) == 0 && g.pendingCount() == 0 {
 				s.dropGroup(g)
 			}
 			return nil

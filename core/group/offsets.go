@@ -23,6 +23,9 @@ type committed struct {
 	leaderEpoch int32
 	metadata    string
 	timestamp   int64 // commit time, ms
+	// seq orders offsets applied to memory, in log order: a transaction's
+	// pending offset does not replace one written after it (txnoffsets.go).
+	seq int64
 }
 
 // MaxOffsetMetadataBytes is offset.metadata.max.bytes: longer metadata is
@@ -171,6 +174,7 @@ func (s *Shard) Commit(req *kmsg.OffsetCommitRequest, exists PartitionExists, re
 			return
 		}
 		for _, a := range ok {
+			a.c.seq = s.nextSeq()
 			if _, had := g.offsets[a.tp]; !had {
 				g.sortedOffsets = nil
 			}
@@ -197,6 +201,13 @@ func (s *Shard) Fetch(group string, topics []kmsg.OffsetFetchRequestGroupTopic, 
 // the member and its epoch must be current (UNKNOWN_MEMBER_ID,
 // STALE_MEMBER_EPOCH) unless neither is given.
 func (s *Shard) FetchAs(group string, memberID *string, epoch int32, topics []kmsg.OffsetFetchRequestGroupTopic, all bool) OffsetsFetched {
+	return s.FetchStable(group, memberID, epoch, topics, all, false)
+}
+
+// FetchStable is FetchAs with OffsetFetch's require_stable (v7+): a
+// partition with a transaction's pending offset answers
+// UNSTABLE_OFFSET_COMMIT and offset -1 (txnoffsets.go, rule T2).
+func (s *Shard) FetchStable(group string, memberID *string, epoch int32, topics []kmsg.OffsetFetchRequestGroupTopic, all, requireStable bool) OffsetsFetched {
 	var out OffsetsFetched
 	if e := s.check(); e != nil {
 		out.ErrorCode = e.Code
@@ -216,6 +227,10 @@ func (s *Shard) FetchAs(group string, memberID *string, epoch int32, topics []km
 	lookup := func(tp topicPartition) kmsg.OffsetFetchResponseGroupTopicPartition {
 		rp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
 		rp.Partition, rp.Offset, rp.LeaderEpoch = tp.partition, -1, -1
+		if g != nil && requireStable && g.hasPending(tp) {
+			rp.ErrorCode = kerr.UnstableOffsetCommit.Code
+			return rp
+		}
 		if g != nil {
 			if c, ok := g.offsets[tp]; ok {
 				rp.Offset, rp.LeaderEpoch = c.offset, c.leaderEpoch

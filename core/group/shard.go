@@ -65,6 +65,11 @@ type Config struct {
 	// them) or with why not. The shard answers a request that changed
 	// state only after done(nil).
 	Write func(recs []Record, done func(error))
+	// WriteTxn is Write for a TxnOffsetCommit's records: one
+	// transactional batch of the producer's id and epoch, as Kafka's
+	// coordinator writes them (without it TxnOffsetCommit answers
+	// NOT_COORDINATOR).
+	WriteTxn func(producerID int64, producerEpoch int16, recs []Record, done func(error))
 }
 
 // Defaults are Kafka's.
@@ -142,6 +147,11 @@ type Shard struct {
 	// lastOffset undoes the last offset record replayed (a planted bug
 	// only: plant.GroupReplayDropsLastOffset).
 	lastOffset func()
+	// appliedSeq numbers the offsets applied to memory (committed.seq);
+	// txnGroups lists, by producer id, the groups holding its pending
+	// offsets, in the order they got them (txnoffsets.go).
+	appliedSeq int64
+	txnGroups  map[int64][]string
 }
 
 // NewShard returns a shard that is loading: Replay each record of the
@@ -218,6 +228,7 @@ func (s *Shard) Replay(key, value []byte) error {
 		if d.offset == nil {
 			delete(g.offsets, tp)
 		} else {
+			d.offset.seq = s.nextSeq()
 			g.offsets[tp] = d.offset
 		}
 		g.sortedOffsets = nil
@@ -230,7 +241,7 @@ func (s *Shard) Replay(key, value []byte) error {
 		if g := s.group(d.group, false); g != nil && g.consumer == nil {
 			g.restore(&kmsg.GroupMetadataValue{})
 			g.protocolType = ""
-			if len(g.offsets) == 0 {
+			if len(g.offsets) == 0 && g.pendingCount() == 0 {
 				s.dropGroup(g)
 			}
 		}
@@ -276,7 +287,7 @@ func (s *Shard) expireOffsets() {
 	defer func() { s.retention = s.e.AfterFunc(s.cfg.RetentionCheckInterval, s.expireOffsets) }()
 	now, nowMs := s.e.Monotonic(), s.e.Now().UnixMilli()
 	for _, g := range s.Groups() {
-		if g.state != StateEmpty || g.writing || g.deleted {
+		if g.state != StateEmpty || g.writing || g.deleted || g.pendingCount() > 0 {
 			continue
 		}
 		if cg := g.consumer; cg != nil && len(g.offsets) == 0 && len(cg.members) == 0 && cg.issued == cg.completed {
@@ -383,6 +394,11 @@ func writeErrorCode(err error) *kerr.Error {
 			return kerr.NotCoordinator
 		case kerr.MessageTooLarge, kerr.RecordListTooLarge, kerr.InvalidFetchSize:
 			return kerr.UnknownServerError
+		case kerr.InvalidProducerEpoch, kerr.ProducerFenced, kerr.InvalidTxnState, kerr.InvalidProducerIDMapping:
+			// A transactional offset batch the partition's producer
+			// state refused (a fenced producer): the client's error, as
+			// Kafka's coordinator passes it through.
+			return ke
 		}
 	}
 	return kerr.NotCoordinator

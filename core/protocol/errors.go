@@ -98,6 +98,19 @@ func ErrorResponse(req kmsg.Request, err *kerr.Error, msg string) kmsg.Response 
 		resp := r.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
 		resp.ErrorCode, resp.ErrorMessage = code, m
 		return resp
+	case *kmsg.TxnOffsetCommitRequest:
+		resp := r.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
+		for _, t := range r.Topics {
+			rt := kmsg.NewTxnOffsetCommitResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p.Partition, code
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp
 	case *kmsg.OffsetCommitRequest:
 		resp := r.ResponseKind().(*kmsg.OffsetCommitResponse)
 		for _, t := range r.Topics {

@@ -200,6 +200,16 @@ func (p *Partition) WriteTxnMarker(m producer.Marker, now time.Time, done func(e
 	p.whenDurable(l, info.LastOffset+1, -1, res, func(r ProduceResult) { done(r.Err) })
 }
 
+// Producer returns a copy of producer id's state here (the group
+// coordinator continues the sequence of its transactional offset batches
+// from it), or false.
+func (p *Partition) Producer(id int64) (producer.Producer, bool) {
+	if p.producers == nil {
+		return producer.Producer{}, false
+	}
+	return p.producers.Producer(id)
+}
+
 // rebuildAborted rebuilds the aborted index by replaying the whole log
 // into a scratch producer state (see the top of this file).
 func rebuildAborted(l *log.Log, cfg producer.Config) ([]AbortedTxn, error) {

@@ -1,6 +1,6 @@
 """Drives python3-confluent-kafka (librdkafka) for interop/librdkafka_test.go.
 
-Usage: confluent_interop.py produce|consume|metadata, with a JSON request on
+Usage: confluent_interop.py produce|consume|group|transactions|metadata, with a JSON request on
 stdin and a JSON answer on stdout. Bytes travel as base64; null stays null.
 Every wait is bounded by the request's "timeout" (seconds); on any failure
 the script prints the reason to stderr and exits 1.
@@ -12,6 +12,10 @@ consume:  {"bootstrap", "topic", "config": {...}, "start": {"<p>": offset},
 group:    {"bootstrap", "topic", "group", "idle"} -> {"records": [{"partition",
            "offset"}...]}: a member of the group (subscribe, auto commit),
            until no record came for "idle" seconds after its first one
+transactions: {"bootstrap", "topic", "transactional_id", "transactions":
+           [{"commit": bool, "values": [b64...]}...]} -> {}: a transactional
+           Producer runs each transaction on partition 0, committing or
+           aborting it
 metadata: {"bootstrap", "topic"} -> {"cluster_id", "controller_id",
            "brokers": [{"id", "host", "port"}], "partitions": [{"id",
            "leader", "replicas", "isrs", "error"}]}
@@ -148,6 +152,30 @@ def group(req):
     return {"records": out}
 
 
+def transactions(req):
+    p = Producer({
+        "bootstrap.servers": req["bootstrap"],
+        "transactional.id": req["transactional_id"],
+        "transaction.timeout.ms": 30000,
+    })
+    try:
+        p.init_transactions(req["timeout"])
+        for i, txn in enumerate(req["transactions"]):
+            p.begin_transaction()
+            for v in txn["values"]:
+                p.produce(req["topic"], value=unb64(v), partition=0)
+            left = p.flush(req["timeout"])
+            if left:
+                fail("transaction %d: %d records not delivered within %ss" % (i, left, req["timeout"]))
+            if txn["commit"]:
+                p.commit_transaction(req["timeout"])
+            else:
+                p.abort_transaction(req["timeout"])
+    except KafkaException as e:
+        fail("transactions: %s" % e)
+    return {}
+
+
 def metadata(req):
     p = Producer({"bootstrap.servers": req["bootstrap"]})
     try:
@@ -171,9 +199,9 @@ def metadata(req):
 
 
 def main():
-    modes = {"produce": produce, "consume": consume, "group": group, "metadata": metadata}
+    modes = {"produce": produce, "consume": consume, "group": group, "transactions": transactions, "metadata": metadata}
     if len(sys.argv) != 2 or sys.argv[1] not in modes:
-        fail("usage: confluent_interop.py produce|consume|group|metadata < request.json")
+        fail("usage: confluent_interop.py produce|consume|group|transactions|metadata < request.json")
     req = json.load(sys.stdin)
     json.dump(modes[sys.argv[1]](req), sys.stdout)
 
