@@ -162,13 +162,13 @@ type Consumer struct {
 	// being decoded.
 	aborted []kmsg.FetchResponseTopicPartitionAbortedTransaction
 	skipped int
-	c     *Client
-	e     env.Env
-	cfg   ConsumerConfig
-	parts []*cpart // sorted by (topic, partition)
-	nodes []*cnode // sorted by id
-	dec   *record.Decompressor
-	rr    *record.RecordReader
+	c       *Client
+	e       env.Env
+	cfg     ConsumerConfig
+	parts   []*cpart // sorted by (topic, partition)
+	nodes   []*cnode // sorted by id
+	dec     *record.Decompressor
+	rr      *record.RecordReader
 
 	stats ConsumerStats
 
