@@ -2,6 +2,7 @@ package broker
 
 import (
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -34,6 +35,11 @@ const TxnStateTopic = "__transaction_state"
 const (
 	DefaultTxnStatePartitions        = 50
 	DefaultTxnStateReplicationFactor = 3
+	// DefaultTxnStateMinISR is transaction.state.log.min.isr: the
+	// topic's min.insync.replicas (capped at its replication factor), so
+	// that a coordinator record committed with acks=all is on two
+	// replicas and survives the loss of any one.
+	DefaultTxnStateMinISR = 2
 )
 
 // TxnConfig is the transaction coordinator's part of the broker's config.
@@ -269,7 +275,8 @@ func (b *Broker) createTxnStateTopic(img *meta.Image) {
 	req.TimeoutMillis = 30_000
 	t := kmsg.NewCreateTopicsRequestTopic()
 	t.Topic, t.NumPartitions, t.ReplicationFactor = TxnStateTopic, b.txnStatePartitions(), rf
-	for _, c := range [][2]string{{"cleanup.policy", "compact"}, {"compression.type", "producer"}, {"segment.bytes", "104857600"}} {
+	minISR := strconv.Itoa(int(min(DefaultTxnStateMinISR, rf)))
+	for _, c := range [][2]string{{"cleanup.policy", "compact"}, {"compression.type", "producer"}, {"segment.bytes", "104857600"}, {"min.insync.replicas", minISR}} {
 		cfg := kmsg.NewCreateTopicsRequestTopicConfig()
 		cfg.Name, cfg.Value = c[0], kmsg.StringPtr(c[1])
 		t.Configs = append(t.Configs, cfg)
