@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/strata-log/strata/core/env"
+	"github.com/strata-log/strata/core/plant"
 )
 
 // Markers is one transaction's markers to write: a commit or abort marker
@@ -106,7 +107,7 @@ func (s *Shard) sendRound(t *Txn, m *markerRound) {
 			}
 		}
 		for _, r := range results {
-			if !markerDone(r.Err) {
+			if !markerDone(r.Err) && !plant.Is(plant.TxnMarkerRetryDropped) {
 				s.log.Debug("transaction marker failed; retrying", "transactional_id", t.id, "partition", r.TopicPartition, "err", r.Err)
 				continue
 			}

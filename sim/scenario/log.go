@@ -109,6 +109,11 @@ type logBugs struct {
 	// txn is a knob, not a bug: the txn scenario's transactional
 	// producers and read_committed readers and their checks (txn.go).
 	txn bool
+	// txnDropCommitted makes the txn readers' view drop the first record
+	// of every read_committed answer that holds at least two (check n);
+	// txnRepeatRecord makes them see an answer's first record again one
+	// past its last (check o).
+	txnDropCommitted, txnRepeatRecord bool
 	// forgetResets makes the groups harness not tell (k) of the admin's
 	// offset resets: the members' next OffsetFetch then looks like a
 	// lost commit.

@@ -427,7 +427,16 @@ func (t *txnRun) onFetch(rd *txnReader, ev kclient.FetchEvent) {
 	}
 	t.reads++
 	t.skipped += ev.Skipped
-	for _, r := range ev.Records {
+	recs := ev.Records
+	if t.h.bugs.txnDropCommitted && len(recs) >= 2 {
+		recs = recs[1:]
+	}
+	if t.h.bugs.txnRepeatRecord && len(recs) >= 1 && recs[len(recs)-1].Offset+1 < ev.LastStableOffset {
+		extra := recs[0]
+		extra.Offset = recs[len(recs)-1].Offset + 1
+		recs = append(slices.Clone(recs), extra)
+	}
+	for _, r := range recs {
 		v := string(r.Value)
 		if r.Offset >= ev.LastStableOffset {
 			t.fail(fmt.Errorf("(r) last stable offset: read_committed reader %s got %s-%d offset %d (%q) in an answer whose last stable offset is %d",

@@ -87,3 +87,18 @@ func TestTxnSeeds(t *testing.T) {
 	t.Logf("%d seeds: %d transactions committed, %d aborted, %d unknown; %d incarnations fenced, %d producer crashes; %d aborted or control records skipped by read_committed readers; %d seeds struck the coordinator",
 		txnSeedsInMakeTest, s.committed, s.aborted, s.unknown, s.fenced, s.crashes, s.skipped, s.struck)
 }
+
+// TestTxnLostWriteCheckFires: readers whose view drops a record of a
+// read_committed answer fail (n) once a committed transaction's record
+// is passed without being delivered.
+func TestTxnLostWriteCheckFires(t *testing.T) {
+	bugs := logBugs{replicas: replicatedRF, txn: true, damageLogs: true, txnDropCommitted: true}
+	require.NotZero(t, logBugFails(t, bugs, 1, 20, "(n) lost write"), "no seed caught the dropped record")
+}
+
+// TestTxnDuplicateCheckFires: readers that see a record again at a later
+// offset fail (o).
+func TestTxnDuplicateCheckFires(t *testing.T) {
+	bugs := logBugs{replicas: replicatedRF, txn: true, damageLogs: true, txnRepeatRecord: true}
+	require.NotZero(t, logBugFails(t, bugs, 1, 20, "(o) duplicate"), "no seed caught the repeated record")
+}
