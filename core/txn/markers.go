@@ -146,7 +146,13 @@ func (s *Shard) complete(t *Txn, m *markerRound) {
 	}
 	s.transition(t, next, func(err *kerr.Error) {
 		if err != nil {
-			if !s.unloaded && err != kerr.NotCoordinator {
+			// A refused write (NOT_LEADER_FOR_PARTITION maps to
+			// NotCoordinator) is retried while the shard stays loaded:
+			// a refusal the broker's image never follows with an unload
+			// (a transient one) would otherwise leave the transaction
+			// prepared forever. A real loss of the partition unloads the
+			// shard, which ends the retries.
+			if !s.unloaded {
 				s.retryRoundComplete(t, m)
 			}
 			return
