@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -37,6 +38,20 @@ func TestTxnRegressionSeeds(t *testing.T) {
 	}
 }
 
+// txnOpenSeeds fail on a bug found and not fixed yet; TestTxnSeeds
+// skips them (and says so), TestTxnOpenSeedsStillFail keeps them honest.
+var txnOpenSeeds = []uint64{
+	// A replica of __transaction_state on the node whose .log files the
+	// nemesis damages at rest never reopens: its producer-state rebuild
+	// (45) or its open (299) finds corrupt data below the recovery point
+	// and fails at every retry, so (g) reports an offline or
+	// under-replicated partition after the heal. The start-up scrub that
+	// repairs such damage in the replicated scenario's topics does not
+	// repair it here (the groups scenario runs without log damage and
+	// would not see it for __consumer_offsets).
+	45, 299,
+}
+
 // txnSeedsInMakeTest is how many consecutive seeds `make test` runs, in
 // txnSeedChunks parallel subtests.
 const (
@@ -62,6 +77,10 @@ func TestTxnSeeds(t *testing.T) {
 				t.Parallel()
 				f := &figures[c]
 				for seed := uint64(1 + c); seed <= txnSeedsInMakeTest; seed += txnSeedChunks {
+					if slices.Contains(txnOpenSeeds, seed) {
+						t.Logf("txn seed %d skipped: an open bug (txnOpenSeeds)", seed)
+						continue
+					}
 					h := runTxnSeed(t, seed)
 					x := h.txn
 					f.committed += x.committed
@@ -108,4 +127,14 @@ func TestTxnLostWriteCheckFires(t *testing.T) {
 func TestTxnDuplicateCheckFires(t *testing.T) {
 	bugs := logBugs{replicas: replicatedRF, txn: true, damageLogs: true, txnRepeatRecord: true}
 	require.NotZero(t, logBugFails(t, bugs, 1, 20, "(o) duplicate"), "no seed caught the repeated record")
+}
+
+// TestTxnOpenSeedsStillFail: the open seeds fail as their bug says; once
+// one passes, its bug is fixed and it moves to txnRegressionSeeds.
+func TestTxnOpenSeedsStillFail(t *testing.T) {
+	for _, seed := range txnOpenSeeds {
+		sum, _ := runLog(Options{Seed: seed}, logBugs{replicas: replicatedRF, txn: true, damageLogs: true})
+		require.Error(t, sum.Err, "txn seed %d passes: move it to txnRegressionSeeds", seed)
+		require.Contains(t, sum.Err.Error(), "(g) metrics", "txn seed %d fails for another reason", seed)
+	}
 }
