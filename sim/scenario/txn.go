@@ -121,6 +121,7 @@ type txnProducerProc struct {
 type txnReader struct {
 	name string
 	proc *sim.Process
+	e    env.Env
 	cn   *kclient.Consumer
 	// parts: per partition, what the current session delivered and how
 	// far it passed.
@@ -130,6 +131,7 @@ type txnReader struct {
 
 type txnReadState struct {
 	session   int
+	start     int64 // where the session started
 	pos       int64
 	hw, lso   int64
 	sentAfter time.Duration // the last answer's send time
@@ -340,7 +342,7 @@ func (t *txnRun) checkReaderHas(rd *txnReader, rec *txnRecord) {
 	for i, w := range rec.writes {
 		off := rec.offsets[i]
 		st := rd.parts[w.Partition]
-		if off < 0 || st == nil || st.pos <= off+int64(len(w.Values)-1) || st.sentAfter < rec.ackedAt {
+		if off < 0 || st == nil || off < st.start || st.pos <= off+int64(len(w.Values)-1) || st.sentAfter < rec.ackedAt {
 			continue
 		}
 		for j, v := range w.Values {
@@ -398,6 +400,7 @@ func (t *txnRun) startReader(name string, final bool) *txnReader {
 	h := t.h
 	rd := &txnReader{name: name, final: final, parts: map[int32]*txnReadState{}}
 	rd.proc = h.s.AddProcess(name, func(e env.Env) {
+		rd.e = e
 		c := kclient.New(e, kclient.Config{ClientID: name, Bootstrap: h.bootstrap()})
 		rd.cn = kclient.NewConsumer(c, kclient.ConsumerConfig{Topics: []string{txnTopic}, ReadCommitted: true, MaxWait: 100 * time.Millisecond,
 			OnFetch: func(ev kclient.FetchEvent) { t.onFetch(rd, ev) }})
@@ -416,7 +419,7 @@ func (t *txnRun) onFetch(rd *txnReader, ev kclient.FetchEvent) {
 	st := rd.parts[ev.Partition]
 	switch ev.Kind {
 	case kclient.Reset:
-		rd.parts[ev.Partition] = &txnReadState{session: ev.Session, pos: ev.Offset, hw: -1, lso: -1, delivered: map[int64]string{}}
+		rd.parts[ev.Partition] = &txnReadState{session: ev.Session, start: ev.Offset, pos: ev.Offset, hw: -1, lso: -1, delivered: map[int64]string{}}
 		return
 	case kclient.Records:
 	default:
@@ -465,7 +468,10 @@ func (t *txnRun) onFetch(rd *txnReader, ev kclient.FetchEvent) {
 	if pos, _ := rd.cn.Position(txnTopic, ev.Partition); pos > st.pos {
 		st.pos = pos
 	}
-	st.hw, st.lso, st.sentAfter = ev.HighWatermark, ev.LastStableOffset, ev.Sent
+	// The fetch was sent ev.Sent on the reader's monotonic clock: in
+	// virtual time, now less the time since.
+	now := t.h.s.Now()
+	st.hw, st.lso, st.sentAfter = ev.HighWatermark, ev.LastStableOffset, now-(rd.e.Monotonic()-ev.Sent)
 	for _, rec := range t.order {
 		if rec.outcome == txnCommitted {
 			t.checkReaderHas(rd, rec)
