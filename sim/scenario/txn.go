@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/strata-log/strata/core/env"
 	"github.com/strata-log/strata/sim"
 	"github.com/strata-log/strata/sim/kclient"
@@ -42,9 +44,10 @@ import (
 //   - (r) last stable offset: no read_committed answer delivers a record
 //     at or past the last stable offset it reports;
 //   - (s) txn liveness: after the heal every producer's last transaction
-//     ends, and a final read_committed reader reaches every partition's
-//     high watermark with the last stable offset there (no transaction
-//     left open or prepared).
+//     ends, a final read_committed reader reaches every partition's
+//     high watermark with the last stable offset there, and then every
+//     broker's ListTransactions names no transaction Ongoing or in a
+//     Prepare state.
 //
 // Not built: G0/G1c cycles (the dependency graph over several
 // transactional ids' reads and writes), consume-transform-produce
@@ -153,6 +156,9 @@ type txnRun struct {
 	checker *kclient.Client
 	created bool
 	healed  bool
+	// listing: ListTransactions are out (s); listed: all answered empty.
+	listing bool
+	listed  int
 	why     string
 	// counters for the summary and the tests.
 	committed, aborted, unknown, fenced, crashes, reads, skipped int
@@ -516,8 +522,57 @@ func (t *txnRun) settle() bool {
 			return false
 		}
 	}
+	if !t.noneOpen() {
+		return false
+	}
 	t.h.s.At(t.h.s.Now(), "txn:final-check", func() { t.fail(t.finalCheck()) })
 	return true
+}
+
+// noneOpen is the last part of (s): every broker's ListTransactions,
+// sent after the final read caught up, names no transaction Ongoing or
+// in a Prepare state. It asks again until every answer is empty.
+func (t *txnRun) noneOpen() bool {
+	if t.listed == len(t.h.procs) {
+		return true
+	}
+	if t.listing {
+		return false
+	}
+	t.listing, t.listed = true, 0
+	answered := 0
+	open := ""
+	for i := range t.h.procs {
+		node := int32(i + 1)
+		t.h.s.At(t.h.s.Now(), "txn:list-transactions", func() {
+			req := kmsg.NewPtrListTransactionsRequest()
+			req.StateFilters = []string{"Ongoing", "PrepareCommit", "PrepareAbort"}
+			t.checker.Do(node, req, 0, func(r kmsg.Response, err error) {
+				resp, ok := r.(*kmsg.ListTransactionsResponse)
+				switch {
+				case err != nil || !ok:
+					open += fmt.Sprintf(" n%d: %v", node, err)
+				case resp.ErrorCode != 0:
+					open += fmt.Sprintf(" n%d: error code %d", node, resp.ErrorCode)
+				default:
+					for _, ts := range resp.TransactionStates {
+						open += fmt.Sprintf(" n%d: %s %s", node, ts.TransactionalID, ts.TransactionState)
+					}
+				}
+				if answered++; answered < len(t.h.procs) {
+					return
+				}
+				t.listing = false
+				if open == "" {
+					t.listed = len(t.h.procs)
+					return
+				}
+				t.why = "ListTransactions after the final read:" + open
+			})
+		})
+	}
+	t.why = "ListTransactions sent"
+	return false
 }
 
 // finalCheck is (n) and (q) on the final read.
