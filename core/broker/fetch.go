@@ -132,7 +132,7 @@ func (op *fetchOp) evaluate(final bool) bool {
 				if f.diverging != nil {
 					anyErr = true // answer at once: the follower truncates first
 				}
-			} else if req.IsolationLevel == 1 {
+			} else if req.IsolationLevel == 1 && !plant.Is(plant.TxnReadPastLSO) {
 				var cr replica.CommittedRead
 				cr, err = f.part.ReadCommitted(offset, maxBytes, fp.currentLeaderEpoch)
 				f.res, f.aborted = cr.Read, cr.Aborted
@@ -226,7 +226,7 @@ func (op *fetchOp) respond(img *meta.Image, results []fetched) {
 		rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = f.hw, f.lso, f.start
 		if req.IsolationLevel == 1 {
 			rp.AbortedTransactions = make([]kmsg.FetchResponseTopicPartitionAbortedTransaction, 0, len(f.aborted))
-			if f.region.length > 0 {
+			if f.region.length > 0 && !plant.Is(plant.TxnAbortedNotListed) {
 				for _, a := range f.aborted {
 					at := kmsg.NewFetchResponseTopicPartitionAbortedTransaction()
 					at.ProducerID, at.FirstOffset = a.ProducerID, a.FirstOffset

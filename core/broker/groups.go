@@ -2,6 +2,7 @@ package broker
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -400,15 +401,17 @@ func (b *Broker) groupShardFor(name string) (*group.Shard, *kerr.Error) {
 // __consumer_offsets (one request in flight).
 func (b *Broker) createOffsetsTopic(img *meta.Image) {
 	b.createCoordinatorTopic(img, OffsetsTopic, b.offsetsPartitions(), b.cfg.Groups.OffsetsReplicationFactor,
-		DefaultOffsetsReplicationFactor, &b.groups.creating, "group")
+		DefaultOffsetsReplicationFactor, 0, &b.groups.creating, "group")
 }
 
 // createCoordinatorTopic asks the active controller to create a
 // coordinator's compacted internal topic (__consumer_offsets,
 // __transaction_state) with partitions partitions and replication factor
-// rf (def when unset), capped at the brokers registered; creating marks
-// the one request in flight, and owner names the coordinator in logs.
-func (b *Broker) createCoordinatorTopic(img *meta.Image, topic string, partitions int32, rf, def int16, creating *bool, owner string) {
+// rf (def when unset), capped at the brokers registered, and, when minISR
+// is positive, min.insync.replicas of minISR capped at that factor;
+// creating marks the one request in flight, and owner names the
+// coordinator in logs.
+func (b *Broker) createCoordinatorTopic(img *meta.Image, topic string, partitions int32, rf, def, minISR int16, creating *bool, owner string) {
 	if *creating || b.cfg.Metadata == nil {
 		return
 	}
@@ -423,7 +426,11 @@ func (b *Broker) createCoordinatorTopic(img *meta.Image, topic string, partition
 	req.TimeoutMillis = 30_000
 	t := kmsg.NewCreateTopicsRequestTopic()
 	t.Topic, t.NumPartitions, t.ReplicationFactor = topic, partitions, rf
-	for _, c := range [][2]string{{"cleanup.policy", "compact"}, {"compression.type", "producer"}, {"segment.bytes", "104857600"}} {
+	configs := [][2]string{{"cleanup.policy", "compact"}, {"compression.type", "producer"}, {"segment.bytes", "104857600"}}
+	if minISR > 0 {
+		configs = append(configs, [2]string{"min.insync.replicas", strconv.Itoa(int(min(minISR, rf)))})
+	}
+	for _, c := range configs {
 		cfg := kmsg.NewCreateTopicsRequestTopicConfig()
 		cfg.Name, cfg.Value = c[0], kmsg.StringPtr(c[1])
 		t.Configs = append(t.Configs, cfg)

@@ -33,6 +33,11 @@ const TxnStateTopic = "__transaction_state"
 const (
 	DefaultTxnStatePartitions        = 50
 	DefaultTxnStateReplicationFactor = 3
+	// DefaultTxnStateMinISR is transaction.state.log.min.isr: the
+	// topic's min.insync.replicas (capped at its replication factor), so
+	// that a coordinator record committed with acks=all is on two
+	// replicas and survives the loss of any one.
+	DefaultTxnStateMinISR = 2
 )
 
 // TxnConfig is the transaction coordinator's part of the broker's config.
@@ -254,7 +259,7 @@ func (b *Broker) txnShardFor(id string) (*txn.Shard, *kerr.Error) {
 // __transaction_state (one request in flight), as createOffsetsTopic.
 func (b *Broker) createTxnStateTopic(img *meta.Image) {
 	b.createCoordinatorTopic(img, TxnStateTopic, b.txnStatePartitions(), b.cfg.Txns.StateReplicationFactor,
-		DefaultTxnStateReplicationFactor, &b.txns.creating, "transaction")
+		DefaultTxnStateReplicationFactor, DefaultTxnStateMinISR, &b.txns.creating, "transaction")
 }
 
 // closeTxns unloads the shards (their timers stop) and closes the marker

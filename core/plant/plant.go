@@ -58,17 +58,28 @@ const (
 	// of a new generation before the group record with its assignment
 	// is committed (core/group).
 	GroupSyncBeforeWrite
+	// TxnReadPastLSO: the broker serves a read_committed fetch as a
+	// read_uncommitted one, up to the high watermark (core/broker).
+	TxnReadPastLSO
+	// TxnAbortedNotListed: a read_committed fetch answers no aborted
+	// transactions (core/broker), so the consumer delivers their batches.
+	TxnAbortedNotListed
+	// TxnMarkerRetryDropped: the coordinator takes a failed marker as
+	// written, so a transaction completes without every partition's
+	// marker (core/txn).
+	TxnMarkerRetryDropped
 )
 
 func (b Bug) String() string {
 	return [...]string{"none", "log-skip-fsync", "ack-before-fsync", "append-duplicates", "fetch-skips-ahead",
 		"ack-before-isr", "high-watermark-from-log-end", "leader-outside-isr",
 		"follower-keeps-lost-tail", "group-stale-commit", "group-commit-before-write", "group-replay-drops-last-offset",
-		"group-stale-assignment", "group-heartbeat-keeps-no-session", "group-sync-before-write"}[b]
+		"group-stale-assignment", "group-heartbeat-keeps-no-session", "group-sync-before-write",
+		"txn-read-past-lso", "txn-aborted-not-listed", "txn-marker-retry-dropped"}[b]
 }
 
 // Bugs lists every plantable bug (the planted-bug test's table must cover
 // each).
 var Bugs = []Bug{LogSkipFsync, AckBeforeFsync, AppendDuplicates, FetchSkipsAhead, AckBeforeISR, HighWatermarkFromLogEnd, LeaderOutsideISR, FollowerKeepsLostTail,
 	GroupStaleCommit, GroupCommitBeforeWrite, GroupReplayDropsLastOffset, GroupStaleAssignment, GroupHeartbeatKeepsNoSession,
-	GroupSyncBeforeWrite}
+	GroupSyncBeforeWrite, TxnReadPastLSO, TxnAbortedNotListed, TxnMarkerRetryDropped}

@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/strata-log/strata/core/env"
+	"github.com/strata-log/strata/core/plant"
 )
 
 // Markers is one transaction's markers to write: a commit or abort marker
@@ -106,7 +107,7 @@ func (s *Shard) sendRound(t *Txn, m *markerRound) {
 			}
 		}
 		for _, r := range results {
-			if !markerDone(r.Err) {
+			if !markerDone(r.Err) && !plant.Is(plant.TxnMarkerRetryDropped) {
 				s.log.Debug("transaction marker failed; retrying", "transactional_id", t.id, "partition", r.TopicPartition, "err", r.Err)
 				continue
 			}
@@ -145,7 +146,13 @@ func (s *Shard) complete(t *Txn, m *markerRound) {
 	}
 	s.transition(t, next, func(err *kerr.Error) {
 		if err != nil {
-			if !s.unloaded && err != kerr.NotCoordinator {
+			// A refused write (NOT_LEADER_FOR_PARTITION maps to
+			// NotCoordinator) is retried while the shard stays loaded:
+			// a refusal the broker's image never follows with an unload
+			// (a transient one) would otherwise leave the transaction
+			// prepared forever. A real loss of the partition unloads the
+			// shard, which ends the retries.
+			if !s.unloaded {
 				s.retryRoundComplete(t, m)
 			}
 			return

@@ -42,6 +42,12 @@ type ConsumerConfig struct {
 	MaxWait           time.Duration
 	MaxBytes          int32
 	PartitionMaxBytes int32
+	// ReadCommitted fetches with isolation level 1 (read_committed): the
+	// broker answers up to the last stable offset with the aborted
+	// transactions in range, and the consumer skips their batches (from
+	// each one's first offset up to its abort marker) and every control
+	// batch, as the Java client's fetcher does.
+	ReadCommitted bool
 	// OnFetch learns everything the consumer reads. It must not be nil.
 	OnFetch func(FetchEvent)
 }
@@ -87,7 +93,13 @@ type FetchEvent struct {
 	Session       int
 	Records       []Record
 	HighWatermark int64
-	Offset        int64
+	// LastStableOffset is the answer's (Records).
+	LastStableOffset int64
+	// Skipped counts the records of aborted transactions and the control
+	// records a read_committed answer held and the consumer skipped
+	// (Records).
+	Skipped int
+	Offset  int64
 	// Sent is when the fetch that brought the answer was sent, on the
 	// consumer's monotonic clock (Records, OutOfRange, Corrupt): with
 	// the event's own time it brackets the instant the broker read the
@@ -146,13 +158,17 @@ type sessPart struct {
 // forever (there are no groups: it is a reader, like kgo's direct
 // consuming). It runs on its client's loop.
 type Consumer struct {
-	c     *Client
-	e     env.Env
-	cfg   ConsumerConfig
-	parts []*cpart // sorted by (topic, partition)
-	nodes []*cnode // sorted by id
-	dec   *record.Decompressor
-	rr    *record.RecordReader
+	// aborted and skipped are the read_committed state of the answer
+	// being decoded.
+	aborted []kmsg.FetchResponseTopicPartitionAbortedTransaction
+	skipped int
+	c       *Client
+	e       env.Env
+	cfg     ConsumerConfig
+	parts   []*cpart // sorted by (topic, partition)
+	nodes   []*cnode // sorted by id
+	dec     *record.Decompressor
+	rr      *record.RecordReader
 
 	stats ConsumerStats
 
@@ -457,6 +473,9 @@ func (cn *Consumer) fetch(nd *cnode, parts []*cpart) {
 	req := kmsg.NewPtrFetchRequest()
 	req.MaxWaitMillis = int32(cn.cfg.MaxWait / time.Millisecond)
 	req.MinBytes, req.MaxBytes = 1, cn.cfg.MaxBytes
+	if cn.cfg.ReadCommitted {
+		req.IsolationLevel = 1
+	}
 	incremental := cn.cfg.Sessions && nd.sess.id > 0
 	req.SessionID, req.SessionEpoch = 0, -1
 	switch {
@@ -618,13 +637,22 @@ func (cn *Consumer) partitionFetched(a fetchPos, rp *kmsg.FetchResponseTopicPart
 		}
 		return false
 	}
+	cn.aborted = cn.aborted[:0]
+	if cn.cfg.ReadCommitted {
+		cn.aborted = append(cn.aborted, rp.AbortedTransactions...)
+		slices.SortFunc(cn.aborted, func(x, y kmsg.FetchResponseTopicPartitionAbortedTransaction) int {
+			return cmp.Or(cmp.Compare(x.FirstOffset, y.FirstOffset), cmp.Compare(x.ProducerID, y.ProducerID))
+		})
+	}
+	cn.skipped = 0
 	recs, next, bad := cn.decode(cp, rp.RecordBatches)
 	cp.pos = next
 	cn.stats.Records += len(recs)
 	if bad == nil && cp.suspect.active && next > cp.suspect.pos {
 		cp.suspect = suspicion{}
 	}
-	cn.cfg.OnFetch(FetchEvent{Kind: Records, Topic: cp.topic, Partition: cp.partition, Session: cp.session, Records: recs, HighWatermark: rp.HighWatermark, Offset: a.offset, Sent: a.sent})
+	cn.cfg.OnFetch(FetchEvent{Kind: Records, Topic: cp.topic, Partition: cp.partition, Session: cp.session, Records: recs, HighWatermark: rp.HighWatermark,
+		LastStableOffset: rp.LastStableOffset, Skipped: cn.skipped, Offset: a.offset, Sent: a.sent})
 	if bad != nil {
 		cn.cfg.OnFetch(FetchEvent{Kind: Corrupt, Topic: cp.topic, Partition: cp.partition, Session: cp.session, Offset: cp.pos, HighWatermark: rp.HighWatermark, Sent: a.sent, Err: bad})
 	}
@@ -645,9 +673,14 @@ func (cn *Consumer) partitionFetched(a fetchPos, rp *kmsg.FetchResponseTopicPart
 func (cn *Consumer) decode(cp *cpart, data []byte) (recs []Record, next int64, bad error) {
 	next = cp.pos
 	sp := record.NewSplitter(data, math.MaxInt32, record.CheckFraming)
+	abortedPIDs := map[int64]bool{} // read_committed: producers inside an aborted transaction
 	for sp.Next() {
 		b := sp.Batch()
 		batchRecs, expect, damage, misplaced := cn.readBatch(cp, b, next)
+		if damage == "" && cn.cfg.ReadCommitted && cn.skipAborted(b, abortedPIDs) {
+			cn.skipped += len(batchRecs)
+			batchRecs = nil
+		}
 		if damage == "" && misplaced == "" {
 			recs = append(recs, batchRecs...)
 			next = expect
@@ -669,6 +702,26 @@ func (cn *Consumer) decode(cp *cpart, data []byte) (recs []Record, next int64, b
 		}
 	}
 	return recs, next, nil
+}
+
+// skipAborted reports whether a read_committed consumer skips batch b:
+// a control batch, or a transactional batch of a producer whose aborted
+// transaction (listed in the answer) began at or before it and whose
+// abort marker has not been passed. aborted tracks those producers
+// through the answer's batches (the Java client's abortedProducerIds).
+func (cn *Consumer) skipAborted(b record.Batch, aborted map[int64]bool) bool {
+	for len(cn.aborted) > 0 && cn.aborted[0].FirstOffset <= b.LastOffset() {
+		aborted[cn.aborted[0].ProducerID] = true
+		cn.aborted = cn.aborted[1:]
+	}
+	attrs := b.Attributes()
+	if attrs.IsControl() {
+		if attrs.IsTransactional() {
+			delete(aborted, b.ProducerID()) // a marker ends the producer's transaction
+		}
+		return true
+	}
+	return attrs.IsTransactional() && aborted[b.ProducerID()]
 }
 
 // readBatch decodes b, whose records should start at next (or hold it,

@@ -51,6 +51,14 @@ func Groups(o Options) sim.Summary {
 	return sum
 }
 
+// Txn runs the "txn" scenario: the replicated scenario with
+// transactional producers, read_committed consumers and strikes at the
+// transaction coordinator (txn.go).
+func Txn(o Options) sim.Summary {
+	sum, _ := runLog(o, logBugs{replicas: replicatedRF, txn: true, pageCache: o.PageCache, damageLogs: !o.NoDamageLogs})
+	return sum
+}
+
 // replicatedRF is the replicated scenario's replication factor, and
 // replicatedLagTime its replica.lag.time.max.ms. replicated5RF is the
 // replicated5 scenario's widest replication factor and its node count.
@@ -98,6 +106,14 @@ type logBugs struct {
 	// groups is a knob, not a bug: the groups scenario's consumer group
 	// and its checks (groups.go) on the replicated cluster.
 	groups bool
+	// txn is a knob, not a bug: the txn scenario's transactional
+	// producers and read_committed readers and their checks (txn.go).
+	txn bool
+	// txnDropCommitted makes the txn readers' view drop the first record
+	// of every read_committed answer that holds at least two (check n);
+	// txnRepeatRecord makes them see an answer's first record again one
+	// past its last (check o).
+	txnDropCommitted, txnRepeatRecord bool
 	// forgetResets makes the groups harness not tell (k) of the admin's
 	// offset resets: the members' next OffsetFetch then looks like a
 	// lost commit.
@@ -132,6 +148,8 @@ func (b logBugs) name() string {
 	switch {
 	case b.groups:
 		return "groups"
+	case b.txn:
+		return "txn"
 	case b.replicas == replicated5RF:
 		return "replicated5"
 	case b.rf() > 1:
@@ -182,11 +200,12 @@ const (
 	logMetrics                  // waiting for the metrics to say healthy (g)
 	logReplicas                 // waiting for the replicas to match (i)
 	logGroup                    // waiting for the group to settle (m)
+	logTxn                      // waiting for the transactions to settle (s)
 	logDone
 )
 
 func (p logPhase) String() string {
-	return [...]string{"setup", "faults", "drain", "probe", "verify", "checking", "metrics", "replicas", "group", "done"}[p]
+	return [...]string{"setup", "faults", "drain", "probe", "verify", "checking", "metrics", "replicas", "group", "txn", "done"}[p]
 }
 
 // runLog runs one seed of the log scenario with planted bugs and returns
@@ -304,6 +323,9 @@ func runLog(o Options, bugs logBugs) (sim.Summary, *logHarness) {
 			if h.group != nil {
 				h.group.heal()
 			}
+			if h.txn != nil {
+				h.txn.heal()
+			}
 		}
 		h.advance()
 	}
@@ -392,6 +414,8 @@ type logHarness struct {
 	maxDown     int
 	// group is the groups scenario's consumer group (groups.go).
 	group *groupRun
+	// txn is the txn scenario's transactions (txn.go).
+	txn *txnRun
 }
 
 func newLogHarness(s *sim.Sim, o Options, bugs logBugs) *logHarness {
@@ -411,6 +435,9 @@ func newLogHarness(s *sim.Sim, o Options, bugs logBugs) *logHarness {
 	}
 	if bugs.groups {
 		h.group = newGroupRun(h)
+	}
+	if bugs.txn {
+		h.txn = newTxnRun(h)
 	}
 	n := o.Nodes
 	h.servers = make([]*server.Server, n)
@@ -434,6 +461,10 @@ func newLogHarness(s *sim.Sim, o Options, bugs logBugs) *logHarness {
 			scfg.BrokerListener.Groups.OffsetsPartitions = groupOffsetsPartitions
 			scfg.BrokerListener.Groups.Coordinator.MinSessionTimeout = groupMinSession
 			scfg.BrokerListener.Groups.Coordinator.InitialRebalanceDelay = groupInitialDelay
+		}
+		if bugs.txn {
+			scfg.BrokerListener.Txns.StatePartitions = txnStatePartitions
+			scfg.BrokerListener.Txns.Coordinator.AbortCheckInterval = txnAbortCheckInterval
 		}
 		if bugs.rf() > 1 {
 			// A short replica.lag.time.max.ms, so that within the fault
@@ -597,6 +628,9 @@ func (h *logHarness) advance() {
 			if h.group != nil {
 				h.phase, h.phaseAt = logGroup, h.s.Now()
 			}
+			if h.txn != nil {
+				h.phase, h.phaseAt = logTxn, h.s.Now()
+			}
 		}
 	case logGroup:
 		// (m): the group settles within the same deadline.
@@ -606,6 +640,11 @@ func (h *logHarness) advance() {
 			h.err = err
 		}
 		if err == nil || h.err != nil {
+			h.phase = logDone
+		}
+	case logTxn:
+		// (s): the transactions settle within the same deadline.
+		if h.txn.settle() {
 			h.phase = logDone
 		}
 	}
@@ -641,10 +680,13 @@ func (h *logHarness) partitions() []linearizability.LogPartition {
 // offsetsPartitions is how many __consumer_offsets partitions the run
 // has (the groups scenario's).
 func (h *logHarness) offsetsPartitions() int {
-	if h.group == nil {
-		return 0
+	switch {
+	case h.group != nil:
+		return groupOffsetsPartitions
+	case h.txn != nil:
+		return txnPartitions + txnStatePartitions // the txn topic and __transaction_state
 	}
-	return groupOffsetsPartitions
+	return 0
 }
 
 // drained reports whether every producer delivered everything.
@@ -750,6 +792,9 @@ func (h *logHarness) finalCheckAtDeadline() error {
 	if h.phase == logGroup {
 		return fmt.Errorf("(m) group liveness: the group did not settle %v after the heal: %s", h.o.HealPhase, h.group.why)
 	}
+	if h.phase == logTxn {
+		return fmt.Errorf("(s) txn liveness: the transactions did not settle %v after the heal: %s", h.o.HealPhase, h.txn.why)
+	}
 	if h.phase != logVerify || h.verifier == nil {
 		return nil
 	}
@@ -792,6 +837,9 @@ func (h *logHarness) describe() string {
 	}
 	if h.group != nil {
 		b.WriteString(" " + h.group.summary())
+	}
+	if h.txn != nil {
+		b.WriteString(" " + h.txn.summary())
 	}
 	return b.String()
 }

@@ -379,6 +379,9 @@ func (h *logHarness) startWorkload() {
 	if h.group != nil {
 		h.group.start()
 	}
+	if h.txn != nil {
+		h.txn.start()
+	}
 }
 
 // startProbe starts the prober: one record to every partition.

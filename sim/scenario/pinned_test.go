@@ -66,6 +66,9 @@ func TestPinnedSeedsKeepTheirFaultMix(t *testing.T) {
 	for _, s := range groupsRegressionSeeds {
 		pins = append(pins, pinned{"groups", s})
 	}
+	for _, s := range txnRegressionSeeds {
+		pins = append(pins, pinned{"txn", s})
+	}
 	var out strings.Builder
 	out.WriteString("# scenario seed trace-hash fault-mix, per pinned seed (go test ./sim/scenario -run TestPinnedSeeds -update-pins)\n")
 	for _, p := range pins {

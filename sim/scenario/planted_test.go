@@ -61,6 +61,9 @@ var plantedBugs = []struct {
 	// with another assignment (j), or takes commits of the generation
 	// before (l).
 	{plant.GroupSyncBeforeWrite, "groups", 100, []string{"(j)", "(l)", "(k)"}},
+	{plant.TxnReadPastLSO, "txn", 60, []string{"(r)", "(p)"}},
+	{plant.TxnAbortedNotListed, "txn", 60, []string{"(p)"}},
+	{plant.TxnMarkerRetryDropped, "txn", 100, []string{"(s)", "(n)", "(q)"}},
 }
 
 func TestPlantedBugTableIsComplete(t *testing.T) {

@@ -72,6 +72,7 @@ var registry = map[string]Func{
 	"log":         Log,
 	"replicated":  Replicated,
 	"replicated5": Replicated5,
+	"txn":         Txn,
 }
 
 // Names lists the registered scenarios, sorted.

@@ -1,0 +1,494 @@
+package kclient
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/core/env"
+	"github.com/strata-log/strata/core/record"
+)
+
+// A TxnProducer is a transactional producer (transactional.id), one
+// transaction at a time, as the Java client's TransactionManager runs
+// one:
+//
+//  1. FindCoordinator (key type 1) for the transactional id; a lost
+//     answer, NOT_COORDINATOR or COORDINATOR_NOT_AVAILABLE finds it again
+//     after a backoff.
+//  2. InitProducerId with the transactional id: the coordinator fences
+//     the id's previous incarnations and completes or aborts their
+//     transaction. CONCURRENT_TRANSACTIONS and
+//     COORDINATOR_LOAD_IN_PROGRESS ask again after a backoff.
+//  3. Begin: AddPartitionsToTxn (v3) of the transaction's partitions, then
+//     one transactional batch per write, idempotent (its sequence kept
+//     across resends, so a resend after a lost answer is a duplicate the
+//     partition answers without appending), then EndTxn v5 commit or
+//     abort. KIP-890 part 2: EndTxn answers the epoch the next
+//     transaction runs under; a retried EndTxn keeps the epoch it was
+//     first sent with.
+//  4. PRODUCER_FENCED, INVALID_PRODUCER_EPOCH from the coordinator, or
+//     TRANSACTIONAL_ID_AUTHORIZATION_FAILED end the incarnation (Fenced):
+//     a newer one owns the id. Any other non-retriable error before the
+//     EndTxn makes the transaction abortable: it is aborted (EndTxn
+//     abort).
+//
+// Everything the checkers need is reported (TxnEvent).
+type TxnProducer struct {
+	c   *Client
+	e   env.Env
+	cfg TxnProducerConfig
+
+	coordinator int32 // -1: unknown
+	pid         int64
+	epoch       int16
+	state       txnState
+	failures    int
+	// busy: a request of the producer is in flight.
+	busy bool
+
+	cur *txnCur
+	// seq is the next sequence per partition under pid and epoch.
+	seq map[TopicPartition]int32
+}
+
+// TxnMaxVersions is the Config.MaxVersions a TxnProducer's client needs.
+func TxnMaxVersions() map[int16]int16 {
+	return map[int16]int16{int16(kmsg.AddPartitionsToTxn): 3}
+}
+
+type txnState uint8
+
+const (
+	txnFinding txnState = iota
+	txnIniting
+	txnReady
+	txnAdding
+	txnProducing
+	txnEnding
+	txnFenced
+	txnClosed
+)
+
+// TxnProducerConfig configures a TxnProducer.
+type TxnProducerConfig struct {
+	TransactionalID string
+	// Timeout is transaction.timeout.ms: the coordinator aborts a
+	// transaction open longer.
+	Timeout time.Duration
+	// OnEvent learns every step. It must not be nil.
+	OnEvent func(TxnEvent)
+}
+
+// TxnWrite is one batch of a transaction.
+type TxnWrite struct {
+	Topic     string
+	Partition int32
+	Values    [][]byte
+}
+
+// TxnEventKind says what a TxnEvent reports.
+type TxnEventKind uint8
+
+const (
+	// TxnInitialized: the producer holds ProducerID and Epoch.
+	TxnInitialized TxnEventKind = iota + 1
+	// TxnProduced: write Write of transaction Txn was acknowledged at
+	// Offset.
+	TxnProduced
+	// TxnEndSent: the EndTxn (Commit says which) is sent to Coordinator
+	// (at every send).
+	TxnEndSent
+	// TxnEnded: the EndTxn was answered without error: the transaction is
+	// committed (Commit) or aborted.
+	TxnEnded
+	// TxnFenced: the incarnation is fenced; Txn (if any) has the outcome
+	// the coordinator gave it, unknown here: aborted unless its commit
+	// was sent (EndSent).
+	TxnFenced
+)
+
+func (k TxnEventKind) String() string {
+	return [...]string{"?", "initialized", "produced", "end-sent", "ended", "fenced"}[k]
+}
+
+// TxnEvent is one step of a TxnProducer.
+type TxnEvent struct {
+	Kind        TxnEventKind
+	Txn         int // the transaction's number, from 1 (0: none)
+	ProducerID  int64
+	Epoch       int16
+	Write       int
+	Offset      int64
+	Commit      bool
+	EndSent     bool // TxnFenced: an EndTxn commit had been sent
+	Coordinator int32
+	Err         error
+}
+
+type txnCur struct {
+	n       int
+	writes  []TxnWrite
+	commit  bool // what the caller asked
+	abort   bool // an abortable error: ends with abort
+	next    int  // next write to produce
+	raw     []byte
+	added   bool
+	endSent bool // an EndTxn commit was sent
+	ending  bool
+	endEp   int16 // the epoch of the first EndTxn send
+}
+
+// NewTxnProducer starts a transactional producer: it finds its
+// coordinator and initializes at once. c must cap AddPartitionsToTxn at
+// v3 (Config.MaxVersions; TxnMaxVersions): v4+ is the brokers' batched
+// form.
+func NewTxnProducer(c *Client, cfg TxnProducerConfig) *TxnProducer {
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 10 * time.Second
+	}
+	p := &TxnProducer{c: c, e: c.Env(), cfg: cfg, coordinator: -1, pid: -1, epoch: -1, seq: map[TopicPartition]int32{}}
+	p.find()
+	return p
+}
+
+// Ready reports whether the producer can Begin a transaction.
+func (p *TxnProducer) Ready() bool { return p.state == txnReady && p.cur == nil }
+
+// Fenced reports whether the incarnation ended (fenced).
+func (p *TxnProducer) Fenced() bool { return p.state == txnFenced }
+
+// Close stops the producer; a transaction in progress is left to the
+// coordinator (its timeout or the next incarnation aborts it).
+func (p *TxnProducer) Close() { p.state = txnClosed }
+
+// Begin runs transaction n: writes, then commit or abort. The producer
+// must be Ready.
+func (p *TxnProducer) Begin(n int, writes []TxnWrite, commit bool) {
+	if !p.Ready() {
+		panic("kclient: TxnProducer.Begin while not ready")
+	}
+	p.cur = &txnCur{n: n, writes: writes, commit: commit}
+	p.state = txnAdding
+	p.addPartitions()
+}
+
+func (p *TxnProducer) event(ev TxnEvent) {
+	if ev.Txn == 0 && p.cur != nil {
+		ev.Txn = p.cur.n
+	}
+	ev.ProducerID, ev.Epoch = p.pid, p.epoch
+	p.c.log.Debug("transaction event", "kind", ev.Kind, "txn", ev.Txn, "pid", ev.ProducerID, "epoch", ev.Epoch, "write", ev.Write, "offset", ev.Offset, "commit", ev.Commit, "err", ev.Err)
+	p.cfg.OnEvent(ev)
+}
+
+// again runs f after the backoff of another failure.
+func (p *TxnProducer) again(f func()) {
+	p.failures++
+	p.e.AfterFunc(p.c.backoff(p.failures), func() {
+		if p.state != txnClosed && p.state != txnFenced {
+			f()
+		}
+	})
+}
+
+// refind forgets the coordinator and runs then once it is found again.
+func (p *TxnProducer) refind(then txnState) {
+	p.coordinator = -1
+	p.again(func() { p.findThen(then) })
+}
+
+func (p *TxnProducer) find() { p.findThen(txnIniting) }
+
+// findThen finds the coordinator, then resumes in state then.
+func (p *TxnProducer) findThen(then txnState) {
+	prev := p.state
+	if prev != txnAdding && prev != txnEnding {
+		p.state = txnFinding
+	}
+	req := kmsg.NewPtrFindCoordinatorRequest()
+	req.CoordinatorType = 1
+	req.CoordinatorKey = p.cfg.TransactionalID
+	req.CoordinatorKeys = []string{p.cfg.TransactionalID}
+	p.c.DoAny(req, func(r kmsg.Response, err error) {
+		if p.state == txnClosed {
+			return
+		}
+		resp, ok := r.(*kmsg.FindCoordinatorResponse)
+		if err != nil || !ok {
+			p.again(func() { p.findThen(then) })
+			return
+		}
+		code, node, host, port := resp.ErrorCode, resp.NodeID, resp.Host, resp.Port
+		if resp.Version >= 4 {
+			if len(resp.Coordinators) != 1 {
+				p.again(func() { p.findThen(then) })
+				return
+			}
+			c := resp.Coordinators[0]
+			code, node, host, port = c.ErrorCode, c.NodeID, c.Host, c.Port
+		}
+		if code != 0 || node < 0 {
+			p.again(func() { p.findThen(then) })
+			return
+		}
+		p.c.learnBroker(node, host, port)
+		p.coordinator = node
+		p.failures = 0
+		switch then {
+		case txnIniting:
+			p.init()
+		case txnAdding:
+			p.addPartitions()
+		case txnEnding:
+			p.endTxn()
+		}
+	})
+}
+
+// coordinatorError handles an error code from the coordinator; it
+// reports whether the caller retries (resume in state then).
+func (p *TxnProducer) coordinatorError(code int16, then txnState, retry func()) {
+	p.c.log.Debug("transaction coordinator error", "state", p.state, "code", codeName(code))
+	switch code {
+	case kerr.NotCoordinator.Code, kerr.CoordinatorNotAvailable.Code:
+		p.refind(then)
+	case kerr.CoordinatorLoadInProgress.Code, kerr.ConcurrentTransactions.Code, kerr.RequestTimedOut.Code, -1:
+		p.again(retry)
+	case kerr.ProducerFenced.Code, kerr.InvalidProducerEpoch.Code, kerr.TransactionalIDAuthorizationFailed.Code:
+		p.fence(fmt.Errorf("coordinator: %s", codeName(code)))
+	default:
+		// Not retriable: abort (or, while ending, report as fenced: the
+		// outcome is the coordinator's).
+		if p.state == txnEnding {
+			p.fence(fmt.Errorf("EndTxn: %s", codeName(code)))
+			return
+		}
+		p.cur.abort = true
+		p.startEnd()
+	}
+}
+
+func (p *TxnProducer) fence(err error) {
+	p.state = txnFenced
+	ev := TxnEvent{Kind: TxnFenced, Err: err}
+	if p.cur != nil {
+		ev.EndSent = p.cur.endSent
+	}
+	p.event(ev)
+	p.cur = nil
+}
+
+func (p *TxnProducer) init() {
+	p.state = txnIniting
+	req := kmsg.NewPtrInitProducerIDRequest()
+	req.TransactionalID = kmsg.StringPtr(p.cfg.TransactionalID)
+	req.TransactionTimeoutMillis = int32(p.cfg.Timeout / time.Millisecond)
+	req.ProducerID, req.ProducerEpoch = -1, -1
+	p.c.Do(p.coordinator, req, 0, func(r kmsg.Response, err error) {
+		if p.state != txnIniting {
+			return
+		}
+		resp, ok := r.(*kmsg.InitProducerIDResponse)
+		if err != nil || !ok {
+			p.refind(txnIniting)
+			return
+		}
+		if resp.ErrorCode != 0 {
+			p.coordinatorError(resp.ErrorCode, txnIniting, p.init)
+			return
+		}
+		p.failures = 0
+		p.setEpoch(resp.ProducerID, resp.ProducerEpoch)
+		p.state = txnReady
+		p.event(TxnEvent{Kind: TxnInitialized, Coordinator: p.coordinator})
+	})
+}
+
+// setEpoch takes a new producer id or epoch: sequences start again.
+func (p *TxnProducer) setEpoch(pid int64, epoch int16) {
+	if pid != p.pid || epoch != p.epoch {
+		clear(p.seq)
+	}
+	p.pid, p.epoch = pid, epoch
+}
+
+func (p *TxnProducer) addPartitions() {
+	if p.coordinator < 0 {
+		p.findThen(txnAdding)
+		return
+	}
+	req := kmsg.NewPtrAddPartitionsToTxnRequest()
+	req.TransactionalID, req.ProducerID, req.ProducerEpoch = p.cfg.TransactionalID, p.pid, p.epoch
+	for _, w := range p.cur.writes {
+		i := -1
+		for j := range req.Topics {
+			if req.Topics[j].Topic == w.Topic {
+				i = j
+			}
+		}
+		if i < 0 {
+			t := kmsg.NewAddPartitionsToTxnRequestTopic()
+			t.Topic = w.Topic
+			req.Topics = append(req.Topics, t)
+			i = len(req.Topics) - 1
+		}
+		req.Topics[i].Partitions = append(req.Topics[i].Partitions, w.Partition)
+	}
+	cur := p.cur
+	p.c.Do(p.coordinator, req, 0, func(r kmsg.Response, err error) {
+		if p.state != txnAdding || p.cur != cur {
+			return
+		}
+		resp, ok := r.(*kmsg.AddPartitionsToTxnResponse)
+		if err != nil || !ok {
+			p.refind(txnAdding)
+			return
+		}
+		var code int16
+		if len(resp.Topics) == 0 && resp.ErrorCode == 0 {
+			code = kerr.UnsupportedVersion.Code // v4+: the client must cap AddPartitionsToTxn at v3
+		}
+		for _, t := range resp.Topics {
+			for _, pr := range t.Partitions {
+				if pr.ErrorCode != 0 && code == 0 {
+					code = pr.ErrorCode
+				}
+			}
+		}
+		if resp.ErrorCode != 0 {
+			code = resp.ErrorCode
+		}
+		if code != 0 {
+			p.coordinatorError(code, txnAdding, p.addPartitions)
+			return
+		}
+		p.failures = 0
+		cur.added = true
+		p.state = txnProducing
+		p.produce()
+	})
+}
+
+// produce sends the current write (built once, resent as it is).
+func (p *TxnProducer) produce() {
+	cur := p.cur
+	if cur.next >= len(cur.writes) {
+		p.startEnd()
+		return
+	}
+	w := cur.writes[cur.next]
+	tp := TopicPartition{Topic: w.Topic, Partition: w.Partition}
+	if cur.raw == nil {
+		seq := p.seq[tp]
+		rb := record.NewBuilder(record.WithProducer(p.pid, p.epoch, seq), record.WithTransactional())
+		ts := p.e.Now().UnixMilli()
+		for i, v := range w.Values {
+			rb.Append(ts, []byte(fmt.Sprintf("k%d", i)), v)
+		}
+		raw, err := rb.AppendTo(nil)
+		if err != nil {
+			panic(fmt.Sprintf("kclient: building a batch: %v", err))
+		}
+		cur.raw = raw
+		p.seq[tp] = record.IncrementSequence(seq, int32(len(w.Values)))
+	}
+	leader, _, ok := p.c.Leader(w.Topic, w.Partition)
+	if !ok {
+		p.c.RefreshMetadata()
+		p.again(p.produce)
+		return
+	}
+	req := kmsg.NewPtrProduceRequest()
+	req.TransactionID = kmsg.StringPtr(p.cfg.TransactionalID)
+	req.Acks, req.TimeoutMillis = -1, int32(DefaultProduceTimeout/time.Millisecond)
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = w.Topic
+	if t, ok := p.c.Topic(w.Topic); ok {
+		rt.TopicID = t.ID
+	}
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Partition, rp.Records = w.Partition, cur.raw
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	write := cur.next
+	p.c.Do(leader, req, 0, func(r kmsg.Response, err error) {
+		if p.state != txnProducing || p.cur != cur || cur.next != write {
+			return
+		}
+		resp, ok := r.(*kmsg.ProduceResponse)
+		if err != nil || !ok || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+			p.c.RefreshMetadata()
+			p.again(p.produce)
+			return
+		}
+		pr := resp.Topics[0].Partitions[0]
+		if pr.ErrorCode != 0 {
+			p.c.log.Debug("transactional produce refused", "topic", w.Topic, "partition", w.Partition, "code", codeName(pr.ErrorCode))
+		}
+		switch code := pr.ErrorCode; {
+		case code == 0 || code == kerr.DuplicateSequenceNumber.Code:
+			p.failures = 0
+			p.event(TxnEvent{Kind: TxnProduced, Write: write, Offset: pr.BaseOffset})
+			cur.next++
+			cur.raw = nil
+			p.produce()
+		case code == kerr.ProducerFenced.Code || code == kerr.InvalidProducerEpoch.Code:
+			p.fence(fmt.Errorf("produce: %s", codeName(code)))
+		case refreshesMetadata(code) || code == kerr.NotEnoughReplicasAfterAppend.Code || code == kerr.RequestTimedOut.Code || code == kerr.ConcurrentTransactions.Code:
+			p.c.RefreshMetadata()
+			p.again(p.produce)
+		default:
+			// OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_TXN_STATE, ...: abortable.
+			cur.abort = true
+			p.startEnd()
+		}
+	})
+}
+
+func (p *TxnProducer) startEnd() {
+	p.state = txnEnding
+	p.endTxn()
+}
+
+func (p *TxnProducer) endTxn() {
+	cur := p.cur
+	if p.coordinator < 0 {
+		p.findThen(txnEnding)
+		return
+	}
+	commit := cur.commit && !cur.abort
+	if !cur.ending {
+		cur.ending, cur.endEp = true, p.epoch
+	}
+	req := kmsg.NewPtrEndTxnRequest()
+	req.Version = 5
+	req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit = p.cfg.TransactionalID, p.pid, cur.endEp, commit
+	if commit {
+		cur.endSent = true
+	}
+	p.event(TxnEvent{Kind: TxnEndSent, Commit: commit, Coordinator: p.coordinator})
+	p.c.Do(p.coordinator, req, 0, func(r kmsg.Response, err error) {
+		if p.state != txnEnding || p.cur != cur {
+			return
+		}
+		resp, ok := r.(*kmsg.EndTxnResponse)
+		if err != nil || !ok {
+			p.refind(txnEnding)
+			return
+		}
+		if resp.ErrorCode != 0 {
+			p.coordinatorError(resp.ErrorCode, txnEnding, p.endTxn)
+			return
+		}
+		p.failures = 0
+		p.event(TxnEvent{Kind: TxnEnded, Commit: commit})
+		if resp.ProducerID >= 0 {
+			p.setEpoch(resp.ProducerID, resp.ProducerEpoch)
+		}
+		p.cur = nil
+		p.state = txnReady
+	})
+}
