@@ -582,7 +582,7 @@ func (t *txnRun) finalCheck() error {
 		for _, w := range rec.writes {
 			st := t.final.parts[w.Partition]
 			got := map[string]bool{}
-			for _, v := range st.delivered {
+			for _, v := range st.delivered { //determinism:unordered builds a set of the values read
 				got[v] = true
 			}
 			for _, v := range w.Values {
