@@ -277,6 +277,16 @@ func (s *scrub) nextBatch() (int64, error) {
 			b.BaseOffset(), e, s.epoch))
 		return 0, nil
 	}
+	if s.prevNext < 0 && s.i+1 < len(s.bases) && b.LastOffset() >= s.bases[s.i+1] {
+		// A truncation leftover (below) follows the batches the cut
+		// kept; a segment's first batch past the next segment's base is
+		// a base offset flipped higher or a misdirected batch (txn seed
+		// 45: a compacted log, where no contiguity rule sees it, kept
+		// it, and the producer state refused the segment at every open).
+		s.damaged(s.next, corruptAt(s.f.Name(), pos, nil, "the first batch of the segment based at %d holds offsets [%d, %d], past the next segment's base %d",
+			base, b.BaseOffset(), b.LastOffset(), s.bases[s.i+1]))
+		return 0, nil
+	}
 	s.epoch = b.PartitionLeaderEpoch()
 	s.prevNext = s.next
 	size := s.sc.pos - pos

@@ -186,6 +186,23 @@ func TestScrubFindsFlipsOutsideTheCRC(t *testing.T) {
 		r.open()
 		require.Equal(t, target.base, r.l.LogEndOffset())
 	})
+	t.Run("first batch past the next segment", func(t *testing.T) {
+		// In a compacted log (no contiguity rule), a segment's first
+		// batch whose base offset was flipped past the next segment's
+		// base is damage, not a truncation leftover (txn seed 45).
+		r, batches := corruptionRig(t)
+		r.openBusy()
+		segs := r.l.Segments()
+		require.NoError(t, r.l.Close())
+		second := segs[1].BaseOffset
+		name, pos := segmentAndPosition(t, segs, batches, second)
+		flipStored(t, r, name, pos+6) // the base offset's second byte: +1024
+		res, err := r.scrubWith(false)
+		require.NoError(t, err)
+		require.True(t, res.Damaged)
+		require.Equal(t, second, res.Offset)
+		require.Contains(t, res.Err.Error(), "past the next segment's base")
+	})
 	t.Run("leader epoch", func(t *testing.T) {
 		cfg := smallConfig()
 		cfg.SegmentBytes = 2048
