@@ -145,30 +145,38 @@ func (b *Broker) SyncGroups() {
 	if ti == nil {
 		return
 	}
+	b.loadLedShards(ti, func(id int32) bool { return gc.shard(id) != nil }, &gc.watching, b.SyncGroups, b.loadShard)
+	topics := groupTopics(img)
+	for _, gs := range gc.shards {
+		gs.shard.SetTopics(topics)
+	}
+}
+
+// loadLedShards loads a coordinator shard (load) for every partition of
+// the coordinator's topic ti led here, in the image's epoch, with its log
+// online, that has none yet (loaded); a partition not ready yet is
+// watched (once: watching) and resync runs when it changes.
+func (b *Broker) loadLedShards(ti *meta.TopicImage, loaded func(int32) bool, watching *[]int32, resync func(), load func(int32, *replica.Partition)) {
 	for p := range ti.Partitions() {
-		if p.Leader != b.cfg.NodeID || gc.shard(p.ID) != nil {
+		if p.Leader != b.cfg.NodeID || loaded(p.ID) {
 			continue
 		}
-		part, err := b.cfg.Partitions.Lookup(OffsetsTopic, p.ID)
+		part, err := b.cfg.Partitions.Lookup(ti.Name(), p.ID)
 		if err != nil {
 			continue
 		}
 		if !part.Online() || !part.IsLeader() || part.LeaderEpoch() != p.LeaderEpoch {
-			if !slices.Contains(gc.watching, p.ID) {
-				gc.watching = append(gc.watching, p.ID)
+			if !slices.Contains(*watching, p.ID) {
+				*watching = append(*watching, p.ID)
 				id := p.ID
 				part.Watch(func() {
-					gc.watching = slices.DeleteFunc(gc.watching, func(x int32) bool { return x == id })
-					b.SyncGroups()
+					*watching = slices.DeleteFunc(*watching, func(x int32) bool { return x == id })
+					resync()
 				})
 			}
 			continue
 		}
-		b.loadShard(p.ID, part)
-	}
-	topics := groupTopics(img)
-	for _, gs := range gc.shards {
-		gs.shard.SetTopics(topics)
+		load(p.ID, part)
 	}
 }
 

@@ -108,27 +108,7 @@ func (b *Broker) SyncTxns() {
 	if ti == nil {
 		return
 	}
-	for p := range ti.Partitions() {
-		if p.Leader != b.cfg.NodeID || tc.shard(p.ID) != nil {
-			continue
-		}
-		part, err := b.cfg.Partitions.Lookup(TxnStateTopic, p.ID)
-		if err != nil {
-			continue
-		}
-		if !part.Online() || !part.IsLeader() || part.LeaderEpoch() != p.LeaderEpoch {
-			if !slices.Contains(tc.watching, p.ID) {
-				tc.watching = append(tc.watching, p.ID)
-				id := p.ID
-				part.Watch(func() {
-					tc.watching = slices.DeleteFunc(tc.watching, func(x int32) bool { return x == id })
-					b.SyncTxns()
-				})
-			}
-			continue
-		}
-		b.loadTxnShard(p.ID, part)
-	}
+	b.loadLedShards(ti, func(id int32) bool { return tc.shard(id) != nil }, &tc.watching, b.SyncTxns, b.loadTxnShard)
 }
 
 func (b *Broker) stillLeadsTxn(ti *meta.TopicImage, ts *txnShard) bool {

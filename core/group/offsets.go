@@ -120,21 +120,8 @@ func (s *Shard) Commit(req *kmsg.OffsetCommitRequest, exists PartitionExists, re
 		for _, p := range t.Partitions {
 			rp := kmsg.NewOffsetCommitResponseTopicPartition()
 			rp.Partition = p.Partition
-			switch {
-			case p.Metadata != nil && len(*p.Metadata) > MaxOffsetMetadataBytes:
-				rp.ErrorCode = kerr.OffsetMetadataTooLarge.Code
-			case exists != nil && !exists(t.Topic, p.Partition):
-				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			case p.Offset < 0:
-				rp.ErrorCode = kerr.InvalidCommitOffsetSize.Code
-			default:
-				c := &committed{offset: p.Offset, leaderEpoch: p.LeaderEpoch, timestamp: now}
-				if p.Metadata != nil {
-					c.metadata = *p.Metadata
-				}
-				if req.Version < 6 {
-					c.leaderEpoch = -1
-				}
+			var c *committed
+			if rp.ErrorCode, c = checkCommit(exists, t.Topic, p.Partition, p.Offset, p.LeaderEpoch, req.Version >= 6, p.Metadata, now); c != nil {
 				tp := topicPartition{t.Topic, p.Partition}
 				recs = append(recs, offsetRecord(g.name, tp.topic, tp.partition, c))
 				ok = append(ok, accepted{tp, c})
@@ -287,4 +274,26 @@ func (g *Group) Offset(topic string, partition int32) int64 {
 		return c.offset
 	}
 	return -1
+}
+
+// checkCommit validates one partition's committed offset, of OffsetCommit
+// or TxnOffsetCommit, and returns the error code for it, or the offset to
+// write (its leader epoch -1 when the request version has none).
+func checkCommit(exists PartitionExists, topic string, partition int32, offset int64, leaderEpoch int32, hasEpoch bool, metadata *string, now int64) (int16, *committed) {
+	switch {
+	case metadata != nil && len(*metadata) > MaxOffsetMetadataBytes:
+		return kerr.OffsetMetadataTooLarge.Code, nil
+	case exists != nil && !exists(topic, partition):
+		return kerr.UnknownTopicOrPartition.Code, nil
+	case offset < 0:
+		return kerr.InvalidCommitOffsetSize.Code, nil
+	}
+	c := &committed{offset: offset, leaderEpoch: leaderEpoch, timestamp: now}
+	if metadata != nil {
+		c.metadata = *metadata
+	}
+	if !hasEpoch {
+		c.leaderEpoch = -1
+	}
+	return 0, c
 }

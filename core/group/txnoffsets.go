@@ -191,21 +191,8 @@ func (s *Shard) TxnCommit(req *kmsg.TxnOffsetCommitRequest, exists PartitionExis
 		for _, p := range t.Partitions {
 			rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
 			rp.Partition = p.Partition
-			switch {
-			case p.Metadata != nil && len(*p.Metadata) > MaxOffsetMetadataBytes:
-				rp.ErrorCode = kerr.OffsetMetadataTooLarge.Code
-			case exists != nil && !exists(t.Topic, p.Partition):
-				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			case p.Offset < 0:
-				rp.ErrorCode = kerr.InvalidCommitOffsetSize.Code
-			default:
-				c := &committed{offset: p.Offset, leaderEpoch: p.LeaderEpoch, timestamp: now}
-				if p.Metadata != nil {
-					c.metadata = *p.Metadata
-				}
-				if req.Version < 2 {
-					c.leaderEpoch = -1
-				}
+			var c *committed
+			if rp.ErrorCode, c = checkCommit(exists, t.Topic, p.Partition, p.Offset, p.LeaderEpoch, req.Version >= 2, p.Metadata, now); c != nil {
 				tp := topicPartition{t.Topic, p.Partition}
 				recs = append(recs, offsetRecord(g.name, tp.topic, tp.partition, c))
 				ok = append(ok, accepted{tp, c})
