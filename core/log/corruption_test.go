@@ -116,14 +116,20 @@ func TestCorruptionInTrustedSegment(t *testing.T) {
 // is a torn tail; recovery truncates the log before it.
 func TestCorruptionAfterRecoveryPoint(t *testing.T) {
 	cfg := smallConfig()
-	cfg.RecoveryCheckpointBytes = 1 << 30 // no checkpoint but the first
+	cfg.RecoveryCheckpointBytes = 1 << 30 // no checkpoint but the first epoch's
 	r := newRig(t, 12, cfg)
 	for i := 0; i < 6; i++ {
 		_, err := r.l.Append(build(batchSpec{records: 1, valueSize: 100, timestamp: int64(i), seed: byte(i)}), 0)
 		require.NoError(t, err)
+		if i == 0 {
+			// The flush that makes epoch 0's first batch durable writes
+			// the checkpoints (the scrub checks epochs against them).
+			require.NoError(t, r.flush())
+			require.Equal(t, int64(1), r.l.RecoveryPoint())
+		}
 	}
-	require.NoError(t, r.flush()) // durable, but the recovery point stays 0
-	require.Equal(t, int64(0), r.l.RecoveryPoint())
+	require.NoError(t, r.flush()) // durable, but the recovery point stays 1
+	require.Equal(t, int64(1), r.l.RecoveryPoint())
 	batches := readAll(t, r.l)
 	segs := r.l.Segments()
 	require.NoError(t, r.l.Close())

@@ -420,6 +420,13 @@ func (l *Log) checkpointDue(target int64) bool {
 	if target <= ck.recoveryPoint {
 		return false
 	}
+	if l.epochs.version != l.fl.epochVersionWritten {
+		// A new epoch below target: the epoch checkpoint listing it and
+		// a recovery point past it become durable with its batch, so
+		// that the start-up scrub can check every durable batch's
+		// leader epoch (scrub.go, checkEpoch).
+		return true
+	}
 	return l.fl.appendedBytes-l.fl.bytesAtCheckpoint >= l.cfg.RecoveryCheckpointBytes ||
 		l.e.Monotonic()-l.fl.lastCheckpoint >= l.cfg.FlushCheckpointInterval ||
 		l.e.Buggify("log/checkpoint-every-cycle")

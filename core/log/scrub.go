@@ -116,6 +116,12 @@ type scrub struct {
 	logStart int64
 	// damagedMarker: a marker a previous scrub left is still there.
 	damagedMarker bool
+	// epochs is the leader-epoch-checkpoint as the disk holds it and
+	// recoveryPoint the recovery checkpoint's; epochsOK is set when both
+	// were read (see checkEpoch).
+	epochs        []epochEntry
+	recoveryPoint int64
+	epochsOK      bool
 }
 
 func (s *scrub) start() {
@@ -165,10 +171,11 @@ func (s *scrub) list() error {
 	data, ok, err := readCheckpointFile(s.disk, path.Join(s.dir, checkpointName))
 	if err == nil && ok {
 		if ckpt, perr := parseCheckpoint(data); perr == nil {
-			s.logStart = ckpt.logStartOffset
+			s.logStart, s.recoveryPoint = ckpt.logStartOffset, ckpt.recoveryPoint
 			for len(s.bases) > 1 && s.bases[1] <= ckpt.logStartOffset {
 				s.bases = s.bases[1:]
 			}
+			s.readEpochs()
 		}
 	}
 	// An unreadable or damaged checkpoint is Open's to report: the scrub
@@ -277,6 +284,11 @@ func (s *scrub) nextBatch() (int64, error) {
 			b.BaseOffset(), e, s.epoch))
 		return 0, nil
 	}
+	if why := s.checkEpoch(b.BaseOffset(), b.PartitionLeaderEpoch()); why != "" {
+		s.damaged(s.next, corruptAt(s.f.Name(), pos, nil, "batch at offset %d has leader epoch %d: %s",
+			b.BaseOffset(), b.PartitionLeaderEpoch(), why))
+		return 0, nil
+	}
 	if s.prevNext < 0 && s.i+1 < len(s.bases) && b.LastOffset() >= s.bases[s.i+1] {
 		// A truncation leftover (below) follows the batches the cut
 		// kept; a segment's first batch past the next segment's base is
@@ -305,6 +317,68 @@ func (s *scrub) nextBatch() (int64, error) {
 		s.i = len(s.bases) // the rest is dropped by the marker
 	}
 	return size, nil
+}
+
+// readEpochs reads the leader-epoch-checkpoint. A missing file lists no
+// epoch; an unreadable or damaged one is Open's to report, and the epoch
+// rules of checkEpoch are then off.
+func (s *scrub) readEpochs() {
+	data, ok, err := readCheckpointFile(s.disk, path.Join(s.dir, epochCheckpointName))
+	if err != nil {
+		return
+	}
+	if ok {
+		entries, perr := parseEpochCheckpoint(data)
+		if perr != nil {
+			return
+		}
+		s.epochs = entries
+	}
+	s.epochsOK = true
+}
+
+// checkEpoch checks a batch's partition leader epoch, a field outside its
+// CRC, against the leader-epoch-checkpoint (replicated seed 3455: a last
+// batch's epoch flipped from 4 to 4096 at rest passed the order rule, and
+// its leader could append nothing after it). The flush cycle that makes a
+// batch of a new epoch durable also makes durable a recovery checkpoint
+// past it and the epoch checkpoint listing that epoch (checkpointDue), so:
+//
+//   - below the recovery point, a batch's epoch is the one the checkpoint
+//     lists for its offset (the batches below the first entry lie below
+//     the log start offset, which the file's entries start at);
+//   - anywhere, an epoch past the latest listed is a batch that was never
+//     made durable or damage; the scrub cannot tell them apart, and
+//     reports damage, as it does for a torn tail.
+//
+// It returns why the epoch is wrong, or "" when it fits.
+func (s *scrub) checkEpoch(base int64, epoch int32) string {
+	if !s.epochsOK || epoch < 0 {
+		return ""
+	}
+	latest := UndefinedEpoch
+	if n := len(s.epochs); n > 0 {
+		latest = s.epochs[n-1].epoch
+	}
+	if epoch > latest {
+		return fmt.Sprintf("the leader epoch checkpoint lists no epoch past %d", latest)
+	}
+	if base >= s.recoveryPoint {
+		return ""
+	}
+	i, _ := slices.BinarySearchFunc(s.epochs, base, func(e epochEntry, o int64) int {
+		if e.startOffset <= o {
+			return -1
+		}
+		return 1
+	})
+	if i == 0 {
+		return "" // below the first listed epoch: below the log start offset
+	}
+	if want := s.epochs[i-1]; want.epoch != epoch {
+		return fmt.Sprintf("the leader epoch checkpoint has epoch %d from offset %d", want.epoch, want.startOffset)
+	}
+	return ""
 }
 
 // pendingDrop reports a log that holds data past a damage marker a
@@ -354,19 +428,37 @@ func (s *scrub) finish(err error) {
 }
 
 func (s *scrub) mark(d int64) error {
-	if err := createMarker(s.e, s.dir, damagedMarkerFile(d)); err != nil {
-		return fmt.Errorf("log: scrub: mark %s damaged from offset %d: %w", s.dir, d, err)
+	if err := MarkDamaged(s.e, s.dir, d); err != nil {
+		return fmt.Errorf("log: scrub: %w", err)
 	}
-	names, err := s.disk.List(s.dir)
+	return nil
+}
+
+// MarkDamaged leaves a damage marker in the log directory dir (not open)
+// so that its next Open drops offset d and everything after it, as the
+// scrub does for damage it finds, and removes the markers that drop less
+// (Open obeys the largest).
+func MarkDamaged(e env.Env, dir string, d int64) error {
+	if err := createMarker(e, dir, damagedMarkerFile(d)); err != nil {
+		return fmt.Errorf("mark %s damaged from offset %d: %w", dir, d, err)
+	}
+	names, err := e.Disk().List(dir)
 	if err != nil {
-		return fmt.Errorf("log: scrub: list %s: %w", s.dir, err)
+		return fmt.Errorf("list %s: %w", dir, err)
 	}
 	for _, name := range names {
 		if other, ok := parseFailedMarkerFile(name); ok && other > d {
-			if err := s.disk.Remove(path.Join(s.dir, name)); err != nil {
-				return fmt.Errorf("log: scrub: remove %s: %w", name, err)
+			if err := e.Disk().Remove(path.Join(dir, name)); err != nil {
+				return fmt.Errorf("remove %s: %w", name, err)
 			}
 		}
 	}
 	return nil
+}
+
+// SegmentBase is the base offset a segment file's name (a path in the log
+// directory, of any of the segment's files) carries.
+func SegmentBase(name string) (int64, bool) {
+	base, _, ok := parseSegmentFile(path.Base(name))
+	return base, ok
 }

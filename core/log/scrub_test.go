@@ -1,6 +1,7 @@
 package log_test
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"strings"
@@ -225,6 +226,99 @@ func TestScrubFindsFlipsOutsideTheCRC(t *testing.T) {
 		require.Equal(t, target.base, res.Offset)
 		require.Contains(t, res.Err.Error(), "leader epoch 2")
 	})
+	// A leader epoch flipped higher in a log's last batch has no batch
+	// after it to be out of order with (replicated seed 3455: 4 to 4096,
+	// and the leader could append nothing after it). The epoch
+	// checkpoint lists every durable batch's epoch.
+	t.Run("last batch's leader epoch, below the recovery point", func(t *testing.T) {
+		r, batches := epochRig(t)
+		last := batches[len(batches)-1]
+		r.openBusy()
+		segs := r.l.Segments()
+		require.Greater(t, r.l.RecoveryPoint(), last.base)
+		require.NoError(t, r.l.Close())
+		name, pos := segmentAndPosition(t, segs, batches, last.base)
+		flipStored(t, r, name, pos+record.LogOverhead+2) // 6 ^ 4<<8 = 1030
+		res, err := r.scrubWith(false)
+		require.NoError(t, err)
+		require.True(t, res.Damaged)
+		require.Equal(t, last.base, res.Offset)
+		require.Contains(t, res.Err.Error(), "leader epoch 1030")
+		r.open()
+		require.Equal(t, last.base, r.l.LogEndOffset())
+		require.Equal(t, int32(6), r.l.LatestEpoch())
+	})
+	t.Run("leader epoch of a later listed epoch, in order", func(t *testing.T) {
+		// Epoch 5's last batch relabelled 6: the batches around it are
+		// of epochs 5 and 6, so only the checkpoint tells.
+		r, batches := epochRig(t)
+		target := batches[7]
+		r.openBusy()
+		segs := r.l.Segments()
+		require.NoError(t, r.l.Close())
+		name, pos := segmentAndPosition(t, segs, batches, target.base)
+		writeStored(t, r, name, pos+record.LogOverhead, []byte{0, 0, 0, 6})
+		res, err := r.scrubWith(false)
+		require.NoError(t, err)
+		require.True(t, res.Damaged)
+		require.Equal(t, target.base, res.Offset)
+		require.Contains(t, res.Err.Error(), "has epoch 5 from offset 4")
+	})
+	t.Run("a new epoch's batch never made durable", func(t *testing.T) {
+		// A batch of epoch 7 reached the disk (by writeback) with no
+		// flush cycle covering it, then the power went: the epoch
+		// checkpoint does not list 7, and the scrub cannot tell such a
+		// batch from damage.
+		r, batches := epochRig(t)
+		last := batches[len(batches)-1]
+		r.openBusy()
+		segs := r.l.Segments()
+		require.NoError(t, r.l.Close())
+		name, pos := segmentAndPosition(t, segs, batches, last.base)
+		extra := append([]byte(nil), last.bytes...)
+		binary.BigEndian.PutUint64(extra, uint64(last.last+1))
+		binary.BigEndian.PutUint32(extra[record.LogOverhead:], 7) // both outside the CRC
+		writeStored(t, r, name, pos+int64(len(last.bytes)), extra)
+		res, err := r.scrubWith(false)
+		require.NoError(t, err)
+		require.True(t, res.Damaged)
+		require.Equal(t, last.last+1, res.Offset)
+		require.Contains(t, res.Err.Error(), "lists no epoch past 6")
+	})
+	t.Run("a clean log of several epochs", func(t *testing.T) {
+		r, batches := epochRig(t)
+		res, err := r.scrub()
+		require.NoError(t, err)
+		require.False(t, res.Damaged, "%v", res.Err)
+		r.open()
+		require.Len(t, readAll(t, r.l), len(batches))
+	})
+}
+
+// writeStored overwrites stored bytes at pos of the named file, durably.
+func writeStored(t *testing.T, r *rig, name string, pos int64, b []byte) {
+	f, err := r.e.Disk().Open(name, false)
+	require.NoError(t, err)
+	require.NoError(t, f.WriteAt(b, pos))
+	require.NoError(t, r.wait(f.Sync))
+	require.NoError(t, f.Close())
+}
+
+// epochRig is a shut-down log of 12 one-record batches over small
+// segments, in leader epochs 4, 5 and 6 (four batches each), flushed after
+// each: every batch lies below the recovery point.
+func epochRig(t *testing.T) (*rig, []storedBatch) {
+	cfg := smallConfig()
+	cfg.SegmentBytes = 2048
+	r := newRig(t, 12, cfg)
+	for i := 0; i < 12; i++ {
+		_, err := r.l.Append(build(batchSpec{records: 1, valueSize: 40, timestamp: 1_700_000_000_000 + int64(i), seed: byte(i)}), int32(4+i/4))
+		require.NoError(t, err)
+		require.NoError(t, r.flush())
+	}
+	batches := readAll(t, r.l)
+	r.shutdown()
+	return r, batches
 }
 
 // TestScrubMarkers: a failure marker that already drops the
@@ -286,4 +380,29 @@ func TestScrubMissingDirectory(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, res.Damaged)
 	require.Zero(t, res.Segments)
+}
+
+// TestFlushMakesEachNewEpochCheckable: a flush that makes a new epoch's
+// first batch durable also makes durable the epoch checkpoint listing it
+// and a recovery point past it, so a power loss right after the flush
+// leaves a log the scrub vouches for, whatever the checkpoint interval.
+func TestFlushMakesEachNewEpochCheckable(t *testing.T) {
+	cfg := smallConfig()
+	cfg.RecoveryCheckpointBytes = 1 << 30
+	cfg.FlushCheckpointInterval = time.Hour
+	r := newRig(t, 12, cfg)
+	for i, epoch := range []int32{4, 4, 5, 7, 7} {
+		_, err := r.l.Append(build(batchSpec{records: 1, valueSize: 40, timestamp: 1_700_000_000_000 + int64(i), seed: byte(i)}), epoch)
+		require.NoError(t, err)
+		require.NoError(t, r.flush())
+	}
+	require.Equal(t, int64(4), r.l.RecoveryPoint(), "the last flush, in epoch 7 already listed, moved no recovery point")
+	r.l = nil
+	r.crash()
+	res, err := r.scrub()
+	require.NoError(t, err)
+	require.False(t, res.Damaged, "%v", res.Err)
+	r.open()
+	require.Equal(t, int64(5), r.l.LogEndOffset())
+	require.Equal(t, int32(7), r.l.LatestEpoch())
 }

@@ -449,6 +449,15 @@ func (f *fetcher) apply(a fetchingFrom, rp *kmsg.FetchResponseTopicPartition) bo
 		p.truncateAndReopen("diverged from the leader", func(done func(error)) { l.Truncate(to, done) })
 		return true
 	}
+	if e, past := epochPast(rp.RecordBatches, a.epoch); past {
+		// The leader answers only a fetch in its own epoch, and no batch
+		// it wrote or copied is of a later one: the leader's log is
+		// damaged (a leader epoch flipped at rest, outside the CRC). Copy
+		// nothing; the scrub at its next start drops the batch.
+		p.log.Warn("refusing fetched batches of a leader epoch past the leader's (damage on the leader)",
+			"leader", f.leader, "leader_epoch", a.epoch, "batch_epoch", e)
+		return false
+	}
 	if len(rp.RecordBatches) > 0 {
 		info, err := l.AppendReplicated(rp.RecordBatches)
 		if info.Batches > 0 {
@@ -481,6 +490,19 @@ func (f *fetcher) apply(a fetchingFrom, rp *kmsg.FetchResponseTopicPartition) bo
 	p.followHighWatermark(rp.HighWatermark)
 	p.followerLag = max(rp.HighWatermark-l.LogEndOffset(), 0)
 	return true
+}
+
+// epochPast finds a batch in batches whose partition leader epoch passes
+// epoch, and returns that epoch. Malformed framing is AppendReplicated's to
+// report.
+func epochPast(batches []byte, epoch int32) (int32, bool) {
+	sp := record.NewSplitter(batches, len(batches)+1, record.CheckFraming)
+	for sp.Next() {
+		if e := sp.Batch().PartitionLeaderEpoch(); e > epoch {
+			return e, true
+		}
+	}
+	return 0, false
 }
 
 // replayAppended records replicated batches in the producer state and

@@ -30,6 +30,9 @@ type Manager struct {
 	serving bool
 	// swept is set once the data directory was swept for leftovers.
 	swept bool
+	// lostData is set once this process's scrub found a damaged log: the
+	// broker registers as one whose disk was replaced.
+	lostData bool
 
 	// parts holds the hosted partitions, sorted by (topic, partition):
 	// lookups by binary search, deterministic walks.

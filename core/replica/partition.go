@@ -86,6 +86,8 @@ type Partition struct {
 	hasUnmarked bool
 	// failure is why the partition is in stateFailed.
 	failure error
+	// wasOnline is set once the partition went online in this process.
+	wasOnline bool
 
 	// watchers run once when the partition's readable state changes: the
 	// high watermark moves, leadership changes, the log fails or the
@@ -403,6 +405,7 @@ func (p *Partition) goOnline(l *log.Log) {
 	p.restoreHighWatermark(l)
 	p.state = stateOnline
 	p.failures = 0
+	p.wasOnline = true
 	p.log.Info("partition online", "log_start", l.LogStartOffset(), "log_end", l.LogEndOffset(),
 		"leader_epoch", p.leaderEpoch, "producers", p.producers.Len())
 	p.lostTail(l.LogEndOffset())
@@ -436,6 +439,7 @@ func (p *Partition) fail(err error) {
 	backoff := min(p.m.cfg.ReopenBackoff<<min(p.failures, 16), max(maxReopenBackoff, p.m.cfg.ReopenBackoff))
 	p.failures++
 	p.log.Error("partition log failed; it is reopened after a backoff", "err", err, "backoff", backoff, "failures_in_a_row", p.failures)
+	p.dropDamagedSegment(err)
 	p.releaseOpenSlot()
 	p.state, p.failure = stateFailed, err
 	p.closeLog()
@@ -443,6 +447,34 @@ func (p *Partition) fail(err error) {
 	p.wake()
 	p.reopen = p.m.e.AfterFunc(backoff, p.open)
 	p.releaseHeld()
+}
+
+// dropDamagedSegment handles damage the scrub missed but opening the log
+// found (txn seeds 45, 256, 299: a misdirected batch at the start of a
+// compacted segment, which holds no contiguity rule, passed the scrub, and
+// the producer-state rebuild refused the segment at every reopen). When
+// this broker registered as one whose disk was replaced (its scrub found
+// damage), the controller counts none of its replicas as holding
+// committed records, so a partition that never went online in this
+// process may drop the damaged segment and everything after it and fetch
+// them again: a damage marker from the segment's base, obeyed by the
+// reopen. A partition that was online may be an in-sync replica again,
+// whose records count: its damage stays a failure.
+func (p *Partition) dropDamagedSegment(err error) {
+	var ce *log.CorruptError
+	if p.wasOnline || !p.m.lostData || !errors.As(err, &ce) {
+		return
+	}
+	base, ok := log.SegmentBase(ce.File)
+	if !ok {
+		return
+	}
+	if merr := log.MarkDamaged(p.m.e, p.dir, base); merr != nil {
+		p.log.Error("cannot mark a damaged segment to drop", "segment", ce.File, "err", merr)
+		return
+	}
+	p.log.Error("DAMAGED partition log found at open: the reopen drops the damaged segment and everything after it, to fetch them again from the leader",
+		"segment", ce.File, "from_offset", base, "err", err)
 }
 
 // maxReopenBackoff bounds the wait between reopens of a failed log.

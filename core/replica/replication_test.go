@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"encoding/binary"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/strata-log/strata/core/env"
 	"github.com/strata-log/strata/core/log"
 	"github.com/strata-log/strata/core/meta"
+	"github.com/strata-log/strata/core/record"
 	"github.com/strata-log/strata/sim"
 )
 
@@ -284,4 +286,22 @@ func TestReopenedLeaderKeepsItsHighWatermark(t *testing.T) {
 	require.Empty(t, sent, "a follower behind the high watermark is not proposed for the ISR")
 	r.replicaFetch(p, 3, 6, 0)
 	require.Len(t, sent, 1, "caught up: proposed")
+}
+
+// A follower copies no batch of a leader epoch past its leader's: such a
+// batch is damage on the leader (an epoch flipped at rest, outside the
+// CRC), and copying it would stop every later append (replicated seed
+// 3455).
+func TestFollowerRefusesBatchesPastTheLeaderEpoch(t *testing.T) {
+	one, two := batch(t, 1), batch(t, 2)
+	binary.BigEndian.PutUint32(one[record.LogOverhead:], 4)
+	binary.BigEndian.PutUint32(two[record.LogOverhead:], 4096)
+	batches := append(append([]byte(nil), one...), two...)
+	_, past := epochPast(batches, 4096)
+	require.False(t, past)
+	e, past := epochPast(batches, 4)
+	require.True(t, past)
+	require.Equal(t, int32(4096), e)
+	_, past = epochPast(one, 4)
+	require.False(t, past)
 }
