@@ -164,6 +164,9 @@ var clientCommands = map[string]func(ctx context.Context, args []string, stdin i
 	"group": func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		return groupCommand(ctx, args, stdout, stderr)
 	},
+	"txn": func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
+		return txnCommand(ctx, args, stdout, stderr)
+	},
 }
 
 // runIn runs `strata <args>` with --bootstrap-server appended, stdin as
@@ -621,6 +624,13 @@ func testUsageErrors(r cliRunner) {
 		{"group", "reset-offsets", "g", "--to-earliest"},
 		{"group", "reset-offsets", "g", "--topic", "a", "--to-earliest", "--to-latest"},
 		{"group", "reset-offsets", "g", "--topic", "a", "--to-datetime", "yesterday"},
+		{"txn"},
+		{"txn", "frobnicate"},
+		{"txn", "describe"},
+		{"txn", "list", "extra"},
+		{"txn", "producers"},
+		{"txn", "abort", "--topic", "a", "--partition", "0"},
+		{"txn", "find-hanging", "--max-transaction-timeout", "-1s"},
 	} {
 		code, _, errOut := r.run(args...)
 		require.Equal(t, exitUsage, code, "%q: %s", args, errOut)
@@ -630,7 +640,7 @@ func testUsageErrors(r cliRunner) {
 	for name, run := range clientCommands {
 		args := []string{"--bootstrap-server", "no-port", "--topic", "a"}
 		switch name {
-		case "topic", "group":
+		case "topic", "group", "txn":
 			args = []string{"list", "--bootstrap-server", "no-port"}
 		}
 		var out, errOut bytes.Buffer

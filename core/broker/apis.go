@@ -44,6 +44,8 @@ var apis = []apiHandler{
 		why: "every version kmsg encodes (v5: KIP-890 part 2, the epoch bumped at every end and returned)"},
 	{API: api(kmsg.DescribeTransactions, 0, 0), handle: handleDescribeTransactions,
 		why: "every version kmsg encodes (KIP-664)"},
+	{API: api(kmsg.DescribeProducers, 0, 0), handle: handleDescribeProducers,
+		why: "every version kmsg encodes (KIP-664), answered by the partition leader"},
 	{API: api(kmsg.ListTransactions, 0, 2), handle: handleListTransactions,
 		why: "every version kmsg encodes (v1: duration filter, v2: transactional id pattern as a Go RE2 expression)"},
 	{API: api(kmsg.ListOffsets, 1, 11), handle: handleListOffsets,

@@ -50,17 +50,15 @@ type Producer struct {
 	// from a Kafka snapshot that only wrote transaction markers.
 	Batches []BatchMetadata
 	// CoordinatorEpoch is the epoch of the transaction coordinator that
-	// wrote the producer's last transaction marker, or -1. Kept for
-	// transactions; nothing sets it yet.
+	// wrote the producer's last transaction marker, or -1.
 	CoordinatorEpoch int32
 	// LastTimestamp is the producer's last update as the log records it:
 	// the max timestamp of its last batch (Kafka's lastTimestamp).
 	// Expiration counts from it.
 	LastTimestamp int64
 	// CurrentTxnFirstOffset is the first offset of the producer's ongoing
-	// transaction, or -1. Kept for transactions; nothing sets it yet, but a
-	// snapshot written by Kafka may carry one, and such a producer never
-	// expires (Kafka's rule).
+	// transaction, or -1; a producer with one never expires (Kafka's
+	// rule).
 	CurrentTxnFirstOffset int64
 }
 

@@ -64,6 +64,15 @@ func (p *Partition) LastStableOffset() int64 {
 	return p.producers.LastStableOffset(p.l.HighWatermark())
 }
 
+// Producers returns the state of the partition's active producers, by
+// producer id, as its leader holds it (DescribeProducers).
+func (p *Partition) Producers() ([]producer.Producer, error) {
+	if err := p.servable(); err != nil {
+		return nil, err
+	}
+	return p.producers.Producers(), nil
+}
+
 // OngoingTxns lists the partition's ongoing transactions, oldest first
 // (DescribeTransactions, tests).
 func (p *Partition) OngoingTxns() []producer.OngoingTxn {
