@@ -234,16 +234,11 @@ func TestScrubFindsFlipsOutsideTheCRC(t *testing.T) {
 		r, batches := epochRig(t)
 		last := batches[len(batches)-1]
 		r.openBusy()
-		segs := r.l.Segments()
 		require.Greater(t, r.l.RecoveryPoint(), last.base)
 		require.NoError(t, r.l.Close())
-		name, pos := segmentAndPosition(t, segs, batches, last.base)
+		name, pos := storedAt(t, r, batches, last.base)
 		flipStored(t, r, name, pos+record.LogOverhead+2) // 6 ^ 4<<8 = 1030
-		res, err := r.scrubWith(false)
-		require.NoError(t, err)
-		require.True(t, res.Damaged)
-		require.Equal(t, last.base, res.Offset)
-		require.Contains(t, res.Err.Error(), "leader epoch 1030")
+		requireScrubDamage(t, r, last.base, "leader epoch 1030")
 		r.open()
 		require.Equal(t, last.base, r.l.LogEndOffset())
 		require.Equal(t, int32(6), r.l.LatestEpoch())
@@ -253,16 +248,9 @@ func TestScrubFindsFlipsOutsideTheCRC(t *testing.T) {
 		// of epochs 5 and 6, so only the checkpoint tells.
 		r, batches := epochRig(t)
 		target := batches[7]
-		r.openBusy()
-		segs := r.l.Segments()
-		require.NoError(t, r.l.Close())
-		name, pos := segmentAndPosition(t, segs, batches, target.base)
+		name, pos := storedAt(t, r, batches, target.base)
 		writeStored(t, r, name, pos+record.LogOverhead, []byte{0, 0, 0, 6})
-		res, err := r.scrubWith(false)
-		require.NoError(t, err)
-		require.True(t, res.Damaged)
-		require.Equal(t, target.base, res.Offset)
-		require.Contains(t, res.Err.Error(), "has epoch 5 from offset 4")
+		requireScrubDamage(t, r, target.base, "has epoch 5 from offset 4")
 	})
 	t.Run("a new epoch's batch never made durable", func(t *testing.T) {
 		// A batch of epoch 7 reached the disk (by writeback) with no
@@ -271,19 +259,12 @@ func TestScrubFindsFlipsOutsideTheCRC(t *testing.T) {
 		// batch from damage.
 		r, batches := epochRig(t)
 		last := batches[len(batches)-1]
-		r.openBusy()
-		segs := r.l.Segments()
-		require.NoError(t, r.l.Close())
-		name, pos := segmentAndPosition(t, segs, batches, last.base)
+		name, pos := storedAt(t, r, batches, last.base)
 		extra := append([]byte(nil), last.bytes...)
 		binary.BigEndian.PutUint64(extra, uint64(last.last+1))
 		binary.BigEndian.PutUint32(extra[record.LogOverhead:], 7) // both outside the CRC
 		writeStored(t, r, name, pos+int64(len(last.bytes)), extra)
-		res, err := r.scrubWith(false)
-		require.NoError(t, err)
-		require.True(t, res.Damaged)
-		require.Equal(t, last.last+1, res.Offset)
-		require.Contains(t, res.Err.Error(), "lists no epoch past 6")
+		requireScrubDamage(t, r, last.last+1, "lists no epoch past 6")
 	})
 	t.Run("a clean log of several epochs", func(t *testing.T) {
 		r, batches := epochRig(t)
@@ -293,6 +274,25 @@ func TestScrubFindsFlipsOutsideTheCRC(t *testing.T) {
 		r.open()
 		require.Len(t, readAll(t, r.l), len(batches))
 	})
+}
+
+// storedAt is the segment file and position of the batch holding offset
+// in the (closed) test log.
+func storedAt(t *testing.T, r *rig, batches []storedBatch, offset int64) (string, int64) {
+	r.openBusy()
+	segs := r.l.Segments()
+	require.NoError(t, r.l.Close())
+	return segmentAndPosition(t, segs, batches, offset)
+}
+
+// requireScrubDamage scrubs the log as one that may be compacted and
+// requires damage from offset at, for a reason containing why.
+func requireScrubDamage(t *testing.T, r *rig, at int64, why string) {
+	res, err := r.scrubWith(false)
+	require.NoError(t, err)
+	require.True(t, res.Damaged)
+	require.Equal(t, at, res.Offset)
+	require.Contains(t, res.Err.Error(), why)
 }
 
 // writeStored overwrites stored bytes at pos of the named file, durably.
