@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/segmentio/kafka-go"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -302,4 +303,66 @@ func TestGroupTransactSessionCoordinatorKilled(t *testing.T) {
 	for i := 0; i < total; i++ {
 		require.Equal(t, 1, seen[strconv.Itoa(i)], "record %d of etl-a in etl-b", i)
 	}
+}
+
+// TestKafkaGoReadCommitted: kafka-go's Reader with IsolationLevel
+// ReadCommitted stops at the last stable offset: it reads a committed
+// transaction of a kgo producer, not the open one after it until that
+// commits. kafka-go has no transactional producer, and its Reader neither
+// drops aborted records (it ignores the AbortedTransactions list) nor
+// hides control records: the test skips the markers by their shape (a
+// 4-byte key, a 6-byte value) and writes no aborted transaction.
+func TestKafkaGoReadCommitted(t *testing.T) {
+	n := startNode(t, t.TempDir())
+	addr := n.Addr()
+	createTopic(t, newAdmin(t, addr), "kgrc", 1, nil)
+	cl := newClient(t, []string{addr}, kgo.TransactionalID("tx-kafkago"), kgo.DefaultProduceTopic("kgrc"))
+	txn := func(i int, end bool) []string {
+		ctx := ctxFor(t, opTimeout)
+		require.NoError(t, cl.BeginTransaction())
+		var vs []string
+		for j := 0; j < 5; j++ {
+			v := fmt.Sprintf("t%d-%d", i, j)
+			require.NoError(t, cl.ProduceSync(ctx, &kgo.Record{Value: []byte(v)}).FirstErr())
+			vs = append(vs, v)
+		}
+		if end {
+			require.NoError(t, cl.EndTransaction(ctx, kgo.TryCommit))
+		}
+		return vs
+	}
+	first := txn(0, true)
+	second := txn(1, false) // open
+
+	r := kafka.NewReader(kafka.ReaderConfig{
+		Brokers:        []string{addr},
+		Topic:          "kgrc",
+		Partition:      0,
+		MinBytes:       1,
+		MaxBytes:       4 << 20,
+		MaxWait:        100 * time.Millisecond,
+		IsolationLevel: kafka.ReadCommitted,
+	})
+	defer func() { require.NoError(t, r.Close()) }()
+	read := func(want int, within time.Duration) []string {
+		ctx, cancel := context.WithTimeout(context.Background(), within)
+		defer cancel()
+		var got []string
+		for len(got) < want {
+			m, err := r.ReadMessage(ctx)
+			if err != nil {
+				return got
+			}
+			if len(m.Key) == 4 && len(m.Value) == 6 {
+				continue // a transaction marker
+			}
+			got = append(got, string(m.Value))
+		}
+		return got
+	}
+	require.Equal(t, first, read(len(first), opTimeout))
+	require.Empty(t, read(1, 2*time.Second), "the open transaction lies past the last stable offset")
+	require.NoError(t, cl.EndTransaction(ctxFor(t, opTimeout), kgo.TryCommit))
+	require.Equal(t, second, read(len(second), opTimeout), "committed, it is readable")
+	cl.Close()
 }
