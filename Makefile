@@ -8,7 +8,7 @@ SEEDS     ?= 1000
 BENCHTIME ?= 1s
 PKGS      := ./...
 
-.PHONY: run test sim sim-sweep sim-sweep-kraft sim-compare crash-sweep lint vet fmt-check bench bench-failover bench-partition-failover bench-groups bench-strata bench-replicated fuzz clean build
+.PHONY: run test sim sim-sweep sim-sweep-kraft sim-compare crash-sweep lint vet fmt-check bench bench-failover bench-partition-failover bench-groups bench-txn bench-strata bench-replicated fuzz clean build
 
 ## run: start one combined broker+controller on 127.0.0.1:9092, data in ./data
 run: build
@@ -98,6 +98,15 @@ bench-partition-failover:
 bench-groups:
 	@STRATA_GROUP_BENCH_RUNS=$(RUNS) $(GO) test -count=1 -timeout 60m -run '^(TestGroupRebalanceBenchmark|TestGroupCoordinatorFailoverBenchmark)$$' -v ./interop/ > .bench-groups.out 2>&1; \
 	  status=$$?; grep -E '^(rebalance|static|coordinator|--- |ok|FAIL)|Error:|Messages:' .bench-groups.out; rm -f .bench-groups.out; exit $$status
+
+## bench-txn: exactly-once figures (docs/benchmarks.md), RUNS runs each on one node process, modes interleaved:
+## idempotent produce against non-idempotent (acks=all, 1 KiB records), consume-transform-produce throughput of a
+## kgo GroupTransactSession at commit intervals of 100 ms and 1 s against the same pipeline without transactions,
+## and latency to a read_committed consumer against read_uncommitted; prints medians [min, max] and ratios.
+## Not part of `make test`.
+bench-txn:
+	@STRATA_TXN_BENCH_RUNS=$(RUNS) $(GO) test -count=1 -timeout 60m -run '^(TestIdempotentProduceBenchmark|TestTransactBenchmark|TestTxnLatencyBenchmark)$$' -v ./interop/ > .bench-txn.out 2>&1; \
+	  status=$$?; grep -E '^([a-z].*: [0-9]+ runs, median|--- |ok|FAIL)|Error:|Messages:' .bench-txn.out; rm -f .bench-txn.out; exit $$status
 
 ## bench-strata: `strata bench` with its defaults (a strata child node, kfake and the fsync ceiling; 6 partitions,
 ## 1 KiB records, 10 s phases); BENCH_ARGS adds flags, e.g. BENCH_ARGS='--runs 5 --json'. Not part of `make test`.
