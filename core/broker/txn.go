@@ -50,6 +50,12 @@ type TxnConfig struct {
 	StateReplicationFactor int16
 	// Coordinator configures each shard (its effects are the broker's).
 	Coordinator txn.Config
+	// NoPartitionVerification is
+	// transaction.partition.verification.enable=false (default true):
+	// partition leaders append a producer's first transactional batch
+	// without asking the coordinator whether the partition is in its
+	// transaction (KIP-890 part 1, txnverify.go).
+	NoPartitionVerification bool
 }
 
 type txnShard struct {
@@ -249,7 +255,7 @@ func (b *Broker) closeTxns() {
 		ts.shard.Unload()
 	}
 	b.txns.shards = nil
-	if tm := b.txns.markers; tm != nil {
-		tm.closeAll()
+	if pc := b.peerConns; pc != nil {
+		pc.closeAll()
 	}
 }

@@ -272,6 +272,7 @@ type heldProduce struct {
 	payload []byte
 	acks    int16
 	now     time.Time
+	verify  verifyArg
 	done    func(ProduceResult)
 }
 
@@ -281,7 +282,7 @@ func (p *Partition) releaseHeld() {
 	held := p.held
 	p.held = nil
 	for _, h := range held {
-		p.Produce(h.payload, h.acks, h.now, h.done)
+		p.produce(h.payload, h.acks, h.now, h.verify, h.done)
 	}
 }
 
