@@ -100,7 +100,7 @@ func handleProduce(b *Broker, r *request) {
 			appends = append(appends, produceAppend{part: part, payload: tp.Records, rp: rp, setErr: setErr})
 		}
 	}
-	appendOne := func(a produceAppend, verify bool, v *producer.Verification) {
+	appendOne := func(a produceAppend, now time.Time, verify bool, v *producer.Verification) {
 		tm := a.part.Metrics()
 		tm.Produces.Inc()
 		answer := func(res replica.ProduceResult) {
@@ -143,12 +143,12 @@ func handleProduce(b *Broker, r *request) {
 					finish()
 					continue
 				}
-				appendOne(a, true, vs[i].v)
+				appendOne(a, b.e.Now(), true, vs[i].v) // the broker's time of the append, as for any batch
 			}
 		})
 	} else {
 		for _, a := range appends {
-			appendOne(a, false, nil)
+			appendOne(a, now, false, nil)
 		}
 	}
 	if pending > 1 && req.Acks != 0 {

@@ -136,11 +136,21 @@ func (b *Broker) askTxnVerification(id string, pid int64, epoch int16, parts []t
 	}
 	req.Transactions = append(req.Transactions, t)
 	answered := false
+	started := b.e.Monotonic()
 	answer := func(errs []*kerr.Error) {
-		if !answered {
-			answered = true
-			done(errs)
+		if answered {
+			return
 		}
+		answered = true
+		if m := b.metrics; m != nil {
+			m.verifyTime.Observe(float64(b.e.Monotonic()-started) / float64(time.Millisecond))
+			for _, err := range errs {
+				if err != nil {
+					m.verifyFailures.Inc()
+				}
+			}
+		}
+		done(errs)
 	}
 	timer := b.e.AfterFunc(verifyRequestTimeout, func() { answer(all(kerr.NetworkException)) })
 	b.peers().send(b.image().Broker, coordinator, req, func(r kmsg.Response) {

@@ -81,6 +81,8 @@ func TestProduceVerification(t *testing.T) {
 	got = verifiedProduce(t, do, txnBatch(pid, epoch, 0, "stray"), "v", "t", 0, 11)
 	require.Equal(t, kerr.TransactionAbortable.Code, got.ErrorCode, "%v", kerr.ErrorForCode(got.ErrorCode))
 	require.Equal(t, int64(0), h.listOffset("t", 0, -1))
+	failures, _ := h.Metrics.Value(metrics.TxnVerificationFailures)
+	require.Equal(t, float64(2), failures, "the two answers that said no")
 
 	// Added: accepted. The coordinator was asked once; the transaction's
 	// later batches on the partition are not verified again.
