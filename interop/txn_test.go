@@ -9,7 +9,12 @@ import (
 
 	"github.com/segmentio/kafka-go"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/core/record"
+	"github.com/strata-log/strata/node"
 )
 
 // TestKgoTransactions: a kgo transactional producer runs six
@@ -365,4 +370,74 @@ func TestKafkaGoReadCommitted(t *testing.T) {
 	require.NoError(t, cl.EndTransaction(ctxFor(t, opTimeout), kgo.TryCommit))
 	require.Equal(t, second, read(len(second), opTimeout), "committed, it is readable")
 	cl.Close()
+}
+
+// TestTxnPartitionVerification: KIP-890 part 1 on a real node, with raw
+// requests (a client would never send them: it adds partitions first). A
+// transactional batch to a partition the producer did not add to its
+// transaction is refused and not appended; once added it is accepted.
+// With transaction.partition.verification.enable=false (set as
+// server.properties would) the same stray batch is appended.
+func TestTxnPartitionVerification(t *testing.T) {
+	for _, verify := range []bool{true, false} {
+		t.Run(fmt.Sprintf("enable=%v", verify), func(t *testing.T) {
+			n := startNodeWith(t, t.TempDir(), func(c *node.Config) {
+				known, err := c.Set("transaction.partition.verification.enable", strconv.FormatBool(verify))
+				require.True(t, known)
+				require.NoError(t, err)
+			})
+			addr := n.Addr()
+			adm := newAdmin(t, addr)
+			createTopic(t, adm, "verify", 1, nil)
+			cl := newClient(t, []string{addr})
+			ctx := ctxFor(t, opTimeout)
+			topics, err := adm.ListTopics(ctx, "verify")
+			require.NoError(t, err)
+			topicID := topics["verify"].ID // Produce v13 names topics by id
+
+			var init *kmsg.InitProducerIDResponse
+			require.Eventually(t, func() bool {
+				req := kmsg.NewPtrInitProducerIDRequest()
+				req.TransactionalID, req.TransactionTimeoutMillis = kmsg.StringPtr("tx-verify"), 30_000
+				resp, err := req.RequestWith(ctx, cl)
+				init = resp
+				return err == nil && resp.ErrorCode == 0
+			}, opTimeout, pollInterval, "InitProducerId")
+
+			produce := func(seq int32, v string) int16 {
+				t.Helper()
+				b := record.NewBuilder(record.WithProducer(init.ProducerID, init.ProducerEpoch, seq), record.WithTransactional())
+				b.Append(time.Now().UnixMilli(), nil, []byte(v))
+				raw, err := b.AppendTo(nil)
+				require.NoError(t, err)
+				req := kmsg.NewPtrProduceRequest()
+				req.TransactionID, req.Acks, req.TimeoutMillis = kmsg.StringPtr("tx-verify"), -1, 10_000
+				req.Topics = []kmsg.ProduceRequestTopic{{Topic: "verify", TopicID: topicID, Partitions: []kmsg.ProduceRequestTopicPartition{{Partition: 0, Records: raw}}}}
+				resp, err := req.RequestWith(ctx, cl)
+				require.NoError(t, err)
+				return resp.Topics[0].Partitions[0].ErrorCode
+			}
+			code := produce(0, "stray")
+			ends, err := adm.ListEndOffsets(ctx, "verify")
+			require.NoError(t, err)
+			end, _ := ends.Lookup("verify", 0)
+			if !verify {
+				require.Zero(t, code, "%v", kerr.ErrorForCode(code))
+				require.Equal(t, int64(1), end.Offset, "appended without asking")
+				return
+			}
+			// kgo asks for the newest Produce version, which takes
+			// TRANSACTION_ABORTABLE.
+			require.Equal(t, kerr.TransactionAbortable.Code, code, "%v", kerr.ErrorForCode(code))
+			require.Equal(t, int64(0), end.Offset, "nothing appended")
+
+			add := kmsg.NewPtrAddPartitionsToTxnRequest()
+			add.TransactionalID, add.ProducerID, add.ProducerEpoch = "tx-verify", init.ProducerID, init.ProducerEpoch
+			add.Topics = []kmsg.AddPartitionsToTxnRequestTopic{{Topic: "verify", Partitions: []int32{0}}}
+			addResp, err := add.RequestWith(ctx, cl)
+			require.NoError(t, err)
+			require.Zero(t, addResp.Topics[0].Partitions[0].ErrorCode)
+			require.Zero(t, produce(0, "added"))
+		})
+	}
 }

@@ -232,6 +232,11 @@ type Config struct {
 	TxnMaxTimeoutMs             int64
 	TransactionalIDExpirationMs int64
 	TxnAbortCheckIntervalMs     int64
+	// NoTxnPartitionVerification is
+	// transaction.partition.verification.enable=false (default true):
+	// partition leaders do not ask the transaction coordinator about a
+	// producer's first transactional batch (KIP-890 part 1).
+	NoTxnPartitionVerification bool
 
 	// AutoCreateTopicsEnable is auto.create.topics.enable: a Metadata
 	// request for a missing topic creates it. Default true.

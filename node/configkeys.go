@@ -60,6 +60,7 @@ const (
 	KeyTxnMaxTimeoutMs             = "transaction.max.timeout.ms"
 	KeyTransactionalIDExpiration   = "transactional.id.expiration.ms"
 	KeyTxnAbortCheckIntervalMs     = "transaction.abort.timed.out.transaction.cleanup.interval.ms"
+	KeyTxnPartitionVerification    = "transaction.partition.verification.enable"
 	KeyBrokerSessionTimeoutMs      = "broker.session.timeout.ms"
 	KeyAutoLeaderRebalanceEnable   = "auto.leader.rebalance.enable"
 	KeyLeaderImbalanceCheckSeconds = "leader.imbalance.check.interval.seconds"
@@ -213,6 +214,9 @@ var configKeys = []configKey{
 	{KeyTxnAbortCheckIntervalMs, strconv.FormatInt(DefaultTxnAbortCheckIntervalMs, 10), kmsg.ConfigTypeInt,
 		"How often the transaction coordinator aborts timed-out transactions and removes expired ids, in milliseconds.",
 		setInt(1, math.MaxInt32, func(c *Config, n int64) { c.TxnAbortCheckIntervalMs = n })},
+	{KeyTxnPartitionVerification, "true", kmsg.ConfigTypeBoolean,
+		"Whether a partition leader asks the transaction coordinator that a producer's first transactional batch there belongs to its transaction (KIP-890 part 1).",
+		setTxnPartitionVerification},
 	{KeyGroupMaxSize, strconv.FormatInt(DefaultGroupMaxSize, 10), kmsg.ConfigTypeInt,
 		"The most members a group may have.", setInt(1, math.MaxInt32, func(c *Config, n int64) { c.GroupMaxSize = n })},
 	{KeyConsumerSessionTimeoutMs, strconv.FormatInt(DefaultConsumerSessionTimeoutMs, 10), kmsg.ConfigTypeInt,
@@ -573,6 +577,14 @@ func setAutoCreateTopics(c *Config, value string) error {
 	return nil
 }
 
+func setTxnPartitionVerification(c *Config, value string) error {
+	on, err := parseBool(value)
+	if err == nil {
+		c.NoTxnPartitionVerification = !on
+	}
+	return err
+}
+
 func setFetchSendfile(c *Config, value string) error {
 	on, err := parseBool(value)
 	if err == nil {
@@ -781,8 +793,9 @@ func (c Config) brokerConfig(dataDir string) broker.Config {
 			},
 		},
 		Txns: broker.TxnConfig{
-			StatePartitions:        c.TxnStatePartitions,
-			StateReplicationFactor: c.TxnStateReplicationFactor,
+			StatePartitions:         c.TxnStatePartitions,
+			StateReplicationFactor:  c.TxnStateReplicationFactor,
+			NoPartitionVerification: c.NoTxnPartitionVerification,
 			Coordinator: txn.Config{
 				MaxTimeout:         time.Duration(c.TxnMaxTimeoutMs) * time.Millisecond,
 				IDExpiration:       time.Duration(c.TransactionalIDExpirationMs) * time.Millisecond,

@@ -49,6 +49,9 @@ type Broker struct {
 	groups groupCoordinator
 	// txns is the transaction coordinator (txn.go).
 	txns txnCoordinator
+	// peerConns are the connections to other brokers (peers.go), made on
+	// first use.
+	peerConns *peerClients
 
 	// metrics is nil with metrics off.
 	metrics *brokerMetrics

@@ -115,6 +115,12 @@ func (b *Broker) errorCode(err error) *kerr.Error {
 			return row.code
 		}
 	}
+	// An answer another broker gave (a transaction verification's)
+	// carries its code.
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		return ke
+	}
 	b.log.Warn("an error without a Kafka error code; answering UNKNOWN_SERVER_ERROR", "err", err)
 	return kerr.UnknownServerError
 }

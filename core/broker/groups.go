@@ -12,8 +12,10 @@ import (
 	"github.com/strata-log/strata/core/group"
 	"github.com/strata-log/strata/core/log"
 	"github.com/strata-log/strata/core/meta"
+	"github.com/strata-log/strata/core/producer"
 	"github.com/strata-log/strata/core/record"
 	"github.com/strata-log/strata/core/replica"
+	"github.com/strata-log/strata/core/txn"
 )
 
 // # The group coordinator
@@ -60,6 +62,9 @@ type groupShard struct {
 	leaderEpoch int32
 	p           *replica.Partition
 	shard       *group.Shard
+	// waitingHW: replayed to the log end, the shard waits for the high
+	// watermark to reach it before it serves (logged once).
+	waitingHW bool
 }
 
 // groupCoordinator is the broker's group state.
@@ -207,8 +212,8 @@ func (b *Broker) loadShard(partition int32, part *replica.Partition) {
 	gs := &groupShard{partition: partition, leaderEpoch: part.LeaderEpoch(), p: part}
 	cfg := b.cfg.Groups.Coordinator
 	cfg.Write = func(recs []group.Record, done func(error)) { b.writeGroupRecords(gs, recs, done) }
-	cfg.WriteTxn = func(pid int64, epoch int16, recs []group.Record, done func(error)) {
-		b.writeGroupTxnRecords(gs, pid, epoch, recs, done)
+	cfg.WriteTxn = func(w group.TxnWrite, recs []group.Record, done func(error)) {
+		b.writeGroupTxnRecords(gs, w, recs, done)
 	}
 	gs.shard = group.NewShard(b.e, b.log.With("group_partition", partition), cfg)
 	if img := b.image(); img != nil {
@@ -237,6 +242,16 @@ func (b *Broker) replayShard(gs *groupShard, l *log.Log, offset int64, started t
 	}
 	end := l.LogEndOffset()
 	if offset >= end {
+		if hw := gs.p.HighWatermark(); hw < end {
+			// Serve nothing from records the ISR may still lose (as the
+			// transaction shards, replayTxnShard).
+			if !gs.waitingHW {
+				gs.waitingHW = true
+				b.log.Info("group shard replayed; waiting for the high watermark to reach the log end", "partition", gs.partition, "high_watermark", hw, "log_end", end)
+			}
+			gs.p.Watch(func() { b.replayShard(gs, l, offset, started) })
+			return
+		}
 		gs.shard.Loaded()
 		b.log.Info("group shard loaded", "partition", gs.partition, "groups", len(gs.shard.Groups()),
 			"log_end", end, "took", b.e.Monotonic()-started)
@@ -356,17 +371,64 @@ func (b *Broker) writeGroupRecords(gs *groupShard, recs []group.Record, done fun
 // transactional batch of the producer (Kafka's coordinator writes them so:
 // the partition's producer state then holds the transaction, and its
 // marker ends it), continuing the producer's sequence on the partition,
-// and runs done once the ISR has them.
-func (b *Broker) writeGroupTxnRecords(gs *groupShard, pid int64, epoch int16, recs []group.Record, done func(error)) {
+// and runs done once the ISR has them. As Kafka's coordinator does, it
+// first verifies with the transaction coordinator that the producer added
+// the offsets partition to its transaction (AddOffsetsToTxn; KIP-890 part
+// 1, txnverify.go), unless the producer's transaction is ongoing there
+// already or transaction.partition.verification.enable is off.
+func (b *Broker) writeGroupTxnRecords(gs *groupShard, w group.TxnWrite, recs []group.Record, done func(error)) {
 	if b.groups.shard(gs.partition) != gs {
 		b.e.Post(func() { done(group.ErrNotCoordinator) })
 		return
 	}
-	seq := int32(0)
-	if st, ok := gs.p.Producer(pid); ok && st.Epoch == epoch && st.LastSeq() != record.NoSequence {
-		seq = record.IncrementSequence(st.LastSeq(), 1)
+	if b.cfg.Txns.NoPartitionVerification {
+		b.appendGroupTxnRecords(gs, w, recs, false, nil, done)
+		return
 	}
-	bld := record.NewBuilder(record.WithProducer(pid, epoch, seq), record.WithTransactional())
+	v, err := gs.p.StartTxnVerification(w.ProducerID, w.ProducerEpoch, b.groupTxnSequence(gs, w), b.e.Now())
+	if err != nil {
+		b.e.Post(func() { done(b.errorCode(err)) })
+		return
+	}
+	if v == nil {
+		b.appendGroupTxnRecords(gs, w, recs, true, nil, done)
+		return
+	}
+	tp := txn.TopicPartition{Topic: OffsetsTopic, Partition: gs.partition}
+	b.askTxnVerification(w.TransactionalID, w.ProducerID, w.ProducerEpoch, []txn.TopicPartition{tp}, func(errs []*kerr.Error) {
+		if err := errs[0]; err != nil {
+			if err == kerr.TransactionAbortable && w.Version < txnOffsetCommitAbortableVersion {
+				err = kerr.InvalidTxnState
+			}
+			b.log.Debug("transactional offsets not verified", "partition", gs.partition, "producer_id", w.ProducerID, "err", err)
+			done(err)
+			return
+		}
+		if b.groups.shard(gs.partition) != gs {
+			done(group.ErrNotCoordinator)
+			return
+		}
+		b.appendGroupTxnRecords(gs, w, recs, true, v, done)
+	})
+}
+
+// txnOffsetCommitAbortableVersion is the first TxnOffsetCommit version
+// whose clients take TRANSACTION_ABORTABLE (KIP-890).
+const txnOffsetCommitAbortableVersion = 4
+
+// groupTxnSequence is the sequence the producer's next batch on the
+// shard's partition takes.
+func (b *Broker) groupTxnSequence(gs *groupShard, w group.TxnWrite) int32 {
+	if st, ok := gs.p.Producer(w.ProducerID); ok && st.Epoch == w.ProducerEpoch && st.LastSeq() != record.NoSequence {
+		return record.IncrementSequence(st.LastSeq(), 1)
+	}
+	return 0
+}
+
+// appendGroupTxnRecords appends the batch (verified: with the
+// verification's guard v, see replica.Partition.ProduceVerified).
+func (b *Broker) appendGroupTxnRecords(gs *groupShard, w group.TxnWrite, recs []group.Record, verified bool, v *producer.Verification, done func(error)) {
+	bld := record.NewBuilder(record.WithProducer(w.ProducerID, w.ProducerEpoch, b.groupTxnSequence(gs, w)), record.WithTransactional())
 	now := b.e.Now().UnixMilli()
 	for _, r := range recs {
 		bld.Append(now, r.Key, r.Value)
@@ -376,14 +438,19 @@ func (b *Broker) writeGroupTxnRecords(gs *groupShard, pid int64, epoch int16, re
 		b.e.Post(func() { done(err) })
 		return
 	}
-	gs.p.Produce(payload, -1, b.e.Now(), func(res replica.ProduceResult) {
+	answer := func(res replica.ProduceResult) {
 		if res.Err != nil {
-			b.log.Warn("writing transactional offsets failed", "partition", gs.partition, "producer_id", pid, "records", len(recs), "err", res.Err)
+			b.log.Warn("writing transactional offsets failed", "partition", gs.partition, "producer_id", w.ProducerID, "records", len(recs), "err", res.Err)
 			done(b.errorCode(res.Err))
 			return
 		}
 		done(nil)
-	})
+	}
+	if verified {
+		gs.p.ProduceVerified(payload, -1, b.e.Now(), v, answer)
+		return
+	}
+	gs.p.Produce(payload, -1, b.e.Now(), answer)
 }
 
 // groupShardFor returns the running shard coordinating group here, or

@@ -17,6 +17,10 @@ type brokerMetrics struct {
 	// apis holds each served API's series, by key; only looked up.
 	apis                      map[int16]*apiMetrics
 	connsCreated, connsClosed *metrics.Counter
+	// verifyFailures and verifyTime are the transaction verification's
+	// (txnverify.go).
+	verifyFailures *metrics.Counter
+	verifyTime     *metrics.Histogram
 }
 
 // apiMetrics are one API's series (Kafka's RequestMetrics).
@@ -36,7 +40,8 @@ func (b *Broker) initMetrics() {
 		return
 	}
 	bm := &brokerMetrics{reg: reg, apis: map[int16]*apiMetrics{},
-		connsCreated: reg.Counter(metrics.ConnectionsCreated), connsClosed: reg.Counter(metrics.ConnectionsClosed)}
+		connsCreated: reg.Counter(metrics.ConnectionsCreated), connsClosed: reg.Counter(metrics.ConnectionsClosed),
+		verifyFailures: reg.Counter(metrics.TxnVerificationFailures), verifyTime: reg.Histogram(metrics.TxnVerificationTime)}
 	for _, a := range b.table.Rows() {
 		name := kmsg.NameForKey(a.Key)
 		bm.apis[a.Key] = &apiMetrics{reg: reg, name: name, errors: map[int16]*metrics.Counter{},

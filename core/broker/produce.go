@@ -9,6 +9,7 @@ import (
 
 	"github.com/strata-log/strata/core/env"
 	"github.com/strata-log/strata/core/meta"
+	"github.com/strata-log/strata/core/producer"
 	"github.com/strata-log/strata/core/record"
 	"github.com/strata-log/strata/core/replica"
 )
@@ -22,13 +23,12 @@ import (
 //
 // A transactional batch in a request without a transactional id is
 // TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as in Kafka (which answers the
-// whole request so); one with a transactional id is appended, the
-// partition keeping its producer's transaction (core/producer). The
-// transaction coordinator (core/txn) gives clients their transactional
-// producer ids; the partition does not yet ask it whether the producer
-// added the partition to its transaction (KIP-890 part 1's verifyOnly,
-// which the coordinator serves), and there are no ACLs to check the id
-// against.
+// whole request so). In a request with a transactional id, the
+// partitions where the producer has no transaction ongoing yet are first
+// verified with the transaction coordinator (KIP-890 part 1,
+// txnverify.go) and the whole request waits for its answer; then each
+// batch is appended, the partition keeping its producer's transaction
+// (core/producer). There are no ACLs to check the id against.
 func handleProduce(b *Broker, r *request) {
 	req := r.body.(*kmsg.ProduceRequest)
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
@@ -57,6 +57,7 @@ func handleProduce(b *Broker, r *request) {
 		}
 		r.respond(resp)
 	}
+	var appends []produceAppend // the partitions passed to their Partition, in request order
 	resp.Topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))
 	for i := range req.Topics {
 		t := &req.Topics[i]
@@ -96,23 +97,58 @@ func handleProduce(b *Broker, r *request) {
 			}
 			pending++
 			rp.ErrorCode = kerr.RequestTimedOut.Code // until the partition answers
-			tm := part.Metrics()
-			tm.Produces.Inc()
-			part.Produce(tp.Records, req.Acks, now, func(res replica.ProduceResult) {
-				if res.Err != nil {
-					tm.FailedProduces.Inc()
+			appends = append(appends, produceAppend{part: part, payload: tp.Records, rp: rp, setErr: setErr})
+		}
+	}
+	appendOne := func(a produceAppend, now time.Time, verify bool, v *producer.Verification) {
+		tm := a.part.Metrics()
+		tm.Produces.Inc()
+		answer := func(res replica.ProduceResult) {
+			if res.Err != nil {
+				tm.FailedProduces.Inc()
+			}
+			if answered {
+				return // timed out: the client was told, and retries
+			}
+			a.rp.ErrorCode = 0
+			if res.Err != nil {
+				a.setErr(res.Err)
+			} else {
+				a.rp.BaseOffset, a.rp.LogAppendTime, a.rp.LogStartOffset = res.BaseOffset, res.LogAppendTime, res.LogStartOffset
+			}
+			finish()
+		}
+		if verify {
+			a.part.ProduceVerified(a.payload, req.Acks, now, v, answer)
+			return
+		}
+		a.part.Produce(a.payload, req.Acks, now, answer)
+	}
+	if req.TransactionID != nil && len(appends) > 0 && !b.cfg.Txns.NoPartitionVerification {
+		// KIP-890 part 1 (txnverify.go): the appends wait for the
+		// coordinator's answer.
+		parts := make([]*replica.Partition, len(appends))
+		payloads := make([][]byte, len(appends))
+		for i, a := range appends {
+			parts[i], payloads[i] = a.part, a.payload
+		}
+		b.verifyTxnBatches(*req.TransactionID, req.Version, parts, payloads, now, func(vs []txnVerification) {
+			if answered {
+				return // timed out while verifying: nothing is appended
+			}
+			for i, a := range appends {
+				if err := vs[i].err; err != nil {
+					a.rp.ErrorCode = 0
+					a.setErr(err)
+					finish()
+					continue
 				}
-				if answered {
-					return // timed out: the client was told, and retries
-				}
-				rp.ErrorCode = 0
-				if res.Err != nil {
-					setErr(res.Err)
-				} else {
-					rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = res.BaseOffset, res.LogAppendTime, res.LogStartOffset
-				}
-				finish()
-			})
+				appendOne(a, b.e.Now(), true, vs[i].v) // the broker's time of the append, as for any batch
+			}
+		})
+	} else {
+		for _, a := range appends {
+			appendOne(a, now, false, nil)
 		}
 	}
 	if pending > 1 && req.Acks != 0 {
@@ -141,6 +177,14 @@ func handleProduce(b *Broker, r *request) {
 		})
 	}
 	finish()
+}
+
+// produceAppend is one partition of a produce request to append.
+type produceAppend struct {
+	part    *replica.Partition
+	payload []byte
+	rp      *kmsg.ProduceResponseTopicPartition
+	setErr  func(error)
 }
 
 // transactional reports whether a produce payload's first batch has the

@@ -50,6 +50,12 @@ type TxnConfig struct {
 	StateReplicationFactor int16
 	// Coordinator configures each shard (its effects are the broker's).
 	Coordinator txn.Config
+	// NoPartitionVerification is
+	// transaction.partition.verification.enable=false (default true):
+	// partition leaders append a producer's first transactional batch
+	// without asking the coordinator whether the partition is in its
+	// transaction (KIP-890 part 1, txnverify.go).
+	NoPartitionVerification bool
 }
 
 type txnShard struct {
@@ -57,6 +63,9 @@ type txnShard struct {
 	leaderEpoch int32
 	p           *replica.Partition
 	shard       *txn.Shard
+	// waitingHW: replayed to the log end, the shard waits for the high
+	// watermark to reach it before it serves (logged once).
+	waitingHW bool
 }
 
 // txnCoordinator is the broker's transaction state.
@@ -170,6 +179,19 @@ func (b *Broker) replayTxnShard(ts *txnShard, l *log.Log, offset int64, started 
 	}
 	end := l.LogEndOffset()
 	if offset >= end {
+		if hw := ts.p.HighWatermark(); hw < end {
+			// Serve nothing from records the ISR may still lose (txn
+			// seed 43: a new leader loaded an Ongoing record above its
+			// high watermark, answered a partition's verification from
+			// it, and a shorter log elected next dropped the record:
+			// no coordinator ever ended the transaction there).
+			if !ts.waitingHW {
+				ts.waitingHW = true
+				b.log.Info("transaction shard replayed; waiting for the high watermark to reach the log end", "partition", ts.partition, "high_watermark", hw, "log_end", end)
+			}
+			ts.p.Watch(func() { b.replayTxnShard(ts, l, offset, started) })
+			return
+		}
 		ts.shard.Loaded()
 		b.log.Info("transaction shard loaded", "partition", ts.partition, "log_end", end, "took", b.e.Monotonic()-started)
 		return
@@ -249,7 +271,7 @@ func (b *Broker) closeTxns() {
 		ts.shard.Unload()
 	}
 	b.txns.shards = nil
-	if tm := b.txns.markers; tm != nil {
-		tm.closeAll()
+	if pc := b.peerConns; pc != nil {
+		pc.closeAll()
 	}
 }

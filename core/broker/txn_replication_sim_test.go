@@ -9,14 +9,19 @@ import (
 
 	"github.com/strata-log/strata/core/producer"
 	"github.com/strata-log/strata/core/record"
+	"github.com/strata-log/strata/core/server"
 	"github.com/strata-log/strata/sim/servertest"
 )
 
 // Markers replicate like any batch: followers replay them into their
 // producer state, so that after the leader dies the new leader has the
 // same ongoing transactions, last stable offset and aborted list.
+// The test writes the markers itself, so partition verification is off.
 func TestReplicatedTransactionsSurviveTheLeader(t *testing.T) {
-	x := replicatedCluster(t, 13)
+	x := servertest.StartCluster(t, 13, 3, func(c *server.Config) {
+		c.Quorum.Controller.MaxReplicationFactor = 3
+		noTxnVerification(c)
+	})
 	x.CreateTopic(1, "tx", 1, 3, map[string]string{"min.insync.replicas": "2"})
 	leader := x.LeaderOf("tx", 0)
 	do := func(node int, req kmsg.Request) kmsg.Response {

@@ -9,8 +9,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/core/record"
+	"github.com/strata-log/strata/core/server"
 	"github.com/strata-log/strata/sim/servertest"
 )
+
+// noTxnVerification turns off transaction.partition.verification.enable,
+// for tests of the partition side that play the coordinator themselves.
+func noTxnVerification(c *server.Config) { c.BrokerListener.Txns.NoPartitionVerification = true }
 
 // txnProduce sends a transactional batch (with a transactional id) of
 // producer pid and returns the partition's answer.
@@ -112,8 +117,11 @@ func listOffsetCommitted(h *simServer, topic string) int64 {
 // transactions through the broker's handlers: transactional Produce,
 // WriteTxnMarkers, read_committed Fetch and ListOffsets, and a crash that
 // recovery must rebuild the same last stable offset and aborted list from.
+//
+// No coordinator is involved (the test writes the markers), so partition
+// verification (KIP-890 part 1, TestProduceVerification) is off.
 func TestServerTransactionsOnAPartition(t *testing.T) {
-	h := newSimServer(t, nil)
+	h := newSimServer(t, noTxnVerification)
 	h.CreateTopic("t", 1, nil)
 
 	// A transactional batch without a transactional id is refused.

@@ -2,28 +2,24 @@ package broker
 
 import (
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/strata-log/strata/core/env"
 	"github.com/strata-log/strata/core/meta"
-	"github.com/strata-log/strata/core/protocol"
 	"github.com/strata-log/strata/core/txn"
 )
 
 // txnMarkers is the broker's txn.MarkerSender: it groups a transaction's
 // partitions by their leader in the current image and sends each leader a
-// WriteTxnMarkers (API 27) over a connection kept per broker (this broker
-// included: its own listener serves the markers of partitions led here,
-// through the same handler). A partition without a leader gets no result
+// WriteTxnMarkers (API 27) over the broker's kept inter-broker
+// connections (peers.go; this broker included: its own listener serves the
+// markers of partitions led here, through the same handler). A partition without a leader gets no result
 // (the shard sends it again after its backoff); one whose topic is gone
 // gets UNKNOWN_TOPIC_ID, which ends its marker.
 type txnMarkers struct {
-	b       *Broker
-	clients map[int32]*markerClient // by broker id; looked up only
+	b *Broker
 }
 
 // markerRequestTimeout bounds how long a leader's answer is awaited
@@ -34,16 +30,8 @@ const markerRequestTimeout = 30 * time.Second
 // v2 when the marker carries KIP-890's transaction version.
 const writeTxnMarkersVersion = 1
 
-type markerClient struct {
-	addr    string
-	client  *protocol.Client
-	dialing bool
-	// queued requests wait for the connection.
-	queued []func(*protocol.Client)
-}
-
 func newTxnMarkers(b *Broker) *txnMarkers {
-	return &txnMarkers{b: b, clients: map[int32]*markerClient{}}
+	return &txnMarkers{b: b}
 }
 
 // SendMarkers implements txn.MarkerSender.
@@ -101,8 +89,9 @@ func (tm *txnMarkers) SendMarkers(m txn.Markers, done func([]txn.MarkerResult)) 
 			finish()
 		}
 		timer := b.e.AfterFunc(markerRequestTimeout, func() { answer(nil) })
-		tm.send(img.Broker, leader, markerRequest(m, parts), func(resp *kmsg.WriteTxnMarkersResponse) {
+		b.peers().send(img.Broker, leader, markerRequest(m, parts), func(r kmsg.Response) {
 			timer.Stop()
+			resp, _ := r.(*kmsg.WriteTxnMarkersResponse)
 			answer(markerResults(resp, parts))
 		})
 	}
@@ -156,70 +145,6 @@ func markerResults(resp *kmsg.WriteTxnMarkersResponse, asked []txn.TopicPartitio
 	return out
 }
 
-// send delivers req to the broker id over its kept connection; done gets
-// nil when the broker cannot be reached or the connection fails.
-func (tm *txnMarkers) send(lookup brokerLookup, id int32, req *kmsg.WriteTxnMarkersRequest, done func(*kmsg.WriteTxnMarkersResponse)) {
-	b := tm.b
-	addr, ok := brokerClientAddr(lookup, id)
-	if !ok {
-		b.e.Post(func() { done(nil) })
-		return
-	}
-	mc := tm.clients[id]
-	if mc == nil || mc.addr != addr {
-		if mc != nil && mc.client != nil {
-			mc.client.Close()
-		}
-		mc = &markerClient{addr: addr}
-		tm.clients[id] = mc
-	}
-	do := func(c *protocol.Client) {
-		if c == nil {
-			done(nil)
-			return
-		}
-		err := c.Do(req, func(r kmsg.Response, err error) {
-			resp, _ := r.(*kmsg.WriteTxnMarkersResponse)
-			if err != nil {
-				resp = nil
-			}
-			done(resp)
-		})
-		if err != nil {
-			b.e.Post(func() { done(nil) })
-		}
-	}
-	if mc.client != nil && !mc.client.Closed() {
-		do(mc.client)
-		return
-	}
-	mc.client = nil
-	mc.queued = append(mc.queued, do)
-	if mc.dialing {
-		return
-	}
-	mc.dialing = true
-	b.e.Net().Dial(addr, func(c env.Conn, err error) {
-		mc.dialing = false
-		queued := mc.queued
-		mc.queued = nil
-		if err != nil || b.closed {
-			if c != nil {
-				c.Close()
-			}
-			b.log.Debug("cannot reach a partition leader for transaction markers", "broker", id, "addr", addr, "err", err)
-			for _, q := range queued {
-				q(nil)
-			}
-			return
-		}
-		mc.client = protocol.NewClient(c, protocol.ClientConfig{ClientID: "strata-txn-markers-" + strconv.Itoa(int(b.cfg.NodeID))})
-		for _, q := range queued {
-			q(mc.client)
-		}
-	})
-}
-
 // brokerLookup finds a broker's registration (meta.Image.Broker).
 type brokerLookup func(id int32) (meta.BrokerRegistration, bool)
 
@@ -234,19 +159,4 @@ func brokerClientAddr(lookup brokerLookup, id int32) (string, bool) {
 		return "", false
 	}
 	return joinHostPort(ep.Host, int32(ep.Port)), true
-}
-
-// closeAll closes every marker connection.
-func (tm *txnMarkers) closeAll() {
-	ids := make([]int32, 0, len(tm.clients))
-	for id := range tm.clients {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	for _, id := range ids {
-		if c := tm.clients[id].client; c != nil {
-			c.Close()
-		}
-	}
-	clear(tm.clients)
 }

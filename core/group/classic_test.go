@@ -47,7 +47,7 @@ func (r *rig) newShard(cfg Config) *Shard {
 	if cfg.WriteTxn == nil {
 		// Transactional offsets are kept out of written (their replay
 		// is txnoffsets_test.go's).
-		cfg.WriteTxn = func(_ int64, _ int16, _ []Record, done func(error)) {
+		cfg.WriteTxn = func(_ TxnWrite, _ []Record, done func(error)) {
 			err := r.failWrites
 			r.e.AfterFunc(r.writeDelay, func() { done(err) })
 		}

@@ -68,8 +68,21 @@ type Config struct {
 	// WriteTxn is Write for a TxnOffsetCommit's records: one
 	// transactional batch of the producer's id and epoch, as Kafka's
 	// coordinator writes them (without it TxnOffsetCommit answers
-	// NOT_COORDINATOR).
-	WriteTxn func(producerID int64, producerEpoch int16, recs []Record, done func(error))
+	// NOT_COORDINATOR). The broker verifies the batch with the
+	// transaction coordinator first (KIP-890 part 1), as Kafka's does.
+	WriteTxn func(w TxnWrite, recs []Record, done func(error))
+}
+
+// TxnWrite says whose transactional batch WriteTxn writes.
+type TxnWrite struct {
+	// TransactionalID, ProducerID and ProducerEpoch are the
+	// TxnOffsetCommit's.
+	TransactionalID string
+	ProducerID      int64
+	ProducerEpoch   int16
+	// Version is the TxnOffsetCommit's version: v4+ clients take
+	// TRANSACTION_ABORTABLE (KIP-890), older ones INVALID_TXN_STATE.
+	Version int16
 }
 
 // Defaults are Kafka's.
@@ -398,6 +411,15 @@ func writeErrorCode(err error) *kerr.Error {
 			// A transactional offset batch the partition's producer
 			// state refused (a fenced producer): the client's error, as
 			// Kafka's coordinator passes it through.
+			return ke
+		case kerr.NetworkException:
+			// The transaction verification (KIP-890 part 1) could not
+			// reach the transaction coordinator: Kafka's
+			// maybeConvertOffsetCommitError makes it a code that older
+			// clients retry without a coordinator lookup.
+			return kerr.CoordinatorLoadInProgress
+		case kerr.TransactionAbortable, kerr.ConcurrentTransactions, kerr.CoordinatorLoadInProgress, kerr.CoordinatorNotAvailable:
+			// The transaction coordinator's answer to the verification.
 			return ke
 		}
 	}

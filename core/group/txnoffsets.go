@@ -206,7 +206,8 @@ func (s *Shard) TxnCommit(req *kmsg.TxnOffsetCommitRequest, exists PartitionExis
 		return
 	}
 	pid := req.ProducerID
-	s.writeTxn(pid, req.ProducerEpoch, recs, func(err error) {
+	w := TxnWrite{TransactionalID: req.TransactionalID, ProducerID: pid, ProducerEpoch: req.ProducerEpoch, Version: req.Version}
+	s.writeTxn(w, recs, func(err error) {
 		if err != nil {
 			code := writeErrorCode(err).Code
 			for i := range resp.Topics {
@@ -268,12 +269,12 @@ func (s *Shard) checkTxnMember(g *Group, req *kmsg.TxnOffsetCommitRequest) *kerr
 
 // writeTxn appends recs as a transactional batch of the producer and runs
 // done as write does.
-func (s *Shard) writeTxn(producerID int64, producerEpoch int16, recs []Record, done func(error)) {
+func (s *Shard) writeTxn(w TxnWrite, recs []Record, done func(error)) {
 	if s.cfg.WriteTxn == nil {
 		s.e.Post(func() { done(ErrNotCoordinator) })
 		return
 	}
-	s.cfg.WriteTxn(producerID, producerEpoch, recs, func(err error) {
+	s.cfg.WriteTxn(w, recs, func(err error) {
 		if s.unloaded && err == nil {
 			err = ErrNotCoordinator
 		}

@@ -48,10 +48,10 @@ func (r *txnRig) newTxnShard() *Shard {
 		}
 		r.e.AfterFunc(r.writeDelay, func() { done(err) })
 	}
-	cfg.WriteTxn = func(pid int64, epoch int16, recs []Record, done func(error)) {
+	cfg.WriteTxn = func(w TxnWrite, recs []Record, done func(error)) {
 		err := r.failWrites
 		if err == nil {
-			r.log = append(r.log, txnLogEntry{recs: recs, producerID: pid})
+			r.log = append(r.log, txnLogEntry{recs: recs, producerID: w.ProducerID})
 		}
 		r.e.AfterFunc(r.writeDelay, func() { done(err) })
 	}

@@ -142,6 +142,14 @@ var (
 		Help: "Partitions led here with fewer in-sync replicas than min.insync.replicas.", Kafka: "kafka.server:type=ReplicaManager,name=UnderMinIsrPartitionCount"}
 	UnderReplicatedPartitions = &Def{Name: "kafka_server_replicamanager_underreplicatedpartitions", Kind: GaugeKind,
 		Help: "Partitions led here whose in-sync replicas are fewer than their replicas.", Kafka: "kafka.server:type=ReplicaManager,name=UnderReplicatedPartitions"}
+
+	// Transaction verification (KIP-890 part 1).
+	TxnVerificationFailures = &Def{Name: "kafka_server_addpartitionstotxnmanager_verificationfailures_total", Kind: CounterKind,
+		Help:  "Partitions whose transaction verification failed: not in the producer's transaction, or the coordinator could not answer.",
+		Kafka: "kafka.server:type=AddPartitionsToTxnManager,name=VerificationFailureRate"}
+	TxnVerificationTime = &Def{Name: "kafka_server_addpartitionstotxnmanager_verificationtimems", Kind: HistogramKind, Buckets: MillisBuckets,
+		Help:  "Time from asking the transaction coordinator whether partitions are in a transaction to its answer, in ms.",
+		Kafka: "kafka.server:type=AddPartitionsToTxnManager,name=VerificationTimeMs"}
 )
 
 // Catalog lists every family, sorted by name.
@@ -160,6 +168,7 @@ var Catalog = sortedCatalog(
 	ConnectionsPaused, FetchSessions, InflightRequestBytes, LeaderCount, OfflinePartitions,
 	PartitionCount, UnderMinISRPartitions, UnderReplicatedPartitions,
 	IsrExpands, IsrShrinks, RecoveringPartitions, ReplicaMaxLag,
+	TxnVerificationFailures, TxnVerificationTime,
 )
 
 func sortedCatalog(defs ...*Def) []*Def {

@@ -22,6 +22,9 @@
 //     AppendedMarker are Check and Appended for a coordinator's COMMIT or
 //     ABORT marker; ReplayTxn returns the transaction a replayed marker
 //     ended; LastStableOffset(hw) bounds read_committed.
+//   - Verifications (verify.go, KIP-890 part 1): StartVerification hands
+//     out the guard a producer's first transactional batch on the
+//     partition must carry once the coordinator has verified it.
 //   - The snapshot format: Kafka's producer snapshot, version 1
 //     (snapshot.go), byte for byte.
 //   - Snapshots: the files <offset, 20 digits>.snapshot in the partition
@@ -106,10 +109,14 @@
 // therefore loses its state at the next Expire, as in Kafka. A snapshot
 // keeps only the last batch of each producer (Kafka's format), so after a
 // restart a retry of one of the four older batches is out of sequence
-// rather than a duplicate, as in Kafka. A transactional batch is accepted
-// without asking a coordinator (KIP-890's partition verification needs
-// one); a non-transactional batch during its producer's transaction is
-// ErrInvalidTxnState, a marker from an older coordinator epoch
-// ErrCoordinatorFenced. Control batches that are not transaction markers
-// (or whose record does not parse) only move EndOffset on replay.
+// rather than a duplicate, as in Kafka. With verification required
+// (KIP-890 part 1, verify.go), a transactional batch of a producer with
+// no transaction here is accepted only with the producer's current
+// Verification, which the broker obtained before asking the coordinator
+// and which the producer's next transactional batch or marker clears
+// (Kafka's VerificationGuard). A non-transactional batch during its
+// producer's transaction is ErrInvalidTxnState, a marker from an older
+// coordinator epoch ErrCoordinatorFenced. Control batches that are not
+// transaction markers (or whose record does not parse) only move
+// EndOffset on replay.
 package producer

@@ -3,6 +3,8 @@ package producer_test
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -36,6 +38,12 @@ import (
 //	marker pid=N epoch=N coord=N commit|abort [ts=MS]
 //	                            a coordinator's marker: CheckMarker, and when
 //	                            it passes append and AppendedMarker
+//	produce ... verify[=NAME]   the same with verification required
+//	                            (transaction.partition.verification.enable),
+//	                            carrying verification NAME if given
+//	start-verification pid=N epoch=N seq=N as=NAME [now=MS]
+//	                            StartVerification for a client's batch,
+//	                            its answer kept as NAME
 //	lso hw=N                    the last stable offset at high watermark hw,
 //	                            and the ongoing transactions
 //	producers                   the state, by producer id
@@ -53,9 +61,11 @@ func TestScripts(t *testing.T) {
 }
 
 type script struct {
-	cfg producer.Config
-	st  *producer.State
-	end int64 // the imaginary log's end offset
+	// verifications are StartVerification's answers, by name.
+	verifications map[string]*producer.Verification
+	cfg           producer.Config
+	st            *producer.State
+	end           int64 // the imaginary log's end offset
 }
 
 func (s *script) run(t *testing.T, d *datadriven.TestData) string {
@@ -89,6 +99,33 @@ func (s *script) run(t *testing.T, d *datadriven.TestData) string {
 		}
 	case "marker":
 		s.marker(t, d, &out)
+	case "start-verification":
+		var pid, epoch, seq int
+		var name string
+		d.ScanArgs(t, "pid", &pid)
+		d.ScanArgs(t, "epoch", &epoch)
+		d.ScanArgs(t, "seq", &seq)
+		d.ScanArgs(t, "as", &name)
+		now := int64(0)
+		if d.HasArg("now") {
+			d.ScanArgs(t, "now", &now)
+		}
+		v := s.st.StartVerification(int64(pid), int16(epoch), int32(seq), now)
+		if s.verifications == nil {
+			s.verifications = map[string]*producer.Verification{}
+		}
+		s.verifications[name] = v
+		if v == nil {
+			fmt.Fprintf(&out, "%s: none needed, p%d has a transaction ongoing here\n", name, pid)
+			break
+		}
+		for _, other := range slices.Sorted(maps.Keys(s.verifications)) {
+			if other != name && s.verifications[other] == v {
+				fmt.Fprintf(&out, "%s: the same verification as %s\n", name, other)
+				return out.String()
+			}
+		}
+		fmt.Fprintf(&out, "%s: a new verification\n", name)
 	case "lso":
 		var hw int64
 		d.ScanArgs(t, "hw", &hw)
@@ -123,6 +160,16 @@ func (s *script) produce(t *testing.T, d *datadriven.TestData, out *strings.Buil
 	b := spec.build(t, 0)
 	require.NoError(t, b.ValidateForAppend(record.OriginClient))
 	info := producer.InfoOf(b)
+	for _, a := range d.CmdArgs {
+		if a.Key == "verify" {
+			info.VerificationRequired = true
+			if len(a.Vals) > 0 {
+				v, ok := s.verifications[a.Vals[0]]
+				require.True(t, ok, "no verification %s", a.Vals[0])
+				info.Verification = v
+			}
+		}
+	}
 	res, err := s.st.Check(info)
 	switch {
 	case err != nil:

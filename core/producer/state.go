@@ -28,6 +28,10 @@ type State struct {
 	// unreplicatedTxns): they hold the last stable offset until the high
 	// watermark passes their marker (see LastStableOffset).
 	unreplicated []CompletedTxn
+	// verifications are the producers whose first transactional batch
+	// here is being verified with the coordinator (verify.go), at most
+	// one per producer id; looked up only.
+	verifications map[int64]*Verification
 }
 
 // txnStart is an ongoing transaction: its producer and first offset.
@@ -42,7 +46,7 @@ type txnStart struct {
 func NewState(cfg Config, endOffset int64) *State {
 	assert.That(cfg.Validate() == nil, "producer.NewState: %v", cfg.Validate())
 	assert.That(endOffset >= 0, "producer.NewState: negative end offset %d", endOffset)
-	return &State{cfg: cfg.withDefaults(), producers: make(map[int64]*entry), end: endOffset}
+	return &State{cfg: cfg.withDefaults(), producers: make(map[int64]*entry), verifications: make(map[int64]*Verification), end: endOffset}
 }
 
 // Config returns the state's configuration, defaults applied.
@@ -98,6 +102,13 @@ type BatchInfo struct {
 	FirstSeq, LastSeq int32
 	// Transactional is the batch's transactional flag.
 	Transactional bool
+	// VerificationRequired is set for a client's batch when
+	// transaction.partition.verification.enable is on (KIP-890 part 1),
+	// and Verification is what StartVerification returned for it once
+	// the coordinator answered that the partition is in the producer's
+	// transaction (nil otherwise). See Check's rules 8 and 9.
+	VerificationRequired bool
+	Verification         *Verification
 }
 
 // InfoOf returns the producer fields of a batch.
@@ -145,9 +156,17 @@ type Result struct {
 //  7. A batch that is not transactional from a producer with an ongoing
 //     transaction gets ErrInvalidTxnState (Kafka's "Expected transactional
 //     write"). A transactional batch starts the producer's transaction at
-//     its first offset, or continues it: Strata does not verify it with a
-//     coordinator (KIP-890's transaction.partition.verification.enable),
-//     there being none yet.
+//     its first offset, or continues it.
+//  8. With VerificationRequired, a transactional batch of a producer with
+//     no transaction ongoing here needs the producer's current
+//     Verification (BatchInfo.Verification), else ErrInvalidTxnState:
+//     the coordinator did not say the partition is in the transaction,
+//     or a marker ended the transaction since it said so (Kafka's
+//     "Record was not part of an ongoing transaction").
+//  9. While a producer has a Verification, a batch whose first sequence
+//     is above the lowest one being verified gets ErrOutOfOrderSequence.
+//
+// Rules 8 and 9 come before rule 4: they apply to unknown producers too.
 func (s *State) Check(b BatchInfo) (Result, error) {
 	if b.ProducerID == record.NoProducerID {
 		return Result{}, nil
@@ -160,6 +179,13 @@ func (s *State) Check(b BatchInfo) (Result, error) {
 		if m, dup := e.duplicateOf(b.FirstSeq, b.LastSeq); dup {
 			return Result{Duplicate: true, Original: m}, nil
 		}
+	}
+	var ke *entry
+	if known {
+		ke = e
+	}
+	if err := s.checkVerification(b, ke); err != nil {
+		return Result{}, err
 	}
 	if !known {
 		return Result{}, nil
@@ -284,6 +310,11 @@ func (s *State) apply(pid int64, epoch int16, transactional bool, m BatchMetadat
 		s.producers[pid] = e
 	}
 	e.addBatch(epoch, m)
+	if transactional {
+		// The transaction is started here now: its later batches need
+		// no verification, and an earlier one's answer is spent.
+		delete(s.verifications, pid)
+	}
 	if transactional && e.currentTxnFirstOffset == noTxn {
 		e.currentTxnFirstOffset = m.FirstOffset()
 		s.addOngoing(pid, m.FirstOffset())
@@ -304,8 +335,10 @@ func (s *State) AdvanceTo(offset int64) {
 // Expire forgets every producer whose last batch is at least
 // Config.ExpirationTime older than now (Kafka's removeExpiredProducers),
 // except one with an ongoing transaction, and returns the ids it removed,
-// sorted.
+// sorted. It also drops the verifications started at least that long ago
+// (by the broker's clock) that were never used.
 func (s *State) Expire(now time.Time) []int64 {
+	s.expireVerifications(now.UnixMilli())
 	var expired []int64
 	for _, id := range s.ids() {
 		if s.expired(s.producers[id], now) {

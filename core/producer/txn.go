@@ -114,6 +114,9 @@ func (s *State) endTxn(m Marker, offset, timestamp int64) (CompletedTxn, bool) {
 	}
 	e.coordinatorEpoch = m.CoordinatorEpoch
 	e.lastTimestamp = timestamp
+	// The transaction ended: a verification the coordinator answered
+	// before the marker must not open a new one (verify.go).
+	delete(s.verifications, m.ProducerID)
 	first := e.currentTxnFirstOffset
 	if first == noTxn {
 		return CompletedTxn{}, false

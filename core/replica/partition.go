@@ -274,6 +274,7 @@ type heldProduce struct {
 	payload []byte
 	acks    int16
 	now     time.Time
+	verify  verifyArg
 	done    func(ProduceResult)
 }
 
@@ -283,7 +284,7 @@ func (p *Partition) releaseHeld() {
 	held := p.held
 	p.held = nil
 	for _, h := range held {
-		p.Produce(h.payload, h.acks, h.now, h.done)
+		p.produce(h.payload, h.acks, h.now, h.verify, h.done)
 	}
 }
 
@@ -459,10 +460,20 @@ func (p *Partition) fail(err error) {
 // process may drop the damaged segment and everything after it and fetch
 // them again: a damage marker from the segment's base, obeyed by the
 // reopen. A partition that was online may be an in-sync replica again,
-// whose records count: its damage stays a failure.
+// whose records count: its damage stays a failure. So does the damage of
+// a replica still in the ISR (a forgotten last member, kept in it to
+// compare its log with its LastKnownELR's, recovery.go): dropping records
+// there could make it, or a shorter log it defers to, lead with less than
+// the committed prefix, an unclean election nobody asked for. That
+// partition stays offline, for the operator's ElectLeaders (unclean).
 func (p *Partition) dropDamagedSegment(err error) {
 	var ce *log.CorruptError
 	if p.wasOnline || !p.m.lostData || !errors.As(err, &ce) {
+		return
+	}
+	if slices.Contains(p.isr, p.m.cfg.NodeID) {
+		p.log.Error("DAMAGED partition log found at open, in an in-sync replica: not dropping it (see the partition's recovery)",
+			"segment", ce.File, "err", err)
 		return
 	}
 	base, ok := log.SegmentBase(ce.File)

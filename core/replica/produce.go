@@ -44,6 +44,41 @@ type ProduceResult struct {
 // topics refuse records without keys). A LogAppendTime topic stamps now
 // into the batch.
 func (p *Partition) Produce(payload []byte, acks int16, now time.Time, done func(ProduceResult)) {
+	p.produce(payload, acks, now, verifyArg{}, done)
+}
+
+// ProduceVerified is Produce for a client's batch when
+// transaction.partition.verification.enable is on (KIP-890 part 1): a
+// transactional batch of a producer with no transaction ongoing here is
+// appended only with v, what StartTxnVerification returned for it, passed
+// once the transaction coordinator answered that the partition is in the
+// producer's transaction, and only if no marker of the producer came in
+// between (INVALID_TXN_STATE otherwise; core/producer verify.go). v is nil
+// when no verification was needed (or none succeeded).
+func (p *Partition) ProduceVerified(payload []byte, acks int16, now time.Time, v *producer.Verification, done func(ProduceResult)) {
+	p.produce(payload, acks, now, verifyArg{required: true, v: v}, done)
+}
+
+// verifyArg is ProduceVerified's part of a produce.
+type verifyArg struct {
+	required bool
+	v        *producer.Verification
+}
+
+// StartTxnVerification starts the verification of a client's
+// transactional batch of producerID, epoch and first sequence firstSeq
+// (the broker then asks the coordinator; Kafka's
+// maybeStartTransactionVerification): nil when the producer has a
+// transaction ongoing here, which needs none. It fails as a produce would
+// when the partition is not led here and online.
+func (p *Partition) StartTxnVerification(producerID int64, epoch int16, firstSeq int32, now time.Time) (*producer.Verification, error) {
+	if err := p.servable(); err != nil {
+		return nil, err
+	}
+	return p.producers.StartVerification(producerID, epoch, firstSeq, now.UnixMilli()), nil
+}
+
+func (p *Partition) produce(payload []byte, acks int16, now time.Time, verify verifyArg, done func(ProduceResult)) {
 	res := ProduceResult{BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1}
 	fail := func(err error) {
 		res.Err = err
@@ -53,7 +88,7 @@ func (p *Partition) Produce(payload []byte, acks int16, now time.Time, done func
 		if errors.Is(err, ErrOpening) && len(p.held) < maxHeldProduces {
 			// Led here and about to serve: wait rather than turn away
 			// a client Metadata just sent here.
-			p.held = append(p.held, heldProduce{payload: payload, acks: acks, now: now, done: done})
+			p.held = append(p.held, heldProduce{payload: payload, acks: acks, now: now, verify: verify, done: done})
 			return
 		}
 		fail(err)
@@ -88,6 +123,7 @@ func (p *Partition) Produce(payload []byte, acks int16, now time.Time, done func
 		return
 	}
 	pinfo := producer.InfoOf(b)
+	pinfo.VerificationRequired, pinfo.Verification = verify.required, verify.v
 	check, err := p.producers.Check(pinfo)
 	if err != nil {
 		fail(err)

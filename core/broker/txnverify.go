@@ -1,0 +1,268 @@
+package broker
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/core/producer"
+	"github.com/strata-log/strata/core/record"
+	"github.com/strata-log/strata/core/replica"
+	"github.com/strata-log/strata/core/txn"
+)
+
+// # Transaction verification (KIP-890 part 1)
+//
+// A partition leader receiving a transactional batch of a producer that has
+// no transaction ongoing on the partition asks the transaction coordinator
+// of the request's transactional id whether the producer added the
+// partition to its transaction (AddPartitionsToTxn v5, the broker form with
+// VerifyOnly, as Kafka's AddPartitionsToTxnManager sends it), and appends
+// only if it did, so that a late or stray write can neither join a finished
+// transaction nor open one the coordinator does not know (a hanging
+// transaction, which holds the last stable offset and read_committed
+// consumers forever). The partition hands out a guard before the question
+// and accepts the batch only with the guard still current (core/producer
+// verify.go): a marker arriving while the question is out spends it. Once
+// the batch is appended the partition's producer state holds the ongoing
+// transaction, which is the cache: later batches of the transaction skip
+// verification until its marker. transaction.partition.verification.enable
+// (TxnConfig.NoPartitionVerification) turns it off.
+//
+// Differences from Kafka: one request per produce request rather than one
+// batched per coordinator with one in flight, and a coordinator that does
+// not serve v4+ is not skipped (every Strata broker serves it).
+
+// addPartitionsToTxnVerifyVersion is the version sent: v5, as Kafka's
+// brokers send (v4 added VerifyOnly, v5 TRANSACTION_ABORTABLE).
+const addPartitionsToTxnVerifyVersion = 5
+
+// verifyRequestTimeout bounds the wait for the coordinator's answer
+// (Kafka's request.timeout.ms for inter-broker requests, 30 s); past it the
+// partitions answer as if the connection failed.
+const verifyRequestTimeout = 30 * time.Second
+
+// produceAbortableVersion is the first Produce version whose clients take
+// TRANSACTION_ABORTABLE (KIP-890, Produce v11); older ones get
+// INVALID_TXN_STATE for it, as Kafka answers.
+const produceAbortableVersion = 11
+
+// txnVerification is one partition's share of a produce's verification.
+type txnVerification struct {
+	// v is the partition's guard (nil: none needed) and err why the batch
+	// must not be appended (nil: it may, with v).
+	v   *producer.Verification
+	err error
+}
+
+// verifyTxnBatches starts the verification of a transactional produce
+// request's batches (id is its transactional id, version its Produce
+// version): parts[i] is the partition of payloads[i]. done gets one result
+// per partition, once the coordinator has answered for those that needed
+// asking (at once when none did).
+func (b *Broker) verifyTxnBatches(id string, version int16, parts []*replica.Partition, payloads [][]byte, now time.Time, done func([]txnVerification)) {
+	out := make([]txnVerification, len(parts))
+	var ask []txn.TopicPartition
+	var asked []int
+	pid, epoch := int64(-1), int16(-1)
+	for i, part := range parts {
+		bt, err := record.ReadBatch(payloads[i], len(payloads[i])+1)
+		if err != nil || !bt.Attributes().IsTransactional() || bt.ProducerID() < 0 {
+			continue // not transactional, or left to the partition's validation
+		}
+		if pid < 0 {
+			pid, epoch = bt.ProducerID(), bt.ProducerEpoch()
+		}
+		if bt.ProducerID() != pid || bt.ProducerEpoch() != epoch {
+			// Kafka refuses a request of transactional batches of more
+			// than one producer (InvalidPidMappingException).
+			out[i].err = fmt.Errorf("%w: transactional batches of more than one producer in one request", kerr.InvalidProducerIDMapping)
+			continue
+		}
+		v, err := part.StartTxnVerification(pid, epoch, bt.BaseSequence(), now)
+		switch {
+		case err != nil:
+			out[i].err = err
+		case v != nil:
+			out[i].v = v
+			ask = append(ask, txn.TopicPartition{Topic: part.Topic(), Partition: part.ID()})
+			asked = append(asked, i)
+		}
+	}
+	if len(ask) == 0 {
+		done(out)
+		return
+	}
+	b.askTxnVerification(id, pid, epoch, ask, func(errs []*kerr.Error) {
+		for j, i := range asked {
+			if err := produceVerifyError(errs[j], version); err != nil {
+				out[i].err = err
+			}
+		}
+		done(out)
+	})
+}
+
+// askTxnVerification sends the coordinator of id an AddPartitionsToTxn
+// with VerifyOnly for parts; done gets each partition's error as Kafka's
+// AddPartitionsToTxnManager reports it to the produce path.
+func (b *Broker) askTxnVerification(id string, pid int64, epoch int16, parts []txn.TopicPartition, done func([]*kerr.Error)) {
+	all := func(err *kerr.Error) []*kerr.Error {
+		errs := make([]*kerr.Error, len(parts))
+		for i := range errs {
+			errs[i] = err
+		}
+		return errs
+	}
+	coordinator, ok := b.txnCoordinatorNode(id)
+	if !ok {
+		b.e.Post(func() { done(all(kerr.CoordinatorNotAvailable)) })
+		return
+	}
+	req := kmsg.NewPtrAddPartitionsToTxnRequest()
+	req.Version = addPartitionsToTxnVerifyVersion
+	t := kmsg.NewAddPartitionsToTxnRequestTransaction()
+	t.TransactionalID, t.ProducerID, t.ProducerEpoch, t.VerifyOnly = id, pid, epoch, true
+	for _, tp := range parts {
+		if n := len(t.Topics); n > 0 && t.Topics[n-1].Topic == tp.Topic {
+			t.Topics[n-1].Partitions = append(t.Topics[n-1].Partitions, tp.Partition)
+			continue
+		}
+		rt := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
+		rt.Topic, rt.Partitions = tp.Topic, []int32{tp.Partition}
+		t.Topics = append(t.Topics, rt)
+	}
+	req.Transactions = append(req.Transactions, t)
+	answered := false
+	started := b.e.Monotonic()
+	answer := func(errs []*kerr.Error) {
+		if answered {
+			return
+		}
+		answered = true
+		if m := b.metrics; m != nil {
+			m.verifyTime.Observe(float64(b.e.Monotonic()-started) / float64(time.Millisecond))
+			for _, err := range errs {
+				if err != nil {
+					m.verifyFailures.Inc()
+				}
+			}
+		}
+		done(errs)
+	}
+	timer := b.e.AfterFunc(verifyRequestTimeout, func() { answer(all(kerr.NetworkException)) })
+	b.peers().send(b.image().Broker, coordinator, req, func(r kmsg.Response) {
+		timer.Stop()
+		resp, _ := r.(*kmsg.AddPartitionsToTxnResponse)
+		answer(verifyResults(resp, id, parts))
+	})
+}
+
+// txnCoordinatorNode is the broker leading id's __transaction_state
+// partition in the image.
+func (b *Broker) txnCoordinatorNode(id string) (int32, bool) {
+	img := b.image()
+	if img == nil {
+		return 0, false
+	}
+	ti, ok := img.TopicByName(TxnStateTopic)
+	if !ok || ti.NumPartitions() == 0 {
+		return 0, false
+	}
+	p, ok := ti.Partition(txnPartition(id, int32(ti.NumPartitions())))
+	if !ok || !p.HasLeader() {
+		return 0, false
+	}
+	return p.Leader, true
+}
+
+// verifyResults reads the coordinator's answer for parts (Kafka's
+// AddPartitionsToTxnHandler): no answer is NETWORK_EXCEPTION; a top-level
+// error applies to every partition (CLUSTER_AUTHORIZATION_FAILED becoming
+// INVALID_TXN_STATE, which the client must not see); PRODUCER_FENCED is
+// INVALID_PRODUCER_EPOCH, which producers expect on produce; a partition
+// the answer leaves out is NETWORK_EXCEPTION too (retried).
+func verifyResults(resp *kmsg.AddPartitionsToTxnResponse, id string, parts []txn.TopicPartition) []*kerr.Error {
+	errs := make([]*kerr.Error, len(parts))
+	fill := func(err *kerr.Error) []*kerr.Error {
+		for i := range errs {
+			errs[i] = err
+		}
+		return errs
+	}
+	if resp == nil {
+		return fill(kerr.NetworkException)
+	}
+	if resp.ErrorCode != 0 {
+		if resp.ErrorCode == kerr.ClusterAuthorizationFailed.Code {
+			return fill(kerr.InvalidTxnState)
+		}
+		return fill(kerrOf(resp.ErrorCode))
+	}
+	fill(kerr.NetworkException)
+	for _, t := range resp.Transactions {
+		if t.TransactionalID != id {
+			continue
+		}
+		for _, rt := range t.Topics {
+			for _, rp := range rt.Partitions {
+				for i, tp := range parts {
+					if tp.Topic != rt.Topic || tp.Partition != rp.Partition {
+						continue
+					}
+					errs[i] = nil
+					if rp.ErrorCode != 0 {
+						errs[i] = kerrOf(rp.ErrorCode)
+					}
+					if errs[i] == kerr.ProducerFenced {
+						errs[i] = kerr.InvalidProducerEpoch
+					}
+				}
+			}
+		}
+	}
+	return errs
+}
+
+// kerrOf is code's kerr value (UNKNOWN_SERVER_ERROR for a code kerr does
+// not know).
+func kerrOf(code int16) *kerr.Error {
+	if e, ok := kerr.ErrorForCode(code).(*kerr.Error); ok {
+		return e
+	}
+	return kerr.UnknownServerError
+}
+
+// produceVerifyError is the produce answer for a partition whose
+// verification failed with err (Kafka's ReplicaManager.handleProduceAppend
+// translation), nil for nil:
+//
+//   - TRANSACTION_ABORTABLE (the partition is not in the transaction) is
+//     INVALID_TXN_STATE for Produce before v11, whose clients do not know
+//     it (Kafka's defaultError operation);
+//   - INVALID_TXN_STATE says the partition was not added;
+//   - CONCURRENT_TRANSACTIONS, NETWORK_EXCEPTION,
+//     COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE and
+//     NOT_COORDINATOR become NOT_ENOUGH_REPLICAS: retriable for every
+//     client, and unlike NOT_LEADER_OR_FOLLOWER no reason to refresh
+//     metadata;
+//   - any other error passes unchanged.
+func produceVerifyError(err *kerr.Error, version int16) error {
+	if err == nil {
+		return nil
+	}
+	if err == kerr.TransactionAbortable && version < produceAbortableVersion {
+		err = kerr.InvalidTxnState
+	}
+	switch err {
+	case kerr.InvalidTxnState:
+		return fmt.Errorf("%w: Partition was not added to the transaction", err)
+	case kerr.ConcurrentTransactions, kerr.NetworkException, kerr.CoordinatorLoadInProgress,
+		kerr.CoordinatorNotAvailable, kerr.NotCoordinator:
+		return fmt.Errorf("%w: Unable to verify the partition has been added to the transaction. Underlying error: %s",
+			kerr.NotEnoughReplicas, err.Message)
+	}
+	return fmt.Errorf("%w: the transaction coordinator refused the verification", err)
+}

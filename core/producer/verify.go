@@ -1,0 +1,93 @@
+package producer
+
+import "fmt"
+
+// This file keeps KIP-890 part 1's partition side (Kafka's
+// VerificationStateEntry and VerificationGuard): before a producer's first
+// transactional batch of a transaction is appended here, the broker asks
+// the transaction coordinator whether the producer added this partition to
+// its transaction. The question takes a round trip, and while it is out a
+// marker may end the transaction; the answer must then not open a new one
+// the coordinator does not know (a hanging transaction). So the partition
+// hands out a Verification when the question is asked, a transactional
+// batch of a producer without a transaction here is appended only with
+// the producer's current Verification, and every transactional batch or
+// marker of the producer (the transaction started, or ended) clears it: a
+// stale answer then carries a Verification that is no longer current and
+// the batch is refused.
+
+// Verification is a verification in progress of a producer's first
+// transactional batch on the partition. It is a guard compared by
+// identity: only the pointer StartVerification returned, while it is
+// still the producer's current one, lets such a batch through Check.
+type Verification struct {
+	producerID int64
+	// epoch and lowestSeq are the newest epoch asked about and the lowest
+	// first sequence asked about at it (Kafka's
+	// maybeUpdateLowestSequenceAndEpoch): while the verification is
+	// current, a batch of a higher sequence is refused, so that a batch
+	// whose verification failed retriably is not overtaken by the next
+	// (the producer would then loop on OUT_OF_ORDER_SEQUENCE_NUMBER).
+	epoch     int16
+	lowestSeq int32
+	// startedMs is when it was created (the broker's clock): Expire drops
+	// one that was never used after producer.id.expiration.ms.
+	startedMs int64
+}
+
+// StartVerification is called for a client's transactional batch when
+// transaction.partition.verification.enable is on, before the coordinator
+// is asked (Kafka's maybeStartTransactionVerification). It returns nil when
+// the producer already has a transaction ongoing here (its later batches
+// need no verification: the partition's producer state is the cache of
+// what the coordinator answered, until the marker ends it); otherwise the
+// producer's current Verification, created at nowMs if there is none, and
+// updated with epoch and firstSeq. Pass what it returns to Check with the
+// batch (BatchInfo.Verification) once the coordinator has answered that
+// the partition is in the transaction.
+func (s *State) StartVerification(producerID int64, epoch int16, firstSeq int32, nowMs int64) *Verification {
+	if e, ok := s.producers[producerID]; ok && e.currentTxnFirstOffset != noTxn {
+		return nil
+	}
+	v := s.verifications[producerID]
+	if v == nil {
+		v = &Verification{producerID: producerID, epoch: epoch, lowestSeq: firstSeq, startedMs: nowMs}
+		s.verifications[producerID] = v
+		return v
+	}
+	switch {
+	case epoch == v.epoch && firstSeq < v.lowestSeq:
+		v.lowestSeq = firstSeq
+	case epoch > v.epoch:
+		v.epoch, v.lowestSeq = epoch, firstSeq
+	}
+	return v
+}
+
+// Verifying reports whether producerID has a verification in progress
+// (for tests and logs).
+func (s *State) Verifying(producerID int64) bool { return s.verifications[producerID] != nil }
+
+// checkVerification is rules 8 and 9 of Check.
+func (s *State) checkVerification(b BatchInfo, e *entry) error {
+	v := s.verifications[b.ProducerID]
+	if b.VerificationRequired && b.Transactional && (e == nil || e.currentTxnFirstOffset == noTxn) && (v == nil || b.Verification != v) {
+		return fmt.Errorf("%w: producer %d epoch %d: the batch was not verified as part of an ongoing transaction (the partition was not added to it, or it ended)",
+			ErrInvalidTxnState, b.ProducerID, b.ProducerEpoch)
+	}
+	if v != nil && b.FirstSeq > v.lowestSeq {
+		return fmt.Errorf("%w: producer %d sent sequence %d while its sequence %d is being verified",
+			ErrOutOfOrderSequence, b.ProducerID, b.FirstSeq, v.lowestSeq)
+	}
+	return nil
+}
+
+// expireVerifications drops the verifications started at least
+// ExpirationTime before nowMs (Kafka's removeExpiredProducers does so).
+func (s *State) expireVerifications(nowMs int64) {
+	for id, v := range s.verifications { //determinism:unordered only deletes, each decided by its own entry
+		if v.startedMs <= nowMs-s.cfg.ExpirationTime.Milliseconds() {
+			delete(s.verifications, id)
+		}
+	}
+}
