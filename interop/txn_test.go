@@ -1,9 +1,15 @@
 package interop
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -73,17 +79,21 @@ func etlInstance(t *testing.T, addr, src, dst string, stop func(processed int) b
 	return runETL(t, etlOpts{addrs: []string{addr}, src: src, dst: dst, stop: stop, midway: midway, timeout: 2 * opTimeout})
 }
 
-// etlOpts configure runETL: beforeEnd, if set, runs once with the
+// etlOpts configure runETL: each of faults runs once, in order, with the
 // records of an open transaction produced and flushed, before its End,
-// once processed reaches beforeEndAt.
+// once processed reaches its at.
 type etlOpts struct {
-	addrs       []string
-	src, dst    string
-	stop        func(processed int) bool
-	midway      bool
-	timeout     time.Duration
-	beforeEndAt int
-	beforeEnd   func()
+	addrs    []string
+	src, dst string
+	stop     func(processed int) bool
+	midway   bool
+	timeout  time.Duration
+	faults   []etlFault
+}
+
+type etlFault struct {
+	at int
+	do func()
 }
 
 func runETL(t *testing.T, o etlOpts) int {
@@ -137,10 +147,10 @@ func runETL(t *testing.T, o etlOpts) int {
 			require.NoError(t, sess.Client().Flush(ctx))
 			return processed
 		}
-		if o.beforeEnd != nil && processed >= o.beforeEndAt {
+		if len(o.faults) > 0 && processed >= o.faults[0].at {
 			require.NoError(t, sess.Client().Flush(ctx))
-			o.beforeEnd()
-			o.beforeEnd = nil
+			o.faults[0].do()
+			o.faults = o.faults[1:]
 		}
 		committed, err := sess.End(ctx, kgo.TryCommit)
 		if err != nil {
@@ -243,20 +253,20 @@ func TestConfluentKafkaPythonTransactions(t *testing.T) {
 	require.Len(t, read("read_uncommitted", all), all)
 }
 
-// TestGroupTransactSessionCoordinatorKilled: the ETL job of
-// TestKgoGroupTransactSession on three node processes, every topic at
-// replication factor 3; mid-transaction (records produced, offsets not yet
-// committed) the node coordinating the transactional id is SIGKILLed. The
-// job goes on against the new coordinator; etl-b read with read_committed
-// holds each record of etl-a exactly once.
-func TestGroupTransactSessionCoordinatorKilled(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts three node processes")
-	}
-	nodes := startProcessCluster(t, 3, "group.initial.rebalance.delay.ms=0", "offsets.topic.num.partitions=3",
-		"transaction.state.log.num.partitions=3")
-	addrs := brokerAddrs(nodes)
-	adm := newAdmin(t, addrs...)
+// txnFaults drives the faults of the transactional tests on a process
+// cluster of three nodes, every topic at replication factor 3 and
+// min.insync.replicas 2, so that one node may be down at a time.
+type txnFaults struct {
+	t     *testing.T
+	nodes []*procNode
+	// down is the node killed last, -1 if none.
+	down int32
+}
+
+func startTxnCluster(t *testing.T, extraProps ...string) *txnFaults {
+	t.Helper()
+	nodes := startProcessCluster(t, 3, append([]string{"group.initial.rebalance.delay.ms=0", "offsets.topic.num.partitions=3",
+		"transaction.state.log.num.partitions=3", "min.insync.replicas=2"}, extraProps...)...)
 	require.Eventually(t, func() bool {
 		for _, p := range nodes {
 			md, err := newAdmin(t, p.brokerAddr).BrokerMetadata(ctxFor(t, 2*time.Second))
@@ -266,41 +276,138 @@ func TestGroupTransactSessionCoordinatorKilled(t *testing.T) {
 		}
 		return true
 	}, clusterReadyTimeout, 50*time.Millisecond, "not every broker's Metadata lists the three brokers")
-	ctx := ctxFor(t, 2*opTimeout)
-	for _, topic := range []string{"etl-a", "etl-b"} {
-		resp, err := adm.CreateTopic(ctx, 3, 3, nil, topic)
-		require.NoError(t, err)
-		require.NoError(t, resp.Err)
-		waitLeaders(t, adm, topic, 3)
-		waitServed(t, adm, topic)
-	}
-	const total = 300
-	prod := newClient(t, addrs, kgo.DefaultProduceTopic("etl-a"), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
-	for i := 0; i < total; i++ {
-		require.NoError(t, prod.ProduceSync(ctx, &kgo.Record{Value: []byte(strconv.Itoa(i))}).FirstErr())
-	}
+	return &txnFaults{t: t, nodes: nodes, down: -1}
+}
 
-	var alive []string
-	killed := false
-	kill := func() {
-		coord := adm.FindTxnCoordinators(ctxFor(t, opTimeout), "etl")["etl"]
-		require.NoError(t, coord.Err)
-		for _, p := range nodes {
-			if p.id == coord.NodeID {
-				t.Logf("killing broker %d, the coordinator of the transactional id, mid-transaction", p.id)
-				p.kill()
-				killed = true
-			} else {
-				alive = append(alive, p.brokerAddr)
-			}
+// addrs are the brokers' addresses, the down node's left out.
+func (f *txnFaults) addrs() []string {
+	var out []string
+	for _, p := range f.nodes {
+		if p.id != f.down {
+			out = append(out, p.brokerAddr)
 		}
 	}
-	runETL(t, etlOpts{addrs: addrs, src: "etl-a", dst: "etl-b", timeout: 2 * rejoinTimeout,
-		beforeEndAt: 50, beforeEnd: kill,
-		stop: func(p int) bool { return p >= total }})
-	require.True(t, killed, "the coordinator was never killed")
+	return out
+}
 
-	got := consumeKgo(t, alive, "etl-b", atStart(3), total, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+func (f *txnFaults) node(id int32) *procNode {
+	for _, p := range f.nodes {
+		if p.id == id {
+			return p
+		}
+	}
+	require.FailNow(f.t, "no such node", "node %d", id)
+	return nil
+}
+
+func (f *txnFaults) createTopic(topic string, partitions int32) {
+	adm := newAdmin(f.t, f.addrs()...)
+	resp, err := adm.CreateTopic(ctxFor(f.t, opTimeout), partitions, 3, nil, topic)
+	require.NoError(f.t, err)
+	require.NoError(f.t, resp.Err)
+	waitLeaders(f.t, adm, topic, partitions)
+	waitServed(f.t, adm, topic)
+}
+
+// kill SIGKILLs node id, restarting the node killed before first and
+// waiting until every partition of topics has its three replicas in sync
+// again, so that one node down leaves min.insync.replicas.
+func (f *txnFaults) kill(id int32, why string, topics ...string) {
+	t := f.t
+	if f.down >= 0 {
+		p := f.node(f.down)
+		t.Logf("restarting broker %d", p.id)
+		p.start(t)
+		f.down = -1
+		f.waitFullISR(topics...)
+	}
+	t.Logf("killing broker %d, %s", id, why)
+	f.node(id).kill()
+	f.down = id
+}
+
+func (f *txnFaults) waitFullISR(topics ...string) {
+	adm := newAdmin(f.t, f.addrs()...)
+	var last string
+	require.Eventually(f.t, func() bool {
+		tds, err := adm.ListTopics(ctxFor(f.t, 2*time.Second), topics...)
+		if err != nil {
+			last = err.Error()
+			return false
+		}
+		for _, topic := range topics {
+			td := tds[topic]
+			if td.Err != nil {
+				last = fmt.Sprintf("%s: %v", topic, td.Err)
+				return false
+			}
+			for _, pd := range td.Partitions {
+				if pd.Err != nil || len(pd.ISR) != 3 {
+					last = fmt.Sprintf("%s[%d]: ISR %v, error %v", topic, pd.Partition, pd.ISR, pd.Err)
+					return false
+				}
+			}
+		}
+		return true
+	}, rejoinTimeout, 100*time.Millisecond, "the restarted broker did not rejoin every ISR of %v: %s", topics, &last)
+}
+
+// coordinator is the node coordinating transactional id tid.
+func (f *txnFaults) coordinator(tid string) int32 {
+	coord := newAdmin(f.t, f.addrs()...).FindTxnCoordinators(ctxFor(f.t, opTimeout), tid)[tid]
+	require.NoError(f.t, coord.Err)
+	return coord.NodeID
+}
+
+// leader is the leader of partition 0 of topic.
+func (f *txnFaults) leader(topic string) int32 {
+	tds, err := newAdmin(f.t, f.addrs()...).ListTopics(ctxFor(f.t, opTimeout), topic)
+	require.NoError(f.t, err)
+	require.NoError(f.t, tds[topic].Err)
+	return tds[topic].Partitions[0].Leader
+}
+
+
+// TestGroupTransactSessionCoordinatorKilled: the ETL job of
+// TestKgoGroupTransactSession on three node processes (txnFaults).
+// Mid-transaction (records produced, offsets not yet committed) the node
+// coordinating the transactional id is SIGKILLed; the job goes on against
+// the new coordinator. Later the killed node restarts and, again
+// mid-transaction, the leader of an output partition the open transaction
+// wrote to is SIGKILLed: its marker, and the next transactions' writes, go
+// to the partition's new leader. etl-b read with read_committed holds each
+// record of etl-a exactly once.
+func TestGroupTransactSessionCoordinatorKilled(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts three node processes")
+	}
+	f := startTxnCluster(t)
+	f.createTopic("etl-a", 3)
+	f.createTopic("etl-b", 3)
+	const total = 400
+	prod := newClient(t, f.addrs(), kgo.DefaultProduceTopic("etl-a"), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+	for i := 0; i < total; i++ {
+		require.NoError(t, prod.ProduceSync(ctxFor(t, opTimeout), &kgo.Record{Value: []byte(strconv.Itoa(i))}).FirstErr())
+	}
+	prod.Close()
+
+	topics := []string{"etl-a", "etl-b", "__consumer_offsets", "__transaction_state"}
+	faults := 0
+	runETL(t, etlOpts{addrs: f.addrs(), src: "etl-a", dst: "etl-b", timeout: 3 * rejoinTimeout,
+		faults: []etlFault{
+			{at: 50, do: func() {
+				f.kill(f.coordinator("etl"), "the coordinator of the transactional id, mid-transaction", topics...)
+				faults++
+			}},
+			{at: 200, do: func() {
+				f.kill(f.leader("etl-b"), "the leader of etl-b[0], mid-transaction", topics...)
+				faults++
+			}},
+		},
+		stop: func(p int) bool { return p >= total }})
+	require.Equal(t, 2, faults, "not every fault ran")
+
+	got := consumeKgo(t, f.addrs(), "etl-b", atStart(3), total, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
 	seen := map[string]int{}
 	for _, r := range got {
 		seen[string(r.Value)]++
@@ -308,6 +415,98 @@ func TestGroupTransactSessionCoordinatorKilled(t *testing.T) {
 	for i := 0; i < total; i++ {
 		require.Equal(t, 1, seen[strconv.Itoa(i)], "record %d of etl-a in etl-b", i)
 	}
+}
+
+// TestConfluentKafkaPythonTransactionsUnderFaults: librdkafka's
+// transactional Producer (python3-confluent-kafka) on three node processes
+// (txnFaults) runs twelve transactions, committing two in three. With the
+// records of transaction 3 delivered and before its commit, the
+// transactional id's coordinator is SIGKILLed; before transaction 8's
+// commit, the killed node restarts and the partition's leader is
+// SIGKILLed. A commit the client cannot finish is aborted (librdkafka's
+// txn_requires_abort); the script reports each transaction's outcome.
+// read_committed then reads each record of the committed transactions
+// exactly once and none of the others.
+func TestConfluentKafkaPythonTransactionsUnderFaults(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts three node processes")
+	}
+	python := confluentPython(t)
+	f := startTxnCluster(t)
+	const topic, tid = "py-eos", "py-eos-tx"
+	f.createTopic(topic, 1)
+	topics := []string{topic, "__transaction_state"}
+
+	var txns []map[string]any
+	for i := 0; i < 12; i++ {
+		var values [][]byte
+		for j := 0; j < 20; j++ {
+			values = append(values, []byte(fmt.Sprintf("py-%d-%d", i, j)))
+		}
+		txns = append(txns, map[string]any{"commit": i%3 != 2, "values": values})
+	}
+	dir := t.TempDir()
+	faults := map[int]func(){
+		3: func() {
+			f.kill(f.coordinator(tid), "the coordinator of the transactional id, before a commit", topics...)
+		},
+		8: func() { f.kill(f.leader(topic), "the partition's leader, before a commit", topics...) },
+	}
+	in, err := json.Marshal(map[string]any{"bootstrap": strings.Join(f.addrs(), ","), "topic": topic, "transactional_id": tid,
+		"transactions": txns, "pause_at": []int{3, 8}, "pause_dir": dir, "timeout": 2 * rejoinTimeout.Seconds()})
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*rejoinTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, python, filepath.Join("testdata", "confluent_interop.py"), "transactions")
+	cmd.Stdin = bytes.NewReader(in)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	require.NoError(t, cmd.Start())
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	for _, at := range []int{3, 8} {
+		paused := filepath.Join(dir, fmt.Sprintf("paused-%d", at))
+		for {
+			if _, err := os.Stat(paused); err == nil {
+				break
+			}
+			select {
+			case err := <-done:
+				require.FailNow(t, "the script ended before its pause", "pause %d: %v; stderr:\n%s", at, err, stderr.String())
+			case <-time.After(pollInterval):
+			}
+		}
+		faults[at]()
+		require.NoError(t, os.WriteFile(filepath.Join(dir, fmt.Sprintf("resume-%d", at)), nil, 0o644))
+	}
+	require.NoError(t, <-done, "confluent_interop.py transactions; stderr:\n%s", stderr.String())
+	var resp struct{ Outcomes []string }
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &resp), "output:\n%s", stdout.String())
+	require.Len(t, resp.Outcomes, len(txns))
+	t.Logf("outcomes: %v", resp.Outcomes)
+
+	committed := map[string]bool{}
+	for i, o := range resp.Outcomes {
+		require.Contains(t, []string{"committed", "aborted"}, o)
+		if !txns[i]["commit"].(bool) {
+			require.Equal(t, "aborted", o, "transaction %d was to abort", i)
+		}
+		if o == "committed" {
+			for _, v := range txns[i]["values"].([][]byte) {
+				committed[string(v)] = true
+			}
+		}
+	}
+	require.NotEmpty(t, committed)
+	got := consumeKgo(t, f.addrs(), topic, atStart(1), len(committed), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	seen := map[string]int{}
+	for _, r := range got {
+		v := string(r.Value)
+		require.True(t, committed[v], "read_committed returned %q, of a transaction that did not commit", v)
+		seen[v]++
+		require.Equal(t, 1, seen[v], "read_committed returned %q twice", v)
+	}
+	require.Len(t, seen, len(committed))
 }
 
 // TestKafkaGoReadCommitted: kafka-go's Reader with IsolationLevel

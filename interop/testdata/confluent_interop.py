@@ -13,9 +13,13 @@ group:    {"bootstrap", "topic", "group", "idle"} -> {"records": [{"partition",
            "offset"}...]}: a member of the group (subscribe, auto commit),
            until no record came for "idle" seconds after its first one
 transactions: {"bootstrap", "topic", "transactional_id", "transactions":
-           [{"commit": bool, "values": [b64...]}...]} -> {}: a transactional
-           Producer runs each transaction on partition 0, committing or
-           aborting it
+           [{"commit": bool, "values": [b64...]}...], "pause_at": [i...],
+           "pause_dir"} -> {"outcomes": ["committed" | "aborted"...]}: a
+           transactional Producer runs each transaction on partition 0,
+           committing or aborting it; before ending transaction i of
+           pause_at it creates pause_dir/paused-i and waits for
+           pause_dir/resume-i (the test injects a fault meanwhile). A commit
+           that requires an abort is aborted
 metadata: {"bootstrap", "topic"} -> {"cluster_id", "controller_id",
            "brokers": [{"id", "host", "port"}], "partitions": [{"id",
            "leader", "replicas", "isrs", "error"}]}
@@ -26,6 +30,7 @@ rec: {"partition", "offset", "key", "value", "headers": [[k, v]...],
 
 import base64
 import json
+import os
 import sys
 import time
 
@@ -158,6 +163,8 @@ def transactions(req):
         "transactional.id": req["transactional_id"],
         "transaction.timeout.ms": 30000,
     })
+    pause_at = set(req.get("pause_at", []))
+    outcomes = []
     try:
         p.init_transactions(req["timeout"])
         for i, txn in enumerate(req["transactions"]):
@@ -167,13 +174,46 @@ def transactions(req):
             left = p.flush(req["timeout"])
             if left:
                 fail("transaction %d: %d records not delivered within %ss" % (i, left, req["timeout"]))
-            if txn["commit"]:
-                p.commit_transaction(req["timeout"])
-            else:
-                p.abort_transaction(req["timeout"])
+            if i in pause_at:
+                pause(req["pause_dir"], i, req["timeout"])
+            outcomes.append(end_transaction(p, txn["commit"], req["timeout"]))
     except KafkaException as e:
         fail("transactions: %s" % e)
-    return {}
+    return {"outcomes": outcomes}
+
+
+def pause(directory, i, timeout):
+    """Tells the test that transaction i's records are delivered (the file
+    paused-i) and waits for it to inject its fault (the file resume-i)."""
+    open("%s/paused-%d" % (directory, i), "w").close()
+    deadline = time.monotonic() + timeout
+    while not os.path.exists("%s/resume-%d" % (directory, i)):
+        if time.monotonic() > deadline:
+            fail("transaction %d: not resumed within %ss" % (i, timeout))
+        time.sleep(0.05)
+
+
+def end_transaction(p, commit, timeout):
+    """Commits or aborts the open transaction and returns its outcome. A
+    retriable error retries the same call (librdkafka's documented use); an
+    error that requires an abort aborts; a fatal one raises."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if commit:
+                p.commit_transaction(timeout)
+                return "committed"
+            p.abort_transaction(timeout)
+            return "aborted"
+        except KafkaException as e:
+            err = e.args[0]
+            if err.fatal() or time.monotonic() > deadline:
+                raise
+            if err.txn_requires_abort():
+                commit = False
+            elif not err.retriable():
+                raise
+            sys.stderr.write("end of transaction: %s; %s\n" % (err, "retrying" if commit else "aborting"))
 
 
 def metadata(req):
