@@ -3,13 +3,17 @@ package main
 import (
 	"context"
 	"log/slog"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-log/strata/core/record"
 	"github.com/strata-log/strata/node"
 )
 
@@ -30,6 +34,80 @@ func TestCLIStrata(t *testing.T) {
 	require.Eventually(t, n.ActiveController, 15*time.Second, 10*time.Millisecond)
 	testCLI(t, n.Addr())
 	t.Run("transactions", func(t *testing.T) { testTxn(cliRunner{t: t, addr: n.Addr()}) })
+	t.Run("hanging-transaction", testTxnHanging)
+}
+
+// testTxnHanging: on a node with transaction.partition.verification.enable
+// off, a transactional batch written by a producer id no coordinator
+// knows (an idempotent producer's, with a made-up transactional id) opens
+// a transaction no EndTxn will close: a hanging transaction. `strata txn
+// find-hanging` names it (with no transactional id), but not before it
+// is older than --max-transaction-timeout; `strata txn abort` ends it, and
+// the last stable offset passes it.
+func testTxnHanging(t *testing.T) {
+	cfg := node.DefaultConfig()
+	cfg.Listener, cfg.ControllerListener, cfg.LogDir = "127.0.0.1:0", "127.0.0.1:0", t.TempDir()
+	cfg.MetricsListener = "127.0.0.1:0"
+	cfg.NoTxnPartitionVerification = true
+	n, err := node.Start(cfg, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = n.Shutdown(ctx)
+	})
+	require.Eventually(t, n.ActiveController, 15*time.Second, 10*time.Millisecond)
+	r := cliRunner{t: t, addr: n.Addr()}
+	topic := topicName(t, "hang")
+	r.ok("", "topic", "create", topic, "--partitions", "1")
+	r.ok("a\n", "produce", "--topic", topic, "--partition", "0")
+
+	ctx, cancel := context.WithTimeout(context.Background(), cliTestTimeout)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(r.addr))
+	require.NoError(t, err)
+	defer cl.Close()
+	initReq := kmsg.NewPtrInitProducerIDRequest()
+	initReq.TransactionTimeoutMillis = -1
+	initResp, err := initReq.RequestWith(ctx, cl)
+	require.NoError(t, err)
+	require.NoError(t, kerr.ErrorForCode(initResp.ErrorCode))
+	pid, epoch := initResp.ProducerID, initResp.ProducerEpoch
+	bld := record.NewBuilder(record.WithProducer(pid, epoch, 0), record.WithTransactional())
+	bld.Append(time.Now().UnixMilli(), nil, []byte("stuck"))
+	batch, err := bld.AppendTo(nil)
+	require.NoError(t, err)
+	ghost := "ghost-" + topic
+	prodReq := kmsg.NewPtrProduceRequest()
+	prodReq.TransactionID, prodReq.Acks, prodReq.TimeoutMillis = &ghost, -1, 10_000
+	tds, err := kadm.NewClient(cl).ListTopics(ctx, topic)
+	require.NoError(t, err)
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic, rt.TopicID = topic, tds[topic].ID // Produce v13 names topics by id
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Partition, rp.Records = 0, batch
+	rt.Partitions = append(rt.Partitions, rp)
+	prodReq.Topics = append(prodReq.Topics, rt)
+	prodResp, err := prodReq.RequestWith(ctx, cl)
+	require.NoError(t, err)
+	require.NoError(t, kerr.ErrorForCode(prodResp.Topics[0].Partitions[0].ErrorCode), "the unverified transactional batch is appended")
+
+	header := "TOPIC  PARTITION  LEADER  PRODUCER-ID  PRODUCER-EPOCH  COORDINATOR-EPOCH  START-OFFSET  LAST-TIMESTAMP  TRANSACTIONAL-ID\n"
+	out := r.ok("", "txn", "find-hanging", "--topic", topic)
+	require.Equal(t, header, out, "younger than the default 15m threshold: not reported")
+	out = r.ok("", "txn", "find-hanging", "--max-transaction-timeout", "0s", "--topic", topic)
+	require.Regexp(t, `(?m)^`+topic+`\s+0\s+\d+\s+`+strconv.FormatInt(pid, 10)+`\s+\d+\s+-?\d+\s+1\s+\S+\s+-\s*$`, out,
+		"the open transaction at offset 1 of a producer id no coordinator knows is hanging")
+	out = r.ok("", "txn", "find-hanging", "--max-transaction-timeout", "0s")
+	require.Contains(t, out, topic, "without --topic every topic is searched")
+
+	require.Contains(t, r.ok("", "txn", "abort", "--topic", topic, "--partition", "0", "--start-offset", "1"), "aborted the transaction of producer")
+	require.Equal(t, header, r.ok("", "txn", "find-hanging", "--max-transaction-timeout", "0s", "--topic", topic), "aborted: nothing hangs")
+	adm := kadm.NewClient(cl)
+	ends, err := adm.ListCommittedOffsets(ctx, topic)
+	require.NoError(t, err)
+	end, _ := ends.Lookup(topic, 0)
+	require.Equal(t, int64(3), end.Offset, "the last stable offset passes the record and the marker")
 }
 
 // testTxn: an open transaction as `strata txn` shows it (list, describe,
