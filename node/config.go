@@ -237,6 +237,13 @@ type Config struct {
 	// partition leaders do not ask the transaction coordinator about a
 	// producer's first transactional batch (KIP-890 part 1).
 	NoTxnPartitionVerification bool
+	// TransactionVersion is strata.transaction.version (default 2): the
+	// transaction.version feature the brokers finalize, Kafka's
+	// `kafka-features.sh --feature transaction.version`. 2 is KIP-890
+	// part 2 (clients add partitions through their produces and offset
+	// commits, and every EndTxn bumps the epoch); 1 keeps clients on
+	// explicit adds. Every broker of a cluster must have the same.
+	TransactionVersion int16
 
 	// AutoCreateTopicsEnable is auto.create.topics.enable: a Metadata
 	// request for a missing topic creates it. Default true.

@@ -55,12 +55,15 @@ const (
 	KeyOffsetsRetentionMinutes        = "offsets.retention.minutes"
 	KeyOffsetsRetentionCheckMs        = "offsets.retention.check.interval.ms"
 	// The transaction coordinator's keys.
-	KeyTxnStatePartitions          = "transaction.state.log.num.partitions"
-	KeyTxnStateReplication         = "transaction.state.log.replication.factor"
-	KeyTxnMaxTimeoutMs             = "transaction.max.timeout.ms"
-	KeyTransactionalIDExpiration   = "transactional.id.expiration.ms"
-	KeyTxnAbortCheckIntervalMs     = "transaction.abort.timed.out.transaction.cleanup.interval.ms"
-	KeyTxnPartitionVerification    = "transaction.partition.verification.enable"
+	KeyTxnStatePartitions        = "transaction.state.log.num.partitions"
+	KeyTxnStateReplication       = "transaction.state.log.replication.factor"
+	KeyTxnMaxTimeoutMs           = "transaction.max.timeout.ms"
+	KeyTransactionalIDExpiration = "transactional.id.expiration.ms"
+	KeyTxnAbortCheckIntervalMs   = "transaction.abort.timed.out.transaction.cleanup.interval.ms"
+	KeyTxnPartitionVerification  = "transaction.partition.verification.enable"
+	// KeyTransactionVersion is Strata's own: the transaction.version
+	// feature level, which Kafka finalizes with kafka-features.sh.
+	KeyTransactionVersion          = "strata.transaction.version"
 	KeyBrokerSessionTimeoutMs      = "broker.session.timeout.ms"
 	KeyAutoLeaderRebalanceEnable   = "auto.leader.rebalance.enable"
 	KeyLeaderImbalanceCheckSeconds = "leader.imbalance.check.interval.seconds"
@@ -217,6 +220,9 @@ var configKeys = []configKey{
 	{KeyTxnPartitionVerification, "true", kmsg.ConfigTypeBoolean,
 		"Whether a partition leader asks the transaction coordinator that a producer's first transactional batch there belongs to its transaction (KIP-890 part 1).",
 		setTxnPartitionVerification},
+	{KeyTransactionVersion, "2", kmsg.ConfigTypeShort,
+		"The transaction.version feature the brokers finalize (Kafka sets it with kafka-features.sh): 2 lets clients use KIP-890 part 2 (partitions added through Produce v12+ and TxnOffsetCommit v5+, an epoch bump at every EndTxn), 1 keeps them on AddPartitionsToTxn and AddOffsetsToTxn. The same on every broker.",
+		setInt(1, 2, func(c *Config, n int64) { c.TransactionVersion = int16(n) })},
 	{KeyGroupMaxSize, strconv.FormatInt(DefaultGroupMaxSize, 10), kmsg.ConfigTypeInt,
 		"The most members a group may have.", setInt(1, math.MaxInt32, func(c *Config, n int64) { c.GroupMaxSize = n })},
 	{KeyConsumerSessionTimeoutMs, strconv.FormatInt(DefaultConsumerSessionTimeoutMs, 10), kmsg.ConfigTypeInt,
@@ -796,6 +802,7 @@ func (c Config) brokerConfig(dataDir string) broker.Config {
 			StatePartitions:         c.TxnStatePartitions,
 			StateReplicationFactor:  c.TxnStateReplicationFactor,
 			NoPartitionVerification: c.NoTxnPartitionVerification,
+			TransactionVersion:      c.TransactionVersion,
 			Coordinator: txn.Config{
 				MaxTimeout:         time.Duration(c.TxnMaxTimeoutMs) * time.Millisecond,
 				IDExpiration:       time.Duration(c.TransactionalIDExpirationMs) * time.Millisecond,

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/strata-log/strata/core/record"
 	"github.com/strata-log/strata/node"
@@ -38,8 +39,8 @@ func TestCLIStrata(t *testing.T) {
 }
 
 // testTxnHanging: on a node with transaction.partition.verification.enable
-// off, a transactional batch written by a producer id no coordinator
-// knows (an idempotent producer's, with a made-up transactional id) opens
+// off, a transactional batch (Produce v11) written by a producer id no
+// coordinator knows (an idempotent producer's, with a made-up transactional id) opens
 // a transaction no EndTxn will close: a hanging transaction. `strata txn
 // find-hanging` names it (with no transactional id), but not before it
 // is older than --max-transaction-timeout; `strata txn abort` ends it, and
@@ -64,7 +65,11 @@ func testTxnHanging(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), cliTestTimeout)
 	defer cancel()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(r.addr))
+	// Produce v11: from v12 under transaction.version 2 the leader would
+	// ask the coordinator to add the partition, verification or not.
+	v11 := kversion.Stable()
+	v11.SetMaxKeyVersion(int16(kmsg.Produce), 11)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(r.addr), kgo.MaxVersions(v11))
 	require.NoError(t, err)
 	defer cl.Close()
 	initReq := kmsg.NewPtrInitProducerIDRequest()

@@ -98,8 +98,8 @@ var apis = []apiHandler{
 		why: "every version kmsg encodes (v3+: batches of members)"},
 	{API: api(kmsg.OffsetCommit, 2, 9), handle: handleOffsetCommit,
 		why: "from the KIP-896 baseline (v2) to v9; v10 names topics by id (KIP-848's consumers), not served yet"},
-	{API: api(kmsg.TxnOffsetCommit, 0, 4), handle: handleTxnOffsetCommit,
-		why: "v0-v4 (v3+: the member, KIP-447); v5 (KIP-890 part 2's implicit AddOffsetsToTxn) not yet"},
+	{API: api(kmsg.TxnOffsetCommit, 0, 5), handle: handleTxnOffsetCommit,
+		why: "v0-v5 (v3+: the member, KIP-447; v5: KIP-890 part 2's implicit AddOffsetsToTxn under transaction.version 2); v6 names topics by id, not served yet"},
 	{API: api(kmsg.OffsetFetch, 1, 9), handle: handleOffsetFetch,
 		why: "from the KIP-896 baseline (v1) to v9 (v8+: batched groups); v10 names topics by id, not served yet"},
 	{API: api(kmsg.ListGroups, 0, 5), handle: handleListGroups,
@@ -158,7 +158,32 @@ var apiVersionsTooNew = apiHandler{
 }
 
 func handleApiVersions(b *Broker, r *request) {
-	r.respond(b.table.AnswerApiVersions(r.body.(*kmsg.ApiVersionsRequest)))
+	resp := b.table.AnswerApiVersions(r.body.(*kmsg.ApiVersionsRequest))
+	if resp.ErrorCode == 0 && resp.Version >= 3 {
+		b.answerFeatures(resp)
+	}
+	r.respond(resp)
+}
+
+// transactionVersionFeature is the feature clients read KIP-890 part 2
+// from (Kafka's TransactionVersion).
+const transactionVersionFeature = "transaction.version"
+
+// answerFeatures lists the features of ApiVersions v3+ (KIP-584): the
+// one Strata finalizes, transaction.version, supported from 0 to 2 and
+// finalized at the broker's configured level. Its epoch is 0 and never
+// changes: the level is configuration, the same on every broker, not a
+// metadata record (Kafka's epoch is the metadata offset of the last
+// feature change).
+func (b *Broker) answerFeatures(resp *kmsg.ApiVersionsResponse) {
+	sf := kmsg.NewApiVersionsResponseSupportedFeature()
+	sf.Name, sf.MinVersion, sf.MaxVersion = transactionVersionFeature, 0, 2
+	resp.SupportedFeatures = append(resp.SupportedFeatures, sf)
+	ff := kmsg.NewApiVersionsResponseFinalizedFeature()
+	level := b.cfg.Txns.transactionVersion()
+	ff.Name, ff.MinVersionLevel, ff.MaxVersionLevel = transactionVersionFeature, level, level
+	resp.FinalizedFeaturesEpoch = 0
+	resp.FinalizedFeatures = append(resp.FinalizedFeatures, ff)
 }
 
 func handleMetadata(b *Broker, r *request) {

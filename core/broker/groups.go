@@ -375,17 +375,20 @@ func (b *Broker) writeGroupRecords(gs *groupShard, recs []group.Record, done fun
 // first verifies with the transaction coordinator that the producer added
 // the offsets partition to its transaction (AddOffsetsToTxn; KIP-890 part
 // 1, txnverify.go), unless the producer's transaction is ongoing there
-// already or transaction.partition.verification.enable is off.
+// already or transaction.partition.verification.enable is off; from
+// TxnOffsetCommit v5 under transaction.version 2 it adds the partition
+// instead (KIP-890 part 2's implicit AddOffsetsToTxn).
 func (b *Broker) writeGroupTxnRecords(gs *groupShard, w group.TxnWrite, recs []group.Record, done func(error)) {
 	if b.groups.shard(gs.partition) != gs {
 		b.e.Post(func() { done(group.ErrNotCoordinator) })
 		return
 	}
-	if b.cfg.Txns.NoPartitionVerification {
+	add := b.implicitAdds(w.Version, txnOffsetCommitImplicitAddVersion)
+	if b.cfg.Txns.NoPartitionVerification && !add {
 		b.appendGroupTxnRecords(gs, w, recs, false, nil, done)
 		return
 	}
-	v, err := gs.p.StartTxnVerification(w.ProducerID, w.ProducerEpoch, b.groupTxnSequence(gs, w), b.e.Now())
+	v, err := gs.p.StartTxnVerification(w.ProducerID, w.ProducerEpoch, b.groupTxnSequence(gs, w), add, b.e.Now())
 	if err != nil {
 		b.e.Post(func() { done(b.errorCode(err)) })
 		return
@@ -395,7 +398,7 @@ func (b *Broker) writeGroupTxnRecords(gs *groupShard, w group.TxnWrite, recs []g
 		return
 	}
 	tp := txn.TopicPartition{Topic: OffsetsTopic, Partition: gs.partition}
-	b.askTxnVerification(w.TransactionalID, w.ProducerID, w.ProducerEpoch, []txn.TopicPartition{tp}, func(errs []*kerr.Error) {
+	b.askTxnVerification(w.TransactionalID, w.ProducerID, w.ProducerEpoch, []txn.TopicPartition{tp}, add, func(errs []*kerr.Error) {
 		if err := errs[0]; err != nil {
 			if err == kerr.TransactionAbortable && w.Version < txnOffsetCommitAbortableVersion {
 				err = kerr.InvalidTxnState

@@ -124,9 +124,9 @@ func handleProduce(b *Broker, r *request) {
 		}
 		a.part.Produce(a.payload, req.Acks, now, answer)
 	}
-	if req.TransactionID != nil && len(appends) > 0 && !b.cfg.Txns.NoPartitionVerification {
+	if req.TransactionID != nil && len(appends) > 0 && (!b.cfg.Txns.NoPartitionVerification || b.implicitAdds(req.Version, produceImplicitAddVersion)) {
 		// KIP-890 part 1 (txnverify.go): the appends wait for the
-		// coordinator's answer.
+		// coordinator's answer (part 2: for its add).
 		parts := make([]*replica.Partition, len(appends))
 		payloads := make([][]byte, len(appends))
 		for i, a := range appends {

@@ -56,6 +56,28 @@ type TxnConfig struct {
 	// without asking the coordinator whether the partition is in its
 	// transaction (KIP-890 part 1, txnverify.go).
 	NoPartitionVerification bool
+	// TransactionVersion is the transaction.version feature this broker
+	// finalizes in ApiVersions (strata.transaction.version; zero: the
+	// default, DefaultTransactionVersion). At 2 clients may use KIP-890
+	// part 2: Produce v12+ and TxnOffsetCommit v5+ add their partition to
+	// the transaction themselves, through the partition leader and the
+	// group coordinator (txnverify.go), and EndTxn v5 bumps the epoch at
+	// every end. At 1 clients stay on explicit AddPartitionsToTxn and
+	// AddOffsetsToTxn.
+	TransactionVersion int16
+}
+
+// DefaultTransactionVersion is the transaction.version a broker
+// finalizes unless told otherwise: 2, KIP-890 part 2, as a Kafka 4.0
+// cluster formatted at its release version has.
+const DefaultTransactionVersion = 2
+
+// transactionVersion is the finalized transaction.version.
+func (c TxnConfig) transactionVersion() int16 {
+	if c.TransactionVersion == 0 {
+		return DefaultTransactionVersion
+	}
+	return c.TransactionVersion
 }
 
 type txnShard struct {

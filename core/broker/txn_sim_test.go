@@ -59,23 +59,36 @@ func fetchCommitted(h *simServer, topic string, offset int64) (kmsg.FetchRespons
 // by name (up to v12).
 func fetchCommittedAt(h *simServer, version int16, topic string, offset int64) (kmsg.FetchResponseTopicPartition, []string) {
 	h.T.Helper()
+	return fetchCommittedIn(h, version, topic, 0, offset)
+}
+
+// fetchCommittedIn is fetchCommittedAt on partition partition.
+func fetchCommittedIn(h *simServer, version int16, topic string, partition int32, offset int64) (kmsg.FetchResponseTopicPartition, []string) {
+	h.T.Helper()
 	req := kmsg.NewPtrFetchRequest()
 	req.Version, req.MaxWaitMillis, req.MinBytes, req.MaxBytes, req.IsolationLevel = version, 0, 1, 1<<20, 1
 	req.SessionEpoch = -1
 	rt := kmsg.NewFetchRequestTopic()
 	rt.Topic = topic
 	rp := kmsg.NewFetchRequestTopicPartition()
-	rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = 0, offset, 1<<20
+	rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = partition, offset, 1<<20
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
 	p := h.Do(req).(*kmsg.FetchResponse).Topics[0].Partitions[0]
-	require.NotNil(h.T, p.AbortedTransactions, "read_committed answers a list, even an empty one")
+	return p, committedValues(h.T, p)
+}
+
+// committedValues reads a read_committed Fetch answer as a consumer does:
+// the values of its records, the aborted transactions' batches and the
+// control batches left out.
+func committedValues(t require.TestingT, p kmsg.FetchResponseTopicPartition) []string {
+	require.NotNil(t, p.AbortedTransactions, "read_committed answers a list, even an empty one")
 	aborted := map[int64]int64{} // producer -> first offset of its aborted transaction in reach
 	var values []string
 	sp := record.NewSplitter(p.RecordBatches, len(p.RecordBatches)+1, record.CheckStored)
 	for sp.Next() {
 		b := sp.Batch()
-		require.Less(h.T, b.LastOffset(), p.LastStableOffset)
+		require.Less(t, b.LastOffset(), p.LastStableOffset)
 		for _, a := range p.AbortedTransactions {
 			if a.FirstOffset <= b.BaseOffset() {
 				aborted[a.ProducerID] = a.FirstOffset
@@ -89,13 +102,13 @@ func fetchCommittedAt(h *simServer, version int16, topic string, offset int64) (
 			continue
 		}
 		rd := record.NewRecordReader(record.NewDecompressor(1 << 20))
-		require.NoError(h.T, rd.Reset(b))
+		require.NoError(t, rd.Reset(b))
 		for rd.Next() {
 			values = append(values, string(rd.Record().Value))
 		}
 	}
-	require.NoError(h.T, sp.Err())
-	return p, values
+	require.NoError(t, sp.Err())
+	return values
 }
 
 func listOffsetCommitted(h *simServer, topic string) int64 {

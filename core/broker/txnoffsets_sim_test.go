@@ -31,8 +31,12 @@ func (h *simServer) fetchOffsets(group string, stable bool) kmsg.OffsetFetchResp
 }
 
 func (h *simServer) txnOffsetCommit(id, group string, pid int64, epoch int16, offsets ...int64) []int16 {
+	return h.txnOffsetCommitAt(4, id, group, pid, epoch, offsets...)
+}
+
+func (h *simServer) txnOffsetCommitAt(version int16, id, group string, pid int64, epoch int16, offsets ...int64) []int16 {
 	req := kmsg.NewPtrTxnOffsetCommitRequest()
-	req.Version, req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch = 4, id, group, pid, epoch
+	req.Version, req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch = version, id, group, pid, epoch
 	rt := kmsg.NewTxnOffsetCommitRequestTopic()
 	rt.Topic = "t"
 	for i, o := range offsets {

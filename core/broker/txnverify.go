@@ -2,6 +2,7 @@ package broker
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -34,6 +35,19 @@ import (
 // Differences from Kafka: one request per produce request rather than one
 // batched per coordinator with one in flight, and a coordinator that does
 // not serve v4+ is not skipped (every Strata broker serves it).
+//
+// # Implicit adds (KIP-890 part 2)
+//
+// With transaction.version 2 finalized (TxnConfig.TransactionVersion), a
+// client sends no AddPartitionsToTxn for its partitions nor
+// AddOffsetsToTxn for its group: its Produce v12+ and TxnOffsetCommit v5+
+// say so, and the partition leader or group coordinator asks the
+// coordinator to add the partition (the same request without VerifyOnly,
+// as Kafka's AddPartitionsToTxnManager sends for its addPartition
+// operation) where it would otherwise verify. This happens whether or not
+// verification is enabled: without it nobody would add the partition.
+// The guard and the cache are the same: a partition the producer's
+// transaction is ongoing on is not added again.
 
 // addPartitionsToTxnVerifyVersion is the version sent: v5, as Kafka's
 // brokers send (v4 added VerifyOnly, v5 TRANSACTION_ABORTABLE).
@@ -48,6 +62,21 @@ const verifyRequestTimeout = 30 * time.Second
 // TRANSACTION_ABORTABLE (KIP-890, Produce v11); older ones get
 // INVALID_TXN_STATE for it, as Kafka answers.
 const produceAbortableVersion = 11
+
+// produceImplicitAddVersion and txnOffsetCommitImplicitAddVersion are the
+// first versions whose clients leave the adds to the broker under
+// transaction.version 2 (KIP-890 part 2).
+const (
+	produceImplicitAddVersion         = 12
+	txnOffsetCommitImplicitAddVersion = 5
+)
+
+// implicitAdds reports whether a request at version, whose API's clients
+// leave the adds to the broker from version first, does so: only with
+// transaction.version 2 finalized, since a client decides from it.
+func (b *Broker) implicitAdds(version, first int16) bool {
+	return version >= first && b.cfg.Txns.transactionVersion() >= 2
+}
 
 // txnVerification is one partition's share of a produce's verification.
 type txnVerification struct {
@@ -64,6 +93,7 @@ type txnVerification struct {
 // asking (at once when none did).
 func (b *Broker) verifyTxnBatches(id string, version int16, parts []*replica.Partition, payloads [][]byte, now time.Time, done func([]txnVerification)) {
 	out := make([]txnVerification, len(parts))
+	add := b.implicitAdds(version, produceImplicitAddVersion)
 	var ask []txn.TopicPartition
 	var asked []int
 	pid, epoch := int64(-1), int16(-1)
@@ -81,7 +111,7 @@ func (b *Broker) verifyTxnBatches(id string, version int16, parts []*replica.Par
 			out[i].err = fmt.Errorf("%w: transactional batches of more than one producer in one request", kerr.InvalidProducerIDMapping)
 			continue
 		}
-		v, err := part.StartTxnVerification(pid, epoch, bt.BaseSequence(), now)
+		v, err := part.StartTxnVerification(pid, epoch, bt.BaseSequence(), add, now)
 		switch {
 		case err != nil:
 			out[i].err = err
@@ -95,7 +125,7 @@ func (b *Broker) verifyTxnBatches(id string, version int16, parts []*replica.Par
 		done(out)
 		return
 	}
-	b.askTxnVerification(id, pid, epoch, ask, func(errs []*kerr.Error) {
+	b.askTxnVerification(id, pid, epoch, ask, add, func(errs []*kerr.Error) {
 		for j, i := range asked {
 			if err := produceVerifyError(errs[j], version); err != nil {
 				out[i].err = err
@@ -105,10 +135,43 @@ func (b *Broker) verifyTxnBatches(id string, version int16, parts []*replica.Par
 	})
 }
 
+// Kafka's add.partitions.to.txn.retry.backoff.ms and
+// add.partitions.to.txn.retry.backoff.max.ms: an implicit add that meets
+// the producer's previous transaction still completing (its markers in
+// flight: CONCURRENT_TRANSACTIONS, the common case right after an EndTxn)
+// is retried by the broker every addRetryBackoff for up to addRetryMax
+// before the produce is answered with a retriable error.
+const (
+	addRetryBackoff = 20 * time.Millisecond
+	addRetryMax     = 100 * time.Millisecond
+)
+
 // askTxnVerification sends the coordinator of id an AddPartitionsToTxn
-// with VerifyOnly for parts; done gets each partition's error as Kafka's
+// for parts, with VerifyOnly unless add (an implicit add of KIP-890 part
+// 2, retried while the coordinator answers CONCURRENT_TRANSACTIONS, for up
+// to addRetryMax); done gets each partition's error as Kafka's
 // AddPartitionsToTxnManager reports it to the produce path.
-func (b *Broker) askTxnVerification(id string, pid int64, epoch int16, parts []txn.TopicPartition, done func([]*kerr.Error)) {
+func (b *Broker) askTxnVerification(id string, pid int64, epoch int16, parts []txn.TopicPartition, add bool, done func([]*kerr.Error)) {
+	if !add {
+		b.sendTxnVerification(id, pid, epoch, parts, false, done)
+		return
+	}
+	started := b.e.Monotonic()
+	var try func()
+	try = func() {
+		b.sendTxnVerification(id, pid, epoch, parts, true, func(errs []*kerr.Error) {
+			if slices.Contains(errs, kerr.ConcurrentTransactions) && b.e.Monotonic()-started+addRetryBackoff <= addRetryMax {
+				b.e.AfterFunc(addRetryBackoff, try)
+				return
+			}
+			done(errs)
+		})
+	}
+	try()
+}
+
+// sendTxnVerification is one AddPartitionsToTxn of askTxnVerification.
+func (b *Broker) sendTxnVerification(id string, pid int64, epoch int16, parts []txn.TopicPartition, add bool, done func([]*kerr.Error)) {
 	all := func(err *kerr.Error) []*kerr.Error {
 		errs := make([]*kerr.Error, len(parts))
 		for i := range errs {
@@ -124,7 +187,7 @@ func (b *Broker) askTxnVerification(id string, pid int64, epoch int16, parts []t
 	req := kmsg.NewPtrAddPartitionsToTxnRequest()
 	req.Version = addPartitionsToTxnVerifyVersion
 	t := kmsg.NewAddPartitionsToTxnRequestTransaction()
-	t.TransactionalID, t.ProducerID, t.ProducerEpoch, t.VerifyOnly = id, pid, epoch, true
+	t.TransactionalID, t.ProducerID, t.ProducerEpoch, t.VerifyOnly = id, pid, epoch, !add
 	for _, tp := range parts {
 		if n := len(t.Topics); n > 0 && t.Topics[n-1].Topic == tp.Topic {
 			t.Topics[n-1].Partitions = append(t.Topics[n-1].Partitions, tp.Partition)

@@ -1,8 +1,11 @@
 package broker_test
 
 import (
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -282,4 +285,255 @@ func TestTxnOffsetCommitVerification(t *testing.T) {
 	// bumped by EndTxn v5) is refused.
 	codes = h.txnOffsetCommit("tx", "g", pid, epoch, 9, 9)
 	require.Equal(t, []int16{kerr.InvalidProducerEpoch.Code, kerr.InvalidProducerEpoch.Code}, codes, "%v", kerr.ErrorForCode(codes[0]))
+}
+
+// finalizedTxnVersion is the transaction.version an ApiVersions v3 answer
+// finalizes, -1 if it lists none.
+func finalizedTxnVersion(h *simServer) int16 {
+	h.T.Helper()
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.Version, req.ClientSoftwareName, req.ClientSoftwareVersion = 3, "test", "1"
+	resp := h.Do(req).(*kmsg.ApiVersionsResponse)
+	require.Zero(h.T, resp.ErrorCode)
+	for _, f := range resp.FinalizedFeatures {
+		if f.Name == "transaction.version" {
+			require.Equal(h.T, f.MinVersionLevel, f.MaxVersionLevel)
+			require.GreaterOrEqual(h.T, resp.FinalizedFeaturesEpoch, int64(0))
+			return f.MaxVersionLevel
+		}
+	}
+	return -1
+}
+
+// txnPartitionsOf lists the partitions DescribeTransactions names in id's
+// transaction, as "topic-partition".
+func txnPartitionsOf(h *simServer, id string) []string {
+	h.T.Helper()
+	var out []string
+	for _, t := range h.describeTxn(id).Topics {
+		for _, p := range t.Partitions {
+			out = append(out, t.Topic+"-"+strconv.Itoa(int(p)))
+		}
+	}
+	return out
+}
+
+// TestImplicitAdds: KIP-890 part 2's implicit adds through a node's
+// handlers. With transaction.version 2 finalized (the default, listed in
+// ApiVersions), a Produce v12 of a producer that never sent
+// AddPartitionsToTxn has the partition leader add the partition to the
+// transaction, and a TxnOffsetCommit v5 without AddOffsetsToTxn has the
+// group coordinator add the group's offsets partition; EndTxn v5 commits
+// both. Older versions are still only verified, a late batch of the
+// finished transaction is fenced rather than added to a new one, and at
+// transaction.version 1 nothing is added implicitly.
+func TestImplicitAdds(t *testing.T) {
+	h := newSimServer(t, nil)
+	require.Equal(t, int16(2), finalizedTxnVersion(h))
+	h.CreateTopic("t", 2, nil)
+	do := func(r kmsg.Request) kmsg.Response { return h.Do(r) }
+	txnBatch := func(pid int64, epoch int16, seq int32, values ...string) []byte {
+		return h.Batch([]record.BuilderOption{record.WithProducer(pid, epoch, seq), record.WithTransactional()}, values...)
+	}
+	h.findTxnCoordinator("i")
+	h.groupCoordinatorReady("g")
+	init := h.initTxn("i", 60_000)
+	require.Zero(t, init.ErrorCode)
+	pid, epoch := init.ProducerID, init.ProducerEpoch
+
+	// Produce v11 does not add: verified, and refused.
+	got := verifiedProduce(t, do, txnBatch(pid, epoch, 0, "v11"), "i", "t", 1, 11)
+	require.Equal(t, kerr.TransactionAbortable.Code, got.ErrorCode, "%v", kerr.ErrorForCode(got.ErrorCode))
+	require.Equal(t, int64(0), h.listOffset("t", 1, -1))
+
+	// Produce v12 adds t-0, TxnOffsetCommit v5 the group's partition.
+	got = verifiedProduce(t, do, txnBatch(pid, epoch, 0, "a", "b"), "i", "t", 0, 12)
+	require.Zero(t, got.ErrorCode, "%v", kerr.ErrorForCode(got.ErrorCode))
+	require.Equal(t, "Ongoing", h.describeTxn("i").State)
+	require.Equal(t, []string{"t-0"}, txnPartitionsOf(h, "i"))
+	require.Equal(t, []int16{0, 0}, h.txnOffsetCommitAt(5, "i", "g", pid, epoch, 2, 0))
+	parts := txnPartitionsOf(h, "i")
+	require.Len(t, parts, 2, "t-0 and the group's __consumer_offsets partition: %v", parts)
+	require.Contains(t, parts, "t-0")
+	require.True(t, slices.ContainsFunc(parts, func(p string) bool { return strings.HasPrefix(p, broker.OffsetsTopic+"-") }), "%v", parts)
+	_, codes := offsetsOf(h.fetchOffsets("g", true))
+	require.Equal(t, []int16{kerr.UnstableOffsetCommit.Code, kerr.UnstableOffsetCommit.Code}, codes, "pending until the marker")
+
+	er := h.endTxnAt(5, "i", pid, epoch, true)
+	require.Equal(t, epoch+1, er.ProducerEpoch, "EndTxn v5 bumps the epoch")
+	h.RunUntil("the markers written", func() bool { return h.describeTxn("i").State == "CompleteCommit" })
+	p, values := fetchCommittedAt(h, 11, "t", 0)
+	require.Zero(t, p.ErrorCode)
+	require.Equal(t, []string{"a", "b"}, values)
+	h.RunUntil("the offsets committed", func() bool {
+		offs, codes := offsetsOf(h.fetchOffsets("g", true))
+		return codes[0] == 0 && offs[0] == 2 && offs[1] == 0
+	})
+
+	// A late batch of the finished transaction, on a partition it never
+	// wrote: its epoch is fenced, not added to a transaction of its own.
+	end1 := h.listOffset("t", 1, -1)
+	got = verifiedProduce(t, do, txnBatch(pid, epoch, 0, "late"), "i", "t", 1, 12)
+	require.Equal(t, kerr.InvalidProducerEpoch.Code, got.ErrorCode, "%v", kerr.ErrorForCode(got.ErrorCode))
+	require.Equal(t, end1, h.listOffset("t", 1, -1))
+	require.Equal(t, "CompleteCommit", h.describeTxn("i").State, "no transaction opened")
+	// The bumped epoch's next transaction starts with its first produce.
+	got = verifiedProduce(t, do, txnBatch(pid, er.ProducerEpoch, 0, "next"), "i", "t", 1, 12)
+	require.Zero(t, got.ErrorCode, "%v", kerr.ErrorForCode(got.ErrorCode))
+	require.Equal(t, []string{"t-1"}, txnPartitionsOf(h, "i"))
+
+	// The race behind KIP-890 part 2's per-epoch cache: the next
+	// transaction's first batch on t-1 is sent as soon as EndTxn is
+	// answered, while the marker of the transaction before is still on
+	// its way to t-1. It must not join that transaction: aborted, it is
+	// not read.
+	ep := er.ProducerEpoch
+	got = verifiedProduce(t, do, txnBatch(pid, ep, 1, "committed"), "i", "t", 1, 12)
+	require.Zero(t, got.ErrorCode, "%v", kerr.ErrorForCode(got.ErrorCode))
+	er = h.endTxnAt(5, "i", pid, ep, true)
+	got = verifiedProduce(t, do, txnBatch(pid, er.ProducerEpoch, 0, "aborted"), "i", "t", 1, 12)
+	require.Zero(t, got.ErrorCode, "%v", kerr.ErrorForCode(got.ErrorCode))
+	h.endTxnAt(5, "i", pid, er.ProducerEpoch, false)
+	h.RunUntil("the abort written", func() bool { return h.describeTxn("i").State == "CompleteAbort" })
+	p, values = fetchCommittedIn(h, 11, "t", 1, 0)
+	require.Zero(t, p.ErrorCode)
+	require.Equal(t, []string{"next", "committed"}, values, "the aborted transaction's batch is not read")
+
+	// transaction.version 1: finalized so, and a Produce v12 that added
+	// nothing is refused as any unverified batch.
+	h1 := newSimServer(t, func(c *server.Config) { c.BrokerListener.Txns.TransactionVersion = 1 })
+	require.Equal(t, int16(1), finalizedTxnVersion(h1))
+	h1.CreateTopic("t", 1, nil)
+	h1.findTxnCoordinator("j")
+	j := h1.initTxn("j", 60_000)
+	require.Zero(t, j.ErrorCode)
+	got = verifiedProduce(t, func(r kmsg.Request) kmsg.Response { return h1.Do(r) },
+		h1.Batch([]record.BuilderOption{record.WithProducer(j.ProducerID, j.ProducerEpoch, 0), record.WithTransactional()}, "x"), "j", "t", 0, 12)
+	require.Equal(t, kerr.TransactionAbortable.Code, got.ErrorCode, "%v", kerr.ErrorForCode(got.ErrorCode))
+	require.Equal(t, int64(0), h1.listOffset("t", 0, -1))
+
+	// Partition verification off: the implicit add still happens (nobody
+	// else would add the partition).
+	h2 := newSimServer(t, func(c *server.Config) { c.BrokerListener.Txns.NoPartitionVerification = true })
+	h2.CreateTopic("t", 1, nil)
+	h2.findTxnCoordinator("k")
+	k := h2.initTxn("k", 60_000)
+	require.Zero(t, k.ErrorCode)
+	got = verifiedProduce(t, func(r kmsg.Request) kmsg.Response { return h2.Do(r) },
+		h2.Batch([]record.BuilderOption{record.WithProducer(k.ProducerID, k.ProducerEpoch, 0), record.WithTransactional()}, "y"), "k", "t", 0, 12)
+	require.Zero(t, got.ErrorCode, "%v", kerr.ErrorForCode(got.ErrorCode))
+	require.Equal(t, []string{"t-0"}, txnPartitionsOf(h2, "k"))
+}
+
+// TestImplicitAddRacesTheMarker: KIP-890 part 2 on three nodes, the
+// partition led by another broker than the transaction coordinator. The
+// producer commits a transaction with a batch on the partition, and the
+// coordinator's marker to the partition's leader is held up (the link
+// clogged); meanwhile the producer, answered, sends its next transaction's
+// first batch (the bumped epoch) to the partition. That batch must not
+// join the transaction still open there: the next transaction aborts, and
+// read_committed reads the first transaction's record alone. (Before the
+// partition's cache of the coordinator's answer compared the epoch, the
+// batch skipped verification, went into the open transaction and was
+// committed with it.)
+func TestImplicitAddRacesTheMarker(t *testing.T) {
+	x := servertest.StartCluster(t, 23, 3, func(c *server.Config) {
+		c.Quorum.Controller.MaxReplicationFactor = 3
+		// One replica of everything: the clog below holds no
+		// replication, only the coordinator's requests and answers.
+		c.BrokerListener.Txns.StatePartitions, c.BrokerListener.Txns.StateReplicationFactor = 1, 1
+	})
+	x.CreateTopic(1, "t", 3, 1, nil)
+	do := func(node int, req kmsg.Request) kmsg.Response {
+		t.Helper()
+		resp, err := x.Do(node, req)
+		require.NoError(t, err)
+		return resp
+	}
+	coordOf := func() int {
+		ti, ok := x.Servers[0].Image().TopicByName(broker.TxnStateTopic)
+		if !ok {
+			return -1
+		}
+		p, _ := ti.Partition(0)
+		return int(p.Leader)
+	}
+	x.RunUntil("a transaction coordinator", func() bool {
+		req := kmsg.NewPtrFindCoordinatorRequest() // creates __transaction_state
+		req.Version, req.CoordinatorType, req.CoordinatorKeys = 4, 1, []string{"race"}
+		found := do(1, req).(*kmsg.FindCoordinatorResponse).Coordinators[0]
+		c := coordOf()
+		return found.ErrorCode == 0 && c > 0 && x.LeaderOf(broker.TxnStateTopic, 0) == c &&
+			x.Servers[1].Image() != nil && x.Servers[2].Image() != nil
+	})
+	coord := coordOf()
+	var init *kmsg.InitProducerIDResponse
+	x.RunUntil("InitProducerId", func() bool {
+		req := kmsg.NewPtrInitProducerIDRequest()
+		req.Version, req.TransactionalID, req.TransactionTimeoutMillis, req.ProducerID, req.ProducerEpoch = 5, kmsg.StringPtr("race"), 60_000, -1, -1
+		init = do(coord, req).(*kmsg.InitProducerIDResponse)
+		return init.ErrorCode == 0
+	})
+	partition, leader := int32(-1), 0
+	for p := int32(0); p < 3; p++ {
+		if l := x.LeaderOf("t", p); l != coord {
+			partition, leader = p, l
+			break
+		}
+	}
+	require.GreaterOrEqual(t, partition, int32(0), "every partition led by the coordinator")
+	batch := func(epoch int16, seq int32, v string) []byte {
+		b := record.NewBuilder(record.WithProducer(init.ProducerID, epoch, seq), record.WithTransactional())
+		b.Append(x.ClientEnv().Now().UnixMilli(), nil, []byte(v))
+		out, err := b.AppendTo(nil)
+		require.NoError(t, err)
+		return out
+	}
+	// produce retries a retriable answer, as a client does, until the
+	// batch is appended.
+	produce := func(epoch int16, seq int32, v string) {
+		t.Helper()
+		x.RunUntil("produced "+v, func() bool {
+			got := verifiedProduce(t, func(r kmsg.Request) kmsg.Response { return do(leader, r) }, batch(epoch, seq, v), "race", "t", partition, 12)
+			require.True(t, got.ErrorCode == 0 || got.ErrorCode == kerr.NotEnoughReplicas.Code, "%v", kerr.ErrorForCode(got.ErrorCode))
+			return got.ErrorCode == 0
+		})
+	}
+	end := func(epoch int16, commit bool) int16 {
+		t.Helper()
+		req := kmsg.NewPtrEndTxnRequest()
+		req.Version, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit = 5, "race", init.ProducerID, epoch, commit
+		er := do(coord, req).(*kmsg.EndTxnResponse)
+		require.Zero(t, er.ErrorCode, "%v", kerr.ErrorForCode(er.ErrorCode))
+		return er.ProducerEpoch
+	}
+	state := func() string {
+		req := kmsg.NewPtrDescribeTransactionsRequest()
+		req.TransactionalIDs = []string{"race"}
+		return do(coord, req).(*kmsg.DescribeTransactionsResponse).TransactionStates[0].State
+	}
+
+	produce(init.ProducerEpoch, 0, "first")
+	// Hold the coordinator's traffic to the leader (the marker, and the
+	// answers to the leader's adds) for longer than the broker retries an
+	// add.
+	x.Sim.Network().ClogLink("n"+strconv.Itoa(coord), "n"+strconv.Itoa(leader), 300*time.Millisecond)
+	next := end(init.ProducerEpoch, true)
+	require.Equal(t, init.ProducerEpoch+1, next)
+	produce(next, 0, "second")
+	x.RunUntil("the first transaction complete", func() bool { return state() != "PrepareCommit" })
+	end(next, false)
+	x.RunUntil("the second transaction aborted", func() bool { return state() == "CompleteAbort" })
+
+	req := kmsg.NewPtrFetchRequest()
+	req.Version, req.MaxWaitMillis, req.MinBytes, req.MaxBytes, req.IsolationLevel, req.SessionEpoch = 11, 0, 1, 1<<20, 1, -1
+	req.Topics = []kmsg.FetchRequestTopic{{Topic: "t", Partitions: []kmsg.FetchRequestTopicPartition{{Partition: partition, FetchOffset: 0, PartitionMaxBytes: 1 << 20, CurrentLeaderEpoch: -1, LogStartOffset: -1}}}}
+	var values []string
+	x.RunUntil("the partition's last stable offset past the abort", func() bool {
+		p := do(leader, req).(*kmsg.FetchResponse).Topics[0].Partitions[0]
+		require.Zero(t, p.ErrorCode)
+		values = committedValues(t, p)
+		return p.LastStableOffset == p.HighWatermark && p.HighWatermark >= 4
+	})
+	require.Equal(t, []string{"first"}, values, "the second transaction's batch was aborted with it")
 }

@@ -110,13 +110,13 @@ func (s *script) run(t *testing.T, d *datadriven.TestData) string {
 		if d.HasArg("now") {
 			d.ScanArgs(t, "now", &now)
 		}
-		v := s.st.StartVerification(int64(pid), int16(epoch), int32(seq), now)
+		v := s.st.StartVerification(int64(pid), int16(epoch), int32(seq), d.HasArg("tv2"), now)
 		if s.verifications == nil {
 			s.verifications = map[string]*producer.Verification{}
 		}
 		s.verifications[name] = v
 		if v == nil {
-			fmt.Fprintf(&out, "%s: none needed, p%d has a transaction ongoing here\n", name, pid)
+			fmt.Fprintf(&out, "%s: none needed, p%d has a transaction ongoing here at epoch %d\n", name, pid, epoch)
 			break
 		}
 		for _, other := range slices.Sorted(maps.Keys(s.verifications)) {

@@ -115,8 +115,16 @@ func (s *State) endTxn(m Marker, offset, timestamp int64) (CompletedTxn, bool) {
 	e.coordinatorEpoch = m.CoordinatorEpoch
 	e.lastTimestamp = timestamp
 	// The transaction ended: a verification the coordinator answered
-	// before the marker must not open a new one (verify.go).
-	delete(s.verifications, m.ProducerID)
+	// before the marker must not open a new one (verify.go). Except the
+	// implicit add of the next transaction under KIP-890 part 2, started
+	// at the epoch this marker bumped to (Kafka's
+	// isV2NextTransactionStarted): the batches of the transaction the
+	// marker ends are all of the epoch before, so a verification at the
+	// marker's epoch is of a transaction after it, which the coordinator
+	// can only have added once this one completed.
+	if v := s.verifications[m.ProducerID]; v == nil || !v.tv2 || v.epoch != m.ProducerEpoch {
+		delete(s.verifications, m.ProducerID)
+	}
 	first := e.currentTxnFirstOffset
 	if first == noTxn {
 		return CompletedTxn{}, false

@@ -30,31 +30,46 @@ type Verification struct {
 	// (the producer would then loop on OUT_OF_ORDER_SEQUENCE_NUMBER).
 	epoch     int16
 	lowestSeq int32
+	// tv2: the verification is an implicit add of KIP-890 part 2, whose
+	// transactions bump the epoch at every end (Kafka's
+	// VerificationStateEntry.supportsEpochBump).
+	tv2 bool
 	// startedMs is when it was created (the broker's clock): Expire drops
 	// one that was never used after producer.id.expiration.ms.
 	startedMs int64
 }
 
 // StartVerification is called for a client's transactional batch when
-// transaction.partition.verification.enable is on, before the coordinator
-// is asked (Kafka's maybeStartTransactionVerification). It returns nil when
-// the producer already has a transaction ongoing here (its later batches
-// need no verification: the partition's producer state is the cache of
-// what the coordinator answered, until the marker ends it); otherwise the
-// producer's current Verification, created at nowMs if there is none, and
-// updated with epoch and firstSeq. Pass what it returns to Check with the
-// batch (BatchInfo.Verification) once the coordinator has answered that
-// the partition is in the transaction.
-func (s *State) StartVerification(producerID int64, epoch int16, firstSeq int32, nowMs int64) *Verification {
-	if e, ok := s.producers[producerID]; ok && e.currentTxnFirstOffset != noTxn {
+// transaction.partition.verification.enable is on, or the batch's
+// partition is to be added to its transaction implicitly (tv2: KIP-890
+// part 2), before the coordinator is asked (Kafka's
+// maybeStartTransactionVerification). It returns nil when the producer
+// already has a transaction ongoing here at the batch's epoch (its later
+// batches need no verification: the partition's producer state is the
+// cache of what the coordinator answered, until the marker ends it);
+// otherwise the producer's current Verification, created at nowMs if there
+// is none, and updated with epoch and firstSeq. Pass what it returns to
+// Check with the batch (BatchInfo.Verification) once the coordinator has
+// answered that the partition is in the transaction.
+//
+// A transaction ongoing here at an older epoch is not the batch's: under
+// KIP-890 part 2 every EndTxn bumps the epoch and the producer goes on to
+// its next transaction while the markers of the one before are still on
+// their way, so the first batch of the next transaction can arrive before
+// this partition's marker of the last (Kafka's hasOngoingTransaction
+// compares the epoch since KIP-890 part 2; without it that batch would
+// join the transaction before and be committed, or aborted, with it).
+func (s *State) StartVerification(producerID int64, epoch int16, firstSeq int32, tv2 bool, nowMs int64) *Verification {
+	if e, ok := s.producers[producerID]; ok && e.currentTxnFirstOffset != noTxn && e.epoch == epoch {
 		return nil
 	}
 	v := s.verifications[producerID]
 	if v == nil {
-		v = &Verification{producerID: producerID, epoch: epoch, lowestSeq: firstSeq, startedMs: nowMs}
+		v = &Verification{producerID: producerID, epoch: epoch, lowestSeq: firstSeq, tv2: tv2, startedMs: nowMs}
 		s.verifications[producerID] = v
 		return v
 	}
+	v.tv2 = v.tv2 || tv2
 	switch {
 	case epoch == v.epoch && firstSeq < v.lowestSeq:
 		v.lowestSeq = firstSeq
@@ -71,7 +86,14 @@ func (s *State) Verifying(producerID int64) bool { return s.verifications[produc
 // checkVerification is rules 8 and 9 of Check.
 func (s *State) checkVerification(b BatchInfo, e *entry) error {
 	v := s.verifications[b.ProducerID]
-	if b.VerificationRequired && b.Transactional && (e == nil || e.currentTxnFirstOffset == noTxn) && (v == nil || b.Verification != v) {
+	ongoing := e != nil && e.currentTxnFirstOffset != noTxn
+	if b.Transactional && ongoing && b.ProducerEpoch > e.epoch {
+		// A later epoch's transaction cannot join the one open here
+		// (StartVerification); its batch waits for the marker.
+		return fmt.Errorf("%w: producer %d epoch %d: its transaction of epoch %d is still open on this partition",
+			ErrInvalidTxnState, b.ProducerID, b.ProducerEpoch, e.epoch)
+	}
+	if b.VerificationRequired && b.Transactional && !ongoing && (v == nil || b.Verification != v) {
 		return fmt.Errorf("%w: producer %d epoch %d: the batch was not verified as part of an ongoing transaction (the partition was not added to it, or it ended)",
 			ErrInvalidTxnState, b.ProducerID, b.ProducerEpoch)
 	}

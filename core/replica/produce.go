@@ -69,13 +69,14 @@ type verifyArg struct {
 // transactional batch of producerID, epoch and first sequence firstSeq
 // (the broker then asks the coordinator; Kafka's
 // maybeStartTransactionVerification): nil when the producer has a
-// transaction ongoing here, which needs none. It fails as a produce would
+// transaction ongoing here at epoch, which needs none; tv2 marks an
+// implicit add (KIP-890 part 2). It fails as a produce would
 // when the partition is not led here and online.
-func (p *Partition) StartTxnVerification(producerID int64, epoch int16, firstSeq int32, now time.Time) (*producer.Verification, error) {
+func (p *Partition) StartTxnVerification(producerID int64, epoch int16, firstSeq int32, tv2 bool, now time.Time) (*producer.Verification, error) {
 	if err := p.servable(); err != nil {
 		return nil, err
 	}
-	return p.producers.StartVerification(producerID, epoch, firstSeq, now.UnixMilli()), nil
+	return p.producers.StartVerification(producerID, epoch, firstSeq, tv2, now.UnixMilli()), nil
 }
 
 func (p *Partition) produce(payload []byte, acks int16, now time.Time, verify verifyArg, done func(ProduceResult)) {

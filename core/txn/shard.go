@@ -475,8 +475,16 @@ func (s *Shard) EndTxn(id string, producerID int64, epoch int16, commit, tv2 boo
 			return
 		}
 	}
+	// emptyAbort: KIP-890 part 2 lets a client abort with no transaction
+	// open (Kafka's coordinator takes Empty, CompleteCommit and
+	// CompleteAbort to PrepareAbort with no partitions for it), bumping
+	// the epoch. kgo does so when a transaction's produces all failed,
+	// since the partition leaders may have added partitions it never
+	// heard back about, which must not join its next transaction.
+	emptyAbort := tv2 && !commit && !retry && (t.state == StateEmpty || t.state.complete())
+	open := t.state == StateOngoing || emptyAbort
 	switch {
-	case t.state == StateOngoing && tv2 && t.epoch >= maxEpoch:
+	case open && tv2 && t.epoch >= maxEpoch:
 		// KIP-890 part 2 with the epoch exhausted: the markers go out
 		// with the last epoch, and the Complete state moves the id to a
 		// new producer id (Kafka's NextProducerId), which the answer
@@ -493,14 +501,20 @@ func (s *Shard) EndTxn(id string, producerID int64, epoch int16, commit, tv2 boo
 			}
 			next := t.txnState
 			next.state, next.updateMs, next.tv2, next.nextProducerID = want, s.nowMs(), true, pid
+			if emptyAbort {
+				next.partitions, next.startMs = nil, s.nowMs()
+			}
 			if t.epoch < math.MaxInt16 {
 				next.lastEpoch, next.epoch = t.epoch, t.epoch+1
 			}
 			s.prepare(t, next, fail, func() { done(pid, 0, nil) })
 		})
-	case t.state == StateOngoing:
+	case open:
 		next := t.txnState
 		next.state, next.updateMs, next.tv2 = want, s.nowMs(), tv2
+		if emptyAbort {
+			next.partitions, next.startMs = nil, s.nowMs()
+		}
 		if tv2 {
 			next.lastEpoch, next.epoch = t.epoch, t.epoch+1
 		}
