@@ -29,7 +29,25 @@ import (
 // others. A read_committed consumer sees exactly the committed records, a
 // read_uncommitted one every record.
 func TestKgoTransactions(t *testing.T) {
-	n := startNode(t, t.TempDir())
+	forEachTxnVersion(t, testKgoTransactions)
+}
+
+// forEachTxnVersion runs test on a node of each transaction.version (1,
+// the default: kgo adds partitions itself; 2: KIP-890 part 2, kgo leaves
+// the adds to the brokers and every EndTxn bumps the epoch).
+func forEachTxnVersion(t *testing.T, test func(t *testing.T, n *testNode)) {
+	for _, v := range []string{"1", "2"} {
+		t.Run("transaction.version="+v, func(t *testing.T) {
+			test(t, startNodeWith(t, t.TempDir(), func(c *node.Config) {
+				known, err := c.Set("strata.transaction.version", v)
+				require.True(t, known)
+				require.NoError(t, err)
+			}))
+		})
+	}
+}
+
+func testKgoTransactions(t *testing.T, n *testNode) {
 	addr := n.Addr()
 	adm := newAdmin(t, addr)
 	createTopic(t, adm, "txn", 3, nil)
@@ -186,7 +204,10 @@ func runETL(t *testing.T, o etlOpts) int {
 // transaction, and goes on from the committed offsets. B read with
 // read_committed holds each record of A exactly once.
 func TestKgoGroupTransactSession(t *testing.T) {
-	n := startNode(t, t.TempDir())
+	forEachTxnVersion(t, testKgoGroupTransactSession)
+}
+
+func testKgoGroupTransactSession(t *testing.T, n *testNode) {
 	addr := n.Addr()
 	adm := newAdmin(t, addr)
 	createTopic(t, adm, "etl-a", 3, nil)

@@ -237,7 +237,7 @@ type Config struct {
 	// partition leaders do not ask the transaction coordinator about a
 	// producer's first transactional batch (KIP-890 part 1).
 	NoTxnPartitionVerification bool
-	// TransactionVersion is strata.transaction.version (default 2): the
+	// TransactionVersion is strata.transaction.version (default 1): the
 	// transaction.version feature the brokers finalize, Kafka's
 	// `kafka-features.sh --feature transaction.version`. 2 is KIP-890
 	// part 2 (clients add partitions through their produces and offset

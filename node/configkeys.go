@@ -220,7 +220,7 @@ var configKeys = []configKey{
 	{KeyTxnPartitionVerification, "true", kmsg.ConfigTypeBoolean,
 		"Whether a partition leader asks the transaction coordinator that a producer's first transactional batch there belongs to its transaction (KIP-890 part 1).",
 		setTxnPartitionVerification},
-	{KeyTransactionVersion, "2", kmsg.ConfigTypeShort,
+	{KeyTransactionVersion, "1", kmsg.ConfigTypeShort,
 		"The transaction.version feature the brokers finalize (Kafka sets it with kafka-features.sh): 2 lets clients use KIP-890 part 2 (partitions added through Produce v12+ and TxnOffsetCommit v5+, an epoch bump at every EndTxn), 1 keeps them on AddPartitionsToTxn and AddOffsetsToTxn. The same on every broker.",
 		setInt(1, 2, func(c *Config, n int64) { c.TransactionVersion = int16(n) })},
 	{KeyGroupMaxSize, strconv.FormatInt(DefaultGroupMaxSize, 10), kmsg.ConfigTypeInt,

@@ -37,6 +37,7 @@ var errorTable = []struct {
 	{replica.ErrClosed, kerr.NotLeaderForPartition},
 	// The idempotent producer state.
 	{producer.ErrOutOfOrderSequence, kerr.OutOfOrderSequenceNumber},
+	{producer.ErrVerificationPending, kerr.NotEnoughReplicas},
 	{producer.ErrInvalidProducerEpoch, kerr.InvalidProducerEpoch},
 	{producer.ErrInvalidTxnState, kerr.InvalidTxnState},
 	{producer.ErrCoordinatorFenced, kerr.TransactionCoordinatorFenced},

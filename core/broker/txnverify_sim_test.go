@@ -319,8 +319,8 @@ func txnPartitionsOf(h *simServer, id string) []string {
 }
 
 // TestImplicitAdds: KIP-890 part 2's implicit adds through a node's
-// handlers. With transaction.version 2 finalized (the default, listed in
-// ApiVersions), a Produce v12 of a producer that never sent
+// handlers. With transaction.version 2 finalized (listed in ApiVersions),
+// a Produce v12 of a producer that never sent
 // AddPartitionsToTxn has the partition leader add the partition to the
 // transaction, and a TxnOffsetCommit v5 without AddOffsetsToTxn has the
 // group coordinator add the group's offsets partition; EndTxn v5 commits
@@ -328,7 +328,7 @@ func txnPartitionsOf(h *simServer, id string) []string {
 // finished transaction is fenced rather than added to a new one, and at
 // transaction.version 1 nothing is added implicitly.
 func TestImplicitAdds(t *testing.T) {
-	h := newSimServer(t, nil)
+	h := newSimServer(t, func(c *server.Config) { c.BrokerListener.Txns.TransactionVersion = 2 })
 	require.Equal(t, int16(2), finalizedTxnVersion(h))
 	h.CreateTopic("t", 2, nil)
 	do := func(r kmsg.Request) kmsg.Response { return h.Do(r) }
@@ -399,9 +399,9 @@ func TestImplicitAdds(t *testing.T) {
 	require.Zero(t, p.ErrorCode)
 	require.Equal(t, []string{"next", "committed"}, values, "the aborted transaction's batch is not read")
 
-	// transaction.version 1: finalized so, and a Produce v12 that added
+	// transaction.version 1 (the default): finalized so, and a Produce v12 that added
 	// nothing is refused as any unverified batch.
-	h1 := newSimServer(t, func(c *server.Config) { c.BrokerListener.Txns.TransactionVersion = 1 })
+	h1 := newSimServer(t, nil)
 	require.Equal(t, int16(1), finalizedTxnVersion(h1))
 	h1.CreateTopic("t", 1, nil)
 	h1.findTxnCoordinator("j")
@@ -414,7 +414,9 @@ func TestImplicitAdds(t *testing.T) {
 
 	// Partition verification off: the implicit add still happens (nobody
 	// else would add the partition).
-	h2 := newSimServer(t, func(c *server.Config) { c.BrokerListener.Txns.NoPartitionVerification = true })
+	h2 := newSimServer(t, func(c *server.Config) {
+		c.BrokerListener.Txns.NoPartitionVerification, c.BrokerListener.Txns.TransactionVersion = true, 2
+	})
 	h2.CreateTopic("t", 1, nil)
 	h2.findTxnCoordinator("k")
 	k := h2.initTxn("k", 60_000)
@@ -442,6 +444,7 @@ func TestImplicitAddRacesTheMarker(t *testing.T) {
 		// One replica of everything: the clog below holds no
 		// replication, only the coordinator's requests and answers.
 		c.BrokerListener.Txns.StatePartitions, c.BrokerListener.Txns.StateReplicationFactor = 1, 1
+		c.BrokerListener.Txns.TransactionVersion = 2
 	})
 	x.CreateTopic(1, "t", 3, 1, nil)
 	do := func(node int, req kmsg.Request) kmsg.Response {

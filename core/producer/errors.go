@@ -19,6 +19,14 @@ var (
 	// Nothing was appended.
 	ErrOutOfOrderSequence = fmt.Errorf("producer: out of order sequence number: %w", kerr.OutOfOrderSequenceNumber)
 
+	// ErrVerificationPending is NOT_ENOUGH_REPLICAS (19), retriable: the
+	// batch's transaction is being verified here for an earlier batch of
+	// the producer, whose answer it must not overtake (verify.go). Kafka
+	// answers OUT_OF_ORDER_SEQUENCE_NUMBER, on which kgo fails the
+	// producer id; the earlier batch is only waiting, or failed
+	// retriably, so the later one is told to retry.
+	ErrVerificationPending = fmt.Errorf("producer: an earlier batch of the producer is being verified: %w", kerr.NotEnoughReplicas)
+
 	// ErrInvalidProducerEpoch is INVALID_PRODUCER_EPOCH (47): the batch's
 	// producer epoch is older than the producer's latest, so it comes from
 	// a fenced (zombie) incarnation of the producer. Kafka answers this

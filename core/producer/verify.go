@@ -25,8 +25,9 @@ type Verification struct {
 	// epoch and lowestSeq are the newest epoch asked about and the lowest
 	// first sequence asked about at it (Kafka's
 	// maybeUpdateLowestSequenceAndEpoch): while the verification is
-	// current, a batch of a higher sequence is refused, so that a batch
-	// whose verification failed retriably is not overtaken by the next
+	// current, a batch of a higher sequence is refused, retriably
+	// (ErrVerificationPending), so that a batch whose verification
+	// failed retriably or is still waiting is not overtaken by the next
 	// (the producer would then loop on OUT_OF_ORDER_SEQUENCE_NUMBER).
 	epoch     int16
 	lowestSeq int32
@@ -99,7 +100,7 @@ func (s *State) checkVerification(b BatchInfo, e *entry) error {
 	}
 	if v != nil && b.FirstSeq > v.lowestSeq {
 		return fmt.Errorf("%w: producer %d sent sequence %d while its sequence %d is being verified",
-			ErrOutOfOrderSequence, b.ProducerID, b.FirstSeq, v.lowestSeq)
+			ErrVerificationPending, b.ProducerID, b.FirstSeq, v.lowestSeq)
 	}
 	return nil
 }
