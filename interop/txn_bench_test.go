@@ -94,6 +94,11 @@ type txnBenchNode struct {
 func startTxnBenchNode(t *testing.T) txnBenchNode {
 	t.Helper()
 	props := []string{"group.initial.rebalance.delay.ms=0"}
+	// STRATA_TXN_BENCH_PROPS adds server.properties lines, comma
+	// separated (strata.transaction.version=2, say).
+	if extra := os.Getenv("STRATA_TXN_BENCH_PROPS"); extra != "" {
+		props = append(props, strings.Split(extra, ",")...)
+	}
 	if addr := os.Getenv("STRATA_TXN_BENCH_PPROF"); addr != "" {
 		props = append(props, "metrics.listener="+addr, "strata.debug.pprof.enable=true")
 	}
