@@ -162,6 +162,9 @@ type cleanRound struct {
 	end   int64 // the cleanable end, a segment base offset
 	clean int64 // the trusted checkpoint at the start: below it, one record per key
 
+	// txns is the transaction index's view (clean_txn.go), nil without one.
+	txns *txnClean
+
 	offsets  map[string]int64 // key -> latest offset in [from, mapEnd)
 	mapBytes int64            // what offsets holds, by the bound's accounting
 	mapped   bool             // the map is complete
@@ -257,7 +260,9 @@ func (l *Log) CleanStep(now time.Time, budgetBytes int64, done func(more bool, e
 		later(false, err)
 		return
 	}
-	if !l.cfg.CleanupPolicy.Compacts() || l.closing || l.Busy() {
+	if !l.cfg.CleanupPolicy.Compacts() || l.closing || l.Busy() || !l.AbortedIndexComplete() {
+		// (The owner completes the transaction index right after Open;
+		// a cleaning must not rewrite segments it is still adding to.)
 		later(false, nil)
 		return
 	}
@@ -391,6 +396,7 @@ func (l *Log) startCleaning(now time.Time, p cleanPlan) *cleanRound {
 		offsets: make(map[string]int64), mapNext: from,
 		cursor: l.segs[0].base, minHorizon: record.NoTimestamp,
 	}
+	r.txns = l.newTxnClean(p.end)
 	l.clean.round = r
 	l.logger.Debug("cleaning starts", "firstDirtyOffset", p.from, "cleanableEnd", p.end,
 		"dirtyBytes", p.dirty, "cleanableBytes", p.total)
