@@ -339,7 +339,7 @@ func (l *Log) planCleaning(now time.Time) cleanPlan {
 	nowMs := now.UnixMilli()
 	first := l.segs[0].base
 	end := first
-	limit := min(l.hw, l.fl.durableOffset)
+	limit := min(l.hw, l.fl.durableOffset, l.cleanBound())
 	lagMs := l.cfg.MinCompactionLag.Milliseconds()
 	for i := 0; i < len(l.segs)-1; i++ {
 		s := l.segs[i]

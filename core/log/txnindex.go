@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 
 	"github.com/strata-log/strata/core/assert"
@@ -223,6 +224,25 @@ func (l *Log) truncateTxns(s *segment, end int64) error {
 	return nil
 }
 
+// SetLastStableOffset tells the cleaner the partition's last stable
+// offset: it cleans only segments wholly below it, as Kafka's cleaner
+// stops at the first unstable offset, so that a read_committed consumer
+// (which reads below it) never finds a record gone because of a later one
+// it cannot see yet. With Config.TxnIndex, a log that was never told
+// cleans nothing past its log start; without, the bound is not used.
+func (l *Log) SetLastStableOffset(lso int64) { l.txn.lso, l.txn.lsoSet = lso, true }
+
+// cleanBound is where the last stable offset stops the cleaner.
+func (l *Log) cleanBound() int64 {
+	switch {
+	case !l.cfg.TxnIndex:
+		return math.MaxInt64
+	case !l.txn.lsoSet:
+		return l.logStart
+	}
+	return l.txn.lso
+}
+
 // txnState is the log's side of the index end (see the top of this file).
 type txnState struct {
 	// end: the entries of every aborted transaction with its marker below
@@ -232,6 +252,9 @@ type txnState struct {
 	complete bool
 	// last is the marker offset of the newest entry, -1 for none.
 	last int64
+	// lso is the last stable offset the owner last set (lsoSet).
+	lso    int64
+	lsoSet bool
 }
 
 // AbortedIndexEnd is the offset below which the transaction index is
