@@ -169,7 +169,10 @@ func (p *Partition) WriteTxnMarker(m producer.Marker, now time.Time, done func(e
 	}
 	t, ended := p.producers.AppendedMarker(m, info.FirstOffset, info.MaxTimestamp)
 	if ended {
-		p.noteAborted(t)
+		if p.noteAborted(t); p.l != l {
+			done(fmt.Errorf("%w: %s: the aborted-transaction index failed", ErrStorage, p.dir))
+			return
+		}
 	}
 	if base := l.ActiveSegmentBase(); base != p.segmentBase {
 		p.segmentBase = base
