@@ -55,6 +55,11 @@ var txnRegressionSeeds = []uint64{
 	// came, and tx-2's open transaction on txn-2 was never aborted ((s)).
 	// A shard whose log is reopened while it loads now loads again.
 	221,
+	// Found by the same change before it was committed: an injected write
+	// error on a .txnindex failed a follower's partition while it
+	// recorded a replicated ABORT marker, and the follower went on to use
+	// the closed log (a nil pointer in replayAppended).
+	257,
 }
 
 func runTxnSeed(t *testing.T, seed uint64) *logHarness {
