@@ -237,7 +237,15 @@ const groupLoadSliceBytes = 1 << 20
 // stops the load: the shard stays loading (COORDINATOR_LOAD_IN_PROGRESS)
 // and the load starts over after a pause, on a new shard.
 func (b *Broker) replayShard(gs *groupShard, l *log.Log, offset int64, started time.Duration) {
-	if b.closed || b.groups.shard(gs.partition) != gs || gs.p.Log() != l {
+	if b.closed || b.groups.shard(gs.partition) != gs {
+		return
+	}
+	if gs.p.Log() != l {
+		// The partition reopened its log while the shard loaded: load
+		// again from the new one (as replayTxnShard does).
+		b.log.Info("the group shard's log was reopened while it loaded; loading again", "partition", gs.partition)
+		b.groups.shards = slices.DeleteFunc(b.groups.shards, func(s *groupShard) bool { return s == gs })
+		b.e.Post(b.SyncGroups)
 		return
 	}
 	end := l.LogEndOffset()

@@ -201,7 +201,18 @@ func (b *Broker) txnPartitionExists(topic string, partition int32) bool {
 // replayTxnShard replays the partition into the shard a slice per turn,
 // as replayShard does for groups.
 func (b *Broker) replayTxnShard(ts *txnShard, l *log.Log, offset int64, started time.Duration) {
-	if b.closed || b.txns.shard(ts.partition) != ts || ts.p.Log() != l {
+	if b.closed || b.txns.shard(ts.partition) != ts {
+		return
+	}
+	if ts.p.Log() != l {
+		// The partition reopened its log while the shard loaded (a
+		// follower's truncation racing the new leader epoch): what the
+		// shard replayed may be gone, and the high watermark may never
+		// reach the end it waits for. Load again, on a new shard, from
+		// the log there is now (txn seed 221 hung here).
+		b.log.Info("the transaction shard's log was reopened while it loaded; loading again", "partition", ts.partition)
+		b.txns.shards = slices.DeleteFunc(b.txns.shards, func(s *txnShard) bool { return s == ts })
+		b.e.Post(b.SyncTxns)
 		return
 	}
 	end := l.LogEndOffset()

@@ -340,6 +340,14 @@ func (l *Log) createSegment(base int64) (*segment, error) {
 			s.dirty[k] = true
 		}
 	}
+	// A stale transaction index goes too: the new segment has no entries.
+	name := l.path(segmentFile(base, txnIndexSuffix))
+	if err := l.disk.Remove(name); err != nil && !errors.Is(err, env.ErrNotExist) {
+		return nil, fmt.Errorf("remove %s: %w", name, err)
+	} else if err == nil {
+		l.logger.Warn("deleting a stale transaction index", "file", name)
+		l.dirChanged()
+	}
 	l.closeCleanIndexes(s)
 	return s, nil
 }
@@ -378,6 +386,7 @@ func (l *Log) removeSegments(segs []*segment, why string) error {
 func (l *Log) retire(s *segment) {
 	s.deleted = true
 	s.dirty = [numKinds]bool{}
+	s.txns.dirty = false
 	if s.pins == 0 {
 		l.closeFiles(s)
 	}
@@ -390,6 +399,12 @@ func (l *Log) unlink(s *segment) error {
 		if err := l.disk.Remove(name); err != nil && !errors.Is(err, env.ErrNotExist) {
 			return l.fail(fmt.Errorf("remove %s: %w", name, err))
 		}
+		l.dirChanged()
+	}
+	name := l.path(segmentFile(s.base, txnIndexSuffix))
+	if err := l.disk.Remove(name); err != nil && !errors.Is(err, env.ErrNotExist) {
+		return l.fail(fmt.Errorf("remove %s: %w", name, err))
+	} else if err == nil {
 		l.dirChanged()
 	}
 	return nil

@@ -28,10 +28,16 @@ import (
 // of every segment that ends at or below it and the leader epochs that
 // start below it; recovery scans only from there. log-start-offset: the
 // log start offset as of the checkpoint (DeleteRecords, retention).
+//
+// A log with a transaction index (Config.TxnIndex) adds a third entry,
+// txn-index-end N: the .txnindex files durably hold every aborted
+// transaction whose marker lies below N (txnindex.go). Without it no
+// entry is trusted.
 const (
 	checkpointVersion   = 0
 	keyRecoveryPoint    = "recovery-point"
 	keyLogStartOffset   = "log-start-offset"
+	keyTxnIndexEnd      = "txn-index-end"
 	maxCheckpointBytes  = 1 << 20 // a larger checkpoint file is corrupt
 	maxCheckpointFields = 2
 )
@@ -40,13 +46,19 @@ const (
 type checkpoint struct {
 	recoveryPoint  int64
 	logStartOffset int64
+	// txnIndexEnd is -1 when the checkpoint has no txn-index-end.
+	txnIndexEnd int64
 }
 
 func (c checkpoint) encode() []byte {
-	return encodeCheckpointLines([]string{
+	lines := []string{
 		keyRecoveryPoint + " " + strconv.FormatInt(c.recoveryPoint, 10),
 		keyLogStartOffset + " " + strconv.FormatInt(c.logStartOffset, 10),
-	})
+	}
+	if c.txnIndexEnd >= 0 {
+		lines = append(lines, keyTxnIndexEnd+" "+strconv.FormatInt(c.txnIndexEnd, 10))
+	}
+	return encodeCheckpointLines(lines)
 }
 
 func encodeCheckpointLines(lines []string) []byte {
@@ -93,7 +105,7 @@ func parseCheckpoint(data []byte) (checkpoint, error) {
 	if err != nil {
 		return checkpoint{}, err
 	}
-	c := checkpoint{recoveryPoint: -1, logStartOffset: -1}
+	c := checkpoint{recoveryPoint: -1, logStartOffset: -1, txnIndexEnd: -1}
 	for _, f := range entries {
 		v, err := strconv.ParseInt(f[1], 10, 64)
 		if err != nil || v < 0 {
@@ -104,6 +116,8 @@ func parseCheckpoint(data []byte) (checkpoint, error) {
 			c.recoveryPoint = v
 		case keyLogStartOffset:
 			c.logStartOffset = v
+		case keyTxnIndexEnd:
+			c.txnIndexEnd = v
 		default:
 			return checkpoint{}, fmt.Errorf("unknown entry %q", f[0])
 		}
@@ -133,4 +147,16 @@ func readCheckpointFile(d env.Disk, name string) (data []byte, ok bool, err erro
 		return nil, false, err
 	}
 	return data, true, nil
+}
+
+// newCheckpoint is the recovery checkpoint with recovery point rp and the
+// current log start offset (and, with a transaction index, the index end
+// it may claim: the entries below it are written and synced in the step
+// that writes the checkpoint).
+func (l *Log) newCheckpoint(rp int64) checkpoint {
+	ck := checkpoint{recoveryPoint: rp, logStartOffset: l.logStart, txnIndexEnd: -1}
+	if l.cfg.TxnIndex {
+		ck.txnIndexEnd = l.txnEndFor(rp)
+	}
+	return ck
 }

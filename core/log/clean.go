@@ -22,8 +22,10 @@ import (
 //     not touch: the active segment, a segment not wholly below the high
 //     watermark (the replication layer may still truncate above it) and
 //     below DurableOffset (a record is removed only because a later one of
-//     its key exists; that later one must survive any crash), or one whose
-//     largest timestamp is within min.compaction.lag.ms of now. The dirty
+//     its key exists; that later one must survive any crash), one not
+//     wholly below the last stable offset (with a transaction index), or
+//     one whose largest timestamp is within min.compaction.lag.ms of now.
+//     The dirty
 //     section runs from the cleaner checkpoint's first dirty offset F to
 //     that end. A cleaning starts when dirty bytes are at least
 //     min.cleanable.dirty.ratio of the cleanable bytes, or when tombstones
@@ -70,21 +72,22 @@ import (
 //     lives at least delete.retention.ms after it was first cleaned,
 //     measured on Env.Now, without relying on file modification times,
 //     which env does not have.
-//   - Transactions, conservatively: transactional and control batches are
-//     copied unchanged, never removed, and their records never supersede
-//     another record (an aborted transaction's value must not hide the
-//     committed one before it). A committed transactional value therefore
-//     does not remove older non-transactional values of its key, and
-//     aborted data and markers are never removed (Kafka removes both when
-//     safe; that needs the transactions' outcomes, which core/producer and
-//     the partition's aborted index hold, not this package); nothing is
-//     ever lost.
+//   - Transactions. Committed transactional records and COMMIT markers are
+//     copied unchanged, and transactional records are never mapped, so
+//     they neither supersede nor get superseded by another record (an
+//     aborted value must not hide the committed one before it; committed
+//     transactional records are exempt from key compaction). With a
+//     transaction index (Config.TxnIndex) aborted transactions' data and,
+//     delete.retention.ms after their data went, their ABORT markers are
+//     removed by the rules of clean_txn.go; without one, transactional
+//     and control batches are all copied unchanged.
 //   - The active segment is never read or written.
 //
 // # The swap, and what a crash leaves
 //
 // A group of segments B (first), B2 .. Bk, ending at E (the next segment's
-// base), becomes B.log.cleaned, B.index.cleaned and B.timeindex.cleaned,
+// base), becomes B.log.cleaned, B.index.cleaned and B.timeindex.cleaned
+// (and B.txnindex.cleaned, renamed before the .log like the others),
 // written over several steps and synced. Then, in one turn of the loop:
 //
 //	rename B.index.cleaned -> B.index.swap, B.timeindex.cleaned -> B.timeindex.swap
@@ -126,10 +129,10 @@ import (
 //
 // A cleaning lives in memory only: after a restart the next one starts over
 // from the checkpoint (the groups already swapped in are simply cleaned
-// again, cheaply). Not done yet: max.compaction.lag.ms; removing aborted
-// transactions and the markers of empty ones; keeping only each idempotent
-// producer's last batch (needs producer state); throttling beyond the
-// step budget the driver chooses.
+// again, cheaply). Not done yet: max.compaction.lag.ms; compacting
+// committed transactional records and removing COMMIT markers; keeping only
+// each idempotent producer's last batch (needs producer state); throttling
+// beyond the step budget the driver chooses.
 type cleanState struct {
 	// inStep: a CleanStep has not called back yet.
 	inStep bool
@@ -161,6 +164,9 @@ type cleanRound struct {
 	from  int64 // the first dirty offset: the map starts here
 	end   int64 // the cleanable end, a segment base offset
 	clean int64 // the trusted checkpoint at the start: below it, one record per key
+
+	// txns is the transaction index's view (clean_txn.go), nil without one.
+	txns *txnClean
 
 	offsets  map[string]int64 // key -> latest offset in [from, mapEnd)
 	mapBytes int64            // what offsets holds, by the bound's accounting
@@ -257,7 +263,9 @@ func (l *Log) CleanStep(now time.Time, budgetBytes int64, done func(more bool, e
 		later(false, err)
 		return
 	}
-	if !l.cfg.CleanupPolicy.Compacts() || l.closing || l.Busy() {
+	if !l.cfg.CleanupPolicy.Compacts() || l.closing || l.Busy() || !l.AbortedIndexComplete() {
+		// (The owner completes the transaction index right after Open;
+		// a cleaning must not rewrite segments it is still adding to.)
 		later(false, nil)
 		return
 	}
@@ -334,7 +342,7 @@ func (l *Log) planCleaning(now time.Time) cleanPlan {
 	nowMs := now.UnixMilli()
 	first := l.segs[0].base
 	end := first
-	limit := min(l.hw, l.fl.durableOffset)
+	limit := min(l.hw, l.fl.durableOffset, l.cleanBound())
 	lagMs := l.cfg.MinCompactionLag.Milliseconds()
 	for i := 0; i < len(l.segs)-1; i++ {
 		s := l.segs[i]
@@ -391,6 +399,7 @@ func (l *Log) startCleaning(now time.Time, p cleanPlan) *cleanRound {
 		offsets: make(map[string]int64), mapNext: from,
 		cursor: l.segs[0].base, minHorizon: record.NoTimestamp,
 	}
+	r.txns = l.newTxnClean(p.end)
 	l.clean.round = r
 	l.logger.Debug("cleaning starts", "firstDirtyOffset", p.from, "cleanableEnd", p.end,
 		"dirtyBytes", p.dirty, "cleanableBytes", p.total)

@@ -23,7 +23,9 @@ type cleanGroup struct {
 	epochStarts []int64
 
 	files [numKinds]env.File // the .cleaned files, open until synced
-	out   *segment           // the cleaned segment being built
+	// txnFile is the .txnindex.cleaned file, with Config.TxnIndex.
+	txnFile env.File
+	out     *segment // the cleaned segment being built
 
 	src     int   // the source being read
 	pos     int64 // where in it
@@ -131,6 +133,28 @@ func (l *Log) startGroup(g *cleanGroup) error {
 		}
 		g.files[k] = f
 	}
+	if l.cfg.TxnIndex {
+		name := l.path(segmentFile(g.base, txnIndexSuffix+cleanedSuffix))
+		f, err := l.disk.Open(name, true)
+		if err == nil {
+			l.dirChanged()
+			if f.Size() > 0 {
+				err = f.Truncate(0)
+			}
+		}
+		if err != nil {
+			if f != nil {
+				_ = f.Close()
+			}
+			l.dropGroup(g)
+			err = fmt.Errorf("log %s: create %s: %w", l.dir, name, err)
+			if errors.Is(err, env.ErrNoSpace) {
+				return err
+			}
+			return l.fail(err)
+		}
+		g.txnFile = f
+	}
 	g.out = newSegment(g.base, l.e.Now())
 	return nil
 }
@@ -157,8 +181,8 @@ func (l *Log) groupChanged(g *cleanGroup) string {
 // attempt at the same base empties them.
 func (l *Log) dropGroup(g *cleanGroup) {
 	g.closeFiles(l)
-	for k := range numKinds {
-		name := l.path(segmentFile(g.base, kindSuffix[k]+cleanedSuffix))
+	for _, suffix := range []string{logSuffix, indexSuffix, timeIndexSuffix, txnIndexSuffix} {
+		name := l.path(segmentFile(g.base, suffix+cleanedSuffix))
 		if err := l.disk.Remove(name); err != nil {
 			if !errors.Is(err, env.ErrNotExist) {
 				l.logger.Warn("deleting an abandoned cleaned file", "file", name, "err", err)
@@ -177,6 +201,12 @@ func (g *cleanGroup) closeFiles(l *Log) {
 			}
 			g.files[k] = nil
 		}
+	}
+	if f := g.txnFile; f != nil {
+		if err := f.Close(); err != nil && !errors.Is(err, env.ErrClosed) {
+			l.logger.Warn("closing a cleaned file", "file", f.Name(), "err", err)
+		}
+		g.txnFile = nil
 	}
 }
 
@@ -219,7 +249,7 @@ func (l *Log) writeGroup(r *cleanRound, g *cleanGroup, budget int64) error {
 	if g.src < len(g.srcs) {
 		return nil
 	}
-	return l.finishGroupOutput(g)
+	return l.finishGroupOutput(r, g)
 }
 
 // errRecords marks a batch whose records do not parse (its CRC matched).
@@ -230,7 +260,11 @@ var errRecords = errors.New("records do not parse")
 func (l *Log) cleanBatch(r *cleanRound, g *cleanGroup, b record.Batch, last bool) (int64, error) {
 	c := l.clean
 	a := b.Attributes()
-	if a.IsControl() || a.IsTransactional() || b.BaseOffset() >= r.mapEnd {
+	if a.IsControl() || a.IsTransactional() {
+		v, horizon := l.judgeTxn(r, b, last || containsOffset(g.epochStarts, b.BaseOffset()))
+		return l.cleanTxnBatch(g, b, v, horizon)
+	}
+	if b.BaseOffset() >= r.mapEnd {
 		return l.writeCleaned(g, b.Bytes())
 	}
 	horizon, hasHorizon := b.DeleteHorizon()
@@ -356,7 +390,7 @@ func (l *Log) writeCleaned(g *cleanGroup, p []byte) (int64, error) {
 
 // finishGroupOutput writes the cleaned segment's index files once its last
 // batch is written.
-func (l *Log) finishGroupOutput(g *cleanGroup) error {
+func (l *Log) finishGroupOutput(r *cleanRound, g *cleanGroup) error {
 	out := g.out
 	lastSrc := g.srcs[len(g.srcs)-1]
 	assert.That(out.size > 0 && out.next == lastSrc.next,
@@ -379,6 +413,21 @@ func (l *Log) finishGroupOutput(g *cleanGroup) error {
 		}
 	}
 	out.offsets.written, out.times.written = len(out.offsets.entries), len(out.times.entries)
+	if g.txnFile != nil {
+		out.txns.entries = r.cleanedTxns(g)
+		var p []byte
+		for _, t := range out.txns.entries {
+			p = encodeAbortedTxn(p, t)
+		}
+		if err := g.txnFile.WriteAt(p, 0); err != nil {
+			err = fmt.Errorf("log %s: write %s: %w", l.dir, g.txnFile.Name(), err)
+			if errors.Is(err, env.ErrNoSpace) {
+				return err
+			}
+			return l.fail(err)
+		}
+		out.txns.written = len(out.txns.entries)
+	}
 	g.written = true
 	return nil
 }
@@ -387,9 +436,12 @@ func (l *Log) finishGroupOutput(g *cleanGroup) error {
 // step calls back once all are durable. A failed Sync fails the log at
 // once, as in the flush cycle (see op).
 func (l *Log) syncGroup(r *cleanRound, g *cleanGroup, finish func(bool, error)) {
-	pending := int(numKinds)
-	for k := range numKinds {
-		f := g.files[k]
+	files := g.files[:]
+	if g.txnFile != nil {
+		files = append(files[:numKinds:numKinds], g.txnFile)
+	}
+	pending := len(files)
+	for _, f := range files {
 		f.Sync(func(err error) {
 			if err != nil {
 				_ = l.failUnlessClosed(fmt.Errorf("sync %s: %w", f.Name(), err))
@@ -447,9 +499,12 @@ func (l *Log) swapIn(g *cleanGroup) error {
 		l.dirChanged()
 		return nil
 	}
-	order := []fileKind{kindIndex, kindTimeIndex, kindLog} // the .log last: commit point, then done
+	order := []string{indexSuffix, timeIndexSuffix, logSuffix} // the .log last: commit point, then done
+	if l.cfg.TxnIndex {
+		order = []string{indexSuffix, timeIndexSuffix, txnIndexSuffix, logSuffix}
+	}
 	for _, k := range order {
-		if err := rename(segmentFile(g.base, kindSuffix[k]+cleanedSuffix), segmentFile(g.base, kindSuffix[k]+swapSuffix)); err != nil {
+		if err := rename(segmentFile(g.base, k+cleanedSuffix), segmentFile(g.base, k+swapSuffix)); err != nil {
 			return err
 		}
 	}
@@ -460,7 +515,7 @@ func (l *Log) swapIn(g *cleanGroup) error {
 		}
 	}
 	for _, k := range order {
-		if err := rename(segmentFile(g.base, kindSuffix[k]+swapSuffix), segmentFile(g.base, kindSuffix[k])); err != nil {
+		if err := rename(segmentFile(g.base, k+swapSuffix), segmentFile(g.base, k)); err != nil {
 			return err
 		}
 	}

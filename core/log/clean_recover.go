@@ -23,7 +23,7 @@ func (l *Log) dropSwapCovered(base int64, names []string) error {
 	}
 	for _, name := range names {
 		b, suffix, ok := parseSegmentFile(name)
-		if !ok || b <= base || b >= end || (suffix != logSuffix && suffix != indexSuffix && suffix != timeIndexSuffix) {
+		if !ok || b <= base || b >= end || (suffix != logSuffix && suffix != indexSuffix && suffix != timeIndexSuffix && suffix != txnIndexSuffix) {
 			continue
 		}
 		l.logger.Info("deleting a segment file a committed swap replaces", "file", name, "swap", segmentFile(base, logSuffix+swapSuffix))

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"os"
 	"sort"
@@ -166,6 +167,12 @@ type compactHarness struct {
 	// maxLogStart is the largest log start offset retention set;
 	// durableLogStart the largest an acknowledged flush covered.
 	maxLogStart, durableLogStart int64
+	// txnRng decides whether the seed keeps a transaction index and which
+	// batches stand for ABORT markers (entries whose marker is a plain
+	// batch, which the cleaner must carry into the cleaned segments);
+	// aborted are the entries of the current history.
+	txnRng  *rand.Rand
+	aborted []log.AbortedTxn
 }
 
 func runCompactCrashSeed(seed uint64) (compactStats, error) {
@@ -198,6 +205,8 @@ func runCompactCrashSeed(seed uint64) (compactStats, error) {
 		cfg.MinCompactionLag = time.Duration(rng.IntN(100)) * time.Millisecond
 	}
 	cfg.CleanerDedupeBufferBytes = []int64{1024, 4096, 1 << 20}[rng.IntN(3)]
+	h.txnRng = s.Rand("compact-crash-test/txn")
+	cfg.TxnIndex = h.txnRng.IntN(2) == 0
 	h.cfg = cfg
 	h.keys = 3 + rng.IntN(40)
 	h.p = s.AddProcess("n1", h.start)
@@ -315,6 +324,20 @@ func (h *compactHarness) start(e env.Env) {
 			n.failed(err)
 			return
 		}
+		if h.cfg.TxnIndex {
+			// The owner's part: the entries past the index end, then
+			// complete (the cleaner waits for it).
+			for _, t := range h.aborted {
+				if t.LastOffset >= l.AbortedIndexEnd() && t.LastOffset >= l.LogStartOffset() {
+					if !n.check(l.AppendAbortedTxn(t)) {
+						return
+					}
+				}
+			}
+			if !n.check(l.CompleteAbortedIndex(l.LogEndOffset())) {
+				return
+			}
+		}
 		n.tick()
 	})
 }
@@ -336,6 +359,13 @@ func (h *compactHarness) checkRecovered(l *log.Log) error {
 	}
 	n := sort.Search(len(h.recs), func(i int) bool { return h.recs[i].offset >= end })
 	h.recs = h.recs[:n]
+	if h.cfg.TxnIndex {
+		k := sort.Search(len(h.aborted), func(i int) bool { return h.aborted[i].LastOffset >= end })
+		h.aborted = h.aborted[:k]
+		if err := h.checkTxnIndex(l); err != nil {
+			return err
+		}
+	}
 	h.durableEnd = min(h.durableEnd, end)
 	h.maxLogStart = start
 	return nil
@@ -568,6 +598,7 @@ func (n *compactNode) startCleaner() {
 			return
 		}
 		before := l.CleanerInfo(n.e.Now()).Stats
+		l.SetLastStableOffset(l.HighWatermark()) // no transaction is open
 		l.CleanStep(n.e.Now(), 128+n.rng.Int64N(8<<10), func(more bool, err error) {
 			if !n.alive() {
 				return
@@ -674,4 +705,38 @@ func (n *compactNode) appendBatches() {
 	if info.LastOffset != h.recs[len(h.recs)-1].offset {
 		h.fail("append info last offset %d, want %d", info.LastOffset, h.recs[len(h.recs)-1].offset)
 	}
+	if h.cfg.TxnIndex && h.txnRng.IntN(3) == 0 {
+		t := log.AbortedTxn{ProducerID: h.txnRng.Int64N(5), LastOffset: info.LastOffset, LastStableOffset: info.LastOffset}
+		t.FirstOffset = max(l.LogStartOffset(), t.LastOffset-h.txnRng.Int64N(50))
+		if !n.check(l.AppendAbortedTxn(t)) {
+			return
+		}
+		h.aborted = append(h.aborted, t)
+	}
+}
+
+// checkTxnIndex compares the recovered transaction index with the
+// history's entries: exactly those below AbortedIndexEnd (and at or past
+// the log start), through every swap the cleaner made.
+func (h *compactHarness) checkTxnIndex(l *log.Log) error {
+	start, end := l.LogStartOffset(), l.AbortedIndexEnd()
+	if end < start || end > l.LogEndOffset() {
+		return fmt.Errorf("transaction index end %d outside the log [%d, %d]", end, start, l.LogEndOffset())
+	}
+	var want, got []log.AbortedTxn
+	for _, t := range h.aborted {
+		if t.LastOffset >= start && t.LastOffset < end {
+			want = append(want, t)
+		}
+	}
+	for _, t := range l.AbortedTxns(start, math.MaxInt64) {
+		if t.LastOffset >= end {
+			return fmt.Errorf("transaction index entry at %d beyond its end %d", t.LastOffset, end)
+		}
+		got = append(got, t)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		return fmt.Errorf("transaction index below %d:\n got %v\nwant %v", end, got, want)
+	}
+	return nil
 }

@@ -157,6 +157,15 @@ type Config struct {
 	// Default 128 MiB.
 	CleanerDedupeBufferBytes int64
 
+	// TxnIndex (Strata's own; Kafka always keeps one) keeps a
+	// transaction index per segment (.txnindex, txnindex.go): the owner
+	// appends aborted transactions (AppendAbortedTxn) and reads them back
+	// (AbortedTxns), and the cleaner removes aborted transactions' data
+	// and, after delete.retention.ms, their markers. Off, the log writes
+	// no entry and the cleaner copies transactional batches unchanged.
+	// Default off; core/replica turns it on for every partition.
+	TxnIndex bool
+
 	// OnFlush, if set, learns of every completed flush cycle (Strata's
 	// own, for metrics). An interface rather than a func so that Configs
 	// stay comparable (a pointer compares by identity).

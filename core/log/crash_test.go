@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"os"
 	"strconv"
@@ -146,10 +147,14 @@ type crashHarness struct {
 	// replay as before kills existed.
 	killRng  *rand.Rand
 	killMode int
-	cfg      log.Config
-	err      error
-	node     *crashNode
-	st       crashStats
+	// txnRng decides whether the seed keeps a transaction index and
+	// which appended batches stand for ABORT markers (a stream of its
+	// own, so that seeds replay their other choices as before).
+	txnRng *rand.Rand
+	cfg    log.Config
+	err    error
+	node   *crashNode
+	st     crashStats
 
 	history []mbatch // every batch of the current log history, in offset order
 	// cutFrom indexes the first batch of history that the current
@@ -188,6 +193,8 @@ func runCrashSeed(seed uint64) (crashStats, error) {
 	h.cfg.MaxOpenFiles = 4 + h.rng.IntN(8)
 	h.cfg.RecoveryCheckpointBytes = 1 + h.rng.Int64N(32<<10)
 	h.cfg.FlushCheckpointInterval = time.Duration(1+h.rng.IntN(200)) * time.Millisecond
+	h.txnRng = s.Rand("crash-test/txn")
+	h.cfg.TxnIndex = h.txnRng.IntN(2) == 0
 	h.p = s.AddProcess("n1", h.start)
 	d := h.p.Disk()
 	faults := sim.DiskFaults{}
@@ -323,6 +330,7 @@ func (h *crashHarness) start(e env.Env) {
 		h.fail("%v", err)
 		return
 	}
+
 	n := &crashNode{h: h, e: e, l: l, inc: h.inc, rng: e.Rand()}
 	h.node = n
 	l.Flush(l.LogEndOffset(), func(err error) {
@@ -331,6 +339,14 @@ func (h *crashHarness) start(e env.Env) {
 			return
 		}
 		h.history = h.history[:h.cutFrom] // what recovery cut is gone for good
+		if err := h.completeTxnIndex(l); err != nil {
+			if errors.Is(err, log.ErrLogFailed) {
+				n.failed(err)
+				return
+			}
+			h.fail("%v", err)
+			return
+		}
 		n.tick()
 	})
 }
@@ -387,6 +403,11 @@ func (h *crashHarness) checkRecovered(l *log.Log) error {
 		n = 0
 	}
 	h.cutFrom = n
+	if h.cfg.TxnIndex {
+		if err := h.checkTxnIndex(l); err != nil {
+			return err
+		}
+	}
 	h.durableEnd = min(h.durableEnd, end)
 	h.maxLogStart = start
 	return nil
@@ -608,4 +629,59 @@ func (n *crashNode) appendBatches() {
 	if info.LastOffset != h.history[len(h.history)-1].last {
 		h.fail("append info last offset %d, want %d", info.LastOffset, h.history[len(h.history)-1].last)
 	}
+	if h.cfg.TxnIndex && h.txnRng.IntN(3) == 0 {
+		// The last batch stands for an ABORT marker: its entry goes in the
+		// same turn, as an owner's does.
+		last := &h.history[len(h.history)-1]
+		t := log.AbortedTxn{ProducerID: h.txnRng.Int64N(5), LastOffset: last.last, LastStableOffset: last.last}
+		t.FirstOffset = max(l.LogStartOffset(), last.last-h.txnRng.Int64N(50))
+		if !n.check(l.AppendAbortedTxn(t)) {
+			return
+		}
+		last.aborted = &t
+	}
+}
+
+// checkTxnIndex compares a recovered transaction index with the history:
+// below AbortedIndexEnd it must list exactly the entries of the history's
+// batches there; completeTxnIndex then adds those at or past it, as an
+// owner replaying its producer state does, and completes the index.
+func (h *crashHarness) checkTxnIndex(l *log.Log) error {
+	start, end := l.LogStartOffset(), l.AbortedIndexEnd()
+	if end < start || end > l.LogEndOffset() {
+		return fmt.Errorf("transaction index end %d outside the log [%d, %d]", end, start, l.LogEndOffset())
+	}
+	var want []log.AbortedTxn
+	for _, b := range h.history {
+		if b.aborted != nil && b.last >= start && b.last < end {
+			want = append(want, *b.aborted)
+		}
+	}
+	var got []log.AbortedTxn
+	for _, t := range l.AbortedTxns(start, math.MaxInt64) {
+		if t.LastOffset < end {
+			got = append(got, t)
+		} else {
+			return fmt.Errorf("transaction index entry at %d beyond its end %d", t.LastOffset, end)
+		}
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		return fmt.Errorf("transaction index below %d:\n got %v\nwant %v", end, got, want)
+	}
+	return nil
+}
+
+func (h *crashHarness) completeTxnIndex(l *log.Log) error {
+	if !h.cfg.TxnIndex {
+		return nil
+	}
+	start, end := l.LogStartOffset(), l.AbortedIndexEnd()
+	for _, b := range h.history {
+		if b.aborted != nil && b.last >= max(start, end) && b.last < l.LogEndOffset() {
+			if err := l.AppendAbortedTxn(*b.aborted); err != nil {
+				return fmt.Errorf("append aborted transaction: %w", err)
+			}
+		}
+	}
+	return l.CompleteAbortedIndex(l.LogEndOffset())
 }

@@ -10,8 +10,11 @@
 //	00000000000000000000.log        RecordBatch v2 bytes as produced, offsets assigned
 //	00000000000000000000.index      sparse offset index: big-endian int32 (batch last offset - base), int32 position
 //	00000000000000000000.timeindex  time index: big-endian int64 largest timestamp so far, int32 its offset - base
+//	00000000000000000000.txnindex   transaction index (Config.TxnIndex): Kafka's 34-byte aborted transactions whose
+//	                                ABORT marker the segment holds, created with the first (txnindex.go)
 //	00000000000000012345.log ...    later segments, named by base offset (20 digits)
-//	recovery-checkpoint             recovery point and log start offset (Kafka's checkpoint text format)
+//	recovery-checkpoint             recovery point, log start offset and, with a transaction index, the index
+//	                                end (Kafka's checkpoint text format)
 //	leader-epoch-checkpoint         leader epoch -> start offset (Kafka's file, same format)
 //	cleaner-checkpoint              compacted topics: the cleaner's first dirty offset (same format)
 //	.sync-failed-<D>                empty failure marker: the log failed with durable offset D (failure.go)
@@ -22,7 +25,9 @@
 // offsets in place without copying or recompressing record bytes; rolls
 // segments (segment.bytes, segment.ms, full indexes); serves reads as file
 // regions of whole batches for sendfile (Read); answers ListOffsets
-// (OffsetForTimestamp) and OffsetForLeaderEpoch (EndOffsetForEpoch); makes
+// (OffsetForTimestamp) and OffsetForLeaderEpoch (EndOffsetForEpoch); keeps
+// the aborted-transaction index its owner writes (AppendAbortedTxn,
+// AbortedTxns, AbortedIndexEnd, CompleteAbortedIndex: txnindex.go); makes
 // data durable with group-committed flushes (Flush, flush.go); recovers on
 // Open (recover.go); truncates diverged followers (Truncate,
 // TruncateFullyAndStartAt); advances the log start offset (DeleteRecordsBefore,
@@ -113,8 +118,9 @@
 // groups of inactive segments rewritten into one new segment each, offsets
 // kept, tombstones removed after delete.retention.ms (the batch delete
 // horizon, KIP-534), progress kept in cleaner-checkpoint. A cleaned group
-// is written as B.log.cleaned, B.index.cleaned and B.timeindex.cleaned,
-// synced, and swapped in with renames (.cleaned to .swap, the .log last as
+// is written as B.log.cleaned, B.index.cleaned and B.timeindex.cleaned
+// (and B.txnindex.cleaned with a transaction index), synced, and swapped
+// in with renames (.cleaned to .swap, the .log last as
 // the commit point; the other segments of the group deleted; .swap over the
 // final names) in one turn of the loop, then the directory is synced by a
 // flush cycle. Open completes a committed swap, deleting the segments it
@@ -122,5 +128,9 @@
 // 1), so a crash at any step leaves the old segments or the cleaned one,
 // whole. A cleaned segment ends exactly where its group ended (its last
 // batch stays, maybe empty), so that recovery never reads its end as a
-// lost tail.
+// lost tail. With a transaction index, the cleaner stops at the last
+// stable offset (SetLastStableOffset), removes aborted transactions' data
+// and, delete.retention.ms after their data went, their ABORT markers
+// (clean_txn.go); committed transactional records are exempt from key
+// compaction. It cleans nothing until the owner has completed the index.
 package log

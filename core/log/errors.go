@@ -63,6 +63,11 @@ var (
 	// base offset is below the log end offset or below the previous
 	// batch's last offset (Kafka's UnexpectedAppendOffsetException).
 	ErrUnexpectedOffset = errors.New("log: unexpected append offset")
+
+	// ErrInvalidArgument is returned for a call the log cannot take as
+	// asked (an aborted transaction out of order or outside its
+	// segment, a transaction index call on a log without one).
+	ErrInvalidArgument = errors.New("log: invalid argument")
 )
 
 // CorruptError is the detailed form of ErrCorrupt: which file, where, and

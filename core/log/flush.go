@@ -285,8 +285,12 @@ func (l *Log) stepDone(c *flushCycle) {
 // so once the dirty files are synced everything up to the log end offset
 // is durable, and the recovery point moves there.
 func (l *Log) cycleSettle(c *flushCycle) {
+	// The transaction index end is claimed as of the syncs issued now:
+	// entries the owner adds meanwhile are synced by a later cycle.
+	txnClaim := l.newCheckpoint(l.LogEndOffset()).txnIndexEnd
 	c.begin(func() {
-		ck := checkpoint{recoveryPoint: l.LogEndOffset(), logStartOffset: l.logStart}
+		ck := l.newCheckpoint(l.LogEndOffset())
+		ck.txnIndexEnd = min(ck.txnIndexEnd, txnClaim)
 		epochVersion := l.epochs.version
 		c.tmps = nil
 		c.begin(func() {
@@ -359,7 +363,7 @@ func (l *Log) cycleSync(c *flushCycle) {
 	c.target, c.gen, c.appended = l.LogEndOffset(), l.fl.metaGen, l.fl.appendedBytes
 	c.ckpt, c.tmps = nil, nil
 	if l.checkpointDue(c.target) {
-		ck := checkpoint{recoveryPoint: c.target, logStartOffset: l.logStart}
+		ck := l.newCheckpoint(c.target)
 		c.ckpt = &ck
 		c.epochs = l.epochs.version != l.fl.epochVersionWritten
 		c.epochVersion = l.epochs.version
@@ -400,6 +404,23 @@ func (l *Log) syncDirtyFiles(c *flushCycle) {
 				return
 			}
 			s.dirty[k] = false
+			s.syncing++
+			done := l.op(c)
+			f.Sync(func(err error) {
+				s.syncing--
+				done(err)
+			})
+		}
+		if s.txns.dirty {
+			f, err := l.txnHandle(s, false)
+			if err == nil && f == nil {
+				err = fmt.Errorf("log: the transaction index of segment %d vanished before its sync", s.base)
+			}
+			if err != nil {
+				c.err = err
+				return
+			}
+			s.txns.dirty = false
 			s.syncing++
 			done := l.op(c)
 			f.Sync(func(err error) {

@@ -43,6 +43,8 @@ type Log struct {
 	trunc *truncation
 	// clean is the log cleaner's state (clean.go), nil until first used.
 	clean *cleanState
+	// txn is where the transaction index is known complete (txnindex.go).
+	txn txnState
 
 	// Scratch space, reused across calls.
 	hdr      [headerReadBytes]byte

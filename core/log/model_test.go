@@ -19,6 +19,9 @@ type mbatch struct {
 	bytes      []byte
 	maxTs      int64
 	ts         []int64 // record timestamps, offsets base, base+1, ...
+	// aborted is the transaction index entry whose marker this batch
+	// stands for (TestCrashRecovery), or nil.
+	aborted *log.AbortedTxn
 }
 
 func (b mbatch) size() int64 { return int64(len(b.bytes)) }

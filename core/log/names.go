@@ -13,6 +13,9 @@ const (
 	logSuffix       = ".log"
 	indexSuffix     = ".index"
 	timeIndexSuffix = ".timeindex"
+	// txnIndexSuffix ends a segment's transaction index (txnindex.go),
+	// created with its first entry.
+	txnIndexSuffix = ".txnindex"
 
 	// cleanedSuffix marks a file a cleaner is still writing (Kafka's
 	// .cleaned). Recovery deletes it: the segment it would replace is

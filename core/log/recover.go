@@ -83,6 +83,7 @@ func Open(e env.Env, dir string, cfg Config) (*Log, error) {
 	l := &Log{e: e, disk: e.Disk(), dir: dir, cfg: cfg, logger: e.Logger().With("log", dir)}
 	l.fl.recovering = true
 	l.fl.hintWritten = -1 // no note written yet
+	l.txn.last = -1
 	if err := l.recover(); err != nil {
 		for _, s := range l.segs {
 			l.closeFiles(s)
@@ -262,6 +263,19 @@ func (l *Log) recover() error {
 		// The cleaner checkpoint must not claim offsets the cut dropped.
 		l.cleanerTruncated(l.LogEndOffset())
 	}
+	if l.cfg.TxnIndex {
+		end := l.logStart // no txn-index-end: trust no entry
+		if hasCkpt && ckpt.txnIndexEnd >= 0 {
+			end = min(ckpt.txnIndexEnd, recoveryPoint)
+		}
+		names, err := l.disk.List(l.dir)
+		if err != nil {
+			return fmt.Errorf("list %s: %w", l.dir, err)
+		}
+		if err := l.loadTxnIndexes(names, end); err != nil {
+			return err
+		}
+	}
 	l.hw = l.logStart
 	if err := l.openActive(); err != nil {
 		return err
@@ -335,6 +349,7 @@ func (l *Log) recoverEmpty(ckpt checkpoint, hasCkpt bool) error {
 	l.segs = []*segment{s}
 	l.logStart, l.hw = start, start
 	l.fl.durableOffset = start
+	l.txn.end = start
 	l.epochs.clear()
 	if hasCkpt && ckpt.recoveryPoint != start {
 		l.fl.settle = true
@@ -399,12 +414,12 @@ func (l *Log) cleanLeftovers() ([]int64, error) {
 		if err := l.dropSwapCovered(base, names); err != nil {
 			return nil, err
 		}
-		for _, k := range []fileKind{kindIndex, kindTimeIndex, kindLog} {
-			from := segmentFile(base, kindSuffix[k]+swapSuffix)
+		for _, suffix := range []string{indexSuffix, timeIndexSuffix, txnIndexSuffix, logSuffix} {
+			from := segmentFile(base, suffix+swapSuffix)
 			if !contains(names, from) {
 				continue
 			}
-			to := segmentFile(base, kindSuffix[k])
+			to := segmentFile(base, suffix)
 			l.logger.Info("completing an interrupted segment swap", "from", from, "to", to)
 			if err := l.disk.Rename(l.path(from), l.path(to)); err != nil {
 				return nil, fmt.Errorf("rename %s: %w", from, err)
@@ -433,7 +448,7 @@ func (l *Log) cleanLeftovers() ([]int64, error) {
 		case suffix == logSuffix:
 			bases = append(bases, base)
 			continue
-		case suffix == indexSuffix || suffix == timeIndexSuffix:
+		case suffix == indexSuffix || suffix == timeIndexSuffix || suffix == txnIndexSuffix:
 			if contains(names, segmentFile(base, logSuffix)) {
 				continue
 			}

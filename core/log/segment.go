@@ -63,6 +63,9 @@ type segment struct {
 	files   [numKinds]env.File
 	offsets *offsetIndex // nil while not loaded
 	times   *timeIndex
+	// txns is the segment's transaction index (txnindex.go), always in
+	// memory; its file handle counts in the open-file budget.
+	txns    txnIndex
 	pins    int    // unreleased ReadResults on the .log file
 	lastUse uint64 // for the least-recently-used choice of the budget
 }
@@ -77,7 +80,7 @@ func newSegment(base int64, now time.Time) *segment {
 }
 
 func (s *segment) isDirty() bool {
-	return s.dirty[kindLog] || s.dirty[kindIndex] || s.dirty[kindTimeIndex]
+	return s.dirty[kindLog] || s.dirty[kindIndex] || s.dirty[kindTimeIndex] || s.txns.dirty
 }
 
 // rel converts an offset of the segment to its relative offset.
@@ -126,6 +129,7 @@ func (l *Log) closeFiles(s *segment) {
 			l.openFiles--
 		}
 	}
+	l.closeTxnFile(s)
 	if s != l.active() || s.deleted {
 		s.offsets, s.times = nil, nil
 	}
@@ -148,6 +152,9 @@ func (l *Log) closeCleanIndexes(s *segment) {
 			s.files[k] = nil
 			l.openFiles--
 		}
+	}
+	if !s.txns.dirty {
+		l.closeTxnFile(s)
 	}
 }
 
@@ -180,7 +187,7 @@ func (l *Log) releaseCleanFiles() {
 // evictable reports whether the budget may close s now.
 func (l *Log) evictable(s *segment) bool {
 	return s != l.active() && s.pins == 0 && s.syncing == 0 && !s.isDirty() &&
-		(s.files[kindLog] != nil || s.files[kindIndex] != nil || s.files[kindTimeIndex] != nil)
+		(s.files[kindLog] != nil || s.files[kindIndex] != nil || s.files[kindTimeIndex] != nil || s.txns.file != nil)
 }
 
 // enforceBudget closes least recently used inactive segments until the log

@@ -137,7 +137,10 @@ func (l *Log) truncationEnd(to int64) (int64, error) {
 // c (steps 1 and 2 above; step 3 is the cycle's sync and install steps).
 func (l *Log) cycleTruncate(c *flushCycle) {
 	t := l.trunc
-	ck := checkpoint{recoveryPoint: min(l.fl.durableOffset, t.end), logStartOffset: l.logStart}
+	ck := l.newCheckpoint(min(l.fl.durableOffset, t.end))
+	// Entries the owner added since the last checkpoint may not be
+	// synced yet: the truncation's checkpoint claims no more than that one.
+	ck.txnIndexEnd = min(ck.txnIndexEnd, l.fl.checkpointed.txnIndexEnd)
 	epochs := l.epochs.view(l.fl.checkpointed.logStartOffset)
 	if t.full {
 		ck.logStartOffset = t.to
@@ -235,6 +238,7 @@ func (l *Log) afterTruncation(end int64) {
 	assert.That(l.LogEndOffset() == end, "truncation to %d left the log end at %d", end, l.LogEndOffset())
 	l.epochs.truncateFromEnd(end)
 	l.cleanerTruncated(end)
+	l.txnTruncated(end)
 	l.hw = max(min(l.hw, end), l.logStart)
 	l.fl.durableOffset = min(l.fl.durableOffset, end)
 	l.writeHint()
@@ -315,6 +319,9 @@ func (l *Log) cutSegment(s *segment, cut int64) error {
 		pos += h.size()
 	}
 	assert.That(s.size == cut, "recomputed segment size %d, cut at %d", s.size, cut)
+	if err := l.truncateTxns(s, s.next); err != nil {
+		return err
+	}
 	// The index files lose the entries past what stays.
 	for _, k := range []fileKind{kindIndex, kindTimeIndex} {
 		f, err := l.handle(s, k, true)

@@ -519,7 +519,9 @@ func (p *Partition) replayAppended(batches []byte, info log.AppendInfo) {
 			p.log.Warn("producer state replay of a replicated batch", "err", err)
 		}
 		if ended {
-			p.noteAborted(t)
+			if p.noteAborted(t); p.l == nil {
+				return // the index refused it: the partition failed and reopens
+			}
 		}
 	}
 	if base := p.l.ActiveSegmentBase(); base != p.segmentBase {

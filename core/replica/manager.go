@@ -261,6 +261,7 @@ func (m *Manager) housekeep() {
 			continue
 		}
 		p.expireProducers()
+		p.l.SetLastStableOffset(p.LastStableOffset())
 		if p.l.Config().CleanupPolicy.Compacts() && !p.cleaning && p.l.CleanerInfo(now).Due {
 			m.clean(p, p.l)
 		}
@@ -274,6 +275,7 @@ func (m *Manager) housekeep() {
 // clean runs a cleaning of p's log in bounded steps, one per loop turn.
 func (m *Manager) clean(p *Partition, l *log.Log) {
 	p.cleaning = true
+	l.SetLastStableOffset(p.LastStableOffset())
 	l.CleanStep(m.e.Now(), m.cfg.CleanerStepBytes, func(more bool, err error) {
 		if p.l != l || p.state != stateOnline {
 			p.cleaning = false

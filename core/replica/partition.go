@@ -134,9 +134,6 @@ type Partition struct {
 	producers   *producer.State
 	snaps       *producer.Snapshots
 	segmentBase int64
-	// aborted is the aborted-transaction index, by marker offset
-	// (txn.go).
-	aborted []AbortedTxn
 
 	// tm are the partition's topic's series; partitionSeries is set while
 	// its own (per-partition) series are registered.
@@ -593,7 +590,7 @@ func (p *Partition) closeProducers() {
 	if p.snaps != nil {
 		p.snaps.Close()
 	}
-	p.producers, p.snaps, p.aborted = nil, nil, nil
+	p.producers, p.snaps = nil, nil
 }
 
 // advanceHighWatermark moves a leader's high watermark to its durable

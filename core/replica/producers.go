@@ -3,6 +3,7 @@ package replica
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/strata-log/strata/core/log"
 	"github.com/strata-log/strata/core/producer"
@@ -19,8 +20,10 @@ import (
 const replayReadBytes = 1 << 20
 
 // loadProducers opens the partition's producer snapshots, drops those
-// past the log end, loads the newest at or below it and replays the log
-// after it; then the partition goes online.
+// past the log end, loads the newest at or below the log's
+// aborted-transaction index end and replays the log after it, adding the
+// aborted transactions it meets past that end to the index; then the
+// partition goes online.
 func (p *Partition) loadProducers(l *log.Log) {
 	snaps, err := producer.OpenSnapshots(p.m.e, p.dir, p.m.cfg.Producers)
 	if err != nil {
@@ -36,30 +39,57 @@ func (p *Partition) loadProducers(l *log.Log) {
 			p.fail(fmt.Errorf("producer snapshots: %w", err))
 			return
 		}
-		st, _, err := snaps.Load(l.LogStartOffset(), l.LogEndOffset(), p.m.e.Now())
-		if err == nil {
-			err = replayLog(l, st)
-		}
-		var aborted []AbortedTxn
-		if err == nil {
-			aborted, err = rebuildAborted(l, p.m.cfg.Producers)
-		}
+		st, err := loadProducerState(l, snaps, p.m.e.Now())
 		if err != nil {
 			p.fail(fmt.Errorf("producer state: %w", err))
 			return
 		}
-		p.producers, p.aborted = st, aborted
+		p.producers = st
 		p.segmentBase = l.ActiveSegmentBase()
 		p.goOnline(l)
 	})
 }
 
+// loadProducerState loads the newest producer snapshot at or below the
+// log's aborted-transaction index end and replays the log from there to
+// its end (replayLog), then completes the index. A snapshot past the index
+// end is not a replay start: the aborted transactions between the index
+// end and it would be missing from the index (see core/log txnindex.go;
+// this is what orders a durable snapshot against the index entries below
+// it). After a clean shutdown both are at the log end and nothing is
+// replayed; after a crash, the tail since the last checkpoint.
+func loadProducerState(l *log.Log, snaps *producer.Snapshots, now time.Time) (*producer.State, error) {
+	indexEnd := l.AbortedIndexEnd()
+	st, _, err := snaps.Load(l.LogStartOffset(), max(l.LogStartOffset(), min(l.LogEndOffset(), indexEnd)), now)
+	if err != nil {
+		return nil, err
+	}
+	if err := replayLog(l, st, indexEnd); err != nil {
+		return nil, err
+	}
+	if err := l.CompleteAbortedIndex(l.LogEndOffset()); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
 // replayLog applies the log's batches from the state's end offset to the
-// log end.
-func replayLog(l *log.Log, st *producer.State) error {
+// log end, adding the aborted transactions whose markers lie at or past
+// indexEnd to the log's index.
+func replayLog(l *log.Log, st *producer.State, indexEnd int64) error {
 	offset := max(st.EndOffset(), l.LogStartOffset())
 	st.AdvanceTo(offset)
-	if err := scanLog(l, offset, st.Replay); err != nil {
+	err := scanLog(l, offset, func(b record.Batch) error {
+		t, ended, err := st.ReplayTxn(b)
+		if err != nil {
+			return err
+		}
+		if ended && t.Aborted && t.LastOffset >= indexEnd {
+			return l.AppendAbortedTxn(abortedEntry(t))
+		}
+		return nil
+	})
+	if err != nil {
 		return err
 	}
 	st.AdvanceTo(l.LogEndOffset())
@@ -153,7 +183,6 @@ func (p *Partition) expireProducers() {
 		return
 	}
 	p.producers.Expire(p.m.e.Now())
-	p.pruneAborted(p.l.LogStartOffset())
 	if err := p.snaps.DeleteBelow(p.l.LogStartOffset()); err != nil {
 		p.log.Warn("delete old producer snapshots", "err", err)
 	}

@@ -177,6 +177,7 @@ func (c *Config) defaultLogConfig() log.Config {
 		lc.MaxOpenFiles = log.DefaultMaxOpenFiles
 	}
 	lc.OnFlush = c.flushObserver
+	lc.TxnIndex = true // the aborted-transaction index (txn.go)
 	return lc
 }
 

@@ -3,7 +3,6 @@ package replica
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/strata-log/strata/core/env"
@@ -16,41 +15,37 @@ import (
 // transaction coordinator writes (WriteTxnMarkers), the last stable offset
 // and the aborted-transaction index that read_committed fetches use.
 //
-// The aborted index is kept in memory, in the order of the markers, and
-// rebuilt when the log opens by replaying the whole log (rebuildAborted):
-// Kafka keeps it in a .txnindex file per segment so that a restart reads
-// only the segments it recovers; Strata does not write that file yet, so
-// opening a partition reads all of its log once more.
+// The aborted-transaction index is the log's (core/log txnindex.go: a
+// .txnindex file per segment, as Kafka's). The partition appends an entry
+// in the turn it appends or replicates an ABORT marker (noteAborted), and
+// read_committed fetches read the entries back from the log, which keeps
+// them in memory (one per aborted transaction; they go with their
+// segment). Reads go to the log rather than to a copy here so that there
+// is one list, the durable one, which retention, truncation and the
+// cleaner keep in step with the segments. Opening a partition loads its
+// producer snapshot at or below the index end and replays only the tail
+// past it (loadProducerState), instead of reading the whole log.
 
 // AbortedTxn is one entry of the aborted-transaction index (Kafka's
 // AbortedTxn, the Fetch response's AbortedTransactions).
-type AbortedTxn struct {
-	ProducerID int64
-	// FirstOffset is the offset of the transaction's first batch,
-	// LastOffset the offset of its ABORT marker.
-	FirstOffset, LastOffset int64
-	// LastStableOffset is the last stable offset once the marker was
-	// appended (producer.CompletedTxn).
-	LastStableOffset int64
+type AbortedTxn = log.AbortedTxn
+
+// abortedEntry is the index entry of an aborted transaction.
+func abortedEntry(t producer.CompletedTxn) AbortedTxn {
+	return AbortedTxn{ProducerID: t.ProducerID, FirstOffset: t.FirstOffset, LastOffset: t.LastOffset, LastStableOffset: t.LastStableOffset}
 }
 
-// noteAborted adds an ended transaction to the aborted index if it was
-// aborted.
+// noteAborted adds an ended transaction to the log's aborted index if it
+// was aborted, in the turn its marker was appended. The index refuses
+// only what breaks its invariants (markers in order, inside the log): the
+// partition then fails and reopens, rebuilding the entries from its log.
 func (p *Partition) noteAborted(t producer.CompletedTxn) {
-	if !t.Aborted {
+	if !t.Aborted || p.l == nil {
 		return
 	}
-	p.aborted = append(p.aborted, AbortedTxn{ProducerID: t.ProducerID, FirstOffset: t.FirstOffset, LastOffset: t.LastOffset, LastStableOffset: t.LastStableOffset})
-}
-
-// pruneAborted forgets the aborted transactions whose markers lie below
-// the log start (Kafka deletes a segment's .txnindex with the segment).
-func (p *Partition) pruneAborted(logStart int64) {
-	n := 0
-	for n < len(p.aborted) && p.aborted[n].LastOffset < logStart {
-		n++
+	if err := p.l.AppendAbortedTxn(abortedEntry(t)); err != nil {
+		p.fail(fmt.Errorf("aborted-transaction index: %w", err))
 	}
-	p.aborted = slices.Delete(p.aborted, 0, n)
 }
 
 // LastStableOffset is the partition's last stable offset (Kafka's
@@ -122,27 +117,9 @@ func (p *Partition) ReadCommitted(offset int64, maxBytes int, currentLeaderEpoch
 	if read.Size > 0 {
 		// The region lies in the segment of its first batch and below
 		// the last stable offset.
-		res.Aborted = p.abortedIn(offset, min(lso, l.SegmentEndFor(read.FirstOffset)))
+		res.Aborted = l.AbortedTxns(offset, min(lso, l.SegmentEndFor(read.FirstOffset)))
 	}
 	return res, nil
-}
-
-// abortedIn lists the aborted transactions with a marker at or after from
-// and a first batch below upto (Kafka's collectAbortedTransactions).
-func (p *Partition) abortedIn(from, upto int64) []AbortedTxn {
-	i, _ := slices.BinarySearchFunc(p.aborted, from, func(t AbortedTxn, from int64) int {
-		if t.LastOffset < from {
-			return -1
-		}
-		return 1
-	})
-	out := []AbortedTxn{}
-	for _, t := range p.aborted[i:] {
-		if t.FirstOffset < upto {
-			out = append(out, t)
-		}
-	}
-	return out
 }
 
 // WriteTxnMarker appends a coordinator's COMMIT or ABORT marker for a
@@ -192,7 +169,10 @@ func (p *Partition) WriteTxnMarker(m producer.Marker, now time.Time, done func(e
 	}
 	t, ended := p.producers.AppendedMarker(m, info.FirstOffset, info.MaxTimestamp)
 	if ended {
-		p.noteAborted(t)
+		if p.noteAborted(t); p.l != l {
+			done(fmt.Errorf("%w: %s: the aborted-transaction index failed", ErrStorage, p.dir))
+			return
+		}
 	}
 	if base := l.ActiveSegmentBase(); base != p.segmentBase {
 		p.segmentBase = base
@@ -217,19 +197,4 @@ func (p *Partition) Producer(id int64) (producer.Producer, bool) {
 		return producer.Producer{}, false
 	}
 	return p.producers.Producer(id)
-}
-
-// rebuildAborted rebuilds the aborted index by replaying the whole log
-// into a scratch producer state (see the top of this file).
-func rebuildAborted(l *log.Log, cfg producer.Config) ([]AbortedTxn, error) {
-	var out []AbortedTxn
-	st := producer.NewState(cfg, l.LogStartOffset())
-	err := scanLog(l, st.EndOffset(), func(b record.Batch) error {
-		t, ended, err := st.ReplayTxn(b)
-		if ended && t.Aborted {
-			out = append(out, AbortedTxn{ProducerID: t.ProducerID, FirstOffset: t.FirstOffset, LastOffset: t.LastOffset, LastStableOffset: t.LastStableOffset})
-		}
-		return err
-	})
-	return out, err
 }

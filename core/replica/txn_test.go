@@ -3,6 +3,7 @@ package replica
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -234,7 +235,7 @@ func crashDuringMarker(t *testing.T, seed uint64) bool {
 	p.WriteTxnMarker(abort2, r.e.Now(), func(error) { answered = true })
 	r.run(10 * time.Millisecond)
 	require.False(t, answered, "the marker is not committed before its fsync")
-	require.Len(t, p.aborted, 1, "the leader indexed the abort at its append")
+	require.Len(t, p.Log().AbortedTxns(0, math.MaxInt64), 1, "the leader indexed the abort at its append")
 
 	r.p.Crash()
 	r.p.Start()
@@ -248,11 +249,11 @@ func crashDuringMarker(t *testing.T, seed uint64) bool {
 	wantAborted := []AbortedTxn{{ProducerID: 2, FirstOffset: 1, LastOffset: 2, LastStableOffset: 0}}
 	if kept {
 		require.Equal(t, []producer.OngoingTxn{{ProducerID: 1, FirstOffset: 0}}, p.OngoingTxns(), "seed %d", seed)
-		require.Equal(t, wantAborted, p.aborted, "seed %d", seed)
+		require.Equal(t, wantAborted, p.Log().AbortedTxns(0, math.MaxInt64), "seed %d", seed)
 	} else {
 		require.Equal(t, int64(2), p.LogEndOffset(), "seed %d", seed)
 		require.Equal(t, []producer.OngoingTxn{{ProducerID: 1, FirstOffset: 0}, {ProducerID: 2, FirstOffset: 1}}, p.OngoingTxns(), "seed %d", seed)
-		require.Empty(t, p.aborted, "seed %d: recovery rebuilt the index from what the log holds", seed)
+		require.Empty(t, p.Log().AbortedTxns(0, math.MaxInt64), "seed %d: recovery rebuilt the index from what the log holds", seed)
 	}
 	require.Equal(t, int64(0), p.LastStableOffset(), "seed %d", seed)
 
@@ -268,7 +269,7 @@ func crashDuringMarker(t *testing.T, seed uint64) bool {
 	}
 	if !kept {
 		marker(abort2) // the coordinator's retry
-		require.Equal(t, wantAborted, p.aborted, "seed %d", seed)
+		require.Equal(t, wantAborted, p.Log().AbortedTxns(0, math.MaxInt64), "seed %d", seed)
 	}
 	marker(producer.Marker{ProducerID: 1, ProducerEpoch: 0, CoordinatorEpoch: 1, Commit: true})
 	require.Equal(t, int64(4), p.LastStableOffset(), "seed %d", seed)

@@ -47,6 +47,19 @@ var txnRegressionSeeds = []uint64{
 	// batch ((s)). A shard now serves once the high watermark reaches the
 	// log end it replayed (replayTxnShard; group shards too).
 	43,
+	// Found when the per-segment .txnindex changed the traces, a core
+	// bug: a new leader of __transaction_state-1 started loading its
+	// shard while the follower truncation of its diverged log was still
+	// in flight; the partition reopened the truncated log, the shard
+	// waited for a high watermark at the old (longer) log end that never
+	// came, and tx-2's open transaction on txn-2 was never aborted ((s)).
+	// A shard whose log is reopened while it loads now loads again.
+	221,
+	// Found by the same change before it was committed: an injected write
+	// error on a .txnindex failed a follower's partition while it
+	// recorded a replicated ABORT marker, and the follower went on to use
+	// the closed log (a nil pointer in replayAppended).
+	257,
 }
 
 func runTxnSeed(t *testing.T, seed uint64) *logHarness {
