@@ -51,6 +51,12 @@ type GroupConfig struct {
 	// node can run groups). Zero: the defaults.
 	OffsetsPartitions        int32
 	OffsetsReplicationFactor int16
+	// OffsetsMinInsync is the min.insync.replicas __consumer_offsets is
+	// created with (capped at its replication factor); zero leaves it to
+	// the broker's default, as Kafka does. docs/architecture.md says
+	// when 2 is wanted (an acknowledged TxnOffsetCommit must outlive the
+	// loss of one replica's log).
+	OffsetsMinInsync int16
 	// Coordinator configures each shard (its Write is the broker's).
 	Coordinator group.Config
 }
@@ -476,7 +482,7 @@ func (b *Broker) groupShardFor(name string) (*group.Shard, *kerr.Error) {
 // __consumer_offsets (one request in flight).
 func (b *Broker) createOffsetsTopic(img *meta.Image) {
 	b.createCoordinatorTopic(img, OffsetsTopic, b.offsetsPartitions(), b.cfg.Groups.OffsetsReplicationFactor,
-		DefaultOffsetsReplicationFactor, 0, &b.groups.creating, "group")
+		DefaultOffsetsReplicationFactor, b.cfg.Groups.OffsetsMinInsync, &b.groups.creating, "group")
 }
 
 // createCoordinatorTopic asks the active controller to create a

@@ -464,6 +464,8 @@ func newLogHarness(s *sim.Sim, o Options, bugs logBugs) *logHarness {
 		}
 		if bugs.txn {
 			scfg.BrokerListener.Txns.StatePartitions = txnStatePartitions
+			scfg.BrokerListener.Groups.OffsetsPartitions = txnOffsetsPartitions
+			scfg.BrokerListener.Groups.OffsetsMinInsync = txnOffsetsMinInsync
 			scfg.BrokerListener.Txns.Coordinator.AbortCheckInterval = txnAbortCheckInterval
 		}
 		if bugs.rf() > 1 {
@@ -684,7 +686,8 @@ func (h *logHarness) offsetsPartitions() int {
 	case h.group != nil:
 		return groupOffsetsPartitions
 	case h.txn != nil:
-		return txnPartitions + txnStatePartitions // the txn topic and __transaction_state
+		// the txn and txn-out topics, __transaction_state, __consumer_offsets
+		return txnPartitions + etlPartitions + txnStatePartitions + txnOffsetsPartitions
 	}
 	return 0
 }

@@ -74,7 +74,8 @@ const (
 )
 
 type txnFigures struct {
-	committed, aborted, unknown, fenced, crashes, skipped, struck int
+	committed, aborted, unknown, fenced, crashes, skipped, struck            int
+	etlCommitted, etlRewinds, staleSent, staleFenced, graphNodes, graphEdges int
 }
 
 // TestTxnSeeds runs seeds 1..txnSeedsInMakeTest in parallel chunks; every
@@ -106,6 +107,12 @@ func TestTxnSeeds(t *testing.T) {
 					if x.strikes.kills+x.strikes.cuts > 0 {
 						f.struck++
 					}
+					f.etlCommitted += x.etl.committed
+					f.etlRewinds += x.etl.rewinds
+					f.staleSent += x.stale.sent
+					f.staleFenced += x.stale.fenced
+					f.graphNodes += x.graphNodes
+					f.graphEdges += x.graphEdges
 					if seed%10 == 0 {
 						a := h.s.Summarize("txn")
 						b, _ := runLog(Options{Seed: seed}, logBugs{replicas: replicatedRF, txn: true, damageLogs: true})
@@ -119,13 +126,37 @@ func TestTxnSeeds(t *testing.T) {
 	for _, f := range figures {
 		s.committed, s.aborted, s.unknown, s.fenced = s.committed+f.committed, s.aborted+f.aborted, s.unknown+f.unknown, s.fenced+f.fenced
 		s.crashes, s.skipped, s.struck = s.crashes+f.crashes, s.skipped+f.skipped, s.struck+f.struck
+		s.etlCommitted, s.etlRewinds, s.staleSent, s.staleFenced = s.etlCommitted+f.etlCommitted, s.etlRewinds+f.etlRewinds, s.staleSent+f.staleSent, s.staleFenced+f.staleFenced
+		s.graphNodes, s.graphEdges = s.graphNodes+f.graphNodes, s.graphEdges+f.graphEdges
 	}
 	require.Positive(t, s.committed, "no transaction committed in any seed")
 	require.Positive(t, s.aborted, "no transaction aborted in any seed")
 	require.Positive(t, s.skipped, "no read_committed reader skipped an aborted batch in any seed")
 	require.Positive(t, s.struck, "no seed struck the coordinator")
+	require.Positive(t, s.etlCommitted, "no ETL transaction committed in any seed")
+	require.Positive(t, s.etlRewinds, "no ETL worker rewound to its committed offsets in any seed")
+	require.Positive(t, s.staleFenced, "no late EndTxn was fenced in any seed")
+	require.Positive(t, s.graphEdges, "the dependency graphs (u) had no edge in any seed")
 	t.Logf("%d seeds: %d transactions committed, %d aborted, %d unknown; %d incarnations fenced, %d producer crashes; %d aborted or control records skipped by read_committed readers; %d seeds struck the coordinator",
 		txnSeedsInMakeTest, s.committed, s.aborted, s.unknown, s.fenced, s.crashes, s.skipped, s.struck)
+	t.Logf("ETL: %d transactions committed, %d rewinds to the committed offsets; %d late EndTxns delivered, %d fenced; dependency graphs: %d transactions, %d edges",
+		s.etlCommitted, s.etlRewinds, s.staleSent, s.staleFenced, s.graphNodes, s.graphEdges)
+}
+
+// txnKafka17754Seed is a txn seed whose harness delivers EndTxns late,
+// during their producer's next transaction (the shape of KAFKA-17754):
+// with the epoch bump of KIP-890 part 2 each is fenced. Planted without
+// the bump (plant.TxnSkipEpochBump), this seed fails (v).
+const txnKafka17754Seed = 4
+
+// TestTxnKafka17754: a delayed EndTxn of transaction N must not decide
+// transaction N+1 of the same producer; the seed passes, delivered late
+// EndTxns during later transactions, and every answered one was fenced.
+func TestTxnKafka17754(t *testing.T) {
+	h := runTxnSeed(t, txnKafka17754Seed)
+	require.Positive(t, h.txn.stale.sent, "seed %d delivered no late EndTxn", txnKafka17754Seed)
+	require.Positive(t, h.txn.stale.fenced, "seed %d: no late EndTxn was fenced", txnKafka17754Seed)
+	t.Logf("seed %d: %d late EndTxns delivered, %d fenced", txnKafka17754Seed, h.txn.stale.sent, h.txn.stale.fenced)
 }
 
 // TestTxnLostWriteCheckFires: readers whose view drops a record of a
