@@ -243,10 +243,19 @@ const groupLoadSliceBytes = 1 << 20
 // stops the load: the shard stays loading (COORDINATOR_LOAD_IN_PROGRESS)
 // and the load starts over after a pause, on a new shard.
 func (b *Broker) replayShard(gs *groupShard, l *log.Log, offset int64, started time.Duration) {
-	if b.closed || b.groups.shard(gs.partition) != gs || gs.p.Log() != l {
+	if b.closed || b.groups.shard(gs.partition) != gs {
 		return
 	}
 	end := l.LogEndOffset()
+	if gs.p.Log() != l || end < offset {
+		// The log was reopened or cut below what was replayed: load the
+		// shard again (as replayTxnShard, txn seed 221).
+		b.log.Info("the group shard's log changed under its load; loading it again", "partition", gs.partition, "replayed_to", offset, "log_end", end)
+		b.groups.shards = slices.DeleteFunc(b.groups.shards, func(s *groupShard) bool { return s == gs })
+		gs.shard.Unload()
+		b.e.Post(b.SyncGroups)
+		return
+	}
 	if offset >= end {
 		if hw := gs.p.HighWatermark(); hw < end {
 			// Serve nothing from records the ISR may still lose (as the

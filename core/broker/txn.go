@@ -174,10 +174,23 @@ func (b *Broker) txnPartitionExists(topic string, partition int32) bool {
 // replayTxnShard replays the partition into the shard a slice per turn,
 // as replayShard does for groups.
 func (b *Broker) replayTxnShard(ts *txnShard, l *log.Log, offset int64, started time.Duration) {
-	if b.closed || b.txns.shard(ts.partition) != ts || ts.p.Log() != l {
+	if b.closed || b.txns.shard(ts.partition) != ts {
 		return
 	}
 	end := l.LogEndOffset()
+	if ts.p.Log() != l || end < offset {
+		// The log was reopened or cut below what was replayed (txn seed
+		// 221: a truncation this broker decided as a follower completed
+		// after it became the leader, taking a replayed record with it;
+		// the shard waited for a high watermark that the shorter log
+		// never reaches, and answered COORDINATOR_LOAD_IN_PROGRESS
+		// forever): load the shard again from the log there is now.
+		b.log.Info("the transaction shard's log changed under its load; loading it again", "partition", ts.partition, "replayed_to", offset, "log_end", end)
+		b.txns.shards = slices.DeleteFunc(b.txns.shards, func(s *txnShard) bool { return s == ts })
+		ts.shard.Unload()
+		b.e.Post(b.SyncTxns)
+		return
+	}
 	if offset >= end {
 		if hw := ts.p.HighWatermark(); hw < end {
 			// Serve nothing from records the ISR may still lose (txn

@@ -196,6 +196,9 @@ type txnRun struct {
 	etl etlRun
 	// stale: the late EndTxn deliveries (txn_stale.go).
 	stale staleRun
+	// committedOn lists the committed transactions per partition they
+	// wrote, in commit order (looked up only).
+	committedOn map[kclient.TopicPartition][]*txnRecord
 	// graphNodes and graphEdges: the size of (u)'s graph.
 	graphNodes, graphEdges int
 }
@@ -215,7 +218,8 @@ func writeTP(w kclient.TxnWrite) kclient.TopicPartition {
 }
 
 func newTxnRun(h *logHarness) *txnRun {
-	t := &txnRun{h: h, r: h.s.Rand("txn/producers"), txns: map[string]*txnRecord{}, where: map[string]txnPlace{}}
+	t := &txnRun{h: h, r: h.s.Rand("txn/producers"), txns: map[string]*txnRecord{}, where: map[string]txnPlace{},
+		committedOn: map[kclient.TopicPartition][]*txnRecord{}}
 	t.strikes.r = h.s.Rand("txn/coordinator-strike")
 	t.strikes.on = t.strikes.r.IntN(2) == 0 && !h.o.NoFaults
 	for i := 0; i < txnProducers; i++ {
@@ -398,6 +402,11 @@ func (t *txnRun) decide(rec *txnRecord, o txnOutcome) {
 	case txnCommitted:
 		t.committed++
 		rec.ackedAt = t.h.s.Now()
+		for _, w := range rec.writes {
+			if tp := writeTP(w); !slices.Contains(t.committedOn[tp], rec) {
+				t.committedOn[tp] = append(t.committedOn[tp], rec)
+			}
+		}
 		t.checkCommitted(rec)
 	case txnAborted:
 		t.aborted++
@@ -572,10 +581,8 @@ func (t *txnRun) onFetch(rd *txnReader, ev kclient.FetchEvent) {
 	// virtual time, now less the time since.
 	now := t.h.s.Now()
 	st.hw, st.lso, st.sentAfter = ev.HighWatermark, ev.LastStableOffset, now-(rd.e.Monotonic()-ev.Sent)
-	for _, rec := range t.order {
-		if rec.outcome == txnCommitted {
-			t.checkReaderHas(rd, rec)
-		}
+	for _, rec := range t.committedOn[tp] {
+		t.checkReaderHas(rd, rec)
 	}
 }
 
@@ -679,14 +686,18 @@ func (t *txnRun) noneOpen() bool {
 
 // finalCheck is (n) and (q) on the final read.
 func (t *txnRun) finalCheck() error {
+	read := map[kclient.TopicPartition]map[string]bool{}
+	for _, tp := range txnReadPartitions() {
+		got := map[string]bool{}
+		for _, v := range t.final.parts[tp].delivered { //determinism:unordered builds a set of the values read
+			got[v] = true
+		}
+		read[tp] = got
+	}
 	for _, rec := range t.order {
 		var have, lack []string
 		for _, w := range rec.writes {
-			st := t.final.parts[writeTP(w)]
-			got := map[string]bool{}
-			for _, v := range st.delivered { //determinism:unordered builds a set of the values read
-				got[v] = true
-			}
+			got := read[writeTP(w)]
 			for _, v := range w.Values {
 				if got[string(v)] {
 					have = append(have, string(v))

@@ -39,12 +39,12 @@ const (
 	etlWorkers    = 2
 	// etlMaxTake bounds the input records one ETL transaction takes in
 	// the fault phase, etlHealedTake after the heal (to catch up).
-	etlMaxTake    = 6
+	etlMaxTake    = 8
 	etlHealedTake = 40
 	// etlAbortOneIn: one ETL transaction in this many aborts.
 	etlAbortOneIn = 8
-	etlGapMin     = 10 * time.Millisecond
-	etlGapMax     = 100 * time.Millisecond
+	etlGapMin     = 50 * time.Millisecond
+	etlGapMax     = 200 * time.Millisecond
 	// etlFenceRestart is how long a fenced worker's process waits
 	// before it starts again.
 	etlFenceRestart = 200 * time.Millisecond

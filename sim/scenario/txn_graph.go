@@ -55,7 +55,7 @@ func (t *txnRun) graphCheck() error {
 	}
 	edges := make([][]txnEdge, len(nodes))
 	add := func(from, to int, kind string) {
-		if from != to && !slices.ContainsFunc(edges[from], func(e txnEdge) bool { return e.to == to && e.kind == kind }) {
+		if from != to {
 			edges[from] = append(edges[from], txnEdge{to, kind})
 		}
 	}
@@ -102,6 +102,7 @@ func (t *txnRun) graphCheck() error {
 			}
 		}
 	}
+	// Sorted, one edge per pair (the first kind in order).
 	for i := range edges {
 		slices.SortFunc(edges[i], func(x, y txnEdge) int {
 			if x.to != y.to {
@@ -109,6 +110,7 @@ func (t *txnRun) graphCheck() error {
 			}
 			return strings.Compare(x.kind, y.kind)
 		})
+		edges[i] = slices.CompactFunc(edges[i], func(x, y txnEdge) bool { return x.to == y.to })
 	}
 	if cyc := findCycle(edges); cyc != nil {
 		var b strings.Builder

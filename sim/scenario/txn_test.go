@@ -47,6 +47,29 @@ var txnRegressionSeeds = []uint64{
 	// batch ((s)). A shard now serves once the high watermark reaches the
 	// log end it replayed (replayTxnShard; group shards too).
 	43,
+	// Found by the first 300-seed sweep with the ETL workers, a core bug:
+	// n2, a follower of __transaction_state-1, decided to truncate a
+	// diverged record and became the leader before the truncation
+	// completed; its new shard replayed the record, then waited for the
+	// high watermark to reach a log end the reopened, shorter log never
+	// had, and answered COORDINATOR_LOAD_IN_PROGRESS for the rest of the
+	// run (etl-1 never started again: (s)). A shard whose log is
+	// reopened or cut below what it replayed now loads again
+	// (replayTxnShard; group shards too).
+	221,
+	// Found by the first sweep of 301–600 with the ETL workers (at
+	// commit 0597cbe), a core bug not diagnosed: __transaction_state-0's
+	// first leader (n3) found its .log damaged at offset 7, restarted as
+	// a replaced disk, fetched 7..9 again and was elected (epoch 3) with
+	// a log whose replay knew nothing of etl-2 (whose InitProducerId it
+	// had written and answered at 2.2 s): the new shard answered etl-2's
+	// EndTxn INVALID_PRODUCER_ID_MAPPING and gave it a new producer id,
+	// and no coordinator wrote a marker for etl-2's first transaction,
+	// whose batch held txn-out-0's last stable offset at 0 after the heal
+	// ((s)). The ETL workers' pacing changed the traces before it was
+	// diagnosed and the seed passes since, with or without 221's fix;
+	// `git checkout 0597cbe && make sim SCENARIO=txn SEED=386` shows it.
+	386,
 }
 
 func runTxnSeed(t *testing.T, seed uint64) *logHarness {
@@ -65,6 +88,9 @@ func TestTxnRegressionSeeds(t *testing.T) {
 var txnOpenSeeds = []uint64{
 	// None open.
 }
+
+// txnOpenFailures is what each open seed's failure names.
+var txnOpenFailures = map[uint64]string{}
 
 // txnSeedsInMakeTest is how many consecutive seeds `make test` runs, in
 // txnSeedChunks parallel subtests.
@@ -180,6 +206,8 @@ func TestTxnOpenSeedsStillFail(t *testing.T) {
 	for _, seed := range txnOpenSeeds {
 		sum, _ := runLog(Options{Seed: seed}, logBugs{replicas: replicatedRF, txn: true, damageLogs: true})
 		require.Error(t, sum.Err, "txn seed %d passes: move it to txnRegressionSeeds", seed)
-		require.Contains(t, sum.Err.Error(), "(g) metrics", "txn seed %d fails for another reason", seed)
+		want, ok := txnOpenFailures[seed]
+		require.True(t, ok, "txn seed %d: no failure named in txnOpenFailures", seed)
+		require.Contains(t, sum.Err.Error(), want, "txn seed %d fails for another reason", seed)
 	}
 }
