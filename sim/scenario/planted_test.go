@@ -44,8 +44,10 @@ var plantedBugs = []struct {
 	// as that follower never back in the ISR after the heal (g): its
 	// appends of the leader's batches fail for good, since no diverging
 	// epoch tells the two histories apart (replicated seed 107's shape;
-	// seed 53 once partition .log damage became the default).
-	{plant.FollowerKeepsLostTail, "replicated", 100, []string{"(a)", "(b)", "(g)", "(h)", "(i)"}},
+	// seed 53 once partition .log damage became the default; seed 135,
+	// by (b), since the merge of KIP-890 part 1 and the damaged in-sync
+	// replica that keeps its segment, where 100 seeds no longer found it).
+	{plant.FollowerKeepsLostTail, "replicated", 200, []string{"(a)", "(b)", "(g)", "(h)", "(i)"}},
 	// Groups (issue 12): the groups scenario finds each by its check.
 	// A commit from a removed member or an old generation is accepted:
 	// (l), or (k) when it moves the offset back.
