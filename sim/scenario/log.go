@@ -114,6 +114,11 @@ type logBugs struct {
 	// txnRepeatRecord makes them see an answer's first record again one
 	// past its last (check o).
 	txnDropCommitted, txnRepeatRecord bool
+	// txnOffsetsDefaultISR creates __consumer_offsets with the broker's
+	// default min.insync.replicas (1) instead of 2: an acknowledged
+	// TxnOffsetCommit can be lost (check t). txnReverseEdge makes (u)'s
+	// graph hold, for its first wr edge T -> E, also E -> T (a cycle).
+	txnOffsetsDefaultISR, txnReverseEdge bool
 	// forgetResets makes the groups harness not tell (k) of the admin's
 	// offset resets: the members' next OffsetFetch then looks like a
 	// lost commit.
@@ -465,7 +470,9 @@ func newLogHarness(s *sim.Sim, o Options, bugs logBugs) *logHarness {
 		if bugs.txn {
 			scfg.BrokerListener.Txns.StatePartitions = txnStatePartitions
 			scfg.BrokerListener.Groups.OffsetsPartitions = txnOffsetsPartitions
-			scfg.BrokerListener.Groups.OffsetsMinInsync = txnOffsetsMinInsync
+			if !bugs.txnOffsetsDefaultISR {
+				scfg.BrokerListener.Groups.OffsetsMinInsync = txnOffsetsMinInsync
+			}
 			scfg.BrokerListener.Txns.Coordinator.AbortCheckInterval = txnAbortCheckInterval
 		}
 		if bugs.rf() > 1 {

@@ -633,8 +633,11 @@ func (t *txnRun) settle() bool {
 		return false
 	}
 	// At once: the run ends with this phase, before any event scheduled
-	// now would run.
-	t.fail(t.finalCheck())
+	// now would run. Outside an event, so the failure is recorded, not
+	// raised (h.fail panics, which only an event's recovery catches).
+	if err := t.finalCheck(); err != nil && t.h.err == nil {
+		t.h.err = err
+	}
 	return true
 }
 

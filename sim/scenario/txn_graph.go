@@ -91,6 +91,7 @@ func (t *txnRun) graphCheck() error {
 			}
 		}
 	}
+	reversed := false
 	for i, rec := range nodes {
 		if rec.etl == nil {
 			continue
@@ -99,6 +100,10 @@ func (t *txnRun) graphCheck() error {
 			key, _, _ := strings.Cut(in.value, "/")
 			if from, ok := index[t.txns[key]]; ok {
 				add(from, i, "wr")
+				if t.h.bugs.txnReverseEdge && !reversed {
+					reversed = true
+					add(i, from, "wr")
+				}
 			}
 		}
 	}

@@ -3,6 +3,7 @@ package scenario
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -198,6 +199,31 @@ func TestTxnLostWriteCheckFires(t *testing.T) {
 func TestTxnDuplicateCheckFires(t *testing.T) {
 	bugs := logBugs{replicas: replicatedRF, txn: true, damageLogs: true, txnRepeatRecord: true}
 	require.NotZero(t, logBugFails(t, bugs, 1, 20, "(o) duplicate"), "no seed caught the repeated record")
+}
+
+// TestTxnETLCheckFires: with __consumer_offsets at the broker's default
+// min.insync.replicas (1), an acknowledged TxnOffsetCommit is lost on a
+// failover in some seed and the ETL worker transforms its input again:
+// (t) reports the duplicate (seed 26 at this commit; other seeds may
+// fail otherwise, e.g. (s), and are not counted).
+func TestTxnETLCheckFires(t *testing.T) {
+	bugs := logBugs{replicas: replicatedRF, txn: true, damageLogs: true, txnOffsetsDefaultISR: true}
+	found := 0
+	for seed := uint64(20); seed <= 40 && found == 0; seed++ {
+		sum, _ := runLog(Options{Seed: seed}, bugs)
+		if sum.Err != nil && strings.Contains(sum.Err.Error(), "(t) ETL exactly-once") {
+			t.Logf("seed %d: %v", seed, sum.Err)
+			found++
+		}
+	}
+	require.NotZero(t, found, "no seed of 20..40 failed (t) with __consumer_offsets at min.insync.replicas 1")
+}
+
+// TestTxnCycleCheckFires: a graph with a wr edge reversed has a cycle,
+// which (u) reports as G1c.
+func TestTxnCycleCheckFires(t *testing.T) {
+	bugs := logBugs{replicas: replicatedRF, txn: true, damageLogs: true, txnReverseEdge: true}
+	require.NotZero(t, logBugFails(t, bugs, 1, 20, "(u) G1c"), "no seed caught the reversed edge")
 }
 
 // TestTxnOpenSeedsStillFail: the open seeds fail as their bug says; once
