@@ -51,6 +51,12 @@ type GroupConfig struct {
 	// node can run groups). Zero: the defaults.
 	OffsetsPartitions        int32
 	OffsetsReplicationFactor int16
+	// OffsetsMinInsync is the min.insync.replicas __consumer_offsets is
+	// created with (capped at its replication factor); zero leaves it to
+	// the broker's default, as Kafka does. docs/architecture.md says
+	// when 2 is wanted (an acknowledged TxnOffsetCommit must outlive the
+	// loss of one replica's log).
+	OffsetsMinInsync int16
 	// Coordinator configures each shard (its Write is the broker's).
 	Coordinator group.Config
 }
@@ -240,15 +246,16 @@ func (b *Broker) replayShard(gs *groupShard, l *log.Log, offset int64, started t
 	if b.closed || b.groups.shard(gs.partition) != gs {
 		return
 	}
-	if gs.p.Log() != l {
-		// The partition reopened its log while the shard loaded: load
-		// again from the new one (as replayTxnShard does).
-		b.log.Info("the group shard's log was reopened while it loaded; loading again", "partition", gs.partition)
+	end := l.LogEndOffset()
+	if gs.p.Log() != l || end < offset {
+		// The log was reopened or cut below what was replayed: load the
+		// shard again (as replayTxnShard, txn seed 221).
+		b.log.Info("the group shard's log changed under its load; loading it again", "partition", gs.partition, "replayed_to", offset, "log_end", end)
 		b.groups.shards = slices.DeleteFunc(b.groups.shards, func(s *groupShard) bool { return s == gs })
+		gs.shard.Unload()
 		b.e.Post(b.SyncGroups)
 		return
 	}
-	end := l.LogEndOffset()
 	if offset >= end {
 		if hw := gs.p.HighWatermark(); hw < end {
 			// Serve nothing from records the ISR may still lose (as the
@@ -487,7 +494,7 @@ func (b *Broker) groupShardFor(name string) (*group.Shard, *kerr.Error) {
 // __consumer_offsets (one request in flight).
 func (b *Broker) createOffsetsTopic(img *meta.Image) {
 	b.createCoordinatorTopic(img, OffsetsTopic, b.offsetsPartitions(), b.cfg.Groups.OffsetsReplicationFactor,
-		DefaultOffsetsReplicationFactor, 0, &b.groups.creating, "group")
+		DefaultOffsetsReplicationFactor, b.cfg.Groups.OffsetsMinInsync, &b.groups.creating, "group")
 }
 
 // createCoordinatorTopic asks the active controller to create a

@@ -204,18 +204,20 @@ func (b *Broker) replayTxnShard(ts *txnShard, l *log.Log, offset int64, started 
 	if b.closed || b.txns.shard(ts.partition) != ts {
 		return
 	}
-	if ts.p.Log() != l {
-		// The partition reopened its log while the shard loaded (a
-		// follower's truncation racing the new leader epoch): what the
-		// shard replayed may be gone, and the high watermark may never
-		// reach the end it waits for. Load again, on a new shard, from
-		// the log there is now (txn seed 221 hung here).
-		b.log.Info("the transaction shard's log was reopened while it loaded; loading again", "partition", ts.partition)
+	end := l.LogEndOffset()
+	if ts.p.Log() != l || end < offset {
+		// The log was reopened or cut below what was replayed (txn seed
+		// 221: a truncation this broker decided as a follower completed
+		// after it became the leader, taking a replayed record with it;
+		// the shard waited for a high watermark that the shorter log
+		// never reaches, and answered COORDINATOR_LOAD_IN_PROGRESS
+		// forever): load the shard again from the log there is now.
+		b.log.Info("the transaction shard's log changed under its load; loading it again", "partition", ts.partition, "replayed_to", offset, "log_end", end)
 		b.txns.shards = slices.DeleteFunc(b.txns.shards, func(s *txnShard) bool { return s == ts })
+		ts.shard.Unload()
 		b.e.Post(b.SyncTxns)
 		return
 	}
-	end := l.LogEndOffset()
 	if offset >= end {
 		if hw := ts.p.HighWatermark(); hw < end {
 			// Serve nothing from records the ISR may still lose (txn

@@ -68,6 +68,11 @@ const (
 	// written, so a transaction completes without every partition's
 	// marker (core/txn).
 	TxnMarkerRetryDropped
+	// TxnSkipEpochBump: the coordinator ends a KIP-890 part 2
+	// transaction (EndTxn v5+) without bumping the producer epoch
+	// (core/txn), so an EndTxn of a finished transaction, delivered
+	// late, decides the producer's next one (KAFKA-17754).
+	TxnSkipEpochBump
 )
 
 func (b Bug) String() string {
@@ -75,11 +80,12 @@ func (b Bug) String() string {
 		"ack-before-isr", "high-watermark-from-log-end", "leader-outside-isr",
 		"follower-keeps-lost-tail", "group-stale-commit", "group-commit-before-write", "group-replay-drops-last-offset",
 		"group-stale-assignment", "group-heartbeat-keeps-no-session", "group-sync-before-write",
-		"txn-read-past-lso", "txn-aborted-not-listed", "txn-marker-retry-dropped"}[b]
+		"txn-read-past-lso", "txn-aborted-not-listed", "txn-marker-retry-dropped",
+		"txn-skip-epoch-bump"}[b]
 }
 
 // Bugs lists every plantable bug (the planted-bug test's table must cover
 // each).
 var Bugs = []Bug{LogSkipFsync, AckBeforeFsync, AppendDuplicates, FetchSkipsAhead, AckBeforeISR, HighWatermarkFromLogEnd, LeaderOutsideISR, FollowerKeepsLostTail,
 	GroupStaleCommit, GroupCommitBeforeWrite, GroupReplayDropsLastOffset, GroupStaleAssignment, GroupHeartbeatKeepsNoSession,
-	GroupSyncBeforeWrite, TxnReadPastLSO, TxnAbortedNotListed, TxnMarkerRetryDropped}
+	GroupSyncBeforeWrite, TxnReadPastLSO, TxnAbortedNotListed, TxnMarkerRetryDropped, TxnSkipEpochBump}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/strata-log/strata/core/assert"
 	"github.com/strata-log/strata/core/env"
+	"github.com/strata-log/strata/core/plant"
 )
 
 // maxEpoch: an epoch that reached it is not bumped again; the id gets a
@@ -515,7 +516,7 @@ func (s *Shard) EndTxn(id string, producerID int64, epoch int16, commit, tv2 boo
 		if emptyAbort {
 			next.partitions, next.startMs = nil, s.nowMs()
 		}
-		if tv2 {
+		if tv2 && !plant.Is(plant.TxnSkipEpochBump) {
 			next.lastEpoch, next.epoch = t.epoch, t.epoch+1
 		}
 		s.prepare(t, next, fail, func() { done(t.producerID, t.epoch, nil) })

@@ -83,6 +83,13 @@ type Record struct {
 	Value     []byte
 }
 
+// Marker is one transaction marker (a control batch) a fetch passed.
+type Marker struct {
+	Offset     int64
+	ProducerID int64
+	Commit     bool // a COMMIT marker; ABORT otherwise
+}
+
 // FetchEvent is what the consumer learned of one partition.
 type FetchEvent struct {
 	Kind      FetchEventKind
@@ -90,8 +97,12 @@ type FetchEvent struct {
 	Partition int32
 	// Session numbers the consumer's sessions of the partition from 1: a
 	// session starts at each Reset and delivers increasing offsets.
-	Session       int
-	Records       []Record
+	Session int
+	Records []Record
+	// Markers are the transaction markers (control batches) the answer
+	// delivered past the position, in offset order (Records), read
+	// committed or not.
+	Markers       []Marker
 	HighWatermark int64
 	// LastStableOffset is the answer's (Records).
 	LastStableOffset int64
@@ -162,6 +173,8 @@ type Consumer struct {
 	// being decoded.
 	aborted []kmsg.FetchResponseTopicPartitionAbortedTransaction
 	skipped int
+	// markers: the answer's transaction markers (decode).
+	markers []Marker
 	c       *Client
 	e       env.Env
 	cfg     ConsumerConfig
@@ -645,13 +658,14 @@ func (cn *Consumer) partitionFetched(a fetchPos, rp *kmsg.FetchResponseTopicPart
 		})
 	}
 	cn.skipped = 0
+	cn.markers = nil
 	recs, next, bad := cn.decode(cp, rp.RecordBatches)
 	cp.pos = next
 	cn.stats.Records += len(recs)
 	if bad == nil && cp.suspect.active && next > cp.suspect.pos {
 		cp.suspect = suspicion{}
 	}
-	cn.cfg.OnFetch(FetchEvent{Kind: Records, Topic: cp.topic, Partition: cp.partition, Session: cp.session, Records: recs, HighWatermark: rp.HighWatermark,
+	cn.cfg.OnFetch(FetchEvent{Kind: Records, Topic: cp.topic, Partition: cp.partition, Session: cp.session, Records: recs, Markers: cn.markers, HighWatermark: rp.HighWatermark,
 		LastStableOffset: rp.LastStableOffset, Skipped: cn.skipped, Offset: a.offset, Sent: a.sent})
 	if bad != nil {
 		cn.cfg.OnFetch(FetchEvent{Kind: Corrupt, Topic: cp.topic, Partition: cp.partition, Session: cp.session, Offset: cp.pos, HighWatermark: rp.HighWatermark, Sent: a.sent, Err: bad})
@@ -677,6 +691,9 @@ func (cn *Consumer) decode(cp *cpart, data []byte) (recs []Record, next int64, b
 	for sp.Next() {
 		b := sp.Batch()
 		batchRecs, expect, damage, misplaced := cn.readBatch(cp, b, next)
+		if damage == "" && misplaced == "" {
+			cn.noteMarker(b, batchRecs)
+		}
 		if damage == "" && cn.cfg.ReadCommitted && cn.skipAborted(b, abortedPIDs) {
 			cn.skipped += len(batchRecs)
 			batchRecs = nil
@@ -702,6 +719,19 @@ func (cn *Consumer) decode(cp *cpart, data []byte) (recs []Record, next int64, b
 		}
 	}
 	return recs, next, nil
+}
+
+// noteMarker records b if it is a transaction marker holding a record
+// past the position (recs: its records there, before any skipping).
+func (cn *Consumer) noteMarker(b record.Batch, recs []Record) {
+	attrs := b.Attributes()
+	if !attrs.IsControl() || !attrs.IsTransactional() || len(recs) == 0 {
+		return
+	}
+	// The control record's key: version (int16), type (int16: 0 abort,
+	// 1 commit).
+	k := recs[0].Key
+	cn.markers = append(cn.markers, Marker{Offset: recs[0].Offset, ProducerID: b.ProducerID(), Commit: len(k) >= 4 && k[2] == 0 && k[3] == 1})
 }
 
 // skipAborted reports whether a read_committed consumer skips batch b:

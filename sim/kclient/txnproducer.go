@@ -67,6 +67,7 @@ const (
 	txnReady
 	txnAdding
 	txnProducing
+	txnOffsetting // AddOffsetsToTxn, TxnOffsetCommit (BeginWithOffsets)
 	txnEnding
 	txnFenced
 	txnClosed
@@ -104,6 +105,10 @@ const (
 	// TxnEnded: the EndTxn was answered without error: the transaction is
 	// committed (Commit) or aborted.
 	TxnEnded
+	// TxnOffsetsCommitted: the TxnOffsetCommit of the transaction's
+	// offsets (BeginWithOffsets) was answered without error by the
+	// group's Coordinator: they commit with the transaction.
+	TxnOffsetsCommitted
 	// TxnFenced: the incarnation is fenced; Txn (if any) has the outcome
 	// the coordinator gave it, unknown here: aborted unless its commit
 	// was sent (EndSent).
@@ -111,7 +116,7 @@ const (
 )
 
 func (k TxnEventKind) String() string {
-	return [...]string{"?", "initialized", "produced", "end-sent", "ended", "fenced"}[k]
+	return [...]string{"?", "initialized", "produced", "end-sent", "ended", "offsets-committed", "fenced"}[k]
 }
 
 // TxnEvent is one step of a TxnProducer.
@@ -139,6 +144,10 @@ type txnCur struct {
 	endSent bool // an EndTxn commit was sent
 	ending  bool
 	endEp   int16 // the epoch of the first EndTxn send
+	// offsets (BeginWithOffsets): committed after the writes.
+	offsets      *TxnOffsets
+	offsetsAdded bool  // AddOffsetsToTxn answered
+	groupCoord   int32 // the group's coordinator, -1: unknown
 }
 
 // NewTxnProducer starts a transactional producer: it finds its
@@ -205,7 +214,7 @@ func (p *TxnProducer) find() { p.findThen(txnIniting) }
 // findThen finds the coordinator, then resumes in state then.
 func (p *TxnProducer) findThen(then txnState) {
 	prev := p.state
-	if prev != txnAdding && prev != txnEnding {
+	if prev != txnAdding && prev != txnOffsetting && prev != txnEnding {
 		p.state = txnFinding
 	}
 	req := kmsg.NewPtrFindCoordinatorRequest()
@@ -242,6 +251,8 @@ func (p *TxnProducer) findThen(then txnState) {
 			p.init()
 		case txnAdding:
 			p.addPartitions()
+		case txnOffsetting:
+			p.sendOffsets()
 		case txnEnding:
 			p.endTxn()
 		}
@@ -376,6 +387,10 @@ func (p *TxnProducer) addPartitions() {
 func (p *TxnProducer) produce() {
 	cur := p.cur
 	if cur.next >= len(cur.writes) {
+		if cur.offsets != nil {
+			p.sendOffsets()
+			return
+		}
 		p.startEnd()
 		return
 	}

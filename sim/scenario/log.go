@@ -114,6 +114,11 @@ type logBugs struct {
 	// txnRepeatRecord makes them see an answer's first record again one
 	// past its last (check o).
 	txnDropCommitted, txnRepeatRecord bool
+	// txnOffsetsDefaultISR creates __consumer_offsets with the broker's
+	// default min.insync.replicas (1) instead of 2: an acknowledged
+	// TxnOffsetCommit can be lost (check t). txnReverseEdge makes (u)'s
+	// graph hold, for its first wr edge T -> E, also E -> T (a cycle).
+	txnOffsetsDefaultISR, txnReverseEdge bool
 	// forgetResets makes the groups harness not tell (k) of the admin's
 	// offset resets: the members' next OffsetFetch then looks like a
 	// lost commit.
@@ -464,6 +469,10 @@ func newLogHarness(s *sim.Sim, o Options, bugs logBugs) *logHarness {
 		}
 		if bugs.txn {
 			scfg.BrokerListener.Txns.StatePartitions = txnStatePartitions
+			scfg.BrokerListener.Groups.OffsetsPartitions = txnOffsetsPartitions
+			if !bugs.txnOffsetsDefaultISR {
+				scfg.BrokerListener.Groups.OffsetsMinInsync = txnOffsetsMinInsync
+			}
 			scfg.BrokerListener.Txns.Coordinator.AbortCheckInterval = txnAbortCheckInterval
 		}
 		if bugs.rf() > 1 {
@@ -684,7 +693,8 @@ func (h *logHarness) offsetsPartitions() int {
 	case h.group != nil:
 		return groupOffsetsPartitions
 	case h.txn != nil:
-		return txnPartitions + txnStatePartitions // the txn topic and __transaction_state
+		// the txn and txn-out topics, __transaction_state, __consumer_offsets
+		return txnPartitions + etlPartitions + txnStatePartitions + txnOffsetsPartitions
 	}
 	return 0
 }

@@ -66,6 +66,10 @@ var plantedBugs = []struct {
 	{plant.TxnReadPastLSO, "txn", 60, []string{"(r)", "(p)"}},
 	{plant.TxnAbortedNotListed, "txn", 60, []string{"(p)"}},
 	{plant.TxnMarkerRetryDropped, "txn", 100, []string{"(s)", "(n)", "(q)"}},
+	// KIP-890 part 2 without the epoch bump: the harness's late EndTxn
+	// of a finished transaction is accepted and decides the producer's
+	// next one (KAFKA-17754's shape).
+	{plant.TxnSkipEpochBump, "txn", 30, []string{"(v)"}},
 }
 
 func TestPlantedBugTableIsComplete(t *testing.T) {
@@ -128,4 +132,15 @@ func plantedModelVerdict(scenario string, seed uint64) string {
 		return "no verdict: " + err.Error()
 	}
 	return res.String()
+}
+
+// TestPlantedKafka17754: the pinned KAFKA-17754 seed (TestTxnKafka17754)
+// fails (v) once the coordinator skips the epoch bump of KIP-890 part 2.
+func TestPlantedKafka17754(t *testing.T) {
+	restore := plant.Set(plant.TxnSkipEpochBump)
+	defer restore()
+	sum, err := Run("txn", Options{Seed: txnKafka17754Seed})
+	require.NoError(t, err)
+	require.Error(t, sum.Err, "txn seed %d passes with %s planted", txnKafka17754Seed, plant.TxnSkipEpochBump)
+	require.Contains(t, sum.Err.Error(), "(v) stale EndTxn")
 }

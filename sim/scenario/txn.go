@@ -18,13 +18,20 @@ import (
 // The txn scenario (issue 13): the replicated scenario's cluster,
 // workload, nemesis and checks, plus transactional producers
 // (kclient.TxnProducer, one transactional id each) writing transactions
-// of one to three batches over the partitions of topic txn and
-// committing or aborting them, crashed and restarted now and then (the
-// new incarnation initializes with the same transactional id, fencing the
-// old one), and read_committed readers tailing the topic. In the seeds
-// that strike, the harness kills, powers off or isolates the coordinator
+// of one to three batches over the partitions of topic txn (and, one in
+// three, a batch on txn-out) and committing or aborting them, crashed
+// and restarted now and then (the new incarnation initializes with the
+// same transactional id, fencing the old one), read_committed readers
+// tailing both topics, and consume-transform-produce (ETL) workers
+// (txn_etl.go) that read txn read_committed and write a transform of
+// each record to txn-out, committing the input offsets for group etl
+// inside the transaction (AddOffsetsToTxn, TxnOffsetCommit), crashed,
+// fenced and rewound to the committed offsets. In the seeds that
+// strike, the harness kills, powers off or isolates the coordinator
 // (the leader of the transactional id's __transaction_state partition)
-// just after an EndTxn is sent to it, while the markers are in flight.
+// just after an EndTxn is sent to it, while the markers are in flight;
+// in the seeds that delay (txn_stale.go), it delivers a copy of a
+// producer's answered EndTxn late, during its next transaction.
 //
 // A transaction's outcome, as the producer saw it: committed once its
 // EndTxn commit was answered; aborted once it is over (answered abort,
@@ -44,14 +51,26 @@ import (
 //   - (r) last stable offset: no read_committed answer delivers a record
 //     at or past the last stable offset it reports;
 //   - (s) txn liveness: after the heal every producer's last transaction
-//     ends, a final read_committed reader reaches every partition's
-//     high watermark with the last stable offset there, and then every
+//     ends, every ETL worker commits past the last record of its input,
+//     a final read_committed reader reaches every partition's high
+//     watermark with the last stable offset there, and then every
 //     broker's ListTransactions names no transaction Ongoing or in a
-//     Prepare state.
+//     Prepare state;
+//   - (t) ETL exactly-once: the final read of txn-out holds exactly one
+//     transform of each input record below group etl's committed offset
+//     of its partition, and none of a record at or past it
+//     (txn_etl.go);
+//   - (u) G0 and G1c: the dependency graph over the committed
+//     transactions (ww: one's marker before another's first record on a
+//     partition; wr: an ETL transaction consumed a record of another)
+//     has no cycle (txn_graph.go);
+//   - (v) stale EndTxn: an EndTxn of transaction N delivered late,
+//     during N+1 of the same producer, is refused (KIP-890 part 2's
+//     epoch bump fences it; KAFKA-17754) (txn_stale.go).
 //
-// Not built: G0/G1c cycles (the dependency graph over several
-// transactional ids' reads and writes), consume-transform-produce
-// (AddOffsetsToTxn, TxnOffsetCommit).
+// Not built: KIP-447 group members as ETL workers (one transactional id
+// per set of input partitions here, no rebalances), TxnOffsetCommit v5
+// (KIP-890 part 2's implicit AddOffsetsToTxn), G2 (anti-dependencies).
 
 // Txn scenario bounds.
 const (
@@ -103,6 +122,10 @@ type txnRecord struct {
 	commitSent bool
 	outcome    txnOutcome
 	ackedAt    time.Duration // committed: when the commit was answered
+	// pid is the producer id the writes went under.
+	pid int64
+	// etl: an ETL worker's transaction (txn_etl.go).
+	etl *etlTxn
 }
 
 // txnProducerProc is one transactional id's producer process.
@@ -118,6 +141,11 @@ type txnProducerProc struct {
 	cur  *txnRecord
 	up   bool
 	busy bool
+	// etl is set for an ETL worker's producer (txn_etl.go).
+	etl *etlWorker
+	// ending is the EndTxn of cur as last sent; stale the one of the
+	// transaction before, which the harness may deliver late (check v).
+	ending, stale staleEnd
 }
 
 // txnReader is one read_committed reader's process state.
@@ -128,7 +156,7 @@ type txnReader struct {
 	cn   *kclient.Consumer
 	// parts: per partition, what the current session delivered and how
 	// far it passed.
-	parts map[int32]*txnReadState
+	parts map[kclient.TopicPartition]*txnReadState
 	final bool
 }
 
@@ -139,6 +167,8 @@ type txnReadState struct {
 	hw, lso   int64
 	sentAfter time.Duration // the last answer's send time
 	delivered map[int64]string
+	// markers: the transaction markers passed, in offset order.
+	markers []kclient.Marker
 }
 
 // txnRun is the transaction part of a txn run.
@@ -162,26 +192,49 @@ type txnRun struct {
 	why     string
 	// counters for the summary and the tests.
 	committed, aborted, unknown, fenced, crashes, reads, skipped int
+	// etl: the consume-transform-produce workers (txn_etl.go).
+	etl etlRun
+	// stale: the late EndTxn deliveries (txn_stale.go).
+	stale staleRun
+	// committedOn lists the committed transactions per partition they
+	// wrote, in commit order (looked up only).
+	committedOn map[kclient.TopicPartition][]*txnRecord
+	// graphNodes and graphEdges: the size of (u)'s graph.
+	graphNodes, graphEdges int
 }
 
 type txnPlace struct {
+	topic     string
 	partition int32
 	offset    int64
 }
 
+func (p txnPlace) String() string {
+	return fmt.Sprintf("%s-%d offset %d", p.topic, p.partition, p.offset)
+}
+
+func writeTP(w kclient.TxnWrite) kclient.TopicPartition {
+	return kclient.TopicPartition{Topic: w.Topic, Partition: w.Partition}
+}
+
 func newTxnRun(h *logHarness) *txnRun {
-	t := &txnRun{h: h, r: h.s.Rand("txn/producers"), txns: map[string]*txnRecord{}, where: map[string]txnPlace{}}
+	t := &txnRun{h: h, r: h.s.Rand("txn/producers"), txns: map[string]*txnRecord{}, where: map[string]txnPlace{},
+		committedOn: map[kclient.TopicPartition][]*txnRecord{}}
 	t.strikes.r = h.s.Rand("txn/coordinator-strike")
 	t.strikes.on = t.strikes.r.IntN(2) == 0 && !h.o.NoFaults
 	for i := 0; i < txnProducers; i++ {
 		t.producers = append(t.producers, &txnProducerProc{name: fmt.Sprintf("tp%d", i+1), tid: fmt.Sprintf("tx-%d", i+1)})
 	}
+	t.newEtl()
+	t.stale.r = h.s.Rand("txn/stale-end")
+	t.stale.on = t.stale.r.IntN(2) == 0 && !h.o.NoFaults
 	return t
 }
 
 func (t *txnRun) summary() string {
-	return fmt.Sprintf("txn={committed=%d aborted=%d unknown=%d fenced=%d crashes=%d reads=%d skipped=%d strikes=%d/%d}",
-		t.committed, t.aborted, t.unknown, t.fenced, t.crashes, t.reads, t.skipped, t.strikes.kills, t.strikes.cuts)
+	return fmt.Sprintf("txn={committed=%d aborted=%d unknown=%d fenced=%d crashes=%d reads=%d skipped=%d strikes=%d/%d etl=%d/%d/%d stale=%d/%d}",
+		t.committed, t.aborted, t.unknown, t.fenced, t.crashes, t.reads, t.skipped, t.strikes.kills, t.strikes.cuts,
+		t.etl.committed, t.etl.aborted, t.etl.rewinds, t.stale.sent, t.stale.fenced)
 }
 
 func (t *txnRun) fail(err error) { t.h.fail(err) }
@@ -193,19 +246,29 @@ func (t *txnRun) start() {
 		t.checker = c
 		spec := kclient.TopicSpec{Name: txnTopic, Partitions: txnPartitions, ReplicationFactor: replicatedRF,
 			Configs: [][2]string{{"min.insync.replicas", strconv.Itoa(minInsync(replicatedRF))}}}
+		out := spec
+		out.Name, out.Partitions = etlTopic, etlPartitions
 		c.CreateTopic(spec, func(ok bool, code int16) {
 			if !ok {
 				t.fail(fmt.Errorf("setup: creating %s failed for good: error code %d", txnTopic, code))
 			}
-			t.created = true
-			h.s.Trace(fmt.Sprintf("txn:created code=%d", code))
-			for _, p := range t.producers {
-				t.startProducer(p)
-			}
-			t.readers = append(t.readers, t.startReader("trc1", false))
-			if !h.o.NoFaults {
-				t.scheduleCrash()
-			}
+			c.CreateTopic(out, func(ok bool, code2 int16) {
+				if !ok {
+					t.fail(fmt.Errorf("setup: creating %s failed for good: error code %d", etlTopic, code2))
+				}
+				t.created = true
+				h.s.Trace(fmt.Sprintf("txn:created code=%d,%d", code, code2))
+				for _, p := range t.producers {
+					t.startProducer(p)
+				}
+				for _, w := range t.etl.workers {
+					t.startEtl(w)
+				}
+				t.readers = append(t.readers, t.startReader("trc1", false))
+				if !h.o.NoFaults {
+					t.scheduleCrash()
+				}
+			})
 		})
 	})
 }
@@ -215,8 +278,9 @@ func (t *txnRun) startProducer(tp *txnProducerProc) {
 	tp.proc = h.s.AddProcess(tp.name, func(e env.Env) {
 		tp.e, tp.up, tp.busy, tp.cur = e, true, false, nil
 		tp.inc = tp.proc.Incarnation()
+		tp.ending, tp.stale = staleEnd{}, staleEnd{}
 		c := kclient.New(e, kclient.Config{ClientID: tp.name, Bootstrap: h.bootstrap(), MaxVersions: kclient.TxnMaxVersions()})
-		c.AddTopics(txnTopic)
+		c.AddTopics(txnTopic, etlTopic)
 		tp.p = kclient.NewTxnProducer(c, kclient.TxnProducerConfig{TransactionalID: tp.tid, Timeout: txnTimeout,
 			OnEvent: func(ev kclient.TxnEvent) { t.onEvent(tp, ev) }})
 		t.tick(tp)
@@ -253,6 +317,14 @@ func (t *txnRun) begin(tp *txnProducerProc) {
 		rec.writes = append(rec.writes, w)
 		rec.offsets = append(rec.offsets, -1)
 	}
+	if t.r.IntN(3) == 0 {
+		// A batch on the ETL output topic too, so that ETL and producer
+		// transactions order each other there (check u).
+		q := int32(t.r.IntN(etlPartitions))
+		w := kclient.TxnWrite{Topic: etlTopic, Partition: q, Values: [][]byte{[]byte(fmt.Sprintf("%s/o%d/0", rec.key, q))}}
+		rec.writes = append(rec.writes, w)
+		rec.offsets = append(rec.offsets, -1)
+	}
 	commit := t.r.IntN(4) != 0
 	t.txns[rec.key] = rec
 	t.order = append(t.order, rec)
@@ -269,16 +341,22 @@ func (t *txnRun) onEvent(tp *txnProducerProc, ev kclient.TxnEvent) {
 		h.s.Trace(fmt.Sprintf("txn:init %s pid=%d epoch=%d", tp.name, ev.ProducerID, ev.Epoch))
 	case kclient.TxnProduced:
 		rec.offsets[ev.Write] = ev.Offset
+		rec.pid = ev.ProducerID
 		if rec.outcome == txnCommitted {
 			t.checkCommitted(rec)
 		}
+		t.deliverStale(tp, rec)
 	case kclient.TxnEndSent:
 		if ev.Commit {
 			rec.commitSent = true
 		}
+		tp.ending = staleEnd{rec: rec, pid: ev.ProducerID, epoch: ev.Epoch, commit: ev.Commit, coordinator: ev.Coordinator}
 		t.strikeCoordinator(tp, ev)
 	case kclient.TxnEnded:
 		tp.cur = nil
+		if tp.ending.rec == rec {
+			tp.stale = tp.ending
+		}
 		if ev.Commit {
 			t.decide(rec, txnCommitted)
 		} else {
@@ -289,6 +367,17 @@ func (t *txnRun) onEvent(tp *txnProducerProc, ev kclient.TxnEvent) {
 		h.s.Trace(fmt.Sprintf("txn:fenced %s err=%v", tp.name, ev.Err))
 		t.abandon(tp)
 	}
+	if tp.etl != nil {
+		t.etlEvent(tp.etl, ev, rec)
+	}
+}
+
+// crash crashes tp's process and starts it again after down.
+func (t *txnRun) crash(tp *txnProducerProc, down time.Duration) {
+	tp.up = false
+	tp.proc.Crash()
+	t.abandon(tp)
+	t.h.s.After(down, "txn:restart", func() { tp.proc.Start() })
 }
 
 // abandon ends the producer's current transaction without an answer.
@@ -301,6 +390,9 @@ func (t *txnRun) abandon(tp *txnProducerProc) {
 			t.decide(rec, txnAborted)
 		}
 	}
+	if tp.etl != nil {
+		tp.etl.rewind()
+	}
 }
 
 func (t *txnRun) decide(rec *txnRecord, o txnOutcome) {
@@ -310,6 +402,11 @@ func (t *txnRun) decide(rec *txnRecord, o txnOutcome) {
 	case txnCommitted:
 		t.committed++
 		rec.ackedAt = t.h.s.Now()
+		for _, w := range rec.writes {
+			if tp := writeTP(w); !slices.Contains(t.committedOn[tp], rec) {
+				t.committedOn[tp] = append(t.committedOn[tp], rec)
+			}
+		}
 		t.checkCommitted(rec)
 	case txnAborted:
 		t.aborted++
@@ -326,7 +423,7 @@ func (t *txnRun) checkAborted(rec *txnRecord) {
 	for _, w := range rec.writes {
 		for _, v := range w.Values {
 			if pl, ok := t.where[string(v)]; ok {
-				t.fail(fmt.Errorf("(p) aborted read: %s-%d offset %d holds %q, of transaction %s, which aborted (no commit was sent)", txnTopic, pl.partition, pl.offset, v, rec.key))
+				t.fail(fmt.Errorf("(p) aborted read: %v holds %q, of transaction %s, which aborted (no commit was sent)", pl, v, rec.key))
 			}
 		}
 	}
@@ -347,14 +444,14 @@ func (t *txnRun) checkCommitted(rec *txnRecord) {
 func (t *txnRun) checkReaderHas(rd *txnReader, rec *txnRecord) {
 	for i, w := range rec.writes {
 		off := rec.offsets[i]
-		st := rd.parts[w.Partition]
+		st := rd.parts[writeTP(w)]
 		if off < 0 || st == nil || off < st.start || st.pos <= off+int64(len(w.Values)-1) || st.sentAfter < rec.ackedAt {
 			continue
 		}
 		for j, v := range w.Values {
 			if st.delivered[off+int64(j)] != string(v) {
 				t.fail(fmt.Errorf("(n) lost write: read_committed reader %s passed %s-%d offset %d (at %d) without delivering %q of transaction %s, committed at %v (it delivered %q there)",
-					rd.name, txnTopic, w.Partition, off+int64(j), st.pos, v, rec.key, rec.ackedAt, st.delivered[off+int64(j)]))
+					rd.name, w.Topic, w.Partition, off+int64(j), st.pos, v, rec.key, rec.ackedAt, st.delivered[off+int64(j)]))
 			}
 		}
 	}
@@ -389,14 +486,15 @@ func (t *txnRun) scheduleCrash() {
 		if h.phase != logFaults {
 			return
 		}
-		tp := t.producers[t.r.IntN(len(t.producers))]
+		all := t.producers
+		for _, w := range t.etl.workers {
+			all = append(slices.Clip(all), &w.txnProducerProc)
+		}
+		tp := all[t.r.IntN(len(all))]
 		if tp.up {
 			t.crashes++
 			h.s.Fault("txn-producer", "crash "+tp.name)
-			tp.up = false
-			tp.proc.Crash()
-			t.abandon(tp)
-			h.s.After(time.Duration(t.r.Int64N(int64(txnCrashDownMax))), "txn:restart", func() { tp.proc.Start() })
+			t.crash(tp, time.Duration(t.r.Int64N(int64(txnCrashDownMax))))
 		}
 		t.scheduleCrash()
 	})
@@ -404,11 +502,11 @@ func (t *txnRun) scheduleCrash() {
 
 func (t *txnRun) startReader(name string, final bool) *txnReader {
 	h := t.h
-	rd := &txnReader{name: name, final: final, parts: map[int32]*txnReadState{}}
+	rd := &txnReader{name: name, final: final, parts: map[kclient.TopicPartition]*txnReadState{}}
 	rd.proc = h.s.AddProcess(name, func(e env.Env) {
 		rd.e = e
 		c := kclient.New(e, kclient.Config{ClientID: name, Bootstrap: h.bootstrap()})
-		rd.cn = kclient.NewConsumer(c, kclient.ConsumerConfig{Topics: []string{txnTopic}, ReadCommitted: true, MaxWait: 100 * time.Millisecond,
+		rd.cn = kclient.NewConsumer(c, kclient.ConsumerConfig{Topics: []string{txnTopic, etlTopic}, ReadCommitted: true, MaxWait: 100 * time.Millisecond,
 			OnFetch: func(ev kclient.FetchEvent) { t.onFetch(rd, ev) }})
 	})
 	h.clients = append(h.clients, rd.proc)
@@ -419,13 +517,14 @@ func (t *txnRun) startReader(name string, final bool) *txnReader {
 // onFetch checks a read_committed answer: (r), (p), (o), then (n) for
 // the committed transactions whose records it passed.
 func (t *txnRun) onFetch(rd *txnReader, ev kclient.FetchEvent) {
-	if ev.Topic != txnTopic {
+	if ev.Topic != txnTopic && ev.Topic != etlTopic {
 		return
 	}
-	st := rd.parts[ev.Partition]
+	tp := kclient.TopicPartition{Topic: ev.Topic, Partition: ev.Partition}
+	st := rd.parts[tp]
 	switch ev.Kind {
 	case kclient.Reset:
-		rd.parts[ev.Partition] = &txnReadState{session: ev.Session, start: ev.Offset, pos: ev.Offset, hw: -1, lso: -1, delivered: map[int64]string{}}
+		rd.parts[tp] = &txnReadState{session: ev.Session, start: ev.Offset, pos: ev.Offset, hw: -1, lso: -1, delivered: map[int64]string{}}
 		return
 	case kclient.Records:
 	default:
@@ -449,21 +548,20 @@ func (t *txnRun) onFetch(rd *txnReader, ev kclient.FetchEvent) {
 		v := string(r.Value)
 		if r.Offset >= ev.LastStableOffset {
 			t.fail(fmt.Errorf("(r) last stable offset: read_committed reader %s got %s-%d offset %d (%q) in an answer whose last stable offset is %d",
-				rd.name, txnTopic, ev.Partition, r.Offset, v, ev.LastStableOffset))
+				rd.name, ev.Topic, ev.Partition, r.Offset, v, ev.LastStableOffset))
 		}
 		key, _, _ := strings.Cut(v, "/")
 		rec := t.txns[key]
 		switch {
 		case rec == nil:
-			t.fail(fmt.Errorf("(p) aborted read: read_committed reader %s got %q at %s-%d offset %d, never produced", rd.name, v, txnTopic, ev.Partition, r.Offset))
+			t.fail(fmt.Errorf("(p) aborted read: read_committed reader %s got %q at %s-%d offset %d, never produced", rd.name, v, ev.Topic, ev.Partition, r.Offset))
 		case !rec.commitSent:
 			t.fail(fmt.Errorf("(p) aborted read: read_committed reader %s got %q at %s-%d offset %d, of transaction %s (%s) whose commit was never sent",
-				rd.name, v, txnTopic, ev.Partition, r.Offset, key, rec.outcome))
+				rd.name, v, ev.Topic, ev.Partition, r.Offset, key, rec.outcome))
 		}
-		pl := txnPlace{ev.Partition, r.Offset}
+		pl := txnPlace{ev.Topic, ev.Partition, r.Offset}
 		if prev, ok := t.where[v]; ok && prev != pl {
-			t.fail(fmt.Errorf("(o) duplicate: %q of transaction %s read at %s-%d offset %d and at %s-%d offset %d",
-				v, key, txnTopic, prev.partition, prev.offset, txnTopic, pl.partition, pl.offset))
+			t.fail(fmt.Errorf("(o) duplicate: %q of transaction %s read at %v and at %v", v, key, prev, pl))
 		}
 		t.where[v] = pl
 		st.delivered[r.Offset] = v
@@ -471,17 +569,20 @@ func (t *txnRun) onFetch(rd *txnReader, ev kclient.FetchEvent) {
 	}
 	// The consumer's position is past the aborted batches and markers it
 	// skipped too.
-	if pos, _ := rd.cn.Position(txnTopic, ev.Partition); pos > st.pos {
+	for _, m := range ev.Markers {
+		if n := len(st.markers); n == 0 || st.markers[n-1].Offset < m.Offset {
+			st.markers = append(st.markers, m)
+		}
+	}
+	if pos, _ := rd.cn.Position(ev.Topic, ev.Partition); pos > st.pos {
 		st.pos = pos
 	}
 	// The fetch was sent ev.Sent on the reader's monotonic clock: in
 	// virtual time, now less the time since.
 	now := t.h.s.Now()
 	st.hw, st.lso, st.sentAfter = ev.HighWatermark, ev.LastStableOffset, now-(rd.e.Monotonic()-ev.Sent)
-	for _, rec := range t.order {
-		if rec.outcome == txnCommitted {
-			t.checkReaderHas(rd, rec)
-		}
+	for _, rec := range t.committedOn[tp] {
+		t.checkReaderHas(rd, rec)
 	}
 }
 
@@ -508,24 +609,35 @@ func (t *txnRun) settle() bool {
 		t.why = "the final read_committed reader starts"
 		return false
 	}
-	for p := int32(0); p < txnPartitions; p++ {
-		st := t.final.parts[p]
+	for _, tp := range txnReadPartitions() {
+		st := t.final.parts[tp]
 		switch {
 		case st == nil:
-			t.why = fmt.Sprintf("the final reader has not started %s-%d", txnTopic, p)
+			t.why = fmt.Sprintf("the final reader has not started %s-%d", tp.Topic, tp.Partition)
 			return false
 		case st.lso != st.hw || st.hw < 0:
-			t.why = fmt.Sprintf("%s-%d: last stable offset %d, high watermark %d (a transaction is open or prepared)", txnTopic, p, st.lso, st.hw)
+			t.why = fmt.Sprintf("%s-%d: last stable offset %d, high watermark %d (a transaction is open or prepared)", tp.Topic, tp.Partition, st.lso, st.hw)
 			return false
 		case st.pos < st.hw:
-			t.why = fmt.Sprintf("%s-%d: the final reader is at %d, the high watermark at %d", txnTopic, p, st.pos, st.hw)
+			t.why = fmt.Sprintf("%s-%d: the final reader is at %d, the high watermark at %d", tp.Topic, tp.Partition, st.pos, st.hw)
 			return false
 		}
+	}
+	if !t.etlSettled() {
+		return false
 	}
 	if !t.noneOpen() {
 		return false
 	}
-	t.h.s.At(t.h.s.Now(), "txn:final-check", func() { t.fail(t.finalCheck()) })
+	if !t.etlOffsetsFetched() {
+		return false
+	}
+	// At once: the run ends with this phase, before any event scheduled
+	// now would run. Outside an event, so the failure is recorded, not
+	// raised (h.fail panics, which only an event's recovery catches).
+	if err := t.finalCheck(); err != nil && t.h.err == nil {
+		t.h.err = err
+	}
 	return true
 }
 
@@ -577,14 +689,18 @@ func (t *txnRun) noneOpen() bool {
 
 // finalCheck is (n) and (q) on the final read.
 func (t *txnRun) finalCheck() error {
+	read := map[kclient.TopicPartition]map[string]bool{}
+	for _, tp := range txnReadPartitions() {
+		got := map[string]bool{}
+		for _, v := range t.final.parts[tp].delivered { //determinism:unordered builds a set of the values read
+			got[v] = true
+		}
+		read[tp] = got
+	}
 	for _, rec := range t.order {
 		var have, lack []string
 		for _, w := range rec.writes {
-			st := t.final.parts[w.Partition]
-			got := map[string]bool{}
-			for _, v := range st.delivered { //determinism:unordered builds a set of the values read
-				got[v] = true
-			}
+			got := read[writeTP(w)]
 			for _, v := range w.Values {
 				if got[string(v)] {
 					have = append(have, string(v))
@@ -601,6 +717,12 @@ func (t *txnRun) finalCheck() error {
 		case rec.outcome == txnAborted && len(have) > 0:
 			return fmt.Errorf("(p) aborted read: the final read_committed read has %v of transaction %s, aborted", have, rec.key)
 		}
+	}
+	if err := t.etlCheck(); err != nil {
+		return err
+	}
+	if err := t.graphCheck(); err != nil {
+		return err
 	}
 	t.h.s.Trace("txn:final-check ok " + t.summary())
 	return nil
