@@ -111,13 +111,18 @@ func serve(args []string) int {
 	}
 	cfg.ClusterID = *clusterID
 
+	// Signals are caught from before the node starts: once it logs that
+	// it started and serves, a SIGTERM must shut it down cleanly, not kill
+	// it (TestServeProcess sent one in the moment between the two). One
+	// that arrives during the start waits in the channel.
+	signals := make(chan os.Signal, 1)
+	signal.Notify(signals, os.Interrupt, syscall.SIGTERM, syscall.SIGUSR1)
 	n, err := node.Start(cfg, log)
 	if err != nil {
+		signal.Stop(signals)
 		log.Error("node failed", "err", err)
 		return exitError
 	}
-	signals := make(chan os.Signal, 1)
-	signal.Notify(signals, os.Interrupt, syscall.SIGTERM, syscall.SIGUSR1)
 	for s := range signals {
 		if s == syscall.SIGUSR1 {
 			// Counters for benchmarks (strata bench reads the group
