@@ -37,15 +37,16 @@ func (p *TxnProducer) BeginWithOffsets(n int, writes []TxnWrite, offsets *TxnOff
 		panic("kclient: TxnProducer.BeginWithOffsets while not ready")
 	}
 	p.cur = &txnCur{n: n, writes: writes, commit: commit, offsets: offsets, groupCoord: -1}
-	p.state = txnAdding
-	p.addPartitions()
+	p.start()
 }
 
 // sendOffsets is AddOffsetsToTxn, then TxnOffsetCommit, then the EndTxn.
 func (p *TxnProducer) sendOffsets() {
 	p.state = txnOffsetting
 	cur := p.cur
-	if cur.offsetsAdded {
+	if cur.offsetsAdded || p.cfg.ImplicitAdds {
+		// Implicit adds: the TxnOffsetCommit (v5) adds the group's
+		// partition.
 		p.commitOffsets()
 		return
 	}

@@ -81,6 +81,12 @@ type TxnProducerConfig struct {
 	Timeout time.Duration
 	// OnEvent learns every step. It must not be nil.
 	OnEvent func(TxnEvent)
+	// ImplicitAdds is a client of KIP-890 part 2 (transaction.version
+	// 2): it sends no AddPartitionsToTxn or AddOffsetsToTxn, and leaves
+	// the adds to its Produce v12+ and TxnOffsetCommit v5 requests, which
+	// have the partition leader and the group coordinator add the
+	// partition (the brokers must finalize transaction.version 2).
+	ImplicitAdds bool
 }
 
 // TxnWrite is one batch of a transaction.
@@ -180,6 +186,18 @@ func (p *TxnProducer) Begin(n int, writes []TxnWrite, commit bool) {
 		panic("kclient: TxnProducer.Begin while not ready")
 	}
 	p.cur = &txnCur{n: n, writes: writes, commit: commit}
+	p.start()
+}
+
+// start runs the current transaction from its first step: its adds, or
+// with implicit adds its first write.
+func (p *TxnProducer) start() {
+	if p.cfg.ImplicitAdds {
+		p.cur.added = true
+		p.state = txnProducing
+		p.produce()
+		return
+	}
 	p.state = txnAdding
 	p.addPartitions()
 }
@@ -452,7 +470,11 @@ func (p *TxnProducer) produce() {
 			p.produce()
 		case code == kerr.ProducerFenced.Code || code == kerr.InvalidProducerEpoch.Code:
 			p.fence(fmt.Errorf("produce: %s", codeName(code)))
-		case refreshesMetadata(code) || code == kerr.NotEnoughReplicasAfterAppend.Code || code == kerr.RequestTimedOut.Code || code == kerr.ConcurrentTransactions.Code:
+		case refreshesMetadata(code) || code == kerr.NotEnoughReplicasAfterAppend.Code || code == kerr.RequestTimedOut.Code || code == kerr.ConcurrentTransactions.Code ||
+			code == kerr.NotEnoughReplicas.Code:
+			// NOT_ENOUGH_REPLICAS: the ISR is short, or the leader could
+			// not have the coordinator verify (or add) the partition
+			// yet; nothing was appended, as the Java client retries.
 			p.c.RefreshMetadata()
 			p.again(p.produce)
 		default:

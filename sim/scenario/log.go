@@ -474,6 +474,9 @@ func newLogHarness(s *sim.Sim, o Options, bugs logBugs) *logHarness {
 				scfg.BrokerListener.Groups.OffsetsMinInsync = txnOffsetsMinInsync
 			}
 			scfg.BrokerListener.Txns.Coordinator.AbortCheckInterval = txnAbortCheckInterval
+			if h.txn != nil && h.txn.tv2 {
+				scfg.BrokerListener.Txns.TransactionVersion = 2
+			}
 		}
 		if bugs.rf() > 1 {
 			// A short replica.lag.time.max.ms, so that within the fault

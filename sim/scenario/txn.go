@@ -31,7 +31,12 @@ import (
 // (the leader of the transactional id's __transaction_state partition)
 // just after an EndTxn is sent to it, while the markers are in flight;
 // in the seeds that delay (txn_stale.go), it delivers a copy of a
-// producer's answered EndTxn late, during its next transaction.
+// producer's answered EndTxn late, during its next transaction. In half
+// the seeds the brokers finalize transaction.version 2 (KIP-890 part 2),
+// and two producer incarnations in three (producers and ETL workers
+// alike) leave their adds to the brokers (kclient's ImplicitAdds: no
+// AddPartitionsToTxn or AddOffsetsToTxn; the partition leader and the
+// group coordinator add the partition); the others still add explicitly.
 //
 // A transaction's outcome, as the producer saw it: committed once its
 // EndTxn commit was answered; aborted once it is over (answered abort,
@@ -201,6 +206,19 @@ type txnRun struct {
 	committedOn map[kclient.TopicPartition][]*txnRecord
 	// graphNodes and graphEdges: the size of (u)'s graph.
 	graphNodes, graphEdges int
+	// tv2: the seed's brokers finalize transaction.version 2 (KIP-890
+	// part 2), and its clients in turn leave their adds to the brokers
+	// (implicit) or make them (explicit); drawn from a stream of its own.
+	tv2      bool
+	tv2Draws *rand.Rand
+}
+
+// implicitAdds draws whether a new producer incarnation leaves its adds to
+// the brokers: never unless the seed's brokers finalize transaction.version
+// 2, then two times in three (a Java 4.0 or kgo client; the third an older
+// client, which still adds explicitly).
+func (t *txnRun) implicitAdds() bool {
+	return t.tv2 && t.tv2Draws.IntN(3) != 0
 }
 
 type txnPlace struct {
@@ -228,13 +246,15 @@ func newTxnRun(h *logHarness) *txnRun {
 	t.newEtl()
 	t.stale.r = h.s.Rand("txn/stale-end")
 	t.stale.on = t.stale.r.IntN(2) == 0 && !h.o.NoFaults
+	t.tv2Draws = h.s.Rand("txn/transaction-version")
+	t.tv2 = t.tv2Draws.IntN(2) == 0
 	return t
 }
 
 func (t *txnRun) summary() string {
-	return fmt.Sprintf("txn={committed=%d aborted=%d unknown=%d fenced=%d crashes=%d reads=%d skipped=%d strikes=%d/%d etl=%d/%d/%d stale=%d/%d}",
+	return fmt.Sprintf("txn={committed=%d aborted=%d unknown=%d fenced=%d crashes=%d reads=%d skipped=%d strikes=%d/%d etl=%d/%d/%d stale=%d/%d tv2=%v}",
 		t.committed, t.aborted, t.unknown, t.fenced, t.crashes, t.reads, t.skipped, t.strikes.kills, t.strikes.cuts,
-		t.etl.committed, t.etl.aborted, t.etl.rewinds, t.stale.sent, t.stale.fenced)
+		t.etl.committed, t.etl.aborted, t.etl.rewinds, t.stale.sent, t.stale.fenced, t.tv2)
 }
 
 func (t *txnRun) fail(err error) { t.h.fail(err) }
@@ -281,7 +301,7 @@ func (t *txnRun) startProducer(tp *txnProducerProc) {
 		tp.ending, tp.stale = staleEnd{}, staleEnd{}
 		c := kclient.New(e, kclient.Config{ClientID: tp.name, Bootstrap: h.bootstrap(), MaxVersions: kclient.TxnMaxVersions()})
 		c.AddTopics(txnTopic, etlTopic)
-		tp.p = kclient.NewTxnProducer(c, kclient.TxnProducerConfig{TransactionalID: tp.tid, Timeout: txnTimeout,
+		tp.p = kclient.NewTxnProducer(c, kclient.TxnProducerConfig{TransactionalID: tp.tid, Timeout: txnTimeout, ImplicitAdds: t.implicitAdds(),
 			OnEvent: func(ev kclient.TxnEvent) { t.onEvent(tp, ev) }})
 		t.tick(tp)
 	})

@@ -127,7 +127,7 @@ func (t *txnRun) startEtl(w *etlWorker) {
 		w.rd.parts = map[kclient.TopicPartition]*txnReadState{}
 		w.rd.cn = kclient.NewConsumer(w.c, kclient.ConsumerConfig{Topics: []string{txnTopic}, Manual: true, ReadCommitted: true,
 			MaxWait: 100 * time.Millisecond, OnFetch: func(ev kclient.FetchEvent) { t.etlFetch(w, ev) }})
-		w.p = kclient.NewTxnProducer(w.c, kclient.TxnProducerConfig{TransactionalID: w.tid, Timeout: txnTimeout,
+		w.p = kclient.NewTxnProducer(w.c, kclient.TxnProducerConfig{TransactionalID: w.tid, Timeout: txnTimeout, ImplicitAdds: t.implicitAdds(),
 			OnEvent: func(ev kclient.TxnEvent) { t.onEvent(&w.txnProducerProc, ev) }})
 		t.etlTick(w)
 	})

@@ -94,11 +94,20 @@ func TestTxnRegressionSeeds(t *testing.T) {
 // txnOpenSeeds fail on a bug found and not fixed yet; TestTxnSeeds
 // skips them (and says so), TestTxnOpenSeedsStillFail keeps them honest.
 var txnOpenSeeds = []uint64{
-	// None open.
+	// Found when half the seeds began to run transaction.version 2 (the
+	// traces moved), a replica bug not fixed yet: n2 restarts with damage
+	// at rest in most of its partition logs; __transaction_state-0's is
+	// damaged below its recovery point (a zeroed batch header at 34528,
+	// offsets below 262), so its open fails at every retry ("partition
+	// log failed; it is reopened after a backoff"), and after the heal
+	// n2 still reports an offline replica ((g)). Why the damaged-segment
+	// drop (Partition.dropDamagedSegment) does not take the segment out
+	// is not diagnosed yet; `make sim SCENARIO=txn SEED=260` shows it.
+	260,
 }
 
 // txnOpenFailures is what each open seed's failure names.
-var txnOpenFailures = map[uint64]string{}
+var txnOpenFailures = map[uint64]string{260: "(g) metrics: n2 reports kafka_server_replicamanager_offlinereplicacount"}
 
 // txnSeedsInMakeTest is how many consecutive seeds `make test` runs, in
 // txnSeedChunks parallel subtests.
@@ -180,8 +189,10 @@ func TestTxnSeeds(t *testing.T) {
 // txnKafka17754Seed is a txn seed whose harness delivers EndTxns late,
 // during their producer's next transaction (the shape of KAFKA-17754):
 // with the epoch bump of KIP-890 part 2 each is fenced. Planted without
-// the bump (plant.TxnSkipEpochBump), this seed fails (v).
-const txnKafka17754Seed = 4
+// the bump (plant.TxnSkipEpochBump), this seed fails (v). Seed 9's
+// brokers finalize transaction.version 2 (it was seed 4 until the seeds
+// began to draw it, after which 4 delivered none).
+const txnKafka17754Seed = 9
 
 // TestTxnKafka17754: a delayed EndTxn of transaction N must not decide
 // transaction N+1 of the same producer; the seed passes, delivered late
