@@ -95,14 +95,16 @@ func TestTxnRegressionSeeds(t *testing.T) {
 // skips them (and says so), TestTxnOpenSeedsStillFail keeps them honest.
 var txnOpenSeeds = []uint64{
 	// Found when half the seeds began to run transaction.version 2 (the
-	// traces moved), a replica bug not fixed yet: n2 restarts with damage
-	// at rest in most of its partition logs; __transaction_state-0's is
-	// damaged below its recovery point (a zeroed batch header at 34528,
-	// offsets below 262), so its open fails at every retry ("partition
-	// log failed; it is reopened after a backoff"), and after the heal
-	// n2 still reports an offline replica ((g)). Why the damaged-segment
-	// drop (Partition.dropDamagedSegment) does not take the segment out
-	// is not diagnosed yet; `make sim SCENARIO=txn SEED=260` shows it.
+	// traces moved), not fixed: misdirected writes (disk-misdirect
+	// faults, 74 in this seed) damage n2's __transaction_state-0 log below
+	// its recovery point while n2 leads it as its last in-sync replica
+	// (node 1, the seed's damaged-at-rest node, is out of the ISR). By
+	// design (Partition.dropDamagedSegment) a damaged last in-sync
+	// replica keeps its segment and the partition stays offline for an
+	// operator's unclean election; the open fails at every retry and
+	// after the heal n2 reports an offline replica ((g)). The gap is that
+	// of latent misdirected writes on a live replica: nothing rebuilds
+	// such a replica from its followers' copies.
 	260,
 }
 
