@@ -22,9 +22,23 @@ import (
 // node, as TestCLIKfake does against kfake: topic describe and alter
 // --config go through DescribeConfigs and IncrementalAlterConfigs.
 func TestCLIStrata(t *testing.T) {
+	n := startCLINode(t, nil)
+	testCLI(t, n.Addr())
+	t.Run("transactions", func(t *testing.T) { testTxn(cliRunner{t: t, addr: n.Addr()}) })
+	t.Run("hanging-transaction", testTxnHanging)
+}
+
+// startCLINode starts an in-process node on free 127.0.0.1 ports (tweak,
+// if set, adjusting its config first), stopped at the end of the test,
+// and waits for its controller.
+func startCLINode(t *testing.T, tweak func(*node.Config)) *node.Node {
+	t.Helper()
 	cfg := node.DefaultConfig()
 	cfg.Listener, cfg.ControllerListener, cfg.LogDir = "127.0.0.1:0", "127.0.0.1:0", t.TempDir()
 	cfg.MetricsListener = "127.0.0.1:0"
+	if tweak != nil {
+		tweak(&cfg)
+	}
 	n, err := node.Start(cfg, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	t.Cleanup(func() {
@@ -33,9 +47,7 @@ func TestCLIStrata(t *testing.T) {
 		_ = n.Shutdown(ctx)
 	})
 	require.Eventually(t, n.ActiveController, 15*time.Second, 10*time.Millisecond)
-	testCLI(t, n.Addr())
-	t.Run("transactions", func(t *testing.T) { testTxn(cliRunner{t: t, addr: n.Addr()}) })
-	t.Run("hanging-transaction", testTxnHanging)
+	return n
 }
 
 // testTxnHanging: on a node with transaction.partition.verification.enable
@@ -46,18 +58,7 @@ func TestCLIStrata(t *testing.T) {
 // is older than --max-transaction-timeout; `strata txn abort` ends it, and
 // the last stable offset passes it.
 func testTxnHanging(t *testing.T) {
-	cfg := node.DefaultConfig()
-	cfg.Listener, cfg.ControllerListener, cfg.LogDir = "127.0.0.1:0", "127.0.0.1:0", t.TempDir()
-	cfg.MetricsListener = "127.0.0.1:0"
-	cfg.NoTxnPartitionVerification = true
-	n, err := node.Start(cfg, slog.New(slog.DiscardHandler))
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_ = n.Shutdown(ctx)
-	})
-	require.Eventually(t, n.ActiveController, 15*time.Second, 10*time.Millisecond)
+	n := startCLINode(t, func(cfg *node.Config) { cfg.NoTxnPartitionVerification = true })
 	r := cliRunner{t: t, addr: n.Addr()}
 	topic := topicName(t, "hang")
 	r.ok("", "topic", "create", topic, "--partitions", "1")
