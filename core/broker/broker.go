@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/strata-log/strata/core/env"
+	"github.com/strata-log/strata/core/producer"
 	"github.com/strata-log/strata/core/protocol"
 )
 
@@ -49,6 +50,11 @@ type Broker struct {
 	groups groupCoordinator
 	// txns is the transaction coordinator (txn.go).
 	txns txnCoordinator
+	// verifying are the partitions' verifications this broker has asked
+	// the coordinator about and not heard back on, each with the
+	// produces waiting behind the ask (txnverify.go). Looked up by key
+	// only.
+	verifying map[*producer.Verification]*verifyWaiters
 	// peerConns are the connections to other brokers (peers.go), made on
 	// first use.
 	peerConns *peerClients

@@ -71,10 +71,9 @@ type TxnConfig struct {
 // finalizes unless told otherwise: 1, transactions before KIP-890 part 2's
 // implicit adds. Kafka 4.0 formats new clusters at 2; Strata's level 2
 // works with kgo's transactional producers and consume-transform-produce
-// jobs (the interop tests run both levels), but kgo producing
-// transactions of many batches at a high rate stalls on it (docs/
-// architecture.md, "KIP-890 part 2's implicit adds"), so it is opt-in
-// until that is understood.
+// jobs (the interop tests run both levels, half the txn simulator seeds
+// run it), and is opt-in until it has run longer under real clients
+// (docs/architecture.md, "KIP-890 part 2's implicit adds").
 const DefaultTransactionVersion = 1
 
 // transactionVersion is the finalized transaction.version.

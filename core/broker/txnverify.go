@@ -96,6 +96,14 @@ func (b *Broker) verifyTxnBatches(id string, version int16, parts []*replica.Par
 	add := b.implicitAdds(version, produceImplicitAddVersion)
 	var ask []txn.TopicPartition
 	var asked []int
+	// waiting: partitions whose verification another produce has asked
+	// about already; they take its answer, after it (see verifyWaiters).
+	waiting := 0
+	finish := func() {
+		if waiting == 0 {
+			done(out)
+		}
+	}
 	pid, epoch := int64(-1), int16(-1)
 	for i, part := range parts {
 		bt, err := record.ReadBatch(payloads[i], len(payloads[i])+1)
@@ -117,22 +125,65 @@ func (b *Broker) verifyTxnBatches(id string, version int16, parts []*replica.Par
 			out[i].err = err
 		case v != nil:
 			out[i].v = v
+			if w := b.verifying[v]; w != nil {
+				waiting++
+				w.then = append(w.then, func(err *kerr.Error) {
+					if err := produceVerifyError(err, version); err != nil {
+						out[i].err = err
+					}
+					waiting--
+					finish()
+				})
+				continue
+			}
+			if b.verifying == nil {
+				b.verifying = map[*producer.Verification]*verifyWaiters{}
+			}
+			b.verifying[v] = &verifyWaiters{}
 			ask = append(ask, txn.TopicPartition{Topic: part.Topic(), Partition: part.ID()})
 			asked = append(asked, i)
 		}
 	}
 	if len(ask) == 0 {
-		done(out)
+		finish()
 		return
 	}
 	b.askTxnVerification(id, pid, epoch, ask, add, func(errs []*kerr.Error) {
+		var then []func()
 		for j, i := range asked {
 			if err := produceVerifyError(errs[j], version); err != nil {
 				out[i].err = err
 			}
+			v := out[i].v
+			if w := b.verifying[v]; w != nil {
+				delete(b.verifying, v)
+				for _, f := range w.then {
+					then = append(then, func() { f(errs[j]) })
+				}
+			}
 		}
-		done(out)
+		finish()
+		// The produces waiting behind this one go after it, in the
+		// order they came: the first batch of the transaction on the
+		// partition is appended before the later ones are tried.
+		for _, f := range then {
+			f()
+		}
 	})
+}
+
+// verifyWaiters are the produces waiting on one verification's ask: a
+// producer that sends several batches to a partition at once (kgo keeps
+// up to five requests in flight) has each of them meet the same
+// Verification (core/producer verify.go); rather than ask the coordinator
+// once per batch, and have a later batch's answer arrive first and be
+// refused (ErrVerificationPending: it must not overtake the first, and
+// kgo waits out a metadata refresh on the retriable answer), the later
+// ones take the first ask's answer, after it. Kafka's
+// AddPartitionsToTxnManager keeps one request per transactional id for
+// the same reason.
+type verifyWaiters struct {
+	then []func(*kerr.Error)
 }
 
 // Kafka's add.partitions.to.txn.retry.backoff.ms and

@@ -540,3 +540,41 @@ func TestImplicitAddRacesTheMarker(t *testing.T) {
 	})
 	require.Equal(t, []string{"first"}, values, "the second transaction's batch was aborted with it")
 }
+
+// TestImplicitAddAskedOnce: a producer at transaction.version 2 sends
+// three batches of its new transaction to a partition at once, before
+// any is answered (kgo keeps several produce requests in flight). The
+// partition's verification is asked about once: the later batches wait
+// for that answer and go after it, so all three are appended in order
+// and none is refused for overtaking the first (which, retriable, had
+// kgo wait out a metadata refresh of up to 5 s before it sent it again).
+func TestImplicitAddAskedOnce(t *testing.T) {
+	h := newSimServer(t, func(c *server.Config) { c.BrokerListener.Txns.TransactionVersion = 2 })
+	h.CreateTopic("t", 1, nil)
+	h.findTxnCoordinator("once")
+	init := h.initTxn("once", 60_000)
+	require.Zero(t, init.ErrorCode)
+	asks := func() float64 {
+		n, _ := h.Metrics.Value(metrics.Requests, "AddPartitionsToTxn")
+		return n
+	}
+	before := asks()
+	codes := make([]int16, 3)
+	answered := 0
+	for seq := int32(0); seq < 3; seq++ {
+		req := servertest.ProduceRequest("t", 0, h.Batch([]record.BuilderOption{record.WithProducer(init.ProducerID, init.ProducerEpoch, seq), record.WithTransactional()}, "v"+strconv.Itoa(int(seq))))
+		req.Version, req.TransactionID = 12, kmsg.StringPtr("once")
+		h.Send(req, func(r kmsg.Response, err error) {
+			require.NoError(t, err)
+			codes[seq] = r.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode
+			answered++
+		})
+	}
+	h.RunUntil("the three produces answered", func() bool { return answered == 3 })
+	require.Equal(t, []int16{0, 0, 0}, codes, "%v", codes)
+	require.Equal(t, before+1, asks(), "one ask for the three batches")
+	h.endTxnAt(5, "once", init.ProducerID, init.ProducerEpoch, true)
+	h.RunUntil("the markers written", func() bool { return h.describeTxn("once").State == "CompleteCommit" })
+	_, values := fetchCommittedAt(h, 11, "t", 0)
+	require.Equal(t, []string{"v0", "v1", "v2"}, values)
+}

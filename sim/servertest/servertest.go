@@ -162,6 +162,15 @@ func (x *Single) Do(req kmsg.Request) kmsg.Response {
 	return resp
 }
 
+// Send sends req on the client's connection without waiting: done gets
+// the response when the simulation delivers it (RunUntil runs it). The
+// connection must be open: a Do before.
+func (x *Single) Send(req kmsg.Request, done func(kmsg.Response, error)) {
+	x.T.Helper()
+	require.NotNil(x.T, x.client, "Send before any Do")
+	require.NoError(x.T, x.client.Do(req, done))
+}
+
 // CreateTopic creates a topic of RF 1 through the broker and waits until
 // the broker leads every partition.
 func (x *Single) CreateTopic(name string, partitions int32, configs map[string]string) {
