@@ -108,50 +108,46 @@ func (l *Log) nextGroup(r *cleanRound) *cleanGroup {
 	return g
 }
 
+// createCleaned creates (or empties) the group's .cleaned file of the
+// kind with suffix. On failure it drops the group and returns the error,
+// failing the log unless the disk is full.
+func (l *Log) createCleaned(g *cleanGroup, suffix string) (env.File, error) {
+	name := l.path(segmentFile(g.base, suffix+cleanedSuffix))
+	f, err := l.disk.Open(name, true)
+	if err == nil {
+		l.dirChanged()
+		if f.Size() > 0 {
+			err = f.Truncate(0)
+		}
+	}
+	if err == nil {
+		return f, nil
+	}
+	if f != nil {
+		_ = f.Close()
+	}
+	l.dropGroup(g)
+	err = fmt.Errorf("log %s: create %s: %w", l.dir, name, err)
+	if errors.Is(err, env.ErrNoSpace) {
+		return nil, err
+	}
+	return nil, l.fail(err)
+}
+
 // startGroup creates the group's .cleaned files (emptying leftovers of an
 // abandoned attempt) and its output segment.
 func (l *Log) startGroup(g *cleanGroup) error {
 	for k := range numKinds {
-		name := l.path(segmentFile(g.base, kindSuffix[k]+cleanedSuffix))
-		f, err := l.disk.Open(name, true)
-		if err == nil {
-			l.dirChanged()
-			if f.Size() > 0 {
-				err = f.Truncate(0)
-			}
-		}
+		f, err := l.createCleaned(g, kindSuffix[k])
 		if err != nil {
-			if f != nil {
-				_ = f.Close()
-			}
-			l.dropGroup(g)
-			err = fmt.Errorf("log %s: create %s: %w", l.dir, name, err)
-			if errors.Is(err, env.ErrNoSpace) {
-				return err
-			}
-			return l.fail(err)
+			return err
 		}
 		g.files[k] = f
 	}
 	if l.cfg.TxnIndex {
-		name := l.path(segmentFile(g.base, txnIndexSuffix+cleanedSuffix))
-		f, err := l.disk.Open(name, true)
-		if err == nil {
-			l.dirChanged()
-			if f.Size() > 0 {
-				err = f.Truncate(0)
-			}
-		}
+		f, err := l.createCleaned(g, txnIndexSuffix)
 		if err != nil {
-			if f != nil {
-				_ = f.Close()
-			}
-			l.dropGroup(g)
-			err = fmt.Errorf("log %s: create %s: %w", l.dir, name, err)
-			if errors.Is(err, env.ErrNoSpace) {
-				return err
-			}
-			return l.fail(err)
+			return err
 		}
 		g.txnFile = f
 	}
@@ -341,11 +337,7 @@ func (l *Log) cleanBatch(r *cleanRound, g *cleanGroup, b record.Batch, last bool
 		if !c.keep[i] {
 			continue
 		}
-		rec := rr.Record()
-		if err := bl.AppendRecord(record.Record{
-			Attributes: rec.Attributes, OffsetDelta: rec.OffsetDelta, Timestamp: rec.Timestamp,
-			Key: rec.Key, Value: rec.Value, Headers: rec.Headers,
-		}); err != nil {
+		if err := copyRecord(bl, rr.Record()); err != nil {
 			return 0, err
 		}
 	}
@@ -530,4 +522,13 @@ func (l *Log) swapIn(g *cleanGroup) error {
 	l.segs = segs
 	l.enforceBudget(nil)
 	return nil
+}
+
+// copyRecord appends a record read from a stored batch to bl as it is
+// (its offset delta, timestamp, key, value and headers).
+func copyRecord(bl *record.Builder, rec *record.Record) error {
+	return bl.AppendRecord(record.Record{
+		Attributes: rec.Attributes, OffsetDelta: rec.OffsetDelta, Timestamp: rec.Timestamp,
+		Key: rec.Key, Value: rec.Value, Headers: rec.Headers,
+	})
 }

@@ -179,11 +179,7 @@ func (l *Log) cleanTxnBatch(g *cleanGroup, b record.Batch, v txnVerdict, horizon
 			return 0, err
 		}
 		for rr.Next() {
-			rec := rr.Record()
-			if err := bl.AppendRecord(record.Record{
-				Attributes: rec.Attributes, OffsetDelta: rec.OffsetDelta, Timestamp: rec.Timestamp,
-				Key: rec.Key, Value: rec.Value, Headers: rec.Headers,
-			}); err != nil {
+			if err := copyRecord(bl, rr.Record()); err != nil {
 				return 0, err
 			}
 		}

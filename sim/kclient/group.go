@@ -729,23 +729,7 @@ func (gm *GroupMember) fetchOffsets(epoch uint64, want []TopicPartition) {
 		gm.stable()
 		return
 	}
-	req := kmsg.NewPtrOffsetFetchRequest()
-	req.Group = gm.cfg.Group
-	rg := kmsg.NewOffsetFetchRequestGroup()
-	rg.Group = gm.cfg.Group
-	for _, tp := range want {
-		if n := len(req.Topics); n == 0 || req.Topics[n-1].Topic != tp.Topic {
-			rt := kmsg.NewOffsetFetchRequestTopic()
-			rt.Topic = tp.Topic
-			req.Topics = append(req.Topics, rt)
-			gt := kmsg.NewOffsetFetchRequestGroupTopic()
-			gt.Topic = tp.Topic
-			rg.Topics = append(rg.Topics, gt)
-		}
-		req.Topics[len(req.Topics)-1].Partitions = append(req.Topics[len(req.Topics)-1].Partitions, tp.Partition)
-		rg.Topics[len(rg.Topics)-1].Partitions = append(rg.Topics[len(rg.Topics)-1].Partitions, tp.Partition)
-	}
-	req.Groups = append(req.Groups, rg)
+	req := offsetFetchRequest(gm.cfg.Group, want)
 	sent := gm.c.e.Monotonic()
 	gm.c.Do(gm.coordinator, req, 0, func(r kmsg.Response, err error) {
 		if gm.state == memberClosed || gm.epoch != epoch {
@@ -1027,4 +1011,28 @@ func (gm *GroupMember) commit(then func()) {
 			then()
 		}
 	})
+}
+
+// offsetFetchRequest asks for group's committed offsets of parts (sorted
+// by topic), in both the v0–v7 fields and v8+'s batched groups, so that it
+// serves at whatever version is negotiated.
+func offsetFetchRequest(group string, parts []TopicPartition) *kmsg.OffsetFetchRequest {
+	req := kmsg.NewPtrOffsetFetchRequest()
+	req.Group = group
+	rg := kmsg.NewOffsetFetchRequestGroup()
+	rg.Group = group
+	for _, tp := range parts {
+		if n := len(req.Topics); n == 0 || req.Topics[n-1].Topic != tp.Topic {
+			rt := kmsg.NewOffsetFetchRequestTopic()
+			rt.Topic = tp.Topic
+			req.Topics = append(req.Topics, rt)
+			gt := kmsg.NewOffsetFetchRequestGroupTopic()
+			gt.Topic = tp.Topic
+			rg.Topics = append(rg.Topics, gt)
+		}
+		req.Topics[len(req.Topics)-1].Partitions = append(req.Topics[len(req.Topics)-1].Partitions, tp.Partition)
+		rg.Topics[len(rg.Topics)-1].Partitions = append(rg.Topics[len(rg.Topics)-1].Partitions, tp.Partition)
+	}
+	req.Groups = append(req.Groups, rg)
+	return req
 }

@@ -189,23 +189,8 @@ func FetchStableOffsets(c *Client, group string, parts []TopicPartition, done fu
 			done(nil, err)
 			return
 		}
-		req := kmsg.NewPtrOffsetFetchRequest()
-		req.Group, req.RequireStable = group, true
-		rg := kmsg.NewOffsetFetchRequestGroup()
-		rg.Group = group
-		for _, tp := range parts {
-			if n := len(req.Topics); n == 0 || req.Topics[n-1].Topic != tp.Topic {
-				rt := kmsg.NewOffsetFetchRequestTopic()
-				rt.Topic = tp.Topic
-				req.Topics = append(req.Topics, rt)
-				gt := kmsg.NewOffsetFetchRequestGroupTopic()
-				gt.Topic = tp.Topic
-				rg.Topics = append(rg.Topics, gt)
-			}
-			req.Topics[len(req.Topics)-1].Partitions = append(req.Topics[len(req.Topics)-1].Partitions, tp.Partition)
-			rg.Topics[len(rg.Topics)-1].Partitions = append(rg.Topics[len(rg.Topics)-1].Partitions, tp.Partition)
-		}
-		req.Groups = append(req.Groups, rg)
+		req := offsetFetchRequest(group, parts)
+		req.RequireStable = true
 		c.Do(node, req, 0, func(r kmsg.Response, err error) {
 			resp, ok := r.(*kmsg.OffsetFetchResponse)
 			if err != nil || !ok {
