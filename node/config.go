@@ -268,6 +268,11 @@ type Config struct {
 	NoAutoLeaderRebalance       bool
 	LeaderImbalanceCheckSeconds int64
 
+	// RequestWorkers is strata.request.workers (0: GOMAXPROCS) and
+	// NoRequestOffload strata.request.offload.enable=false.
+	RequestWorkers   int
+	NoRequestOffload bool
+
 	// NoSendfile is strata.fetch.sendfile.enable=false: fetched records
 	// are read into user space and written instead of sent with
 	// sendfile(2).

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"github.com/strata-log/strata/core/producer"
 	"github.com/strata-log/strata/core/replica"
 	"github.com/strata-log/strata/core/txn"
+	"github.com/strata-log/strata/core/work"
 )
 
 // Config keys of the broker's topic defaults and bounds, named as in
@@ -70,7 +72,13 @@ const (
 	KeyQueuedMaxRequestBytes       = "queued.max.request.bytes"
 	// KeyFetchSendfile is Strata's own: whether fetched records go out
 	// with sendfile(2) (zero copy) or through user space.
-	KeyFetchSendfile                  = "strata.fetch.sendfile.enable"
+	KeyFetchSendfile = "strata.fetch.sendfile.enable"
+	// KeyRequestWorkers is Strata's own: the goroutines that run the
+	// CPU-heavy part of requests off the event loop (record validation,
+	// large answers); 0 means GOMAXPROCS. KeyRequestOffload false runs
+	// that work on the loop (for measuring what the workers give).
+	KeyRequestWorkers                 = "strata.request.workers"
+	KeyRequestOffload                 = "strata.request.offload.enable"
 	KeyMaxIncrementalFetchSessionSlot = "max.incremental.fetch.session.cache.slots"
 )
 
@@ -259,6 +267,11 @@ var configKeys = []configKey{
 		"How long the controller waits for a broker's heartbeat before it fences the broker, in milliseconds.", setMillis(func(c *Config) *int64 { return &c.BrokerSessionTimeoutMs })},
 	{KeyFetchSendfile, "true", kmsg.ConfigTypeBoolean,
 		"Strata's own: send fetched records with sendfile (zero copy); false reads them into user space and writes them (for measuring what zero copy saves).", setFetchSendfile},
+	{KeyRequestWorkers, "0", kmsg.ConfigTypeInt,
+		"Strata's own: the worker goroutines that validate produced batches and encode large answers off the event loop, shared fairly between connections; 0 means one per CPU (GOMAXPROCS).",
+		setInt(0, 1024, func(c *Config, n int64) { c.RequestWorkers = int(n) })},
+	{KeyRequestOffload, "true", kmsg.ConfigTypeBoolean,
+		"Strata's own: run request validation and large answers on the workers; false runs them on the event loop (for measuring what the workers give).", setRequestOffload},
 	{KeyMetricsListener, DefaultMetricsListener, kmsg.ConfigTypeString,
 		"The HTTP address (host:port) of /metrics, /healthz, /readyz and /debug/pprof; empty turns it off.", setMetricsListener},
 	{KeyMetricsEnable, "true", kmsg.ConfigTypeBoolean,
@@ -591,6 +604,14 @@ func setTxnPartitionVerification(c *Config, value string) error {
 	return err
 }
 
+func setRequestOffload(c *Config, value string) error {
+	on, err := parseBool(value)
+	if err == nil {
+		c.NoRequestOffload = !on
+	}
+	return err
+}
+
 func setFetchSendfile(c *Config, value string) error {
 	on, err := parseBool(value)
 	if err == nil {
@@ -779,6 +800,7 @@ func (c Config) brokerConfig(dataDir string) broker.Config {
 		LogDir:                    dataDir,
 		StaticConfigs:             c.brokerStaticConfigs(),
 		AutoTopicCreationDisabled: !c.AutoCreateTopicsEnable,
+		Work:                      c.workConfig(),
 		DefaultNumPartitions:      c.NumPartitions,
 		DefaultReplicationFactor:  c.DefaultReplicationFactor,
 		Groups: broker.GroupConfig{
@@ -810,6 +832,24 @@ func (c Config) brokerConfig(dataDir string) broker.Config {
 			},
 		},
 	}
+}
+
+// workConfig bounds the broker's off-loop work: as many jobs at once as
+// the node has workers, or, with offload off, every job inline.
+func (c Config) workConfig() work.Config {
+	w := work.Config{Limit: c.requestWorkers()}
+	if c.NoRequestOffload {
+		w.InlineBelow = math.MaxInt64
+	}
+	return w
+}
+
+// requestWorkers is strata.request.workers with 0 resolved.
+func (c Config) requestWorkers() int {
+	if c.RequestWorkers > 0 {
+		return c.RequestWorkers
+	}
+	return runtime.GOMAXPROCS(0)
 }
 
 // partitionsConfig is the partitions' share of the configuration.

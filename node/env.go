@@ -19,6 +19,7 @@ type Env struct {
 	disk   *Disk
 	net    *Net
 	bucket *Bucket // nil when no object store is configured
+	work   *workPool
 	log    *slog.Logger
 }
 
@@ -43,6 +44,9 @@ type EnvConfig struct {
 	BucketConcurrency int
 	// Logger receives every log line; nil means slog.Default().
 	Logger *slog.Logger
+	// WorkWorkers is how many goroutines run Work jobs (validation and
+	// encoding off the loop); <= 0 means GOMAXPROCS.
+	WorkWorkers int
 	// NoSendfile sends fetched file regions through user space (pread and
 	// write) instead of sendfile(2); for measuring what zero-copy saves.
 	NoSendfile bool
@@ -63,6 +67,7 @@ func NewEnv(loop *Loop, cfg EnvConfig) (*Env, error) {
 		rnd:  rand.New(rand.NewPCG(seed64(), seed64())),
 		disk: disk,
 		net:  NewNet(loop, cfg.MaxFrameBytes, log),
+		work: newWorkPool(loop, cfg.WorkWorkers),
 		log:  log,
 	}
 	e.net.UseSendfile(!cfg.NoSendfile)
@@ -97,6 +102,9 @@ func (e *Env) AfterFunc(d time.Duration, f func()) env.Timer { return e.loop.Aft
 // Post implements env.Env.
 func (e *Env) Post(f func()) { e.loop.Post(f) }
 
+// Work implements env.Env on the Env's worker goroutines.
+func (e *Env) Work(cost time.Duration, job, done func()) { e.work.Work(cost, job, done) }
+
 // Rand implements env.Env. Like all Env state it belongs to the loop.
 func (e *Env) Rand() *rand.Rand { return e.rnd }
 
@@ -125,6 +133,7 @@ func (e *Env) Logger() *slog.Logger { return e.log }
 // completions still in flight are dropped with the loop.
 func (e *Env) Close() error {
 	e.net.Close()
+	e.work.close()
 	e.disk.wait()
 	var err error
 	if e.bucket != nil {

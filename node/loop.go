@@ -24,17 +24,29 @@ var ErrLoopStopped = errors.New("loop stopped")
 type Loop struct {
 	start time.Time
 
-	mu      sync.Mutex
-	queue   []func()
-	timers  timerHeap
-	nextSeq uint64 // creation order of timers, to break deadline ties
+	mu    sync.Mutex
+	queue []func()
+	// queuedAt is when queue last went from empty to non-empty (on the
+	// Monotonic clock): the arrival of its oldest callback.
+	queuedAt time.Duration
+	timers   timerHeap
+	nextSeq  uint64 // creation order of timers, to break deadline ties
 	// stopped is written under mu and read without it by Run between
 	// callbacks, so that a Stop from inside a callback takes effect at once.
 	stopped atomic.Bool
 
 	wake chan struct{} // capacity 1: "something changed, look again"
 	done chan struct{} // closed when Run returns
+
+	// lag, when set, is told at every turn how long the oldest callback
+	// of the turn waited; it runs on the loop goroutine between callbacks.
+	lag func(time.Duration)
 }
+
+// SetLagObserver makes the loop report, once per turn, how long the
+// oldest callback it is about to run waited (since it was posted, or
+// since its timer came due). Call it before Run or from the loop.
+func (l *Loop) SetLagObserver(f func(time.Duration)) { l.lag = f }
 
 // NewLoop returns a loop whose Monotonic clock starts now. Call Run to
 // start it.
@@ -58,6 +70,9 @@ func (l *Loop) Post(f func()) {
 	if l.stopped.Load() {
 		l.mu.Unlock()
 		return
+	}
+	if len(l.queue) == 0 {
+		l.queuedAt = l.Monotonic()
 	}
 	l.queue = append(l.queue, f)
 	l.mu.Unlock()
@@ -139,8 +154,13 @@ func (l *Loop) Run() {
 			return
 		}
 		now := l.Monotonic()
+		oldest := now
+		if len(l.queue) > 0 {
+			oldest = l.queuedAt
+		}
 		for len(l.timers) > 0 && l.timers[0].deadline <= now {
 			t := heap.Pop(&l.timers).(*loopTimer)
+			oldest = min(oldest, t.deadline)
 			l.queue = append(l.queue, t.fire)
 		}
 		// Swap buffers: callbacks posted while this batch runs go to the
@@ -153,6 +173,9 @@ func (l *Loop) Run() {
 		l.mu.Unlock()
 
 		if len(batch) > 0 {
+			if l.lag != nil {
+				l.lag(max(now-oldest, 0))
+			}
 			for i, f := range batch {
 				if l.stopped.Load() {
 					clear(batch)

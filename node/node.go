@@ -99,6 +99,7 @@ func Start(cfg Config, log *slog.Logger) (*Node, error) {
 		DataDir:       dataDir,
 		BucketDir:     filepath.Join(dataDir, ObjectsDirName),
 		MaxFrameBytes: cfg.SocketRequestMaxBytes,
+		WorkWorkers:   cfg.requestWorkers(),
 		Logger:        log,
 		NoSendfile:    cfg.NoSendfile,
 	})
@@ -116,6 +117,10 @@ func Start(cfg Config, log *slog.Logger) (*Node, error) {
 	}
 	var startErr error
 	err = loop.Call(func() {
+		if n.metrics != nil {
+			lag := n.metrics.Histogram(metrics.LoopLag)
+			loop.SetLagObserver(func(d time.Duration) { lag.Observe(float64(d) / float64(time.Millisecond)) })
+		}
 		scfg := server.Config{
 			NodeID:     cfg.NodeID,
 			ClusterID:  meta.ClusterID,

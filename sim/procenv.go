@@ -22,8 +22,16 @@ type procEnv struct {
 	log    *slog.Logger
 
 	// Labels are built once per incarnation: events are the hot path.
-	timerLabel, postLabel string
+	timerLabel, postLabel, workLabel string
+
+	// workerFree is when each of the incarnation's modelled CPU workers
+	// (Work) is next free, in virtual time.
+	workerFree [simWorkers]time.Duration
 }
+
+// simWorkers is how many CPU workers Work models per process: a job waits
+// while this many are busy. Two, as on the machines Strata is tested on.
+const simWorkers = 2
 
 var _ env.Env = (*procEnv)(nil)
 
@@ -41,6 +49,7 @@ func newProcEnv(p *Process) *procEnv {
 	e.bucket = s.bucket.handle(p)
 	e.timerLabel = p.label("timer")
 	e.postLabel = p.label("post")
+	e.workLabel = p.label("work")
 	e.log = slog.New(newSimLogHandler(s, p.name+"#"+strconv.FormatUint(p.inc, 10)))
 	return e
 }
@@ -63,6 +72,31 @@ func (e *procEnv) AfterFunc(d time.Duration, f func()) env.Timer {
 
 func (e *procEnv) Post(f func()) {
 	e.p.sim.schedule(e.p, 0, e.postLabel, f)
+}
+
+// Work implements env.Env: the job takes cost of virtual time on the
+// first modelled worker to be free (queueing behind busy ones), and runs
+// with done as one event at its end. A buggified job is slow (ten times
+// its cost: a descheduled worker, a cold cache), so late completions and
+// completions out of submission order are common in simulation.
+func (e *procEnv) Work(cost time.Duration, job func(), done func()) {
+	now := e.p.sim.now
+	w := 0
+	for i := range e.workerFree {
+		if e.workerFree[i] < e.workerFree[w] {
+			w = i
+		}
+	}
+	start := max(now, e.workerFree[w])
+	cost = max(cost, 0)
+	if e.Buggify("sim/work-slow") {
+		cost *= 10
+	}
+	e.workerFree[w] = start + cost
+	e.p.sim.schedule(e.p, start+cost-now, e.workLabel, func() {
+		job()
+		done()
+	})
 }
 
 func (e *procEnv) Rand() *rand.Rand         { return e.rng }

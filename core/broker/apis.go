@@ -186,10 +186,6 @@ func (b *Broker) answerFeatures(resp *kmsg.ApiVersionsResponse) {
 	resp.FinalizedFeatures = append(resp.FinalizedFeatures, ff)
 }
 
-func handleMetadata(b *Broker, r *request) {
-	r.respond(b.handleMetadata(r.body.(*kmsg.MetadataRequest)))
-}
-
 // handleController passes a request to the metadata quorum member, which
 // answers it with its active controller or forwards it to the quorum
 // leader's, and answers with the controller's response.

@@ -12,6 +12,7 @@ import (
 	"github.com/strata-log/strata/core/env"
 	"github.com/strata-log/strata/core/producer"
 	"github.com/strata-log/strata/core/protocol"
+	"github.com/strata-log/strata/core/work"
 )
 
 // Broker serves Kafka requests on one listener. All its methods and
@@ -59,6 +60,10 @@ type Broker struct {
 	// first use.
 	peerConns *peerClients
 
+	// work runs requests' CPU-heavy parts off the loop, fairly between
+	// connections (each has its queue).
+	work *work.Pool
+
 	// metrics is nil with metrics off.
 	metrics *brokerMetrics
 }
@@ -78,6 +83,7 @@ func New(e env.Env, cfg Config) (*Broker, error) {
 		log: e.Logger().With("component", "broker"),
 	}
 	b.table, b.handlers = apiTable()
+	b.work = work.NewPool(e, cfg.Work)
 	b.autoCreating = map[string]bool{}
 	b.sessions.max, b.sessions.rng = cfg.MaxFetchSessions, e.Rand()
 	b.initMetrics()
@@ -143,7 +149,7 @@ func (b *Broker) accept(c env.Conn) {
 	if b.metrics != nil {
 		b.metrics.connsCreated.Inc()
 	}
-	cn := &conn{b: b, id: b.nextConnID, c: c, remote: c.RemoteAddr()}
+	cn := &conn{b: b, id: b.nextConnID, c: c, remote: c.RemoteAddr(), work: b.work.NewQueue()}
 	b.nextConnID++
 	b.conns = append(b.conns, cn)
 	c.OnFrame(func(frame []byte) { b.onFrame(cn, frame) })
@@ -167,6 +173,10 @@ func (b *Broker) accept(c env.Conn) {
 // forget drops a closed connection from b.conns, and its unsent answers.
 func (b *Broker) forget(cn *conn) {
 	cn.closing = true
+	// Heavy work not yet done for the conn is dropped; its requests
+	// complete unanswered (request.abandon) and the flush below
+	// releases them.
+	cn.work.Close()
 	i, found := slices.BinarySearchFunc(b.conns, cn.id, func(c *conn, id uint64) int {
 		return cmp.Compare(c.id, id)
 	})

@@ -20,7 +20,7 @@ const (
 	testHost      = "broker.example"
 )
 
-func newTestBroker(t *testing.T, mutate ...func(*Config)) (*Broker, *fakeEnv) {
+func newTestBroker(t testing.TB, mutate ...func(*Config)) (*Broker, *fakeEnv) {
 	t.Helper()
 	e := newFakeEnv()
 	cfg := Config{

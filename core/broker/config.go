@@ -3,12 +3,14 @@ package broker
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/core/meta"
 	"github.com/strata-log/strata/core/metrics"
 	"github.com/strata-log/strata/core/replica"
+	"github.com/strata-log/strata/core/work"
 )
 
 // Defaults for the bounds in Config.
@@ -45,6 +47,15 @@ const (
 	// queued.max.request.bytes (unbounded by default) is the nearest
 	// counterpart.
 	DefaultMaxInflightRequestBytes = 64 << 20
+
+	// DefaultInlineWorkBelow is the estimated CPU cost under which a
+	// request's heavy part (validating a produced batch, encoding a
+	// Metadata answer) runs on the loop rather than on a worker: a hop
+	// to a worker and back costs a few microseconds of latency, and a
+	// job this small holds the loop no longer than handling any request
+	// does. Its cost estimates (costs.go) bound what can run inline:
+	// a compressed batch is never estimated below it.
+	DefaultInlineWorkBelow = 50 * time.Microsecond
 )
 
 // Config is what a broker needs to know about itself.
@@ -132,6 +143,15 @@ type Config struct {
 	// Txns configures the transaction coordinator (txn.go).
 	Txns TxnConfig
 
+	// Work bounds the CPU-heavy work of requests that runs off the loop
+	// (record validation, large response encoding; see package
+	// core/work): Limit is the jobs run at once (the node gives its
+	// worker count, GOMAXPROCS), PerQueue those of one connection,
+	// InlineBelow the estimated cost under which a job runs on the loop
+	// (zero: DefaultInlineWorkBelow; negative: none, every job goes to a
+	// worker). Zero Limit and PerQueue mean work.Config's defaults.
+	Work work.Config
+
 	// Metrics is the registry the broker counts into; nil counts
 	// nothing (and the request path takes no timestamps).
 	Metrics *metrics.Registry
@@ -206,6 +226,12 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	if cfg.MaxBufferedResponseBytes == 0 {
 		cfg.MaxBufferedResponseBytes = DefaultMaxBufferedResponseBytes
+	}
+	switch {
+	case cfg.Work.InlineBelow == 0:
+		cfg.Work.InlineBelow = DefaultInlineWorkBelow
+	case cfg.Work.InlineBelow < 0:
+		cfg.Work.InlineBelow = 0 // every job goes to a worker
 	}
 	return cfg, nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/strata-log/strata/core/assert"
 	"github.com/strata-log/strata/core/env"
 	"github.com/strata-log/strata/core/protocol"
+	"github.com/strata-log/strata/core/work"
 )
 
 // conn is the broker's view of one client connection: its requests in
@@ -36,6 +37,8 @@ type conn struct {
 	dispatched int
 	// paused is set while the conn's reads are paused for a bound.
 	paused bool
+	// work is the conn's line of CPU-heavy jobs (request.offload).
+	work *work.Queue
 }
 
 // request is one request of a connection and, once answered, its answer.
@@ -90,6 +93,36 @@ func (r *request) respondParts(parts []env.Part, release func()) {
 	r.answered, r.parts, r.release = true, parts, release
 	r.answeredNow()
 	r.cn.b.flushSoon(r.cn)
+}
+
+// offload runs run off the loop (on a worker of the broker's pool, in
+// turn with the other connections' jobs) and then done on the loop, after
+// the done of every earlier offloaded request of the connection. cost is
+// the job's estimated CPU time (costs.go). If the connection closes first
+// the request completes unanswered and done never runs. run must be pure:
+// it may read the request and what the caller hands it, never broker
+// state.
+func (r *request) offload(cost time.Duration, run, done func()) {
+	r.cn.work.Submit(work.Job{Cost: cost, Run: run, Done: done, Drop: r.abandon})
+}
+
+// abandon completes a request whose connection closed before it could be
+// answered; the connection's flush releases it.
+func (r *request) abandon() {
+	if !r.answered {
+		r.answered, r.silent = true, true
+	}
+}
+
+// respondEncoded answers the request with resp already encoded as frame
+// (off the loop), which must be of its version.
+func (r *request) respondEncoded(resp kmsg.Response, frame []byte) {
+	assert.That(resp.GetVersion() == r.hdr.Version, "%s response version %d for request version %d",
+		r.hdr.APIName(), resp.GetVersion(), r.hdr.Version)
+	if r.m != nil && !r.api.countsErrors {
+		r.m.countResponseErrors(resp)
+	}
+	r.respondFrame(frame)
 }
 
 // noResponse completes a request that gets no answer (acks=0).

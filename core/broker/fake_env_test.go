@@ -42,7 +42,13 @@ func (e *fakeEnv) AfterFunc(_ time.Duration, f func()) env.Timer {
 	})
 	return t
 }
-func (e *fakeEnv) Post(f func())        { e.pending = append(e.pending, f) }
+func (e *fakeEnv) Post(f func()) { e.pending = append(e.pending, f) }
+func (e *fakeEnv) Work(_ time.Duration, job func(), done func()) {
+	e.Post(func() {
+		job()
+		done()
+	})
+}
 func (e *fakeEnv) Rand() *rand.Rand     { return e.rnd }
 func (e *fakeEnv) Buggify(string) bool  { return false }
 func (e *fakeEnv) Disk() env.Disk       { return nil }

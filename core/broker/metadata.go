@@ -2,11 +2,13 @@ package broker
 
 import (
 	"slices"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/core/meta"
+	"github.com/strata-log/strata/core/protocol"
 )
 
 // handleMetadata answers Metadata at any version in the protocol table.
@@ -22,30 +24,72 @@ import (
 // without the Metadata request waiting for it. Otherwise it is
 // UNKNOWN_TOPIC_OR_PARTITION, or INVALID_TOPIC_EXCEPTION for a name
 // Kafka's rules refuse.
-func (b *Broker) handleMetadata(req *kmsg.MetadataRequest) *kmsg.MetadataResponse {
-	resp := req.ResponseKind().(*kmsg.MetadataResponse)
+//
+// The loop resolves the names (and starts auto-creations); describing the
+// topics and encoding the answer, which for every topic of a large
+// cluster takes milliseconds, runs off the loop (request.offload) on the
+// immutable image.
+func handleMetadata(b *Broker, r *request) {
+	plan := b.planMetadata(r.body.(*kmsg.MetadataRequest))
+	var resp *kmsg.MetadataResponse
+	var frame []byte
+	r.offload(plan.cost(), func() {
+		resp = plan.build()
+		frame = protocol.EncodeResponse(r.hdr.CorrelationID, resp)
+	}, func() { r.respondEncoded(resp, frame) })
+}
 
+// metadataPlan is a Metadata answer decided on the loop and built off it:
+// everything build reads is immutable (the image, the request) or owned by
+// the plan.
+type metadataPlan struct {
+	req          *kmsg.MetadataRequest
+	img          *meta.Image
+	brokers      []kmsg.MetadataResponseBroker
+	clusterID    string
+	controllerID int32
+	// topics are the answer's topics in order: a topic of img to describe
+	// (ti set), or an answer already made (a missing or refused name).
+	topics []metadataTopic
+	// partitions counts the partitions to describe, for the cost.
+	partitions int
+}
+
+type metadataTopic struct {
+	ti     *meta.TopicImage
+	answer kmsg.MetadataResponseTopic
+}
+
+// metadataCostPerPartition is the estimated CPU time of describing and
+// encoding one partition of a Metadata answer (a few hundred bytes
+// built and encoded): 5,000 partitions, about 10 ms.
+const metadataCostPerPartition = 2 * time.Microsecond
+
+func (p *metadataPlan) cost() time.Duration {
+	return time.Duration(p.partitions+len(p.topics)) * metadataCostPerPartition
+}
+
+// planMetadata resolves a Metadata request's topics on the loop.
+func (b *Broker) planMetadata(req *kmsg.MetadataRequest) *metadataPlan {
 	var img *meta.Image
 	if b.cfg.Metadata != nil {
 		img = b.cfg.Metadata.Image()
 	}
-	resp.Brokers = b.brokerList(img)
-	clusterID := b.cfg.ClusterID
-	resp.ClusterID = &clusterID             // encoded from v2
-	resp.ControllerID = b.controllerID(img) // encoded from v1
-	// AuthorizedOperations (v8..v10) keeps kmsg's default, INT32_MIN,
-	// Kafka's "not provided": there is no authorizer yet.
-	resp.ErrorCode = 0 // v13 (KIP-1102): no rebootstrap needed
-
+	plan := &metadataPlan{req: req, img: img, brokers: b.brokerList(img),
+		clusterID: b.cfg.ClusterID, controllerID: b.controllerID(img)}
+	describe := func(ti *meta.TopicImage) {
+		plan.topics = append(plan.topics, metadataTopic{ti: ti})
+		plan.partitions += ti.NumPartitions()
+	}
 	// A nil topic list (v1+) or an empty one (v0) asks for all topics.
-	resp.Topics = make([]kmsg.MetadataResponseTopic, 0, len(req.Topics))
 	if req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0) {
 		if img != nil {
+			plan.topics = make([]metadataTopic, 0, img.NumTopics())
 			for ti := range img.Topics() {
-				resp.Topics = append(resp.Topics, b.topicMetadata(img, ti))
+				describe(ti)
 			}
 		}
-		return resp
+		return plan
 	}
 	// Kafka answers each distinct topic once; the sets are only used for
 	// membership, the response keeps request order.
@@ -66,7 +110,7 @@ func (b *Broker) handleMetadata(req *kmsg.MetadataRequest) *kmsg.MetadataRespons
 			seenNames[*rt.Topic] = true
 			if img != nil {
 				if ti, ok := img.TopicByName(*rt.Topic); ok {
-					resp.Topics = append(resp.Topics, b.topicMetadata(img, ti))
+					describe(ti)
 					continue
 				}
 			}
@@ -81,7 +125,7 @@ func (b *Broker) handleMetadata(req *kmsg.MetadataRequest) *kmsg.MetadataRespons
 			seenIDs[rt.TopicID] = true
 			if img != nil {
 				if ti, ok := img.TopicByID(meta.UUID(rt.TopicID)); ok {
-					resp.Topics = append(resp.Topics, b.topicMetadata(img, ti))
+					describe(ti)
 					continue
 				}
 			}
@@ -93,7 +137,29 @@ func (b *Broker) handleMetadata(req *kmsg.MetadataRequest) *kmsg.MetadataRespons
 			t.TopicID = rt.TopicID
 			t.ErrorCode = kerr.InvalidRequest.Code
 		}
-		resp.Topics = append(resp.Topics, t)
+		plan.topics = append(plan.topics, metadataTopic{answer: t})
+	}
+	return plan
+}
+
+// build makes the answer. It touches nothing but the plan, so it may run
+// off the loop.
+func (p *metadataPlan) build() *kmsg.MetadataResponse {
+	resp := p.req.ResponseKind().(*kmsg.MetadataResponse)
+	resp.Brokers = p.brokers
+	clusterID := p.clusterID
+	resp.ClusterID = &clusterID        // encoded from v2
+	resp.ControllerID = p.controllerID // encoded from v1
+	// AuthorizedOperations (v8..v10) keeps kmsg's default, INT32_MIN,
+	// Kafka's "not provided": there is no authorizer yet.
+	resp.ErrorCode = 0 // v13 (KIP-1102): no rebootstrap needed
+	resp.Topics = make([]kmsg.MetadataResponseTopic, 0, len(p.topics))
+	for _, t := range p.topics {
+		if t.ti == nil {
+			resp.Topics = append(resp.Topics, t.answer)
+			continue
+		}
+		resp.Topics = append(resp.Topics, topicMetadata(p.img, t.ti))
 	}
 	return resp
 }
@@ -197,7 +263,7 @@ func (b *Broker) controllerID(img *meta.Image) int32 {
 
 // topicMetadata describes one topic of the image. A partition without a
 // leader gets LEADER_NOT_AVAILABLE with leader -1, as in Kafka.
-func (b *Broker) topicMetadata(img *meta.Image, ti *meta.TopicImage) kmsg.MetadataResponseTopic {
+func topicMetadata(img *meta.Image, ti *meta.TopicImage) kmsg.MetadataResponseTopic {
 	t := kmsg.NewMetadataResponseTopic()
 	name := ti.Name()
 	t.Topic = &name

@@ -58,6 +58,10 @@ func (b *Broker) initMetrics() {
 	reg.GaugeFunc(metrics.ConnectionsPaused, func() float64 { return float64(len(b.paused)) })
 	reg.GaugeFunc(metrics.InflightRequestBytes, func() float64 { return float64(b.inflightBytes) })
 	reg.GaugeFunc(metrics.FetchSessions, func() float64 { return float64(len(b.sessions.sessions)) })
+	// Counters the pool keeps itself (a counter's value read at scrape).
+	reg.GaugeFunc(metrics.WorkJobs, func() float64 { return float64(b.work.Stats().Started) }, "worker")
+	reg.GaugeFunc(metrics.WorkJobs, func() float64 { return float64(b.work.Stats().Inline) }, "inline")
+	reg.GaugeFunc(metrics.WorkQueued, func() float64 { return float64(b.work.Stats().Queued) })
 	b.metrics = bm
 }
 

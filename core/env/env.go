@@ -31,6 +31,22 @@ type Env interface {
 	// step (bounded work per callback, e.g. a compaction slice).
 	Post(f func())
 
+	// Work runs job off the loop, on one of a bounded set of CPU workers
+	// (about GOMAXPROCS in the node), and then done on the loop. It is for
+	// CPU-heavy work on data the loop hands over and does not touch until
+	// done runs (decompressing and validating a produced batch, encoding a
+	// large response): while the job runs, the loop serves everyone else.
+	//
+	// job must be pure: it may read and write only what it was given, never
+	// loop state, never the Env, and it must not block. cost is the
+	// caller's estimate of the job's CPU time; the simulator runs the job
+	// that long in virtual time on one of its modelled workers (jobs queue
+	// when every worker is busy), the node ignores it. done runs on the
+	// loop after job returned, never inline; a crashed or stopped
+	// incarnation gets no done. Jobs may finish in any order: callers
+	// that need an order keep it themselves (package core/work does).
+	Work(cost time.Duration, job func(), done func())
+
 	// Rand is this process's randomness. In the simulator it is seeded from
 	// the run seed and the process identity, so adding a process does not
 	// reshuffle another's stream. Core must not share it across loops.

@@ -143,6 +143,14 @@ var (
 	UnderReplicatedPartitions = &Def{Name: "kafka_server_replicamanager_underreplicatedpartitions", Kind: GaugeKind,
 		Help: "Partitions led here whose in-sync replicas are fewer than their replicas.", Kafka: "kafka.server:type=ReplicaManager,name=UnderReplicatedPartitions"}
 
+	// The event loop and its workers.
+	LoopLag = &Def{Name: "strata_loop_lag_ms", Kind: HistogramKind, Buckets: MillisBuckets,
+		Help: "How long the oldest waiting callback (a received frame, a completion, a due timer) had waited when the event loop took it, in ms: latency every client of the node shares. Observed once per turn of the loop."}
+	WorkJobs = &Def{Name: "strata_work_jobs_total", Kind: CounterKind, Labels: []string{"where"},
+		Help: "CPU-heavy jobs of requests (record validation, large response encoding) by where they ran: worker (off the loop) or inline (small enough to run on the loop)."}
+	WorkQueued = &Def{Name: "strata_work_queued_jobs", Kind: GaugeKind,
+		Help: "Jobs waiting for a worker now (shared round-robin between connections)."}
+
 	// Transaction verification (KIP-890 part 1).
 	TxnVerificationFailures = &Def{Name: "kafka_server_addpartitionstotxnmanager_verificationfailures_total", Kind: CounterKind,
 		Help:  "Partitions whose transaction verification failed: not in the producer's transaction, or the coordinator could not answer.",
@@ -168,6 +176,7 @@ var Catalog = sortedCatalog(
 	ConnectionsPaused, FetchSessions, InflightRequestBytes, LeaderCount, OfflinePartitions,
 	PartitionCount, UnderMinISRPartitions, UnderReplicatedPartitions,
 	IsrExpands, IsrShrinks, RecoveringPartitions, ReplicaMaxLag,
+	LoopLag, WorkJobs, WorkQueued,
 	TxnVerificationFailures, TxnVerificationTime,
 )
 
