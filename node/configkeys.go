@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/core/broker"
+	"github.com/strata-log/strata/core/config"
 	"github.com/strata-log/strata/core/controller"
 	"github.com/strata-log/strata/core/group"
 	"github.com/strata-log/strata/core/producer"
@@ -22,7 +23,7 @@ import (
 
 // Config keys of the broker's topic defaults and bounds, named as in
 // Kafka. The topic defaults among them (log.segment.bytes, ...) take the
-// topic key they set from the controller's config table (its
+// topic key they set from the table of topic configs (core/config, its
 // ServerDefault column), so that mapping lives in one place.
 const (
 	KeyNumPartitions               = "num.partitions"
@@ -293,22 +294,17 @@ var configKeyIndex = func() map[string]*configKey {
 
 // topicDefault is the row of a broker key that sets a topic config's
 // default: the topic key, default, type and validation come from the
-// controller's config table (the row whose ServerDefault is key), checked
-// also against the range the partitions accept.
+// table of topic configs (core/config: the row whose ServerDefault is
+// key), whose valid values are the ones the partitions can apply.
 func topicDefault(key string) configKey {
-	var def *controller.TopicConfig
-	for _, tc := range controller.TopicConfigs() {
-		if tc.ServerDefault == key {
-			def = tc
-		}
-	}
-	if def == nil {
+	def, ok := config.TopicRowByServerDefault(key)
+	if !ok {
 		panic("node: no topic config has the server default " + key) // a table bug, caught by every test
 	}
 	topicKey := def.Name
 	return configKey{name: key, def: def.Default, typ: def.Type, doc: def.Doc + " (the default of the topic config " + topicKey + ")",
 		set: func(c *Config, value string) error {
-			if err := replica.CheckTopicConfig(topicKey, value); err != nil {
+			if err := def.Validate(value); err != nil {
 				return err
 			}
 			c.topicDefaults = maps.Clone(c.topicDefaults)
@@ -745,7 +741,8 @@ func (c Config) validateTopicDefaults() error {
 		if !ok {
 			continue
 		}
-		if err := replica.CheckTopicConfig(ch.topicKey, strconv.FormatInt(ms, 10)); err != nil {
+		row, _ := config.TopicRow(ch.topicKey)
+		if err := row.Validate(strconv.FormatInt(ms, 10)); err != nil {
 			return invalid(key, c.given[key], fmt.Sprintf("%d ms for %s: %v", ms, ch.topicKey, err))
 		}
 	}
