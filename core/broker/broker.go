@@ -50,6 +50,10 @@ type Broker struct {
 	groups groupCoordinator
 	// txns is the transaction coordinator (txn.go).
 	txns txnCoordinator
+	// coordinatorTopicProblems is, per coordinator topic, why its
+	// coordinator last found it unusable ("" when usable), so that a
+	// change is logged once (internaltopics.go). Only looked up.
+	coordinatorTopicProblems map[string]string
 	// verifying are the partitions' verifications this broker has asked
 	// the coordinator about and not heard back on, each with the
 	// produces waiting behind the ask (txnverify.go). Looked up by key

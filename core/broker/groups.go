@@ -480,7 +480,7 @@ func (b *Broker) groupShardFor(name string) (*group.Shard, *kerr.Error) {
 		return nil, kerr.CoordinatorNotAvailable
 	}
 	ti, ok := img.TopicByName(OffsetsTopic)
-	if !ok || ti.NumPartitions() == 0 {
+	if !ok || ti.NumPartitions() == 0 || b.coordinatorTopicProblem(img, OffsetsTopic) != "" {
 		return nil, kerr.CoordinatorNotAvailable
 	}
 	gs := b.groups.shard(groupPartition(name, int32(ti.NumPartitions())))

@@ -193,6 +193,15 @@ func (c *Controller) incrementalChanges(res kmsg.IncrementalAlterConfigsRequestR
 		default:
 			return nil, errorf(kerr.InvalidRequest, "Unknown config operation %d for %s.", cfg.Op, cfg.Name)
 		}
+		if cfg.Name == config.TopicCleanupPolicy {
+			value := ""
+			if next != nil {
+				value = *next
+			}
+			if e := checkCoordinatorTopicPolicy(res.ResourceName, value, next != nil); e != nil {
+				return nil, e
+			}
+		}
 		if (next == nil && has) || (next != nil && (!has || *next != cur)) {
 			recs = append(recs, configRecord(res.ResourceName, cfg.Name, next))
 		}
@@ -244,6 +253,10 @@ func (c *Controller) replacementChanges(res kmsg.AlterConfigsRequestResource) ([
 		if cur, has := c.spec.ConfigValue(resource, cfg.Name); !has || cur != *cfg.Value {
 			recs = append(recs, configRecord(res.ResourceName, cfg.Name, cfg.Value))
 		}
+	}
+	policy, ok := want[config.TopicCleanupPolicy]
+	if e := checkCoordinatorTopicPolicy(res.ResourceName, policy, ok); e != nil {
+		return nil, e
 	}
 	for _, e := range c.spec.Configs(resource) {
 		if _, keep := want[e.Key]; !keep {

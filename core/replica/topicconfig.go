@@ -72,6 +72,34 @@ func (c Config) ResolveTopicConfigs(img *meta.Image, topic string) []TopicConfig
 	return values
 }
 
+// ResolveTopicConfig is ResolveTopicConfigs for one key: its effective
+// value for topic as the partitions apply it, parsed by the key's row
+// (without ResolveTopicConfigs' fallback for a rule across keys, of which
+// the topic keys have none today), or false for a key the table does not
+// have.
+func (c Config) ResolveTopicConfig(img *meta.Image, topic, key string) (config.Value, TopicConfigValue, bool) {
+	def, ok := config.TopicRow(key)
+	if !ok {
+		return config.Value{}, TopicConfigValue{}, false
+	}
+	syn := c.topicConfigSources(img, topic, def)
+	for _, v := range syn {
+		if parsed, err := def.Parse(v.Value); err == nil {
+			return parsed, TopicConfigValue{Def: def, Effective: v, Synonyms: syn}, true
+		}
+	}
+	// The table's default always parses (a test checks it).
+	last := syn[len(syn)-1]
+	parsed, _ := def.Parse(last.Value)
+	return parsed, TopicConfigValue{Def: def, Effective: last, Synonyms: syn}, true
+}
+
+// ResolveTopicConfig is Config.ResolveTopicConfig with the manager's
+// configuration.
+func (m *Manager) ResolveTopicConfig(img *meta.Image, topic, key string) (config.Value, TopicConfigValue, bool) {
+	return m.cfg.ResolveTopicConfig(img, topic, key)
+}
+
 // ResolveTopicConfigs is Config.ResolveTopicConfigs with the manager's
 // configuration.
 func (m *Manager) ResolveTopicConfigs(img *meta.Image, topic string) []TopicConfigValue {
