@@ -192,6 +192,12 @@ func (l *Log) recordReader() *record.RecordReader {
 	return l.records
 }
 
+// MaxReadDecompressedBytes bounds what a reader of the log's stored
+// batches should decompress per batch (readBound): the log's own readers
+// use it, and so should its owner's (the coordinators replaying their
+// topics).
+func (l *Log) MaxReadDecompressedBytes() int { return l.readBound() }
+
 // readBound bounds what a reader of this log's stored batches decompresses
 // per batch: at least what a producer's batch may decompress to under
 // max.message.bytes (record.MaxDecompressedBytes), so that every batch
