@@ -314,7 +314,7 @@ func (b *Broker) replaySlice(sh replayer, l *log.Log, offset, end int64) (int64,
 		return offset, err
 	}
 	sp := record.NewSplitter(buf, len(buf), record.CheckStored)
-	rr := record.NewRecordReader(record.NewDecompressor(record.DefaultMaxDecompressedBytes))
+	rr := record.NewRecordReader(record.NewDecompressor(l.MaxReadDecompressedBytes()))
 	tr, _ := sh.(txnReplayer)
 	for sp.Next() {
 		batch := sp.Batch()

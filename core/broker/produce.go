@@ -72,12 +72,13 @@ func handleProduce(b *Broker, r *request) {
 			*rp = kmsg.NewProduceResponseTopicPartition()
 			rp.Partition = tp.Partition
 			rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = -1, -1, -1
-			setErr := func(err error) {
+			setErr := func(err error, recs ...replica.RecordError) {
 				failed = true
 				code := b.errorCode(err)
 				rp.ErrorCode = code.Code
 				msg := err.Error()
-				rp.ErrorMessage = &msg // encoded from v8
+				rp.ErrorMessage = &msg // encoded from v8, as record errors are
+				rp.ErrorRecords = recordErrors(recs)
 				if code == kerr.NotLeaderForPartition {
 					b.fillCurrentLeader(img, name, tp.Partition, &rp.CurrentLeader, &resp.Brokers)
 				}
@@ -112,7 +113,7 @@ func handleProduce(b *Broker, r *request) {
 			}
 			a.rp.ErrorCode = 0
 			if res.Err != nil {
-				a.setErr(res.Err)
+				a.setErr(res.Err, res.RecordErrors...)
 			} else {
 				a.rp.BaseOffset, a.rp.LogAppendTime, a.rp.LogStartOffset = res.BaseOffset, res.LogAppendTime, res.LogStartOffset
 			}
@@ -184,7 +185,19 @@ type produceAppend struct {
 	part    *replica.Partition
 	payload []byte
 	rp      *kmsg.ProduceResponseTopicPartition
-	setErr  func(error)
+	setErr  func(error, ...replica.RecordError)
+}
+
+// recordErrors are a partition's per-record errors as Produce v8+ answers
+// them (batch_index and message; older versions do not encode them).
+func recordErrors(recs []replica.RecordError) []kmsg.ProduceResponseTopicPartitionErrorRecord {
+	var out []kmsg.ProduceResponseTopicPartitionErrorRecord
+	for _, r := range recs {
+		e := kmsg.NewProduceResponseTopicPartitionErrorRecord()
+		e.RelativeOffset, e.ErrorMessage = r.Index, kmsg.StringPtr(r.Message)
+		out = append(out, e)
+	}
+	return out
 }
 
 // transactional reports whether a produce payload's first batch has the
