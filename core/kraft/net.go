@@ -322,8 +322,16 @@ func (n *network) onRequest(ic *inboundConn, frame []byte) {
 	if n.m.raft == nil {
 		return // not started yet: the sender times out and retries
 	}
-	msg, err := quorum.DecodeRequest(req, n.m.cfg.NodeID)
-	if err != nil {
+	msg, err := quorum.DecodeRequest(req, n.m.cfg.NodeID, n.m.cfg.ClusterID)
+	var rerr *quorum.RequestError
+	switch {
+	case errors.As(err, &rerr):
+		// Refused at the boundary (issue 22): answered with Kafka's error,
+		// and the Raft never sees it.
+		n.m.log.Info("quorum request refused", "api", hdr.APIName(), "remote", ic.conn.RemoteAddr(), "err", err)
+		n.refuse(ic, corr, req, rerr)
+		return
+	case err != nil:
 		n.m.log.Warn("not a quorum request, closing connection", "api", hdr.APIName(), "err", err)
 		ic.conn.Close()
 		return
@@ -331,12 +339,40 @@ func (n *network) onRequest(ic *inboundConn, frame []byte) {
 	if len(ic.pending) == maxPendingPerConn {
 		ic.pending = ic.pending[1:]
 	}
-	ic.pending = append(ic.pending, pendingRequest{correlationID: corr, version: version, msg: msg})
+	pr := pendingRequest{correlationID: corr, version: version, msg: msg}
+	ic.pending = append(ic.pending, pr)
 	n.m.step(func() {
 		if err := n.m.raft.Step(msg); err != nil {
-			n.m.log.Debug("quorum refused request", "msg", msg.String(), "err", err)
+			// DecodeRequest checks what Step does, so this is not
+			// expected; answer rather than leave the request hanging.
+			n.m.log.Warn("quorum refused request", "msg", msg.String(), "err", err)
+			ic.dropPending(pr)
+			n.refuse(ic, corr, req, &quorum.RequestError{Code: quorum.ErrInvalidRequest, Reason: err.Error()})
 		}
 	})
+}
+
+// refuse answers a quorum request with the error response for rerr,
+// naming the leader and epoch this member knows.
+func (n *network) refuse(ic *inboundConn, corr int32, req kmsg.Request, rerr *quorum.RequestError) {
+	leader, epoch := quorum.NoNode, int32(-1)
+	if n.m.raft != nil {
+		leader, epoch = n.m.raft.Leader()
+	}
+	if resp := quorum.ErrorResponse(req, rerr, leader, epoch); resp != nil {
+		n.reply(ic, corr, resp)
+	}
+}
+
+// dropPending forgets pending request pr, which will not be answered by
+// the Raft.
+func (ic *inboundConn) dropPending(pr pendingRequest) {
+	for i, other := range ic.pending {
+		if other.correlationID == pr.correlationID && other.msg.From == pr.msg.From {
+			ic.pending = append(ic.pending[:i], ic.pending[i+1:]...)
+			return
+		}
+	}
 }
 
 // controllerRequest submits a controller request received on the listener

@@ -80,13 +80,23 @@ func (r *Raft) Campaign() error {
 	case RoleLeader, RoleProspective, RoleCandidate:
 		return nil
 	}
+	if r.state.Epoch >= MaxEpoch {
+		return fmt.Errorf("%w: node %s is at epoch %d", ErrEpochExhausted, r.id, r.state.Epoch)
+	}
 	r.becomeProspective()
 	return nil
 }
 
 // becomeProspective starts a pre-vote round in the current epoch (KIP-996).
+// A node at MaxEpoch cannot become a candidate (its epoch would pass
+// MaxEpoch), so it waits unattached instead, following any leader of
+// MaxEpoch that announces itself.
 func (r *Raft) becomeProspective() {
 	assert.That(r.voter, "quorum: observer %s campaigning", r.id)
+	if r.state.Epoch >= MaxEpoch {
+		r.enterUnattached()
+		return
+	}
 	r.setRole(RoleProspective)
 	r.election = newElection()
 	r.election.granted[r.id] = true
@@ -224,17 +234,28 @@ func (r *Raft) handleVoteRequest(from NodeID, req VoteRequest) {
 		respond(false, ErrInconsistentVoterSet)
 		return
 	}
+	if r.epochTooFar(req.Epoch) {
+		respond(false, ErrInvalidRequest)
+		return
+	}
 	if req.Epoch < r.state.Epoch {
 		respond(false, ErrNone)
 		return
+	}
+	if req.Epoch > r.state.Epoch {
+		// A voter ahead of this node's epoch: move to it, even on a
+		// pre-vote (Kafka does not). A voter can only be ahead by having
+		// taken part in an election this node missed, or by a forged
+		// request that moved it (issue 22): either way it cannot rejoin
+		// an epoch it left, and its pre-votes are its only messages, so
+		// the quorum must come to its epoch (as etcd's leader steps down
+		// on a higher term in any message).
+		r.becomeUnattached(req.Epoch)
 	}
 	upToDate := req.LastEnd.Compare(r.log.EndOffset()) >= 0
 	if req.PreVote {
 		respond(upToDate && r.wouldGrantPreVote(), ErrNone)
 		return
-	}
-	if req.Epoch > r.state.Epoch {
-		r.becomeUnattached(req.Epoch)
 	}
 	s := r.state
 	grant := upToDate && s.LeaderID == NoNode && (s.VotedFor == NoNode || s.VotedFor == req.CandidateID)
@@ -260,7 +281,7 @@ func (r *Raft) handleVoteResponse(from NodeID, resp VoteResponse) {
 		if !resp.PreVote {
 			return
 		}
-		if !resp.Granted && resp.LeaderID != NoNode && resp.LeaderID != r.id &&
+		if !resp.Granted && resp.LeaderID != NoNode && resp.LeaderID != r.id && r.isVoter(resp.LeaderID) &&
 			!(r.leaderGone && resp.LeaderID == r.state.LeaderID) {
 			// The voter still follows a live leader of this epoch (one
 			// this node has not seen resign).
@@ -277,7 +298,7 @@ func (r *Raft) handleVoteResponse(from NodeID, resp VoteResponse) {
 		if resp.PreVote {
 			return
 		}
-		if !resp.Granted && resp.LeaderID != NoNode && resp.LeaderID != r.id {
+		if !resp.Granted && resp.LeaderID != NoNode && resp.LeaderID != r.id && r.isVoter(resp.LeaderID) {
 			r.becomeFollower(r.state.Epoch, resp.LeaderID)
 			return
 		}

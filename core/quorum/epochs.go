@@ -59,6 +59,13 @@ func (r *Raft) observeEpoch(epoch int32, leader NodeID) bool {
 	return true
 }
 
+// epochTooFar reports whether a request's epoch is more than MaxEpochJump
+// ahead of this node's: one such request is refused rather than moving
+// the node (and, through it, the quorum) most of the way to MaxEpoch.
+func (r *Raft) epochTooFar(epoch int32) bool {
+	return int64(epoch)-int64(r.state.Epoch) > int64(MaxEpochJump)
+}
+
 func (r *Raft) tickUnattached() {
 	if r.voter {
 		if r.now >= r.electionDeadline {
@@ -75,6 +82,10 @@ func (r *Raft) handleBeginQuorumEpoch(from NodeID, req BeginQuorumEpochRequest) 
 	}
 	if from != req.LeaderID || !r.isVoter(req.LeaderID) {
 		respond(ErrInconsistentVoterSet)
+		return
+	}
+	if r.epochTooFar(req.Epoch) {
+		respond(ErrInvalidRequest)
 		return
 	}
 	if req.Epoch < r.state.Epoch {

@@ -38,6 +38,9 @@ import (
 //	crash 1 / restart 1        lose everything not durable / start again
 //	hold-storage 1 / release-storage 1
 //	                           withhold / complete node 1's fsyncs
+//	forge to=2 Vote epoch=E candidate=3 last=O@E ...
+//	                           a hand-built request from a hostile peer
+//	                           (forge_test.go)
 //	status | log 1 | describe 1
 //
 // Storage completes instantly unless held; every message is printed as it is
@@ -166,6 +169,8 @@ func (h *interaction) run(t *testing.T, d *datadriven.TestData) string {
 			n.ackSync(len(n.syncs))
 			h.process(id)
 		}
+	case "forge":
+		h.forge(t, d)
 	case "status":
 		h.status()
 	case "log":

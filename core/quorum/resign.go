@@ -95,6 +95,10 @@ func (r *Raft) handleEndQuorumEpoch(from NodeID, req EndQuorumEpochRequest) {
 		respond(ErrInconsistentVoterSet)
 		return
 	}
+	if r.epochTooFar(req.Epoch) {
+		respond(ErrInvalidRequest)
+		return
+	}
 	if req.Epoch < r.state.Epoch {
 		respond(ErrFencedLeaderEpoch)
 		return
