@@ -25,6 +25,9 @@ type election struct {
 	// (PeerUnreachable) that have not answered this round: they count as
 	// rejecting it in hopeless.
 	unreachable map[NodeID]bool
+	// stillFollowed holds the voters that rejected this pre-vote round
+	// because they follow the leader this node saw resign (leaderGone).
+	stillFollowed map[NodeID]bool
 	// req is the request of this round, sent again every RequestTimeout to
 	// voters that have not answered.
 	req     VoteRequest
@@ -32,7 +35,7 @@ type election struct {
 }
 
 func newElection() *election {
-	return &election{granted: map[NodeID]bool{}, rejected: map[NodeID]bool{}, unreachable: map[NodeID]bool{}}
+	return &election{granted: map[NodeID]bool{}, rejected: map[NodeID]bool{}, unreachable: map[NodeID]bool{}, stillFollowed: map[NodeID]bool{}}
 }
 
 func (e *election) record(from NodeID, granted bool) {
@@ -281,12 +284,25 @@ func (r *Raft) handleVoteResponse(from NodeID, resp VoteResponse) {
 		if !resp.PreVote {
 			return
 		}
-		if !resp.Granted && resp.LeaderID != NoNode && resp.LeaderID != r.id && r.isVoter(resp.LeaderID) &&
-			!(r.leaderGone && resp.LeaderID == r.state.LeaderID) {
-			// The voter still follows a live leader of this epoch (one
-			// this node has not seen resign).
-			r.becomeFollower(r.state.Epoch, resp.LeaderID)
-			return
+		if !resp.Granted && resp.LeaderID != NoNode && resp.LeaderID != r.id && r.isVoter(resp.LeaderID) && r.mayFollow(r.state.Epoch, resp.LeaderID) {
+			if !(r.leaderGone && resp.LeaderID == r.state.LeaderID) {
+				// The voter still follows a live leader of this epoch (one
+				// this node has not seen resign).
+				r.becomeFollower(r.state.Epoch, resp.LeaderID)
+				return
+			}
+			// This node saw that leader resign, yet the voter follows it.
+			// Once a majority of the voters say so (the leader itself
+			// answers too), the resignation was not the leader's: an
+			// EndQuorumEpoch forged in its name (issue 22), which would
+			// otherwise keep this node out until the next election. It
+			// follows the leader again; if the leader did resign, its
+			// first fetch answer says so and the node leaves it again.
+			e.stillFollowed[from] = true
+			if len(e.stillFollowed) >= r.majority() {
+				r.becomeFollower(r.state.Epoch, resp.LeaderID)
+				return
+			}
 		}
 		e.record(from, resp.Granted)
 		if len(e.granted) >= r.majority() {
@@ -298,7 +314,7 @@ func (r *Raft) handleVoteResponse(from NodeID, resp VoteResponse) {
 		if resp.PreVote {
 			return
 		}
-		if !resp.Granted && resp.LeaderID != NoNode && resp.LeaderID != r.id && r.isVoter(resp.LeaderID) {
+		if !resp.Granted && resp.LeaderID != NoNode && resp.LeaderID != r.id && r.isVoter(resp.LeaderID) && r.mayFollow(r.state.Epoch, resp.LeaderID) {
 			r.becomeFollower(r.state.Epoch, resp.LeaderID)
 			return
 		}

@@ -100,7 +100,7 @@ func (r *Raft) handleFetchResponse(from NodeID, resp FetchResponse) {
 		return
 	}
 	if resp.Error != ErrNone {
-		if l := resp.LeaderID; l != NoNode && l != r.id && r.role != RoleFollower && r.isVoter(l) {
+		if l := resp.LeaderID; l != NoNode && l != r.id && r.role != RoleFollower && r.isVoter(l) && r.mayFollow(r.state.Epoch, l) {
 			// Discovery found the leader of this epoch.
 			r.becomeFollower(r.state.Epoch, l)
 			return
@@ -121,7 +121,7 @@ func (r *Raft) handleFetchResponse(from NodeID, resp FetchResponse) {
 	}
 	if r.role != RoleFollower {
 		// Discovery reached the leader of this very epoch.
-		if f.discovering && resp.LeaderID == from {
+		if f.discovering && resp.LeaderID == from && r.mayFollow(r.state.Epoch, from) {
 			r.becomeFollower(r.state.Epoch, from)
 		}
 		return

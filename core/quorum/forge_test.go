@@ -39,28 +39,39 @@ func (h *interaction) forge(t *testing.T, d *datadriven.TestData) {
 	if n == nil || !n.up() {
 		t.Fatalf("%s: node %d is not up", d.Pos, to)
 	}
-	req := h.forgedRequest(t, d, NodeID(to))
-	msg, err := DecodeRequest(req, NodeID(to), testClusterID)
+	h.deliverForged(t, NodeID(to), h.forgedRequest(t, d, NodeID(to)))
+}
+
+// deliverForged delivers a hand-built request to node to as its driver
+// would: through DecodeRequest, answering a refusal with ErrorResponse, or
+// stepping the message into the node and taking its answers back to the
+// forger. Step must accept whatever DecodeRequest accepted.
+func (h *interaction) deliverForged(t testing.TB, to NodeID, req kmsg.Request) {
+	n := h.nodes[to]
+	msg, err := DecodeRequest(req, to, testClusterID)
 	var rerr *RequestError
 	if errors.As(err, &rerr) {
 		leader, epoch := n.raft.Leader()
-		h.printf("n%d refuses at the boundary: %s (%s); answers %s", to, rerr.Code, rerr.Reason,
-			describeErrorResponse(ErrorResponse(req, rerr, leader, epoch)))
+		resp := ErrorResponse(req, rerr, leader, epoch)
+		if resp == nil {
+			t.Fatalf("no error response to %T", req)
+		}
+		h.printf("n%s refuses at the boundary: %s (%s); answers %s", to, rerr.Code, rerr.Reason, describeErrorResponse(resp))
 		return
 	}
 	if err != nil {
-		t.Fatalf("%s: %v", d.Pos, err)
+		t.Fatalf("%T: %v", req, err)
 	}
 	h.printf("forged %s", msg)
 	mark := len(h.pending)
 	if err := n.raft.Step(msg); err != nil {
-		h.printf("n%d: step: %v", to, err)
+		t.Fatalf("n%s: Step refused %s, which DecodeRequest accepted: %v", to, msg, err)
 	}
-	h.process(NodeID(to))
+	h.process(to)
 	kept := h.pending[:mark]
 	for _, m := range h.pending[mark:] {
-		if m.From == NodeID(to) && m.To == msg.From && !IsRequest(m.Payload) {
-			h.printf("n%d answers the forger: %s", to, m.Payload)
+		if m.From == to && m.To == msg.From && !IsRequest(m.Payload) {
+			h.printf("n%s answers the forger: %s", to, m.Payload)
 			continue
 		}
 		kept = append(kept, m)

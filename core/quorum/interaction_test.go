@@ -2,6 +2,7 @@ package quorum
 
 import (
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -47,6 +48,9 @@ import (
 // delivered, and after it what the receiver did (role changes, applies).
 func TestInteraction(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+		if strings.HasPrefix(path, filepath.Join("testdata", "fuzz")) {
+			return // the fuzz targets' corpora, not scripts
+		}
 		h := &interaction{nodes: map[NodeID]*testNode{}, cut: map[[2]NodeID]bool{}, held: map[NodeID]bool{}}
 		datadriven.RunTest(t, path, h.run)
 	})
@@ -418,9 +422,15 @@ func (h *interaction) runFor(t *testing.T, d *datadriven.TestData) {
 	if err != nil {
 		t.Fatalf("%s: %v", d.Pos, err)
 	}
-	step := 10 * time.Millisecond
 	h.quiet = !d.HasArg("verbose")
 	defer func() { h.quiet = false }()
+	h.runDuration(t, total)
+}
+
+// runDuration lets total time pass on all nodes in 10 ms steps, the
+// network delivering instantly between steps.
+func (h *interaction) runDuration(t *testing.T, total time.Duration) {
+	step := 10 * time.Millisecond
 	h.stabilize(t)
 	for elapsed := time.Duration(0); elapsed < total; elapsed += step {
 		for _, id := range h.ids {
