@@ -188,3 +188,72 @@ func TestUnusableStateFailsStartWithOneError(t *testing.T) {
 	c.createTopic(leader, "after")
 	c.converge("kept", "after")
 }
+
+// TestControllerListenerRefusesForgedRequests sends the hostile shapes of
+// issue 22 over the wire to a follower's controller listener: each is
+// answered with Kafka's error (the self-named ones used to get no answer
+// at all, leaving the connection hanging), and the quorum does not move.
+func TestControllerListenerRefusesForgedRequests(t *testing.T) {
+	c := newCluster(t, 13, 3)
+	leader := c.waitLeader()
+	epoch := c.members[leader].Status().Epoch
+	follower := (leader + 1) % 3
+	self := int32(follower + 1)
+	other := int32((follower+1)%3 + 1)
+	addr := fmt.Sprintf("c%d:9093", self)
+	last := quorum.OffsetAndEpoch{Offset: 1 << 40, Epoch: epoch}
+	enc := func(from int32, p quorum.Payload, cluster string) kmsg.Request {
+		req, err := quorum.EncodeRequest(quorum.Message{From: quorum.NodeID(from), To: quorum.NodeID(self), Payload: p}, cluster, quorum.DefaultWireVersions)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return req
+	}
+	otherTopic := enc(other, quorum.VoteRequest{Epoch: epoch + 1, CandidateID: quorum.NodeID(other), LastEnd: last}, "sim-cluster").(*kmsg.VoteRequest)
+	otherTopic.Topics[0].Topic = "orders"
+	for _, tc := range []struct {
+		name string
+		req  kmsg.Request
+		want *kerr.Error
+	}{
+		{"self-named vote", enc(self, quorum.VoteRequest{Epoch: epoch + 1, CandidateID: quorum.NodeID(self), LastEnd: last}, "sim-cluster"), kerr.InvalidRequest},
+		{"self-named begin quorum epoch", enc(self, quorum.BeginQuorumEpochRequest{Epoch: epoch + 1, LeaderID: quorum.NodeID(self)}, "sim-cluster"), kerr.InvalidRequest},
+		{"non-voter vote", enc(77, quorum.VoteRequest{Epoch: epoch + 1, CandidateID: 77, LastEnd: last}, "sim-cluster"), kerr.InconsistentVoterSet},
+		{"non-voter begin quorum epoch", enc(77, quorum.BeginQuorumEpochRequest{Epoch: epoch + 1, LeaderID: 77}, "sim-cluster"), kerr.InconsistentVoterSet},
+		{"other cluster", enc(other, quorum.VoteRequest{Epoch: epoch + 1, CandidateID: quorum.NodeID(other), LastEnd: last}, "evil"), kerr.InconsistentClusterID},
+		{"other topic", otherTopic, kerr.InvalidRequest},
+		{"negative fetch offset", enc(77, quorum.FetchRequest{Epoch: epoch, ReplicaID: 77, FetchOffset: -1}, "sim-cluster"), kerr.InvalidRequest},
+		{"second leader of the epoch", enc(other, quorum.BeginQuorumEpochRequest{Epoch: epoch, LeaderID: quorum.NodeID(other)}, "sim-cluster"), kerr.InvalidRequest},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp := c.requestOverNet(addr, tc.req)
+			var top, part int16
+			switch r := resp.(type) {
+			case *kmsg.VoteResponse:
+				top = r.ErrorCode
+				if len(r.Topics) == 1 {
+					part = r.Topics[0].Partitions[0].ErrorCode
+					if r.Topics[0].Partitions[0].VoteGranted {
+						t.Fatal("granted")
+					}
+				}
+			case *kmsg.BeginQuorumEpochResponse:
+				top = r.ErrorCode
+				if len(r.Topics) == 1 {
+					part = r.Topics[0].Partitions[0].ErrorCode
+				}
+			case *kmsg.FetchResponse:
+				top = r.ErrorCode
+				if len(r.Topics) == 1 {
+					part = r.Topics[0].Partitions[0].ErrorCode
+				}
+			}
+			if top != tc.want.Code && part != tc.want.Code {
+				t.Fatalf("answered %d/%d, want %s", top, part, tc.want.Message)
+			}
+		})
+	}
+	if now := c.activeController(); now != leader || c.members[leader].Status().Epoch != epoch {
+		t.Fatalf("the quorum moved: c%d leads in epoch %d, was c%d in %d", now+1, c.members[now].Status().Epoch, leader+1, epoch)
+	}
+}

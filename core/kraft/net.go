@@ -27,6 +27,9 @@ type network struct {
 	closed   bool
 	// fwd forwards controller requests to the leader (forward.go).
 	fwd *forwarder
+	// lastRef numbers the quorum requests received (quorum.Message.Ref),
+	// so that a response goes back on its own request's connection.
+	lastRef uint64
 }
 
 // peer is the outbound side toward one voter.
@@ -56,7 +59,7 @@ type inboundConn struct {
 type pendingRequest struct {
 	correlationID int32
 	version       int16
-	msg           quorum.Message
+	msg           quorum.Message // its Ref identifies it (network.nextRef)
 }
 
 func newNetwork(m *Member) *network {
@@ -339,6 +342,8 @@ func (n *network) onRequest(ic *inboundConn, frame []byte) {
 	if len(ic.pending) == maxPendingPerConn {
 		ic.pending = ic.pending[1:]
 	}
+	n.lastRef++
+	msg.Ref = n.lastRef
 	pr := pendingRequest{correlationID: corr, version: version, msg: msg}
 	ic.pending = append(ic.pending, pr)
 	n.m.step(func() {
@@ -368,7 +373,7 @@ func (n *network) refuse(ic *inboundConn, corr int32, req kmsg.Request, rerr *qu
 // the Raft.
 func (ic *inboundConn) dropPending(pr pendingRequest) {
 	for i, other := range ic.pending {
-		if other.correlationID == pr.correlationID && other.msg.From == pr.msg.From {
+		if other.msg.Ref == pr.msg.Ref {
 			ic.pending = append(ic.pending[:i], ic.pending[i+1:]...)
 			return
 		}
@@ -438,24 +443,21 @@ func (n *network) awaitingEndQuorumEpoch() bool {
 }
 
 // respond sends a response the Raft produced back on the connection its
-// request came in on. The Raft answers each request at most once, but not
-// always in arrival order (a parked fetch is answered later, or never when
-// a newer fetch from the same replica supersedes it), so a response is
-// matched to a pending request of the same kind from its destination: a
-// fetch response by the position it echoes, anything else to the oldest.
+// request came in on: the pending request whose Ref it echoes. (Matching
+// by sender and kind, as this did before issue 22, gave a request forged
+// in a voter's name that voter's answer, and the voter the forgery's.) A
+// fetch the Raft parked and then superseded by a newer one from the same
+// replica is never answered: the answer to the newer one drops the older
+// ones from the same replica on that connection.
 func (n *network) respond(msg quorum.Message) {
 	var best *inboundConn
 	bestIdx := -1
-	fetch := isFetch(msg.Payload)
 search:
 	for _, ic := range n.inbound {
 		for i, pr := range ic.pending {
-			if pr.msg.From == msg.To && answers(msg.Payload, pr.msg.Payload) {
+			if msg.Ref != 0 && pr.msg.Ref == msg.Ref {
 				best, bestIdx = ic, i
-				if !fetch {
-					break search // the oldest
-				}
-				// for a fetch, keep looking: the newest matching wins
+				break search
 			}
 		}
 	}
@@ -464,10 +466,12 @@ search:
 		return
 	}
 	pr := best.pending[bestIdx]
+	if !answers(msg.Payload, pr.msg.Payload) {
+		n.m.log.Warn("quorum response does not answer its request", "msg", msg.String(), "request", pr.msg.String())
+		return
+	}
 	best.pending = append(best.pending[:bestIdx], best.pending[bestIdx+1:]...)
 	if isFetch(msg.Payload) {
-		// Older fetches from the same replica were superseded and will
-		// never be answered.
 		kept := best.pending[:0]
 		for i, other := range best.pending {
 			if i < bestIdx && other.msg.From == msg.To && isFetch(other.msg.Payload) {

@@ -227,7 +227,7 @@ func (r *Raft) wouldGrantPreVote() bool {
 
 func (r *Raft) handleVoteRequest(from NodeID, req VoteRequest) {
 	respond := func(granted bool, code ErrorCode) {
-		r.send(from, VoteResponse{Error: code, Epoch: r.state.Epoch, LeaderID: r.leaderHint(), Granted: granted, PreVote: req.PreVote})
+		r.reply(from, VoteResponse{Error: code, Epoch: r.state.Epoch, LeaderID: r.leaderHint(), Granted: granted, PreVote: req.PreVote})
 	}
 	if from != req.CandidateID {
 		respond(false, ErrInvalidRequest)

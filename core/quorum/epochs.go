@@ -87,7 +87,7 @@ func (r *Raft) tickUnattached() {
 
 func (r *Raft) handleBeginQuorumEpoch(from NodeID, req BeginQuorumEpochRequest) {
 	respond := func(code ErrorCode) {
-		r.send(from, BeginQuorumEpochResponse{Error: code, Epoch: r.state.Epoch, LeaderID: r.leaderHint()})
+		r.reply(from, BeginQuorumEpochResponse{Error: code, Epoch: r.state.Epoch, LeaderID: r.leaderHint()})
 	}
 	if from != req.LeaderID || !r.isVoter(req.LeaderID) {
 		respond(ErrInconsistentVoterSet)

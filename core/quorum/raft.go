@@ -73,6 +73,10 @@ type Raft struct {
 	fetchDeadline      time.Duration
 	discoveryNextVoter int
 
+	// stepRef is the Ref of the request Step is handling: its answer
+	// (reply) echoes it.
+	stepRef uint64
+
 	// Role-specific state; at most one is non-nil.
 	election *election
 	leader   *leaderState
@@ -239,6 +243,8 @@ func (r *Raft) Step(m Message) error {
 		if rerr := checkRequest(m); rerr != nil {
 			return fmt.Errorf("%w: %s", ErrInvalidMessage, rerr.Reason)
 		}
+		r.stepRef = m.Ref
+		defer func() { r.stepRef = 0 }()
 	} else if err := checkResponse(m.Payload); err != nil {
 		return err
 	}
@@ -314,7 +320,7 @@ func (r *Raft) setRole(role Role) {
 	slices.Sort(ids)
 	for _, id := range ids {
 		req := parked[id].req
-		r.send(id, FetchResponse{
+		r.sendRef(id, parked[id].ref, FetchResponse{
 			Error: ErrNotLeaderOrFollower, Epoch: r.state.Epoch, LeaderID: r.leaderHint(),
 			HighWatermark: -1, LogStartOffset: -1,
 			FetchEpoch: req.Epoch, FetchOffset: req.FetchOffset, LastFetchedEpoch: req.LastFetchedEpoch,
