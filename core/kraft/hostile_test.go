@@ -257,3 +257,32 @@ func TestControllerListenerRefusesForgedRequests(t *testing.T) {
 		t.Fatalf("the quorum moved: c%d leads in epoch %d, was c%d in %d", now+1, c.members[now].Status().Epoch, leader+1, epoch)
 	}
 }
+
+// TestOtherClusterIsRefused: a voter started with another cluster id (a
+// data directory of another cluster, or a node formatted without the
+// shared --cluster-id) takes no part in the quorum: its requests are
+// refused with INCONSISTENT_CLUSTER_ID and it refuses the leader's, as
+// KafkaRaftClient does. The two others elect and commit.
+func TestOtherClusterIsRefused(t *testing.T) {
+	c := newClusterWithConfig(t, 14, 3, 0, func(cfg *kraft.Config) {
+		if cfg.NodeID == 3 {
+			cfg.ClusterID = "other-cluster"
+		}
+	})
+	leader := c.waitLeader()
+	if leader == 2 {
+		t.Fatal("the member of another cluster leads")
+	}
+	brokerEpoch := c.registerBroker(leader)
+	c.heartbeat(leader, brokerEpoch)
+	c.createTopic(leader, "alpha")
+	if err := c.s.RunFor(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if st := c.members[2].Status(); st.Leader != quorum.NoNode || st.Err != nil {
+		t.Fatalf("the member of another cluster follows %d (err %v)", st.Leader, st.Err)
+	}
+	if _, ok := c.members[2].Image().TopicByName("alpha"); ok {
+		t.Fatal("the member of another cluster applied the metadata log")
+	}
+}

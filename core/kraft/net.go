@@ -43,6 +43,9 @@ type peer struct {
 	// endQuorumEpochs counts the EndQuorumEpoch requests awaiting a
 	// response (a resigning leader waits for them).
 	endQuorumEpochs int
+	// otherCluster: the peer's last answer was INCONSISTENT_CLUSTER_ID
+	// (logged once until it answers otherwise).
+	otherCluster bool
 }
 
 // inboundConn is an accepted connection and the requests received on it
@@ -261,6 +264,16 @@ func (n *network) sendTo(p *peer, msg quorum.Message) {
 
 // onResponse steps the Raft with the response to msg.
 func (n *network) onResponse(p *peer, msg quorum.Message, resp kmsg.Response) {
+	if quorum.TopLevelError(resp) == quorum.ErrInconsistentClusterID {
+		if !p.otherCluster {
+			p.otherCluster = true
+			n.m.log.Error("a voter refuses this member's requests as coming from another cluster (INCONSISTENT_CLUSTER_ID): "+
+				"every node of a cluster needs the same cluster id (strata serve --cluster-id, meta.properties' cluster.id)",
+				"peer", int32(p.id), "cluster_id", n.m.cfg.ClusterID)
+		}
+		return
+	}
+	p.otherCluster = false
 	reply, err := quorum.DecodeResponse(resp, msg)
 	if err != nil {
 		n.m.log.Warn("undecodable quorum response", "peer", int32(p.id), "err", err)

@@ -511,6 +511,24 @@ func decodeResponse(resp kmsg.Response, req Message) (Message, error) {
 	return Message{}, wireErr("%T is not a quorum response", resp)
 }
 
+// TopLevelError is the top-level error code of a quorum RPC's response
+// (ErrNone for any other response).
+func TopLevelError(resp kmsg.Response) ErrorCode {
+	switch r := resp.(type) {
+	case *kmsg.VoteResponse:
+		return ErrorCode(r.ErrorCode)
+	case *kmsg.BeginQuorumEpochResponse:
+		return ErrorCode(r.ErrorCode)
+	case *kmsg.EndQuorumEpochResponse:
+		return ErrorCode(r.ErrorCode)
+	case *kmsg.FetchResponse:
+		return ErrorCode(r.ErrorCode)
+	case *kmsg.FetchSnapshotResponse:
+		return ErrorCode(r.ErrorCode)
+	}
+	return ErrNone
+}
+
 // ErrorResponse is the response to a quorum request refused at the
 // boundary (DecodeRequest's *RequestError), at the request's version, as
 // KafkaRaftClient answers: the error in the top-level error code, or in
