@@ -26,9 +26,12 @@ import (
 // whole request so). In a request with a transactional id, the
 // partitions where the producer has no transaction ongoing yet are first
 // verified with the transaction coordinator (KIP-890 part 1,
-// txnverify.go) and the whole request waits for its answer; then each
-// batch is appended, the partition keeping its producer's transaction
-// (core/producer). There are no ACLs to check the id against.
+// txnverify.go) and each such batch waits for its partition's answer,
+// while the request's other batches are appended at once (a pipelined
+// producer's next request must not overtake them); each partition keeps
+// its producer's transaction (core/producer). The request is answered
+// once every partition has its result. There are no ACLs to check the
+// id against.
 func handleProduce(b *Broker, r *request) {
 	req := r.body.(*kmsg.ProduceRequest)
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
@@ -126,26 +129,26 @@ func handleProduce(b *Broker, r *request) {
 		a.part.Produce(a.payload, req.Acks, now, answer)
 	}
 	if req.TransactionID != nil && len(appends) > 0 && (!b.cfg.Txns.NoPartitionVerification || b.implicitAdds(req.Version, produceImplicitAddVersion)) {
-		// KIP-890 part 1 (txnverify.go): the appends wait for the
-		// coordinator's answer (part 2: for its add).
+		// KIP-890 part 1 (txnverify.go): a batch whose partition is
+		// verified waits for the coordinator's answer (part 2: for its
+		// add); the others are appended at once.
 		parts := make([]*replica.Partition, len(appends))
 		payloads := make([][]byte, len(appends))
 		for i, a := range appends {
 			parts[i], payloads[i] = a.part, a.payload
 		}
-		b.verifyTxnBatches(*req.TransactionID, req.Version, parts, payloads, now, func(vs []txnVerification) {
+		b.verifyTxnBatches(*req.TransactionID, req.Version, parts, payloads, now, func(i int, res txnVerification) {
+			a := appends[i]
 			if answered {
 				return // timed out while verifying: nothing is appended
 			}
-			for i, a := range appends {
-				if err := vs[i].err; err != nil {
-					a.rp.ErrorCode = 0
-					a.setErr(err)
-					finish()
-					continue
-				}
-				appendOne(a, b.e.Now(), true, vs[i].v) // the broker's time of the append, as for any batch
+			if res.err != nil {
+				a.rp.ErrorCode = 0
+				a.setErr(res.err)
+				finish()
+				return
 			}
+			appendOne(a, b.e.Now(), true, res.v) // the broker's time of the append, as for any batch
 		})
 	} else {
 		for _, a := range appends {
