@@ -19,7 +19,7 @@ import (
 func newTestNet(t *testing.T, maxFrameBytes int) (*Net, *Loop) {
 	t.Helper()
 	l := startLoop(t)
-	n := NewNet(l, maxFrameBytes, slog.New(slog.DiscardHandler))
+	n := NewNet(l, NetConfig{MaxFrameBytes: maxFrameBytes}, slog.New(slog.DiscardHandler))
 	t.Cleanup(n.Close)
 	return n, l
 }
@@ -273,7 +273,7 @@ func TestNetBackPressure(t *testing.T) {
 
 func TestNetCloseStopsEverything(t *testing.T) {
 	l := startLoop(t)
-	n := NewNet(l, 0, slog.New(slog.DiscardHandler))
+	n := NewNet(l, NetConfig{}, slog.New(slog.DiscardHandler))
 	ln, closes := echoServer(t, n, l)
 	raw := dialRaw(t, ln.Addr())
 	writeRawFrame(t, raw, []byte("a"))
