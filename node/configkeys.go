@@ -69,6 +69,13 @@ const (
 	KeyAutoLeaderRebalanceEnable   = "auto.leader.rebalance.enable"
 	KeyLeaderImbalanceCheckSeconds = "leader.imbalance.check.interval.seconds"
 	KeyQueuedMaxRequestBytes       = "queued.max.request.bytes"
+	// The listeners' connection bounds (issue 22): Kafka's keys, and
+	// Strata's progress rule of a request frame (node/netread.go).
+	KeyConnectionsMaxIdleMs         = "connections.max.idle.ms"
+	KeyMaxConnectionsPerIP          = "max.connections.per.ip"
+	KeyMaxConnectionsPerIPOverrides = "max.connections.per.ip.overrides"
+	KeySocketRequestReadTimeoutMs   = "strata.socket.request.read.timeout.ms"
+	KeySocketRequestMinBytesPerSec  = "strata.socket.request.min.bytes.per.sec"
 	// KeyFetchSendfile is Strata's own: whether fetched records go out
 	// with sendfile(2) (zero copy) or through user space.
 	KeyFetchSendfile                  = "strata.fetch.sendfile.enable"
@@ -107,6 +114,17 @@ const (
 	// default is -1 (unbounded); Strata always bounds the request bytes
 	// it holds (broker.DefaultMaxInflightRequestBytes, 64 MiB).
 	DefaultQueuedMaxRequestBytes = broker.DefaultMaxInflightRequestBytes
+	// DefaultConnectionsMaxIdleMs is connections.max.idle.ms, Kafka's
+	// default (10 minutes).
+	DefaultConnectionsMaxIdleMs = int64(broker.DefaultConnectionsMaxIdle / time.Millisecond)
+	// DefaultMaxConnectionsPerIP is max.connections.per.ip, Kafka's
+	// default (2147483647: no bound beyond max.connections).
+	DefaultMaxConnectionsPerIP = math.MaxInt32
+	// DefaultSocketRequestReadTimeoutMs and
+	// DefaultSocketRequestMinBytesPerSec are the progress rule of a
+	// request frame (DefaultFrameReadTimeout, DefaultFrameMinBytesPerSec).
+	DefaultSocketRequestReadTimeoutMs  = int64(DefaultFrameReadTimeout / time.Millisecond)
+	DefaultSocketRequestMinBytesPerSec = DefaultFrameMinBytesPerSec
 	// DefaultFetchSessionCacheSlots is
 	// max.incremental.fetch.session.cache.slots; 0 disables sessions.
 	DefaultFetchSessionCacheSlots = broker.DefaultMaxFetchSessions
@@ -149,8 +167,22 @@ var configKeys = []configKey{
 	{KeyLogDir, DefaultLogDir, kmsg.ConfigTypeString, "The data directory when log.dirs is not set.", setLogDir},
 	{KeySocketRequestMaxBytes, strconv.Itoa(DefaultSocketRequestMaxBytes), kmsg.ConfigTypeInt, "The largest request frame, in bytes.", setSocketRequestMaxBytes},
 	{KeyMaxConnections, strconv.Itoa(DefaultMaxConnections), kmsg.ConfigTypeInt, "The most client connections served at once.", setMaxConnections},
+	{KeyMaxConnectionsPerIP, strconv.Itoa(DefaultMaxConnectionsPerIP), kmsg.ConfigTypeInt,
+		"The most connections from one IP address on each listener; a new one past it is closed at once. 0 admits only the hosts of max.connections.per.ip.overrides.",
+		setInt(0, math.MaxInt32, func(c *Config, n int64) { c.MaxConnectionsPerIP = int(n) })},
+	{KeyMaxConnectionsPerIPOverrides, "", kmsg.ConfigTypeString,
+		"Per-host exceptions to max.connections.per.ip: host:count,... (a host name is resolved at start).", setMaxConnectionsPerIPOverrides},
+	{KeyConnectionsMaxIdleMs, strconv.FormatInt(DefaultConnectionsMaxIdleMs, 10), kmsg.ConfigTypeLong,
+		"How long a connection with no request in flight and no bytes moving is kept, in milliseconds.",
+		setInt(1, math.MaxInt32*int64(1000), func(c *Config, n int64) { c.ConnectionsMaxIdleMs = n })},
+	{KeySocketRequestReadTimeoutMs, strconv.FormatInt(DefaultSocketRequestReadTimeoutMs, 10), kmsg.ConfigTypeLong,
+		"A request frame that has begun to arrive must gain strata.socket.request.min.bytes.per.sec times this many milliseconds of bytes (or its rest) in every such interval, or its connection is closed.",
+		setInt(100, maxTimeoutMs, func(c *Config, n int64) { c.SocketRequestReadTimeoutMs = n })},
+	{KeySocketRequestMinBytesPerSec, strconv.Itoa(DefaultSocketRequestMinBytesPerSec), kmsg.ConfigTypeInt,
+		"The slowest a request frame may arrive, in bytes per second, measured over strata.socket.request.read.timeout.ms.",
+		setInt(1, math.MaxInt32, func(c *Config, n int64) { c.SocketRequestMinBytesPerSec = int(n) })},
 	{KeyQueuedMaxRequestBytes, strconv.Itoa(DefaultQueuedMaxRequestBytes), kmsg.ConfigTypeLong,
-		"The request bytes held while they are handled, across connections; past it connections are paused.", setQueuedMaxRequestBytes},
+		"The request bytes held, across connections, both while they arrive (the readers stop past it) and while they are handled (connections are paused past it).", setQueuedMaxRequestBytes},
 	{KeyMaxIncrementalFetchSessionSlot, strconv.Itoa(DefaultFetchSessionCacheSlots), kmsg.ConfigTypeInt,
 		"The fetch sessions (KIP-227) kept at once; 0 disables them.", setFetchSessionSlots},
 	{KeyNumPartitions, strconv.Itoa(int(DefaultNumPartitions)), kmsg.ConfigTypeInt,
@@ -510,6 +542,29 @@ func setMaxConnections(c *Config, value string) error {
 		return fmt.Errorf("want a positive 32-bit integer")
 	}
 	c.MaxConnections = int(n)
+	return nil
+}
+
+// setMaxConnectionsPerIPOverrides parses Kafka's host:count,... list.
+// Hosts are kept as given; Start resolves names to addresses.
+func setMaxConnectionsPerIPOverrides(c *Config, value string) error {
+	overrides := map[string]int{}
+	for _, entry := range splitList(value) {
+		i := strings.LastIndexByte(entry, ':')
+		if i <= 0 {
+			return fmt.Errorf("want host:count,... (an entry %q has no host or count)", entry)
+		}
+		host := strings.TrimSpace(entry[:i])
+		n, err := strconv.ParseInt(strings.TrimSpace(entry[i+1:]), 10, 32)
+		if err != nil || n < 0 {
+			return fmt.Errorf("want host:count,... with a count of 0 or more (entry %q)", entry)
+		}
+		if _, dup := overrides[host]; dup {
+			return fmt.Errorf("host %q listed twice", host)
+		}
+		overrides[host] = int(n)
+	}
+	c.MaxConnectionsPerIPOverrides = overrides
 	return nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/strata-log/strata/core/connlimit"
 	"github.com/strata-log/strata/core/env"
 	"github.com/strata-log/strata/core/producer"
 	"github.com/strata-log/strata/core/protocol"
@@ -31,6 +32,9 @@ type Broker struct {
 	conns      []*conn
 	nextConnID uint64
 	closed     bool
+	// guard admits connections (max.connections, max.connections.per.ip)
+	// and closes idle ones (connections.max.idle.ms).
+	guard *connlimit.Guard
 
 	// inflightBytes is the size of the request frames received and not
 	// yet answered, across connections (Config.MaxInflightRequestBytes);
@@ -82,6 +86,7 @@ func New(e env.Env, cfg Config) (*Broker, error) {
 		log: e.Logger().With("component", "broker"),
 	}
 	b.table, b.handlers = apiTable()
+	b.guard = connlimit.New(e, cfg.connLimits(), b.log)
 	b.autoCreating = map[string]bool{}
 	b.sessions.max, b.sessions.rng = cfg.MaxFetchSessions, e.Rand()
 	b.initMetrics()
@@ -138,9 +143,7 @@ func (b *Broker) accept(c env.Conn) {
 		c.Close()
 		return
 	}
-	if len(b.conns) >= b.cfg.MaxConnections {
-		b.log.Warn("closing connection: too many connections",
-			"remote", c.RemoteAddr(), "max_connections", b.cfg.MaxConnections)
+	if !b.guard.Admit(c.RemoteAddr()) {
 		c.Close()
 		return
 	}
@@ -150,11 +153,14 @@ func (b *Broker) accept(c env.Conn) {
 	cn := &conn{b: b, id: b.nextConnID, c: c, remote: c.RemoteAddr()}
 	b.nextConnID++
 	b.conns = append(b.conns, cn)
+	cn.idle = b.guard.Watch(c, func() bool { return len(cn.queue) > 0 }, func() { b.closeConn(cn) })
 	c.OnFrame(func(frame []byte) { b.onFrame(cn, frame) })
 	c.OnClose(func(err error) {
 		if b.metrics != nil {
 			b.metrics.connsClosed.Inc()
 		}
+		cn.idle.Stop()
+		b.guard.Release(cn.remote)
 		b.forget(cn)
 		if errors.Is(err, env.ErrFrameTooLarge) {
 			// The transport refused the frame before we saw it; this

@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-log/strata/core/connlimit"
 	"github.com/strata-log/strata/core/controller"
 	"github.com/strata-log/strata/core/env"
 	"github.com/strata-log/strata/core/protocol"
@@ -22,9 +23,11 @@ type network struct {
 	m        *Member
 	clientID string
 	listener env.Listener
-	peers    []*peer // sorted by id, self excluded
-	inbound  []*inboundConn
-	closed   bool
+	// guard bounds the listener's connections (nil without a listener).
+	guard   *connlimit.Guard
+	peers   []*peer // sorted by id, self excluded
+	inbound []*inboundConn
+	closed  bool
 	// fwd forwards controller requests to the leader (forward.go).
 	fwd *forwarder
 	// lastRef numbers the quorum requests received (quorum.Message.Ref),
@@ -54,6 +57,8 @@ type inboundConn struct {
 	conn    env.Conn
 	pending []pendingRequest
 	closed  bool
+	// idle closes the conn after connections.max.idle.ms.
+	idle *connlimit.Idle
 	// controllerRequests counts the controller requests received on the
 	// conn and not answered yet (at most maxForwardedInflight).
 	controllerRequests int
@@ -79,6 +84,7 @@ func (n *network) listen() error {
 	if n.m.cfg.ListenAddr == "" {
 		return nil // an observer without a listener
 	}
+	n.guard = connlimit.New(n.m.e, n.m.cfg.ListenerLimits, n.m.log.With("listener", "controller"))
 	l, err := n.m.e.Net().Listen(n.m.cfg.ListenAddr, n.accept)
 	if err != nil {
 		return fmt.Errorf("kraft: listen on %s: %w", n.m.cfg.ListenAddr, err)
@@ -291,10 +297,24 @@ func (n *network) accept(conn env.Conn) {
 		conn.Close()
 		return
 	}
+	if !n.guard.Admit(conn.RemoteAddr()) {
+		conn.Close()
+		return
+	}
 	ic := &inboundConn{conn: conn}
 	n.inbound = append(n.inbound, ic)
+	// A quorum request the Raft never answers stays pending (a superseded
+	// fetch, a dropped vote), so only controller requests, which are
+	// always answered, count as in flight; a peer's fetches, answered
+	// within the fetch max wait, touch the conn often enough.
+	ic.idle = n.guard.Watch(conn, func() bool { return ic.controllerRequests > 0 }, conn.Close)
 	conn.OnFrame(func(frame []byte) { n.onRequest(ic, frame) })
-	conn.OnClose(func(error) {
+	conn.OnClose(func(err error) {
+		ic.idle.Stop()
+		n.guard.Release(conn.RemoteAddr())
+		if errors.Is(err, env.ErrFrameTooLarge) {
+			n.m.log.Warn("connection closed: request frame too large", "remote", conn.RemoteAddr(), "err", err)
+		}
 		ic.closed = true
 		for i, other := range n.inbound {
 			if other == ic {
@@ -312,6 +332,7 @@ func (n *network) accept(conn env.Conn) {
 // answered at once. A frame that is malformed, of an unknown key or of a
 // version kmsg cannot decode closes the connection.
 func (n *network) onRequest(ic *inboundConn, frame []byte) {
+	ic.idle.Touch()
 	hdr, req, err := controllerAPIs.ParseRequest(frame)
 	switch {
 	case errors.Is(err, protocol.ErrApiVersionsTooNew):
@@ -417,6 +438,7 @@ func (n *network) controllerRequest(ic *inboundConn, corr int32, req kmsg.Reques
 // reply sends a response on an inbound conn that is still open.
 func (n *network) reply(ic *inboundConn, corr int32, resp kmsg.Response) {
 	if !ic.closed {
+		ic.idle.Touch()
 		_ = ic.conn.Send(protocol.EncodeResponse(corr, resp))
 	}
 }
