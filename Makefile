@@ -8,7 +8,7 @@ SEEDS     ?= 1000
 BENCHTIME ?= 1s
 PKGS      := ./...
 
-.PHONY: run test sim sim-sweep sim-sweep-kraft sim-compare crash-sweep lint vet fmt-check bench bench-failover bench-partition-failover bench-groups bench-txn bench-strata bench-replicated fuzz clean build
+.PHONY: kgo-suite run test sim sim-sweep sim-sweep-kraft sim-compare crash-sweep lint vet fmt-check bench bench-failover bench-partition-failover bench-groups bench-txn bench-strata bench-replicated fuzz clean build
 
 ## run: start one combined broker+controller on 127.0.0.1:9092, data in ./data
 run: build
@@ -119,6 +119,13 @@ bench-strata: build
 bench-replicated: build
 	./bin/strata bench --nodes 3 --runs 3 --fsync-write-bytes 1048576 --targets strata,kfake,fsync $(BENCH_ARGS)
 	./bin/strata bench --nodes 3 --targets idle --idle-partitions 10000 $(BENCH_ARGS)
+
+## kgo-suite: franz-go's own integration suite (pkg/kgo at go.mod's version, copied from the module cache) against
+## a fresh node of this tree on KGO_ADDR (default 127.0.0.1:29092), KGO_RUNS times (default 1); KGO_RUN=pattern
+## runs part of it. Share-group and SASL tests skip. 3.5 to 6.5 min a run on this machine: not part of `make test`
+## (.ci/run runs it after).
+kgo-suite:
+	./.ci/kgo-suite
 
 ## fuzz: run each fuzz target for FUZZTIME (default 30s)
 FUZZTIME ?= 30s

@@ -134,6 +134,25 @@ type Config struct {
 	// served at once; more are closed on accept. Default 10000.
 	MaxConnections int
 
+	// MaxConnectionsPerIP is max.connections.per.ip: the most
+	// connections from one address on each listener (Kafka's default,
+	// 2147483647, bounds nothing); 0 admits only the hosts of
+	// MaxConnectionsPerIPOverrides.
+	MaxConnectionsPerIP int
+	// MaxConnectionsPerIPOverrides is max.connections.per.ip.overrides,
+	// host (name or address) to its own bound.
+	MaxConnectionsPerIPOverrides map[string]int
+	// ConnectionsMaxIdleMs is connections.max.idle.ms: a connection with
+	// no request in flight and no bytes moving for this long is closed,
+	// on both listeners. Default 600000 (10 minutes).
+	ConnectionsMaxIdleMs int64
+	// SocketRequestReadTimeoutMs and SocketRequestMinBytesPerSec are
+	// strata.socket.request.read.timeout.ms and
+	// strata.socket.request.min.bytes.per.sec: the progress rule of a
+	// request frame (node/netread.go). Defaults 20000 and 1024.
+	SocketRequestReadTimeoutMs  int64
+	SocketRequestMinBytesPerSec int
+
 	// ProcessRoles is process.roles: "broker", "controller" or both
 	// (combined mode, the default), as in Kafka, normalized to that
 	// order. A controller is a voter of the metadata quorum and runs the
@@ -321,14 +340,19 @@ type Config struct {
 // DefaultConfig is the configuration of `strata serve` with no arguments.
 func DefaultConfig() Config {
 	cfg := Config{
-		NodeID:                 DefaultNodeID,
-		Listener:               DefaultBrokerAddr,
-		LogDir:                 DefaultLogDir,
-		SocketRequestMaxBytes:  DefaultSocketRequestMaxBytes,
-		MaxConnections:         DefaultMaxConnections,
-		ControllerListenerName: DefaultControllerListenerName,
-		ElectionTimeoutMs:      DefaultElectionTimeoutMs,
-		FetchTimeoutMs:         DefaultFetchTimeoutMs,
+		NodeID:                DefaultNodeID,
+		Listener:              DefaultBrokerAddr,
+		LogDir:                DefaultLogDir,
+		SocketRequestMaxBytes: DefaultSocketRequestMaxBytes,
+		MaxConnections:        DefaultMaxConnections,
+		MaxConnectionsPerIP:   DefaultMaxConnectionsPerIP,
+		ConnectionsMaxIdleMs:  DefaultConnectionsMaxIdleMs,
+
+		SocketRequestReadTimeoutMs:  DefaultSocketRequestReadTimeoutMs,
+		SocketRequestMinBytesPerSec: DefaultSocketRequestMinBytesPerSec,
+		ControllerListenerName:      DefaultControllerListenerName,
+		ElectionTimeoutMs:           DefaultElectionTimeoutMs,
+		FetchTimeoutMs:              DefaultFetchTimeoutMs,
 
 		NumPartitions:            DefaultNumPartitions,
 		DefaultReplicationFactor: DefaultReplicationFactor,
@@ -386,6 +410,15 @@ func (c Config) Validate() error {
 		return invalid(KeySocketRequestMaxBytes, strconv.Itoa(c.SocketRequestMaxBytes), "want a positive number of bytes")
 	case c.MaxConnections < 1:
 		return invalid(KeyMaxConnections, strconv.Itoa(c.MaxConnections), "want a positive number")
+	case c.MaxConnectionsPerIP < 0:
+		return invalid(KeyMaxConnectionsPerIP, strconv.Itoa(c.MaxConnectionsPerIP), "want 0 or more")
+	case c.MaxConnectionsPerIP == 0 && len(c.MaxConnectionsPerIPOverrides) == 0:
+		// Kafka's rule: 0 refuses every host but the overrides'.
+		return invalid(KeyMaxConnectionsPerIP, "0", "0 only with "+KeyMaxConnectionsPerIPOverrides+" (it admits no one else)")
+	case c.ConnectionsMaxIdleMs < 0:
+		return invalid(KeyConnectionsMaxIdleMs, strconv.FormatInt(c.ConnectionsMaxIdleMs, 10), "want a positive number of milliseconds")
+	case c.SocketRequestReadTimeoutMs < 0 || c.SocketRequestMinBytesPerSec < 0:
+		return invalid(KeySocketRequestReadTimeoutMs, strconv.FormatInt(c.SocketRequestReadTimeoutMs, 10), "want positive values of it and of "+KeySocketRequestMinBytesPerSec)
 	case len(c.ProcessRoles) == 0:
 		return invalid(KeyProcessRoles, "", "want broker, controller or broker,controller")
 	case c.ControllerListenerName == "":

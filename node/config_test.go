@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/strata-log/strata/core/connlimit"
 	"github.com/strata-log/strata/core/group"
 	"github.com/strata-log/strata/core/kraft"
 )
@@ -418,4 +419,65 @@ func TestConsumerGroupKeys(t *testing.T) {
 	_, err = cfg.Set("group.consumer.heartbeat.interval.ms", "1000")
 	require.NoError(t, err)
 	require.ErrorContains(t, cfg.Validate(), "group.consumer.heartbeat.interval.ms")
+}
+
+// TestConnectionBoundKeys: the keys of issue 22's connection bounds parse
+// as Kafka's do, are checked as a whole, and reach the listeners' limits
+// with host names of the overrides resolved.
+func TestConnectionBoundKeys(t *testing.T) {
+	cfg := DefaultConfig()
+	limits, err := cfg.connLimits()
+	require.NoError(t, err)
+	require.Equal(t, connlimit.Config{MaxConnections: 10000, MaxIdle: 10 * time.Minute}, limits,
+		"Kafka's defaults: per-ip unbounded, idle 10 minutes")
+
+	for key, value := range map[string]string{
+		KeyConnectionsMaxIdleMs:         "5000",
+		KeyMaxConnectionsPerIP:          "3",
+		KeyMaxConnectionsPerIPOverrides: " localhost:7 , 10.1.2.3:0,::1:9",
+		KeySocketRequestReadTimeoutMs:   "1500",
+		KeySocketRequestMinBytesPerSec:  "100",
+	} {
+		_, err := cfg.Set(key, value)
+		require.NoError(t, err, key)
+	}
+	require.NoError(t, cfg.Validate())
+	require.Equal(t, int64(1500), cfg.SocketRequestReadTimeoutMs)
+	require.Equal(t, 100, cfg.SocketRequestMinBytesPerSec)
+	limits, err = cfg.connLimits()
+	require.NoError(t, err)
+	require.Equal(t, 3, limits.MaxPerHost)
+	require.Equal(t, 5*time.Second, limits.MaxIdle)
+	require.Equal(t, 7, limits.PerHostOverrides["127.0.0.1"], "localhost resolved: %v", limits.PerHostOverrides)
+	require.Equal(t, 0, limits.PerHostOverrides["10.1.2.3"])
+	require.Equal(t, 9, limits.PerHostOverrides["::1"])
+
+	// Kafka's 0: only the overrides' hosts, and only with overrides.
+	_, err = cfg.Set(KeyMaxConnectionsPerIP, "0")
+	require.NoError(t, err)
+	limits, err = cfg.connLimits()
+	require.NoError(t, err)
+	require.Negative(t, limits.MaxPerHost)
+	_, err = cfg.Set(KeyMaxConnectionsPerIPOverrides, "")
+	require.NoError(t, err)
+	require.ErrorContains(t, cfg.Validate(), "max.connections.per.ip")
+
+	for key, value := range map[string]string{
+		KeyMaxConnectionsPerIPOverrides: "hostwithoutcount",
+		KeyMaxConnectionsPerIP:          "-1",
+		KeyConnectionsMaxIdleMs:         "0",
+		KeySocketRequestReadTimeoutMs:   "10",
+		KeySocketRequestMinBytesPerSec:  "0",
+	} {
+		c := DefaultConfig()
+		_, err := c.Set(key, value)
+		require.Error(t, err, "%s=%s", key, value)
+	}
+	c := DefaultConfig()
+	_, err = c.Set(KeyMaxConnectionsPerIPOverrides, "a:1,a:2")
+	require.ErrorContains(t, err, "twice")
+	_, err = c.Set(KeyMaxConnectionsPerIPOverrides, "no-such-host.invalid:1")
+	require.NoError(t, err)
+	_, err = c.connLimits()
+	require.ErrorContains(t, err, "cannot resolve", "an unknown host stops start-up, as in Kafka")
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/core/broker"
+	"github.com/strata-log/strata/core/config"
 	"github.com/strata-log/strata/core/controller"
 	"github.com/strata-log/strata/core/group"
 	"github.com/strata-log/strata/core/producer"
@@ -24,7 +25,7 @@ import (
 
 // Config keys of the broker's topic defaults and bounds, named as in
 // Kafka. The topic defaults among them (log.segment.bytes, ...) take the
-// topic key they set from the controller's config table (its
+// topic key they set from the table of topic configs (core/config, its
 // ServerDefault column), so that mapping lives in one place.
 const (
 	KeyNumPartitions               = "num.partitions"
@@ -70,6 +71,13 @@ const (
 	KeyAutoLeaderRebalanceEnable   = "auto.leader.rebalance.enable"
 	KeyLeaderImbalanceCheckSeconds = "leader.imbalance.check.interval.seconds"
 	KeyQueuedMaxRequestBytes       = "queued.max.request.bytes"
+	// The listeners' connection bounds (issue 22): Kafka's keys, and
+	// Strata's progress rule of a request frame (node/netread.go).
+	KeyConnectionsMaxIdleMs         = "connections.max.idle.ms"
+	KeyMaxConnectionsPerIP          = "max.connections.per.ip"
+	KeyMaxConnectionsPerIPOverrides = "max.connections.per.ip.overrides"
+	KeySocketRequestReadTimeoutMs   = "strata.socket.request.read.timeout.ms"
+	KeySocketRequestMinBytesPerSec  = "strata.socket.request.min.bytes.per.sec"
 	// KeyFetchSendfile is Strata's own: whether fetched records go out
 	// with sendfile(2) (zero copy) or through user space.
 	KeyFetchSendfile = "strata.fetch.sendfile.enable"
@@ -114,6 +122,17 @@ const (
 	// default is -1 (unbounded); Strata always bounds the request bytes
 	// it holds (broker.DefaultMaxInflightRequestBytes, 64 MiB).
 	DefaultQueuedMaxRequestBytes = broker.DefaultMaxInflightRequestBytes
+	// DefaultConnectionsMaxIdleMs is connections.max.idle.ms, Kafka's
+	// default (10 minutes).
+	DefaultConnectionsMaxIdleMs = int64(broker.DefaultConnectionsMaxIdle / time.Millisecond)
+	// DefaultMaxConnectionsPerIP is max.connections.per.ip, Kafka's
+	// default (2147483647: no bound beyond max.connections).
+	DefaultMaxConnectionsPerIP = math.MaxInt32
+	// DefaultSocketRequestReadTimeoutMs and
+	// DefaultSocketRequestMinBytesPerSec are the progress rule of a
+	// request frame (DefaultFrameReadTimeout, DefaultFrameMinBytesPerSec).
+	DefaultSocketRequestReadTimeoutMs  = int64(DefaultFrameReadTimeout / time.Millisecond)
+	DefaultSocketRequestMinBytesPerSec = DefaultFrameMinBytesPerSec
 	// DefaultFetchSessionCacheSlots is
 	// max.incremental.fetch.session.cache.slots; 0 disables sessions.
 	DefaultFetchSessionCacheSlots = broker.DefaultMaxFetchSessions
@@ -156,8 +175,22 @@ var configKeys = []configKey{
 	{KeyLogDir, DefaultLogDir, kmsg.ConfigTypeString, "The data directory when log.dirs is not set.", setLogDir},
 	{KeySocketRequestMaxBytes, strconv.Itoa(DefaultSocketRequestMaxBytes), kmsg.ConfigTypeInt, "The largest request frame, in bytes.", setSocketRequestMaxBytes},
 	{KeyMaxConnections, strconv.Itoa(DefaultMaxConnections), kmsg.ConfigTypeInt, "The most client connections served at once.", setMaxConnections},
+	{KeyMaxConnectionsPerIP, strconv.Itoa(DefaultMaxConnectionsPerIP), kmsg.ConfigTypeInt,
+		"The most connections from one IP address on each listener; a new one past it is closed at once. 0 admits only the hosts of max.connections.per.ip.overrides.",
+		setInt(0, math.MaxInt32, func(c *Config, n int64) { c.MaxConnectionsPerIP = int(n) })},
+	{KeyMaxConnectionsPerIPOverrides, "", kmsg.ConfigTypeString,
+		"Per-host exceptions to max.connections.per.ip: host:count,... (a host name is resolved at start).", setMaxConnectionsPerIPOverrides},
+	{KeyConnectionsMaxIdleMs, strconv.FormatInt(DefaultConnectionsMaxIdleMs, 10), kmsg.ConfigTypeLong,
+		"How long a connection with no request in flight and no bytes moving is kept, in milliseconds.",
+		setInt(1, math.MaxInt32*int64(1000), func(c *Config, n int64) { c.ConnectionsMaxIdleMs = n })},
+	{KeySocketRequestReadTimeoutMs, strconv.FormatInt(DefaultSocketRequestReadTimeoutMs, 10), kmsg.ConfigTypeLong,
+		"A request frame that has begun to arrive must gain strata.socket.request.min.bytes.per.sec times this many milliseconds of bytes (or its rest) in every such interval, or its connection is closed.",
+		setInt(100, maxTimeoutMs, func(c *Config, n int64) { c.SocketRequestReadTimeoutMs = n })},
+	{KeySocketRequestMinBytesPerSec, strconv.Itoa(DefaultSocketRequestMinBytesPerSec), kmsg.ConfigTypeInt,
+		"The slowest a request frame may arrive, in bytes per second, measured over strata.socket.request.read.timeout.ms.",
+		setInt(1, math.MaxInt32, func(c *Config, n int64) { c.SocketRequestMinBytesPerSec = int(n) })},
 	{KeyQueuedMaxRequestBytes, strconv.Itoa(DefaultQueuedMaxRequestBytes), kmsg.ConfigTypeLong,
-		"The request bytes held while they are handled, across connections; past it connections are paused.", setQueuedMaxRequestBytes},
+		"The request bytes held, across connections, both while they arrive (the readers stop past it) and while they are handled (connections are paused past it).", setQueuedMaxRequestBytes},
 	{KeyMaxIncrementalFetchSessionSlot, strconv.Itoa(DefaultFetchSessionCacheSlots), kmsg.ConfigTypeInt,
 		"The fetch sessions (KIP-227) kept at once; 0 disables them.", setFetchSessionSlots},
 	{KeyNumPartitions, strconv.Itoa(int(DefaultNumPartitions)), kmsg.ConfigTypeInt,
@@ -306,22 +339,17 @@ var configKeyIndex = func() map[string]*configKey {
 
 // topicDefault is the row of a broker key that sets a topic config's
 // default: the topic key, default, type and validation come from the
-// controller's config table (the row whose ServerDefault is key), checked
-// also against the range the partitions accept.
+// table of topic configs (core/config: the row whose ServerDefault is
+// key), whose valid values are the ones the partitions can apply.
 func topicDefault(key string) configKey {
-	var def *controller.TopicConfig
-	for _, tc := range controller.TopicConfigs() {
-		if tc.ServerDefault == key {
-			def = tc
-		}
-	}
-	if def == nil {
+	def, ok := config.TopicRowByServerDefault(key)
+	if !ok {
 		panic("node: no topic config has the server default " + key) // a table bug, caught by every test
 	}
 	topicKey := def.Name
 	return configKey{name: key, def: def.Default, typ: def.Type, doc: def.Doc + " (the default of the topic config " + topicKey + ")",
 		set: func(c *Config, value string) error {
-			if err := replica.CheckTopicConfig(topicKey, value); err != nil {
+			if err := def.Validate(value); err != nil {
 				return err
 			}
 			c.topicDefaults = maps.Clone(c.topicDefaults)
@@ -527,6 +555,29 @@ func setMaxConnections(c *Config, value string) error {
 		return fmt.Errorf("want a positive 32-bit integer")
 	}
 	c.MaxConnections = int(n)
+	return nil
+}
+
+// setMaxConnectionsPerIPOverrides parses Kafka's host:count,... list.
+// Hosts are kept as given; Start resolves names to addresses.
+func setMaxConnectionsPerIPOverrides(c *Config, value string) error {
+	overrides := map[string]int{}
+	for _, entry := range splitList(value) {
+		i := strings.LastIndexByte(entry, ':')
+		if i <= 0 {
+			return fmt.Errorf("want host:count,... (an entry %q has no host or count)", entry)
+		}
+		host := strings.TrimSpace(entry[:i])
+		n, err := strconv.ParseInt(strings.TrimSpace(entry[i+1:]), 10, 32)
+		if err != nil || n < 0 {
+			return fmt.Errorf("want host:count,... with a count of 0 or more (entry %q)", entry)
+		}
+		if _, dup := overrides[host]; dup {
+			return fmt.Errorf("host %q listed twice", host)
+		}
+		overrides[host] = int(n)
+	}
+	c.MaxConnectionsPerIPOverrides = overrides
 	return nil
 }
 
@@ -766,7 +817,8 @@ func (c Config) validateTopicDefaults() error {
 		if !ok {
 			continue
 		}
-		if err := replica.CheckTopicConfig(ch.topicKey, strconv.FormatInt(ms, 10)); err != nil {
+		row, _ := config.TopicRow(ch.topicKey)
+		if err := row.Validate(strconv.FormatInt(ms, 10)); err != nil {
 			return invalid(key, c.given[key], fmt.Sprintf("%d ms for %s: %v", ms, ch.topicKey, err))
 		}
 	}

@@ -21,7 +21,7 @@
 //     contract says (they act on the page cache).
 //   - Allocate on a peer's say-so: a frame's size prefix is checked against
 //     socket.request.max.bytes before any buffer is allocated, and buffers
-//     grow only as bytes actually arrive.
+//     grow only as bytes actually arrive (netread.go).
 //   - Change the semantics of core/env: this package implements them.
 //
 // # Bounds
@@ -30,8 +30,11 @@
 // not yet handled per connection (MaxQueuedFramesPerConn), response bytes
 // queued for a socket before its reader pauses (WriteQueueHighWaterBytes),
 // concurrent fdatasyncs (DefaultSyncConcurrency), concurrent object-store
-// calls (DefaultBucketConcurrency) and the frame size itself
-// (socket.request.max.bytes). The Loop's own queue is unbounded on purpose:
+// calls (DefaultBucketConcurrency), the frame size itself
+// (socket.request.max.bytes), the bytes of frames being received on
+// accepted connections (queued.max.request.bytes, shared) and how slowly a
+// frame may arrive (strata.socket.request.read.timeout.ms and
+// .min.bytes.per.sec). The Loop's own queue is unbounded on purpose:
 // Post must never block or fail, or a callback that posts could deadlock
 // the loop; what feeds it is bounded by the limits above.
 package node

@@ -368,9 +368,14 @@ func TestE2ESplitRolesInProcess(t *testing.T) {
 	ctrlAddr := l.Addr().String()
 	require.NoError(t, l.Close())
 	log := slog.New(slog.NewTextHandler(testWriter{t}, nil))
+	// One cluster id for both: the controller refuses the broker's
+	// metadata fetches from another cluster (INCONSISTENT_CLUSTER_ID).
+	clusterID, err := node.NewClusterID(crand.Reader)
+	require.NoError(t, err)
 	start := func(kv ...string) *node.Node {
 		cfg := node.DefaultConfig()
 		cfg.LogDir = t.TempDir()
+		cfg.ClusterID = clusterID
 		for i := 0; i < len(kv); i += 2 {
 			_, err := cfg.Set(kv[i], kv[i+1])
 			require.NoError(t, err)

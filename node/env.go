@@ -33,9 +33,10 @@ type EnvConfig struct {
 	// BucketDir, when not empty, is the directory of a filesystem object
 	// store; empty means no bucket (Env.Bucket returns nil).
 	BucketDir string
-	// MaxFrameBytes is socket.request.max.bytes; <= 0 means
-	// DefaultMaxFrameBytes.
-	MaxFrameBytes int
+	// Net bounds the transport: socket.request.max.bytes, the
+	// transport's share of queued.max.request.bytes and the progress
+	// rule of request frames.
+	Net NetConfig
 	// SyncConcurrency bounds concurrent fdatasyncs; <= 0 means
 	// DefaultSyncConcurrency.
 	SyncConcurrency int
@@ -66,7 +67,7 @@ func NewEnv(loop *Loop, cfg EnvConfig) (*Env, error) {
 		loop: loop,
 		rnd:  rand.New(rand.NewPCG(seed64(), seed64())),
 		disk: disk,
-		net:  NewNet(loop, cfg.MaxFrameBytes, log),
+		net:  NewNet(loop, cfg.Net, log),
 		work: newWorkPool(loop, cfg.WorkWorkers),
 		log:  log,
 	}

@@ -1,7 +1,6 @@
 package node
 
 import (
-	"bufio"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -50,6 +49,15 @@ const (
 	// memory. 4 MiB keeps the pipe full on loopback (~2.9 GB/s per stream).
 	WriteQueueHighWaterBytes = 4 << 20
 
+	// DefaultFrameReadTimeout and DefaultFrameMinBytesPerSec are the
+	// progress rule of a request frame that has begun to arrive
+	// (netread.go): at least 20 KiB of it in every 20 s, or the
+	// connection is closed. 20 s is Apache's mod_reqtimeout body
+	// timeout; Kafka's clients give up on a request after 30 s
+	// (request.timeout.ms), so a frame slower than that serves no one.
+	DefaultFrameReadTimeout    = 20 * time.Second
+	DefaultFrameMinBytesPerSec = 1024
+
 	// DialTimeout bounds an outgoing connection attempt.
 	DialTimeout = 10 * time.Second
 
@@ -60,25 +68,62 @@ const (
 	// 16 KiB: 1,000 idle connections hold 16 MiB of read buffers.
 	readBufferBytes = 16 << 10
 
-	// frameAllocChunkBytes is how much of a large frame is allocated before
-	// its bytes arrive; the buffer then doubles as data comes in, so a
-	// peer announcing 100 MiB and sending nothing costs 1 MiB.
-	frameAllocChunkBytes = 1 << 20
-
 	// acceptRetryMin and acceptRetryMax bound the back-off after a failed
 	// Accept (EMFILE, ENFILE), so a descriptor shortage does not spin.
 	acceptRetryMin = 5 * time.Millisecond
 	acceptRetryMax = time.Second
 )
 
+// NetConfig bounds a Net (netread.go says how). A zero field means its
+// default.
+type NetConfig struct {
+	// MaxFrameBytes is socket.request.max.bytes: the largest frame a
+	// peer may send (DefaultMaxFrameBytes).
+	MaxFrameBytes int
+	// ReadBudgetBytes is queued.max.request.bytes as the transport
+	// applies it: the bytes of frames received on accepted connections,
+	// in part or whole, and not yet handed to the loop
+	// (DefaultQueuedMaxRequestBytes).
+	ReadBudgetBytes int64
+	// FrameReadTimeout and FrameMinBytesPerSec are
+	// strata.socket.request.read.timeout.ms and
+	// strata.socket.request.min.bytes.per.sec: a frame that has begun to
+	// arrive on an accepted connection must gain FrameMinBytesPerSec ×
+	// FrameReadTimeout bytes (or its rest) in every FrameReadTimeout
+	// (DefaultFrameReadTimeout, DefaultFrameMinBytesPerSec).
+	FrameReadTimeout    time.Duration
+	FrameMinBytesPerSec int
+}
+
+func (c NetConfig) withDefaults() NetConfig {
+	if c.MaxFrameBytes <= 0 {
+		c.MaxFrameBytes = DefaultMaxFrameBytes
+	}
+	if c.ReadBudgetBytes <= 0 {
+		c.ReadBudgetBytes = DefaultQueuedMaxRequestBytes
+	}
+	if c.FrameReadTimeout <= 0 {
+		c.FrameReadTimeout = DefaultFrameReadTimeout
+	}
+	if c.FrameMinBytesPerSec <= 0 {
+		c.FrameMinBytesPerSec = DefaultFrameMinBytesPerSec
+	}
+	return c
+}
+
 // Net is env.Net over TCP with Kafka's framing: a 4-byte big-endian size,
 // then that many bytes. Each connection has a reader goroutine that posts
 // frames to the loop and a writer goroutine that drains queued frames with
 // writev.
 type Net struct {
-	loop          *Loop
-	maxFrameBytes int
-	log           *slog.Logger
+	loop *Loop
+	cfg  NetConfig
+	log  *slog.Logger
+	// budget bounds the frame bytes read on accepted connections and
+	// not yet handed to the loop (netread.go).
+	budget *readBudget
+	// memory returns abandoned frames' memory to the OS (netread.go).
+	memory memoryReturn
 	// sendfile: file regions go out with sendfile(2); false sends them
 	// through user space with pread and write (for comparison, and for a
 	// later TLS listener). Set before the first conn.
@@ -96,22 +141,20 @@ type Net struct {
 
 var _ env.Net = (*Net)(nil)
 
-// NewNet returns a Net whose callbacks run on loop. maxFrameBytes <= 0
-// means DefaultMaxFrameBytes.
-func NewNet(loop *Loop, maxFrameBytes int, log *slog.Logger) *Net {
-	if maxFrameBytes <= 0 {
-		maxFrameBytes = DefaultMaxFrameBytes
-	}
+// NewNet returns a Net whose callbacks run on loop.
+func NewNet(loop *Loop, cfg NetConfig, log *slog.Logger) *Net {
+	cfg = cfg.withDefaults()
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Net{
-		loop:          loop,
-		maxFrameBytes: maxFrameBytes,
-		log:           log.With("component", "net"),
-		sendfile:      true,
-		ctx:           ctx,
-		cancel:        cancel,
-		listeners:     make(map[*tcpListener]struct{}),
-		conns:         make(map[*tcpConn]struct{}),
+		loop:      loop,
+		cfg:       cfg,
+		budget:    newReadBudget(cfg.ReadBudgetBytes),
+		log:       log.With("component", "net"),
+		sendfile:  true,
+		ctx:       ctx,
+		cancel:    cancel,
+		listeners: make(map[*tcpListener]struct{}),
+		conns:     make(map[*tcpConn]struct{}),
 	}
 }
 
@@ -136,6 +179,7 @@ func (n *Net) Close() {
 	}
 	n.mu.Unlock()
 	n.cancel()
+	n.budget.close()
 	for _, l := range listeners {
 		_ = l.Close()
 	}
@@ -188,7 +232,7 @@ func (n *Net) Dial(addr string, done func(env.Conn, error)) {
 			n.loop.Post(func() { done(nil, err) })
 			return
 		}
-		c := n.newConn(nc)
+		c := n.newConn(nc, false)
 		if c == nil {
 			return // Net closed meanwhile; nc is closed
 		}
@@ -203,10 +247,10 @@ func (n *Net) Dial(addr string, done func(env.Conn, error)) {
 	}
 }
 
-// newConn registers a connection, or closes nc and returns nil when the Net
-// is closed.
-func (n *Net) newConn(nc net.Conn) *tcpConn {
-	c := &tcpConn{net: n, nc: nc, local: nc.LocalAddr().String(), remote: nc.RemoteAddr().String()}
+// newConn registers a connection (accepted: inbound), or closes nc and
+// returns nil when the Net is closed.
+func (n *Net) newConn(nc net.Conn, inbound bool) *tcpConn {
+	c := &tcpConn{net: n, nc: nc, inbound: inbound, local: nc.LocalAddr().String(), remote: nc.RemoteAddr().String()}
 	c.cond = sync.NewCond(&c.mu)
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -263,7 +307,7 @@ func (l *tcpListener) acceptLoop() {
 			continue
 		}
 		retry = acceptRetryMin
-		c := l.net.newConn(nc)
+		c := l.net.newConn(nc, true)
 		if c == nil {
 			return
 		}
@@ -286,6 +330,12 @@ type tcpConn struct {
 	net           *Net
 	nc            net.Conn
 	local, remote string
+	// inbound: accepted, not dialed; its frames are requests, held to
+	// the budget and the progress rule.
+	inbound bool
+	// receiving is set while part of a frame has arrived and the rest
+	// has not (env.FrameReceiver).
+	receiving atomic.Bool
 
 	onFrame func([]byte)
 	onClose func(error)
@@ -483,6 +533,7 @@ func (c *tcpConn) end(err error) {
 	c.mu.Unlock()
 	_ = c.nc.Close()
 	c.net.forget(c)
+	c.net.budget.connEnded(c)
 	// Posted after every frame the reader already posted, so OnClose
 	// follows the last frame delivered.
 	c.net.loop.Post(func() {
@@ -493,9 +544,25 @@ func (c *tcpConn) end(err error) {
 	})
 }
 
-// deliver runs on the loop for each frame read.
-func (c *tcpConn) deliver(frame []byte) {
+// ReceivingFrame implements env.FrameReceiver.
+func (c *tcpConn) ReceivingFrame() bool { return c.receiving.Load() }
+
+var _ env.FrameReceiver = (*tcpConn)(nil)
+
+// isClosed reports whether the conn ended.
+func (c *tcpConn) isClosed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closed
+}
+
+// deliver runs on the loop for each frame read; id is the frame's, for
+// the budget.
+func (c *tcpConn) deliver(frame []byte, id frameID) {
 	size := len(frame)
+	if c.inbound {
+		c.net.budget.release(id, size, true)
+	}
 	if !c.ended && c.onFrame != nil {
 		c.onFrame(frame)
 	}
@@ -507,8 +574,7 @@ func (c *tcpConn) deliver(frame []byte) {
 }
 
 func (c *tcpConn) readLoop() {
-	r := bufio.NewReaderSize(c.nc, readBufferBytes)
-	var size [4]byte
+	f := newFrameReader(c)
 	for {
 		// Back-pressure: stop reading while the loop has enough of this
 		// conn's frames or the client is not reading our responses.
@@ -522,48 +588,21 @@ func (c *tcpConn) readLoop() {
 			return
 		}
 
-		if _, err := io.ReadFull(r, size[:]); err != nil {
-			c.fail(fmt.Errorf("read from %s: %w", c.remote, netErr(err)))
-			return
-		}
-		n := int32(binary.BigEndian.Uint32(size[:]))
-		if n < 0 || int64(n) > int64(c.net.maxFrameBytes) {
-			c.fail(fmt.Errorf("frame of %d bytes from %s exceeds socket.request.max.bytes=%d: %w",
-				n, c.remote, c.net.maxFrameBytes, env.ErrFrameTooLarge))
-			return
-		}
-		frame, err := readFrame(r, int(n))
+		frame, err := f.next()
 		if err != nil {
-			c.fail(fmt.Errorf("read from %s: %w", c.remote, netErr(err)))
+			if errors.Is(err, errFrameTooSlow) {
+				c.net.log.Warn("closing connection: request frame too slow", "remote", c.remote, "err", err)
+			}
+			c.fail(err)
 			return
 		}
+		id := f.id()
 		c.mu.Lock()
 		c.queued++
 		c.queuedB += len(frame)
 		c.mu.Unlock()
-		c.net.loop.Post(func() { c.deliver(frame) })
+		c.net.loop.Post(func() { c.deliver(frame, id) })
 	}
-}
-
-// readFrame reads exactly size bytes, allocating as they arrive rather
-// than trusting the size prefix up front: a large frame gets a first
-// chunk, and its full buffer only once that chunk has arrived, so a peer
-// announcing 100 MiB and sending nothing costs frameAllocChunkBytes, and
-// one that does send costs the frame plus one chunk.
-func readFrame(r io.Reader, size int) ([]byte, error) {
-	if size <= frameAllocChunkBytes {
-		buf := make([]byte, size)
-		_, err := io.ReadFull(r, buf)
-		return buf, err
-	}
-	first := make([]byte, frameAllocChunkBytes)
-	if _, err := io.ReadFull(r, first); err != nil {
-		return nil, err
-	}
-	buf := make([]byte, size)
-	copy(buf, first)
-	_, err := io.ReadFull(r, buf[frameAllocChunkBytes:])
-	return buf, err
 }
 
 func (c *tcpConn) writeLoop() {

@@ -19,7 +19,7 @@ import (
 func newTestNet(t *testing.T, maxFrameBytes int) (*Net, *Loop) {
 	t.Helper()
 	l := startLoop(t)
-	n := NewNet(l, maxFrameBytes, slog.New(slog.DiscardHandler))
+	n := NewNet(l, NetConfig{MaxFrameBytes: maxFrameBytes}, slog.New(slog.DiscardHandler))
 	t.Cleanup(n.Close)
 	return n, l
 }
@@ -273,7 +273,7 @@ func TestNetBackPressure(t *testing.T) {
 
 func TestNetCloseStopsEverything(t *testing.T) {
 	l := startLoop(t)
-	n := NewNet(l, 0, slog.New(slog.DiscardHandler))
+	n := NewNet(l, NetConfig{}, slog.New(slog.DiscardHandler))
 	ln, closes := echoServer(t, n, l)
 	raw := dialRaw(t, ln.Addr())
 	writeRawFrame(t, raw, []byte("a"))
@@ -286,4 +286,76 @@ func TestNetCloseStopsEverything(t *testing.T) {
 	result := make(chan error, 1)
 	onLoop(t, l, func() { n.Dial(ln.Addr(), func(_ env.Conn, err error) { result <- err }) })
 	require.ErrorIs(t, waitFor(t, result, "dial after close"), env.ErrClosed)
+}
+
+// TestNetReadBudgetOverdraftAvoidsDeadlock: four connections each send 40
+// KiB of a 64 KiB frame against a 64 KiB read budget, then the rest. Every
+// reader would wait for room half-way for ever; the one frame allowed past
+// the budget breaks the wait, every frame arrives, and the budget is whole
+// again afterwards.
+func TestNetReadBudgetOverdraftAvoidsDeadlock(t *testing.T) {
+	l := startLoop(t)
+	n := NewNet(l, NetConfig{ReadBudgetBytes: 64 << 10}, slog.New(slog.DiscardHandler))
+	t.Cleanup(n.Close)
+	ln, _ := echoServer(t, n, l)
+	const frameBytes, firstPart = 64 << 10, 40 << 10
+	frame := bytes.Repeat([]byte("budget!!"), frameBytes/8)
+	conns := make([]net.Conn, 4)
+	for i := range conns {
+		conns[i] = dialRaw(t, ln.Addr())
+		_, err := conns[i].Write(append(binary.BigEndian.AppendUint32(nil, frameBytes), frame[:firstPart]...))
+		require.NoError(t, err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	require.LessOrEqual(t, n.budget.Used(), int64(64<<10+frameBytes), "the budget and one overdraft frame")
+	for _, c := range conns {
+		_, err := c.Write(frame[firstPart:])
+		require.NoError(t, err)
+	}
+	for i, c := range conns {
+		require.Equal(t, frame, readRawFrame(t, c), "conn %d", i)
+	}
+	require.Eventually(t, func() bool { return n.budget.Used() == 0 }, testTimeout, 10*time.Millisecond)
+}
+
+// TestNetSlowFrameClosesConn: a frame that stalls half-way, or trickles
+// below the minimum rate, closes its connection within the window, gives
+// its bytes back to the budget, and a silent connection between frames is
+// left alone (idleness is the listeners' business).
+func TestNetSlowFrameClosesConn(t *testing.T) {
+	l := startLoop(t)
+	n := NewNet(l, NetConfig{FrameReadTimeout: 300 * time.Millisecond, FrameMinBytesPerSec: 1000}, slog.New(slog.DiscardHandler))
+	t.Cleanup(n.Close)
+	ln, closes := echoServer(t, n, l)
+
+	stalled := dialRaw(t, ln.Addr())
+	_, err := stalled.Write(append(binary.BigEndian.AppendUint32(nil, 1<<20), make([]byte, 100<<10)...))
+	require.NoError(t, err)
+	start := time.Now()
+	ev := waitFor(t, closes, "OnClose of the stalled frame")
+	require.ErrorIs(t, ev.err, errFrameTooSlow)
+	require.ErrorIs(t, ev.err, env.ErrTimeout)
+	require.Less(t, time.Since(start), 2*time.Second)
+	require.Eventually(t, func() bool { return n.budget.Used() == 0 }, testTimeout, 10*time.Millisecond)
+
+	trickler := dialRaw(t, ln.Addr())
+	start = time.Now()
+	go func() {
+		for _, b := range binary.BigEndian.AppendUint32(nil, 50) {
+			if _, err := trickler.Write([]byte{b}); err != nil {
+				return
+			}
+			time.Sleep(100 * time.Millisecond) // 10 bytes a second
+		}
+	}()
+	ev = waitFor(t, closes, "OnClose of the trickler")
+	require.ErrorIs(t, ev.err, errFrameTooSlow, "a size prefix is part of its frame")
+	require.Less(t, time.Since(start), 2*time.Second)
+
+	quiet := dialRaw(t, ln.Addr())
+	writeRawFrame(t, quiet, []byte("one"))
+	require.Equal(t, []byte("one"), readRawFrame(t, quiet))
+	time.Sleep(time.Second) // silent between frames
+	writeRawFrame(t, quiet, []byte("two"))
+	require.Equal(t, []byte("two"), readRawFrame(t, quiet))
 }

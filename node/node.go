@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
@@ -14,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/strata-log/strata/core/connlimit"
 	"github.com/strata-log/strata/core/controller"
 	"github.com/strata-log/strata/core/kraft"
 	"github.com/strata-log/strata/core/metrics"
@@ -90,18 +93,28 @@ func Start(cfg Config, log *slog.Logger) (*Node, error) {
 		}
 	}
 
+	limits, err := cfg.connLimits()
+	if err != nil {
+		return nil, err
+	}
+
 	ops, err := listenOps(cfg.MetricsListener)
 	if err != nil {
 		return nil, err
 	}
 	loop := NewLoop()
 	e, err := NewEnv(loop, EnvConfig{
-		DataDir:       dataDir,
-		BucketDir:     filepath.Join(dataDir, ObjectsDirName),
-		MaxFrameBytes: cfg.SocketRequestMaxBytes,
-		WorkWorkers:   cfg.requestWorkers(),
-		Logger:        log,
-		NoSendfile:    cfg.NoSendfile,
+		DataDir:   dataDir,
+		BucketDir: filepath.Join(dataDir, ObjectsDirName),
+		Net: NetConfig{
+			MaxFrameBytes:       cfg.SocketRequestMaxBytes,
+			ReadBudgetBytes:     cfg.QueuedMaxRequestBytes,
+			FrameReadTimeout:    time.Duration(cfg.SocketRequestReadTimeoutMs) * time.Millisecond,
+			FrameMinBytesPerSec: cfg.SocketRequestMinBytesPerSec,
+		},
+		WorkWorkers: cfg.requestWorkers(),
+		Logger:      log,
+		NoSendfile:  cfg.NoSendfile,
 	})
 	if err != nil {
 		if ops != nil {
@@ -132,7 +145,7 @@ func Start(cfg Config, log *slog.Logger) (*Node, error) {
 				SessionTimeout:               time.Duration(cfg.BrokerSessionTimeoutMs) * time.Millisecond,
 				NoAutoLeaderRebalance:        cfg.NoAutoLeaderRebalance,
 				LeaderImbalanceCheckInterval: time.Duration(cfg.LeaderImbalanceCheckSeconds) * time.Second,
-			}},
+			}, ListenerLimits: limits},
 			Metrics: n.metrics,
 		}
 		// A controller is a voter on its controller listener; a
@@ -143,6 +156,9 @@ func Start(cfg Config, log *slog.Logger) (*Node, error) {
 		}
 		if cfg.IsBroker() {
 			scfg.BrokerListener = cfg.brokerConfig(dataDir)
+			scfg.BrokerListener.MaxConnectionsPerIP = limits.MaxPerHost
+			scfg.BrokerListener.MaxConnectionsPerIPOverrides = limits.PerHostOverrides
+			scfg.BrokerListener.ConnectionsMaxIdle = limits.MaxIdle
 			n.reportMetricsAddr(scfg.BrokerListener.StaticConfigs)
 			scfg.BrokerListener.AdvertisedHost, scfg.BrokerListener.AdvertisedPort = advHost, advPort
 			scfg.Partitions = cfg.partitionsConfig()
@@ -169,6 +185,47 @@ func Start(cfg Config, log *slog.Logger) (*Node, error) {
 		"controller_listener", n.ctrlAddr, "advertised", n.advertised, "metrics_listener", n.MetricsAddr(), "cluster_id", meta.ClusterID)
 	return n, nil
 }
+
+// connLimits is the listeners' connection bounds, with the host names of
+// max.connections.per.ip.overrides resolved to the addresses RemoteAddr
+// reports (Kafka resolves them at start too, and fails on an unknown
+// host).
+func (c Config) connLimits() (connlimit.Config, error) {
+	limits := connlimit.Config{
+		MaxConnections: c.MaxConnections,
+		MaxIdle:        time.Duration(c.ConnectionsMaxIdleMs) * time.Millisecond,
+	}
+	switch {
+	case c.MaxConnectionsPerIP == 0:
+		limits.MaxPerHost = -1 // Kafka's 0: only the overrides' hosts
+	case c.MaxConnectionsPerIP < math.MaxInt32:
+		limits.MaxPerHost = c.MaxConnectionsPerIP
+	}
+	if len(c.MaxConnectionsPerIPOverrides) == 0 {
+		return limits, nil
+	}
+	limits.PerHostOverrides = map[string]int{}
+	for _, host := range slices.Sorted(maps.Keys(c.MaxConnectionsPerIPOverrides)) {
+		n := c.MaxConnectionsPerIPOverrides[host]
+		addrs := []string{host}
+		if net.ParseIP(host) == nil {
+			ctx, cancel := context.WithTimeout(context.Background(), resolveTimeout)
+			var err error
+			addrs, err = net.DefaultResolver.LookupHost(ctx, host)
+			cancel()
+			if err != nil {
+				return limits, invalid(KeyMaxConnectionsPerIPOverrides, host, fmt.Sprintf("cannot resolve %s: %v", host, err))
+			}
+		}
+		for _, a := range addrs {
+			limits.PerHostOverrides[net.ParseIP(a).String()] = n
+		}
+	}
+	return limits, nil
+}
+
+// resolveTimeout bounds the resolution of one host name at start.
+const resolveTimeout = 5 * time.Second
 
 // controllerPortMismatch warns of a controller listener whose port is not
 // the one controller.quorum.voters gives for this node: the other voters

@@ -56,7 +56,7 @@ func TestNetSendPartsSendsFileRegions(t *testing.T) {
 	for _, sendfile := range []bool{true, false} {
 		t.Run(fmt.Sprintf("sendfile=%v", sendfile), func(t *testing.T) {
 			l := startLoop(t)
-			n := NewNet(l, 0, slog.New(slog.DiscardHandler))
+			n := NewNet(l, NetConfig{}, slog.New(slog.DiscardHandler))
 			n.UseSendfile(sendfile)
 			t.Cleanup(n.Close)
 			content := bytes.Repeat([]byte("0123456789abcdefghijklmnopqrstuv"), (3<<20)/32)

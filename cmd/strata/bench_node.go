@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -225,17 +226,30 @@ func (n *benchNode) waitReady(ctx context.Context, timeout time.Duration, broker
 	last := "no answer yet"
 	for {
 		rctx, rcancel := context.WithTimeout(ctx, benchReadyRequestTimeout)
-		req := kmsg.NewPtrMetadataRequest()
-		req.Topics = []kmsg.MetadataRequestTopic{}
+		// Ready once enough brokers are unfenced: DescribeCluster v2
+		// with the fenced ones says which (a starting broker lists
+		// itself, fenced, and Metadata names it the controller).
+		req := kmsg.NewPtrDescribeClusterRequest()
+		req.Version, req.IncludeFencedBrokers = 2, true
 		resp, err := req.RequestWith(rctx, cl.SeedBrokers()[0])
 		rcancel()
+		unfenced := 0
+		if err == nil {
+			for _, b := range resp.Brokers {
+				if !b.IsFenced {
+					unfenced++
+				}
+			}
+		}
 		switch {
 		case err != nil:
 			last = err.Error()
-		case len(resp.Brokers) >= brokers && resp.ControllerID >= 0:
+		case resp.ErrorCode != 0:
+			last = fmt.Sprintf("DescribeCluster: %v", kerr.ErrorForCode(resp.ErrorCode))
+		case unfenced >= brokers:
 			return nil
 		default:
-			last = fmt.Sprintf("Metadata lists %d brokers and controller %d", len(resp.Brokers), resp.ControllerID)
+			last = fmt.Sprintf("DescribeCluster lists %d unfenced brokers of %d", unfenced, len(resp.Brokers))
 		}
 		select {
 		case <-n.exited:

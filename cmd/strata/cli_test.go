@@ -25,7 +25,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
 
-	"github.com/strata-log/strata/core/controller"
+	"github.com/strata-log/strata/core/config"
 )
 
 // cliTestTimeout bounds one command run by a test, and each wait of the
@@ -52,7 +52,7 @@ func startKfake(t *testing.T) string {
 func rejectUnknownTopicConfigs(c *kfake.Cluster) {
 	unknown := func(names []string) string {
 		for _, n := range names {
-			if _, ok := controller.LookupTopicConfig(n); !ok {
+			if _, ok := config.TopicRow(n); !ok {
 				return n
 			}
 		}

@@ -52,8 +52,10 @@ func quorumCommand(args []string, stdout, stderr io.Writer) int {
 	usage := func() {
 		fmt.Fprint(stderr, "Usage:\n\n"+
 			"  strata quorum status [--replication] (--bootstrap-server host:port | --bootstrap-controller host:port)\n"+
-			"  strata quorum describe (--status | --replication) (--bootstrap-server ... | --bootstrap-controller ...)\n\n"+
+			"  strata quorum describe (--status | --replication) (--bootstrap-server ... | --bootstrap-controller ...)\n"+
+			"  strata quorum reset-state --dir <log.dirs>/__cluster_metadata-0 --epoch N [--force]\n\n"+
 			"Describes the KRaft metadata quorum as its leader sees it, like kafka-metadata-quorum.sh.\n"+
+			"reset-state rewrites a stopped member's unusable quorum-state (docs/operations.md).\n"+
 			"Run 'strata quorum status -h' for the flags.\n")
 	}
 	if len(args) == 0 {
@@ -63,6 +65,8 @@ func quorumCommand(args []string, stdout, stderr io.Writer) int {
 	sub, args := args[0], args[1:]
 	switch sub {
 	case "status", "describe":
+	case "reset-state":
+		return resetStateCommand(args, stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		usage()
 		return exitOK

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	crand "crypto/rand"
 	"fmt"
 	"log/slog"
 	"net"
@@ -146,9 +147,14 @@ func TestQuorumStatusUsageAndNoAnswer(t *testing.T) {
 func TestQuorumStatusFollowsLeader(t *testing.T) {
 	ctrl := []string{freePort(t), freePort(t), freePort(t)}
 	voters := fmt.Sprintf("1@%s,2@%s,3@%s", ctrl[0], ctrl[1], ctrl[2])
+	// One cluster id for every node: a voter refuses quorum requests from
+	// another cluster (INCONSISTENT_CLUSTER_ID), as Kafka's do.
+	clusterID, err := node.NewClusterID(crand.Reader)
+	require.NoError(t, err)
 	var nodes []*node.Node
 	for i := range 3 {
 		cfg := node.DefaultConfig()
+		cfg.ClusterID = clusterID
 		for _, kv := range [][2]string{
 			{"node.id", fmt.Sprint(i + 1)},
 			{"process.roles", "controller"},
@@ -163,6 +169,7 @@ func TestQuorumStatusFollowsLeader(t *testing.T) {
 		require.Empty(t, nodes[i].Addr(), "a controller-only node has no client listener")
 	}
 	obs := node.DefaultConfig()
+	obs.ClusterID = clusterID
 	for _, kv := range [][2]string{
 		{"node.id", "4"}, {"process.roles", "broker"}, {"listeners", "PLAINTEXT://127.0.0.1:0"},
 		{"controller.quorum.voters", voters}, {"log.dirs", t.TempDir()},

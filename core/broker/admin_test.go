@@ -9,7 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/strata-log/strata/core/controller"
+	"github.com/strata-log/strata/core/config"
 	"github.com/strata-log/strata/core/meta"
 )
 
@@ -384,7 +384,7 @@ func TestDescribeConfigsEveryVersion(t *testing.T) {
 			// cluster's dynamic segment default, this broker's dynamic
 			// retention.bytes, the rest defaults.
 			a := resp.Resources[0]
-			require.Len(t, a.Configs, len(controller.TopicConfigs()))
+			require.Len(t, a.Configs, len(config.TopicRows()))
 			ret := configByName(t, a, "retention.ms")
 			require.Equal(t, "1000", *ret.Value)
 			require.Equal(t, kmsg.ConfigSourceDynamicTopicConfig, ret.Source)

@@ -60,7 +60,7 @@ var apis = []apiHandler{
 		why: "every version kmsg encodes; v13 (KIP-1102) only adds a top-level error code"},
 	{API: api(kmsg.ApiVersions, 0, 4), handle: handleApiVersions,
 		why: "v4 is Kafka 4's newest stable version; a v5 request (KIP-1242) gets the KIP-511 answer and retries at v4"},
-	{API: api(kmsg.CreateTopics, 0, 7), handle: handleController, barrier: true,
+	{API: api(kmsg.CreateTopics, 0, 7), handle: handleCreateTopics, barrier: true,
 		why: "passed to the active controller, which answers every version kmsg encodes"},
 	{API: api(kmsg.DeleteTopics, 0, 6), handle: handleController, barrier: true,
 		why: "as CreateTopics"},

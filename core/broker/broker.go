@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/strata-log/strata/core/connlimit"
 	"github.com/strata-log/strata/core/env"
 	"github.com/strata-log/strata/core/producer"
 	"github.com/strata-log/strata/core/protocol"
@@ -32,6 +33,9 @@ type Broker struct {
 	conns      []*conn
 	nextConnID uint64
 	closed     bool
+	// guard admits connections (max.connections, max.connections.per.ip)
+	// and closes idle ones (connections.max.idle.ms).
+	guard *connlimit.Guard
 
 	// inflightBytes is the size of the request frames received and not
 	// yet answered, across connections (Config.MaxInflightRequestBytes);
@@ -51,6 +55,10 @@ type Broker struct {
 	groups groupCoordinator
 	// txns is the transaction coordinator (txn.go).
 	txns txnCoordinator
+	// coordinatorTopicProblems is, per coordinator topic, why its
+	// coordinator last found it unusable ("" when usable), so that a
+	// change is logged once (internaltopics.go). Only looked up.
+	coordinatorTopicProblems map[string]string
 	// verifying are the partitions' verifications this broker has asked
 	// the coordinator about and not heard back on, each with the
 	// produces waiting behind the ask (txnverify.go). Looked up by key
@@ -84,6 +92,7 @@ func New(e env.Env, cfg Config) (*Broker, error) {
 	}
 	b.table, b.handlers = apiTable()
 	b.work = work.NewPool(e, cfg.Work)
+	b.guard = connlimit.New(e, cfg.connLimits(), b.log)
 	b.autoCreating = map[string]bool{}
 	b.sessions.max, b.sessions.rng = cfg.MaxFetchSessions, e.Rand()
 	b.initMetrics()
@@ -140,9 +149,7 @@ func (b *Broker) accept(c env.Conn) {
 		c.Close()
 		return
 	}
-	if len(b.conns) >= b.cfg.MaxConnections {
-		b.log.Warn("closing connection: too many connections",
-			"remote", c.RemoteAddr(), "max_connections", b.cfg.MaxConnections)
+	if !b.guard.Admit(c.RemoteAddr()) {
 		c.Close()
 		return
 	}
@@ -152,11 +159,14 @@ func (b *Broker) accept(c env.Conn) {
 	cn := &conn{b: b, id: b.nextConnID, c: c, remote: c.RemoteAddr(), work: b.work.NewQueue()}
 	b.nextConnID++
 	b.conns = append(b.conns, cn)
+	cn.idle = b.guard.Watch(c, func() bool { return len(cn.queue) > 0 }, func() { b.closeConn(cn) })
 	c.OnFrame(func(frame []byte) { b.onFrame(cn, frame) })
 	c.OnClose(func(err error) {
 		if b.metrics != nil {
 			b.metrics.connsClosed.Inc()
 		}
+		cn.idle.Stop()
+		b.guard.Release(cn.remote)
 		b.forget(cn)
 		if errors.Is(err, env.ErrFrameTooLarge) {
 			// The transport refused the frame before we saw it; this

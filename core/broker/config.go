@@ -7,6 +7,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-log/strata/core/connlimit"
 	"github.com/strata-log/strata/core/meta"
 	"github.com/strata-log/strata/core/metrics"
 	"github.com/strata-log/strata/core/replica"
@@ -19,7 +20,12 @@ const (
 	// max.connections defaults to unlimited; a bound keeps one misbehaving
 	// client from exhausting file descriptors, and 10000 is far above what a
 	// single walking-skeleton node serves.
-	DefaultMaxConnections = 10000
+	DefaultMaxConnections = connlimit.DefaultMaxConnections
+
+	// DefaultConnectionsMaxIdle is connections.max.idle.ms, Kafka's
+	// default: a connection with no request in flight and nothing moving
+	// for this long is closed.
+	DefaultConnectionsMaxIdle = connlimit.DefaultMaxIdle
 
 	// DefaultMaxBufferedResponseBytes bounds the response bytes queued on a
 	// connection but not yet handed to the transport. A client that keeps
@@ -84,6 +90,16 @@ type Config struct {
 	// are closed at once with a log line. Zero means
 	// DefaultMaxConnections.
 	MaxConnections int
+
+	// MaxConnectionsPerIP and MaxConnectionsPerIPOverrides are
+	// max.connections.per.ip and its overrides (connlimit.Config's
+	// MaxPerHost and PerHostOverrides: zero bounds nothing, negative
+	// admits only the overrides' hosts); a connection past them is
+	// closed at once with a log line. ConnectionsMaxIdle is
+	// connections.max.idle.ms (zero: DefaultConnectionsMaxIdle).
+	MaxConnectionsPerIP          int
+	MaxConnectionsPerIPOverrides map[string]int
+	ConnectionsMaxIdle           time.Duration
 
 	// MaxBufferedResponseBytes bounds a connection's unsent response
 	// bytes (env.Conn.Buffered) before the broker disconnects it. Zero
@@ -212,6 +228,9 @@ func (cfg Config) withDefaults() (Config, error) {
 	case cfg.MaxInflightRequestsPerConn < 0 || cfg.MaxInflightRequestBytes < 0:
 		return cfg, fmt.Errorf("%w: negative in-flight request bounds", errInvalidConfig)
 	}
+	if err := cfg.connLimits().Validate(); err != nil {
+		return cfg, fmt.Errorf("%w: %w", errInvalidConfig, err)
+	}
 	if cfg.MaxInflightRequestsPerConn == 0 {
 		cfg.MaxInflightRequestsPerConn = DefaultMaxInflightRequestsPerConn
 	}
@@ -227,6 +246,9 @@ func (cfg Config) withDefaults() (Config, error) {
 	if cfg.MaxBufferedResponseBytes == 0 {
 		cfg.MaxBufferedResponseBytes = DefaultMaxBufferedResponseBytes
 	}
+	if cfg.ConnectionsMaxIdle == 0 {
+		cfg.ConnectionsMaxIdle = DefaultConnectionsMaxIdle
+	}
 	switch {
 	case cfg.Work.InlineBelow == 0:
 		cfg.Work.InlineBelow = DefaultInlineWorkBelow
@@ -234,4 +256,14 @@ func (cfg Config) withDefaults() (Config, error) {
 		cfg.Work.InlineBelow = 0 // every job goes to a worker
 	}
 	return cfg, nil
+}
+
+// connLimits is the listener's share of cfg for its connlimit.Guard.
+func (cfg Config) connLimits() connlimit.Config {
+	return connlimit.Config{
+		MaxConnections:   cfg.MaxConnections,
+		MaxPerHost:       cfg.MaxConnectionsPerIP,
+		PerHostOverrides: cfg.MaxConnectionsPerIPOverrides,
+		MaxIdle:          cfg.ConnectionsMaxIdle,
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/core/assert"
+	"github.com/strata-log/strata/core/connlimit"
 	"github.com/strata-log/strata/core/env"
 	"github.com/strata-log/strata/core/protocol"
 	"github.com/strata-log/strata/core/work"
@@ -31,6 +32,12 @@ type conn struct {
 	// closing is set once the broker decided to close the connection, so
 	// that frames the transport still delivers before OnClose are ignored.
 	closing bool
+	// draining is set at a frame that cannot be served: the connection
+	// takes no more frames and closes once the requests before it are
+	// answered (closeAfterAnswers).
+	draining bool
+	// idle closes the connection after connections.max.idle.ms.
+	idle *connlimit.Idle
 	// queue holds the requests not yet sent, oldest first; the first
 	// dispatched of them are handled, the rest wait behind a barrier.
 	queue      []*request
@@ -142,11 +149,13 @@ func (r *request) dropped() {
 }
 
 // onFrame parses one request frame and queues it. A frame that cannot be
-// served closes the connection with a log line.
+// served closes the connection with a log line, once the requests before
+// it are answered.
 func (b *Broker) onFrame(cn *conn, frame []byte) {
-	if cn.closing || b.closed {
+	if cn.closing || cn.draining || b.closed {
 		return
 	}
+	cn.idle.Touch()
 	hdr, body, err := b.table.ParseRequest(frame)
 	var api *apiHandler
 	switch {
@@ -157,7 +166,7 @@ func (b *Broker) onFrame(cn *conn, frame []byte) {
 		api = &apiVersionsTooNew
 	default:
 		b.log.Warn("closing connection: bad request", "remote", cn.remote, "err", err)
-		b.closeConn(cn)
+		b.closeAfterAnswers(cn)
 		return
 	}
 	r := &request{cn: cn, hdr: hdr, body: body, api: api, bytes: len(frame)}
@@ -223,6 +232,7 @@ func (b *Broker) flush(cn *conn) {
 		}
 	}
 	if sent > 0 {
+		cn.idle.Touch()
 		clear(cn.queue[:sent])
 		cn.queue = slices.Delete(cn.queue, 0, sent)
 		cn.dispatched -= sent
@@ -230,6 +240,45 @@ func (b *Broker) flush(cn *conn) {
 		b.resumePaused()
 	}
 	b.dispatch(cn)
+	if cn.draining && len(cn.queue) == 0 {
+		b.closeWhenSent(cn)
+	}
+}
+
+// badFrameDrainTimeout bounds how long a connection that sent a frame
+// that cannot be served waits for the answers to its earlier requests
+// before it is closed anyway: Kafka's request.timeout.ms, after which
+// the client has given up on them.
+const badFrameDrainTimeout = 30 * time.Second
+
+// closeAfterAnswers closes cn once every request received before now is
+// answered and sent (Kafka serves a connection's requests one at a time,
+// so a client's valid request before a bad frame is answered there too),
+// and takes no more frames meanwhile.
+func (b *Broker) closeAfterAnswers(cn *conn) {
+	cn.draining = true
+	cn.c.Pause()
+	b.e.AfterFunc(badFrameDrainTimeout, func() { b.closeConn(cn) })
+	if len(cn.queue) == 0 {
+		b.closeWhenSent(cn)
+	}
+}
+
+// drainPollInterval is how often a draining connection checks that its
+// last answers left (env.Conn has no callback for it).
+const drainPollInterval = 5 * time.Millisecond
+
+// closeWhenSent closes a draining cn once the transport has sent its
+// answers: closing earlier would drop them with the connection.
+func (b *Broker) closeWhenSent(cn *conn) {
+	if cn.closing {
+		return
+	}
+	if cn.c.Buffered() == 0 {
+		b.closeConn(cn)
+		return
+	}
+	b.e.AfterFunc(drainPollInterval, func() { b.closeWhenSent(cn) })
 }
 
 // send writes one answered request's response.
@@ -289,7 +338,7 @@ func (b *Broker) resume(cn *conn) {
 	if i := slices.Index(b.paused, cn); i >= 0 {
 		b.paused = slices.Delete(b.paused, i, i+1)
 	}
-	if !cn.closing {
+	if !cn.closing && !cn.draining {
 		cn.c.Resume()
 	}
 }

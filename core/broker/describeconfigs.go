@@ -35,9 +35,10 @@ type configEntry struct {
 	synonyms []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym
 }
 
-// handleDescribeConfigs answers DescribeConfigs for topics (every key of
-// the controller's config table, resolved by replica.ResolveTopicConfigs,
-// the same function that configures the partitions), for this broker (its
+// handleDescribeConfigs answers DescribeConfigs for topics (every row of
+// the table of topic configs, core/config, resolved by
+// replica.ResolveTopicConfigs, the same function that configures the
+// partitions), for this broker (its
 // static keys and the image's dynamic values) and for the cluster-wide
 // default broker resource (empty name: the image's dynamic defaults).
 func handleDescribeConfigs(b *Broker, r *request) {

@@ -32,7 +32,10 @@
 // It must never panic on input from the network. Bytes from a client are
 // validated, not trusted: a malformed frame, an unknown API key or an
 // unsupported version is logged with the remote address and closes that one
-// connection (as Kafka does), and nothing else. Panics are reserved for
+// connection (as Kafka does), once the requests before it are answered,
+// and nothing else. Connections are admitted and expired by a
+// core/connlimit Guard (max.connections, max.connections.per.ip,
+// connections.max.idle.ms). Panics are reserved for
 // violated internal invariants (package assert).
 //
 // # Invariants

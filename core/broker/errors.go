@@ -53,7 +53,10 @@ var errorTable = []struct {
 	{record.ErrCorrupt, kerr.CorruptMessage}, // ErrCRCMismatch and ErrTruncated too
 	{record.ErrUnsupportedMagic, kerr.UnsupportedForMessageFormat},
 	{record.ErrBatchTooLarge, kerr.MessageTooLarge},
-	{record.ErrDecompressedTooLarge, kerr.InvalidRecord},
+	// Past record.MaxDecompressedBytes (16x max.message.bytes): a batch
+	// too large once decompressed, which Kafka's Java producer answers by
+	// splitting the batch.
+	{record.ErrDecompressedTooLarge, kerr.MessageTooLarge},
 	{record.ErrInvalidRecord, kerr.InvalidRecord},
 	// The disk.
 	{env.ErrNoSpace, kerr.KafkaStorageError},

@@ -12,13 +12,31 @@ import (
 
 // fakeEnv is the smallest env.Env the broker can run on: a loop that the
 // test drives by hand (run), and an in-memory Net whose conns record what
-// the broker sends. Timers, disk and bucket are not used by the broker.
+// the broker sends. Disk and bucket are not used by the broker.
+//
+// Time stands still unless the test advances it: a timer shorter than
+// longTimer fires at the next run, after what is already posted; a longer
+// one (connections.max.idle.ms, which would otherwise re-arm and fire
+// for ever) waits for advance. Once a test has called advance, every
+// timer waits for it (time is the test's now).
 type fakeEnv struct {
 	pending []func()
 	net     *fakeNet
 	logBuf  bytes.Buffer
 	logger  *slog.Logger
 	rnd     *rand.Rand
+	now     time.Duration
+	later   []fakeLater // in arming order
+	clocked bool        // advance was called
+}
+
+// longTimer is where fakeEnv's timers start to wait for advance.
+const longTimer = time.Minute
+
+type fakeLater struct {
+	at time.Duration
+	t  *fakeTimer
+	f  func()
 }
 
 func newFakeEnv() *fakeEnv {
@@ -29,11 +47,13 @@ func newFakeEnv() *fakeEnv {
 }
 
 func (e *fakeEnv) Now() time.Time           { return time.Unix(1_700_000_000, 0) }
-func (e *fakeEnv) Monotonic() time.Duration { return 0 }
-func (e *fakeEnv) AfterFunc(_ time.Duration, f func()) env.Timer {
-	// Time passes at once: a timer fires at the next run, after what is
-	// already posted.
+func (e *fakeEnv) Monotonic() time.Duration { return e.now }
+func (e *fakeEnv) AfterFunc(d time.Duration, f func()) env.Timer {
 	t := &fakeTimer{}
+	if d >= longTimer || e.clocked {
+		e.later = append(e.later, fakeLater{at: e.now + d, t: t, f: f})
+		return t
+	}
 	e.Post(func() {
 		if !t.stopped {
 			t.fired = true
@@ -63,6 +83,34 @@ func (e *fakeEnv) run() {
 		e.pending = e.pending[1:]
 		f()
 	}
+}
+
+// advance moves the clock by d, firing the long timers that fall due
+// (earliest first), and runs the loop.
+func (e *fakeEnv) advance(d time.Duration) {
+	e.clocked = true
+	end := e.now + d
+	for {
+		next := -1
+		for i, l := range e.later {
+			if l.at <= end && (next < 0 || l.at < e.later[next].at) {
+				next = i
+			}
+		}
+		if next < 0 {
+			break
+		}
+		l := e.later[next]
+		e.later = append(e.later[:next], e.later[next+1:]...)
+		e.now = max(e.now, l.at)
+		if !l.t.stopped {
+			l.t.fired = true
+			l.f()
+		}
+		e.run()
+	}
+	e.now = end
+	e.run()
 }
 
 type fakeTimer struct{ stopped, fired bool }

@@ -251,7 +251,11 @@ func (op *fetchOp) respond(img *meta.Image, results []fetched) {
 			code := b.errorCode(f.err)
 			rp.ErrorCode = code.Code
 			op.r.m.countError(code.Code)
-			if code == kerr.NotLeaderForPartition && req.Version >= 12 {
+			// A replica fetch from a broker that is not a replica here
+			// gets NOT_LEADER_OR_FOLLOWER from the leader itself
+			// (ReplicaFetch): naming the current leader would name
+			// this broker, and send the fetcher straight back.
+			if code == kerr.NotLeaderForPartition && req.Version >= 12 && !errors.Is(f.err, replica.ErrNotReplica) {
 				b.fetchCurrentLeader(img, f.name, f.fp.key.partition, &rp, resp)
 			}
 		}

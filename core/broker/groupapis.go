@@ -63,6 +63,9 @@ func (b *Broker) findCoordinator(typ int8, key string) kmsg.FindCoordinatorRespo
 		create(img)
 		return fail(kerr.CoordinatorNotAvailable, "The coordinator's topic "+topic+" is being created.")
 	}
+	if problem := b.coordinatorTopicProblem(img, topic); problem != "" {
+		return fail(kerr.CoordinatorNotAvailable, "The coordinator's topic "+topic+" is not usable: "+problem+".")
+	}
 	p, ok := ti.Partition(groupPartition(key, int32(ti.NumPartitions())))
 	if !ok || p.Leader == meta.NoLeader {
 		return fail(kerr.CoordinatorNotAvailable, "The key's partition of "+topic+" has no leader.")

@@ -314,7 +314,7 @@ func (b *Broker) replaySlice(sh replayer, l *log.Log, offset, end int64) (int64,
 		return offset, err
 	}
 	sp := record.NewSplitter(buf, len(buf), record.CheckStored)
-	rr := record.NewRecordReader(record.NewDecompressor(record.DefaultMaxDecompressedBytes))
+	rr := record.NewRecordReader(record.NewDecompressor(l.MaxReadDecompressedBytes()))
 	tr, _ := sh.(txnReplayer)
 	for sp.Next() {
 		batch := sp.Batch()
@@ -480,7 +480,7 @@ func (b *Broker) groupShardFor(name string) (*group.Shard, *kerr.Error) {
 		return nil, kerr.CoordinatorNotAvailable
 	}
 	ti, ok := img.TopicByName(OffsetsTopic)
-	if !ok || ti.NumPartitions() == 0 {
+	if !ok || ti.NumPartitions() == 0 || b.coordinatorTopicProblem(img, OffsetsTopic) != "" {
 		return nil, kerr.CoordinatorNotAvailable
 	}
 	gs := b.groups.shard(groupPartition(name, int32(ti.NumPartitions())))

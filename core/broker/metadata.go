@@ -240,12 +240,29 @@ func (b *Broker) brokerEndpoints(img *meta.Image, fenced bool) []brokerEndpoint 
 
 // controllerID is Metadata's controller id. As in KRaft Kafka it names a
 // live broker, not the active controller: controllers need not be brokers
-// (split roles), and a broker forwards controller requests to the quorum
-// leader. Kafka picks a random unfenced broker; Strata picks
-// deterministically this broker when it is registered and unfenced, so
-// that a client's admin requests land here and are forwarded, else the
-// lowest unfenced broker id, else -1 (Kafka's "no controller"), which
-// makes clients retry. Without an image it is this broker.
+// (split roles), and every broker forwards the controller's requests
+// (CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs,
+// IncrementalAlterConfigs, ElectLeaders, AlterPartitionReassignments,
+// ListPartitionReassignments) to the active controller and answers
+// DescribeConfigs and DescribeCluster itself. Kafka picks a random
+// unfenced broker; Strata picks deterministically (core answers the same
+// for the same image):
+//
+//  1. this broker when it is registered and unfenced, so that a client's
+//     admin requests land here and are forwarded;
+//  2. else the lowest unfenced broker id with a client listener;
+//  3. else this broker: no broker is unfenced, which is how a broker
+//     starts (it serves clients before its registration is unfenced:
+//     the start-up scrub, the first election), and it is listed in the
+//     brokers of the answer anyway (brokerEndpoints). Kafka never meets
+//     this case, as it opens its listeners only once unfenced. The
+//     previous answer, -1, made sarama's NewClusterAdmin and kafkajs's
+//     admin fail at once ("controller is not available", "Broker -1 not
+//     found") instead of retrying (issue 22); a request forwarded before
+//     there is an active controller gets NOT_CONTROLLER, which both
+//     retry with fresh metadata.
+//
+// Without an image it is this broker.
 func (b *Broker) controllerID(img *meta.Image) int32 {
 	if img == nil {
 		return b.cfg.NodeID
@@ -258,7 +275,7 @@ func (b *Broker) controllerID(img *meta.Image) int32 {
 			return reg.ID
 		}
 	}
-	return -1
+	return b.cfg.NodeID
 }
 
 // topicMetadata describes one topic of the image. A partition without a

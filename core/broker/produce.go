@@ -26,9 +26,12 @@ import (
 // whole request so). In a request with a transactional id, the
 // partitions where the producer has no transaction ongoing yet are first
 // verified with the transaction coordinator (KIP-890 part 1,
-// txnverify.go) and the whole request waits for its answer; then each
-// batch is appended, the partition keeping its producer's transaction
-// (core/producer). There are no ACLs to check the id against.
+// txnverify.go) and each such batch waits for its partition's answer,
+// while the request's other batches are appended at once (a pipelined
+// producer's next request must not overtake them); each partition keeps
+// its producer's transaction (core/producer). The request is answered
+// once every partition has its result. There are no ACLs to check the
+// id against.
 func handleProduce(b *Broker, r *request) {
 	req := r.body.(*kmsg.ProduceRequest)
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
@@ -72,12 +75,13 @@ func handleProduce(b *Broker, r *request) {
 			*rp = kmsg.NewProduceResponseTopicPartition()
 			rp.Partition = tp.Partition
 			rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = -1, -1, -1
-			setErr := func(err error) {
+			setErr := func(err error, recs ...replica.RecordError) {
 				failed = true
 				code := b.errorCode(err)
 				rp.ErrorCode = code.Code
 				msg := err.Error()
-				rp.ErrorMessage = &msg // encoded from v8
+				rp.ErrorMessage = &msg // encoded from v8, as record errors are
+				rp.ErrorRecords = recordErrors(recs)
 				if code == kerr.NotLeaderForPartition {
 					b.fillCurrentLeader(img, name, tp.Partition, &rp.CurrentLeader, &resp.Brokers)
 				}
@@ -112,7 +116,7 @@ func handleProduce(b *Broker, r *request) {
 			}
 			a.rp.ErrorCode = 0
 			if res.Err != nil {
-				a.setErr(res.Err)
+				a.setErr(res.Err, res.RecordErrors...)
 			} else {
 				a.rp.BaseOffset, a.rp.LogAppendTime, a.rp.LogStartOffset = res.BaseOffset, res.LogAppendTime, res.LogStartOffset
 			}
@@ -125,26 +129,26 @@ func handleProduce(b *Broker, r *request) {
 		a.part.Produce(a.payload, req.Acks, now, answer)
 	}
 	if req.TransactionID != nil && len(appends) > 0 && (!b.cfg.Txns.NoPartitionVerification || b.implicitAdds(req.Version, produceImplicitAddVersion)) {
-		// KIP-890 part 1 (txnverify.go): the appends wait for the
-		// coordinator's answer (part 2: for its add).
+		// KIP-890 part 1 (txnverify.go): a batch whose partition is
+		// verified waits for the coordinator's answer (part 2: for its
+		// add); the others are appended at once.
 		parts := make([]*replica.Partition, len(appends))
 		payloads := make([][]byte, len(appends))
 		for i, a := range appends {
 			parts[i], payloads[i] = a.part, a.payload
 		}
-		b.verifyTxnBatches(*req.TransactionID, req.Version, parts, payloads, now, func(vs []txnVerification) {
+		b.verifyTxnBatches(*req.TransactionID, req.Version, parts, payloads, now, func(i int, res txnVerification) {
+			a := appends[i]
 			if answered {
 				return // timed out while verifying: nothing is appended
 			}
-			for i, a := range appends {
-				if err := vs[i].err; err != nil {
-					a.rp.ErrorCode = 0
-					a.setErr(err)
-					finish()
-					continue
-				}
-				appendOne(a, b.e.Now(), true, vs[i].v) // the broker's time of the append, as for any batch
+			if res.err != nil {
+				a.rp.ErrorCode = 0
+				a.setErr(res.err)
+				finish()
+				return
 			}
+			appendOne(a, b.e.Now(), true, res.v) // the broker's time of the append, as for any batch
 		})
 	} else {
 		for _, a := range appends {
@@ -184,7 +188,19 @@ type produceAppend struct {
 	part    *replica.Partition
 	payload []byte
 	rp      *kmsg.ProduceResponseTopicPartition
-	setErr  func(error)
+	setErr  func(error, ...replica.RecordError)
+}
+
+// recordErrors are a partition's per-record errors as Produce v8+ answers
+// them (batch_index and message; older versions do not encode them).
+func recordErrors(recs []replica.RecordError) []kmsg.ProduceResponseTopicPartitionErrorRecord {
+	var out []kmsg.ProduceResponseTopicPartitionErrorRecord
+	for _, r := range recs {
+		e := kmsg.NewProduceResponseTopicPartitionErrorRecord()
+		e.RelativeOffset, e.ErrorMessage = r.Index, kmsg.StringPtr(r.Message)
+		out = append(out, e)
+	}
+	return out
 }
 
 // transactional reports whether a produce payload's first batch has the

@@ -57,7 +57,7 @@ func TestControllerRequestsKeepResponseOrder(t *testing.T) {
 	mr := kmsg.NewPtrMetadataResponse()
 	mr.Version = 12
 	decodeResponse(t, c.sent[1], 2, mr)
-	require.Equal(t, int32(-1), mr.ControllerID, "no broker is unfenced yet")
+	require.Equal(t, int32(testNodeID), mr.ControllerID, "no broker is unfenced yet: this one, listed and forwarding")
 	require.Len(t, mr.Brokers, 1, "this broker lists itself")
 	require.Empty(t, mr.Topics)
 }
@@ -165,10 +165,17 @@ func TestMetadataControllerIDWhenThisBrokerIsFenced(t *testing.T) {
 		{8, "b8", 9008, ""},
 	}, listed(resp))
 
-	// Nobody unfenced: no controller (clients retry), this broker listed.
+	// Nobody unfenced (a broker starting): this broker, which lists
+	// itself and forwards, rather than -1, on which sarama's and kafkajs's
+	// admin clients fail at once (issue 22, finding 11).
 	img = imageWithBrokers(t, meta.RegisterBrokerRecord{BrokerID: 1, Fenced: true})
-	resp = metadataFrom(t, img, 13)
-	require.Equal(t, int32(-1), resp.ControllerID)
+	for _, v := range []int16{1, 7, 13} {
+		resp = metadataFrom(t, img, v)
+		require.Equal(t, int32(testNodeID), resp.ControllerID, "v%d", v)
+		require.Equal(t, []listedBroker{{testNodeID, testHost, 40001, ""}}, listed(resp))
+	}
+	resp = metadataFrom(t, meta.Empty(), 13)
+	require.Equal(t, int32(testNodeID), resp.ControllerID, "an empty image (not yet caught up)")
 	require.Equal(t, []listedBroker{{testNodeID, testHost, 40001, ""}}, listed(resp))
 }
 

@@ -286,7 +286,7 @@ func (b *Broker) txnShardFor(id string) (*txn.Shard, *kerr.Error) {
 		return nil, kerr.CoordinatorNotAvailable
 	}
 	ti, ok := img.TopicByName(TxnStateTopic)
-	if !ok || ti.NumPartitions() == 0 {
+	if !ok || ti.NumPartitions() == 0 || b.coordinatorTopicProblem(img, TxnStateTopic) != "" {
 		return nil, kerr.CoordinatorNotAvailable
 	}
 	ts := b.txns.shard(txnPartition(id, int32(ti.NumPartitions())))

@@ -88,27 +88,38 @@ type txnVerification struct {
 
 // verifyTxnBatches starts the verification of a transactional produce
 // request's batches (id is its transactional id, version its Produce
-// version): parts[i] is the partition of payloads[i]. done gets one result
-// per partition, once the coordinator has answered for those that needed
-// asking (at once when none did).
-func (b *Broker) verifyTxnBatches(id string, version int16, parts []*replica.Partition, payloads [][]byte, now time.Time, done func([]txnVerification)) {
-	out := make([]txnVerification, len(parts))
+// version): parts[i] is the partition of payloads[i]. each(i, res) runs
+// once per partition with its result, as soon as that partition's own
+// verification is known, never later: at once for a partition that
+// needs none (its producer's transaction is ongoing there, or the batch
+// is not transactional), after the coordinator's answer for one asked
+// about here, and after the answer of the ask it waits on for one whose
+// verification another produce is asking about already (verifyWaiters).
+//
+// Per partition, not per request, because a producer keeps several
+// requests in flight on its connection and the broker handles them as
+// they come (pipelined, conn.go): a request that held all its batches
+// for one partition's answer let the next request's batch of another
+// partition, where the transaction was ongoing, be appended before its
+// own: OUT_OF_ORDER_SEQUENCE_NUMBER, fatal for franz-go's producer
+// (issue 22, its TestTxnEtl). And a batch must wait for its own
+// partition's answer: a request that both waited on another's ask and
+// asked its own once took the first answer for both and appended a
+// batch the coordinator never added (txn seed 4). Kafka, which reads a
+// connection's next request only once the previous one is answered,
+// waits for the whole request; the order per partition is what a
+// producer relies on.
+func (b *Broker) verifyTxnBatches(id string, version int16, parts []*replica.Partition, payloads [][]byte, now time.Time, each func(int, txnVerification)) {
 	add := b.implicitAdds(version, produceImplicitAddVersion)
 	var ask []txn.TopicPartition
 	var asked []int
-	// waiting: partitions whose verification another produce has asked
-	// about already; they take its answer, after it (see verifyWaiters).
-	waiting := 0
-	finish := func() {
-		if waiting == 0 {
-			done(out)
-		}
-	}
+	vs := make([]*producer.Verification, len(parts)) // the guards of the partitions asked about
 	pid, epoch := int64(-1), int16(-1)
 	for i, part := range parts {
 		bt, err := record.ReadBatch(payloads[i], len(payloads[i])+1)
 		if err != nil || !bt.Attributes().IsTransactional() || bt.ProducerID() < 0 {
-			continue // not transactional, or left to the partition's validation
+			each(i, txnVerification{}) // not transactional, or left to the partition's validation
+			continue
 		}
 		if pid < 0 {
 			pid, epoch = bt.ProducerID(), bt.ProducerEpoch()
@@ -116,58 +127,46 @@ func (b *Broker) verifyTxnBatches(id string, version int16, parts []*replica.Par
 		if bt.ProducerID() != pid || bt.ProducerEpoch() != epoch {
 			// Kafka refuses a request of transactional batches of more
 			// than one producer (InvalidPidMappingException).
-			out[i].err = fmt.Errorf("%w: transactional batches of more than one producer in one request", kerr.InvalidProducerIDMapping)
+			each(i, txnVerification{err: fmt.Errorf("%w: transactional batches of more than one producer in one request", kerr.InvalidProducerIDMapping)})
 			continue
 		}
 		v, err := part.StartTxnVerification(pid, epoch, bt.BaseSequence(), add, now)
 		switch {
 		case err != nil:
-			out[i].err = err
-		case v != nil:
-			out[i].v = v
-			if w := b.verifying[v]; w != nil {
-				waiting++
-				w.then = append(w.then, func(err *kerr.Error) {
-					if err := produceVerifyError(err, version); err != nil {
-						out[i].err = err
-					}
-					waiting--
-					finish()
-				})
-				continue
-			}
+			each(i, txnVerification{err: err})
+		case v == nil:
+			each(i, txnVerification{})
+		case b.verifying[v] != nil:
+			b.verifying[v].then = append(b.verifying[v].then, func(err *kerr.Error) {
+				each(i, txnVerification{v: v, err: produceVerifyError(err, version)})
+			})
+		default:
 			if b.verifying == nil {
 				b.verifying = map[*producer.Verification]*verifyWaiters{}
 			}
 			b.verifying[v] = &verifyWaiters{}
+			vs[i] = v
 			ask = append(ask, txn.TopicPartition{Topic: part.Topic(), Partition: part.ID()})
 			asked = append(asked, i)
 		}
 	}
 	if len(ask) == 0 {
-		finish()
 		return
 	}
 	b.askTxnVerification(id, pid, epoch, ask, add, func(errs []*kerr.Error) {
-		var then []func()
+		// Each asked partition's batch, then the produces waiting behind
+		// it in the order they came: the first batch of the transaction
+		// on the partition is appended before the later ones are tried.
 		for j, i := range asked {
-			if err := produceVerifyError(errs[j], version); err != nil {
-				out[i].err = err
-			}
-			v := out[i].v
-			if w := b.verifying[v]; w != nil {
-				delete(b.verifying, v)
+			v := vs[i]
+			w := b.verifying[v]
+			delete(b.verifying, v)
+			each(i, txnVerification{v: v, err: produceVerifyError(errs[j], version)})
+			if w != nil {
 				for _, f := range w.then {
-					then = append(then, func() { f(errs[j]) })
+					f(errs[j])
 				}
 			}
-		}
-		finish()
-		// The produces waiting behind this one go after it, in the
-		// order they came: the first batch of the transaction on the
-		// partition is appended before the later ones are tried.
-		for _, f := range then {
-			f()
 		}
 	})
 }

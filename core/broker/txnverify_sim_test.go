@@ -1,6 +1,7 @@
 package broker_test
 
 import (
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -577,4 +578,101 @@ func TestImplicitAddAskedOnce(t *testing.T) {
 	h.RunUntil("the markers written", func() bool { return h.describeTxn("once").State == "CompleteCommit" })
 	_, values := fetchCommittedAt(h, 11, "t", 0)
 	require.Equal(t, []string{"v0", "v1", "v2"}, values)
+}
+
+// TestPipelinedProduceKeepsOrderPastVerification: the shape of franz-go's
+// TestTxnEtl failure (issue 22, finding 10). A transactional producer
+// keeps several produce requests in flight on its connection (kgo up to
+// five) and a request carries batches of several partitions. Request 2
+// holds the next batch of t-0, where the transaction is ongoing, and
+// the first batch of t-1, just added to the transaction, which the
+// coordinator must verify (KIP-890 part 1); request 3, sent before
+// request 2 is answered, holds t-0's batch after that. The broker must
+// not append request 3's t-0 batch before request 2's while request 2
+// waits for the coordinator: it used to hold all of request 2 for the
+// answer and let request 3 through, OUT_OF_ORDER_SEQUENCE_NUMBER, fatal
+// for kgo's producer.
+func TestPipelinedProduceKeepsOrderPastVerification(t *testing.T) {
+	h := newSimServer(t, nil)
+	h.CreateTopic("t", 2, nil)
+	h.findTxnCoordinator("etl")
+	init := h.initTxn("etl", 60_000)
+	require.Zero(t, init.ErrorCode)
+	pid, epoch := init.ProducerID, init.ProducerEpoch
+	txnBatch := func(seq int32, values ...string) []byte {
+		return h.Batch([]record.BuilderOption{record.WithProducer(pid, epoch, seq), record.WithTransactional()}, values...)
+	}
+	h.addPartitions("etl", pid, epoch, "t", 0)
+	got := verifiedProduce(t, func(r kmsg.Request) kmsg.Response { return h.Do(r) }, txnBatch(0, "a"), "etl", "t", 0, 9)
+	require.Zero(t, got.ErrorCode, "%v", kerr.ErrorForCode(got.ErrorCode))
+
+	h.addPartitions("etl", pid, epoch, "t", 1)
+	req2 := servertest.ProduceRequest("t", 0, txnBatch(1, "b"))
+	req2.Version, req2.TransactionID = 9, kmsg.StringPtr("etl")
+	req2.Topics[0].Partitions = append(req2.Topics[0].Partitions, kmsg.ProduceRequestTopicPartition{Partition: 1, Records: txnBatch(0, "x")})
+	req3 := servertest.ProduceRequest("t", 0, txnBatch(2, "c"))
+	req3.Version, req3.TransactionID = 9, kmsg.StringPtr("etl")
+	var answers []string // "request partition: code", in the order answered
+	for i, req := range []*kmsg.ProduceRequest{req2, req3} {
+		h.Send(req, func(r kmsg.Response, err error) {
+			require.NoError(t, err)
+			for _, p := range r.(*kmsg.ProduceResponse).Topics[0].Partitions {
+				answers = append(answers, fmt.Sprintf("request %d t-%d: %v", i+2, p.Partition, kerr.ErrorForCode(p.ErrorCode)))
+			}
+		})
+	}
+	h.RunUntil("both produces answered", func() bool { return len(answers) == 3 })
+	require.Equal(t, []string{"request 2 t-0: <nil>", "request 2 t-1: <nil>", "request 3 t-0: <nil>"}, answers)
+
+	h.endTxnAt(3, "etl", pid, epoch, true)
+	h.RunUntil("the markers written", func() bool { return h.describeTxn("etl").State == "CompleteCommit" })
+	_, values := fetchCommittedIn(h, 11, "t", 0, 0)
+	require.Equal(t, []string{"a", "b", "c"}, values, "t-0 in sequence order")
+	_, values = fetchCommittedIn(h, 11, "t", 1, 0)
+	require.Equal(t, []string{"x"}, values)
+}
+
+// TestImplicitAddWaitsForItsOwnAsk: a pipelined produce at
+// transaction.version 2 that both waits on an earlier request's
+// implicit add (its t-0 batch) and asks its own (its t-1 batch, the
+// partition's first of the transaction) appends t-1 only once the
+// coordinator added t-1. It used to append the whole request as soon as
+// the earlier add answered, before its own ask (retried behind the first
+// add's write with CONCURRENT_TRANSACTIONS) was answered: t-1's batch
+// joined no transaction the coordinator knew, the commit wrote no marker
+// there, and the committed record was never readable (the sim's txn seed
+// 4 with pipelined ETL workers, (n) lost write).
+func TestImplicitAddWaitsForItsOwnAsk(t *testing.T) {
+	h := newSimServer(t, func(c *server.Config) { c.BrokerListener.Txns.TransactionVersion = 2 })
+	h.CreateTopic("t", 2, nil)
+	h.findTxnCoordinator("own")
+	init := h.initTxn("own", 60_000)
+	require.Zero(t, init.ErrorCode)
+	txnBatch := func(seq int32, values ...string) []byte {
+		return h.Batch([]record.BuilderOption{record.WithProducer(init.ProducerID, init.ProducerEpoch, seq), record.WithTransactional()}, values...)
+	}
+	req1 := servertest.ProduceRequest("t", 0, txnBatch(0, "a"))
+	req1.Version, req1.TransactionID = 12, kmsg.StringPtr("own")
+	req2 := servertest.ProduceRequest("t", 0, txnBatch(1, "b"))
+	req2.Version, req2.TransactionID = 12, kmsg.StringPtr("own")
+	req2.Topics[0].Partitions = append(req2.Topics[0].Partitions, kmsg.ProduceRequestTopicPartition{Partition: 1, Records: txnBatch(0, "x")})
+	var answers []string
+	for i, req := range []*kmsg.ProduceRequest{req1, req2} {
+		h.Send(req, func(r kmsg.Response, err error) {
+			require.NoError(t, err)
+			for _, p := range r.(*kmsg.ProduceResponse).Topics[0].Partitions {
+				answers = append(answers, fmt.Sprintf("request %d t-%d: %v", i+1, p.Partition, kerr.ErrorForCode(p.ErrorCode)))
+			}
+		})
+	}
+	h.RunUntil("both produces answered", func() bool { return len(answers) == 3 })
+	require.Equal(t, []string{"request 1 t-0: <nil>", "request 2 t-0: <nil>", "request 2 t-1: <nil>"}, answers)
+	require.Equal(t, []string{"t-0", "t-1"}, txnPartitionsOf(h, "own"), "both partitions added before their batches were appended")
+
+	h.endTxnAt(5, "own", init.ProducerID, init.ProducerEpoch, true)
+	h.RunUntil("the markers written", func() bool { return h.describeTxn("own").State == "CompleteCommit" })
+	_, values := fetchCommittedIn(h, 11, "t", 0, 0)
+	require.Equal(t, []string{"a", "b"}, values)
+	_, values = fetchCommittedIn(h, 11, "t", 1, 0)
+	require.Equal(t, []string{"x"}, values, "t-1's record committed with the transaction")
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-log/strata/core/config"
 	"github.com/strata-log/strata/core/meta"
 )
 
@@ -281,7 +282,7 @@ func TestUncleanElectionOnFence(t *testing.T) {
 			}}, 2)
 			spec := topicSpec{name: "t", assignment: [][]int32{{1, 2}}, partitions: -1, rf: -1, configs: map[string]string{}}
 			if tc.topic != "" {
-				spec.configs[configUncleanLeaderElection] = tc.topic
+				spec.configs[config.TopicUncleanLeaderElection] = tc.topic
 			}
 			h.mustCreate(spec)
 			// Broker 2 falls out of the ISR, then broker 1 is fenced.
@@ -356,7 +357,7 @@ func (h *harness) takeProposalsAfterSetup() []Proposal {
 func TestUncleanElectionClusterResource(t *testing.T) {
 	d := meta.Empty().NewDelta()
 	v := "true"
-	require.NoError(t, d.Replay(&meta.ConfigRecord{ResourceType: meta.ConfigResourceBroker, Key: configUncleanLeaderElection, Value: &v}))
+	require.NoError(t, d.Replay(&meta.ConfigRecord{ResourceType: meta.ConfigResourceBroker, Key: config.TopicUncleanLeaderElection, Value: &v}))
 	img := d.Apply(meta.Position{Offset: 0, Epoch: 1})
 	c := New(Config{}, rand.New(rand.NewPCG(1, 2)))
 	require.True(t, c.uncleanElection(img, "t"), "the cluster config resource enables it")

@@ -7,13 +7,22 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-log/strata/core/config"
 	"github.com/strata-log/strata/core/meta"
 )
 
+// Bounds on config values, so that a request cannot bloat every snapshot.
+const (
+	// maxConfigValueBytes bounds one config value.
+	maxConfigValueBytes = 32 << 10
+)
+
 // checkTopicConfig validates one key and value for a topic against the
-// table of topic configs.
-func checkTopicConfig(key string, value *string) (*TopicConfig, *apiError) {
-	tc, ok := LookupTopicConfig(key)
+// table of topic configs (core/config), whose valid values are what the
+// partitions can apply: a value they could not use is refused here with
+// INVALID_CONFIG and the reason, never accepted and then skipped.
+func checkTopicConfig(key string, value *string) (*config.Row, *apiError) {
+	tc, ok := config.TopicRow(key)
 	if !ok {
 		return nil, errorf(kerr.InvalidConfig, "Unknown topic config name: %s", key)
 	}
@@ -49,9 +58,9 @@ func configRecord(topic, key string, value *string) *meta.ConfigRecord {
 // the topic's own value, else the cluster-wide default from the image,
 // else Kafka's default.
 func describeTopicConfigs(img *meta.Image, set map[string]string) []kmsg.CreateTopicsResponseTopicConfig {
-	out := make([]kmsg.CreateTopicsResponseTopicConfig, len(topicConfigs))
-	for i := range topicConfigs {
-		tc := &topicConfigs[i]
+	rows := config.TopicRows()
+	out := make([]kmsg.CreateTopicsResponseTopicConfig, len(rows))
+	for i, tc := range rows {
 		rc := kmsg.NewCreateTopicsResponseTopicConfig()
 		rc.Name = tc.Name
 		value, source := tc.Default, kmsg.ConfigSourceDefaultConfig
@@ -140,7 +149,7 @@ func (c *Controller) incrementalChanges(res kmsg.IncrementalAlterConfigsRequestR
 			return nil, errorf(kerr.InvalidRequest, "Duplicate config key %s.", cfg.Name)
 		}
 		seen[cfg.Name] = true
-		tc, ok := LookupTopicConfig(cfg.Name)
+		tc, ok := config.TopicRow(cfg.Name)
 		if !ok {
 			return nil, errorf(kerr.InvalidConfig, "Unknown topic config name: %s", cfg.Name)
 		}
@@ -154,7 +163,7 @@ func (c *Controller) incrementalChanges(res kmsg.IncrementalAlterConfigsRequestR
 			next = cfg.Value
 		case kmsg.IncrementalAlterConfigOpDelete:
 		case kmsg.IncrementalAlterConfigOpAppend, kmsg.IncrementalAlterConfigOpSubtract:
-			if !tc.splittable() {
+			if !tc.IsList() {
 				return nil, errorf(kerr.InvalidConfig, "Can't %v to key %s because its type is not LIST.", cfg.Op, cfg.Name)
 			}
 			if cfg.Value == nil {
@@ -164,8 +173,12 @@ func (c *Controller) incrementalChanges(res kmsg.IncrementalAlterConfigsRequestR
 			if has {
 				base = cur
 			}
-			items := splitList(base)
-			for _, v := range splitList(*cfg.Value) {
+			items := storedListItems(base)
+			operands, err := config.SplitList(*cfg.Value)
+			if err != nil {
+				return nil, errorf(kerr.InvalidConfig, "Invalid value %s for configuration %s: %v", *cfg.Value, cfg.Name, err)
+			}
+			for _, v := range operands {
 				if cfg.Op == kmsg.IncrementalAlterConfigOpAppend && !slices.Contains(items, v) {
 					items = append(items, v)
 				} else if cfg.Op == kmsg.IncrementalAlterConfigOpSubtract {
@@ -179,6 +192,15 @@ func (c *Controller) incrementalChanges(res kmsg.IncrementalAlterConfigsRequestR
 			next = &joined
 		default:
 			return nil, errorf(kerr.InvalidRequest, "Unknown config operation %d for %s.", cfg.Op, cfg.Name)
+		}
+		if cfg.Name == config.TopicCleanupPolicy {
+			value := ""
+			if next != nil {
+				value = *next
+			}
+			if e := checkCoordinatorTopicPolicy(res.ResourceName, value, next != nil); e != nil {
+				return nil, e
+			}
 		}
 		if (next == nil && has) || (next != nil && (!has || *next != cur)) {
 			recs = append(recs, configRecord(res.ResourceName, cfg.Name, next))
@@ -232,12 +254,29 @@ func (c *Controller) replacementChanges(res kmsg.AlterConfigsRequestResource) ([
 			recs = append(recs, configRecord(res.ResourceName, cfg.Name, cfg.Value))
 		}
 	}
+	policy, ok := want[config.TopicCleanupPolicy]
+	if e := checkCoordinatorTopicPolicy(res.ResourceName, policy, ok); e != nil {
+		return nil, e
+	}
 	for _, e := range c.spec.Configs(resource) {
 		if _, keep := want[e.Key]; !keep {
 			recs = append(recs, configRecord(res.ResourceName, e.Key, nil))
 		}
 	}
 	return recs, nil
+}
+
+// storedListItems splits a stored list value, dropping empty items: a
+// value stored before the table refused them ("compact,,delete") keeps
+// its other items.
+func storedListItems(v string) []string {
+	var out []string
+	for it := range strings.SplitSeq(v, ",") {
+		if it = strings.TrimSpace(it); it != "" {
+			out = append(out, it)
+		}
+	}
+	return out
 }
 
 // duplicates returns the keys that occur more than once in items.

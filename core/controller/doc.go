@@ -62,8 +62,10 @@
 // manual assignments and configs are validated per topic with Kafka's
 // error codes; placement is Kafka's rack-unaware round robin from a seeded
 // starting offset; topic ids are seeded random UUIDs. The topic configs the
-// controller accepts, with types, defaults and ranges, are one table
-// (configtable.go); Kafka error codes come from kerr.
+// controller accepts, with types, defaults and ranges, are the rows of
+// core/config, which the partitions apply too; the coordinators' internal
+// topics keep a compact-only policy and their partitions (internal.go);
+// Kafka error codes come from kerr.
 //
 // # Invariants
 //

@@ -2,9 +2,8 @@ package controller
 
 import (
 	"slices"
-	"strconv"
-	"strings"
 
+	"github.com/strata-log/strata/core/config"
 	"github.com/strata-log/strata/core/meta"
 	"github.com/strata-log/strata/core/plant"
 )
@@ -219,13 +218,12 @@ func nextELR(p *meta.Partition, isr []int32, minISR int) []int32 {
 
 // minInsyncReplicas is a topic's min.insync.replicas as the controller
 // resolves it: the topic's config, else the cluster config resource's,
-// else 1.
+// else 1. A value the table refuses (stored before it did) is skipped, as
+// the partitions skip it.
 func (c *Controller) minInsyncReplicas(img *meta.Image, topic string) int {
-	for _, res := range []meta.ConfigResource{{Type: meta.ConfigResourceTopic, Name: topic}, meta.ClusterConfigResource} {
-		if v, ok := img.ConfigValue(res, configMinInsyncReplicas); ok {
-			if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && n >= 1 {
-				return n
-			}
+	for _, res := range []meta.ConfigResource{topicResource(topic), meta.ClusterConfigResource} {
+		if v, ok := configValue(img, res, config.TopicMinInsyncReplicas); ok {
+			return int(v.Int())
 		}
 	}
 	return 1
@@ -235,11 +233,22 @@ func (c *Controller) minInsyncReplicas(img *meta.Image, topic string) int {
 // ISR: the topic's unclean.leader.election.enable, else the cluster
 // config resource's, else the controller's configuration.
 func (c *Controller) uncleanElection(img *meta.Image, topic string) bool {
-	if v, ok := img.ConfigValue(meta.ConfigResource{Type: meta.ConfigResourceTopic, Name: topic}, configUncleanLeaderElection); ok {
-		return strings.EqualFold(strings.TrimSpace(v), "true")
-	}
-	if v, ok := img.ConfigValue(meta.ClusterConfigResource, configUncleanLeaderElection); ok {
-		return strings.EqualFold(strings.TrimSpace(v), "true")
+	for _, res := range []meta.ConfigResource{topicResource(topic), meta.ClusterConfigResource} {
+		if v, ok := configValue(img, res, config.TopicUncleanLeaderElection); ok {
+			return v.Bool()
+		}
 	}
 	return c.cfg.UncleanLeaderElection
+}
+
+// configValue is a resource's value of a topic config key, parsed by the
+// key's row; a value the row refuses is not there.
+func configValue(img *meta.Image, res meta.ConfigResource, key string) (config.Value, bool) {
+	row, ok := config.TopicRow(key)
+	s, set := img.ConfigValue(res, key)
+	if !ok || !set {
+		return config.Value{}, false
+	}
+	v, err := row.Parse(s)
+	return v, err == nil
 }

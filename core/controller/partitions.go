@@ -121,6 +121,9 @@ func (c *Controller) planPartitions(t *kmsg.CreatePartitionsRequestTopic, broker
 	if !ok {
 		return nil, errorf(kerr.UnknownTopicOrPartition, "The topic '%s' does not exist.", t.Topic)
 	}
+	if isCoordinatorTopic(t.Topic) {
+		return nil, errorf(kerr.InvalidRequest, "The internal topic %s keeps its partitions: a group or transactional id would move to another partition and lose its state.", t.Topic)
+	}
 	cur := int32(topic.NumPartitions())
 	switch {
 	case t.Count < cur:

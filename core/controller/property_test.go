@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"pgregory.net/rapid"
 
+	"github.com/strata-log/strata/core/config"
 	"github.com/strata-log/strata/core/meta"
 )
 
@@ -157,7 +158,7 @@ func step(h *harness, act action) {
 			}
 		}
 		if act.flag2 {
-			ts.configs[configUncleanLeaderElection] = "true"
+			ts.configs[config.TopicUncleanLeaderElection] = "true"
 		}
 		h.handle(createTopicsReq(act.c%7 == 0, ts))
 	case actDelete:
@@ -214,9 +215,9 @@ func step(h *harness, act action) {
 	case actConfig:
 		name := propertyTopics[act.a%len(propertyTopics)]
 		value := []string{"true", "false"}[act.b%2]
-		ops := []configOp{set(configUncleanLeaderElection, value)}
+		ops := []configOp{set(config.TopicUncleanLeaderElection, value)}
 		if act.flag {
-			ops = []configOp{del(configUncleanLeaderElection), set("retention.ms", fmt.Sprint(act.c))}
+			ops = []configOp{del(config.TopicUncleanLeaderElection), set("retention.ms", fmt.Sprint(act.c))}
 		}
 		h.handle(incrementalReq(false, kmsg.ConfigResourceTypeTopic, name, ops...))
 	case actCommit:

@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-log/strata/core/config"
 	"github.com/strata-log/strata/core/meta"
 	"github.com/strata-log/strata/core/protocol"
 )
@@ -267,6 +268,10 @@ func topicConfigRecords(topic string, cfgs []kmsg.CreateTopicsRequestTopicConfig
 			return nil, nil, e
 		}
 		set[cfg.Name] = *cfg.Value
+	}
+	policy, ok := set[config.TopicCleanupPolicy]
+	if e := checkCoordinatorTopicPolicy(topic, policy, ok); e != nil {
+		return nil, nil, e
 	}
 	keys := slices.Sorted(maps.Keys(set))
 	recs := make([]meta.Record, len(keys))

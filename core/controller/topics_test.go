@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-log/strata/core/config"
 	"github.com/strata-log/strata/core/meta"
 )
 
@@ -143,7 +144,7 @@ func TestCreateTopics(t *testing.T) {
 					require.True(t, ok)
 					require.Equal(t, meta.UUID(rt.TopicID), img.ID())
 					require.Equal(t, int32(img.NumPartitions()), rt.NumPartitions)
-					require.Len(t, rt.Configs, len(topicConfigs))
+					require.Len(t, rt.Configs, len(config.TopicRows()))
 					continue
 				}
 				require.Equal(t, w.err.Code, rt.ErrorCode, "%s: got %s", rt.Topic, errName(rt.ErrorCode))
@@ -186,7 +187,7 @@ func TestCreateTopicsResponseConfigs(t *testing.T) {
 	h := newCluster(t, Config{}, 1)
 	resp := h.do(createTopicsReq(false, topicSpec{name: "t", partitions: 1, rf: 1, configs: map[string]string{"retention.ms": "5"}})).(*kmsg.CreateTopicsResponse)
 	cfgs := resp.Topics[0].Configs
-	require.Len(t, cfgs, len(topicConfigs))
+	require.Len(t, cfgs, len(config.TopicRows()))
 	for _, c := range cfgs {
 		switch c.Name {
 		case "retention.ms":

@@ -97,6 +97,17 @@ type Conn interface {
 	RemoteAddr() string
 }
 
+// FrameReceiver is implemented by a Conn whose transport receives a
+// frame's bytes over time (the production TCP transport; the simulator
+// delivers frames whole and does not implement it). ReceivingFrame
+// reports whether part of a frame has arrived and the rest has not yet,
+// so that an idle timeout does not close a connection in the middle of a
+// slow upload: bytes are moving, as Kafka's connections.max.idle.ms
+// counts them. (The transport bounds how slowly a frame may arrive.)
+type FrameReceiver interface {
+	ReceivingFrame() bool
+}
+
 // Part is a piece of a frame passed to Conn.SendParts: either Bytes, or,
 // when File is not nil, Length bytes of File at Offset.
 type Part struct {

@@ -430,7 +430,7 @@ func (g *Group) replaceStatic(old *member, req *kmsg.JoinGroupRequest, c Client,
 		old.sessionTimeoutMs, old.rebalanceTimeoutMs = req.SessionTimeoutMillis, req.RebalanceTimeoutMillis
 		g.writing = true
 		g.s.write([]Record{groupRecord(g, g.s.e.Now().UnixMilli())}, func(err error) {
-			g.writing = false
+			defer g.writeDone()
 			if err != nil {
 				// Undo: the old member id stays the one on record.
 				if g.byID[newID] == old {
@@ -802,6 +802,24 @@ func (s *Shard) Sync(req *kmsg.SyncGroupRequest, reply func(*kmsg.SyncGroupRespo
 	}
 }
 
+// writeDone ends a write of the group's record (writing) and writes
+// the assignment of the leader's SyncGroup that came meanwhile: Sync
+// leaves it waiting while a write is in flight (one write of the group
+// at a time), so a rebalance that completed during the write, or during
+// the previous generation's assignment write, would otherwise stay in
+// CompletingRebalance until its members' sessions expired (Kafka
+// answers a SyncGroup waiting for the leader's as soon as the leader's
+// comes).
+func (g *Group) writeDone() {
+	g.writing = false
+	if g.state != StateCompletingRebalance {
+		return
+	}
+	if l := g.byID[g.leader]; l != nil && l.syncReq != nil {
+		g.storeAssignment(l.syncReq)
+	}
+}
+
 // storeAssignment writes the leader's assignment with the group record and
 // then answers every waiting SyncGroup; the group is Stable.
 func (g *Group) storeAssignment(req *kmsg.SyncGroupRequest) {
@@ -822,10 +840,13 @@ func (g *Group) storeAssignment(req *kmsg.SyncGroupRequest) {
 		write = func(recs []Record, done func(error)) { g.s.write(recs, func(error) {}); done(nil) }
 	}
 	write([]Record{groupRecord(g, g.s.e.Now().UnixMilli())}, func(err error) {
-		g.writing = false
 		if g.generation != gen || g.state != StateCompletingRebalance {
-			return // a rebalance began meanwhile; its members were told
+			// A rebalance began meanwhile; its members were told, and
+			// its leader's SyncGroup may be waiting for this write.
+			g.writeDone()
+			return
 		}
+		g.writing = false
 		if err != nil {
 			g.s.log.Warn("writing the group's assignment failed", "group", g.name, "generation", gen, "err", err)
 			code := writeErrorCode(err).Code

@@ -442,3 +442,54 @@ func TestLoadedGroupAdmitsAMemberOfAnotherProtocol(t *testing.T) {
 	require.NotNil(t, *jb)
 	require.Equal(t, int32(2), (*jb).Generation)
 }
+
+// The leader's SyncGroup of a generation that completed while the
+// previous generation's assignment was still being written is not
+// parked for good: once that write ends (its generation is stale), the
+// new assignment is written and every SyncGroup answered. It used to
+// wait until the members' sessions expired (kgo's GroupTransactSession
+// churn test: all five members removed by session timeout 10 s after a
+// member joined 17 ms after the last SyncGroup, their next JoinGroup
+// UNKNOWN_MEMBER_ID).
+func TestSyncDuringThePreviousAssignmentWrite(t *testing.T) {
+	r := newRig(t, testCfg)
+	r.writeDelay = 50 * time.Millisecond
+	a, ja := r.newMember("g", "ca", "m")
+	r.run(time.Millisecond)
+	require.NotNil(t, *ja)
+	sa := r.sync("g", a, 1, map[string]string{a: "a1"})
+	r.run(60 * time.Millisecond)
+	require.NotNil(t, *sa)
+
+	// Generation 2: a and b; the leader's assignment write is slow.
+	b, jb := r.newMember("g", "cb", "m")
+	ja = r.join(joinReq("g", a, nil, "m"), "ca")
+	require.NotNil(t, *ja)
+	require.NotNil(t, *jb)
+	require.Equal(t, int32(2), (*ja).Generation)
+	r.sync("g", b, 2, nil)
+	r.sync("g", a, 2, map[string]string{a: "a2", b: "b2"})
+	r.run(10 * time.Millisecond)
+	require.Equal(t, StateCompletingRebalance, r.shard.Group("g").State(), "generation 2's write is in flight")
+
+	// c joins meanwhile; a and b rejoin; generation 3 completes and its
+	// SyncGroups come while generation 2's write is still in flight.
+	c, jc := r.newMember("g", "cc", "m")
+	ja = r.join(joinReq("g", a, nil, "m"), "ca")
+	jb = r.join(joinReq("g", b, nil, "m"), "cb")
+	require.NotNil(t, *ja)
+	require.NotNil(t, *jb)
+	require.NotNil(t, *jc)
+	require.Equal(t, int32(3), (*ja).Generation)
+	sb := r.sync("g", b, 3, nil)
+	sc := r.sync("g", c, 3, nil)
+	sa = r.sync("g", a, 3, map[string]string{a: "a3", b: "b3", c: "c3"})
+	r.run(200 * time.Millisecond)
+	require.Equal(t, StateStable, r.shard.Group("g").State())
+	require.NotNil(t, *sa, "the leader's SyncGroup answered")
+	require.Equal(t, []byte("a3"), (*sa).MemberAssignment)
+	require.NotNil(t, *sb)
+	require.Equal(t, []byte("b3"), (*sb).MemberAssignment)
+	require.NotNil(t, *sc)
+	require.Equal(t, []byte("c3"), (*sc).MemberAssignment)
+}

@@ -329,7 +329,7 @@ func (s *Shard) expireOffsets() {
 		}
 		g.writing = true
 		s.write(recs, func(err error) {
-			g.writing = false
+			defer g.writeDone()
 			if err != nil {
 				if drop {
 					g.deleted, g.state = false, StateEmpty

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/strata-log/strata/core/connlimit"
 	"github.com/strata-log/strata/core/controller"
 	"github.com/strata-log/strata/core/meta"
 	"github.com/strata-log/strata/core/metrics"
@@ -89,6 +90,13 @@ type Config struct {
 	// Controller configures the active controller; an empty ClusterID is
 	// filled in from above.
 	Controller controller.Config
+
+	// ListenerLimits bounds the controller listener's connections as
+	// the client listener's are (max.connections,
+	// max.connections.per.ip with its overrides,
+	// connections.max.idle.ms); each listener counts its own. Zero
+	// fields are connlimit's defaults.
+	ListenerLimits connlimit.Config
 
 	// ReconnectBackoffMin and ReconnectBackoffMax bound the redial wait
 	// (DefaultReconnectBackoffMin, DefaultReconnectBackoffMax).
@@ -200,6 +208,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if err := logConfig(c).Validate(); err != nil {
 		return c, fmt.Errorf("kraft: metadata log: %w", err)
+	}
+	if err := c.ListenerLimits.Validate(); err != nil {
+		return c, fmt.Errorf("kraft: controller listener: %w", err)
 	}
 	if c.SnapshotIntervalRecords < 0 {
 		return c, fmt.Errorf("kraft: snapshot interval records %d is negative", c.SnapshotIntervalRecords)

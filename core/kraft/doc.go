@@ -81,7 +81,10 @@
 // The listener refuses what it cannot decode: an unknown API key, a
 // version outside what kmsg decodes (the controller serves all of those),
 // a malformed header or body closes the connection with a log line, and
-// never stops the member.
+// never stops the member. Its connections are bounded as the client
+// listener's are (a core/connlimit Guard, Config.ListenerLimits:
+// max.connections, max.connections.per.ip, connections.max.idle.ms), each
+// listener counting its own.
 //
 // # Shutdown
 //

@@ -40,6 +40,9 @@ type cluster struct {
 	// benchmark measures the start there).
 	beforeStart func(i int, e env.Env)
 	started     func(i int, m *kraft.Member)
+	// startFailed, if not nil, takes kraft.Start's error for member i
+	// (the test expects it); without it the test fails.
+	startFailed func(i int, err error)
 }
 
 func newCluster(t *testing.T, seed uint64, n int) *cluster {
@@ -89,7 +92,10 @@ func newClusterStopped(t testing.TB, seed uint64, n, observers int, tweak func(*
 				c.beforeStart(i, e)
 			}
 			m, err := kraft.Start(e, cfg)
-			if err != nil {
+			switch {
+			case err != nil && c.startFailed != nil:
+				c.startFailed(i, err)
+			case err != nil:
 				t.Errorf("start %s: %v", name, err)
 			}
 			c.members[i] = m

@@ -134,6 +134,11 @@ func Start(e env.Env, cfg Config) (*Member, error) {
 		// image already is that snapshot's.
 		m.image = snapImage
 	}
+	if err := quorum.CheckState(durable, cfg.NodeID, cfg.Quorum.Voters); err != nil {
+		end := m.journal.EndOffset()
+		m.journal.close()
+		return nil, unusableState(err, end)
+	}
 	m.journal.onFail = m.fail
 	if o := cfg.Observer; o != nil && o.LogChanged != nil {
 		m.journal.onChange = o.LogChanged

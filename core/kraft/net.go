@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-log/strata/core/connlimit"
 	"github.com/strata-log/strata/core/controller"
 	"github.com/strata-log/strata/core/env"
 	"github.com/strata-log/strata/core/protocol"
@@ -22,11 +23,16 @@ type network struct {
 	m        *Member
 	clientID string
 	listener env.Listener
-	peers    []*peer // sorted by id, self excluded
-	inbound  []*inboundConn
-	closed   bool
+	// guard bounds the listener's connections (nil without a listener).
+	guard   *connlimit.Guard
+	peers   []*peer // sorted by id, self excluded
+	inbound []*inboundConn
+	closed  bool
 	// fwd forwards controller requests to the leader (forward.go).
 	fwd *forwarder
+	// lastRef numbers the quorum requests received (quorum.Message.Ref),
+	// so that a response goes back on its own request's connection.
+	lastRef uint64
 }
 
 // peer is the outbound side toward one voter.
@@ -40,6 +46,9 @@ type peer struct {
 	// endQuorumEpochs counts the EndQuorumEpoch requests awaiting a
 	// response (a resigning leader waits for them).
 	endQuorumEpochs int
+	// otherCluster: the peer's last answer was INCONSISTENT_CLUSTER_ID
+	// (logged once until it answers otherwise).
+	otherCluster bool
 }
 
 // inboundConn is an accepted connection and the requests received on it
@@ -48,6 +57,8 @@ type inboundConn struct {
 	conn    env.Conn
 	pending []pendingRequest
 	closed  bool
+	// idle closes the conn after connections.max.idle.ms.
+	idle *connlimit.Idle
 	// controllerRequests counts the controller requests received on the
 	// conn and not answered yet (at most maxForwardedInflight).
 	controllerRequests int
@@ -56,7 +67,7 @@ type inboundConn struct {
 type pendingRequest struct {
 	correlationID int32
 	version       int16
-	msg           quorum.Message
+	msg           quorum.Message // its Ref identifies it (network.nextRef)
 }
 
 func newNetwork(m *Member) *network {
@@ -73,6 +84,7 @@ func (n *network) listen() error {
 	if n.m.cfg.ListenAddr == "" {
 		return nil // an observer without a listener
 	}
+	n.guard = connlimit.New(n.m.e, n.m.cfg.ListenerLimits, n.m.log.With("listener", "controller"))
 	l, err := n.m.e.Net().Listen(n.m.cfg.ListenAddr, n.accept)
 	if err != nil {
 		return fmt.Errorf("kraft: listen on %s: %w", n.m.cfg.ListenAddr, err)
@@ -258,6 +270,16 @@ func (n *network) sendTo(p *peer, msg quorum.Message) {
 
 // onResponse steps the Raft with the response to msg.
 func (n *network) onResponse(p *peer, msg quorum.Message, resp kmsg.Response) {
+	if quorum.TopLevelError(resp) == quorum.ErrInconsistentClusterID {
+		if !p.otherCluster {
+			p.otherCluster = true
+			n.m.log.Error("a voter refuses this member's requests as coming from another cluster (INCONSISTENT_CLUSTER_ID): "+
+				"every node of a cluster needs the same cluster id (strata serve --cluster-id, meta.properties' cluster.id)",
+				"peer", int32(p.id), "cluster_id", n.m.cfg.ClusterID)
+		}
+		return
+	}
+	p.otherCluster = false
 	reply, err := quorum.DecodeResponse(resp, msg)
 	if err != nil {
 		n.m.log.Warn("undecodable quorum response", "peer", int32(p.id), "err", err)
@@ -275,10 +297,24 @@ func (n *network) accept(conn env.Conn) {
 		conn.Close()
 		return
 	}
+	if !n.guard.Admit(conn.RemoteAddr()) {
+		conn.Close()
+		return
+	}
 	ic := &inboundConn{conn: conn}
 	n.inbound = append(n.inbound, ic)
+	// A quorum request the Raft never answers stays pending (a superseded
+	// fetch, a dropped vote), so only controller requests, which are
+	// always answered, count as in flight; a peer's fetches, answered
+	// within the fetch max wait, touch the conn often enough.
+	ic.idle = n.guard.Watch(conn, func() bool { return ic.controllerRequests > 0 }, conn.Close)
 	conn.OnFrame(func(frame []byte) { n.onRequest(ic, frame) })
-	conn.OnClose(func(error) {
+	conn.OnClose(func(err error) {
+		ic.idle.Stop()
+		n.guard.Release(conn.RemoteAddr())
+		if errors.Is(err, env.ErrFrameTooLarge) {
+			n.m.log.Warn("connection closed: request frame too large", "remote", conn.RemoteAddr(), "err", err)
+		}
 		ic.closed = true
 		for i, other := range n.inbound {
 			if other == ic {
@@ -296,6 +332,7 @@ func (n *network) accept(conn env.Conn) {
 // answered at once. A frame that is malformed, of an unknown key or of a
 // version kmsg cannot decode closes the connection.
 func (n *network) onRequest(ic *inboundConn, frame []byte) {
+	ic.idle.Touch()
 	hdr, req, err := controllerAPIs.ParseRequest(frame)
 	switch {
 	case errors.Is(err, protocol.ErrApiVersionsTooNew):
@@ -322,8 +359,16 @@ func (n *network) onRequest(ic *inboundConn, frame []byte) {
 	if n.m.raft == nil {
 		return // not started yet: the sender times out and retries
 	}
-	msg, err := quorum.DecodeRequest(req, n.m.cfg.NodeID)
-	if err != nil {
+	msg, err := quorum.DecodeRequest(req, n.m.cfg.NodeID, n.m.cfg.ClusterID)
+	var rerr *quorum.RequestError
+	switch {
+	case errors.As(err, &rerr):
+		// Refused at the boundary (issue 22): answered with Kafka's error,
+		// and the Raft never sees it.
+		n.m.log.Info("quorum request refused", "api", hdr.APIName(), "remote", ic.conn.RemoteAddr(), "err", err)
+		n.refuse(ic, corr, req, rerr)
+		return
+	case err != nil:
 		n.m.log.Warn("not a quorum request, closing connection", "api", hdr.APIName(), "err", err)
 		ic.conn.Close()
 		return
@@ -331,12 +376,42 @@ func (n *network) onRequest(ic *inboundConn, frame []byte) {
 	if len(ic.pending) == maxPendingPerConn {
 		ic.pending = ic.pending[1:]
 	}
-	ic.pending = append(ic.pending, pendingRequest{correlationID: corr, version: version, msg: msg})
+	n.lastRef++
+	msg.Ref = n.lastRef
+	pr := pendingRequest{correlationID: corr, version: version, msg: msg}
+	ic.pending = append(ic.pending, pr)
 	n.m.step(func() {
 		if err := n.m.raft.Step(msg); err != nil {
-			n.m.log.Debug("quorum refused request", "msg", msg.String(), "err", err)
+			// DecodeRequest checks what Step does, so this is not
+			// expected; answer rather than leave the request hanging.
+			n.m.log.Warn("quorum refused request", "msg", msg.String(), "err", err)
+			ic.dropPending(pr)
+			n.refuse(ic, corr, req, &quorum.RequestError{Code: quorum.ErrInvalidRequest, Reason: err.Error()})
 		}
 	})
+}
+
+// refuse answers a quorum request with the error response for rerr,
+// naming the leader and epoch this member knows.
+func (n *network) refuse(ic *inboundConn, corr int32, req kmsg.Request, rerr *quorum.RequestError) {
+	leader, epoch := quorum.NoNode, int32(-1)
+	if n.m.raft != nil {
+		leader, epoch = n.m.raft.Leader()
+	}
+	if resp := quorum.ErrorResponse(req, rerr, leader, epoch); resp != nil {
+		n.reply(ic, corr, resp)
+	}
+}
+
+// dropPending forgets pending request pr, which will not be answered by
+// the Raft.
+func (ic *inboundConn) dropPending(pr pendingRequest) {
+	for i, other := range ic.pending {
+		if other.msg.Ref == pr.msg.Ref {
+			ic.pending = append(ic.pending[:i], ic.pending[i+1:]...)
+			return
+		}
+	}
 }
 
 // controllerRequest submits a controller request received on the listener
@@ -363,6 +438,7 @@ func (n *network) controllerRequest(ic *inboundConn, corr int32, req kmsg.Reques
 // reply sends a response on an inbound conn that is still open.
 func (n *network) reply(ic *inboundConn, corr int32, resp kmsg.Response) {
 	if !ic.closed {
+		ic.idle.Touch()
 		_ = ic.conn.Send(protocol.EncodeResponse(corr, resp))
 	}
 }
@@ -402,24 +478,21 @@ func (n *network) awaitingEndQuorumEpoch() bool {
 }
 
 // respond sends a response the Raft produced back on the connection its
-// request came in on. The Raft answers each request at most once, but not
-// always in arrival order (a parked fetch is answered later, or never when
-// a newer fetch from the same replica supersedes it), so a response is
-// matched to a pending request of the same kind from its destination: a
-// fetch response by the position it echoes, anything else to the oldest.
+// request came in on: the pending request whose Ref it echoes. (Matching
+// by sender and kind, as this did before issue 22, gave a request forged
+// in a voter's name that voter's answer, and the voter the forgery's.) A
+// fetch the Raft parked and then superseded by a newer one from the same
+// replica is never answered: the answer to the newer one drops the older
+// ones from the same replica on that connection.
 func (n *network) respond(msg quorum.Message) {
 	var best *inboundConn
 	bestIdx := -1
-	fetch := isFetch(msg.Payload)
 search:
 	for _, ic := range n.inbound {
 		for i, pr := range ic.pending {
-			if pr.msg.From == msg.To && answers(msg.Payload, pr.msg.Payload) {
+			if msg.Ref != 0 && pr.msg.Ref == msg.Ref {
 				best, bestIdx = ic, i
-				if !fetch {
-					break search // the oldest
-				}
-				// for a fetch, keep looking: the newest matching wins
+				break search
 			}
 		}
 	}
@@ -428,10 +501,12 @@ search:
 		return
 	}
 	pr := best.pending[bestIdx]
+	if !answers(msg.Payload, pr.msg.Payload) {
+		n.m.log.Warn("quorum response does not answer its request", "msg", msg.String(), "request", pr.msg.String())
+		return
+	}
 	best.pending = append(best.pending[:bestIdx], best.pending[bestIdx+1:]...)
 	if isFetch(msg.Payload) {
-		// Older fetches from the same replica were superseded and will
-		// never be answered.
 		kept := best.pending[:0]
 		for i, other := range best.pending {
 			if i < bestIdx && other.msg.From == msg.To && isFetch(other.msg.Payload) {

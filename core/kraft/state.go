@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"strings"
 
 	"github.com/strata-log/strata/core/env"
 	"github.com/strata-log/strata/core/quorum"
@@ -67,6 +68,39 @@ func loadState(disk env.Disk) (quorum.QuorumState, error) {
 	}
 	return quorum.QuorumState{}, fmt.Errorf("kraft: %s is corrupt (%d bytes)", stateFile, f.Size())
 }
+
+// ErrUnusableState is Start's error for a quorum-state file that decodes
+// but cannot be resumed (quorum.CheckState): an epoch past
+// quorum.MaxEpoch, which a Strata before issue 22 persisted from a forged
+// Vote, or a vote or leader that is not a configured voter. The member
+// refuses to start rather than vote from it; docs/operations.md
+// ("An unusable quorum-state") says what the operator does.
+var ErrUnusableState = errors.New("kraft: unusable quorum-state")
+
+// unusableState is the one error an operator sees for an unusable
+// quorum-state: what is wrong, where, and what to do.
+func unusableState(err error, logEnd quorum.OffsetAndEpoch) error {
+	what := strings.TrimPrefix(err.Error(), quorum.ErrUnusableState.Error()+": ")
+	return fmt.Errorf("%w: <log.dirs>/__cluster_metadata-0/%s holds %s; "+
+		"this member's metadata log ends at offset %d in epoch %d (log_end=%d@%d). "+
+		"To recover: stop every controller; take N = 1 + the largest epoch any voter's metadata log ends in or its usable quorum-state holds "+
+		"(this error shows it for a member that refuses to start, the log line 'recovered state=epoch=E ... log_end=OFFSET@EPOCH' for one that starts); "+
+		"on every member that refuses to start run 'strata quorum reset-state --dir <log.dirs>/__cluster_metadata-0 --epoch N'; "+
+		"start them again (docs/operations.md, \"An unusable quorum-state\")",
+		ErrUnusableState, stateFile, what, logEnd.Offset, logEnd.Epoch, logEnd.Offset, logEnd.Epoch)
+}
+
+// StateFileName is the name of the quorum-state file in the metadata log
+// directory.
+const StateFileName = stateFile
+
+// EncodeStateFile is the content of a quorum-state file holding s, for
+// tools that write one offline (strata quorum reset-state).
+func EncodeStateFile(s quorum.QuorumState) []byte { return encodeState(s) }
+
+// DecodeStateFile reads a quorum-state file's content; ok is false when it
+// is not one (wrong size, version or checksum).
+func DecodeStateFile(b []byte) (s quorum.QuorumState, ok bool) { return decodeState(b) }
 
 // statePersister writes quorum states one at a time; a request made while
 // one is in flight replaces any waiting one (a later state covers the

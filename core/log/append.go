@@ -26,41 +26,46 @@ type AppendInfo struct {
 
 // Append appends a producer's batches (the records of one partition of a
 // Produce request: one or more RecordBatch v2, concatenated) as the leader
-// of leaderEpoch. Each batch is checked with record's ValidateForAppend
-// (CRC, counts, producer fields; no control batches) against
-// max.message.bytes; then the log assigns offsets by writing each batch's
-// base offset and partition leader epoch into the caller's buffer (12
-// bytes each, outside the CRC) and writes the buffer to the active segment
-// with one write, without copying it: all of the batches or none (so
-// together they must fit in segment.bytes). The caller's buffer thus holds
-// the stored bytes afterwards.
+// of leaderEpoch. Each batch is validated as a leader must before it
+// appends (record.Validator.ValidateProduce: CRC, header and producer
+// fields, and every record, decompressed within
+// record.MaxDecompressedBytes of max.message.bytes) against
+// max.message.bytes, and on a compacted topic must have no record without
+// a key; then the log assigns offsets by writing each batch's base offset
+// and partition leader epoch into the caller's buffer (12 bytes each,
+// outside the CRC) and writes the buffer to the active segment with one
+// write, without copying it: all of the batches or none (so together they
+// must fit in segment.bytes). The caller's buffer thus holds the stored
+// bytes afterwards.
 //
 // It rolls the active segment first when the batches would overflow
 // segment.bytes, when segment.ms has passed, or when an index is full. The
 // new data is in the page cache only: call Flush to make it durable.
 // Invalid input gets an error wrapping a core/record sentinel (such as
-// record.ErrInvalidRecord, record.ErrCRCMismatch, record.ErrBatchTooLarge)
-// or ErrInvalidLeaderEpoch, and changes nothing. A full disk gets an error
-// wrapping env.ErrNoSpace and leaves the log as it was; any other write
-// error fails the log.
+// record.ErrInvalidRecord, record.ErrCRCMismatch, record.ErrBatchTooLarge,
+// record.ErrDecompressedTooLarge) or ErrInvalidLeaderEpoch, and changes
+// nothing. A full disk gets an error wrapping env.ErrNoSpace and leaves the
+// log as it was; any other write error fails the log.
 func (l *Log) Append(batches []byte, leaderEpoch int32) (AppendInfo, error) {
-	return l.appendAsLeader(batches, leaderEpoch, record.OriginClient, false)
+	return l.appendAsLeader(batches, leaderEpoch, record.OriginClient, nil)
 }
 
-// AppendValidated is Append for one batch the caller has already checked
-// with ValidateForAppend(record.OriginClient) (the partition does, to read
-// its producer fields from trusted bytes), so that the produce path
-// computes the batch's CRC once. Everything else Append checks (the
-// leader epoch, keys on compacted topics, sizes) it checks too.
-func (l *Log) AppendValidated(b record.Batch, leaderEpoch int32) (AppendInfo, error) {
-	return l.appendAsLeader(b.Bytes(), leaderEpoch, record.OriginClient, true)
+// AppendValidated is Append for one batch the caller has already validated
+// with record.Validator.ValidateProduce (the partition does, to apply the
+// topic's rules to its summary, and so that the validation can run off the
+// loop): the log reads none of its records. sum is the validation's
+// summary, by which the log applies the compacted topic's key rule; the
+// leader epoch and the sizes it checks as Append does.
+func (l *Log) AppendValidated(b record.Batch, sum record.ProduceSummary, leaderEpoch int32) (AppendInfo, error) {
+	return l.appendAsLeader(b.Bytes(), leaderEpoch, record.OriginClient, &sum)
 }
 
 // AppendCoordinator is Append for batches the broker writes itself (group
 // and transaction coordinators): control batches such as transaction
-// markers are allowed.
+// markers are allowed, and the records are read only on a compacted topic,
+// for their keys.
 func (l *Log) AppendCoordinator(batches []byte, leaderEpoch int32) (AppendInfo, error) {
-	return l.appendAsLeader(batches, leaderEpoch, record.OriginCoordinator, false)
+	return l.appendAsLeader(batches, leaderEpoch, record.OriginCoordinator, nil)
 }
 
 // AppendReplicated appends batches a follower fetched from its leader,
@@ -105,7 +110,10 @@ func (l *Log) AppendReplicated(batches []byte) (AppendInfo, error) {
 	return l.appendBatches(batches, l.batches, -1)
 }
 
-func (l *Log) appendAsLeader(batches []byte, leaderEpoch int32, origin record.Origin, validated bool) (AppendInfo, error) {
+// appendAsLeader appends batches as the leader. validated is the summary
+// of the one batch the caller validated, or nil: then the log validates
+// each batch, fully for a client's, the header for a coordinator's.
+func (l *Log) appendAsLeader(batches []byte, leaderEpoch int32, origin record.Origin, validated *record.ProduceSummary) (AppendInfo, error) {
 	if err := l.mutable(); err != nil {
 		return AppendInfo{}, err
 	}
@@ -121,12 +129,7 @@ func (l *Log) appendAsLeader(batches []byte, leaderEpoch int32, origin record.Or
 	count := int64(0)
 	for sp.Next() {
 		b := sp.Batch()
-		if !validated {
-			if err := b.ValidateForAppend(origin); err != nil {
-				return AppendInfo{}, fmt.Errorf("log %s: append: batch at byte %d: %w", l.dir, sp.Pos(), err)
-			}
-		}
-		if err := l.checkKeys(b); err != nil {
+		if err := l.validateForLeader(b, origin, validated); err != nil {
 			return AppendInfo{}, fmt.Errorf("log %s: append: batch at byte %d: %w", l.dir, sp.Pos(), err)
 		}
 		count += int64(b.LastOffsetDelta()) + 1
@@ -149,6 +152,27 @@ func (l *Log) appendAsLeader(batches []byte, leaderEpoch int32, origin record.Or
 		next = b.AssignOffsets(next, leaderEpoch)
 	}
 	return l.appendBatches(batches, l.batches, leaderEpoch)
+}
+
+// validateForLeader applies what appendAsLeader checks of one batch.
+func (l *Log) validateForLeader(b record.Batch, origin record.Origin, validated *record.ProduceSummary) error {
+	switch {
+	case validated != nil:
+		return l.checkKeys(*validated)
+	case origin == record.OriginClient:
+		if l.validator == nil {
+			l.validator = record.NewValidator()
+		}
+		sum, err := l.validator.ValidateProduce(b, record.LimitsFor(l.cfg.MessageMaxBytes))
+		if err != nil {
+			return err
+		}
+		return l.checkKeys(sum)
+	}
+	if err := b.ValidateForAppend(origin); err != nil {
+		return err
+	}
+	return l.checkCoordinatorKeys(b)
 }
 
 // appendBatches writes validated batches, which buf holds back to back

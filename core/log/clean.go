@@ -152,8 +152,9 @@ type cleanState struct {
 	comp    *record.Compressor
 	builder *record.Builder
 	keep    []bool
-	out     []byte  // a rebuilt batch
-	sc      scanner // its read buffers are reused from step to step
+	keys    []mappedKey // a batch's keys, mapped once all its records parse
+	out     []byte      // a rebuilt batch
+	sc      scanner     // its read buffers are reused from step to step
 
 	stats CleanerStats
 }
@@ -197,6 +198,10 @@ type CleanerStats struct {
 	// BatchesRewritten were rebuilt with fewer records or a delete horizon;
 	// BatchesRemoved were dropped.
 	BatchesRewritten, BatchesRemoved int64
+	// BatchesUnreadable were kept as they were because their records do
+	// not parse (their CRC holds: appended by a build that did not
+	// validate records), counted at each cleaning that meets them.
+	BatchesUnreadable int64
 }
 
 // CleanerInfo describes the cleaner's view of a log.
@@ -315,7 +320,7 @@ func (l *Log) CleanerInfo(now time.Time) CleanerInfo {
 // cleaner returns the cleaner's state, creating it on first use.
 func (l *Log) cleaner() *cleanState {
 	if l.clean == nil {
-		dec := record.NewDecompressor(maxDecompressedBytes)
+		dec := record.NewDecompressor(l.readBound())
 		l.clean = &cleanState{
 			minHorizon: record.NoTimestamp,
 			dec:        dec,
@@ -427,7 +432,7 @@ func (l *Log) abandonCleaning(why string) {
 // batch, codec state) once it ends: a broker keeps many idle compacted logs.
 func (c *cleanState) release() {
 	c.sc = scanner{}
-	c.out, c.keep = nil, nil
+	c.out, c.keep, c.keys = nil, nil, nil
 	c.comp.Close()
 	c.dec.Close()
 }
@@ -502,7 +507,11 @@ func (l *Log) mapStep(r *cleanRound, budget int64) error {
 			}
 			full, err := l.mapBatch(r, b)
 			if err != nil {
-				return corruptAt(s.files[kindLog].Name(), pos, err, "records do not parse")
+				// Its keys unknown, the batch supersedes nothing; the
+				// clean step keeps it as it is (cleanBatch).
+				l.logger.Warn("the cleaner maps nothing of a batch whose records do not parse",
+					"file", s.files[kindLog].Name(), "position", pos, "baseOffset", b.BaseOffset(), "err", err)
+				full = false
 			}
 			if full {
 				l.finishMap(r, b.BaseOffset())
@@ -526,21 +535,36 @@ func (l *Log) mapBatch(r *cleanRound, b record.Batch) (bool, error) {
 	if r.mapBytes >= l.cfg.CleanerDedupeBufferBytes && len(r.offsets) > 0 {
 		return true, nil
 	}
-	rr := l.clean.rr
+	c := l.clean
+	rr := c.rr
 	if err := rr.Reset(b); err != nil {
 		return false, err
 	}
+	// All of the batch or none of it: a key of a batch that turns out not
+	// to parse must not supersede the readable records before it.
+	c.keys = c.keys[:0]
 	for rr.Next() {
-		rec := rr.Record()
-		if rec.Key == nil {
-			continue
+		if rec := rr.Record(); rec.Key != nil {
+			c.keys = append(c.keys, mappedKey{key: rec.Key, offset: rec.Offset})
 		}
-		if _, ok := r.offsets[string(rec.Key)]; !ok {
-			r.mapBytes += int64(len(rec.Key)) + offsetMapEntryBytes
-		}
-		r.offsets[string(rec.Key)] = rec.Offset
 	}
-	return false, rr.Err()
+	if err := rr.Err(); err != nil {
+		return false, err
+	}
+	for _, k := range c.keys {
+		if _, ok := r.offsets[string(k.key)]; !ok {
+			r.mapBytes += int64(len(k.key)) + offsetMapEntryBytes
+		}
+		r.offsets[string(k.key)] = k.offset
+	}
+	return false, nil
+}
+
+// mappedKey is a key of the batch being mapped (aliasing the reader's
+// buffer) and its record's offset.
+type mappedKey struct {
+	key    []byte
+	offset int64
 }
 
 // finishMap completes the offset map at mapEnd.

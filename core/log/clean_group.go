@@ -231,7 +231,15 @@ func (l *Log) writeGroup(r *cleanRound, g *cleanGroup, budget int64) error {
 			last := g.src == len(g.srcs)-1 && pos+int64(b.Size()) == src.size
 			n, err := l.cleanBatch(r, g, b, last)
 			if errors.Is(err, errRecords) {
-				return corruptAt(f.Name(), pos, err, "records of the batch at offset %d do not parse", b.BaseOffset())
+				// Its CRC holds but its records do not parse (a build
+				// that did not validate records appended it): kept as it
+				// is, none of its records removed, rather than stop the
+				// log's compaction for good (Kafka marks such a log
+				// uncleanable).
+				l.logger.Warn("the cleaner keeps a batch whose records do not parse as it is",
+					"file", f.Name(), "position", pos, "baseOffset", b.BaseOffset(), "err", err)
+				c.stats.BatchesUnreadable++
+				n, err = l.writeCleaned(g, b.Bytes())
 			}
 			if err != nil {
 				return err

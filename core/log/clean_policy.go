@@ -67,28 +67,35 @@ func (p CleanupPolicy) Deletes() bool { return p == CleanupDelete || p == Cleanu
 
 func (p CleanupPolicy) valid() bool { return p <= CleanupCompactDelete }
 
-// checkKeys applies Kafka's rule for compacted topics to a producer's batch
-// (Append, before any offset is assigned): every record must have a key,
-// since compaction keeps records by key and would drop keyless ones
-// (INVALID_RECORD, "Compacted topic cannot accept message without key").
-// It reads the records, decompressing them: on a compacted topic, and only
-// there, the produce path inspects records. Control batches are exempt.
-func (l *Log) checkKeys(b record.Batch) error {
+// checkKeys applies Kafka's rule for compacted topics to a producer's
+// batch, by its validation summary (Append, before any offset is
+// assigned): every record must have a key, since compaction keeps records
+// by key and would drop keyless ones (INVALID_RECORD, "Compacted topic
+// cannot accept message without key").
+func (l *Log) checkKeys(sum record.ProduceSummary) error {
+	if !l.cfg.CleanupPolicy.Compacts() || sum.NullKeys == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: compacted topic cannot accept message without key (%d of %d records, the first is record %d)",
+		record.ErrInvalidRecord, sum.NullKeys, sum.Records, sum.FirstNullKey)
+}
+
+// checkCoordinatorKeys is checkKeys for a batch a coordinator writes,
+// reading its records (a few, and only on a compacted topic). Control
+// batches are exempt.
+func (l *Log) checkCoordinatorKeys(b record.Batch) error {
 	if !l.cfg.CleanupPolicy.Compacts() || b.Attributes().IsControl() {
 		return nil
 	}
-	if l.records == nil {
-		l.dec = record.NewDecompressor(maxDecompressedBytes)
-		l.records = record.NewRecordReader(l.dec)
-	}
-	if err := l.records.Reset(b); err != nil {
+	rr := l.recordReader()
+	if err := rr.Reset(b); err != nil {
 		return err
 	}
-	for l.records.Next() {
-		if l.records.Record().Key == nil {
+	for rr.Next() {
+		if rr.Record().Key == nil {
 			return fmt.Errorf("%w: compacted topic cannot accept message without key (offset delta %d)",
-				record.ErrInvalidRecord, l.records.Record().OffsetDelta)
+				record.ErrInvalidRecord, rr.Record().OffsetDelta)
 		}
 	}
-	return l.records.Err()
+	return rr.Err()
 }

@@ -1,6 +1,7 @@
 package log
 
 import (
+	"fmt"
 	"sort"
 
 	"github.com/strata-log/strata/core/record"
@@ -176,7 +177,7 @@ func (l *Log) cleanTxnBatch(g *cleanGroup, b record.Batch, v txnVerdict, horizon
 		bl.Reset(opts...)
 		rr := c.rr
 		if err := rr.Reset(b); err != nil {
-			return 0, err
+			return 0, fmt.Errorf("%w: %w", errRecords, err)
 		}
 		for rr.Next() {
 			if err := copyRecord(bl, rr.Record()); err != nil {
@@ -184,7 +185,7 @@ func (l *Log) cleanTxnBatch(g *cleanGroup, b record.Batch, v txnVerdict, horizon
 			}
 		}
 		if err := rr.Err(); err != nil {
-			return 0, err
+			return 0, fmt.Errorf("%w: %w", errRecords, err)
 		}
 	} else {
 		bl.Reset(opts...)

@@ -42,12 +42,21 @@
 //     loop. Every method must be called on that loop.
 //   - It never calls a callback inline: Flush, Shutdown and Truncate
 //     complete on a later turn of the loop.
-//   - It never decompresses or rewrites records on the produce path; the
-//     only bytes it writes into a batch are the base offset and the
-//     partition leader epoch, outside the CRC. Records are read only by
-//     OffsetForTimestamp (to find one inside a batch), by Append on a
-//     compacted topic (to reject records without a key, as Kafka does) and
-//     by the cleaner, which also rewrites batches, off the produce path.
+//   - It never rewrites records on the produce path; the only bytes it
+//     writes into a batch are the base offset and the partition leader
+//     epoch, outside the CRC. AppendValidated reads no record: the caller
+//     validated the batch (record.Validator) and the log applies the
+//     compacted topic's key rule to the summary. Records are otherwise
+//     read by Append (which validates every record of a producer's
+//     batch, as the partition does), by OffsetForTimestamp (to find one
+//     inside a batch), by AppendCoordinator on a compacted topic (keys)
+//     and by the cleaner, which also rewrites batches, off the produce
+//     path.
+//   - It never wedges on a stored batch whose records do not parse (a
+//     build that did not validate records could append one; its CRC
+//     holds): the time search goes past it, the cleaner maps none of its
+//     keys and keeps it as it is. Readers decompress up to
+//     MaxReadDecompressedBytes per batch.
 //   - It never drops data it made durable without an error: a bad batch
 //     below the recovery point fails Open, naming the file and position.
 //   - It never trusts a single read: env reads may flip bits, so recovery,

@@ -47,11 +47,12 @@ type Log struct {
 	txn txnState
 
 	// Scratch space, reused across calls.
-	hdr      [headerReadBytes]byte
-	indexBuf []byte
-	batches  []record.Batch
-	dec      *record.Decompressor
-	records  *record.RecordReader
+	hdr       [headerReadBytes]byte
+	indexBuf  []byte
+	batches   []record.Batch
+	dec       *record.Decompressor
+	records   *record.RecordReader
+	validator *record.Validator // Append's, for producers' batches
 }
 
 // Dir is the log's directory on its Disk.

@@ -558,16 +558,17 @@ func TestShutdownRecoversFast(t *testing.T) {
 	require.Equal(t, int64(200), r.l.LogEndOffset())
 }
 
-// TestAppendValidatedIsAppendWithoutTheCRCPass: a batch the caller
+// TestAppendValidatedIsAppendWithoutTheValidationPass: a batch the caller
 // validated appends as Append would (offsets, epoch, bytes), and the
 // checks other than the batch's own still apply.
-func TestAppendValidatedIsAppendWithoutTheCRCPass(t *testing.T) {
+func TestAppendValidatedIsAppendWithoutTheValidationPass(t *testing.T) {
 	r := newRig(t, 2, smallConfig())
 	raw := build(batchSpec{records: 3, valueSize: 20, timestamp: 1000, seed: 1})
 	b, err := record.ReadProduceBatch(raw, 1<<20)
 	require.NoError(t, err)
-	require.NoError(t, b.ValidateForAppend(record.OriginClient))
-	info, err := r.l.AppendValidated(b, 4)
+	sum, err := record.NewValidator().ValidateProduce(b, record.LimitsFor(1<<20))
+	require.NoError(t, err)
+	info, err := r.l.AppendValidated(b, sum, 4)
 	require.NoError(t, err)
 	require.Equal(t, int64(0), info.FirstOffset)
 	require.Equal(t, int64(2), info.LastOffset)
@@ -575,7 +576,7 @@ func TestAppendValidatedIsAppendWithoutTheCRCPass(t *testing.T) {
 	got := readAll(t, r.l)
 	require.Len(t, got, 1)
 	require.Equal(t, raw, got[0].bytes, "stored as Append stores it")
-	_, err = r.l.AppendValidated(b, 3)
+	_, err = r.l.AppendValidated(b, sum, 3)
 	require.ErrorIs(t, err, log.ErrInvalidLeaderEpoch, "an older epoch is still refused")
 }
 

@@ -19,10 +19,6 @@ const (
 	MaxTimestamp int64 = -3
 )
 
-// maxDecompressedBytes bounds what OffsetForTimestamp decompresses per
-// batch to find a record inside it.
-const maxDecompressedBytes = record.DefaultMaxDecompressedBytes
-
 // TimestampOffset is the answer to OffsetForTimestamp.
 type TimestampOffset struct {
 	// Offset is the offset found, or -1 when no record qualifies.
@@ -155,7 +151,14 @@ func (l *Log) searchSegmentOnce(s *segment, ts int64) (TimestampOffset, bool, er
 		}
 		found, ok, err := l.searchBatch(b, from, ts)
 		if err != nil {
-			return notFound, indexed, corruptAt(s.files[kindLog].Name(), pos, err, "records do not parse")
+			// A batch whose CRC holds but whose records do not parse
+			// (appended by a build that did not validate records) holds
+			// no record a consumer could be given: the search goes on
+			// past it rather than fail ListOffsets with a storage error
+			// (Kafka answers the exception's error code).
+			l.logger.Warn("the time search skips a batch whose records do not parse",
+				"file", s.files[kindLog].Name(), "position", pos, "baseOffset", b.BaseOffset(), "err", err)
+			continue
 		}
 		if ok {
 			return found, indexed, nil
@@ -166,18 +169,43 @@ func (l *Log) searchSegmentOnce(s *segment, ts int64) (TimestampOffset, bool, er
 // searchBatch finds in b the first record at or after from with a
 // timestamp of at least ts.
 func (l *Log) searchBatch(b record.Batch, from, ts int64) (TimestampOffset, bool, error) {
-	if l.records == nil {
-		l.dec = record.NewDecompressor(maxDecompressedBytes)
-		l.records = record.NewRecordReader(l.dec)
-	}
-	if err := l.records.Reset(b); err != nil {
+	rr := l.recordReader()
+	if err := rr.Reset(b); err != nil {
 		return notFound, false, err
 	}
-	for l.records.Next() {
-		r := l.records.Record()
+	for rr.Next() {
+		r := rr.Record()
 		if r.Offset >= from && r.Timestamp >= ts {
 			return TimestampOffset{Offset: r.Offset, Timestamp: r.Timestamp, LeaderEpoch: b.PartitionLeaderEpoch()}, true, nil
 		}
 	}
-	return notFound, false, l.records.Err()
+	return notFound, false, rr.Err()
+}
+
+// recordReader returns the log's reader of stored batches' records (the
+// time search's, the coordinators' key check), created on first use.
+func (l *Log) recordReader() *record.RecordReader {
+	if l.records == nil {
+		l.dec = record.NewDecompressor(l.readBound())
+		l.records = record.NewRecordReader(l.dec)
+	}
+	return l.records
+}
+
+// MaxReadDecompressedBytes bounds what a reader of the log's stored
+// batches should decompress per batch (readBound): the log's own readers
+// use it, and so should its owner's (the coordinators replaying their
+// topics).
+func (l *Log) MaxReadDecompressedBytes() int { return l.readBound() }
+
+// readBound bounds what a reader of this log's stored batches decompresses
+// per batch: at least what a producer's batch may decompress to under
+// max.message.bytes (record.MaxDecompressedBytes), so that every batch
+// this build appended reads back, and at least
+// record.DefaultMaxDecompressedBytes (64 MiB), so that lowering
+// max.message.bytes rarely leaves older batches above it. A batch past it
+// is one the log's readers cannot parse: the time search skips it and the
+// cleaner keeps it as it is.
+func (l *Log) readBound() int {
+	return max(record.MaxDecompressedBytes(l.cfg.MessageMaxBytes), record.DefaultMaxDecompressedBytes)
 }

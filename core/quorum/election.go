@@ -25,6 +25,9 @@ type election struct {
 	// (PeerUnreachable) that have not answered this round: they count as
 	// rejecting it in hopeless.
 	unreachable map[NodeID]bool
+	// stillFollowed holds the voters that rejected this pre-vote round
+	// because they follow the leader this node saw resign (leaderGone).
+	stillFollowed map[NodeID]bool
 	// req is the request of this round, sent again every RequestTimeout to
 	// voters that have not answered.
 	req     VoteRequest
@@ -32,7 +35,7 @@ type election struct {
 }
 
 func newElection() *election {
-	return &election{granted: map[NodeID]bool{}, rejected: map[NodeID]bool{}, unreachable: map[NodeID]bool{}}
+	return &election{granted: map[NodeID]bool{}, rejected: map[NodeID]bool{}, unreachable: map[NodeID]bool{}, stillFollowed: map[NodeID]bool{}}
 }
 
 func (e *election) record(from NodeID, granted bool) {
@@ -80,13 +83,23 @@ func (r *Raft) Campaign() error {
 	case RoleLeader, RoleProspective, RoleCandidate:
 		return nil
 	}
+	if r.state.Epoch >= MaxEpoch {
+		return fmt.Errorf("%w: node %s is at epoch %d", ErrEpochExhausted, r.id, r.state.Epoch)
+	}
 	r.becomeProspective()
 	return nil
 }
 
 // becomeProspective starts a pre-vote round in the current epoch (KIP-996).
+// A node at MaxEpoch cannot become a candidate (its epoch would pass
+// MaxEpoch), so it waits unattached instead, following any leader of
+// MaxEpoch that announces itself.
 func (r *Raft) becomeProspective() {
 	assert.That(r.voter, "quorum: observer %s campaigning", r.id)
+	if r.state.Epoch >= MaxEpoch {
+		r.enterUnattached()
+		return
+	}
 	r.setRole(RoleProspective)
 	r.election = newElection()
 	r.election.granted[r.id] = true
@@ -214,7 +227,7 @@ func (r *Raft) wouldGrantPreVote() bool {
 
 func (r *Raft) handleVoteRequest(from NodeID, req VoteRequest) {
 	respond := func(granted bool, code ErrorCode) {
-		r.send(from, VoteResponse{Error: code, Epoch: r.state.Epoch, LeaderID: r.leaderHint(), Granted: granted, PreVote: req.PreVote})
+		r.reply(from, VoteResponse{Error: code, Epoch: r.state.Epoch, LeaderID: r.leaderHint(), Granted: granted, PreVote: req.PreVote})
 	}
 	if from != req.CandidateID {
 		respond(false, ErrInvalidRequest)
@@ -224,17 +237,28 @@ func (r *Raft) handleVoteRequest(from NodeID, req VoteRequest) {
 		respond(false, ErrInconsistentVoterSet)
 		return
 	}
+	if r.epochTooFar(req.Epoch) {
+		respond(false, ErrInvalidRequest)
+		return
+	}
 	if req.Epoch < r.state.Epoch {
 		respond(false, ErrNone)
 		return
+	}
+	if req.Epoch > r.state.Epoch {
+		// A voter ahead of this node's epoch: move to it, even on a
+		// pre-vote (Kafka does not). A voter can only be ahead by having
+		// taken part in an election this node missed, or by a forged
+		// request that moved it (issue 22): either way it cannot rejoin
+		// an epoch it left, and its pre-votes are its only messages, so
+		// the quorum must come to its epoch (as etcd's leader steps down
+		// on a higher term in any message).
+		r.becomeUnattached(req.Epoch)
 	}
 	upToDate := req.LastEnd.Compare(r.log.EndOffset()) >= 0
 	if req.PreVote {
 		respond(upToDate && r.wouldGrantPreVote(), ErrNone)
 		return
-	}
-	if req.Epoch > r.state.Epoch {
-		r.becomeUnattached(req.Epoch)
 	}
 	s := r.state
 	grant := upToDate && s.LeaderID == NoNode && (s.VotedFor == NoNode || s.VotedFor == req.CandidateID)
@@ -260,12 +284,25 @@ func (r *Raft) handleVoteResponse(from NodeID, resp VoteResponse) {
 		if !resp.PreVote {
 			return
 		}
-		if !resp.Granted && resp.LeaderID != NoNode && resp.LeaderID != r.id &&
-			!(r.leaderGone && resp.LeaderID == r.state.LeaderID) {
-			// The voter still follows a live leader of this epoch (one
-			// this node has not seen resign).
-			r.becomeFollower(r.state.Epoch, resp.LeaderID)
-			return
+		if !resp.Granted && resp.LeaderID != NoNode && resp.LeaderID != r.id && r.isVoter(resp.LeaderID) && r.mayFollow(r.state.Epoch, resp.LeaderID) {
+			if !(r.leaderGone && resp.LeaderID == r.state.LeaderID) {
+				// The voter still follows a live leader of this epoch (one
+				// this node has not seen resign).
+				r.becomeFollower(r.state.Epoch, resp.LeaderID)
+				return
+			}
+			// This node saw that leader resign, yet the voter follows it.
+			// Once a majority of the voters say so (the leader itself
+			// answers too), the resignation was not the leader's: an
+			// EndQuorumEpoch forged in its name (issue 22), which would
+			// otherwise keep this node out until the next election. It
+			// follows the leader again; if the leader did resign, its
+			// first fetch answer says so and the node leaves it again.
+			e.stillFollowed[from] = true
+			if len(e.stillFollowed) >= r.majority() {
+				r.becomeFollower(r.state.Epoch, resp.LeaderID)
+				return
+			}
 		}
 		e.record(from, resp.Granted)
 		if len(e.granted) >= r.majority() {
@@ -277,7 +314,7 @@ func (r *Raft) handleVoteResponse(from NodeID, resp VoteResponse) {
 		if resp.PreVote {
 			return
 		}
-		if !resp.Granted && resp.LeaderID != NoNode && resp.LeaderID != r.id {
+		if !resp.Granted && resp.LeaderID != NoNode && resp.LeaderID != r.id && r.isVoter(resp.LeaderID) && r.mayFollow(r.state.Epoch, resp.LeaderID) {
 			r.becomeFollower(r.state.Epoch, resp.LeaderID)
 			return
 		}

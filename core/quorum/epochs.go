@@ -45,6 +45,15 @@ func (r *Raft) becomeFollower(epoch int32, leader NodeID) {
 	r.maybeSendFetch()
 }
 
+// mayFollow reports whether this node may follow leader in epoch as far as
+// its own state goes: a newer epoch, or this one when its leader is not
+// known or is that leader. An epoch has one leader; a peer that names
+// another for an epoch this node knows the leader of is broken or forged,
+// and following it would break that invariant.
+func (r *Raft) mayFollow(epoch int32, leader NodeID) bool {
+	return epoch > r.state.Epoch || r.state.LeaderID == NoNode || r.state.LeaderID == leader
+}
+
 // observeEpoch reacts to a peer's newer epoch: follow its leader when named,
 // else become unattached in it. It reports whether the epoch moved.
 func (r *Raft) observeEpoch(epoch int32, leader NodeID) bool {
@@ -59,6 +68,13 @@ func (r *Raft) observeEpoch(epoch int32, leader NodeID) bool {
 	return true
 }
 
+// epochTooFar reports whether a request's epoch is more than MaxEpochJump
+// ahead of this node's: one such request is refused rather than moving
+// the node (and, through it, the quorum) most of the way to MaxEpoch.
+func (r *Raft) epochTooFar(epoch int32) bool {
+	return int64(epoch)-int64(r.state.Epoch) > int64(MaxEpochJump)
+}
+
 func (r *Raft) tickUnattached() {
 	if r.voter {
 		if r.now >= r.electionDeadline {
@@ -71,14 +87,24 @@ func (r *Raft) tickUnattached() {
 
 func (r *Raft) handleBeginQuorumEpoch(from NodeID, req BeginQuorumEpochRequest) {
 	respond := func(code ErrorCode) {
-		r.send(from, BeginQuorumEpochResponse{Error: code, Epoch: r.state.Epoch, LeaderID: r.leaderHint()})
+		r.reply(from, BeginQuorumEpochResponse{Error: code, Epoch: r.state.Epoch, LeaderID: r.leaderHint()})
 	}
 	if from != req.LeaderID || !r.isVoter(req.LeaderID) {
 		respond(ErrInconsistentVoterSet)
 		return
 	}
+	if r.epochTooFar(req.Epoch) {
+		respond(ErrInvalidRequest)
+		return
+	}
 	if req.Epoch < r.state.Epoch {
 		respond(ErrFencedLeaderEpoch)
+		return
+	}
+	if !r.mayFollow(req.Epoch, req.LeaderID) {
+		// Another leader of this very epoch: an epoch has one leader, so
+		// this announcement is forged or broken (issue 22).
+		respond(ErrInvalidRequest)
 		return
 	}
 	if req.Epoch > r.state.Epoch || r.role != RoleFollower || r.state.LeaderID != req.LeaderID {

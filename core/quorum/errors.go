@@ -12,6 +12,9 @@ type ErrorCode int16
 // Error codes of the quorum RPCs.
 const (
 	ErrNone ErrorCode = 0
+	// ErrUnknownTopicOrPartition: a FetchSnapshot of a partition that is
+	// not the metadata partition.
+	ErrUnknownTopicOrPartition ErrorCode = 3
 	// ErrNotLeaderOrFollower: the receiver is not the leader (for Fetch and
 	// FetchSnapshot); the response names the leader it knows, if any.
 	ErrNotLeaderOrFollower ErrorCode = 6
@@ -24,6 +27,8 @@ const (
 	// ErrUnknownLeaderEpoch: the request's epoch is newer than the
 	// receiver's.
 	ErrUnknownLeaderEpoch ErrorCode = 75
+	// ErrUnsupportedVersion: a KRaft Fetch older than MinFetchVersion.
+	ErrUnsupportedVersion ErrorCode = 35
 	// ErrInconsistentVoterSet: a voter-only request from or to a node that
 	// is not a voter.
 	ErrInconsistentVoterSet ErrorCode = 94
@@ -32,6 +37,11 @@ const (
 	// ErrPositionOutOfRange: a FetchSnapshot position past the snapshot's
 	// size.
 	ErrPositionOutOfRange ErrorCode = 99
+	// ErrInconsistentClusterID: a request naming another cluster id.
+	ErrInconsistentClusterID ErrorCode = 104
+	// ErrInvalidVoterKey: a Vote or BeginQuorumEpoch addressed to another
+	// voter id than the receiver's.
+	ErrInvalidVoterKey ErrorCode = 125
 )
 
 // String returns Kafka's name for the code.
@@ -39,8 +49,12 @@ func (c ErrorCode) String() string {
 	switch c {
 	case ErrNone:
 		return "NONE"
+	case ErrUnknownTopicOrPartition:
+		return "UNKNOWN_TOPIC_OR_PARTITION"
 	case ErrNotLeaderOrFollower:
 		return "NOT_LEADER_OR_FOLLOWER"
+	case ErrUnsupportedVersion:
+		return "UNSUPPORTED_VERSION"
 	case ErrInvalidRequest:
 		return "INVALID_REQUEST"
 	case ErrFencedLeaderEpoch:
@@ -53,6 +67,10 @@ func (c ErrorCode) String() string {
 		return "SNAPSHOT_NOT_FOUND"
 	case ErrPositionOutOfRange:
 		return "POSITION_OUT_OF_RANGE"
+	case ErrInconsistentClusterID:
+		return "INCONSISTENT_CLUSTER_ID"
+	case ErrInvalidVoterKey:
+		return "INVALID_VOTER_KEY"
 	}
 	return fmt.Sprintf("ERROR(%d)", int16(c))
 }
@@ -72,6 +90,13 @@ var (
 	ErrInvalidMessage = errors.New("quorum: invalid message")
 	// ErrInvalidSnapshot: SnapshotTaken with an id the log does not back.
 	ErrInvalidSnapshot = errors.New("quorum: invalid snapshot")
+	// ErrEpochExhausted: Campaign on a node at MaxEpoch, whose candidacy
+	// would take an epoch past it.
+	ErrEpochExhausted = errors.New("quorum: epoch exhausted")
+	// ErrUnusableState: New with a durable quorum state that is out of
+	// range (an epoch above MaxEpoch) or contradicts the configuration (a
+	// vote or leader outside the voters, a vote on an observer).
+	ErrUnusableState = errors.New("quorum: unusable durable state")
 )
 
 // NotLeaderError is the ErrNotLeader returned to a caller that must retry

@@ -100,7 +100,7 @@ func (r *Raft) handleFetchResponse(from NodeID, resp FetchResponse) {
 		return
 	}
 	if resp.Error != ErrNone {
-		if l := resp.LeaderID; l != NoNode && l != r.id && r.role != RoleFollower && r.isVoter(l) {
+		if l := resp.LeaderID; l != NoNode && l != r.id && r.role != RoleFollower && r.isVoter(l) && r.mayFollow(r.state.Epoch, l) {
 			// Discovery found the leader of this epoch.
 			r.becomeFollower(r.state.Epoch, l)
 			return
@@ -121,7 +121,7 @@ func (r *Raft) handleFetchResponse(from NodeID, resp FetchResponse) {
 	}
 	if r.role != RoleFollower {
 		// Discovery reached the leader of this very epoch.
-		if f.discovering && resp.LeaderID == from {
+		if f.discovering && resp.LeaderID == from && r.mayFollow(r.state.Epoch, from) {
 			r.becomeFollower(r.state.Epoch, from)
 		}
 		return
@@ -131,14 +131,14 @@ func (r *Raft) handleFetchResponse(from NodeID, resp FetchResponse) {
 		return // answers a position this log has left: stale or duplicated
 	}
 	f.inFlight = false
-	if resp.DivergingEpoch == nil && resp.Snapshot == nil && !r.validBatches(resp.Batches, resp.Epoch) {
+	if !r.validFetchAnswer(resp) {
 		f.retryAt = r.now + r.cfg.RetryBackoff
 		return
 	}
 	r.markLeaderContact()
 	switch {
 	case resp.DivergingEpoch != nil:
-		r.truncateDiverging(*resp.DivergingEpoch)
+		r.truncate(r.divergenceCut(*resp.DivergingEpoch))
 	case resp.Snapshot != nil:
 		f.snapshot = &snapshotFetch{id: *resp.Snapshot}
 	default:
@@ -157,6 +157,23 @@ func (r *Raft) handleFetchResponse(from NodeID, resp FetchResponse) {
 	r.maybeSendFetch()
 }
 
+// validFetchAnswer checks what a fetch response tells this follower to do
+// before it touches the log. A leader's answer never asks to cut the log
+// below this node's high watermark, nor to replace it with a snapshot
+// that ends below it (everything committed is in the leader's log, at the
+// same offsets and epochs); a response that does comes from a damaged or
+// hostile peer and is dropped, as its batches are when they do not
+// continue the log (validBatches).
+func (r *Raft) validFetchAnswer(resp FetchResponse) bool {
+	switch {
+	case resp.DivergingEpoch != nil:
+		return r.divergenceCut(*resp.DivergingEpoch) >= r.highWatermark
+	case resp.Snapshot != nil:
+		return resp.Snapshot.EndOffset >= r.highWatermark
+	}
+	return r.validBatches(resp.Batches, resp.Epoch)
+}
+
 // validBatches checks batches from the network before they touch the log:
 // they continue it densely, none is empty or of an unknown kind, and their
 // epochs do not decrease or pass the leader's.
@@ -172,13 +189,14 @@ func (r *Raft) validBatches(batches []Batch, leaderEpoch int32) bool {
 	return true
 }
 
-// truncateDiverging cuts the log where it diverges from the leader's, given
-// the leader's diverging epoch and its end offset (KRaft's
-// truncateToEndOffset). Both logs hold the batches of an epoch as copies of
-// its leader's, so the cut falls on a batch boundary of this log; the floor
-// only guards against a leader that is not so, and a batch that straddles
-// the cut goes whole.
-func (r *Raft) truncateDiverging(d OffsetAndEpoch) {
+// divergenceCut is where the log diverges from the leader's, given the
+// leader's diverging epoch and its end offset (KRaft's
+// truncateToEndOffset): the batch boundary to truncate to. Both logs hold
+// the batches of an epoch as copies of its leader's, so the cut falls on a
+// batch boundary of this log; the floor only guards against a leader that
+// is not so, and a batch that straddles the cut goes whole. The cut is
+// never below the log start.
+func (r *Raft) divergenceCut(d OffsetAndEpoch) int64 {
 	local, ok := r.log.EndOffsetForEpoch(d.Epoch)
 	var to int64
 	switch {
@@ -189,5 +207,5 @@ func (r *Raft) truncateDiverging(d OffsetAndEpoch) {
 	default:
 		to = local.Offset
 	}
-	r.truncate(r.log.FloorBatchBoundary(to))
+	return r.log.FloorBatchBoundary(max(to, r.log.StartOffset()))
 }

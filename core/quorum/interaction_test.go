@@ -2,6 +2,7 @@ package quorum
 
 import (
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -38,12 +39,18 @@ import (
 //	crash 1 / restart 1        lose everything not durable / start again
 //	hold-storage 1 / release-storage 1
 //	                           withhold / complete node 1's fsyncs
+//	forge to=2 Vote epoch=E candidate=3 last=O@E ...
+//	                           a hand-built request from a hostile peer
+//	                           (forge_test.go)
 //	status | log 1 | describe 1
 //
 // Storage completes instantly unless held; every message is printed as it is
 // delivered, and after it what the receiver did (role changes, applies).
 func TestInteraction(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+		if strings.HasPrefix(path, filepath.Join("testdata", "fuzz")) {
+			return // the fuzz targets' corpora, not scripts
+		}
 		h := &interaction{nodes: map[NodeID]*testNode{}, cut: map[[2]NodeID]bool{}, held: map[NodeID]bool{}}
 		datadriven.RunTest(t, path, h.run)
 	})
@@ -166,6 +173,8 @@ func (h *interaction) run(t *testing.T, d *datadriven.TestData) string {
 			n.ackSync(len(n.syncs))
 			h.process(id)
 		}
+	case "forge":
+		h.forge(t, d)
 	case "status":
 		h.status()
 	case "log":
@@ -413,9 +422,15 @@ func (h *interaction) runFor(t *testing.T, d *datadriven.TestData) {
 	if err != nil {
 		t.Fatalf("%s: %v", d.Pos, err)
 	}
-	step := 10 * time.Millisecond
 	h.quiet = !d.HasArg("verbose")
 	defer func() { h.quiet = false }()
+	h.runDuration(t, total)
+}
+
+// runDuration lets total time pass on all nodes in 10 ms steps, the
+// network delivering instantly between steps.
+func (h *interaction) runDuration(t *testing.T, total time.Duration) {
+	step := 10 * time.Millisecond
 	h.stabilize(t)
 	for elapsed := time.Duration(0); elapsed < total; elapsed += step {
 		for _, id := range h.ids {

@@ -11,7 +11,14 @@ import (
 // Raft.Step.
 type Message struct {
 	From, To NodeID
-	Payload  Payload
+	// Ref is the driver's id for a request it received, echoed by the
+	// response the Raft produces for it (0 when the driver sets none). The
+	// driver matches a response to the connection its request came on by
+	// it: the sender id a request claims is not proof of who sent it, and
+	// a request forged in a voter's name must not take that voter's
+	// answer, nor its own answer go to the voter (issue 22).
+	Ref     uint64
+	Payload Payload
 }
 
 // String formats the message as "from->to payload", the form the datadriven

@@ -73,6 +73,10 @@ type Raft struct {
 	fetchDeadline      time.Duration
 	discoveryNextVoter int
 
+	// stepRef is the Ref of the request Step is handling: its answer
+	// (reply) echoes it.
+	stepRef uint64
+
 	// Role-specific state; at most one is non-nil.
 	election *election
 	leader   *leaderState
@@ -115,12 +119,11 @@ func New(cfg Config, log Log, durable QuorumState, rng *rand.Rand, now time.Dura
 		now:   now,
 		state: durable,
 	}
-	if (durable.VotedFor != NoNode && !r.isVoter(durable.VotedFor)) ||
-		(durable.LeaderID != NoNode && !r.isVoter(durable.LeaderID)) {
-		return nil, fmt.Errorf("quorum: durable state %s names a node outside the voters %v", durable, cfg.Voters)
+	if err := CheckState(durable, cfg.ID, cfg.Voters); err != nil {
+		return nil, err
 	}
-	if !r.voter && durable.VotedFor != NoNode {
-		return nil, fmt.Errorf("quorum: observer %s has a durable vote (%s)", r.id, durable)
+	if end := log.EndOffset(); !epochInRange(end.Epoch) || !offsetInRange(end.Offset) {
+		return nil, fmt.Errorf("%w: log end %s out of range", ErrUnusableState, end)
 	}
 	end := log.EndOffset()
 	r.durableEnd = end.Offset
@@ -225,11 +228,25 @@ func (r *Raft) NextDeadline() time.Duration {
 }
 
 // Step hands the Raft a message received from a peer, request or response.
-// It returns an error (and ignores the message) when the message is not
-// addressed to this node or is not a quorum payload.
+// It returns an error wrapping ErrInvalidMessage (and ignores the message)
+// when the message is not addressed to this node, is not a quorum payload,
+// or carries values out of range (see validate.go): DecodeRequest and
+// DecodeResponse refuse those first, so that the driver can answer them.
 func (r *Raft) Step(m Message) error {
 	if m.To != r.id || m.From == r.id || m.From < 0 {
 		return fmt.Errorf("%w: %s at node %s", ErrInvalidMessage, m, r.id)
+	}
+	if m.Payload == nil {
+		return fmt.Errorf("%w: no payload", ErrInvalidMessage)
+	}
+	if IsRequest(m.Payload) {
+		if rerr := checkRequest(m); rerr != nil {
+			return fmt.Errorf("%w: %s", ErrInvalidMessage, rerr.Reason)
+		}
+		r.stepRef = m.Ref
+		defer func() { r.stepRef = 0 }()
+	} else if err := checkResponse(m.Payload); err != nil {
+		return err
 	}
 	switch p := m.Payload.(type) {
 	case VoteRequest:
@@ -263,6 +280,7 @@ func (r *Raft) Step(m Message) error {
 func (r *Raft) setState(next QuorumState) {
 	prev := r.state
 	assert.NotDecreasing("quorum epoch", prev.Epoch, next.Epoch)
+	assert.That(next.Epoch <= MaxEpoch, "quorum: node %s at epoch %d, past MaxEpoch %d", r.id, next.Epoch, MaxEpoch)
 	if next.Epoch == prev.Epoch {
 		assert.That(prev.VotedFor == NoNode || prev.VotedFor == next.VotedFor,
 			"quorum: node %s votes twice in epoch %d: %s then %s", r.id, next.Epoch, prev.VotedFor, next.VotedFor)
@@ -302,7 +320,7 @@ func (r *Raft) setRole(role Role) {
 	slices.Sort(ids)
 	for _, id := range ids {
 		req := parked[id].req
-		r.send(id, FetchResponse{
+		r.sendRef(id, parked[id].ref, FetchResponse{
 			Error: ErrNotLeaderOrFollower, Epoch: r.state.Epoch, LeaderID: r.leaderHint(),
 			HighWatermark: -1, LogStartOffset: -1,
 			FetchEpoch: req.Epoch, FetchOffset: req.FetchOffset, LastFetchedEpoch: req.LastFetchedEpoch,

@@ -187,8 +187,14 @@ func (r *Raft) snapshotDue() bool {
 }
 
 // send queues a message, withheld until the current quorum state is durable.
-func (r *Raft) send(to NodeID, p Payload) {
-	m := Message{From: r.id, To: to, Payload: p}
+func (r *Raft) send(to NodeID, p Payload) { r.sendRef(to, 0, p) }
+
+// reply sends the answer to the request Step is handling, echoing its Ref.
+func (r *Raft) reply(to NodeID, p Payload) { r.sendRef(to, r.stepRef, p) }
+
+// sendRef is send with the Ref of the request p answers.
+func (r *Raft) sendRef(to NodeID, ref uint64, p Payload) {
+	m := Message{From: r.id, To: to, Ref: ref, Payload: p}
 	if r.durableSeq >= r.stateSeq && len(r.gated) == 0 {
 		r.outbox = append(r.outbox, m)
 		return

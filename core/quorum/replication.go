@@ -44,6 +44,8 @@ type replicaProgress struct {
 type parkedFetch struct {
 	req      FetchRequest
 	deadline time.Duration
+	// ref is the parked request's Message.Ref, echoed by its answer.
+	ref uint64
 }
 
 // Propose appends records to the log as one batch in the leader's epoch and
@@ -76,7 +78,7 @@ func (r *Raft) Propose(records [][]byte) (offset int64, epoch int32, err error) 
 
 func (r *Raft) handleFetchRequest(from NodeID, req FetchRequest) {
 	respondErr := func(code ErrorCode) {
-		r.send(from, FetchResponse{
+		r.reply(from, FetchResponse{
 			Error: code, Epoch: r.state.Epoch, LeaderID: r.leaderHint(),
 			HighWatermark: -1, LogStartOffset: -1,
 			FetchEpoch: req.Epoch, FetchOffset: req.FetchOffset, LastFetchedEpoch: req.LastFetchedEpoch,
@@ -109,7 +111,7 @@ func (r *Raft) handleFetchRequest(from NodeID, req FetchRequest) {
 	if diverging, snapshot := r.validateFetchPosition(req.FetchOffset, req.LastFetchedEpoch); diverging != nil || snapshot != nil {
 		resp.DivergingEpoch, resp.Snapshot = diverging, snapshot
 		resp.HighWatermark, resp.LogStartOffset = r.highWatermark, r.log.StartOffset()
-		r.send(from, resp)
+		r.reply(from, resp)
 		return
 	}
 	end := r.log.EndOffset().Offset
@@ -128,10 +130,10 @@ func (r *Raft) handleFetchRequest(from NodeID, req FetchRequest) {
 		r.maybeAdvanceHighWatermark()
 	}
 	if req.FetchOffset == end && req.HighWatermark >= r.highWatermark && req.MaxWait > 0 {
-		ls.parked[from] = parkedFetch{req: req, deadline: r.now + min(req.MaxWait, r.cfg.FetchMaxWait)}
+		ls.parked[from] = parkedFetch{req: req, deadline: r.now + min(req.MaxWait, r.cfg.FetchMaxWait), ref: r.stepRef}
 		return
 	}
-	r.send(from, r.fetchResponse(req))
+	r.reply(from, r.fetchResponse(req))
 }
 
 // fetchResponse answers a validated fetch with the leader's log from the
@@ -254,7 +256,7 @@ func (r *Raft) releaseParked(ready func(parkedFetch) bool) {
 		pf := ls.parked[id]
 		if ready(pf) {
 			delete(ls.parked, id)
-			r.send(id, r.fetchResponse(pf.req))
+			r.sendRef(id, pf.ref, r.fetchResponse(pf.req))
 		}
 	}
 }

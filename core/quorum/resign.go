@@ -89,10 +89,14 @@ func (r *Raft) successorBackoff(successors []NodeID) time.Duration {
 
 func (r *Raft) handleEndQuorumEpoch(from NodeID, req EndQuorumEpochRequest) {
 	respond := func(code ErrorCode) {
-		r.send(from, EndQuorumEpochResponse{Error: code, Epoch: r.state.Epoch, LeaderID: r.leaderHint()})
+		r.reply(from, EndQuorumEpochResponse{Error: code, Epoch: r.state.Epoch, LeaderID: r.leaderHint()})
 	}
 	if from != req.LeaderID || !r.isVoter(req.LeaderID) {
 		respond(ErrInconsistentVoterSet)
+		return
+	}
+	if r.epochTooFar(req.Epoch) {
+		respond(ErrInvalidRequest)
 		return
 	}
 	if req.Epoch < r.state.Epoch {

@@ -63,7 +63,7 @@ func (r *Raft) sendFetchSnapshot() {
 func (r *Raft) handleFetchSnapshotRequest(from NodeID, req FetchSnapshotRequest) {
 	respond := func(resp FetchSnapshotResponse) {
 		resp.Epoch, resp.LeaderID, resp.Snapshot = r.state.Epoch, r.leaderHint(), req.Snapshot
-		r.send(from, resp)
+		r.reply(from, resp)
 	}
 	switch {
 	case req.ReplicaID != from || req.Position < 0:

@@ -2,6 +2,7 @@ package quorum
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -38,6 +39,23 @@ type QuorumState struct {
 // no vote, no leader.
 func InitialState() QuorumState {
 	return QuorumState{Epoch: 0, VotedFor: NoNode, LeaderID: NoNode}
+}
+
+// CheckState reports whether s, a durable quorum state read back from
+// storage, can be resumed by node id of a quorum of voters: its epoch in
+// [0, MaxEpoch], its vote and leader voters (or NoNode), no vote on an
+// observer. An error wraps ErrUnusableState.
+func CheckState(s QuorumState, id NodeID, voters []NodeID) error {
+	isVoter := func(n NodeID) bool { return slices.Contains(voters, n) }
+	switch {
+	case !epochInRange(s.Epoch):
+		return fmt.Errorf("%w: %s: epoch outside [0, %d]", ErrUnusableState, s, MaxEpoch)
+	case (s.VotedFor != NoNode && !isVoter(s.VotedFor)) || (s.LeaderID != NoNode && !isVoter(s.LeaderID)):
+		return fmt.Errorf("%w: %s names a node outside the voters %v", ErrUnusableState, s, voters)
+	case !isVoter(id) && s.VotedFor != NoNode:
+		return fmt.Errorf("%w: observer %s has a vote (%s)", ErrUnusableState, id, s)
+	}
+	return nil
 }
 
 // String formats the state for logs and test output.

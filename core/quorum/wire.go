@@ -6,6 +6,7 @@ package quorum
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -161,18 +162,66 @@ func onePartition(topics int, topic func() (string, int), partition func() int32
 }
 
 // DecodeRequest translates a received kmsg request into the Message to
-// Step on node local. The sender is taken from the request (candidate,
-// leader or replica id).
-func DecodeRequest(req kmsg.Request, local NodeID) (Message, error) {
+// Step on node local, checking it first as KafkaRaftClient does (and
+// more, see validate.go): a cluster id other than clusterID (when both
+// are set) is INCONSISTENT_CLUSTER_ID; a request for anything but the
+// metadata partition INVALID_REQUEST (a FetchSnapshot of another
+// partition UNKNOWN_TOPIC_OR_PARTITION); a Vote or BeginQuorumEpoch
+// addressed to another voter INVALID_VOTER_KEY; a sender id that is not a
+// node id or is local's own, an epoch above MaxEpoch, a negative offset or
+// epochs that contradict each other INVALID_REQUEST. Such a request
+// returns a *RequestError, which the driver answers with ErrorResponse.
+// The sender is taken from the request (candidate, leader or replica id).
+// Any other error means req is not a quorum request at all.
+func DecodeRequest(req kmsg.Request, local NodeID, clusterID string) (Message, error) {
+	m, rerr := decodeRequest(req, local, clusterID)
+	if rerr != nil {
+		return Message{}, rerr
+	}
+	if m.Payload == nil {
+		return Message{}, wireErr("%T is not a quorum request", req)
+	}
+	if rerr := checkRequest(m); rerr != nil {
+		return Message{}, rerr
+	}
+	return m, nil
+}
+
+// decodeRequest is DecodeRequest before the value checks; a zero Message
+// without error means req is not a quorum request.
+func decodeRequest(req kmsg.Request, local NodeID, clusterID string) (Message, *RequestError) {
+	cluster := func(id *string) *RequestError {
+		if id != nil && clusterID != "" && *id != clusterID {
+			return &RequestError{Code: ErrInconsistentClusterID, TopLevel: true, Reason: fmt.Sprintf("cluster id %q, this cluster is %q", *id, clusterID)}
+		}
+		return nil
+	}
+	partition := func(err error) *RequestError {
+		if err != nil {
+			// Until KRaft replicates more than one partition, Kafka answers
+			// a topic-partition mismatch as an invalid request.
+			return &RequestError{Code: ErrInvalidRequest, TopLevel: true, Reason: strings.TrimPrefix(err.Error(), ErrWire.Error()+": ")}
+		}
+		return nil
+	}
+	voterKey := func(version int16, voter int32) *RequestError {
+		if version >= 1 && voter >= 0 && NodeID(voter) != local {
+			return &RequestError{Code: ErrInvalidVoterKey, Reason: fmt.Sprintf("addressed to voter %d, received by %s", voter, local)}
+		}
+		return nil
+	}
 	switch q := req.(type) {
 	case *kmsg.VoteRequest:
-		if err := onePartition(len(q.Topics),
-			func() (string, int) { return q.Topics[0].Topic, len(q.Topics[0].Partitions) },
-			func() int32 { return q.Topics[0].Partitions[0].Partition }); err != nil {
+		if err := cluster(q.ClusterID); err != nil {
 			return Message{}, err
 		}
-		if q.Version >= 1 && q.VoterID >= 0 && NodeID(q.VoterID) != local {
-			return Message{}, wireErr("vote for voter %d received by %s", q.VoterID, local)
+		if err := partition(onePartition(len(q.Topics),
+			func() (string, int) { return q.Topics[0].Topic, len(q.Topics[0].Partitions) },
+			func() int32 { return q.Topics[0].Partitions[0].Partition })); err != nil {
+			return Message{}, err
+		}
+		if err := voterKey(q.Version, q.VoterID); err != nil {
+			return Message{}, err
 		}
 		p := q.Topics[0].Partitions[0]
 		return Message{From: NodeID(p.CandidateID), To: local, Payload: VoteRequest{
@@ -181,20 +230,32 @@ func DecodeRequest(req kmsg.Request, local NodeID) (Message, error) {
 			PreVote: p.PreVote,
 		}}, nil
 	case *kmsg.BeginQuorumEpochRequest:
-		if err := onePartition(len(q.Topics),
+		if err := cluster(q.ClusterID); err != nil {
+			return Message{}, err
+		}
+		if err := partition(onePartition(len(q.Topics),
 			func() (string, int) { return q.Topics[0].Topic, len(q.Topics[0].Partitions) },
-			func() int32 { return q.Topics[0].Partitions[0].Partition }); err != nil {
+			func() int32 { return q.Topics[0].Partitions[0].Partition })); err != nil {
+			return Message{}, err
+		}
+		if err := voterKey(q.Version, q.VoterID); err != nil {
 			return Message{}, err
 		}
 		p := q.Topics[0].Partitions[0]
 		return Message{From: NodeID(p.LeaderID), To: local, Payload: BeginQuorumEpochRequest{Epoch: p.LeaderEpoch, LeaderID: NodeID(p.LeaderID)}}, nil
 	case *kmsg.EndQuorumEpochRequest:
-		if err := onePartition(len(q.Topics),
+		if err := cluster(q.ClusterID); err != nil {
+			return Message{}, err
+		}
+		if err := partition(onePartition(len(q.Topics),
 			func() (string, int) { return q.Topics[0].Topic, len(q.Topics[0].Partitions) },
-			func() int32 { return q.Topics[0].Partitions[0].Partition }); err != nil {
+			func() int32 { return q.Topics[0].Partitions[0].Partition })); err != nil {
 			return Message{}, err
 		}
 		p := q.Topics[0].Partitions[0]
+		if n := len(p.PreferredSuccessors) + len(p.PreferredCandidates); n > maxPreferredSuccessors {
+			return Message{}, invalidRequest("%d preferred successors", n)
+		}
 		var successors []NodeID
 		for _, s := range p.PreferredSuccessors {
 			successors = append(successors, NodeID(s))
@@ -207,25 +268,29 @@ func DecodeRequest(req kmsg.Request, local NodeID) (Message, error) {
 		}}, nil
 	case *kmsg.FetchRequest:
 		if q.Version < MinFetchVersion {
-			return Message{}, wireErr("KRaft fetch needs Fetch v%d+, got v%d", MinFetchVersion, q.Version)
+			return Message{}, &RequestError{Code: ErrUnsupportedVersion, TopLevel: true,
+				Reason: fmt.Sprintf("KRaft fetch needs Fetch v%d+, got v%d", MinFetchVersion, q.Version)}
+		}
+		if err := cluster(q.ClusterID); err != nil {
+			return Message{}, err
 		}
 		if len(q.Topics) != 1 || len(q.Topics[0].Partitions) != 1 {
-			return Message{}, wireErr("fetch of %d topics, want 1 partition of %s", len(q.Topics), MetadataTopic)
+			return Message{}, partition(wireErr("fetch of %d topics, want 1 partition of %s", len(q.Topics), MetadataTopic))
 		}
 		t := q.Topics[0]
 		if (q.Version >= 13 && t.TopicID != MetadataTopicID) || (q.Version < 13 && t.Topic != MetadataTopic) {
-			return Message{}, wireErr("fetch of another topic (%q, %x)", t.Topic, t.TopicID)
+			return Message{}, partition(wireErr("fetch of another topic (%q, %x)", t.Topic, t.TopicID))
 		}
 		p := t.Partitions[0]
 		if p.Partition != MetadataPartition {
-			return Message{}, wireErr("fetch of partition %d", p.Partition)
+			return Message{}, partition(wireErr("fetch of partition %d", p.Partition))
 		}
 		replica := q.ReplicaID
 		if q.Version >= 15 {
 			replica = q.ReplicaState.ID
 		}
 		if replica < 0 {
-			return Message{}, wireErr("fetch without a replica id")
+			return Message{}, invalidRequest("fetch without a replica id")
 		}
 		return Message{From: NodeID(replica), To: local, Payload: FetchRequest{
 			Epoch: p.CurrentLeaderEpoch, ReplicaID: NodeID(replica),
@@ -234,19 +299,24 @@ func DecodeRequest(req kmsg.Request, local NodeID) (Message, error) {
 			MaxWait: time.Duration(q.MaxWaitMillis) * time.Millisecond,
 		}}, nil
 	case *kmsg.FetchSnapshotRequest:
-		if err := onePartition(len(q.Topics),
-			func() (string, int) { return q.Topics[0].Topic, len(q.Topics[0].Partitions) },
-			func() int32 { return q.Topics[0].Partitions[0].Partition }); err != nil {
+		if err := cluster(q.ClusterID); err != nil {
 			return Message{}, err
 		}
+		if len(q.Topics) != 1 || len(q.Topics[0].Partitions) != 1 {
+			return Message{}, partition(wireErr("fetch snapshot of %d topics, want 1 partition of %s", len(q.Topics), MetadataTopic))
+		}
 		p := q.Topics[0].Partitions[0]
+		if q.Topics[0].Topic != MetadataTopic || p.Partition != MetadataPartition {
+			return Message{}, &RequestError{Code: ErrUnknownTopicOrPartition,
+				Reason: fmt.Sprintf("fetch snapshot of %s-%d", q.Topics[0].Topic, p.Partition)}
+		}
 		return Message{From: NodeID(q.ReplicaID), To: local, Payload: FetchSnapshotRequest{
 			Epoch: p.CurrentLeaderEpoch, ReplicaID: NodeID(q.ReplicaID),
 			Snapshot: SnapshotID{EndOffset: p.SnapshotID.EndOffset, Epoch: p.SnapshotID.Epoch},
 			Position: p.Position, MaxBytes: q.MaxBytes,
 		}}, nil
 	}
-	return Message{}, wireErr("%T is not a quorum request", req)
+	return Message{}, nil
 }
 
 // EncodeResponse translates the response in m into the kmsg response to a
@@ -328,8 +398,21 @@ func EncodeResponse(m Message, version int16) (kmsg.Response, error) {
 // DecodeResponse translates a kmsg response into the Message to Step. req is
 // the request it answers, as sent: the response comes from req.To, and
 // fields Kafka's response does not carry (a vote's pre-vote flag, a fetch's
-// position) are restored from it.
+// position) are restored from it. A response whose values are out of range
+// (an epoch above MaxEpoch, a negative offset; see checkResponse) is an
+// error: the Raft times its request out.
 func DecodeResponse(resp kmsg.Response, req Message) (Message, error) {
+	m, err := decodeResponse(resp, req)
+	if err != nil {
+		return Message{}, err
+	}
+	if err := checkResponse(m.Payload); err != nil {
+		return Message{}, fmt.Errorf("%w: %w", ErrWire, err)
+	}
+	return m, nil
+}
+
+func decodeResponse(resp kmsg.Response, req Message) (Message, error) {
 	out := Message{From: req.To, To: req.From}
 	switch q := resp.(type) {
 	case *kmsg.VoteResponse:
@@ -426,4 +509,102 @@ func DecodeResponse(resp kmsg.Response, req Message) (Message, error) {
 		return out, nil
 	}
 	return Message{}, wireErr("%T is not a quorum response", resp)
+}
+
+// TopLevelError is the top-level error code of a quorum RPC's response
+// (ErrNone for any other response).
+func TopLevelError(resp kmsg.Response) ErrorCode {
+	switch r := resp.(type) {
+	case *kmsg.VoteResponse:
+		return ErrorCode(r.ErrorCode)
+	case *kmsg.BeginQuorumEpochResponse:
+		return ErrorCode(r.ErrorCode)
+	case *kmsg.EndQuorumEpochResponse:
+		return ErrorCode(r.ErrorCode)
+	case *kmsg.FetchResponse:
+		return ErrorCode(r.ErrorCode)
+	case *kmsg.FetchSnapshotResponse:
+		return ErrorCode(r.ErrorCode)
+	}
+	return ErrNone
+}
+
+// ErrorResponse is the response to a quorum request refused at the
+// boundary (DecodeRequest's *RequestError), at the request's version, as
+// KafkaRaftClient answers: the error in the top-level error code, or in
+// the one partition's with the receiver's leader and epoch. It returns nil
+// when req is not a quorum request.
+func ErrorResponse(req kmsg.Request, rerr *RequestError, leader NodeID, epoch int32) kmsg.Response {
+	code := int16(rerr.Code)
+	top, part := int16(0), code
+	if rerr.TopLevel {
+		top, part = code, 0
+	}
+	switch q := req.(type) {
+	case *kmsg.VoteRequest:
+		resp := kmsg.NewPtrVoteResponse()
+		resp.Version, resp.ErrorCode = q.Version, top
+		if !rerr.TopLevel {
+			p := kmsg.NewVoteResponseTopicPartition()
+			p.Partition, p.ErrorCode, p.LeaderID, p.LeaderEpoch = MetadataPartition, part, int32(leader), epoch
+			t := kmsg.NewVoteResponseTopic()
+			t.Topic, t.Partitions = MetadataTopic, []kmsg.VoteResponseTopicPartition{p}
+			resp.Topics = []kmsg.VoteResponseTopic{t}
+		}
+		return resp
+	case *kmsg.BeginQuorumEpochRequest:
+		resp := kmsg.NewPtrBeginQuorumEpochResponse()
+		resp.Version, resp.ErrorCode = q.Version, top
+		if !rerr.TopLevel {
+			p := kmsg.NewBeginQuorumEpochResponseTopicPartition()
+			p.Partition, p.ErrorCode, p.LeaderID, p.LeaderEpoch = MetadataPartition, part, int32(leader), epoch
+			t := kmsg.NewBeginQuorumEpochResponseTopic()
+			t.Topic, t.Partitions = MetadataTopic, []kmsg.BeginQuorumEpochResponseTopicPartition{p}
+			resp.Topics = []kmsg.BeginQuorumEpochResponseTopic{t}
+		}
+		return resp
+	case *kmsg.EndQuorumEpochRequest:
+		resp := kmsg.NewPtrEndQuorumEpochResponse()
+		resp.Version, resp.ErrorCode = q.Version, top
+		if !rerr.TopLevel {
+			p := kmsg.NewEndQuorumEpochResponseTopicPartition()
+			p.Partition, p.ErrorCode, p.LeaderID, p.LeaderEpoch = MetadataPartition, part, int32(leader), epoch
+			t := kmsg.NewEndQuorumEpochResponseTopic()
+			t.Topic, t.Partitions = MetadataTopic, []kmsg.EndQuorumEpochResponseTopicPartition{p}
+			resp.Topics = []kmsg.EndQuorumEpochResponseTopic{t}
+		}
+		return resp
+	case *kmsg.FetchRequest:
+		resp := kmsg.NewPtrFetchResponse()
+		resp.Version, resp.ErrorCode = q.Version, top
+		if !rerr.TopLevel {
+			p := kmsg.NewFetchResponseTopicPartition()
+			p.Partition, p.ErrorCode = MetadataPartition, part
+			p.HighWatermark, p.LastStableOffset, p.LogStartOffset = -1, -1, -1
+			p.CurrentLeader.LeaderID, p.CurrentLeader.LeaderEpoch = int32(leader), epoch
+			t := kmsg.NewFetchResponseTopic()
+			t.Topic, t.TopicID = MetadataTopic, MetadataTopicID
+			t.Partitions = []kmsg.FetchResponseTopicPartition{p}
+			resp.Topics = []kmsg.FetchResponseTopic{t}
+		}
+		return resp
+	case *kmsg.FetchSnapshotRequest:
+		resp := kmsg.NewPtrFetchSnapshotResponse()
+		resp.Version, resp.ErrorCode = q.Version, top
+		if !rerr.TopLevel {
+			p := kmsg.NewFetchSnapshotResponseTopicPartition()
+			p.Partition, p.ErrorCode = MetadataPartition, part
+			p.CurrentLeader.LeaderID, p.CurrentLeader.LeaderEpoch = int32(leader), epoch
+			topic := MetadataTopic
+			if len(q.Topics) == 1 && len(q.Topics[0].Partitions) == 1 {
+				// Echo what was asked, as Kafka does for an unknown one.
+				topic, p.Partition = q.Topics[0].Topic, q.Topics[0].Partitions[0].Partition
+			}
+			t := kmsg.NewFetchSnapshotResponseTopic()
+			t.Topic, t.Partitions = topic, []kmsg.FetchSnapshotResponseTopicPartition{p}
+			resp.Topics = []kmsg.FetchSnapshotResponseTopic{t}
+		}
+		return resp
+	}
+	return nil
 }

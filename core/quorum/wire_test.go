@@ -26,7 +26,7 @@ func roundTripRequest(t *testing.T, m Message, v WireVersions) Message {
 	if err := fresh.ReadFrom(wire); err != nil {
 		t.Fatalf("parse %s (v%d): %v", m, req.GetVersion(), err)
 	}
-	got, err := DecodeRequest(fresh, m.To)
+	got, err := DecodeRequest(fresh, m.To, "cluster-x")
 	if err != nil {
 		t.Fatalf("decode %s: %v", m, err)
 	}
@@ -204,20 +204,20 @@ func TestWireRejectsOtherPartitions(t *testing.T) {
 	}
 	vr := req.(*kmsg.VoteRequest)
 	vr.Topics[0].Topic = "other"
-	if _, err := DecodeRequest(vr, 1); !errors.Is(err, ErrWire) {
+	if _, err := DecodeRequest(vr, 1, ""); !errors.Is(err, ErrWire) {
 		t.Errorf("vote for another topic: got %v", err)
 	}
 	vr.Topics[0].Topic = MetadataTopic
-	if _, err := DecodeRequest(vr, 3); !errors.Is(err, ErrWire) {
+	if _, err := DecodeRequest(vr, 3, ""); !errors.Is(err, ErrWire) {
 		t.Errorf("vote addressed to voter 1 received by 3: got %v", err)
 	}
 	fetch := kmsg.NewPtrFetchRequest()
 	fetch.Version = 17
 	fetch.ReplicaState.ID = 2
-	if _, err := DecodeRequest(fetch, 1); !errors.Is(err, ErrWire) {
+	if _, err := DecodeRequest(fetch, 1, ""); !errors.Is(err, ErrWire) {
 		t.Errorf("fetch of no partition: got %v", err)
 	}
-	if _, err := DecodeRequest(kmsg.NewPtrMetadataRequest(), 1); !errors.Is(err, ErrWire) {
+	if _, err := DecodeRequest(kmsg.NewPtrMetadataRequest(), 1, ""); !errors.Is(err, ErrWire) {
 		t.Errorf("metadata request: got %v", err)
 	}
 }
@@ -268,13 +268,17 @@ func TestDescribeQuorumRoundTrip(t *testing.T) {
 // TestErrorCodesAreKafkas pins the quorum's error codes to Kafka's.
 func TestErrorCodesAreKafkas(t *testing.T) {
 	for code, want := range map[ErrorCode]*kerr.Error{ //determinism:unordered test table
-		ErrNotLeaderOrFollower:  kerr.NotLeaderForPartition,
-		ErrInvalidRequest:       kerr.InvalidRequest,
-		ErrFencedLeaderEpoch:    kerr.FencedLeaderEpoch,
-		ErrUnknownLeaderEpoch:   kerr.UnknownLeaderEpoch,
-		ErrInconsistentVoterSet: kerr.InconsistentVoterSet,
-		ErrSnapshotNotFound:     kerr.SnapshotNotFound,
-		ErrPositionOutOfRange:   kerr.PositionOutOfRange,
+		ErrNotLeaderOrFollower:     kerr.NotLeaderForPartition,
+		ErrInvalidRequest:          kerr.InvalidRequest,
+		ErrFencedLeaderEpoch:       kerr.FencedLeaderEpoch,
+		ErrUnknownLeaderEpoch:      kerr.UnknownLeaderEpoch,
+		ErrInconsistentVoterSet:    kerr.InconsistentVoterSet,
+		ErrSnapshotNotFound:        kerr.SnapshotNotFound,
+		ErrPositionOutOfRange:      kerr.PositionOutOfRange,
+		ErrUnknownTopicOrPartition: kerr.UnknownTopicOrPartition,
+		ErrUnsupportedVersion:      kerr.UnsupportedVersion,
+		ErrInconsistentClusterID:   kerr.InconsistentClusterID,
+		ErrInvalidVoterKey:         kerr.InvalidVoterKey,
 	} {
 		if int16(code) != want.Code {
 			t.Errorf("%s = %d, Kafka's %s is %d", code, int16(code), want.Message, want.Code)

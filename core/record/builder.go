@@ -275,6 +275,21 @@ func (b *Builder) AppendTo(dst []byte) ([]byte, error) {
 	return dst, nil
 }
 
+// Assemble returns a batch of h's header fields around records, a records
+// section taken as it is (compressed with h's codec or not, well formed or
+// not), with batchLength, magic and the CRC computed: for tests and the
+// simulator's hostile clients, which need batches that pass the CRC check
+// and fail what comes after it. The broker never assembles batches.
+func Assemble(h BatchHeader, records []byte) []byte {
+	raw := make([]byte, HeaderSize, HeaderSize+len(records))
+	raw = append(raw, records...)
+	h.BatchLength = int32(len(raw) - LogOverhead)
+	h.Magic = MagicV2
+	putHeader(raw, h)
+	writeCRC(raw, crcOf(raw))
+	return raw
+}
+
 // putHeader writes h into the first HeaderSize bytes of raw, CRC included
 // as given.
 func putHeader(raw []byte, h BatchHeader) {

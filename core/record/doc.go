@@ -20,7 +20,9 @@
 //   - It never trusts a length. Every length field is checked against the
 //     bytes actually present and against a caller-given bound
 //     (message.max.bytes for batches, a decompressed-size cap against zip
-//     bombs) before it sizes anything.
+//     bombs) before it sizes anything; where a codec states sizes up front
+//     (snappy, zstd's frame and block headers) a bomb is refused before
+//     any decoding.
 //   - It never panics on input. Bad bytes from a client, a peer or a disk get
 //     an *Error whose Kind is one of the Err* sentinels; panics are reserved
 //     for programming errors (a non-positive bound, an unknown Origin).
@@ -40,6 +42,13 @@
 //   - A batch that passed ValidateForAppend is additionally one a producer
 //     may write: recordCount > 0, lastOffsetDelta == recordCount-1, and
 //     (from a client) no control flag and well-formed producer fields.
+//   - A batch that passed Validator.ValidateProduce is additionally one
+//     whose records all parse: it decompresses within
+//     MaxDecompressedBytes of its topic's max.message.bytes, its records
+//     are exactly recordCount with offset deltas 0..recordCount-1 and no
+//     byte after the last, and every length agrees with the bytes.
+//     ValidateProduce depends on nothing but the batch and its limits, so
+//     it may run off the event loop.
 //   - Writes into a batch keep its CRC valid: the fields outside the CRC are
 //     written directly; SetMaxTimestamp patches the CRC in O(log n) without
 //     reading the records, so a batch that was corrupt stays detectably

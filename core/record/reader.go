@@ -181,56 +181,6 @@ func (r *RecordReader) fail(pos int, format string, args ...any) error {
 	return errAt(ErrInvalidRecord, r.posBase+pos, format, args...)
 }
 
-// RecordSummary is what a pass over a batch's records learns for the append
-// path.
-type RecordSummary struct {
-	// Count is the number of records read.
-	Count int32
-	// MinTimestamp and MaxTimestamp bound the records' create times
-	// (baseTimestamp + timestampDelta), for message.timestamp.*.max.ms
-	// checks; a leader writes MaxTimestamp back with SetMaxTimestamp when
-	// it differs from the header, as Kafka does.
-	MinTimestamp, MaxTimestamp int64
-	// NullKeys counts records with a null key, which compacted topics
-	// reject.
-	NullKeys int32
-}
-
-// ValidateForAppend reads every record of a producer's batch, decompressing
-// it, and checks what Batch.ValidateForAppend cannot see: every record
-// parses, offset deltas are exactly 0, 1, 2, ... (Kafka rewrites other
-// batches by recompressing, which Strata never does, so it rejects them), and
-// the records are exactly recordCount with no bytes left over. Failures are
-// ErrInvalidRecord, or ErrCorrupt and ErrDecompressedTooLarge from
-// decompression.
-func (r *RecordReader) ValidateForAppend(b Batch) (RecordSummary, error) {
-	sum := RecordSummary{MinTimestamp: NoTimestamp, MaxTimestamp: NoTimestamp}
-	if err := r.Reset(b); err != nil {
-		return RecordSummary{}, err
-	}
-	for r.Next() {
-		rec := &r.rec
-		if rec.OffsetDelta != sum.Count {
-			return RecordSummary{}, errAt(ErrInvalidRecord, r.posBase+r.pos, "record %d has offsetDelta %d, want %d", sum.Count, rec.OffsetDelta, sum.Count)
-		}
-		created := r.baseTimestamp + rec.TimestampDelta
-		if sum.Count == 0 || created < sum.MinTimestamp {
-			sum.MinTimestamp = created
-		}
-		if sum.Count == 0 || created > sum.MaxTimestamp {
-			sum.MaxTimestamp = created
-		}
-		if rec.Key == nil {
-			sum.NullKeys++
-		}
-		sum.Count++
-	}
-	if err := r.Err(); err != nil {
-		return RecordSummary{}, err
-	}
-	return sum, nil
-}
-
 // fieldDecoder reads the fields of one record body, remembering the first
 // problem so the parse reads straight through.
 type fieldDecoder struct {

@@ -150,34 +150,6 @@ func TestRecordReaderReuseAllocatesNothing(t *testing.T) {
 	require.Zero(t, testing.AllocsPerRun(20, read))
 }
 
-func TestRecordReaderValidateForAppend(t *testing.T) {
-	recs := sampleRecords(20)
-	for _, c := range allCodecs {
-		t.Run(c.name, func(t *testing.T) {
-			b := mustRead(t, build(t, recs, codecOptions(c.codec, c.rawSnappy)...))
-			r := NewRecordReader(NewDecompressor(DefaultMaxDecompressedBytes))
-			sum, err := r.ValidateForAppend(b)
-			require.NoError(t, err)
-			require.Equal(t, int32(20), sum.Count)
-			minTs, maxTs := recs[0].Timestamp, recs[0].Timestamp
-			nullKeys := int32(0)
-			for _, rec := range recs {
-				minTs, maxTs = min(minTs, rec.Timestamp), max(maxTs, rec.Timestamp)
-				if rec.Key == nil {
-					nullKeys++
-				}
-			}
-			require.Equal(t, minTs, sum.MinTimestamp)
-			require.Equal(t, maxTs, sum.MaxTimestamp)
-			require.Equal(t, nullKeys, sum.NullKeys)
-		})
-	}
-	gappy := mustRead(t, build(t, []Record{{OffsetDelta: 1}}, WithLastOffsetDelta(1)))
-	_, err := NewRecordReader(NewDecompressor(DefaultMaxDecompressedBytes)).ValidateForAppend(gappy)
-	require.ErrorIs(t, err, ErrInvalidRecord)
-	require.Contains(t, err.Error(), "offsetDelta 1, want 0")
-}
-
 func TestControlRecords(t *testing.T) {
 	for _, typ := range []ControlType{ControlAbort, ControlCommit, ControlLeaderChange, ControlKRaftVoters, 99} {
 		got, err := ParseControlKey(ControlKey(typ))

@@ -55,8 +55,8 @@ func (b Batch) ValidateStored() error {
 //     baseSequence; a transactional batch has a producer id.
 //
 // A CRC mismatch is ErrCRCMismatch; every other failure is ErrInvalidRecord.
-// It does not read the records; RecordReader.ValidateForAppend does, at the
-// cost of decompressing them.
+// It does not read the records; Validator.ValidateProduce does, at the
+// cost of decompressing them, and runs this first.
 func (b Batch) ValidateForAppend(origin Origin) error {
 	if origin != OriginClient && origin != OriginCoordinator {
 		assert.Never("record.ValidateForAppend: unknown origin %d", origin)

@@ -26,8 +26,10 @@ var (
 	// min.insync.replicas meanwhile (NOT_ENOUGH_REPLICAS_AFTER_APPEND,
 	// retriable: the producer retries, and idempotence deduplicates).
 	ErrNotEnoughReplicasAfterAppend = errors.New("replica: not enough in-sync replicas after the append")
-	// ErrNotReplica: a replica fetch from a broker that is not one of the
-	// partition's replicas (NOT_LEADER_OR_FOLLOWER, as Kafka answers it).
+	// ErrNotReplica: a replica fetch without a current leader epoch from
+	// a broker that is not one of the partition's replicas
+	// (NOT_LEADER_OR_FOLLOWER, as Kafka answers it; with an epoch the
+	// answer is ErrUnknownLeaderEpoch).
 	ErrNotReplica = errors.New("replica: not a replica of the partition")
 	// ErrInvalidTimestamp: a CreateTime timestamp outside
 	// message.timestamp.before.max.ms / after.max.ms of the broker's

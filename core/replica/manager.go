@@ -12,6 +12,7 @@ import (
 	"github.com/strata-log/strata/core/env"
 	"github.com/strata-log/strata/core/log"
 	"github.com/strata-log/strata/core/meta"
+	"github.com/strata-log/strata/core/record"
 )
 
 // Manager owns the partitions this broker hosts: it opens, configures,
@@ -53,6 +54,19 @@ type Manager struct {
 	openQueue []*Partition
 
 	metrics *managerMetrics
+
+	// records validates the producers' batches Produce validates on the
+	// loop (validator); released at each housekeeping round.
+	records *record.Validator
+}
+
+// validator returns the manager's validator of producers' batches, for
+// the loop.
+func (m *Manager) validator() *record.Validator {
+	if m.records == nil {
+		m.records = record.NewValidator()
+	}
+	return m.records
 }
 
 // NewManager returns a manager with no partitions; Apply gives it some.
@@ -250,6 +264,9 @@ func (m *Manager) housekeep() {
 		return
 	}
 	now := m.e.Now()
+	if m.records != nil {
+		m.records.Release() // an idle broker need not hold its largest batch decompressed
+	}
 	for _, p := range m.parts {
 		if p.state != stateOnline {
 			continue

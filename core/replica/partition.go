@@ -268,11 +268,11 @@ const maxHeldProduces = 1024
 
 // heldProduce is a Produce call waiting for the partition to go online.
 type heldProduce struct {
-	payload []byte
-	acks    int16
-	now     time.Time
-	verify  verifyArg
-	done    func(ProduceResult)
+	in     produceInput
+	acks   int16
+	now    time.Time
+	verify verifyArg
+	done   func(ProduceResult)
 }
 
 // releaseHeld runs the produce calls held while the log opened, in order,
@@ -281,7 +281,7 @@ func (p *Partition) releaseHeld() {
 	held := p.held
 	p.held = nil
 	for _, h := range held {
-		p.produce(h.payload, h.acks, h.now, h.verify, h.done)
+		p.produce(h.in, h.acks, h.now, h.verify, h.done)
 	}
 }
 

@@ -3,6 +3,7 @@ package replica
 import (
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/strata-log/strata/core/env"
@@ -24,6 +25,17 @@ type ProduceResult struct {
 	LogAppendTime int64
 	// LogStartOffset is the log start offset after the append.
 	LogStartOffset int64
+	// RecordErrors name the records that made the batch invalid, when
+	// Err is about some of them (Produce v8+'s record_errors).
+	RecordErrors []RecordError
+}
+
+// RecordError is one record that made a batch invalid.
+type RecordError struct {
+	// Index is the record's position in its batch (batch_index).
+	Index int32
+	// Message says what is wrong with it.
+	Message string
 }
 
 // Produce validates the batch of one partition of a Produce request and
@@ -31,20 +43,22 @@ type ProduceResult struct {
 // acks=1 and acks=all once the batch is durable under the topic's flush
 // policy (with flush.messages=1, fsynced; the log group-commits every
 // append waiting on one file), for acks=0 at once. The batch's bytes are
-// written in place (offsets, leader epoch) and must not be used by the
-// caller afterwards.
+// written in place (offsets, leader epoch, maxTimestamp) and must not be
+// used by the caller afterwards.
 //
 // Validation, in order: the partition is led here and online; acks is -1,
 // 0 or 1; acks=all has at least min.insync.replicas in-sync replicas; the
-// payload is exactly one RecordBatch v2 within max.message.bytes (magic 0
-// and 1 refused) with a valid CRC and producer fields; CreateTime
+// batch is valid (ValidateProduce, run here on the loop: exactly one
+// RecordBatch v2 within max.message.bytes, magic 0 and 1 refused, its CRC,
+// producer fields and every record); then the topic's rules on the
+// records (compacted topics refuse records without keys; CreateTime
 // timestamps within message.timestamp.before.max.ms and after.max.ms of
-// now (checked on the batch's first and largest timestamps, not record by
-// record, so as not to decompress); then the log appends it (compacted
-// topics refuse records without keys). A LogAppendTime topic stamps now
-// into the batch.
+// now, record by record, as Kafka's LogValidator); then the idempotent
+// producer's sequence. A CreateTime batch gets the largest record
+// timestamp as its maxTimestamp, a LogAppendTime topic's batch now, as in
+// Kafka.
 func (p *Partition) Produce(payload []byte, acks int16, now time.Time, done func(ProduceResult)) {
-	p.produce(payload, acks, now, verifyArg{}, done)
+	p.produce(produceInput{payload: payload}, acks, now, verifyArg{}, done)
 }
 
 // ProduceVerified is Produce for a client's batch when
@@ -56,7 +70,28 @@ func (p *Partition) Produce(payload []byte, acks int16, now time.Time, done func
 // between (INVALID_TXN_STATE otherwise; core/producer verify.go). v is nil
 // when no verification was needed (or none succeeded).
 func (p *Partition) ProduceVerified(payload []byte, acks int16, now time.Time, v *producer.Verification, done func(ProduceResult)) {
-	p.produce(payload, acks, now, verifyArg{required: true, v: v}, done)
+	p.produce(produceInput{payload: payload}, acks, now, verifyArg{required: true, v: v}, done)
+}
+
+// ProduceValidated is Produce for a batch validated already, wherever
+// ValidateProduce ran (a worker, off the loop): the partition reads none
+// of its records and decides by vb's summary. vb.Err, if set, is answered
+// after the checks that come before validation.
+func (p *Partition) ProduceValidated(vb ValidatedBatch, acks int16, now time.Time, done func(ProduceResult)) {
+	p.produce(produceInput{validated: &vb}, acks, now, verifyArg{}, done)
+}
+
+// ProduceValidatedVerified is ProduceVerified for a batch validated
+// already (see ProduceValidated).
+func (p *Partition) ProduceValidatedVerified(vb ValidatedBatch, acks int16, now time.Time, v *producer.Verification, done func(ProduceResult)) {
+	p.produce(produceInput{validated: &vb}, acks, now, verifyArg{required: true, v: v}, done)
+}
+
+// produceInput is a produce's batch: the request's bytes, validated on the
+// loop, or a batch validated already.
+type produceInput struct {
+	payload   []byte
+	validated *ValidatedBatch
 }
 
 // verifyArg is ProduceVerified's part of a produce.
@@ -79,17 +114,17 @@ func (p *Partition) StartTxnVerification(producerID int64, epoch int16, firstSeq
 	return p.producers.StartVerification(producerID, epoch, firstSeq, tv2, now.UnixMilli()), nil
 }
 
-func (p *Partition) produce(payload []byte, acks int16, now time.Time, verify verifyArg, done func(ProduceResult)) {
+func (p *Partition) produce(in produceInput, acks int16, now time.Time, verify verifyArg, done func(ProduceResult)) {
 	res := ProduceResult{BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1}
-	fail := func(err error) {
-		res.Err = err
+	fail := func(err error, recs ...RecordError) {
+		res.Err, res.RecordErrors = err, recs
 		done(res)
 	}
 	if err := p.servable(); err != nil {
 		if errors.Is(err, ErrOpening) && len(p.held) < maxHeldProduces {
 			// Led here and about to serve: wait rather than turn away
 			// a client Metadata just sent here.
-			p.held = append(p.held, heldProduce{payload: payload, acks: acks, now: now, verify: verify, done: done})
+			p.held = append(p.held, heldProduce{in: in, acks: acks, now: now, verify: verify, done: done})
 			return
 		}
 		fail(err)
@@ -115,12 +150,22 @@ func (p *Partition) produce(payload []byte, acks int16, now time.Time, verify ve
 		return
 	}
 	l := p.l
-	b, err := record.ReadProduceBatch(payload, l.Config().MessageMaxBytes)
-	if err == nil {
-		err = b.ValidateForAppend(record.OriginClient)
+	vb := in.validated
+	if vb == nil {
+		checked := ValidateProduce(p.m.validator(), in.payload, p.ProduceLimits())
+		vb = &checked
+	} else if max := l.Config().MessageMaxBytes; vb.Err == nil && vb.Batch.Size() > max {
+		// max.message.bytes went down while the batch was validated.
+		vb.Err = fmt.Errorf("%w: batch of %d bytes, max.message.bytes is %d", record.ErrBatchTooLarge, vb.Batch.Size(), max)
 	}
-	if err != nil {
-		fail(err)
+	if vb.Err != nil {
+		fail(fmt.Errorf("%s: %w", p.dir, vb.Err), vb.recordErrors()...)
+		return
+	}
+	b, sum := vb.Batch, vb.Summary
+	nowMs := now.UnixMilli()
+	if recs, err := p.checkRecords(sum, nowMs); err != nil {
+		fail(err, recs...)
 		return
 	}
 	pinfo := producer.InfoOf(b)
@@ -143,18 +188,17 @@ func (p *Partition) produce(payload []byte, acks int16, now time.Time, verify ve
 		p.whenDurable(l, orig.LastOffset+1, acks, res, done)
 		return
 	}
-	nowMs := now.UnixMilli()
 	switch p.cfg.timestampType {
 	case record.LogAppendTime:
 		b.SetMaxTimestamp(record.LogAppendTime, nowMs)
 		res.LogAppendTime = nowMs
 	default:
-		if err := p.checkTimestamps(b, nowMs); err != nil {
-			fail(err)
-			return
-		}
+		// Kafka's LogValidator sets the batch's maxTimestamp to its
+		// largest record timestamp (and CreateTime), whatever the
+		// producer wrote: the time index and ListOffsets go by it.
+		b.SetMaxTimestamp(record.CreateTime, sum.MaxTimestamp)
 	}
-	info, err := l.AppendValidated(b, p.leaderEpoch) // validated above: one CRC per batch
+	info, err := l.AppendValidated(b, sum, p.leaderEpoch) // validated above: one pass over the records
 	switch {
 	case err == nil:
 	case errors.Is(err, env.ErrNoSpace):
@@ -237,17 +281,117 @@ func (p *Partition) whenDurable(l *log.Log, upto int64, acks int16, res ProduceR
 	})
 }
 
-// checkTimestamps applies message.timestamp.before.max.ms and
-// after.max.ms to a CreateTime batch.
-func (p *Partition) checkTimestamps(b record.Batch, nowMs int64) error {
-	first, max := b.BaseTimestamp(), b.MaxTimestamp()
-	if first >= 0 && p.cfg.timestampBeforeMs < nowMs && first < nowMs-p.cfg.timestampBeforeMs {
-		return fmt.Errorf("%w: timestamp %d is more than message.timestamp.before.max.ms=%d before the broker's time %d",
-			ErrInvalidTimestamp, first, p.cfg.timestampBeforeMs, nowMs)
+// checkRecords applies the topic's rules to a valid batch's records, by
+// its summary, as Kafka's LogValidator does record by record: a compacted
+// topic refuses records without a key (INVALID_RECORD), a CreateTime
+// topic record timestamps more than message.timestamp.before.max.ms
+// before now or message.timestamp.after.max.ms after it
+// (INVALID_TIMESTAMP; a record without a timestamp, -1, passes). The
+// record errors name the first record without a key, or the earliest and
+// the latest record when they are out of range (Kafka lists every
+// offending record; the summary keeps the first of each rule, so that
+// what a validation hands back stays small).
+func (p *Partition) checkRecords(sum record.ProduceSummary, nowMs int64) ([]RecordError, error) {
+	if p.l.Config().CleanupPolicy.Compacts() && sum.NullKeys > 0 {
+		msg := fmt.Sprintf("Compacted topic cannot accept message without key in topic partition %s", p.dir)
+		return []RecordError{{Index: sum.FirstNullKey, Message: msg}},
+			fmt.Errorf("%w: %s: %d of %d records have no key, the first is record %d",
+				record.ErrInvalidRecord, msg, sum.NullKeys, sum.Records, sum.FirstNullKey)
 	}
-	if max >= 0 && max-nowMs > p.cfg.timestampAfterMs {
-		return fmt.Errorf("%w: timestamp %d is more than message.timestamp.after.max.ms=%d after the broker's time %d",
-			ErrInvalidTimestamp, max, p.cfg.timestampAfterMs, nowMs)
+	if p.cfg.timestampType != record.CreateTime || sum.MinTimestampRecord < 0 {
+		return nil, nil
 	}
-	return nil
+	lo, hi := satSub(nowMs, p.cfg.timestampBeforeMs), satAdd(nowMs, p.cfg.timestampAfterMs)
+	var recs []RecordError
+	outOfRange := func(i int32, ts int64) {
+		recs = append(recs, RecordError{Index: i, Message: fmt.Sprintf(
+			"Timestamp %d of message with offset %d is out of range. The timestamp should be within [%d, %d]", ts, i, lo, hi)})
+	}
+	if sum.MinTimestamp < lo {
+		outOfRange(sum.MinTimestampRecord, sum.MinTimestamp)
+	}
+	if sum.MaxTimestamp > hi {
+		outOfRange(sum.MaxTimestampRecord, sum.MaxTimestamp)
+	}
+	if recs == nil {
+		return nil, nil
+	}
+	return recs, fmt.Errorf("%w: one or more records have been rejected due to invalid timestamp: record timestamps run from %d to %d, "+
+		"message.timestamp.before.max.ms=%d and after.max.ms=%d allow [%d, %d] at the broker's time %d",
+		ErrInvalidTimestamp, sum.MinTimestamp, sum.MaxTimestamp, p.cfg.timestampBeforeMs, p.cfg.timestampAfterMs, lo, hi, nowMs)
+}
+
+// satSub and satAdd are a-b and a+b for b >= 0, saturating instead of
+// wrapping.
+func satSub(a, b int64) int64 {
+	if a < math.MinInt64+b {
+		return math.MinInt64
+	}
+	return a - b
+}
+
+func satAdd(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
+// ValidatedBatch is a producer's batch for one partition and what
+// validating it found: the batch, viewed in the request's bytes, and its
+// summary, or why it is invalid.
+type ValidatedBatch struct {
+	Batch   record.Batch
+	Summary record.ProduceSummary
+	// Err is why the batch is invalid (a core/record sentinel), nil when
+	// it is valid.
+	Err error
+}
+
+// recordErrors names the record at fault of an invalid batch, if one is.
+func (vb *ValidatedBatch) recordErrors() []RecordError {
+	if vb.Summary.InvalidRecord < 0 {
+		return nil
+	}
+	msg := vb.Err.Error()
+	var e *record.Error
+	if errors.As(vb.Err, &e) {
+		msg = e.Detail
+	}
+	return []RecordError{{Index: vb.Summary.InvalidRecord, Message: msg}}
+}
+
+// ProduceLimits is what validating a batch for a partition takes from
+// its configuration (Partition.ProduceLimits, read on the loop), so that
+// ValidateProduce needs nothing else.
+type ProduceLimits struct {
+	// MaxMessageBytes is max.message.bytes, the largest batch.
+	MaxMessageBytes int
+	// Records bounds the records' validation (decompressed size).
+	Records record.ProduceLimits
+}
+
+// ProduceLimits returns the limits a batch for the partition is validated
+// with.
+func (p *Partition) ProduceLimits() ProduceLimits {
+	mmb := record.DefaultMaxBatchBytes
+	if p.l != nil {
+		mmb = p.l.Config().MessageMaxBytes
+	}
+	return ProduceLimits{MaxMessageBytes: mmb, Records: record.LimitsFor(mmb)}
+}
+
+// ValidateProduce validates payload, the records of one partition in a
+// Produce request, with v: exactly one RecordBatch v2 within
+// limits.MaxMessageBytes, then everything record.Validator.ValidateProduce
+// checks. It reads no partition or log state and changes nothing but v's
+// buffers, so it may run off the loop (one v per worker); the partition's
+// rules are applied to the result by ProduceValidated.
+func ValidateProduce(v *record.Validator, payload []byte, limits ProduceLimits) ValidatedBatch {
+	b, err := record.ReadProduceBatch(payload, limits.MaxMessageBytes)
+	if err != nil {
+		return ValidatedBatch{Summary: record.ProduceSummary{InvalidRecord: -1, FirstNullKey: -1, MinTimestampRecord: -1, MaxTimestampRecord: -1}, Err: err}
+	}
+	sum, err := v.ValidateProduce(b, limits.Records)
+	return ValidatedBatch{Batch: b, Summary: sum, Err: err}
 }

@@ -157,6 +157,19 @@ func (p *Partition) ReplicaFetch(replica int32, fetchOffset int64, lastFetchedEp
 	}
 	f := p.follower(replica)
 	if f == nil {
+		// A fetch from a broker that is not a replica here (a follower
+		// a reassignment adds, whose image is ahead of ours, or a forged
+		// id) is answered as Kafka's Partition.followerReplicaOrThrow
+		// answers it: UNKNOWN_LEADER_EPOCH when the fetch names our
+		// leader epoch (the tuple of replica and epoch is not known yet,
+		// so the follower retries), NOT_LEADER_OR_FOLLOWER when it names
+		// none (an old version; the broker then names no current
+		// leader, which would be this broker itself). Nothing about the
+		// partition changes: this is not a leadership loss.
+		if currentLeaderEpoch >= 0 {
+			return res, fmt.Errorf("%w: broker %d is not a replica of %s in leader epoch %d (replicas %v)",
+				ErrUnknownLeaderEpoch, replica, p.dir, p.leaderEpoch, p.replicas)
+		}
 		return res, fmt.Errorf("%w: broker %d fetching %s (replicas %v)", ErrNotReplica, replica, p.dir, p.replicas)
 	}
 	l := p.l

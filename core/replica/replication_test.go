@@ -2,6 +2,7 @@ package replica
 
 import (
 	"encoding/binary"
+	"slices"
 	"testing"
 	"time"
 
@@ -77,10 +78,49 @@ func TestAcksAllWaitsForEveryInSyncReplica(t *testing.T) {
 	require.Equal(t, int64(2), (*all).BaseOffset)
 	require.Equal(t, int64(5), p.HighWatermark())
 
-	_, err := p.ReplicaFetch(4, 5, 0, p.LeaderEpoch(), 1<<20)
-	require.ErrorIs(t, err, ErrNotReplica)
-	_, err = p.ReplicaFetch(2, 9, -1, p.LeaderEpoch(), 1<<20)
+	_, err := p.ReplicaFetch(2, 9, -1, p.LeaderEpoch(), 1<<20)
 	require.ErrorIs(t, err, log.ErrOffsetOutOfRange)
+}
+
+// TestReplicaFetchFromAnUnknownReplica: a replica fetch from a broker that
+// is not one of the partition's replicas (an unregistered id, a registered
+// broker outside the replica set, a negative id other than a consumer's)
+// is answered as Kafka answers it, UNKNOWN_LEADER_EPOCH when it names the
+// leader's epoch and NOT_LEADER_OR_FOLLOWER when it names none, and
+// changes nothing: the leader still leads in the same epoch, its high
+// watermark and ISR hold, and the real followers go on (issue 22, finding
+// 8: the answer was NOT_LEADER_OR_FOLLOWER from the leader itself, which
+// a client takes for a leadership loss).
+func TestReplicaFetchFromAnUnknownReplica(t *testing.T) {
+	r := newRig(t, 2)
+	r.createReplicated("t", topicID(1), []int32{1, 2}, []int32{1, 2}, 1, nil)
+	p := r.online("t", 0)
+	require.NoError(t, r.produce(p, batch(t, 3), 1).Err)
+	r.replicaFetch(p, 2, 3, 0)
+	require.Equal(t, int64(3), p.HighWatermark())
+	epoch, isr := p.LeaderEpoch(), slices.Clone(p.isr)
+
+	for _, id := range []int32{3, 99, 1 << 30} {
+		_, err := p.ReplicaFetch(id, 1000, 0, epoch, 1<<20)
+		require.ErrorIs(t, err, ErrUnknownLeaderEpoch, "broker %d with the leader's epoch", id)
+		require.NotErrorIs(t, err, ErrNotLeader)
+		require.ErrorContains(t, err, "is not a replica")
+		_, err = p.ReplicaFetch(id, 1000, 0, -1, 1<<20)
+		require.ErrorIs(t, err, ErrNotReplica, "broker %d without an epoch", id)
+		require.NotErrorIs(t, err, ErrNotLeader)
+	}
+	// An older or newer epoch is refused by the epoch check first, as in
+	// Kafka (localLogWithEpochOrThrow before followerReplicaOrThrow).
+	_, err := p.ReplicaFetch(3, 0, -1, epoch+1, 1<<20)
+	require.ErrorIs(t, err, ErrUnknownLeaderEpoch)
+
+	require.True(t, p.IsLeader())
+	require.Equal(t, epoch, p.LeaderEpoch())
+	require.Equal(t, isr, p.isr)
+	require.Equal(t, int64(3), p.HighWatermark(), "a forged offset far ahead moved nothing")
+	require.NoError(t, r.produce(p, batch(t, 2), 1).Err)
+	r.replicaFetch(p, 2, 5, 0)
+	require.Equal(t, int64(5), p.HighWatermark(), "the real follower goes on")
 }
 
 // A follower whose last fetched epoch ends later in its log than in the

@@ -3,13 +3,13 @@ package replica
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/strata-log/strata/core/controller"
+	"github.com/strata-log/strata/core/config"
 	"github.com/strata-log/strata/core/log"
 	"github.com/strata-log/strata/core/meta"
 	"github.com/strata-log/strata/core/record"
@@ -30,12 +30,15 @@ import (
 //     resource, by the broker key (DYNAMIC_DEFAULT_BROKER_CONFIG);
 //  4. server.properties, Config.StaticTopicDefaults
 //     (STATIC_BROKER_CONFIG);
-//  5. the controller's config table default (DEFAULT_CONFIG).
+//  5. the table's default (DEFAULT_CONFIG).
 //
-// A value that does not parse, or that the log cannot use (the
-// controller accepts segment.bytes=14, Kafka's minimum, while a segment
-// here must hold one batch header), is skipped for the next source and
-// reported as a problem for a log line.
+// Every value is parsed by its key's row of the one table of topic
+// configs (core/config), whose valid values are what the partitions can
+// apply; the controller refuses with the same rows, and the node checks
+// server.properties with them. A value the row refuses can still be in an
+// image written before the table refused it (segment.bytes=14 was once
+// accepted): it is skipped for the next source and reported as a problem
+// for a log line.
 
 // ConfigValue is one value of a topic config key from one source.
 type ConfigValue struct {
@@ -51,8 +54,8 @@ type ConfigValue struct {
 // TopicConfigValue is one topic config key as a topic's partitions on
 // this broker apply it.
 type TopicConfigValue struct {
-	// Def is the key's row in the controller's config table.
-	Def *controller.TopicConfig
+	// Def is the key's row in the table of topic configs.
+	Def *config.Row
 	// Effective is the value applied: the first of Synonyms that is valid.
 	Effective ConfigValue
 	// Synonyms are the key's values from every source that sets it, most
@@ -61,13 +64,40 @@ type TopicConfigValue struct {
 	Synonyms []ConfigValue
 }
 
-// ResolveTopicConfigs returns every key of the controller's topic config
-// table with its effective value for topic, sorted by key, as the
+// ResolveTopicConfigs returns every key of the table of topic configs with its effective value for topic, sorted by key, as the
 // partitions of topic on a broker configured with c apply it (see the
 // order above). img is the metadata image to resolve against.
 func (c Config) ResolveTopicConfigs(img *meta.Image, topic string) []TopicConfigValue {
 	_, values, _ := c.resolveTopicConfig(img, topic, true)
 	return values
+}
+
+// ResolveTopicConfig is ResolveTopicConfigs for one key: its effective
+// value for topic as the partitions apply it, parsed by the key's row
+// (without ResolveTopicConfigs' fallback for a rule across keys, of which
+// the topic keys have none today), or false for a key the table does not
+// have.
+func (c Config) ResolveTopicConfig(img *meta.Image, topic, key string) (config.Value, TopicConfigValue, bool) {
+	def, ok := config.TopicRow(key)
+	if !ok {
+		return config.Value{}, TopicConfigValue{}, false
+	}
+	syn := c.topicConfigSources(img, topic, def)
+	for _, v := range syn {
+		if parsed, err := def.Parse(v.Value); err == nil {
+			return parsed, TopicConfigValue{Def: def, Effective: v, Synonyms: syn}, true
+		}
+	}
+	// The table's default always parses (a test checks it).
+	last := syn[len(syn)-1]
+	parsed, _ := def.Parse(last.Value)
+	return parsed, TopicConfigValue{Def: def, Effective: last, Synonyms: syn}, true
+}
+
+// ResolveTopicConfig is Config.ResolveTopicConfig with the manager's
+// configuration.
+func (m *Manager) ResolveTopicConfig(img *meta.Image, topic, key string) (config.Value, TopicConfigValue, bool) {
+	return m.cfg.ResolveTopicConfig(img, topic, key)
 }
 
 // ResolveTopicConfigs is Config.ResolveTopicConfigs with the manager's
@@ -76,31 +106,9 @@ func (m *Manager) ResolveTopicConfigs(img *meta.Image, topic string) []TopicConf
 	return m.cfg.ResolveTopicConfigs(img, topic)
 }
 
-// CheckTopicConfig reports whether value is a valid value of the topic
-// config key both for the controller (its table's validator) and for a
-// partition (the range the log accepts): a server.properties default is
-// checked with it, so that a static default the partitions would skip is
-// refused at start-up instead.
-func CheckTopicConfig(key, value string) error {
-	def, ok := controller.LookupTopicConfig(key)
-	if !ok {
-		return fmt.Errorf("unknown topic config %s", key)
-	}
-	if err := def.Validate(value); err != nil {
-		return err
-	}
-	if p, ok := topicConfigParsers[key]; ok {
-		tc := topicConfig{log: log.DefaultConfig()}
-		if err := p.parse(&tc, strings.TrimSpace(value)); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // topicConfigSources lists the values of def's key for topic from every
 // source that sets it, most specific first, ending with the default.
-func (c *Config) topicConfigSources(img *meta.Image, topic string, def *controller.TopicConfig) []ConfigValue {
+func (c *Config) topicConfigSources(img *meta.Image, topic string, def *config.Row) []ConfigValue {
 	var out []ConfigValue
 	if v, ok := img.ConfigValue(meta.ConfigResource{Type: meta.ConfigResourceTopic, Name: topic}, def.Name); ok {
 		out = append(out, ConfigValue{Name: def.Name, Value: v, Source: kmsg.ConfigSourceDynamicTopicConfig})
@@ -124,27 +132,25 @@ func (c *Config) topicConfigSources(img *meta.Image, topic string, def *controll
 
 // resolveTopicConfig computes a topic's effective configuration and, with
 // describe, every table key's effective value (keys the partitions do
-// not use are only checked against the table's validator). The problems
-// are the values skipped, for a log line.
+// not use are only parsed). The problems are the values skipped, for a
+// log line.
 func (c *Config) resolveTopicConfig(img *meta.Image, topic string, describe bool) (topicConfig, []TopicConfigValue, []string) {
 	var problems []string
 	var values []TopicConfigValue
 	tc := topicConfig{log: c.defaultLogConfig()}
-	for _, def := range controller.TopicConfigs() {
-		p, used := topicConfigParsers[def.Name]
+	for _, def := range config.TopicRows() {
+		set, used := topicConfigSetters[def.Name]
 		if !used && !describe {
 			continue
 		}
 		syn := c.topicConfigSources(img, topic, def)
 		chosen := len(syn) - 1
 		for i, v := range syn {
-			var err error
-			if used {
-				err = p.parse(&tc, strings.TrimSpace(v.Value))
-			} else {
-				err = def.Validate(v.Value)
-			}
+			parsed, err := def.Parse(v.Value)
 			if err == nil {
+				if used {
+					set.apply(&tc, parsed)
+				}
 				chosen = i
 				break
 			}
@@ -155,12 +161,13 @@ func (c *Config) resolveTopicConfig(img *meta.Image, topic string, describe bool
 		}
 	}
 	if err := tc.log.Validate(); err != nil {
-		// Each key alone is in range, so this is a rule across keys:
-		// the log gets its defaults, and so does the description.
+		// Each key alone is valid (its row's bounds are the log's), so
+		// this is a rule across keys, of which there is none today: the
+		// log gets its defaults, and so does the description.
 		problems = append(problems, err.Error())
 		tc.log = c.defaultLogConfig()
 		for i := range values {
-			if p, ok := topicConfigParsers[values[i].Def.Name]; ok && p.log {
+			if s, ok := topicConfigSetters[values[i].Def.Name]; ok && s.log {
 				values[i].Effective = values[i].Synonyms[len(values[i].Synonyms)-1]
 			}
 		}
@@ -181,102 +188,67 @@ func (c *Config) defaultLogConfig() log.Config {
 	return lc
 }
 
-// topicConfigParser applies one key's value to a topicConfig; log says
-// the key is a core/log setting.
-type topicConfigParser struct {
-	parse func(*topicConfig, string) error
+// topicConfigSetter applies one key's value, already parsed and within
+// its row's bounds, to a topicConfig; log says the key is a core/log
+// setting.
+type topicConfigSetter struct {
+	apply func(*topicConfig, config.Value)
 	log   bool
 }
 
-// topicConfigParsers are the keys the partitions use, each with the range
-// the log or the partition accepts. Looked up by key, never iterated.
-var topicConfigParsers = map[string]topicConfigParser{
-	"segment.bytes": logKey(intRange(func(tc *topicConfig, n int64) { tc.log.SegmentBytes = n }, record.HeaderSize, math.MaxInt32)),
-	"segment.ms":    logKey(millis(func(tc *topicConfig, d time.Duration) { tc.log.SegmentTime = d }, 1)),
-	"retention.ms":  logKey(millis(func(tc *topicConfig, d time.Duration) { tc.log.RetentionTime = d }, -1)),
-	"retention.bytes": logKey(intRange(func(tc *topicConfig, n int64) { tc.log.RetentionBytes = n },
-		math.MinInt64, math.MaxInt64)),
-	"index.interval.bytes": logKey(intRange(func(tc *topicConfig, n int64) { tc.log.IndexIntervalBytes = n }, 0, math.MaxInt32)),
-	"segment.index.bytes":  logKey(intRange(func(tc *topicConfig, n int64) { tc.log.SegmentIndexBytes = n }, 12, math.MaxInt32)),
-	"max.message.bytes": logKey(intRange(func(tc *topicConfig, n int64) { tc.log.MessageMaxBytes = int(n) },
-		record.HeaderSize, math.MaxInt32)),
-	"cleanup.policy": logKey(func(tc *topicConfig, v string) error {
-		p, err := log.ParseCleanupPolicy(v)
-		if err == nil {
-			tc.log.CleanupPolicy = p
+// topicConfigSetters are the keys the partitions use. The bounds are the
+// rows' (core/config); a setter only converts. Looked up by key, never
+// iterated.
+var topicConfigSetters = map[string]topicConfigSetter{
+	"segment.bytes":        logKey(func(tc *topicConfig, v config.Value) { tc.log.SegmentBytes = v.Int() }),
+	"segment.ms":           logKey(func(tc *topicConfig, v config.Value) { tc.log.SegmentTime = millis(v) }),
+	"retention.ms":         logKey(func(tc *topicConfig, v config.Value) { tc.log.RetentionTime = millis(v) }),
+	"retention.bytes":      logKey(func(tc *topicConfig, v config.Value) { tc.log.RetentionBytes = v.Int() }),
+	"index.interval.bytes": logKey(func(tc *topicConfig, v config.Value) { tc.log.IndexIntervalBytes = v.Int() }),
+	"segment.index.bytes":  logKey(func(tc *topicConfig, v config.Value) { tc.log.SegmentIndexBytes = v.Int() }),
+	"max.message.bytes":    logKey(func(tc *topicConfig, v config.Value) { tc.log.MessageMaxBytes = int(v.Int()) }),
+	config.TopicCleanupPolicy: logKey(func(tc *topicConfig, v config.Value) {
+		compact, del := slices.Contains(v.List(), "compact"), slices.Contains(v.List(), "delete")
+		switch {
+		case compact && del:
+			tc.log.CleanupPolicy = log.CleanupCompactDelete
+		case compact:
+			tc.log.CleanupPolicy = log.CleanupCompact
+		default:
+			tc.log.CleanupPolicy = log.CleanupDelete
 		}
-		return err
 	}),
-	"delete.retention.ms":   logKey(millis(func(tc *topicConfig, d time.Duration) { tc.log.DeleteRetention = d }, 0)),
-	"min.compaction.lag.ms": logKey(millis(func(tc *topicConfig, d time.Duration) { tc.log.MinCompactionLag = d }, 0)),
-	"min.cleanable.dirty.ratio": logKey(func(tc *topicConfig, v string) error {
-		f, err := strconv.ParseFloat(v, 64)
-		if err != nil || math.IsNaN(f) || f < 0 || f > 1 {
-			return fmt.Errorf("not a ratio in [0, 1]")
-		}
-		tc.log.MinCleanableDirtyRatio = f
-		return nil
-	}),
-	"flush.messages": {parse: intRange(func(tc *topicConfig, n int64) { tc.flushMessages = n }, 1, math.MaxInt64)},
-	"flush.ms":       {parse: millis(func(tc *topicConfig, d time.Duration) { tc.flushInterval = d }, 0)},
-	"message.timestamp.type": {parse: func(tc *topicConfig, v string) error {
-		switch v {
-		case "CreateTime":
-			tc.timestampType = record.CreateTime
-		case "LogAppendTime":
+	"delete.retention.ms":       logKey(func(tc *topicConfig, v config.Value) { tc.log.DeleteRetention = millis(v) }),
+	"min.compaction.lag.ms":     logKey(func(tc *topicConfig, v config.Value) { tc.log.MinCompactionLag = millis(v) }),
+	"min.cleanable.dirty.ratio": logKey(func(tc *topicConfig, v config.Value) { tc.log.MinCleanableDirtyRatio = v.Float() }),
+	"flush.messages":            {apply: func(tc *topicConfig, v config.Value) { tc.flushMessages = v.Int() }},
+	"flush.ms":                  {apply: func(tc *topicConfig, v config.Value) { tc.flushInterval = millis(v) }},
+	"message.timestamp.type": {apply: func(tc *topicConfig, v config.Value) {
+		tc.timestampType = record.CreateTime
+		if v.String() == "LogAppendTime" {
 			tc.timestampType = record.LogAppendTime
-		default:
-			return fmt.Errorf("not CreateTime or LogAppendTime")
 		}
-		return nil
 	}},
-	"message.timestamp.before.max.ms": {parse: intRange(func(tc *topicConfig, n int64) { tc.timestampBeforeMs = n }, 0, math.MaxInt64)},
-	"message.timestamp.after.max.ms":  {parse: intRange(func(tc *topicConfig, n int64) { tc.timestampAfterMs = n }, 0, math.MaxInt64)},
-	"min.insync.replicas":             {parse: intRange(func(tc *topicConfig, n int64) { tc.minInsyncReplicas = int(n) }, 1, math.MaxInt32)},
-	"strata.metrics.partition.enable": {parse: func(tc *topicConfig, v string) error {
-		switch {
-		case strings.EqualFold(v, "true"):
-			tc.partitionMetrics = true
-		case strings.EqualFold(v, "false"):
-			tc.partitionMetrics = false
-		default:
-			return fmt.Errorf("not true or false")
-		}
-		return nil
-	}},
+	"message.timestamp.before.max.ms": {apply: func(tc *topicConfig, v config.Value) { tc.timestampBeforeMs = v.Int() }},
+	"message.timestamp.after.max.ms":  {apply: func(tc *topicConfig, v config.Value) { tc.timestampAfterMs = v.Int() }},
+	config.TopicMinInsyncReplicas:     {apply: func(tc *topicConfig, v config.Value) { tc.minInsyncReplicas = int(v.Int()) }},
+	"strata.metrics.partition.enable": {apply: func(tc *topicConfig, v config.Value) { tc.partitionMetrics = v.Bool() }},
 }
 
-func logKey(parse func(*topicConfig, string) error) topicConfigParser {
-	return topicConfigParser{parse: parse, log: true}
+func logKey(apply func(*topicConfig, config.Value)) topicConfigSetter {
+	return topicConfigSetter{apply: apply, log: true}
 }
 
-// intRange parses an integer in [lo, hi]; a failed parse sets nothing.
-func intRange(set func(*topicConfig, int64), lo, hi int64) func(*topicConfig, string) error {
-	return func(tc *topicConfig, v string) error {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			return fmt.Errorf("not an integer")
-		}
-		if n < lo || n > hi {
-			return fmt.Errorf("out of [%d, %d]", lo, hi)
-		}
-		set(tc, n)
-		return nil
-	}
-}
-
-// millis parses a duration in milliseconds of at least lo; a negative
-// value (allowed when lo < 0) means unlimited, and values past what a
+// millis is a duration in milliseconds: a negative value (the rows allow
+// only -1, where it is allowed) means unlimited, and values past what a
 // time.Duration holds are clamped.
-func millis(set func(*topicConfig, time.Duration), lo int64) func(*topicConfig, string) error {
-	return intRange(func(tc *topicConfig, n int64) {
-		switch {
-		case n < 0:
-			set(tc, -1)
-		case n > math.MaxInt64/int64(time.Millisecond):
-			set(tc, time.Duration(math.MaxInt64))
-		default:
-			set(tc, time.Duration(n)*time.Millisecond)
-		}
-	}, lo, math.MaxInt64)
+func millis(v config.Value) time.Duration {
+	switch n := v.Int(); {
+	case n < 0:
+		return -1
+	case n > math.MaxInt64/int64(time.Millisecond):
+		return time.Duration(math.MaxInt64)
+	default:
+		return time.Duration(n) * time.Millisecond
+	}
 }

@@ -8,7 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/strata-log/strata/core/controller"
+	"github.com/strata-log/strata/core/config"
+	"github.com/strata-log/strata/core/log"
 	"github.com/strata-log/strata/core/meta"
 )
 
@@ -45,17 +46,76 @@ func find(t *testing.T, values []TopicConfigValue, key string) TopicConfigValue 
 	return TopicConfigValue{}
 }
 
+// TestEveryTableDefaultIsUsable: every row's default parses, and every key
+// the partitions set has a row.
 func TestEveryTableDefaultIsUsable(t *testing.T) {
-	for _, def := range controller.TopicConfigs() {
-		require.NoError(t, CheckTopicConfig(def.Name, def.Default), def.Name)
-		require.NotEmpty(t, def.Doc, "%s has no documentation", def.Name)
+	for _, def := range config.TopicRows() {
+		require.NoError(t, def.Validate(def.Default), def.Name)
 	}
-	for key := range topicConfigParsers { //determinism:unordered a test's checks, in any order
-		_, ok := controller.LookupTopicConfig(key)
-		require.True(t, ok, "the partitions parse %s, which the controller's table does not have", key)
+	for key := range topicConfigSetters { //determinism:unordered a test's checks, in any order
+		_, ok := config.TopicRow(key)
+		require.True(t, ok, "the partitions set %s, which the table does not have", key)
 	}
-	require.Error(t, CheckTopicConfig("segment.bytes", "20"), "the controller accepts 20, a segment cannot")
-	require.Error(t, CheckTopicConfig("retention.weeks", "1"))
+}
+
+// TestTableBoundsAreUsable: the smallest and the largest value each row
+// accepts for a key the partitions apply gives a log configuration core/log
+// accepts, and one step past the smallest is refused by the row. This
+// ties the table's bounds to the log's: a value the table accepts is one
+// the partition can use (issue 22, finding 7: segment.bytes=14 was
+// accepted and then skipped).
+func TestTableBoundsAreUsable(t *testing.T) {
+	cases := []struct{ key, lo, below, hi string }{
+		{"segment.bytes", "61", "60", "2147483647"},
+		{"segment.index.bytes", "12", "11", "2147483647"},
+		{"max.message.bytes", "61", "60", "2147483647"},
+		{"index.interval.bytes", "0", "-1", "2147483647"},
+		{"segment.ms", "1", "0", "9223372036854775807"},
+		{"retention.ms", "-1", "-2", "9223372036854775807"},
+		{"retention.bytes", "-9223372036854775808", "", "9223372036854775807"},
+		{"delete.retention.ms", "0", "-1", "9223372036854775807"},
+		{"min.compaction.lag.ms", "0", "-1", "9223372036854775807"},
+		{"min.cleanable.dirty.ratio", "0", "-0.1", "1"},
+		{"flush.messages", "1", "0", "9223372036854775807"},
+		{"flush.ms", "0", "-1", "9223372036854775807"},
+		{"min.insync.replicas", "1", "0", "2147483647"},
+		{"message.timestamp.before.max.ms", "0", "-1", "9223372036854775807"},
+		{"message.timestamp.after.max.ms", "0", "-1", "9223372036854775807"},
+	}
+	covered := map[string]bool{}
+	cfg := Config{NodeID: 7}
+	for _, c := range cases {
+		covered[c.key] = true
+		row, ok := config.TopicRow(c.key)
+		require.True(t, ok, c.key)
+		set := topicConfigSetters[c.key]
+		require.NotNil(t, set.apply, c.key)
+		for _, v := range []string{c.lo, c.hi} {
+			parsed, err := row.Parse(v)
+			require.NoError(t, err, "%s=%s", c.key, v)
+			tc := topicConfig{log: cfg.defaultLogConfig()}
+			set.apply(&tc, parsed)
+			require.NoError(t, tc.log.Validate(), "%s=%s: the row accepts it, the log must too", c.key, v)
+		}
+		if c.below != "" {
+			require.ErrorIs(t, row.Validate(c.below), config.ErrInvalidValue, "%s=%s", c.key, c.below)
+		}
+	}
+	for key, s := range topicConfigSetters { //determinism:unordered a test's checks, in any order
+		if s.log && key != config.TopicCleanupPolicy {
+			require.True(t, covered[key], "%s: a log key without a bounds case", key)
+		}
+	}
+	// The log refuses what the rows refuse below their bounds.
+	lc := cfg.defaultLogConfig()
+	lc.SegmentBytes = 60
+	require.ErrorIs(t, lc.Validate(), log.ErrInvalidConfig)
+	lc = cfg.defaultLogConfig()
+	lc.SegmentIndexBytes = 11
+	require.ErrorIs(t, lc.Validate(), log.ErrInvalidConfig)
+	lc = cfg.defaultLogConfig()
+	lc.MessageMaxBytes = 60
+	require.ErrorIs(t, lc.Validate(), log.ErrInvalidConfig)
 }
 
 func TestResolveTopicConfigsOrder(t *testing.T) {
@@ -71,7 +131,7 @@ func TestResolveTopicConfigsOrder(t *testing.T) {
 		topicCfg("segment.ms", "5"),
 	)
 	values := cfg.ResolveTopicConfigs(img, "t")
-	require.Len(t, values, len(controller.TopicConfigs()))
+	require.Len(t, values, len(config.TopicRows()))
 	for i := 1; i < len(values); i++ {
 		require.Less(t, values[i-1].Def.Name, values[i].Def.Name, "sorted by key")
 	}
@@ -100,8 +160,9 @@ func TestResolveTopicConfigsOrder(t *testing.T) {
 	require.Equal(t, "10ms", applied.log.RetentionTime.String())
 }
 
-// TestResolveTopicConfigsSkipsUnusable: a value the partitions cannot use
-// is skipped for the next source, and the description says so.
+// TestResolveTopicConfigsSkipsUnusable: a value the table refuses (stored
+// in an image before the table refused it) is skipped for the next
+// source, and the description says so.
 func TestResolveTopicConfigsSkipsUnusable(t *testing.T) {
 	cfg := Config{NodeID: 7, StaticTopicDefaults: map[string]string{"segment.bytes": "5000"}}
 	img := imageWith(t, topicCfg("segment.bytes", "20"), topicCfg("max.message.bytes", "3"))
@@ -147,7 +208,7 @@ func TestDescribedIsApplied(t *testing.T) {
 		static := map[string]string{}
 		var recs []*meta.ConfigRecord
 		for _, key := range keys {
-			def, _ := controller.LookupTopicConfig(key)
+			def, _ := config.TopicRow(key)
 			if v, ok := pick(key); ok && def.Validate(v) == nil { // the controller validates what it stores
 				recs = append(recs, topicCfg(key, v))
 			}
@@ -163,8 +224,10 @@ func TestDescribedIsApplied(t *testing.T) {
 		applied, described, _ := cfg.resolveTopicConfig(img, "t", true)
 		replay := topicConfig{log: cfg.defaultLogConfig()}
 		for _, v := range described {
-			if p, ok := topicConfigParsers[v.Def.Name]; ok {
-				require.NoError(t, p.parse(&replay, v.Effective.Value), "iteration %d: %s", iter, v.Def.Name)
+			if s, ok := topicConfigSetters[v.Def.Name]; ok {
+				parsed, err := v.Def.Parse(v.Effective.Value)
+				require.NoError(t, err, "iteration %d: %s", iter, v.Def.Name)
+				s.apply(&replay, parsed)
 			}
 		}
 		require.Equal(t, applied, replay, fmt.Sprintf("iteration %d: described values differ from the applied ones", iter))

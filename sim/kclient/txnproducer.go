@@ -8,7 +8,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/core/env"
-	"github.com/strata-log/strata/core/record"
 )
 
 // A TxnProducer is a transactional producer (transactional.id), one
@@ -87,6 +86,13 @@ type TxnProducerConfig struct {
 	// have the partition leader and the group coordinator add the
 	// partition (the brokers must finalize transaction.version 2).
 	ImplicitAdds bool
+	// Pipelined produces a transaction's writes as franz-go's producer
+	// does (txnpipeline.go): several requests in flight per broker, a
+	// request carrying batches of several partitions, partitions added
+	// as they first appear; a partition's writes are its batches in
+	// order. Without it, one write at a time, each in its own request,
+	// after every partition is added.
+	Pipelined bool
 }
 
 // TxnWrite is one batch of a transaction.
@@ -119,10 +125,15 @@ const (
 	// the coordinator gave it, unknown here: aborted unless its commit
 	// was sent (EndSent).
 	TxnFenced
+	// TxnOutOfOrder (Pipelined): write Write was refused
+	// OUT_OF_ORDER_SEQUENCE_NUMBER though every earlier batch of its
+	// partition was acknowledged, which a broker keeping the producer's
+	// order never answers (Err says where); the transaction aborts.
+	TxnOutOfOrder
 )
 
 func (k TxnEventKind) String() string {
-	return [...]string{"?", "initialized", "produced", "end-sent", "ended", "offsets-committed", "fenced"}[k]
+	return [...]string{"?", "initialized", "produced", "end-sent", "ended", "offsets-committed", "fenced", "out-of-order"}[k]
 }
 
 // TxnEvent is one step of a TxnProducer.
@@ -150,6 +161,8 @@ type txnCur struct {
 	endSent bool // an EndTxn commit was sent
 	ending  bool
 	endEp   int16 // the epoch of the first EndTxn send
+	// pl is the produce phase of a Pipelined transaction.
+	pl *txnPipeline
 	// offsets (BeginWithOffsets): committed after the writes.
 	offsets      *TxnOffsets
 	offsetsAdded bool  // AddOffsetsToTxn answered
@@ -192,6 +205,12 @@ func (p *TxnProducer) Begin(n int, writes []TxnWrite, commit bool) {
 // start runs the current transaction from its first step: its adds, or
 // with implicit adds its first write.
 func (p *TxnProducer) start() {
+	if p.cfg.Pipelined {
+		p.cur.pl = newTxnPipeline(p.cur.writes)
+		p.state = txnProducing
+		p.pump()
+		return
+	}
 	if p.cfg.ImplicitAdds {
 		p.cur.added = true
 		p.state = txnProducing
@@ -232,7 +251,7 @@ func (p *TxnProducer) find() { p.findThen(txnIniting) }
 // findThen finds the coordinator, then resumes in state then.
 func (p *TxnProducer) findThen(then txnState) {
 	prev := p.state
-	if prev != txnAdding && prev != txnOffsetting && prev != txnEnding {
+	if prev != txnAdding && prev != txnProducing && prev != txnOffsetting && prev != txnEnding {
 		p.state = txnFinding
 	}
 	req := kmsg.NewPtrFindCoordinatorRequest()
@@ -269,6 +288,11 @@ func (p *TxnProducer) findThen(then txnState) {
 			p.init()
 		case txnAdding:
 			p.addPartitions()
+		case txnProducing:
+			if p.cur != nil && p.cur.pl != nil {
+				p.cur.pl.finding = false
+				p.pump()
+			}
 		case txnOffsetting:
 			p.sendOffsets()
 		case txnEnding:
@@ -415,18 +439,7 @@ func (p *TxnProducer) produce() {
 	w := cur.writes[cur.next]
 	tp := TopicPartition{Topic: w.Topic, Partition: w.Partition}
 	if cur.raw == nil {
-		seq := p.seq[tp]
-		rb := record.NewBuilder(record.WithProducer(p.pid, p.epoch, seq), record.WithTransactional())
-		ts := p.e.Now().UnixMilli()
-		for i, v := range w.Values {
-			rb.Append(ts, []byte(fmt.Sprintf("k%d", i)), v)
-		}
-		raw, err := rb.AppendTo(nil)
-		if err != nil {
-			panic(fmt.Sprintf("kclient: building a batch: %v", err))
-		}
-		cur.raw = raw
-		p.seq[tp] = record.IncrementSequence(seq, int32(len(w.Values)))
+		cur.raw = p.buildBatch(tp, w.Values)
 	}
 	leader, _, ok := p.c.Leader(w.Topic, w.Partition)
 	if !ok {

@@ -236,6 +236,7 @@ func runKRaftWith(o Options, shape kraftShape, bugs kraftBugs) (sim.Summary, *kr
 		mix = nemesis.DrawMixFor(s.Rand("nemesis/mix"), o.Nodes, nemesis.Promises{Outages: true, Voters: o.Nodes, Wipeable: wipeable})
 	}
 	nemesis.Start(s, h.procs, mix, o.FaultPhase)
+	h.hostile = maybeStartHostilePeer(s, o, h.hostileConfig(o))
 	h.scheduleCheck()
 
 	sum := func(err error) (sim.Summary, *kraftHarness) {
@@ -372,6 +373,22 @@ type kraftHarness struct {
 	reads   int // describe reads recorded
 	skipped int // describe reads left out: freshness not provable
 	bugs    kraftBugs
+	// hostile is the run's hostile peer (hostile.go), nil when the seed
+	// runs without.
+	hostile *hostilePeer
+}
+
+// hostileConfig aims the hostile peer at the voters' controller
+// listeners, naming the admin's broker and the observers.
+func (h *kraftHarness) hostileConfig(o Options) hostileConfig {
+	cfg := hostileConfig{clusterID: kraftClusterID, topic: "t0", until: o.FaultPhase, brokers: []int32{kraftBrokerID}}
+	for i := 0; i < h.voters; i++ {
+		cfg.targets = append(cfg.targets, hostileTarget{addr: h.name(i) + ":9093", id: int32(i + 1)})
+	}
+	for i := h.voters; i < h.n; i++ {
+		cfg.brokers = append(cfg.brokers, int32(kraftObserverBaseID+i-h.voters+1))
+	}
+	return cfg
 }
 
 // name is member i's process (host) name.
@@ -604,6 +621,9 @@ func (h *kraftHarness) describe() string {
 		st := m.Status()
 		out += fmt.Sprintf(" %s={leader=%d epoch=%d active=%v applied=%d/%d topics=%d err=%v}",
 			h.name(i), st.Leader, st.Epoch, st.ActiveController, st.Applied.Offset, st.Applied.Epoch, m.Image().NumTopics(), st.Err)
+	}
+	if h.hostile != nil {
+		out += fmt.Sprintf(" hostile={%s}", h.hostile)
 	}
 	lc := h.logs
 	out += fmt.Sprintf(" log={committed=%d batches=%d verified=%d}", lc.committedEnd(), len(lc.batches), lc.verified)

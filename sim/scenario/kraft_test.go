@@ -60,6 +60,15 @@ var kraftRegressionSeeds = []kraftSeed{
 	// run fails if it never does).
 	{"kraft", 502},
 	{"kraft", 916},
+	// Found by issue 22's hostile peer on its first sweep: a pre-vote
+	// forged in voter 1's name with an epoch past MaxEpochJump was
+	// refused by c3 with INVALID_REQUEST, but the controller listener
+	// matched responses to pending requests by sender and kind, so the
+	// refusal went to the real voter 1's pending pre-vote and the hostile
+	// peer got c3's grant of voter 1's real one ("granted"). Fixed:
+	// quorum.Message.Ref, echoed by the Raft's answer, routes a response
+	// to its own request's connection.
+	{"kraft", 57},
 	// The first seed to run real partitions on the observers (brokers
 	// since core/server) filled b1's disk: the metadata log's snapshot
 	// write hit ENOSPC, but writeSnapshot's shadowed err dropped the

@@ -300,6 +300,7 @@ func runLog(o Options, bugs logBugs) (sim.Summary, *logHarness) {
 		h.declareSurvivable(h.logDamage)
 	}
 	nemesis.Start(s, h.procs, mix, o.FaultPhase)
+	h.hostile = maybeStartHostilePeer(s, o, h.hostileConfig(healAt))
 	if h.swarm.clientFaults > 0 && !o.NoFaults {
 		h.scheduleClientFault(s.Rand("log/client-faults"), healAt)
 	}
@@ -364,7 +365,21 @@ func (h *logHarness) declareSurvivable(i int) {
 	d.DeclareSurvivable(indexFilesSurvivable)
 }
 
+// hostileConfig aims the hostile peer at the nodes' controller listeners
+// (every node is a voter and a broker) until the heal.
+func (h *logHarness) hostileConfig(until time.Duration) hostileConfig {
+	cfg := hostileConfig{clusterID: logClusterID, topic: h.swarm.topics[0].name, until: until}
+	for i := 0; i < h.o.Nodes; i++ {
+		cfg.targets = append(cfg.targets, hostileTarget{addr: h.names[i] + logControlPort, id: int32(i + 1)})
+		cfg.brokers = append(cfg.brokers, int32(i+1))
+	}
+	return cfg
+}
+
 type logHarness struct {
+	// hostile is the run's hostile peer (hostile.go), nil when the seed
+	// runs without.
+	hostile *hostilePeer
 	// reassigns (the replicated scenario, one seed in two) runs partition
 	// reassignments from the admin client (logAdmin.reassignTick), drawn
 	// from reassignRand.
@@ -835,6 +850,9 @@ func (h *logHarness) describe() string {
 		fmt.Fprintf(&b, " %s={leader=%d epoch=%d active=%v registered=%v err=%v}", h.names[i], st.Leader, st.Epoch, st.ActiveController, srv.Registered(), st.Err)
 	}
 	fmt.Fprintf(&b, " swarm={%s}", h.swarm)
+	if h.hostile != nil {
+		fmt.Fprintf(&b, " hostile={%s}", h.hostile)
+	}
 	fmt.Fprintf(&b, " records=%d acked=%d attempts=%d supervised=%d power-cycled=%v", h.hist.Records(), h.hist.Acked(), len(h.hist.Attempts()), h.supervised, h.powerCycled)
 	for _, p := range h.producers {
 		fmt.Fprintf(&b, " %s={pending=%d %s}", p.name, p.p.Pending(), p.counts())

@@ -72,6 +72,16 @@ import (
 //   - (v) stale EndTxn: an EndTxn of transaction N delivered late,
 //     during N+1 of the same producer, is refused (KIP-890 part 2's
 //     epoch bump fences it; KAFKA-17754) (txn_stale.go).
+//   - (w) produce order: a pipelined producer's batch (the ETL workers
+//     produce as franz-go does: several requests in flight, batches of
+//     several partitions per request, partitions joining the
+//     transaction as it goes) is never refused
+//     OUT_OF_ORDER_SEQUENCE_NUMBER when every earlier batch of its
+//     partition was acknowledged: the partition leader appends a
+//     producer's batches in the order they came (issue 22's kgo
+//     TestTxnEtl failure: a request waiting for the coordinator's
+//     verification of one partition let the next request's batch of
+//     another overtake its own).
 //
 // Not built: KIP-447 group members as ETL workers (one transactional id
 // per set of input partitions here, no rebalances), TxnOffsetCommit v5
@@ -382,6 +392,8 @@ func (t *txnRun) onEvent(tp *txnProducerProc, ev kclient.TxnEvent) {
 		} else {
 			t.decide(rec, txnAborted)
 		}
+	case kclient.TxnOutOfOrder:
+		t.fail(fmt.Errorf("(w) produce order: %s, transaction %s (producer %d epoch %d): %v", tp.name, rec.key, ev.ProducerID, ev.Epoch, ev.Err))
 	case kclient.TxnFenced:
 		t.fenced++
 		h.s.Trace(fmt.Sprintf("txn:fenced %s err=%v", tp.name, ev.Err))

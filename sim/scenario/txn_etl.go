@@ -33,10 +33,16 @@ import (
 
 // ETL bounds.
 const (
-	etlTopic      = "txn-out"
-	etlPartitions = 2
-	etlGroup      = "etl"
-	etlWorkers    = 2
+	etlTopic = "txn-out"
+	// etlPartitions is txn-out's partition count: more than the
+	// brokers, so that one leads two of them and a pipelined request
+	// (kclient's TxnProducerConfig.Pipelined) carries batches of both.
+	etlPartitions = 4
+	// etlBatchRecords bounds the records of one batch of an ETL
+	// transaction.
+	etlBatchRecords = 3
+	etlGroup        = "etl"
+	etlWorkers      = 2
 	// etlMaxTake bounds the input records one ETL transaction takes in
 	// the fault phase, etlHealedTake after the heal (to catch up).
 	etlMaxTake    = 8
@@ -128,7 +134,7 @@ func (t *txnRun) startEtl(w *etlWorker) {
 		w.rd.cn = kclient.NewConsumer(w.c, kclient.ConsumerConfig{Topics: []string{txnTopic}, Manual: true, ReadCommitted: true,
 			MaxWait: 100 * time.Millisecond, OnFetch: func(ev kclient.FetchEvent) { t.etlFetch(w, ev) }})
 		w.p = kclient.NewTxnProducer(w.c, kclient.TxnProducerConfig{TransactionalID: w.tid, Timeout: txnTimeout, ImplicitAdds: t.implicitAdds(),
-			OnEvent: func(ev kclient.TxnEvent) { t.onEvent(&w.txnProducerProc, ev) }})
+			Pipelined: true, OnEvent: func(ev kclient.TxnEvent) { t.onEvent(&w.txnProducerProc, ev) }})
 		t.etlTick(w)
 	})
 	h.clients = append(h.clients, w.proc)
@@ -151,6 +157,17 @@ func (t *txnRun) etlTick(w *etlWorker) {
 		}
 		t.etlTick(w)
 	})
+}
+
+// etlPartitionOf is the txn-out partition of in's transform: FNV-1a of
+// its value, as a key partitioner spreads keys, so that a transaction's
+// batches go to the partitions in no fixed order.
+func etlPartitionOf(in etlIn) int32 {
+	h := uint32(2166136261)
+	for i := 0; i < len(in.value); i++ {
+		h = (h ^ uint32(in.value[i])) * 16777619
+	}
+	return int32(h % etlPartitions)
 }
 
 // etlFetchOffsets asks for the committed offsets of w's partitions and
@@ -207,17 +224,21 @@ func (t *txnRun) etlBegin(w *etlWorker) {
 	take := w.buf[:min(len(w.buf), n)]
 	w.buf = slices.Clone(w.buf[len(take):])
 	rec := &txnRecord{key: fmt.Sprintf("%s#%d.%d", w.name, w.inc, w.n), etl: &etlTxn{worker: w, inputs: take}}
+	// The transforms in the order they are made, each to the partition
+	// of its input's hash (kgo's key partitioner); consecutive ones to a
+	// partition share a batch of up to etlBatchRecords.
+	made := make([]int, etlPartitions) // transforms per output partition
 	for _, in := range take {
-		q := int32(in.offset % etlPartitions)
-		i := slices.IndexFunc(rec.writes, func(x kclient.TxnWrite) bool { return x.Partition == q })
-		if i < 0 {
-			rec.writes = append(rec.writes, kclient.TxnWrite{Topic: etlTopic, Partition: q})
-			rec.offsets = append(rec.offsets, -1)
-			i = len(rec.writes) - 1
-		}
-		v := fmt.Sprintf("%s/%d/%d", rec.key, q, len(rec.writes[i].Values))
-		rec.writes[i].Values = append(rec.writes[i].Values, []byte(v))
+		q := etlPartitionOf(in)
+		v := fmt.Sprintf("%s/%d/%d", rec.key, q, made[q])
+		made[q]++
 		t.etl.source[v] = in
+		if n := len(rec.writes); n > 0 && rec.writes[n-1].Partition == q && len(rec.writes[n-1].Values) < etlBatchRecords {
+			rec.writes[n-1].Values = append(rec.writes[n-1].Values, []byte(v))
+			continue
+		}
+		rec.writes = append(rec.writes, kclient.TxnWrite{Topic: etlTopic, Partition: q, Values: [][]byte{[]byte(v)}})
+		rec.offsets = append(rec.offsets, -1)
 	}
 	for _, p := range w.parts {
 		last := int64(-1)
