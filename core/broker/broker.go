@@ -13,6 +13,7 @@ import (
 	"github.com/strata-log/strata/core/env"
 	"github.com/strata-log/strata/core/producer"
 	"github.com/strata-log/strata/core/protocol"
+	"github.com/strata-log/strata/core/record"
 	"github.com/strata-log/strata/core/work"
 )
 
@@ -71,6 +72,9 @@ type Broker struct {
 	// work runs requests' CPU-heavy parts off the loop, fairly between
 	// connections (each has its queue).
 	work *work.Pool
+	// validators are the idle validators of produced batches, one taken
+	// by each validation job (costs.go).
+	validators []*record.Validator
 
 	// metrics is nil with metrics off.
 	metrics *brokerMetrics

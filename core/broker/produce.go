@@ -61,6 +61,7 @@ func handleProduce(b *Broker, r *request) {
 		r.respond(resp)
 	}
 	var appends []produceAppend // the partitions passed to their Partition, in request order
+	repeated := repeatedPartitions(req)
 	resp.Topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))
 	for i := range req.Topics {
 		t := &req.Topics[i]
@@ -87,6 +88,12 @@ func handleProduce(b *Broker, r *request) {
 				}
 			}
 			part, err := b.lookup(name, nameErr, tp.Partition)
+			if err == nil && repeated[produceKey(req.Version, t, tp.Partition)] {
+				// Kafka keeps the last copy and drops the others
+				// unanswered; every copy is refused here, and nothing
+				// of them is appended or even decompressed.
+				err = fmt.Errorf("%w: partition %d of topic %q appears more than once in the request", errInvalidRequest, tp.Partition, name)
+			}
 			if err == nil && req.TransactionID == nil && transactional(tp.Records) {
 				err = fmt.Errorf("%w: a transactional batch in a produce request without a transactional id", errTransactionalIDAuthorization)
 			}
@@ -104,6 +111,40 @@ func handleProduce(b *Broker, r *request) {
 			appends = append(appends, produceAppend{part: part, payload: tp.Records, rp: rp, setErr: setErr})
 		}
 	}
+	if len(appends) == 0 {
+		finish()
+		return
+	}
+	// Every batch is validated record by record (decompressed and
+	// parsed) off the loop, on a worker, in turn with the other
+	// connections' work; the partitions' rules (keys of compacted
+	// topics, timestamps) and the appends run on the loop once the
+	// request's batches are checked, in the order the connection's
+	// requests arrived.
+	limits := make([]replica.ProduceLimits, len(appends))
+	var cost time.Duration
+	for i, a := range appends {
+		limits[i] = a.part.ProduceLimits()
+		cost += validationCost(a.payload)
+	}
+	v := b.takeValidator()
+	r.offload(cost, func() {
+		for i := range appends {
+			appends[i].vb = replica.ValidateProduce(v, appends[i].payload, limits[i])
+		}
+	}, func() {
+		b.putValidator(v, appends)
+		b.appendProduced(r, req, resp, now, appends, &answered, &timeout, finish)
+	})
+}
+
+// appendProduced is the loop's part of a Produce request once its batches
+// are validated: invalid batches are answered, the others appended (after
+// the transaction coordinator's answer where KIP-890 asks one), and the
+// request waits for durability at most its timeout. finish is called once
+// per append and once more at the end.
+func (b *Broker) appendProduced(r *request, req *kmsg.ProduceRequest, resp *kmsg.ProduceResponse, now time.Time,
+	appends []produceAppend, answered *bool, timeout *env.Timer, finish func()) {
 	appendOne := func(a produceAppend, now time.Time, verify bool, v *producer.Verification) {
 		tm := a.part.Metrics()
 		tm.Produces.Inc()
@@ -111,7 +152,7 @@ func handleProduce(b *Broker, r *request) {
 			if res.Err != nil {
 				tm.FailedProduces.Inc()
 			}
-			if answered {
+			if *answered {
 				return // timed out: the client was told, and retries
 			}
 			a.rp.ErrorCode = 0
@@ -123,11 +164,24 @@ func handleProduce(b *Broker, r *request) {
 			finish()
 		}
 		if verify {
-			a.part.ProduceVerified(a.payload, req.Acks, now, v, answer)
+			a.part.ProduceValidatedVerified(a.vb, req.Acks, now, v, answer)
 			return
 		}
-		a.part.Produce(a.payload, req.Acks, now, answer)
+		a.part.ProduceValidated(a.vb, req.Acks, now, answer)
 	}
+	// A batch that failed validation is answered by its partition at
+	// once (with its record errors), before any coordinator is asked
+	// about it.
+	valid := appends[:0:0]
+	for _, a := range appends {
+		if a.vb.Err != nil {
+			appendOne(a, now, false, nil)
+			continue
+		}
+		valid = append(valid, a)
+	}
+	appends = valid
+	pending := len(appends)
 	if req.TransactionID != nil && len(appends) > 0 && (!b.cfg.Txns.NoPartitionVerification || b.implicitAdds(req.Version, produceImplicitAddVersion)) {
 		// KIP-890 part 1 (txnverify.go): a batch whose partition is
 		// verified waits for the coordinator's answer (part 2: for its
@@ -139,7 +193,7 @@ func handleProduce(b *Broker, r *request) {
 		}
 		b.verifyTxnBatches(*req.TransactionID, req.Version, parts, payloads, now, func(i int, res txnVerification) {
 			a := appends[i]
-			if answered {
+			if *answered {
 				return // timed out while verifying: nothing is appended
 			}
 			if res.err != nil {
@@ -155,7 +209,7 @@ func handleProduce(b *Broker, r *request) {
 			appendOne(a, now, false, nil)
 		}
 	}
-	if pending > 1 && req.Acks != 0 {
+	if pending > 0 && req.Acks != 0 {
 		// Kafka's produce purgatory: partitions that are not durable
 		// within the request's timeout answer REQUEST_TIMED_OUT (their
 		// batches may still become durable; an idempotent retry is then
@@ -169,12 +223,12 @@ func handleProduce(b *Broker, r *request) {
 			// failure.
 			wait = defaultProduceTimeout
 		}
-		timeout = b.e.AfterFunc(wait, func() {
-			timeout = nil
-			if answered {
+		*timeout = b.e.AfterFunc(wait, func() {
+			*timeout = nil
+			if *answered {
 				return
 			}
-			answered = true
+			*answered = true
 			b.log.Debug("produce timed out waiting for durability", "remote", r.cn.remote, "timeout", wait)
 			countProduceErrors(r, resp)
 			r.respond(resp)
@@ -189,6 +243,53 @@ type produceAppend struct {
 	payload []byte
 	rp      *kmsg.ProduceResponseTopicPartition
 	setErr  func(error, ...replica.RecordError)
+	// vb is the batch as validated off the loop.
+	vb replica.ValidatedBatch
+}
+
+// topicPartition names a partition of a Produce request as the request
+// does (by name, or by id from v13).
+type topicPartition struct {
+	topic     string
+	id        [16]byte
+	partition int32
+}
+
+// produceKey is how a request of version names a partition of topic t:
+// by name before v13, by id from v13.
+func produceKey(version int16, t *kmsg.ProduceRequestTopic, partition int32) topicPartition {
+	if version < 13 {
+		return topicPartition{topic: t.Topic, partition: partition}
+	}
+	return topicPartition{id: t.TopicID, partition: partition}
+}
+
+// repeatedPartitions returns the partitions named more than once in req,
+// nil when none is (the common case costs no map).
+func repeatedPartitions(req *kmsg.ProduceRequest) map[topicPartition]bool {
+	n := 0
+	for i := range req.Topics {
+		n += len(req.Topics[i].Partitions)
+	}
+	if n < 2 {
+		return nil
+	}
+	seen := make(map[topicPartition]bool, n)
+	var repeated map[topicPartition]bool
+	for i := range req.Topics {
+		t := &req.Topics[i]
+		for j := range t.Partitions {
+			k := produceKey(req.Version, t, t.Partitions[j].Partition)
+			if seen[k] {
+				if repeated == nil {
+					repeated = map[topicPartition]bool{}
+				}
+				repeated[k] = true
+			}
+			seen[k] = true
+		}
+	}
+	return repeated
 }
 
 // recordErrors are a partition's per-record errors as Produce v8+ answers

@@ -1,0 +1,93 @@
+package broker_test
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/core/env"
+	"github.com/strata-log/strata/core/protocol"
+	"github.com/strata-log/strata/core/record"
+)
+
+// TestProduceRepeatedPartitionIsRefused: a partition named twice in one
+// Produce request gets INVALID_REQUEST for every copy and nothing of them
+// is appended (Kafka keeps the last copy and drops the others
+// unanswered); the request's other partitions append.
+func TestProduceRepeatedPartitionIsRefused(t *testing.T) {
+	h := newSimServer(t, nil)
+	h.CreateTopic("r", 2, nil)
+	resp := h.Do(produceBatches(9,
+		producePart{"r", 0, h.Batch(nil, "a")},
+		producePart{"r", 1, h.Batch(nil, "b")},
+		producePart{"r", 0, h.Batch(nil, "c")},
+	)).(*kmsg.ProduceResponse)
+	parts := resp.Topics[0].Partitions
+	require.Len(t, parts, 3)
+	require.Equal(t, kerr.InvalidRequest.Code, parts[0].ErrorCode)
+	require.Contains(t, *parts[0].ErrorMessage, "more than once")
+	require.Zero(t, parts[1].ErrorCode)
+	require.Equal(t, kerr.InvalidRequest.Code, parts[2].ErrorCode)
+	_, values := h.Fetch("r", 0, 0)
+	require.Empty(t, values)
+	_, values = h.Fetch("r", 1, 0)
+	require.Equal(t, []string{"b"}, values)
+}
+
+// TestHeavyProduceIsSharedFairly: a connection that pipelines many
+// large compressed batches (each validated on a worker for a couple of
+// milliseconds) does not make another connection's produce wait behind
+// all of them: the workers take the connections' jobs in turn, so the
+// other's batch is validated after at most the flood's jobs already
+// running, and its answer comes long before the flood's last.
+func TestHeavyProduceIsSharedFairly(t *testing.T) {
+	h := newSimServer(t, nil)
+	h.CreateTopic("flood", 1, nil)
+	h.CreateTopic("small", 1, nil)
+	h.Produce("small", 0, "warm") // opens the default connection
+
+	rng := rand.New(rand.NewPCG(1, 2))
+	big := func() []byte {
+		b := record.NewBuilder(record.WithCompression(record.CodecZstd))
+		for range 200 {
+			v := make([]byte, 1024)
+			for i := range v {
+				v[i] = byte(rng.Uint32())
+			}
+			b.Append(h.ClientEnv().Now().UnixMilli(), nil, v)
+		}
+		out, err := b.AppendTo(nil)
+		require.NoError(t, err)
+		return out
+	}
+	const floods = 24
+	var floodAnswers, floodAnsweredBeforeOther int
+	otherDone := false
+	for range floods {
+		h.Send(produceBatches(9, producePart{"flood", 0, big()}), func(r kmsg.Response, err error) {
+			require.NoError(t, err)
+			require.Zero(t, r.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode)
+			floodAnswers++
+		})
+	}
+	// A second client on its own connection.
+	var other *protocol.Client
+	h.ClientEnv().Net().Dial("n1:9092", func(c env.Conn, err error) {
+		require.NoError(t, err)
+		other = protocol.NewClient(c, protocol.ClientConfig{ClientID: "other"})
+	})
+	h.RunUntil("the second connection", func() bool { return other != nil })
+	require.Less(t, floodAnswers, 4, "the flood must still be in progress when the other client sends")
+	batch := h.Batch([]record.BuilderOption{record.WithCompression(record.CodecZstd)}, "small")
+	require.NoError(t, other.Do(produceBatches(9, producePart{"small", 0, batch}), func(r kmsg.Response, err error) {
+		require.NoError(t, err)
+		require.Zero(t, r.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode)
+		otherDone, floodAnsweredBeforeOther = true, floodAnswers
+	}))
+	h.RunUntil("every answer", func() bool { return otherDone && floodAnswers == floods })
+	require.LessOrEqual(t, floodAnsweredBeforeOther, floods/3,
+		"the other connection's produce waited behind %d of the flood's %d requests", floodAnsweredBeforeOther, floods)
+}
