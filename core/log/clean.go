@@ -502,7 +502,7 @@ func (l *Log) mapStep(r *cleanRound, budget int64) error {
 			}
 			full, err := l.mapBatch(r, b)
 			if err != nil {
-				return corruptAt(s.files[kindLog].Name(), pos, err, "records do not parse")
+				return corruptAt(s.files[kindLog].Name(), pos, fmt.Errorf("%w: %w", ErrInvalidRecords, err), "records do not parse")
 			}
 			if full {
 				l.finishMap(r, b.BaseOffset())

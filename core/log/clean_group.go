@@ -231,7 +231,7 @@ func (l *Log) writeGroup(r *cleanRound, g *cleanGroup, budget int64) error {
 			last := g.src == len(g.srcs)-1 && pos+int64(b.Size()) == src.size
 			n, err := l.cleanBatch(r, g, b, last)
 			if errors.Is(err, errRecords) {
-				return corruptAt(f.Name(), pos, err, "records of the batch at offset %d do not parse", b.BaseOffset())
+				return corruptAt(f.Name(), pos, fmt.Errorf("%w: %w", ErrInvalidRecords, err), "records of the batch at offset %d do not parse", b.BaseOffset())
 			}
 			if err != nil {
 				return err

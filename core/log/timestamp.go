@@ -155,7 +155,7 @@ func (l *Log) searchSegmentOnce(s *segment, ts int64) (TimestampOffset, bool, er
 		}
 		found, ok, err := l.searchBatch(b, from, ts)
 		if err != nil {
-			return notFound, indexed, corruptAt(s.files[kindLog].Name(), pos, err, "records do not parse")
+			return notFound, indexed, corruptAt(s.files[kindLog].Name(), pos, fmt.Errorf("%w: %w", ErrInvalidRecords, err), "records do not parse")
 		}
 		if ok {
 			return found, indexed, nil
