@@ -150,6 +150,25 @@ func (l *Log) recover() error {
 		if err := l.distrustFrom(trusted); err != nil {
 			return err
 		}
+		if l.segs[0].base >= trusted {
+			// Every segment is distrusted (a damage marker at the first
+			// one's base: core/replica drops a damaged segment so): delete
+			// them all unread, since a page of them the disk cannot read
+			// must not stop the open, and start over empty.
+			if err := l.removeSegments(l.segs, "beyond the failed log's durable offset"); err != nil {
+				return err
+			}
+			l.segs = nil
+			start := trusted
+			if hasCkpt {
+				start = max(start, ckpt.logStartOffset)
+			}
+			if err := l.recoverEmpty(checkpoint{logStartOffset: start, recoveryPoint: ckpt.recoveryPoint}, true); err != nil {
+				return err
+			}
+			l.cleanerTruncated(start)
+			return nil
+		}
 		if recoveryPoint > trusted {
 			l.logger.Warn("lowering the recovery point to the failed log's durable offset",
 				"recoveryPoint", recoveryPoint, "durableOffset", trusted)

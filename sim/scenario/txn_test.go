@@ -35,7 +35,8 @@ var txnRegressionSeeds = []uint64{
 	// (g) reported an under-replicated partition after the heal. Fixed:
 	// a partition of a broker that registered as damaged, never online
 	// in this process, drops a segment its open finds corrupt and
-	// fetches it again (Partition.dropDamagedSegment). 45 and 299 pass
+	// fetches it again (then Partition.dropDamagedSegment; now core/replica
+	// damage.go, for any replica). 45 and 299 pass
 	// without the fix at this commit (their traces changed).
 	45, 256, 299,
 	// Found after merging KIP-890 part 1 with the epoch checkpoint (the
@@ -78,6 +79,22 @@ var txnRegressionSeeds = []uint64{
 	// diagnosed and the seed passes since, with or without 221's fix;
 	// `git checkout 0597cbe && make sim SCENARIO=txn SEED=386` shows it.
 	386,
+	// Open for a session (found when half the seeds began to run
+	// transaction.version 2), a core gap: misdirected writes on n2 put a
+	// valid batch of offset 261 at position 0 of __transaction_state-0's
+	// only segment (a compacted log: no contiguity rule) with zeros after
+	// it; after the power loss at 22.5 s the scrub marked only from 262,
+	// and Open then found zeros below the recovery point at position
+	// 34528. n2 was the partition's last in-sync replica (ISR [2], the
+	// LastKnownELR [1 2]: n1, forgotten earlier, had refetched to 363,
+	// the high watermark), so Partition.dropDamagedSegment kept the
+	// damage, the log never opened and the partition stayed offline
+	// ((g) after the heal). Fixed by the damaged replica's way back
+	// (core/replica damage.go): n2 gives up its places (the controller
+	// keeps it the ISR's last member, recovering, in a new leader epoch),
+	// drops the segment, and its recovery hands the leadership to n1's
+	// longer log.
+	260,
 }
 
 func runTxnSeed(t *testing.T, seed uint64) *logHarness {
@@ -93,23 +110,10 @@ func TestTxnRegressionSeeds(t *testing.T) {
 
 // txnOpenSeeds fail on a bug found and not fixed yet; TestTxnSeeds
 // skips them (and says so), TestTxnOpenSeedsStillFail keeps them honest.
-var txnOpenSeeds = []uint64{
-	// Found when half the seeds began to run transaction.version 2 (the
-	// traces moved), not fixed: misdirected writes (disk-misdirect
-	// faults, 74 in this seed) damage n2's __transaction_state-0 log below
-	// its recovery point while n2 leads it as its last in-sync replica
-	// (node 1, the seed's damaged-at-rest node, is out of the ISR). By
-	// design (Partition.dropDamagedSegment) a damaged last in-sync
-	// replica keeps its segment and the partition stays offline for an
-	// operator's unclean election; the open fails at every retry and
-	// after the heal n2 reports an offline replica ((g)). The gap is that
-	// of latent misdirected writes on a live replica: nothing rebuilds
-	// such a replica from its followers' copies.
-	260,
-}
+var txnOpenSeeds = []uint64{}
 
 // txnOpenFailures is what each open seed's failure names.
-var txnOpenFailures = map[uint64]string{260: "(g) metrics: n2 reports kafka_server_replicamanager_offlinereplicacount"}
+var txnOpenFailures = map[uint64]string{}
 
 // txnSeedsInMakeTest is how many consecutive seeds `make test` runs, in
 // txnSeedChunks parallel subtests.
