@@ -68,6 +68,19 @@ type damageState struct {
 	marked bool
 }
 
+// ReportDamage takes the partition's damage path when err, from a read of
+// its log l by another component (a coordinator shard's load), shows l
+// damaged (log.DamagedSegment); it reports whether it did. An error from a
+// log the partition no longer holds is not reported.
+func (p *Partition) ReportDamage(l *log.Log, err error) bool {
+	from, ok := log.DamagedSegment(err)
+	if !ok || l == nil || p.l != l {
+		return false
+	}
+	p.damaged(from, err)
+	return true
+}
+
 // damaged takes the partition offline for damage in its log at the
 // segment based at from, found as err, and starts its way back.
 func (p *Partition) damaged(from int64, err error) {

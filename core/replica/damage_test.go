@@ -308,3 +308,29 @@ func errName(err error) string {
 	}
 	return err.Error()
 }
+
+// Another component reading a partition's log (a coordinator shard's load)
+// reports damage it meets: the partition takes the damage path only for
+// damage of the log it holds now, never for another error or a log it has
+// since reopened.
+func TestReportDamage(t *testing.T) {
+	var sent []*kmsg.AlterPartitionRequest
+	r := newAlterRig(t, 22, func(req *kmsg.AlterPartitionRequest, done func(kmsg.Response, error)) { sent = append(sent, req) })
+	r.createReplicated("t", topicID(1), []int32{1, 2, 3}, []int32{1, 2, 3}, 1, nil)
+	p := r.online("t", 0)
+	require.NoError(t, r.produce(p, batch(t, 2), 1).Err)
+	l := p.Log()
+	damage := &log.CorruptError{File: p.Dir() + "/00000000000000000000.log", Position: 0}
+
+	require.False(t, p.ReportDamage(l, errors.New("a record the shard refuses")))
+	require.False(t, p.ReportDamage(nil, damage), "not this partition's log")
+	require.True(t, p.Online())
+	require.Empty(t, sent)
+
+	require.True(t, p.ReportDamage(l, damage))
+	require.False(t, p.Online(), "offline at once")
+	require.Len(t, sent, 1)
+	require.Equal(t, leaderRecoveryRecovering, sent[0].Topics[0].Partitions[0].LeaderRecoveryState)
+	require.Empty(t, sent[0].Topics[0].Partitions[0].NewISR)
+	require.False(t, p.ReportDamage(l, damage), "the log is closed")
+}
