@@ -65,14 +65,26 @@ func DamagedSegment(err error) (base int64, ok bool) {
 // again with stable reads, so that a bit flipped by one read is not taken
 // for damage. It returns nil for an empty region, else the first damage
 // found (DamagedSegment reports its segment) or another I/O error.
-func (r *ReadResult) Verify() error {
+//
+// scratch is the caller's buffer for the read (a broker keeps one, not a
+// log: a log per partition would each keep a region's worth); Verify
+// returns it, grown to the region if it was smaller, for the next call.
+func (r *ReadResult) Verify(scratch []byte) ([]byte, error) {
 	if r.Size == 0 || r.File == nil {
-		return nil
+		return scratch, nil
 	}
-	buf := make([]byte, r.Size) // at most a fetch's partition bytes; not kept per log
+	if int64(cap(scratch)) < r.Size {
+		scratch = make([]byte, r.Size)
+	}
+	buf := scratch[:r.Size]
 	if err := readFull(r.File, buf, r.Position); err == nil && verifyRegion(buf, r.FirstOffset) == nil {
-		return nil
+		return scratch, nil
 	}
+	return scratch, r.scan()
+}
+
+// scan checks the region with stable reads (Verify's second look).
+func (r *ReadResult) scan() error {
 	sc := newScanner(r.File, r.Position, r.Position+r.Size)
 	next := r.FirstOffset
 	for {

@@ -40,6 +40,12 @@ import (
 //     longest log, which holds every committed record any of them held,
 //     leads; no unclean election.
 //
+// A damaged leader that is the ISR's last member, with no eligible or
+// last known eligible replica, first asks for a follower it knew caught up
+// with its high watermark to join the ISR (handOffFirst): that follower
+// holds every committed record, and giving up the places then hands it
+// the leadership.
+//
 // A replica counts while it is in the ELR, or in the ISR but as a last
 // member listed in the LastKnownELR with another member that is still a
 // replica (the recovery then compares logs). A last member listed alone
@@ -66,6 +72,12 @@ type damageState struct {
 	// marked is set once the damage marker is written: the reopen drops
 	// the range.
 	marked bool
+	// successors are the followers a damaged leader, the ISR's last
+	// member, knew to hold every committed record when it found the
+	// damage (caughtUpFollowers); tried is set once it asked the
+	// controller to add the first to the ISR (handOffFirst).
+	successors []int32
+	tried      bool
 }
 
 // ReportDamage takes the partition's damage path when err, from a read of
@@ -91,7 +103,7 @@ func (p *Partition) damaged(from int64, err error) {
 	if d := p.damage; d != nil && !d.marked {
 		d.from = min(d.from, from)
 	} else {
-		p.damage = &damageState{from: from, err: err, fence: -1}
+		p.damage = &damageState{from: from, err: err, fence: -1, successors: p.caughtUpFollowers()}
 	}
 	p.log.Error("DAMAGED partition log found while running: it goes offline, gives up its places through the controller, then drops the damaged segment and everything after it and fetches them again",
 		"from_offset", from, "err", err)
@@ -126,8 +138,75 @@ func (p *Partition) resolveDamage() {
 		}
 	}
 	if d.fence < 0 {
+		if p.handOffFirst(d) {
+			return
+		}
 		p.giveUpPlaces(d)
 	}
+}
+
+// caughtUpFollowers returns the followers whose last fetch in this
+// leadership reached the high watermark and this leadership's first
+// offset (maybeExpandISR's rule): they hold every committed record. For a
+// leader whose log is still open, before it closes for damage.
+func (p *Partition) caughtUpFollowers() []int32 {
+	if !p.leads() || p.l == nil || p.state != stateOnline {
+		return nil
+	}
+	var out []int32
+	for _, f := range p.followers {
+		if f.logEnd >= 0 && f.logEnd >= p.l.HighWatermark() && f.logEnd >= p.leaderEpochStart() &&
+			slices.Contains(p.replicas, f.id) && !slices.Contains(p.isr, f.id) {
+			out = append(out, f.id)
+		}
+	}
+	return out
+}
+
+// handOffFirst covers a damaged leader that is the ISR's last member with
+// no other replica the controller knows to hold the committed records
+// (no ELR, no LastKnownELR peer), while a follower had caught up with its
+// high watermark (its ISR expansion may even have been in flight: the
+// request giving up this replica's places would fence it). It first asks
+// the controller to add that follower to the ISR, with the usual ISR
+// change, so that giving up its places then hands the leadership to a
+// replica holding every committed record rather than waiting for an
+// operator. It reports whether it sent that request; refused, it is not
+// asked again.
+func (p *Partition) handOffFirst(d *damageState) bool {
+	self := p.m.cfg.NodeID
+	if d.tried || len(d.successors) == 0 || !p.leads() || len(p.isr) != 1 || p.isr[0] != self || len(p.elr) > 0 ||
+		slices.ContainsFunc(p.lastKnownELR, func(r int32) bool { return r != self && slices.Contains(p.replicas, r) }) ||
+		p.m.cfg.AlterPartition == nil || !p.m.serving || p.m.cfg.BrokerEpoch == nil || p.m.cfg.BrokerEpoch() < 0 {
+		return false
+	}
+	isr := []int32{self, d.successors[0]}
+	slices.Sort(isr)
+	req := kmsg.NewPtrAlterPartitionRequest()
+	req.Version = 2
+	req.BrokerID, req.BrokerEpoch = self, p.m.cfg.BrokerEpoch()
+	rt := kmsg.NewAlterPartitionRequestTopic()
+	rt.TopicID = p.topicID
+	rp := kmsg.NewAlterPartitionRequestTopicPartition()
+	rp.Partition, rp.LeaderEpoch, rp.PartitionEpoch, rp.NewISR = p.id, p.leaderEpoch, p.partitionEpoch, isr
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	d.asking, d.tried = true, true
+	p.log.Warn("damaged log: adding a follower that holds every committed record to the ISR before giving up this replica's places",
+		"follower", d.successors[0], "isr", p.isr, "new_isr", isr)
+	if sent := p.m.cfg.AlterPartitionSent; sent != nil {
+		defer sent(p.topic, p.id)
+	}
+	p.m.cfg.AlterPartition(req, func(kmsg.Response, error) {
+		if p.damage != d {
+			return
+		}
+		// Accepted or not, the controller has decided it when it
+		// answers: giving up the places comes next, on its image.
+		d.asking = false
+		p.resolveDamage()
+	})
+	return true
 }
 
 // mayDropDamage reports whether the image lets this replica drop records:

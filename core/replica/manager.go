@@ -50,6 +50,9 @@ type Manager struct {
 	openQueue []*Partition
 
 	metrics *managerMetrics
+	// verifyBuf is the scratch space a leader reads a replica fetch's
+	// region into to check it (ReplicaFetch), one per broker.
+	verifyBuf []byte
 }
 
 // NewManager returns a manager with no partitions; Apply gives it some.

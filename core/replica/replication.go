@@ -206,7 +206,7 @@ func (p *Partition) ReplicaFetch(replica int32, fetchOffset int64, lastFetchedEp
 		// What a follower copies must be what the producers wrote: a
 		// damaged batch sent would be refused there for ever, and this
 		// leader would never learn of the damage (damage.go).
-		if err = read.Verify(); err != nil {
+		if p.m.verifyBuf, err = read.Verify(p.m.verifyBuf); err != nil {
 			read.Release()
 		}
 	}

@@ -95,6 +95,21 @@ var txnRegressionSeeds = []uint64{
 	// drops the segment, and its recovery hands the leadership to n1's
 	// longer log.
 	260,
+	// Found by the first sweep with latent sector errors on the damaged
+	// node's partition .log files (issue 22), a core bug: a page of
+	// __transaction_state-1 became unreadable on n3, and the transaction
+	// shard's load, which reads the log itself, met it and retried every
+	// second for ever; the partition never learned of the damage, so the
+	// coordinator stayed loading and tp3's transaction never ended ((s);
+	// 102 the same, ListTransactions unanswered). A shard's load now
+	// reports damage to its partition (Partition.ReportDamage).
+	49, 102,
+	// Same sweep, a harness bug: a controller strike (during the damaged
+	// replica's AlterPartition) killed n3 before the txn topics were
+	// created, CreateTopics answered INVALID_REPLICATION_FACTOR (two
+	// active brokers for three replicas) and the txn setup gave up ("failed
+	// for good"); it now asks again, as the log admin does.
+	135,
 }
 
 func runTxnSeed(t *testing.T, seed uint64) *logHarness {
