@@ -89,3 +89,29 @@ func TestVerifyFindsDamageInARegion(t *testing.T) {
 	require.True(t, ok)
 	require.Equal(t, other.BaseOffset, base)
 }
+
+// A damage marker at the first segment's base (core/replica drops a
+// damaged segment so) empties the log without reading it: a page of it the
+// disk cannot read must not stop the open that drops it.
+func TestDamageMarkerAtTheBaseOpensUnread(t *testing.T) {
+	r, _ := corruptionRig(t)
+	seg := fmt.Sprintf("%s/%020d.log", testDir, 0)
+	d := r.p.Disk()
+	d.DeclareSurvivable(func(n string) bool { return strings.HasSuffix(n, ".log") })
+	f, err := r.e.Disk().Open(seg, false)
+	require.NoError(t, err)
+	d.SetFaults(sim.DiskFaults{LatentErrorProbability: 1})
+	_, err = f.ReadAt(make([]byte, 100), 0)
+	d.SetFaults(sim.DiskFaults{})
+	require.ErrorIs(t, err, env.ErrIO, "page 0 is unreadable now")
+	require.NoError(t, f.Close())
+
+	require.NoError(t, log.MarkDamaged(r.e, testDir, 0))
+	r.open()
+	require.Equal(t, int64(0), r.l.LogStartOffset())
+	require.Equal(t, int64(0), r.l.LogEndOffset(), "everything from the marker is dropped")
+	_, err = r.l.Append(build(batchSpec{records: 1, valueSize: 10, timestamp: 1, seed: 1}), 0)
+	require.NoError(t, err)
+	require.NoError(t, r.flush())
+	require.Len(t, readAll(t, r.l), 1, "the truncated file reads again")
+}

@@ -150,25 +150,6 @@ func (l *Log) recover() error {
 		if err := l.distrustFrom(trusted); err != nil {
 			return err
 		}
-		if l.segs[0].base >= trusted {
-			// Every segment is distrusted (a damage marker at the first
-			// one's base: core/replica drops a damaged segment so): delete
-			// them all unread, since a page of them the disk cannot read
-			// must not stop the open, and start over empty.
-			if err := l.removeSegments(l.segs, "beyond the failed log's durable offset"); err != nil {
-				return err
-			}
-			l.segs = nil
-			start := trusted
-			if hasCkpt {
-				start = max(start, ckpt.logStartOffset)
-			}
-			if err := l.recoverEmpty(checkpoint{logStartOffset: start, recoveryPoint: ckpt.recoveryPoint}, true); err != nil {
-				return err
-			}
-			l.cleanerTruncated(start)
-			return nil
-		}
 		if recoveryPoint > trusted {
 			l.logger.Warn("lowering the recovery point to the failed log's durable offset",
 				"recoveryPoint", recoveryPoint, "durableOffset", trusted)
@@ -693,7 +674,10 @@ func (l *Log) recoverSegment(s *segment, recoveryPoint int64, first bool, limit 
 	}
 	sc := newScanner(f, start, fileSize)
 	torn := false
-	for {
+	// A failure marker at this segment's base keeps none of it: it is cut
+	// unread, so that a page of it the disk cannot read does not stop the
+	// open (core/replica drops damage so).
+	for limit > s.base {
 		batch, pos, err := sc.next()
 		if errors.Is(err, io.EOF) {
 			break
@@ -863,6 +847,13 @@ func (l *Log) checkEpochs(recoveryPoint int64, k int) (int64, error) {
 func (l *Log) epochMatches(e epochEntry, first bool, recoveryPoint int64, k int) (bool, error) {
 	if first {
 		e.startOffset = max(e.startOffset, l.segs[0].base)
+		if e.startOffset >= recoveryPoint {
+			// Nothing durable to compare it with (a failure marker at
+			// the first segment's base lowered the recovery point there):
+			// reading the segment could only meet a page the open must
+			// not need.
+			return true, nil
+		}
 	}
 	i := l.segmentFor(e.startOffset)
 	s := l.segs[i]
