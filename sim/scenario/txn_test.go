@@ -138,6 +138,16 @@ var txnRegressionSeeds = []uint64{
 	// hold the committed records, so by design the partition waited for
 	// an operator ((g) after the heal).
 	65, 106,
+	// Open until issue 22's damaged-replica path merged (both pass since;
+	// the traces moved with it, so they pin the shapes no longer):
+	// 6, misdirected writes damaging n3's __transaction_state-1 below its
+	// recovery point while in sync, which kept the partition offline ((g));
+	// 172, a replica whose log failed while it was the only in-sync
+	// replica restarted, cut its log to the failed log's durable offset
+	// and was elected with it, and the others truncated committed records
+	// to it ((a)). `git checkout 6fcb144 && make sim SCENARIO=txn SEED=172`
+	// shows the second.
+	6, 172,
 }
 
 func runTxnSeed(t *testing.T, seed uint64) *logHarness {
@@ -153,33 +163,10 @@ func TestTxnRegressionSeeds(t *testing.T) {
 
 // txnOpenSeeds fail on a bug found and not fixed yet; TestTxnSeeds
 // skips them (and says so), TestTxnOpenSeedsStillFail keeps them honest.
-var txnOpenSeeds = []uint64{
-	// The gap of issue 22, finding 9 (damage on a live replica), reached
-	// when the hostile peer came to this seed (its requests shift the
-	// timings; the fault mix is the same): misdirected writes damage n3's
-	// __transaction_state-1 below its recovery point while it is an
-	// in-sync replica; the open keeps failing ("DAMAGED partition log
-	// found at open, in an in-sync replica: not dropping it") and after
-	// the heal n3 reports an offline replica. Without the hostile peer
-	// the seed passes.
-	6,
-	// Found when the pipelined ETL workers changed the traces (it fails
-	// with or without their fix), not fixed: n3's events-0 failed (a
-	// .damaged marker, durable offset 0) while n3 was the partition's
-	// only in-sync replica; restarted, n3 dropped its log to the durable
-	// offset, was elected in leader epoch 8 with an empty log, and the
-	// two other replicas truncated 249 and 448 records to it: committed
-	// records lost ((a) durability). A replica whose log failed must not
-	// lead with what it dropped while another holds the committed data
-	// (issue 22, finding 9: damage on a live replica).
-	172,
-}
+var txnOpenSeeds = []uint64{}
 
 // txnOpenFailures is what each open seed's failure names.
-var txnOpenFailures = map[uint64]string{
-	6:   "(g) metrics: n3 reports kafka_server_replicamanager_offlinereplicacount",
-	172: "fetch of events-0 at offset 249 is out of range, below high watermark 249 it was told: committed records were lost",
-}
+var txnOpenFailures = map[uint64]string{}
 
 // txnSeedsInMakeTest is how many consecutive seeds `make test` runs, in
 // txnSeedChunks parallel subtests.
@@ -299,14 +286,14 @@ func TestTxnDuplicateCheckFires(t *testing.T) {
 func TestTxnETLCheckFires(t *testing.T) {
 	bugs := logBugs{replicas: replicatedRF, txn: true, damageLogs: true, txnOffsetsDefaultISR: true}
 	found := 0
-	for seed := uint64(20); seed <= 40 && found == 0; seed++ {
+	for seed := uint64(1); seed <= 20 && found == 0; seed++ {
 		sum, _ := runLog(Options{Seed: seed}, bugs)
 		if sum.Err != nil && strings.Contains(sum.Err.Error(), "(t) ETL exactly-once") {
 			t.Logf("seed %d: %v", seed, sum.Err)
 			found++
 		}
 	}
-	require.NotZero(t, found, "no seed of 20..40 failed (t) with __consumer_offsets at min.insync.replicas 1")
+	require.NotZero(t, found, "no seed of 1..20 failed (t) with __consumer_offsets at min.insync.replicas 1")
 }
 
 // TestTxnCycleCheckFires: a graph with a wr edge reversed has a cycle,
