@@ -1094,6 +1094,7 @@ func (hc *hostileClient) sendSlow() {
 			})
 			return
 		}
+		hc.seq++ // the dial answered later: other attacks numbered values meanwhile
 		req, _, record := hc.rawProduce(t, -1, hc.validValues(1+hc.r.IntN(4), 256+hc.r.IntN(6<<10), true))
 		c.send(req, nil, func(resp kmsg.Response) {
 			if resp != nil {
