@@ -50,6 +50,12 @@ const (
 	defaultConnectTimeout   = 10 * time.Second       // Kafka's socket.connection.setup.timeout.ms
 	defaultMaxFrameBytes    = 100 << 20              // Kafka's socket.request.max.bytes
 
+	// The production transport's progress rule for a request frame that
+	// has begun to arrive (node.DefaultFrameReadTimeout,
+	// node.DefaultFrameMinBytesPerSec).
+	defaultFrameReadTimeout    = 20 * time.Second
+	defaultFrameMinBytesPerSec = 1024
+
 	// tcpRTOMin is the first retransmission timeout of data nobody
 	// acknowledges (Linux's TCP_RTO_MIN); it doubles after each attempt.
 	tcpRTOMin = 200 * time.Millisecond
@@ -100,6 +106,16 @@ type NetConfig struct {
 	// MaxFrameBytes is the largest frame a receiver accepts; a larger one
 	// closes the conn with ErrFrameTooLarge. Default 100 MiB.
 	MaxFrameBytes int
+	// FrameReadTimeout and FrameMinBytesPerSec are the production
+	// transport's progress rule for a request frame that has begun to
+	// arrive on an accepted conn (node.NetConfig's fields of the same
+	// names): it must gain FrameMinBytesPerSec x FrameReadTimeout bytes,
+	// or its rest, in every FrameReadTimeout, or the receiver closes the
+	// conn. Only a frame on a link with BytesPerSecond set arrives over
+	// time (a partly received frame, env.FrameReceiver); every other
+	// frame arrives whole. Defaults 20 s and 1024 B/s, the node's.
+	FrameReadTimeout    time.Duration
+	FrameMinBytesPerSec int
 }
 
 // DefaultNetConfig is the configuration a new simulator starts with.
@@ -114,6 +130,9 @@ func DefaultNetConfig() NetConfig {
 		TransportTimeout: defaultTransportTimeout,
 		ConnectTimeout:   defaultConnectTimeout,
 		MaxFrameBytes:    defaultMaxFrameBytes,
+
+		FrameReadTimeout:    defaultFrameReadTimeout,
+		FrameMinBytesPerSec: defaultFrameMinBytesPerSec,
 	}
 }
 
@@ -130,13 +149,14 @@ type NetStats struct {
 	Closes            uint64 // conn ends closed locally (Close)
 	Resets            uint64 // conn ends ended with an error (reset, timeout, too large)
 	TransportTimeouts uint64 // conns reset because a frame was held too long
+	SlowFrames        uint64 // conns closed by the receiver: a frame arrived slower than the progress rule
 }
 
 // String formats the counters on one line for the summary.
 func (st NetStats) String() string {
-	return fmt.Sprintf("dials=%d refused=%d dial-timeouts=%d conns=%d frames sent=%d delivered=%d dropped=%d bytes=%d closes=%d resets=%d transport-timeouts=%d",
+	return fmt.Sprintf("dials=%d refused=%d dial-timeouts=%d conns=%d frames sent=%d delivered=%d dropped=%d bytes=%d closes=%d resets=%d transport-timeouts=%d slow-frames=%d",
 		st.Dials, st.DialsRefused, st.DialTimeouts, st.ConnsOpened, st.FramesSent, st.FramesDelivered,
-		st.FramesDropped, st.BytesDelivered, st.Closes, st.Resets, st.TransportTimeouts)
+		st.FramesDropped, st.BytesDelivered, st.Closes, st.Resets, st.TransportTimeouts, st.SlowFrames)
 }
 
 // Network is the simulated network all processes share: hosts are process
@@ -185,6 +205,12 @@ func (n *Network) Configure(cfg NetConfig) {
 	}
 	if cfg.MaxFrameBytes <= 0 {
 		cfg.MaxFrameBytes = def.MaxFrameBytes
+	}
+	if cfg.FrameReadTimeout <= 0 {
+		cfg.FrameReadTimeout = def.FrameReadTimeout
+	}
+	if cfg.FrameMinBytesPerSec <= 0 {
+		cfg.FrameMinBytesPerSec = def.FrameMinBytesPerSec
 	}
 	n.cfg = cfg
 	n.link = cfg.Link

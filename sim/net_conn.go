@@ -20,6 +20,7 @@ var (
 	errPeerCrashed   = fmt.Errorf("sim/net: connection reset, the peer's process died: %w", env.ErrConnReset)
 	errPeerRebooted  = fmt.Errorf("sim/net: connection reset, the peer's machine restarted and no longer knows the connection: %w", env.ErrConnReset)
 	errFaultReset    = fmt.Errorf("sim/net: connection reset by a network fault: %w", env.ErrConnReset)
+	errFrameTooSlow  = fmt.Errorf("sim/net: a request frame arrived slower than the transport's progress rule: %w", env.ErrConnReset)
 )
 
 // netEndpoint is env.Net for one incarnation of a process.
@@ -192,7 +193,7 @@ func (ep *netEndpoint) handshake(dst *host, port int, addr string, fwd, back *li
 	n.stats.ConnsOpened++
 	localAddr := joinAddr(ep.h.name, ep.h.allocPort())
 	client := &connEnd{n: n, h: ep.h, proc: ep.p, local: localAddr, remote: l.addr}
-	server := &connEnd{n: n, h: dst, proc: dst.proc, local: l.addr, remote: localAddr}
+	server := &connEnd{n: n, h: dst, proc: dst.proc, local: l.addr, remote: localAddr, accepted: true}
 	client.peer, server.peer = server, client
 	client.in = newPipe(back, client, l.addr+">"+localAddr)
 	server.in = newPipe(fwd, server, localAddr+">"+l.addr)
@@ -262,6 +263,9 @@ type connEnd struct {
 
 	onFrame func([]byte)
 	onClose func(error)
+	// accepted: this end is a listener's (the production transport's
+	// progress rule applies to the frames it receives).
+	accepted bool
 
 	// halfOpen: the peer's machine lost power (connEnd.vanish). Nothing
 	// more arrives; what this end sends is never acknowledged (unacked
@@ -280,12 +284,28 @@ type connEnd struct {
 	hostIdx  int   // position in h.ends, -1 once removed
 }
 
-var _ env.Conn = (*connEnd)(nil)
+var (
+	_ env.Conn          = (*connEnd)(nil)
+	_ env.FrameReceiver = (*connEnd)(nil)
+)
 
 func (e *connEnd) OnFrame(f func([]byte)) { e.onFrame = f }
 func (e *connEnd) OnClose(f func(error))  { e.onClose = f }
 func (e *connEnd) LocalAddr() string      { return e.local }
 func (e *connEnd) RemoteAddr() string     { return e.remote }
+
+// ReceivingFrame implements env.FrameReceiver: part of a frame has
+// arrived and the rest has not. Only a frame on a link with a bandwidth
+// (LinkConfig.BytesPerSecond) arrives over time, from the start of its
+// transmission to its due time; every other frame arrives whole.
+func (e *connEnd) ReceivingFrame() bool {
+	if e.ended || !e.in.pending() {
+		return false
+	}
+	it := &e.in.queue[e.in.head]
+	now := e.n.sim.now
+	return it.kind == itemFrame && it.tx > 0 && it.txStart <= now && now < it.due
+}
 
 // Buffered approximates "queued but not handed to the transport" by the
 // bytes this end sent that the peer has not received yet, including those on
@@ -527,6 +547,9 @@ type pipeItem struct {
 	due   time.Duration
 	kind  itemKind
 	err   error // for itemReset
+	// txStart is when the frame's transmission began and tx how long it
+	// took (zero on a link without a bandwidth: the frame arrives whole).
+	txStart, tx time.Duration
 }
 
 // pipe is one direction of a conn: a FIFO of items toward recv.
@@ -537,6 +560,10 @@ type pipe struct {
 	queue []pipeItem
 	head  int // queue[head:] is pending
 	bytes int // frame bytes pending
+	// enqueued and taken count the items enqueued and those that left
+	// the queue (delivered or dropped), so that an item can be named by
+	// its number.
+	enqueued, taken uint64
 
 	lastDue time.Duration // due time of the last item enqueued
 	txFree  time.Duration // when the direction finishes transmitting (bandwidth)
@@ -562,12 +589,17 @@ func (pp *pipe) pending() bool { return pp.head < len(pp.queue) }
 func (pp *pipe) enqueue(it pipeItem) {
 	now := pp.n.sim.now
 	start := max(now, pp.txFree)
-	pp.txFree = start + pp.link.transmitTime(len(it.frame))
+	it.txStart, it.tx = start, pp.link.transmitTime(len(it.frame))
+	pp.txFree = start + it.tx
 	it.due = max(pp.txFree+pp.link.latency(), pp.lastDue)
 	pp.lastDue = it.due
 	wasEmpty := !pp.pending()
 	pp.queue = append(pp.queue, it)
 	pp.bytes += len(it.frame)
+	pp.enqueued++
+	if it.kind == itemFrame && it.tx > 0 {
+		pp.watchProgress(it, pp.enqueued)
+	}
 	if wasEmpty {
 		pp.arm(it.due)
 		if pp.recv.h.frozenUntil > now {
@@ -586,9 +618,38 @@ func (pp *pipe) drop() {
 		}
 		pp.queue[i] = pipeItem{}
 	}
+	pp.taken += uint64(len(pp.queue) - pp.head)
 	pp.queue = pp.queue[:0]
 	pp.head = 0
 	pp.bytes = 0
+}
+
+// watchProgress applies the production transport's progress rule
+// (NetConfig.FrameReadTimeout, FrameMinBytesPerSec) to frame number seq
+// of this pipe, which arrives over time, toward an accepted conn's end
+// (the node applies the rule to requests, not to responses). Its bytes
+// arrive at a constant rate from its transmission's start, so the rule
+// fails in the first window or never: when the frame takes longer than
+// the window and arrives slower than the minimum rate, the receiver
+// closes the conn at the window's end, unless the frame left the queue
+// before.
+func (pp *pipe) watchProgress(it pipeItem, seq uint64) {
+	n := pp.n
+	if !pp.recv.accepted {
+		return
+	}
+	window, minRate := n.cfg.FrameReadTimeout, int64(n.cfg.FrameMinBytesPerSec)
+	if it.tx <= window || int64(len(it.frame))*int64(time.Second) >= minRate*int64(it.tx) {
+		return
+	}
+	r := pp.recv
+	n.sim.schedule(r.proc, it.txStart+window-n.sim.now, "net:slow-frame "+pp.route, func() {
+		if r.ended || pp.taken >= seq {
+			return
+		}
+		n.stats.SlowFrames++
+		r.abort(fmt.Errorf("%w: %s: %d bytes in %v", errFrameTooSlow, r.local, len(it.frame), it.tx), true, errPeerReset)
+	})
 }
 
 // arm makes sure the pump runs at or before at. A pump that runs early just
@@ -635,6 +696,7 @@ func (pp *pipe) pump() {
 	pp.stalledSince = -1
 	pp.queue[pp.head] = pipeItem{}
 	pp.head++
+	pp.taken++
 	pp.bytes -= len(it.frame)
 	if !pp.pending() {
 		pp.queue = pp.queue[:0]

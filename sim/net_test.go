@@ -17,6 +17,7 @@ import (
 type endLog struct {
 	conn    env.Conn
 	frames  []uint64 // sequence numbers, in arrival order
+	at      []time.Duration
 	closes  int
 	err     error
 	closeAt time.Duration
@@ -29,6 +30,7 @@ func track(s *Sim, c env.Conn) *endLog {
 			panic("frame delivered after OnClose")
 		}
 		l.frames = append(l.frames, binary.BigEndian.Uint64(f))
+		l.at = append(l.at, s.Now())
 	})
 	c.OnClose(func(err error) {
 		if l.closes > 0 {
@@ -710,6 +712,65 @@ func TestNetBandwidth(t *testing.T) {
 	pr.sEnd.conn.OnFrame(func([]byte) { at = pr.s.Now() })
 	pr.run(t, 2*time.Second)
 	require.Equal(t, start+time.Second+time.Millisecond, at, "1 MiB at 1 MiB/s plus the latency")
+}
+
+// TestNetSlowFrameArrivesOverTime: on a link with a bandwidth a frame
+// is partly received from the start of its transmission to its due time
+// (env.FrameReceiver, which an idle timeout consults), on the receiving
+// end only.
+func TestNetSlowFrameArrivesOverTime(t *testing.T) {
+	pr := newPair(t, 21, nil)
+	pr.s.Network().SetLinkLatency("cli", "srv", LinkConfig{Latency: time.Millisecond, BytesPerSecond: 2048})
+	srv, cli := pr.sEnd.conn.(env.FrameReceiver), pr.cEnd.conn.(env.FrameReceiver)
+	require.False(t, srv.ReceivingFrame())
+	start := pr.s.Now()
+	require.NoError(t, pr.cEnd.conn.Send(make([]byte, 8192))) // 4 s at 2 KiB/s: within the progress rule
+	pr.run(t, 2*time.Second)
+	require.True(t, srv.ReceivingFrame(), "half of the frame arrived")
+	require.False(t, cli.ReceivingFrame())
+	require.Empty(t, pr.sEnd.frames)
+	pr.run(t, 2*time.Second+2*time.Millisecond)
+	require.Len(t, pr.sEnd.frames, 1)
+	require.Equal(t, start+4*time.Second+time.Millisecond, pr.sEnd.at[0])
+	require.False(t, srv.ReceivingFrame())
+	require.Zero(t, pr.sEnd.closes+pr.cEnd.closes)
+}
+
+// TestNetSlowFrameBreaksTheProgressRule: a request frame that arrives
+// slower than FrameMinBytesPerSec for longer than FrameReadTimeout closes
+// the conn at the window's end (the node's transport rule); a response
+// frame as slow toward the dialer is only slow.
+func TestNetSlowFrameBreaksTheProgressRule(t *testing.T) {
+	cfg := DefaultNetConfig()
+	cfg.FrameReadTimeout = 2 * time.Second
+	pr := newPair(t, 22, &cfg)
+	net := pr.s.Network()
+	net.SetLinkLatency("cli", "srv", LinkConfig{Latency: time.Millisecond, BytesPerSecond: 512})
+	start := pr.s.Now()
+	require.NoError(t, pr.cEnd.conn.Send(make([]byte, 4096))) // 8 s toward the listener: 1 KiB in 2 s
+	pr.run(t, 3*time.Second)
+	require.Equal(t, 1, pr.sEnd.closes)
+	require.ErrorIs(t, pr.sEnd.err, env.ErrConnReset)
+	require.Contains(t, pr.sEnd.err.Error(), "progress rule")
+	require.Equal(t, start+2*time.Second, pr.sEnd.closeAt)
+	require.Empty(t, pr.sEnd.frames)
+	require.Equal(t, 1, pr.cEnd.closes, "the dialer is reset")
+	require.Equal(t, uint64(1), net.Stats().SlowFrames)
+
+	// A frame within the rule (4 KiB at 1 KiB/s in windows of 2 s), one
+	// that finishes within the first window, and a response as slow as
+	// the refused request (toward the dialer) pass.
+	pr2 := newPair(t, 23, &cfg)
+	pr2.s.Network().SetLinkLatency("cli", "srv", LinkConfig{Latency: time.Millisecond, BytesPerSecond: 1024})
+	pr2.s.Network().SetLinkLatency("srv", "cli", LinkConfig{Latency: time.Millisecond, BytesPerSecond: 512})
+	require.NoError(t, pr2.cEnd.conn.Send(make([]byte, 4096)))
+	require.NoError(t, pr2.cEnd.conn.Send(make([]byte, 1024)))
+	require.NoError(t, pr2.sEnd.conn.Send(make([]byte, 4096)))
+	pr2.run(t, 9*time.Second)
+	require.Len(t, pr2.sEnd.frames, 2)
+	require.Len(t, pr2.cEnd.frames, 1)
+	require.Zero(t, pr2.sEnd.closes+pr2.cEnd.closes)
+	require.Zero(t, pr2.s.Network().Stats().SlowFrames)
 }
 
 // TestNetOnCloseExactlyOnce drives one conn through a random mix of

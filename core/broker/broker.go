@@ -129,6 +129,11 @@ func (b *Broker) AdvertisedPort() int32 { return b.cfg.AdvertisedPort }
 // Table is the protocol table the broker serves.
 func (b *Broker) Table() protocol.Table { return b.table }
 
+// ConnectionsFrom is the number of client connections open from host
+// (a remote address without its port), as max.connections.per.ip counts
+// them.
+func (b *Broker) ConnectionsFrom(host string) int { return b.guard.OpenFrom(host) }
+
 // Close stops accepting connections and closes every open one, in the order
 // they were accepted. It is idempotent.
 func (b *Broker) Close() {

@@ -67,6 +67,32 @@ func TestIdleConnectionsAreClosed(t *testing.T) {
 	require.Zero(t, b.guard.Open())
 }
 
+// TestUnreadResponsesDoNotHoldAConnection: response bytes that wait for
+// a client that stopped reading keep a connection open only while they
+// move; bytes that sit for connections.max.idle.ms are a client that
+// stopped reading, and its connection closes as Kafka's does (found by
+// the simulator's hostile client, log seed 6: connections that paused
+// their reading held their slots and their answers for ever).
+func TestUnreadResponsesDoNotHoldAConnection(t *testing.T) {
+	md := &fakeMetadata{img: meta.Empty()}
+	_, e := newTestBroker(t, func(c *Config) { c.Metadata = md; c.ConnectionsMaxIdle = time.Minute })
+	stuck, draining := e.net.connect(), e.net.connect()
+	for _, c := range []*fakeConn{stuck, draining} {
+		c.deliver(apiVersionsFrame(1))
+		require.Len(t, c.sent, 1)
+		c.buffered = 5000 // the answer, unread
+	}
+	for range 3 {
+		e.advance(40 * time.Second)
+		draining.buffered -= 1000 // a slow reader, reading
+	}
+	require.True(t, stuck.closed, "its answer sat unread for a minute")
+	require.False(t, draining.closed, "its answer is leaving")
+	draining.buffered = 0
+	e.advance(2 * time.Minute)
+	require.True(t, draining.closed, "idle once its answer left")
+}
+
 // TestMaxConnectionsPerIP: max.connections.per.ip bounds each client
 // address, max.connections.per.ip.overrides gives hosts their own bound,
 // and a closed connection frees its slot.

@@ -94,6 +94,10 @@ func (g *Guard) MaxIdle() time.Duration { return g.cfg.MaxIdle }
 // Open is the number of admitted connections not yet released.
 func (g *Guard) Open() int { return g.open }
 
+// OpenFrom is the number of admitted connections from host (RemoteAddr
+// without its port) not yet released.
+func (g *Guard) OpenFrom(host string) int { return g.byHost[host] }
+
 // Admit counts a new connection from remote ("host:port") and reports
 // true, or logs why it is refused and reports false: the caller then
 // closes it at once and never releases it.
@@ -155,10 +159,13 @@ type Idle struct {
 	conn   env.Conn
 	busy   func() bool
 	expire func()
-	// last is the instant (env.Monotonic) of the last touch.
-	last    time.Duration
-	timer   env.Timer
-	stopped bool
+	// last is the instant (env.Monotonic) of the last touch, and
+	// buffered the connection's unsent response bytes then or at the
+	// last look since (env.Conn.Buffered).
+	last     time.Duration
+	buffered int
+	timer    env.Timer
+	stopped  bool
 }
 
 // Watch starts the idle timer of an admitted connection: expire runs
@@ -171,7 +178,10 @@ func (g *Guard) Watch(conn env.Conn, busy func() bool, expire func()) *Idle {
 }
 
 // Touch records activity: a request received or a response sent.
-func (w *Idle) Touch() { w.last = w.g.e.Monotonic() }
+func (w *Idle) Touch() {
+	w.last = w.g.e.Monotonic()
+	w.buffered = w.conn.Buffered()
+}
 
 // Stop cancels the timer; the connection closed.
 func (w *Idle) Stop() {
@@ -205,9 +215,16 @@ func (w *Idle) fire() {
 	w.expire()
 }
 
-// active reports whether the connection is doing anything now.
+// active reports whether the connection is doing anything now: a
+// request in flight, response bytes leaving since the last look (bytes
+// that wait and do not move are a client that stopped reading: Kafka
+// closes it after connections.max.idle.ms too, since its socket shows no
+// progress), or a frame partly received.
 func (w *Idle) active() bool {
-	if w.busy() || w.conn.Buffered() > 0 {
+	buffered := w.conn.Buffered()
+	moving := buffered > 0 && buffered != w.buffered
+	w.buffered = buffered
+	if w.busy() || moving {
 		return true
 	}
 	r, ok := w.conn.(env.FrameReceiver)

@@ -13,12 +13,14 @@
 // function.
 //
 // A connection is idle when it has no request in flight (the owner's busy
-// function says so), no response bytes waiting for the socket
-// (env.Conn.Buffered) and no frame partly received (env.FrameReceiver,
-// where the transport has it), and the owner has not touched it, at a
-// request or a response, for MaxIdle. The timer is re-armed lazily: a
-// touch only records the instant, and the timer, when it fires early,
-// waits out the rest.
+// function says so), no response bytes leaving for the socket
+// (env.Conn.Buffered changing since the last look: response bytes that
+// wait and do not move are a client that stopped reading, which holds the
+// connection and the bytes for ever otherwise) and no frame partly
+// received (env.FrameReceiver, where the transport has it), and the owner
+// has not touched it, at a request or a response, for MaxIdle. The timer
+// is re-armed lazily: a touch only records the instant (and the bytes
+// waiting then), and the timer, when it fires early, waits out the rest.
 //
 // # What it must never do
 //

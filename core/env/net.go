@@ -98,8 +98,10 @@ type Conn interface {
 }
 
 // FrameReceiver is implemented by a Conn whose transport receives a
-// frame's bytes over time (the production TCP transport; the simulator
-// delivers frames whole and does not implement it). ReceivingFrame
+// frame's bytes over time (the production TCP transport; the simulator,
+// for frames on a link it gives a bandwidth, which it delivers whole once
+// their last byte is due, applying the node's progress rule meanwhile).
+// ReceivingFrame
 // reports whether part of a frame has arrived and the rest has not yet,
 // so that an idle timeout does not close a connection in the middle of a
 // slow upload: bytes are moving, as Kafka's connections.max.idle.ms

@@ -73,6 +73,12 @@ const (
 	// (core/txn), so an EndTxn of a finished transaction, delivered
 	// late, decides the producer's next one (KAFKA-17754).
 	TxnSkipEpochBump
+	// SkipRecordValidation: a leader appends a producer's batch after its
+	// header checks (CRC, counts, producer fields) without decompressing
+	// or parsing its records (core/replica), as Strata did on
+	// delete-policy topics before issue 22: garbage records, skipping
+	// offset deltas and decompression bombs are stored.
+	SkipRecordValidation
 )
 
 func (b Bug) String() string {
@@ -81,11 +87,11 @@ func (b Bug) String() string {
 		"follower-keeps-lost-tail", "group-stale-commit", "group-commit-before-write", "group-replay-drops-last-offset",
 		"group-stale-assignment", "group-heartbeat-keeps-no-session", "group-sync-before-write",
 		"txn-read-past-lso", "txn-aborted-not-listed", "txn-marker-retry-dropped",
-		"txn-skip-epoch-bump"}[b]
+		"txn-skip-epoch-bump", "skip-record-validation"}[b]
 }
 
 // Bugs lists every plantable bug (the planted-bug test's table must cover
 // each).
 var Bugs = []Bug{LogSkipFsync, AckBeforeFsync, AppendDuplicates, FetchSkipsAhead, AckBeforeISR, HighWatermarkFromLogEnd, LeaderOutsideISR, FollowerKeepsLostTail,
 	GroupStaleCommit, GroupCommitBeforeWrite, GroupReplayDropsLastOffset, GroupStaleAssignment, GroupHeartbeatKeepsNoSession,
-	GroupSyncBeforeWrite, TxnReadPastLSO, TxnAbortedNotListed, TxnMarkerRetryDropped, TxnSkipEpochBump}
+	GroupSyncBeforeWrite, TxnReadPastLSO, TxnAbortedNotListed, TxnMarkerRetryDropped, TxnSkipEpochBump, SkipRecordValidation}

@@ -664,6 +664,7 @@ func (g *groupRun) onFetch(m *groupMember, ev kclient.FetchEvent) {
 		if len(recs) > 0 {
 			st.pos = recs[len(recs)-1].Offset + 1
 		}
+		h.checkHostileRead(m.reader, p, recs)
 		hw := max(ev.HighWatermark, st.hw)
 		now := h.s.Now()
 		h.model.fetched(m.reader, p, ev.Offset, now-(m.e.Monotonic()-ev.Sent), now, recs)

@@ -80,6 +80,8 @@ const groupsSeedChunks = 4
 type groupsFigures struct {
 	gens, commits, refused, assignments, actions, struck, incremental, resets int
 	protocols                                                                 [3]int
+	// hostile sums the hostile client's runs.
+	hostile hostileTally
 }
 
 // TestGroupsSeeds runs seeds 1..groupsSeedsInMakeTest in parallel
@@ -96,6 +98,7 @@ func TestGroupsSeeds(t *testing.T) {
 				f := &figures[c]
 				for seed := uint64(1 + c); seed <= groupsSeedsInMakeTest; seed += groupsSeedChunks {
 					h := runGroupsSeed(t, seed)
+					f.hostile.add(h)
 					g := h.group
 					f.gens += len(g.owners)
 					f.commits += g.commitsAcked
@@ -122,6 +125,7 @@ func TestGroupsSeeds(t *testing.T) {
 		sum.gens, sum.commits, sum.refused = sum.gens+f.gens, sum.commits+f.commits, sum.refused+f.refused
 		sum.assignments, sum.actions, sum.struck = sum.assignments+f.assignments, sum.actions+f.actions, sum.struck+f.struck
 		sum.incremental += f.incremental
+		sum.hostile.merge(f.hostile)
 		sum.resets += f.resets
 		for i := range sum.protocols {
 			sum.protocols[i] += f.protocols[i]
@@ -132,6 +136,8 @@ func TestGroupsSeeds(t *testing.T) {
 	require.Positive(t, sum.struck, "no seed struck the coordinator")
 	require.Positive(t, sum.incremental, "no cooperative member gave up part of its assignment")
 	require.Positive(t, sum.resets, "no admin reset acknowledged")
+	require.Positive(t, sum.hostile.counts[hkInternal].refused, "no hostile batch to __consumer_offsets refused with INVALID_TOPIC_EXCEPTION")
+	t.Log(sum.hostile.String())
 	t.Logf("%d seeds (range %d, cooperative %d, upgrading %d): %d generations assigned, %d assignments, %d member actions, %d commits acknowledged, %d refused; %d cooperative revocations; %d partitions reset by the admin; %d seeds struck the coordinator",
 		groupsSeedsInMakeTest, sum.protocols[0], sum.protocols[1], sum.protocols[2], sum.gens, sum.assignments, sum.actions, sum.commits, sum.refused, sum.incremental, sum.resets, sum.struck)
 }

@@ -119,6 +119,10 @@ type logBugs struct {
 	// TxnOffsetCommit can be lost (check t). txnReverseEdge makes (u)'s
 	// graph hold, for its first wr edge T -> E, also E -> T (a cycle).
 	txnOffsetsDefaultISR, txnReverseEdge bool
+	// hostileBlind makes the hostile client judge no answer, so that
+	// only the readers can find a batch appended that had to be refused
+	// (check x's second half).
+	hostileBlind bool
 	// forgetResets makes the groups harness not tell (k) of the admin's
 	// offset resets: the members' next OffsetFetch then looks like a
 	// lost commit.
@@ -206,11 +210,12 @@ const (
 	logReplicas                 // waiting for the replicas to match (i)
 	logGroup                    // waiting for the group to settle (m)
 	logTxn                      // waiting for the transactions to settle (s)
+	logHostile                  // waiting for the hostile client's connections to close (x)
 	logDone
 )
 
 func (p logPhase) String() string {
-	return [...]string{"setup", "faults", "drain", "probe", "verify", "checking", "metrics", "replicas", "group", "txn", "done"}[p]
+	return [...]string{"setup", "faults", "drain", "probe", "verify", "checking", "metrics", "replicas", "group", "txn", "hostile", "done"}[p]
 }
 
 // runLog runs one seed of the log scenario with planted bugs and returns
@@ -301,6 +306,9 @@ func runLog(o Options, bugs logBugs) (sim.Summary, *logHarness) {
 	}
 	nemesis.Start(s, h.procs, mix, o.FaultPhase)
 	h.hostile = maybeStartHostilePeer(s, o, h.hostileConfig(healAt))
+	if h.hostilePlan != nil {
+		h.hostileClient = startHostileClient(h, healAt)
+	}
 	if h.swarm.clientFaults > 0 && !o.NoFaults {
 		h.scheduleClientFault(s.Rand("log/client-faults"), healAt)
 	}
@@ -384,6 +392,10 @@ type logHarness struct {
 	// hostile is the run's hostile peer (hostile.go), nil when the seed
 	// runs without.
 	hostile *hostilePeer
+	// hostilePlan and hostileClient are the run's hostile client
+	// (hostile_client.go), nil when the seed runs without.
+	hostilePlan   *hostilePlan
+	hostileClient *hostileClient
 	// reassigns (the replicated scenario, one seed in two) runs partition
 	// reassignments from the admin client (logAdmin.reassignTick), drawn
 	// from reassignRand.
@@ -445,6 +457,9 @@ type logHarness struct {
 func newLogHarness(s *sim.Sim, o Options, bugs logBugs) *logHarness {
 	h := &logHarness{s: s, o: o, bugs: bugs, swarm: drawLogSwarm(s, bugs), logDamage: -1,
 		probes: map[linearizability.LogPartition]int64{}}
+	// The hostile client in one seed in two, from its own stream; it
+	// sets the brokers' connection bounds, so it is drawn first.
+	h.hostilePlan = drawHostilePlan(s, o, bugs)
 	h.hist = linearizability.NewLogHistory(s.Now)
 	h.model = newLogModel()
 	if bugs.rf() > 1 {
@@ -481,6 +496,10 @@ func newLogHarness(s *sim.Sim, o Options, bugs logBugs) *logHarness {
 			BrokerListener: broker.Config{ListenAddr: h.names[i] + logBrokerPort, AdvertisedHost: h.names[i]},
 		}
 		scfg.Quorum.Controller.MaxReplicationFactor = bugs.rf()
+		if hp := h.hostilePlan; hp != nil {
+			scfg.BrokerListener.ConnectionsMaxIdle = hp.idle
+			scfg.BrokerListener.MaxConnectionsPerIPOverrides = map[string]int{hostileClientHost: hp.perIP, hostileSlowHost: hp.slowPerIP}
+		}
 		if bugs.groups {
 			scfg.BrokerListener.Groups.OffsetsPartitions = groupOffsetsPartitions
 			scfg.BrokerListener.Groups.Coordinator.MinSessionTimeout = groupMinSession
@@ -650,12 +669,12 @@ func (h *logHarness) advance() {
 		// (i) waits for the same deadline: a follower that was fenced
 		// until late may still be fetching its last batches.
 		if h.bugs.rf() == 1 {
-			h.phase = logDone
+			h.lastPhase()
 			break
 		}
 		if err := h.checkReplicas(); err == nil {
 			h.s.Trace("log:replicas identical")
-			h.phase = logDone
+			h.lastPhase()
 			if h.group != nil {
 				h.phase, h.phaseAt = logGroup, h.s.Now()
 			}
@@ -671,13 +690,29 @@ func (h *logHarness) advance() {
 			h.err = err
 		}
 		if err == nil || h.err != nil {
-			h.phase = logDone
+			h.lastPhase()
 		}
 	case logTxn:
 		// (s): the transactions settle within the same deadline.
 		if h.txn.settle() {
+			h.lastPhase()
+		}
+	case logHostile:
+		// (x): the hostile client's connections close within the same
+		// deadline.
+		if h.hostileClient.settle() {
+			h.s.Trace("log:hostile settled")
 			h.phase = logDone
 		}
+	}
+}
+
+// lastPhase ends the run's checks, but for the hostile client's (x) when
+// the seed runs it.
+func (h *logHarness) lastPhase() {
+	h.phase = logDone
+	if h.hostileClient != nil && h.err == nil {
+		h.phase, h.phaseAt = logHostile, h.s.Now()
 	}
 }
 
@@ -827,6 +862,9 @@ func (h *logHarness) finalCheckAtDeadline() error {
 	if h.phase == logTxn {
 		return fmt.Errorf("(s) txn liveness: the transactions did not settle %v after the heal: %s", h.o.HealPhase, h.txn.why)
 	}
+	if h.phase == logHostile {
+		return fmt.Errorf("(x) hostile input: %v after the heal: %s", h.o.HealPhase, h.hostileClient.why)
+	}
 	if h.phase != logVerify || h.verifier == nil {
 		return nil
 	}
@@ -856,6 +894,9 @@ func (h *logHarness) describe() string {
 	fmt.Fprintf(&b, " swarm={%s}", h.swarm)
 	if h.hostile != nil {
 		fmt.Fprintf(&b, " hostile={%s}", h.hostile)
+	}
+	if h.hostileClient != nil {
+		fmt.Fprintf(&b, " hostile-client={%s}", h.hostileClient)
 	}
 	fmt.Fprintf(&b, " records=%d acked=%d attempts=%d supervised=%d power-cycled=%v", h.hist.Records(), h.hist.Acked(), len(h.hist.Attempts()), h.supervised, h.powerCycled)
 	for _, p := range h.producers {

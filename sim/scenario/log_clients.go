@@ -587,6 +587,7 @@ func (lc *logConsumer) onFetch(ev kclient.FetchEvent) {
 		}
 		h.s.Trace(fmt.Sprintf("log:%s read %s session=%d %d..%d hw=%d", lc.name, p, ev.Session, first, last, ev.HighWatermark))
 		recs = lc.view(p, st, recs)
+		h.checkHostileRead(lc.name, p, recs)
 		hw := ev.HighWatermark
 		if h.bugs.rf() > 1 {
 			// A new leader's high watermark may lag the old one's until

@@ -70,6 +70,11 @@ var plantedBugs = []struct {
 	// of a finished transaction is accepted and decides the producer's
 	// next one (KAFKA-17754's shape).
 	{plant.TxnSkipEpochBump, "txn", 30, []string{"(v)"}},
+	// Issue 22: a leader that appends batches whose records were never
+	// parsed is found by the hostile client's (x): a malformed batch, a
+	// bomb or a corrupt one accepted, or a refused value read (the
+	// client runs in one seed in two).
+	{plant.SkipRecordValidation, "log", 20, []string{"(x)"}},
 }
 
 func TestPlantedBugTableIsComplete(t *testing.T) {
@@ -132,6 +137,26 @@ func plantedModelVerdict(scenario string, seed uint64) string {
 		return "no verdict: " + err.Error()
 	}
 	return res.String()
+}
+
+// TestPlantedSkipRecordValidationIsReadBack: with the hostile client
+// judging no answer, the batches a leader appends without parsing their
+// records are found by the readers: a value of a batch that had to be
+// refused read back (x), or records that do not parse (c).
+func TestPlantedSkipRecordValidationIsReadBack(t *testing.T) {
+	restore := plant.Set(plant.SkipRecordValidation)
+	defer restore()
+	for seed := uint64(1); seed <= 20; seed++ {
+		sum, _ := runLog(Options{Seed: seed}, logBugs{hostileBlind: true})
+		if sum.Err == nil {
+			continue
+		}
+		msg := sum.Err.Error()
+		require.True(t, strings.Contains(msg, "had to refuse") || strings.Contains(msg, "(c)"), "seed %d failed, but not by a read: %s", seed, msg)
+		t.Logf("found by log seed %d: %.300s", seed, msg)
+		return
+	}
+	t.Fatal("20 log seeds did not read back what the planted leader appended")
 }
 
 // TestPlantedKafka17754: the pinned KAFKA-17754 seed (TestTxnKafka17754)

@@ -134,8 +134,10 @@ func TestReplicatedRegressionSeeds(t *testing.T) {
 // runs twice and must give the same trace (the determinism check).
 func TestReplicatedSeeds(t *testing.T) {
 	acked, struck, kills, cuts, modelChecked := 0, 0, 0, 0, 0
+	var hostile hostileTally
 	for seed := uint64(1); seed <= replicatedSeedsInMakeTest; seed++ {
 		h := runReplicatedSeed(t, seed)
+		hostile.add(h)
 		acked += h.hist.Acked()
 		if h.strikes.kills+h.strikes.cuts > 0 {
 			struck++
@@ -154,6 +156,8 @@ func TestReplicatedSeeds(t *testing.T) {
 	require.Positive(t, struck, "no seed struck the controller during an ISR change")
 	t.Logf("%d seeds: %d records acknowledged, %d checked by the model; %d seeds struck the active controller while an ISR change was in flight (%d kills, %d isolations)",
 		replicatedSeedsInMakeTest, acked, modelChecked, struck, kills, cuts)
+	require.Empty(t, hostile.bites(false), "the hostile client's attacks did not all show")
+	t.Log(hostile.String())
 }
 
 // TestReplicatedPageCacheModeLoses: the same campaign with the topics in

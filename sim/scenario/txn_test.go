@@ -178,6 +178,8 @@ const (
 type txnFigures struct {
 	committed, aborted, unknown, fenced, crashes, skipped, struck            int
 	etlCommitted, etlRewinds, staleSent, staleFenced, graphNodes, graphEdges int
+	// hostile sums the hostile client's runs.
+	hostile hostileTally
 }
 
 // TestTxnSeeds runs seeds 1..txnSeedsInMakeTest in parallel chunks; every
@@ -199,6 +201,7 @@ func TestTxnSeeds(t *testing.T) {
 						continue
 					}
 					h := runTxnSeed(t, seed)
+					f.hostile.add(h)
 					x := h.txn
 					f.committed += x.committed
 					f.aborted += x.aborted
@@ -230,6 +233,7 @@ func TestTxnSeeds(t *testing.T) {
 		s.crashes, s.skipped, s.struck = s.crashes+f.crashes, s.skipped+f.skipped, s.struck+f.struck
 		s.etlCommitted, s.etlRewinds, s.staleSent, s.staleFenced = s.etlCommitted+f.etlCommitted, s.etlRewinds+f.etlRewinds, s.staleSent+f.staleSent, s.staleFenced+f.staleFenced
 		s.graphNodes, s.graphEdges = s.graphNodes+f.graphNodes, s.graphEdges+f.graphEdges
+		s.hostile.merge(f.hostile)
 	}
 	require.Positive(t, s.committed, "no transaction committed in any seed")
 	require.Positive(t, s.aborted, "no transaction aborted in any seed")
@@ -239,10 +243,12 @@ func TestTxnSeeds(t *testing.T) {
 	require.Positive(t, s.etlRewinds, "no ETL worker rewound to its committed offsets in any seed")
 	require.Positive(t, s.staleFenced, "no late EndTxn was fenced in any seed")
 	require.Positive(t, s.graphEdges, "the dependency graphs (u) had no edge in any seed")
+	require.Positive(t, s.hostile.counts[hkInternal].refused, "no hostile batch to __consumer_offsets refused with INVALID_TOPIC_EXCEPTION")
 	t.Logf("%d seeds: %d transactions committed, %d aborted, %d unknown; %d incarnations fenced, %d producer crashes; %d aborted or control records skipped by read_committed readers; %d seeds struck the coordinator",
 		txnSeedsInMakeTest, s.committed, s.aborted, s.unknown, s.fenced, s.crashes, s.skipped, s.struck)
 	t.Logf("ETL: %d transactions committed, %d rewinds to the committed offsets; %d late EndTxns delivered, %d fenced; dependency graphs: %d transactions, %d edges",
 		s.etlCommitted, s.etlRewinds, s.staleSent, s.staleFenced, s.graphNodes, s.graphEdges)
+	t.Log(s.hostile.String())
 }
 
 // txnKafka17754Seed is a txn seed whose harness delivers EndTxns late,

@@ -43,28 +43,35 @@ type Shape struct {
 
 // Malformed returns every malformed shape, their records stamped at
 // timestamp (ms).
-func Malformed(timestamp int64) []Shape {
-	good := Record(0, 0, []byte("k"), []byte("value"))
+func Malformed(timestamp int64) []Shape { return MalformedMarked(timestamp, "") }
+
+// MalformedMarked returns Malformed's shapes with mark before every value
+// they hold ("" gives Malformed's bytes), so that a reader can recognise
+// any of them: the simulator's hostile client marks what the broker must
+// refuse, and fails a run that reads a marked value.
+func MalformedMarked(timestamp int64, mark string) []Shape {
+	v := func(value string) []byte { return []byte(mark + value) }
+	good := Record(0, 0, []byte("k"), v("value"))
 	shapes := []Shape{
 		{"garbage-records", batch(timestamp, record.CodecNone, bytes.Repeat([]byte{0xde, 0xad, 0xbe, 0xef}, 16), 4), record.ErrInvalidRecord, 0},
-		{"key-length-minus-7", batch(timestamp, record.CodecNone, rawRecord(0, 0, -7, nil, 1, []byte("v")), 1), record.ErrInvalidRecord, 0},
-		{"offset-deltas-0-then-7", batch(timestamp, record.CodecNone, cat(good, Record(7, 0, []byte("k"), []byte("v"))), 2), record.ErrInvalidRecord, 1},
-		{"offset-deltas-0-then-minus-5", batch(timestamp, record.CodecNone, cat(good, Record(-5, 0, []byte("k"), []byte("v"))), 2), record.ErrInvalidRecord, 1},
-		{"offset-deltas-1-then-2", batch(timestamp, record.CodecNone, cat(Record(1, 0, nil, []byte("v")), Record(2, 0, nil, []byte("v"))), 2), record.ErrInvalidRecord, 0},
-		{"value-claims-1e9-bytes", batch(timestamp, record.CodecNone, rawRecord(0, 0, 1, []byte("k"), 1_000_000_000, []byte("abc")), 1), record.ErrInvalidRecord, 0},
-		{"fewer-records-than-count", batch(timestamp, record.CodecNone, cat(good, Record(1, 0, []byte("k"), []byte("value"))), 3), record.ErrInvalidRecord, 2},
+		{"key-length-minus-7", batch(timestamp, record.CodecNone, rawRecord(0, 0, -7, nil, int64(len(v("v"))), v("v")), 1), record.ErrInvalidRecord, 0},
+		{"offset-deltas-0-then-7", batch(timestamp, record.CodecNone, cat(good, Record(7, 0, []byte("k"), v("v"))), 2), record.ErrInvalidRecord, 1},
+		{"offset-deltas-0-then-minus-5", batch(timestamp, record.CodecNone, cat(good, Record(-5, 0, []byte("k"), v("v"))), 2), record.ErrInvalidRecord, 1},
+		{"offset-deltas-1-then-2", batch(timestamp, record.CodecNone, cat(Record(1, 0, nil, v("v")), Record(2, 0, nil, v("v"))), 2), record.ErrInvalidRecord, 0},
+		{"value-claims-1e9-bytes", batch(timestamp, record.CodecNone, rawRecord(0, 0, 1, []byte("k"), 1_000_000_000, v("abc")), 1), record.ErrInvalidRecord, 0},
+		{"fewer-records-than-count", batch(timestamp, record.CodecNone, cat(good, Record(1, 0, []byte("k"), v("value"))), 3), record.ErrInvalidRecord, 2},
 		{"bytes-after-last-record", batch(timestamp, record.CodecNone, cat(good, []byte{0, 0, 0}), 1), record.ErrInvalidRecord, -1},
 		{"negative-header-count", batch(timestamp, record.CodecNone, withHeaders(-3, nil), 1), record.ErrInvalidRecord, 0},
 		{"header-count-1e6", batch(timestamp, record.CodecNone, withHeaders(1_000_000, nil), 1), record.ErrInvalidRecord, 0},
 		{"null-header-key", batch(timestamp, record.CodecNone, withHeaders(1, cat(varint(-1), varint(-1))), 1), record.ErrInvalidRecord, 0},
-		{"record-length-past-fields", batch(timestamp, record.CodecNone, withLength(good, 40), 1), record.ErrInvalidRecord, 0},
+		{"record-length-past-fields", batch(timestamp, record.CodecNone, withLength(good, bodyLength(good)+28), 1), record.ErrInvalidRecord, 0},
 		{"record-length-short-of-fields", batch(timestamp, record.CodecNone, withLength(good, 6), 1), record.ErrInvalidRecord, 0},
-		{"timestamp-delta-overflows", batch(math.MaxInt64-5, record.CodecNone, Record(0, 10, []byte("k"), []byte("v")), 1), record.ErrInvalidRecord, 0},
+		{"timestamp-delta-overflows", batch(math.MaxInt64-5, record.CodecNone, Record(0, 10, []byte("k"), v("v")), 1), record.ErrInvalidRecord, 0},
 		{"second-record-garbage", batch(timestamp, record.CodecNone, cat(good, []byte{0x40}, bytes.Repeat([]byte{0xff}, 8)), 2), record.ErrInvalidRecord, 1},
 		{"zstd-garbage-records", batch(timestamp, record.CodecZstd, compress(record.CodecZstd, bytes.Repeat([]byte{0xde, 0xad, 0xbe, 0xef}, 16)), 4), record.ErrInvalidRecord, 0},
-		{"lz4-key-length-minus-7", batch(timestamp, record.CodecLZ4, compress(record.CodecLZ4, rawRecord(0, 0, -7, nil, 1, []byte("v"))), 1), record.ErrInvalidRecord, 0},
+		{"lz4-key-length-minus-7", batch(timestamp, record.CodecLZ4, compress(record.CodecLZ4, rawRecord(0, 0, -7, nil, int64(len(v("v"))), v("v"))), 1), record.ErrInvalidRecord, 0},
 	}
-	two := cat(good, Record(1, 1, []byte("k2"), []byte("v2")))
+	two := cat(good, Record(1, 1, []byte("k2"), v("v2")))
 	for _, c := range []record.Codec{record.CodecGzip, record.CodecSnappy, record.CodecLZ4, record.CodecZstd} {
 		shapes = append(shapes,
 			Shape{c.String() + "-does-not-decompress", batch(timestamp, c, []byte("this is not a "+c.String()+" payload, whatever it says"), 1), record.ErrInvalidRecord, -1},
@@ -240,6 +247,12 @@ func withHeaders(count int64, headers []byte) []byte {
 	body = append(body, varint(count)...)
 	body = append(body, headers...)
 	return append(varint(int64(len(body))), body...)
+}
+
+// bodyLength is the length an encoded record's prefix states.
+func bodyLength(rec []byte) int64 {
+	n, _ := binary.Varint(rec)
+	return n
 }
 
 // withLength replaces the length prefix of an encoded record.
