@@ -253,77 +253,13 @@ func (f *fetcher) fetch() {
 		})
 		return
 	}
-	req := kmsg.NewPtrFetchRequest()
-	req.Version = 13
-	req.ReplicaID = f.m.cfg.NodeID
-	req.MaxWaitMillis = int32(replicaFetchWait / time.Millisecond)
-	req.MinBytes, req.MaxBytes = 1, replicaFetchResponseMaxBytes
 	incremental := f.sess.id > 0
-	req.SessionID, req.SessionEpoch = f.sess.id, f.sess.epoch
-	if !incremental {
-		req.SessionEpoch = 0 // a full fetch that creates a session
-	}
-	var asked []fetchingFrom
-	var holds []sessionPart
-	// The session's partitions by key: a fetcher may follow thousands of
-	// partitions, and a fetch compares each with the session's view
-	// (lookups only; the walks below follow f.parts and f.sess.parts).
-	var held, holding map[sessionKey]sessionPart
-	if incremental {
-		held = make(map[sessionKey]sessionPart, len(f.sess.parts))
-		for _, sp := range f.sess.parts {
-			held[sp.key()] = sp
-		}
-		holding = make(map[sessionKey]sessionPart, len(f.parts))
-	}
-	for _, p := range f.parts {
-		if !p.following() || p.leader != f.leader {
-			continue
-		}
-		l := p.l
-		sp := sessionPart{topicID: p.topicID, partition: p.id, fetchOffset: l.LogEndOffset(), logStart: l.LogStartOffset(),
-			lastFetchedEpoch: l.LatestEpoch(), currentLeaderEp: p.leaderEpoch}
-		holds = append(holds, sp)
-		asked = append(asked, fetchingFrom{p: p, epoch: p.leaderEpoch, l: l, asked: sp.fetchOffset})
-		if incremental {
-			holding[sp.key()] = sp
-			if old, ok := held[sp.key()]; ok && old == sp {
-				continue // the session holds it as it is
-			}
-		}
-		n := len(req.Topics)
-		if n == 0 || req.Topics[n-1].TopicID != p.topicID {
-			rt := kmsg.NewFetchRequestTopic()
-			rt.TopicID = p.topicID
-			req.Topics = append(req.Topics, rt)
-			n++
-		}
-		rp := kmsg.NewFetchRequestTopicPartition()
-		rp.Partition = p.id
-		rp.CurrentLeaderEpoch = sp.currentLeaderEp
-		rp.FetchOffset = sp.fetchOffset
-		rp.LastFetchedEpoch = sp.lastFetchedEpoch
-		rp.LogStartOffset = sp.logStart
-		rp.PartitionMaxBytes = replicaFetchMaxBytes
-		req.Topics[n-1].Partitions = append(req.Topics[n-1].Partitions, rp)
-	}
+	req, asked, holds, wake := f.request(incremental, f.m.e.Monotonic())
 	if len(asked) == 0 {
-		return
-	}
-	if incremental {
-		for _, old := range f.sess.parts {
-			if _, ok := holding[old.key()]; ok {
-				continue
-			}
-			n := len(req.ForgottenTopics)
-			if n == 0 || req.ForgottenTopics[n-1].TopicID != old.topicID {
-				ft := kmsg.NewFetchRequestForgottenTopic()
-				ft.TopicID = old.topicID
-				req.ForgottenTopics = append(req.ForgottenTopics, ft)
-				n++
-			}
-			req.ForgottenTopics[n-1].Partitions = append(req.ForgottenTopics[n-1].Partitions, old.partition)
+		if wake > 0 {
+			f.laterIn(wake) // every partition is delayed
 		}
+		return
 	}
 	f.inflight = true
 	client := f.client
@@ -389,10 +325,96 @@ func (f *fetcher) fetch() {
 	}
 }
 
+// request builds the next Fetch at monotonic time now: every partition
+// followed on this leader but those delayed after a refused answer (wake:
+// how long until the first of them is due, 0 if none is delayed). With
+// nothing to ask, asked is empty.
+func (f *fetcher) request(incremental bool, now time.Duration) (req *kmsg.FetchRequest, asked []fetchingFrom, holds []sessionPart, wake time.Duration) {
+	req = kmsg.NewPtrFetchRequest()
+	req.Version = 13
+	req.ReplicaID = f.m.cfg.NodeID
+	req.MaxWaitMillis = int32(replicaFetchWait / time.Millisecond)
+	req.MinBytes, req.MaxBytes = 1, replicaFetchResponseMaxBytes
+	req.SessionID, req.SessionEpoch = f.sess.id, f.sess.epoch
+	if !incremental {
+		req.SessionEpoch = 0 // a full fetch that creates a session
+	}
+	// The session's partitions by key: a fetcher may follow thousands of
+	// partitions, and a fetch compares each with the session's view
+	// (lookups only; the walks below follow f.parts and f.sess.parts).
+	var held, holding map[sessionKey]sessionPart
+	if incremental {
+		held = make(map[sessionKey]sessionPart, len(f.sess.parts))
+		for _, sp := range f.sess.parts {
+			held[sp.key()] = sp
+		}
+		holding = make(map[sessionKey]sessionPart, len(f.parts))
+	}
+	for _, p := range f.parts {
+		if !p.following() || p.leader != f.leader {
+			continue
+		}
+		if p.fetchDelayedUntil > now {
+			if d := p.fetchDelayedUntil - now; wake == 0 || d < wake {
+				wake = d
+			}
+			continue
+		}
+		l := p.l
+		sp := sessionPart{topicID: p.topicID, partition: p.id, fetchOffset: l.LogEndOffset(), logStart: l.LogStartOffset(),
+			lastFetchedEpoch: l.LatestEpoch(), currentLeaderEp: p.leaderEpoch}
+		holds = append(holds, sp)
+		asked = append(asked, fetchingFrom{p: p, epoch: p.leaderEpoch, l: l, asked: sp.fetchOffset})
+		if incremental {
+			holding[sp.key()] = sp
+			if old, ok := held[sp.key()]; ok && old == sp {
+				continue // the session holds it as it is
+			}
+		}
+		n := len(req.Topics)
+		if n == 0 || req.Topics[n-1].TopicID != p.topicID {
+			rt := kmsg.NewFetchRequestTopic()
+			rt.TopicID = p.topicID
+			req.Topics = append(req.Topics, rt)
+			n++
+		}
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition = p.id
+		rp.CurrentLeaderEpoch = sp.currentLeaderEp
+		rp.FetchOffset = sp.fetchOffset
+		rp.LastFetchedEpoch = sp.lastFetchedEpoch
+		rp.LogStartOffset = sp.logStart
+		rp.PartitionMaxBytes = replicaFetchMaxBytes
+		req.Topics[n-1].Partitions = append(req.Topics[n-1].Partitions, rp)
+	}
+	if len(asked) == 0 {
+		return nil, nil, nil, wake
+	}
+	if incremental {
+		for _, old := range f.sess.parts {
+			if _, ok := holding[old.key()]; ok {
+				continue
+			}
+			n := len(req.ForgottenTopics)
+			if n == 0 || req.ForgottenTopics[n-1].TopicID != old.topicID {
+				ft := kmsg.NewFetchRequestForgottenTopic()
+				ft.TopicID = old.topicID
+				req.ForgottenTopics = append(req.ForgottenTopics, ft)
+				n++
+			}
+			req.ForgottenTopics[n-1].Partitions = append(req.ForgottenTopics[n-1].Partitions, old.partition)
+		}
+	}
+	return req, asked, holds, wake
+}
+
 // answered applies a Fetch answer, then fetches again once its appends
-// are durable.
+// are durable. A partition whose answer is refused or cannot be appended
+// is left out of the fetches for the backoff, alone: the others go on at
+// once (Kafka's delayed partitions), so that one broken partition does not
+// slow every partition this broker follows on that leader to a fetch a
+// second (and the acks=all produces waiting on them).
 func (f *fetcher) answered(resp *kmsg.FetchResponse, asked []fetchingFrom) {
-	backoff := false
 	for ti := range resp.Topics {
 		rt := &resp.Topics[ti]
 		for pi := range rt.Partitions {
@@ -407,13 +429,9 @@ func (f *fetcher) answered(resp *kmsg.FetchResponse, asked []fetchingFrom) {
 				continue // the partition moved on meanwhile
 			}
 			if !f.apply(a, rp) {
-				backoff = true
+				p.fetchDelayedUntil = f.m.e.Monotonic() + replicaFetchBackoff
 			}
 		}
-	}
-	if backoff {
-		f.later()
-		return
 	}
 	f.fetch()
 }

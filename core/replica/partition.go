@@ -115,6 +115,11 @@ type Partition struct {
 	// truncating is set while a follower truncates to its leader's log
 	// (fetcher.go).
 	truncating bool
+	// fetchDelayedUntil is, following, the monotonic time before which
+	// the fetcher leaves this partition out of its fetches: its last
+	// answer was refused or could not be appended (replica.fetch.backoff.ms
+	// for this partition alone, fetcher.go).
+	fetchDelayedUntil time.Duration
 	// partitionEpoch is the image's; pendingISR an ISR change this
 	// leader proposed, in flight (pendingEpoch -1) or accepted and
 	// waiting for the image to show partition epoch pendingEpoch

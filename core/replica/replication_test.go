@@ -356,3 +356,55 @@ func dbgw() io.Writer {
 	}
 	return nil
 }
+
+// A follower partition whose fetched batches cannot be appended is left
+// out of its fetcher's fetches for the backoff, alone: the other
+// partitions followed on the same leader are fetched again at once. (The
+// whole fetcher backing off held every partition of that leader to a
+// fetch a second, and each acks=all produce on them to a second or two:
+// replicated seed 6 with follower-keeps-lost-tail planted, at a2908af,
+// never drained after the heal.)
+func TestAFollowerPartitionThatCannotAppendDelaysOnlyItself(t *testing.T) {
+	r := newRig(t, 1)
+	r.createReplicated("a", topicID(1), []int32{2, testNode}, []int32{2, testNode}, 2, nil)
+	r.createReplicated("b", topicID(2), []int32{2, testNode}, []int32{2, testNode}, 2, nil)
+	pa, pb := r.online("a", 0), r.online("b", 0)
+	require.True(t, pa.following() && pb.following())
+	// dialing: fetch() sends nothing, so the test drives the fetcher.
+	f := &fetcher{m: r.m, leader: 2, addr: "b2:9092", parts: []*Partition{pa, pb}, dialing: true}
+
+	_, asked, _, wake := f.request(false, r.e.Monotonic())
+	require.Len(t, asked, 2)
+	require.Zero(t, wake)
+
+	// a's second batch repeats offsets its first took.
+	misplaced := append(batch(t, 2), batch(t, 2)...)
+	resp := kmsg.NewPtrFetchResponse()
+	for _, x := range []struct {
+		id      meta.UUID
+		batches []byte
+	}{{topicID(1), misplaced}, {topicID(2), batch(t, 3)}} {
+		rt := kmsg.NewFetchResponseTopic()
+		rt.TopicID = x.id
+		rp := kmsg.NewFetchResponseTopicPartition()
+		rp.HighWatermark, rp.LastStableOffset, rp.RecordBatches = 3, 3, x.batches
+		rt.Partitions = append(rt.Partitions, rp)
+		resp.Topics = append(resp.Topics, rt)
+	}
+	f.answered(resp, asked)
+	r.run(100 * time.Millisecond)
+
+	require.Nil(t, f.retry, "the whole fetcher backed off for one partition")
+	require.Equal(t, int64(0), pa.l.LogEndOffset(), "a appended nothing")
+	require.Equal(t, int64(3), pb.l.LogEndOffset())
+	_, asked, _, wake = f.request(false, r.e.Monotonic())
+	require.Len(t, asked, 1)
+	require.Same(t, pb, asked[0].p, "b is fetched again at once")
+	require.Greater(t, wake, time.Duration(0))
+	require.LessOrEqual(t, wake, replicaFetchBackoff)
+
+	r.run(replicaFetchBackoff)
+	_, asked, _, wake = f.request(false, r.e.Monotonic())
+	require.Len(t, asked, 2, "a is fetched again after the backoff")
+	require.Zero(t, wake)
+}
