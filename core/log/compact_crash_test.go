@@ -292,6 +292,10 @@ func (h *compactHarness) crashSoon(d time.Duration, why string, count *int) {
 func (h *compactHarness) start(e env.Env) {
 	h.inc++
 	h.node = nil
+	if err := epochStartsKept(h.p.Disk(), testDir); err != nil {
+		h.fail("before open: %v", err)
+		return
+	}
 	l, err := log.Open(e, testDir, h.cfg)
 	if err != nil {
 		if errors.Is(err, env.ErrNoSpace) {

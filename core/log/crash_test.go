@@ -306,6 +306,10 @@ func (h *crashHarness) stop() {
 func (h *crashHarness) start(e env.Env) {
 	h.inc++
 	h.node = nil
+	if err := epochStartsKept(h.p.Disk(), testDir); err != nil {
+		h.fail("before open: %v", err)
+		return
+	}
 	l, err := log.Open(e, testDir, h.cfg)
 	if err != nil {
 		if errors.Is(err, env.ErrNoSpace) {

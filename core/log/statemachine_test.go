@@ -324,6 +324,7 @@ func (lm *logMachine) truncation(t *rapid.T, issue func(func(error)), apply func
 	m.alts = append(m.alts, old)
 	lm.r.crash()
 	lm.pending = nil
+	require.NoError(t, epochStartsKept(lm.r.p.Disk(), testDir))
 	lm.r.openBusy()
 	m.adoptRecovered(t, lm.r.l, false)
 	_ = done
@@ -351,6 +352,7 @@ func (lm *logMachine) tick(t *rapid.T) {
 func (lm *logMachine) reopen(t *rapid.T) {
 	require.NoError(t, lm.r.l.Close())
 	lm.pending = nil
+	require.NoError(t, epochStartsKept(lm.r.p.Disk(), testDir))
 	lm.r.openBusy()
 	// Nothing was lost: the page cache survives a close (unless the log
 	// start offset of the checkpoint lies beyond the log end: an emptied
@@ -366,6 +368,7 @@ func (lm *logMachine) shutdown(t *rapid.T) {
 	lm.ready(t)
 	lm.r.shutdown()
 	lm.pending = nil
+	require.NoError(t, epochStartsKept(lm.r.p.Disk(), testDir))
 	m := lm.m
 	m.durableEnd = m.leo
 	m.alts = nil
@@ -386,6 +389,7 @@ func (lm *logMachine) crash(t *rapid.T) {
 	if os.Getenv("STRATA_LOG_TEST_VERBOSE") != "" {
 		fmt.Fprintln(os.Stderr, "after crash:", lm.r.p.Disk().Files())
 	}
+	require.NoError(t, epochStartsKept(lm.r.p.Disk(), testDir))
 	lm.r.openBusy()
 	lm.m.adoptRecovered(t, lm.r.l, false)
 }
