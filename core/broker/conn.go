@@ -200,7 +200,7 @@ func (b *Broker) dispatch(cn *conn) {
 		}
 		r.t.started = b.e.Monotonic()
 		r.api.handle(b, r)
-		r.t.handled = b.e.Monotonic()
+		r.t.handled, r.t.returned = b.e.Monotonic(), true
 	}
 }
 
