@@ -275,6 +275,7 @@ func (b *Broker) replayShard(gs *groupShard, l *log.Log, offset int64, started t
 	next, err := b.replaySlice(gs.shard, l, offset, end)
 	if err != nil {
 		b.log.Error("loading group shard failed; retrying", "partition", gs.partition, "offset", offset, "err", err)
+		gs.p.ReportDamage(l, err) // a damaged log is dropped and fetched again (core/replica damage.go)
 		b.e.AfterFunc(time.Second, func() {
 			if b.groups.shard(gs.partition) == gs {
 				b.groups.shards = slices.DeleteFunc(b.groups.shards, func(s *groupShard) bool { return s == gs })
@@ -352,7 +353,13 @@ func (b *Broker) replaySlice(sh replayer, l *log.Log, offset, end int64) (int64,
 		}
 		offset = batch.NextOffset()
 	}
-	return offset, sp.Err()
+	if err := sp.Err(); err != nil {
+		// A stored batch that fails its checks: damage of this log, named
+		// as core/log names it (log.DamagedSegment).
+		return offset, &log.CorruptError{File: res.File.Name(), Position: res.Position + int64(sp.ValidBytes()),
+			Detail: "a coordinator shard's load", Err: err}
+	}
+	return offset, nil
 }
 
 // writeGroupRecords appends a shard's records to its partition (acks=all)

@@ -238,6 +238,7 @@ func (b *Broker) replayTxnShard(ts *txnShard, l *log.Log, offset int64, started 
 	next, err := b.replaySlice(ts.shard, l, offset, end)
 	if err != nil {
 		b.log.Error("loading transaction shard failed; retrying", "partition", ts.partition, "offset", offset, "err", err)
+		ts.p.ReportDamage(l, err) // a damaged log is dropped and fetched again (core/replica damage.go)
 		b.e.AfterFunc(time.Second, func() {
 			if b.txns.shard(ts.partition) == ts {
 				b.txns.shards = slices.DeleteFunc(b.txns.shards, func(s *txnShard) bool { return s == ts })

@@ -67,6 +67,16 @@
 // topics keep a compact-only policy and their partitions (internal.go);
 // Kafka error codes come from kerr.
 //
+// # Strata's own AlterPartition shapes
+//
+// Beyond Kafka's ISR changes, AlterPartition carries three requests
+// Kafka's controller refuses: a leader's ISR without itself resigns its
+// leader epoch (partitions.go, resignLeader: its log lost a tail a
+// follower may hold); a recovering leader's ISR of another LastKnownELR
+// member hands the leadership to that longer log (handOffRecovery); and
+// any replica's LeaderRecoveryState RECOVERING with an empty ISR gives up
+// its places in a partition whose log it found damaged (damage.go).
+//
 // # Invariants
 //
 // Asserted at state transitions (core/assert), and checked by the property

@@ -375,6 +375,12 @@ func (h *harness) formatRecord(r meta.Record) string {
 		if r.ISR != nil {
 			s += " isr=" + ids(r.ISR)
 		}
+		if r.ELR != nil {
+			s += " elr=" + ids(r.ELR)
+		}
+		if r.LastKnownELR != nil {
+			s += " last-known-elr=" + ids(r.LastKnownELR)
+		}
 		return s
 	case *meta.ConfigRecord:
 		if r.Value == nil {
@@ -436,6 +442,13 @@ func (h *harness) formatResponse(msg kmsg.Response) string {
 				if p.ErrorCode == 0 {
 					fmt.Fprintf(&b, " leader=%d leader-epoch=%d isr=%s partition-epoch=%d", p.LeaderID, p.LeaderEpoch, ids(p.ISR), p.PartitionEpoch)
 				}
+			}
+		}
+	case *kmsg.ElectLeadersResponse:
+		fmt.Fprintf(&b, "ElectLeaders %s", errName(r.ErrorCode))
+		for _, t := range r.Topics {
+			for _, p := range t.Partitions {
+				fmt.Fprintf(&b, "\n  %s-%d: %s", t.Topic, p.Partition, errName(p.ErrorCode))
 			}
 		}
 	case *kmsg.AllocateProducerIDsResponse:

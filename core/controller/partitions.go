@@ -245,6 +245,9 @@ func (c *Controller) alterOnePartition(b **batch, req *kmsg.AlterPartitionReques
 			epochs[i] = -1
 		}
 	}
+	if pd.LeaderRecoveryState == leaderRecoveryRecovering {
+		return c.forgetDamagedReplica(b, req, topic, &part, pd, newISR) // damage.go
+	}
 	if !slices.Contains(newISR, part.Leader) {
 		if recovering(&part) {
 			return c.handOffRecovery(b, req, topic, &part, pd, newISR)

@@ -221,7 +221,8 @@ func TestAlterPartitionEpochs(t *testing.T) {
 	resp := h.do(req).(*kmsg.AlterPartitionResponse)
 	require.Equal(t, int16(0), resp.Topics[0].Partitions[0].ErrorCode)
 	require.Equal(t, kerr.InvalidRequest.Code, resp.Topics[0].Partitions[1].ErrorCode)
-	// A leader recovery state of RECOVERING is refused.
+	// A leader recovery state of RECOVERING with an ISR is refused (a
+	// damaged replica's request, damage.go, has an empty one).
 	req = alterReq(3, 1, h.epochs[1], "t", id, 0, 0, 5, 1)
 	req.Topics[0].Partitions[0].LeaderRecoveryState = 1
 	resp = h.do(req).(*kmsg.AlterPartitionResponse)

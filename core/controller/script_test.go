@@ -27,7 +27,8 @@ import (
 //	delete-topics                   one per line: name=NAME | id-of=NAME
 //	create-partitions               one per line: TOPIC count=N [assign=1,2/2,3]
 //	alter-partition broker=N [broker-epoch=N] [version=N]
-//	                                one per line: TOPIC part=N leader-epoch=N part-epoch=N isr=1,2@EPOCH,...
+//	                                one per line: TOPIC part=N leader-epoch=N part-epoch=N isr=1,2@EPOCH,... [recovering]
+//	elect-leaders [unclean]         one per line: TOPIC part=N
 //	allocate-pids broker=N [epoch=N]
 //	alter-configs [validate-only]   one per line: TOPIC set:K=V delete:K append:K=V subtract:K=V
 //	commit [to=N]
@@ -160,6 +161,24 @@ func (s *script) run(t *testing.T, d *datadriven.TestData) string {
 		s.handle(t, req)
 	case "alter-partition":
 		s.handle(t, s.alterPartitionReq(t, d))
+	case "elect-leaders":
+		req := kmsg.NewPtrElectLeadersRequest()
+		req.Version = 2
+		if d.HasArg("unclean") {
+			req.ElectionType = electUnclean
+		}
+		for _, line := range lines(d.Input) {
+			f := strings.Fields(line)
+			rt := kmsg.NewElectLeadersRequestTopic()
+			rt.Topic = f[0]
+			for _, kv := range f[1:] {
+				if k, v, _ := strings.Cut(kv, "="); k == "part" {
+					rt.Partitions = append(rt.Partitions, int32(atoi(t, v)))
+				}
+			}
+			req.Topics = append(req.Topics, rt)
+		}
+		s.handle(t, req)
 	case "allocate-pids":
 		var broker int
 		d.ScanArgs(t, "broker", &broker)
@@ -293,8 +312,14 @@ func (s *script) alterPartitionReq(t *testing.T, d *datadriven.TestData) *kmsg.A
 				p.LeaderEpoch = int32(atoi(t, v))
 			case "part-epoch":
 				p.PartitionEpoch = int32(atoi(t, v))
+			case "recovering":
+				p.LeaderRecoveryState = leaderRecoveryRecovering
 			case "isr":
+				p.NewISR, p.NewEpochISR = []int32{}, []kmsg.AlterPartitionRequestTopicPartitionNewEpochISR{}
 				for m := range strings.SplitSeq(v, ",") {
+					if m == "" {
+						continue
+					}
 					idText, epochText, hasEpoch := strings.Cut(m, "@")
 					e := kmsg.NewAlterPartitionRequestTopicPartitionNewEpochISR()
 					e.BrokerID, e.BrokerEpoch = int32(atoi(t, idText)), -1
@@ -321,8 +346,15 @@ func (s *script) formatImage(img *meta.Image) string {
 	}
 	for t := range img.Topics() {
 		for p := range t.Partitions() {
-			fmt.Fprintf(&b, "%s-%d replicas=%s isr=%s leader=%d leader-epoch=%d partition-epoch=%d\n",
+			fmt.Fprintf(&b, "%s-%d replicas=%s isr=%s leader=%d leader-epoch=%d partition-epoch=%d",
 				t.Name(), p.ID, ids(p.Replicas), ids(p.ISR), p.Leader, p.LeaderEpoch, p.PartitionEpoch)
+			if len(p.ELR) > 0 {
+				fmt.Fprintf(&b, " elr=%s", ids(p.ELR))
+			}
+			if len(p.LastKnownELR) > 0 {
+				fmt.Fprintf(&b, " last-known-elr=%s", ids(p.LastKnownELR))
+			}
+			b.WriteString("\n")
 		}
 		for _, e := range img.Configs(topicResource(t.Name())) {
 			fmt.Fprintf(&b, "%s config %s=%s\n", t.Name(), e.Key, e.Value)

@@ -497,6 +497,7 @@ func (l *Log) mapStep(r *cleanRound, budget int64) error {
 		}
 		sc := c.scanner(s.files[kindLog], pos, s.size)
 		for used < budget {
+			decompressed := c.rr.Decompressed()
 			b, pos, err := sc.next()
 			if errors.Is(err, io.EOF) {
 				r.mapNext = l.segs[i+1].base
@@ -517,7 +518,9 @@ func (l *Log) mapStep(r *cleanRound, budget int64) error {
 				l.finishMap(r, b.BaseOffset())
 				return nil
 			}
-			used += int64(b.Size())
+			// A compressed batch costs what it decompresses to: the
+			// budget bounds the loop's time, not just the disk's.
+			used += max(int64(b.Size()), c.rr.Decompressed()-decompressed)
 			c.stats.BytesRead += int64(b.Size())
 			r.mapNext = b.NextOffset()
 		}

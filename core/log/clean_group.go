@@ -220,6 +220,7 @@ func (l *Log) writeGroup(r *cleanRound, g *cleanGroup, budget int64) error {
 		}
 		sc := c.scanner(f, g.pos, src.size)
 		for used < budget {
+			decompressed := c.rr.Decompressed()
 			b, pos, err := sc.next()
 			if errors.Is(err, io.EOF) {
 				g.src, g.pos = g.src+1, 0
@@ -244,7 +245,7 @@ func (l *Log) writeGroup(r *cleanRound, g *cleanGroup, budget int64) error {
 			if err != nil {
 				return err
 			}
-			used += int64(b.Size()) + n
+			used += max(int64(b.Size()), c.rr.Decompressed()-decompressed) + n
 			c.stats.BytesRead += int64(b.Size())
 			c.stats.BytesWritten += n
 			g.pos = pos + int64(b.Size())

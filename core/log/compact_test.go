@@ -550,3 +550,28 @@ func TestCompactDoesNothingForDeletePolicy(t *testing.T) {
 	require.Equal(t, 1, r.clean(1<<20))
 	require.Equal(t, before, readAll(t, r.l))
 }
+
+// TestCompactStepBudgetCountsDecompressedBytes: a cleaner step's budget
+// bounds the loop's work, so a compressed batch counts what it
+// decompresses to, not its few stored bytes: 40 batches of 4 zstd records
+// of 16 KiB (about 100 stored bytes each, 64 KiB decompressed) take many
+// 256 KiB steps, where counting stored bytes would map them all in one.
+func TestCompactStepBudgetCountsDecompressedBytes(t *testing.T) {
+	r := newRig(t, 131, compactConfig())
+	value := strings.Repeat("a", 16<<10)
+	for i := range 40 {
+		var kvs []kv
+		for j := range 4 {
+			kvs = append(kvs, put(keyName((i*4+j)%10), value))
+		}
+		r.appendKeyed(nil, kvs, record.WithCompression(record.CodecZstd))
+	}
+	r.cleanable()
+	const budget = 256 << 10
+	steps := r.clean(budget)
+	decompressed := 40 * 4 * (16 << 10)
+	require.GreaterOrEqual(t, steps, decompressed/budget/2,
+		"%d steps for %d decompressed bytes at a %d-byte budget", steps, decompressed, budget)
+	got, _ := readRecords(t, r.l)
+	require.Len(t, got, 10, "one record per key")
+}

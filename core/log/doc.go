@@ -18,6 +18,7 @@
 //	leader-epoch-checkpoint         leader epoch -> start offset (Kafka's file, same format)
 //	cleaner-checkpoint              compacted topics: the cleaner's first dirty offset (same format)
 //	.sync-failed-<D>                empty failure marker: the log failed with durable offset D (failure.go)
+//	.damaged-<D>                    empty damage marker: the next Open drops offset D and after (scrub.go, damage.go)
 //	.flushed-offset                 the durable offset, noted in the page cache only (failure.go)
 //
 // A Log appends batches (Append for producers, AppendCoordinator for the
@@ -64,7 +65,10 @@
 //     are CRC-checked with core/record, and the read path cross-checks every
 //     header it navigates by (against the indexes, the segment's offsets and
 //     a second read), re-reading before it reports corruption. Read does not
-//     CRC-check the regions it serves, as Kafka does not on fetch; Verify does.
+//     CRC-check the regions it serves, as Kafka does not on fetch; Verify
+//     and ReadResult.Verify do. Damage found while the log is open names
+//     its segment (DamagedSegment); the owner decides when to drop it
+//     (MarkDamaged, damage.go).
 //   - It compacts only in bounded steps that its caller drives (CleanStep);
 //     see Compaction below.
 //

@@ -41,6 +41,13 @@ var (
 	// data silently: before the recovery point it fails Open.
 	ErrCorrupt = errors.New("log: corrupt data")
 
+	// ErrInvalidRecords: a stored batch whose CRC matches holds records
+	// that do not parse (a producer's invalid batch the log kept). It
+	// refines ErrCorrupt where the cleaner or a timestamp search meets
+	// one, and is not damage of the disk: every replica holds the same
+	// bytes (DamagedSegment).
+	ErrInvalidRecords = errors.New("log: a stored batch holds records that do not parse")
+
 	// ErrClosed: the log was closed (or is shutting down).
 	ErrClosed = errors.New("log: closed")
 
@@ -105,3 +112,19 @@ func (e *CorruptError) Unwrap() []error {
 func corruptAt(file string, pos int64, cause error, format string, args ...any) error {
 	return &CorruptError{File: file, Position: pos, Detail: fmt.Sprintf(format, args...), Err: cause}
 }
+
+// ReadError is a read of one of the log's files that failed (a page the
+// disk cannot read: env.ErrIO in its chain), naming the file and the
+// position read.
+type ReadError struct {
+	File     string
+	Position int64
+	Err      error
+}
+
+func (e *ReadError) Error() string {
+	return fmt.Sprintf("log: read %s at %d: %v", e.File, e.Position, e.Err)
+}
+
+// Unwrap exposes the disk's error.
+func (e *ReadError) Unwrap() error { return e.Err }

@@ -674,7 +674,10 @@ func (l *Log) recoverSegment(s *segment, recoveryPoint int64, first bool, limit 
 	}
 	sc := newScanner(f, start, fileSize)
 	torn := false
-	for {
+	// A failure marker at this segment's base keeps none of it: it is cut
+	// unread, so that a page of it the disk cannot read does not stop the
+	// open (core/replica drops damage so).
+	for limit > s.base {
 		batch, pos, err := sc.next()
 		if errors.Is(err, io.EOF) {
 			break
@@ -844,6 +847,13 @@ func (l *Log) checkEpochs(recoveryPoint int64, k int) (int64, error) {
 func (l *Log) epochMatches(e epochEntry, first bool, recoveryPoint int64, k int) (bool, error) {
 	if first {
 		e.startOffset = max(e.startOffset, l.segs[0].base)
+		if e.startOffset >= recoveryPoint {
+			// Nothing durable to compare it with (a failure marker at
+			// the first segment's base lowered the recovery point there):
+			// reading the segment could only meet a page the open must
+			// not need.
+			return true, nil
+		}
 	}
 	i := l.segmentFor(e.startOffset)
 	s := l.segs[i]

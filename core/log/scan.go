@@ -34,7 +34,7 @@ func readFull(f env.File, p []byte, off int64) error {
 	if err == nil || errors.Is(err, io.EOF) {
 		return fmt.Errorf("log: read %s: %d of %d bytes at %d: %w", f.Name(), n, len(p), off, io.ErrUnexpectedEOF)
 	}
-	return fmt.Errorf("log: read %s at %d: %w", f.Name(), off, err)
+	return &ReadError{File: f.Name(), Position: off, Err: err}
 }
 
 // readStable reads len(p) bytes at off until two consecutive reads agree,

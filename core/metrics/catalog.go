@@ -136,6 +136,8 @@ var (
 		Help: "ISR shrinks the controller accepted from this broker's leaders.", Kafka: "kafka.server:type=ReplicaManager,name=IsrShrinksPerSec"}
 	ReplicaMaxLag = &Def{Name: "kafka_server_replicafetchermanager_maxlag", Kind: GaugeKind,
 		Help: "The largest lag, in records, of a partition this broker follows: its leader's high watermark at the last fetch minus its log end.", Kafka: "kafka.server:type=ReplicaFetcherManager,name=MaxLag,clientId=Replica"}
+	ReplicaDamagedLogs = &Def{Name: "strata_replica_damaged_logs_total", Kind: CounterKind,
+		Help: "Damage found in a partition log while the broker runs (an unreadable page, a batch that fails its checks at a reopen or before a leader serves it): the replica goes offline, gives up its ISR and ELR places, then drops the damaged segment and what follows and fetches them again."}
 	RecoveringPartitions = &Def{Name: "strata_replica_recovering_partitions", Kind: GaugeKind,
 		Help: "Partitions led here that are recovering: a forgotten last ISR member comparing its log with its last known ELR's, serving no client until every member has fetched (docs/operations.md, \"A replaced disk\")."}
 	UnderMinISRPartitions = &Def{Name: "kafka_server_replicamanager_underminisrpartitioncount", Kind: GaugeKind,
@@ -175,7 +177,7 @@ var Catalog = sortedCatalog(
 	BrokerFenced, BrokerRegistrations, Connections, ConnectionsClosed, ConnectionsCreated,
 	ConnectionsPaused, FetchSessions, InflightRequestBytes, LeaderCount, OfflinePartitions,
 	PartitionCount, UnderMinISRPartitions, UnderReplicatedPartitions,
-	IsrExpands, IsrShrinks, RecoveringPartitions, ReplicaMaxLag,
+	IsrExpands, IsrShrinks, RecoveringPartitions, ReplicaDamagedLogs, ReplicaMaxLag,
 	LoopLag, WorkJobs, WorkQueued,
 	TxnVerificationFailures, TxnVerificationTime,
 )

@@ -43,7 +43,15 @@ type RecordReader struct {
 	rec     Record
 	headers []Header // backing array for rec.Headers, reused
 	err     error
+
+	// decompressed counts the bytes Reset has decompressed, for callers
+	// that bound their work per step by what it costs (the cleaner).
+	decompressed int64
 }
+
+// Decompressed is the total of the bytes this reader's Resets have
+// decompressed so far (zero for uncompressed batches).
+func (r *RecordReader) Decompressed() int64 { return r.decompressed }
 
 // NewRecordReader returns a reader that decompresses with dec, which it
 // uses and does not own.
@@ -80,6 +88,7 @@ func (r *RecordReader) Reset(b Batch) error {
 	}
 	r.buf, r.data, r.posBase = out, out, 0
 	r.remaining, r.active = count, true
+	r.decompressed += int64(len(out))
 	return nil
 }
 

@@ -31,9 +31,6 @@ type Manager struct {
 	serving bool
 	// swept is set once the data directory was swept for leftovers.
 	swept bool
-	// lostData is set once this process's scrub found a damaged log: the
-	// broker registers as one whose disk was replaced.
-	lostData bool
 
 	// parts holds the hosted partitions, sorted by (topic, partition):
 	// lookups by binary search, deterministic walks.
@@ -54,6 +51,9 @@ type Manager struct {
 	openQueue []*Partition
 
 	metrics *managerMetrics
+	// verifyBuf is the scratch space a leader reads a replica fetch's
+	// region into to check it (ReplicaFetch), one per broker.
+	verifyBuf []byte
 
 	// records validates the producers' batches Produce validates on the
 	// loop (validator); released at each housekeeping round.
@@ -206,7 +206,7 @@ func (m *Manager) host(ti *meta.TopicImage, part meta.Partition, cfg topicConfig
 		m: m, topic: ti.Name(), id: part.ID, topicID: ti.ID(), dir: dir,
 		log: m.log.With("partition", dir),
 		cfg: cfg, leader: part.Leader, leaderEpoch: part.LeaderEpoch, partitionEpoch: part.PartitionEpoch, pendingEpoch: -1, isr: slices.Clone(part.ISR),
-		replicas: slices.Clone(part.Replicas), lastKnownELR: slices.Clone(part.LastKnownELR), tm: m.metrics.topicMetrics(ti.Name()),
+		replicas: slices.Clone(part.Replicas), lastKnownELR: slices.Clone(part.LastKnownELR), elr: slices.Clone(part.ELR), tm: m.metrics.topicMetrics(ti.Name()),
 	}
 	p.syncPartitionMetrics()
 	p.resetFollowers()

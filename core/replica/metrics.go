@@ -29,6 +29,9 @@ type managerMetrics struct {
 	// isrShrinks and isrExpands count the ISR changes the controller
 	// accepted from this broker's leaders.
 	isrShrinks, isrExpands *metrics.Counter
+	// damagedLogs counts the damage found in logs while running
+	// (damage.go).
+	damagedLogs *metrics.Counter
 }
 
 // ObserveFlush records one flush cycle of any hosted log
@@ -45,7 +48,8 @@ func (m *Manager) initMetrics() {
 	reg := m.cfg.Metrics
 	m.metrics = &managerMetrics{reg: reg, topics: map[string]*TopicMetrics{},
 		flushTime: reg.Histogram(metrics.LogFlushTime), flushBytes: reg.Histogram(metrics.LogFlushBytes),
-		isrShrinks: reg.Counter(metrics.IsrShrinks), isrExpands: reg.Counter(metrics.IsrExpands)}
+		isrShrinks: reg.Counter(metrics.IsrShrinks), isrExpands: reg.Counter(metrics.IsrExpands),
+		damagedLogs: reg.Counter(metrics.ReplicaDamagedLogs)}
 	if reg == nil {
 		return
 	}

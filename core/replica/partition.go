@@ -64,8 +64,9 @@ type Partition struct {
 	replicas    []int32
 	// lastKnownELR is the image's: the replicas forgotten as eligible
 	// leaders; leading while listed in it, this broker is recovering
-	// (recovery.go).
+	// (recovery.go). elr is the image's eligible leader replicas.
 	lastKnownELR []int32
+	elr          []int32
 
 	state partState
 	l     *log.Log // nil unless opening or online
@@ -86,8 +87,9 @@ type Partition struct {
 	hasUnmarked bool
 	// failure is why the partition is in stateFailed.
 	failure error
-	// wasOnline is set once the partition went online in this process.
-	wasOnline bool
+	// damage is set while the log holds damage found while running, on
+	// its way back (damage.go).
+	damage *damageState
 
 	// watchers run once when the partition's readable state changes: the
 	// high watermark moves, leadership changes, the log fails or the
@@ -323,6 +325,7 @@ func (p *Partition) update(part meta.Partition, cfg topicConfig) {
 	p.isr = slices.Clone(part.ISR)
 	p.replicas = slices.Clone(part.Replicas)
 	p.lastKnownELR = slices.Clone(part.LastKnownELR)
+	p.elr = slices.Clone(part.ELR)
 	switch {
 	case leaderChanged:
 		p.resetFollowers()
@@ -334,6 +337,9 @@ func (p *Partition) update(part meta.Partition, cfg topicConfig) {
 	}
 	p.cfg = cfg
 	p.syncPartitionMetrics()
+	if p.damage != nil {
+		p.resolveDamage() // the image may now let it drop the damage
+	}
 	if p.l != nil && p.l.Config() != cfg.log && p.state == stateOnline {
 		// core/log takes its configuration at Open: reopen to apply a
 		// changed topic config (a config change is rare; reopening
@@ -403,7 +409,10 @@ func (p *Partition) goOnline(l *log.Log) {
 	p.restoreHighWatermark(l)
 	p.state = stateOnline
 	p.failures = 0
-	p.wasOnline = true
+	if p.damage != nil {
+		p.log.Info("the damaged range is dropped; the replica fetches it again", "from_offset", p.damage.from)
+		p.damage = nil
+	}
 	p.log.Info("partition online", "log_start", l.LogStartOffset(), "log_end", l.LogEndOffset(),
 		"leader_epoch", p.leaderEpoch, "producers", p.producers.Len())
 	p.lostTail(l.LogEndOffset())
@@ -430,14 +439,20 @@ func (p *Partition) goOnline(l *log.Log) {
 // failed (a filesystem gone read-only until a reboot) is retried every
 // few seconds rather than hammered, yet a partition is back within
 // seconds of the disk recovering.
+//
+// Damage in the log (log.DamagedSegment: a batch that fails its checks, a
+// page the disk cannot read) is not retried: the reopened log would hold
+// it again. The partition stays offline and takes damage.go's way back.
 func (p *Partition) fail(err error) {
+	if from, ok := log.DamagedSegment(err); ok && p.state != stateClosed {
+		p.damaged(from, err)
+		return
+	}
 	if p.state == stateClosed || p.state == stateFailed && p.reopen != nil {
 		return
 	}
-	backoff := min(p.m.cfg.ReopenBackoff<<min(p.failures, 16), max(maxReopenBackoff, p.m.cfg.ReopenBackoff))
-	p.failures++
+	backoff := p.reopenBackoff()
 	p.log.Error("partition log failed; it is reopened after a backoff", "err", err, "backoff", backoff, "failures_in_a_row", p.failures)
-	p.dropDamagedSegment(err)
 	p.releaseOpenSlot()
 	p.state, p.failure = stateFailed, err
 	p.closeLog()
@@ -447,46 +462,16 @@ func (p *Partition) fail(err error) {
 	p.releaseHeld()
 }
 
-// dropDamagedSegment handles damage the scrub missed but opening the log
-// found (txn seeds 45, 256, 299: a misdirected batch at the start of a
-// compacted segment, which holds no contiguity rule, passed the scrub, and
-// the producer-state rebuild refused the segment at every reopen). When
-// this broker registered as one whose disk was replaced (its scrub found
-// damage), the controller counts none of its replicas as holding
-// committed records, so a partition that never went online in this
-// process may drop the damaged segment and everything after it and fetch
-// them again: a damage marker from the segment's base, obeyed by the
-// reopen. A partition that was online may be an in-sync replica again,
-// whose records count: its damage stays a failure. So does the damage of
-// a replica still in the ISR (a forgotten last member, kept in it to
-// compare its log with its LastKnownELR's, recovery.go): dropping records
-// there could make it, or a shorter log it defers to, lead with less than
-// the committed prefix, an unclean election nobody asked for. That
-// partition stays offline, for the operator's ElectLeaders (unclean).
-func (p *Partition) dropDamagedSegment(err error) {
-	var ce *log.CorruptError
-	if p.wasOnline || !p.m.lostData || !errors.As(err, &ce) {
-		return
-	}
-	if slices.Contains(p.isr, p.m.cfg.NodeID) {
-		p.log.Error("DAMAGED partition log found at open, in an in-sync replica: not dropping it (see the partition's recovery)",
-			"segment", ce.File, "err", err)
-		return
-	}
-	base, ok := log.SegmentBase(ce.File)
-	if !ok {
-		return
-	}
-	if merr := log.MarkDamaged(p.m.e, p.dir, base); merr != nil {
-		p.log.Error("cannot mark a damaged segment to drop", "segment", ce.File, "err", merr)
-		return
-	}
-	p.log.Error("DAMAGED partition log found at open: the reopen drops the damaged segment and everything after it, to fetch them again from the leader",
-		"segment", ce.File, "from_offset", base, "err", err)
-}
-
 // maxReopenBackoff bounds the wait between reopens of a failed log.
 const maxReopenBackoff = 8 * time.Second
+
+// reopenBackoff is the wait before the next reopen of a failed log: it
+// doubles with every failure since the partition was last online.
+func (p *Partition) reopenBackoff() time.Duration {
+	backoff := min(p.m.cfg.ReopenBackoff<<min(p.failures, 16), max(maxReopenBackoff, p.m.cfg.ReopenBackoff))
+	p.failures++
+	return backoff
+}
 
 // restart closes a healthy log and opens it again.
 func (p *Partition) restart(why string) { p.reopenLog(why, true) }
@@ -643,9 +628,12 @@ func (p *Partition) restoreHighWatermark(l *log.Log) {
 	}
 }
 
-// logFailed reports whether err means the log failed, so that the
-// partition goes offline and recovers.
-func logFailed(err error) bool { return errors.Is(err, log.ErrLogFailed) }
+// logFailed reports whether err means the log failed, or holds damage
+// (damage.go), so that the partition goes offline and recovers (fail).
+func logFailed(err error) bool {
+	_, damaged := log.DamagedSegment(err)
+	return damaged || errors.Is(err, log.ErrLogFailed)
+}
 
 func (p *Partition) stopFlushTimer() {
 	if p.flushTimer != nil {

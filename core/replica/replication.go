@@ -215,6 +215,14 @@ func (p *Partition) ReplicaFetch(replica int32, fetchOffset int64, lastFetchedEp
 	p.maybeExpandISR(f)
 	res.HighWatermark = l.HighWatermark()
 	read, err := l.Read(fetchOffset, maxBytes, leo)
+	if err == nil {
+		// What a follower copies must be what the producers wrote: a
+		// damaged batch sent would be refused there for ever, and this
+		// leader would never learn of the damage (damage.go).
+		if p.m.verifyBuf, err = read.Verify(p.m.verifyBuf); err != nil {
+			read.Release()
+		}
+	}
 	if err != nil {
 		if logFailed(err) {
 			p.fail(err)

@@ -2,6 +2,8 @@ package replica
 
 import (
 	"encoding/binary"
+	"io"
+	"os"
 	"slices"
 	"testing"
 	"time"
@@ -184,7 +186,7 @@ func leaderPtr(id int32) *int32 { return &id }
 // newAlterRig is newRig for a registered broker (epoch 1) whose
 // AlterPartition requests go to alter.
 func newAlterRig(t *testing.T, seed uint64, alter func(*kmsg.AlterPartitionRequest, func(kmsg.Response, error))) *rig {
-	r := &rig{t: t, s: sim.New(sim.Config{Seed: seed}), img: meta.Empty()}
+	r := &rig{t: t, s: sim.New(sim.Config{Seed: seed, Log: dbgw()}), img: meta.Empty()}
 	r.cfg = Config{NodeID: testNode, ReopenBackoff: 100 * time.Millisecond, AlterPartition: alter,
 		BrokerEpoch: func() int64 { return 1 }}
 	r.p = r.s.AddProcess("b1", func(e env.Env) { r.e = e; r.m = NewManager(e, r.cfg) })
@@ -344,4 +346,13 @@ func TestFollowerRefusesBatchesPastTheLeaderEpoch(t *testing.T) {
 	require.Equal(t, int32(4096), e)
 	_, past = epochPast(one, 4)
 	require.False(t, past)
+}
+
+// dbgw is where the rigs' processes log: stderr with
+// STRATA_REPLICA_TEST_VERBOSE set, else nowhere.
+func dbgw() io.Writer {
+	if os.Getenv("STRATA_REPLICA_TEST_VERBOSE") != "" {
+		return os.Stderr
+	}
+	return nil
 }

@@ -74,7 +74,6 @@ func (sc *scrubAll) next() {
 	}
 	if sc.i == len(sc.dirs) {
 		sc.m.log.Info("scrubbed the partition logs", "partitions", len(sc.dirs), "damaged", sc.damaged, "bytes", sc.bytes)
-		sc.m.lostData = sc.damaged > 0
 		sc.done(sc.damaged)
 		return
 	}

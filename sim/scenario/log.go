@@ -349,9 +349,9 @@ func runLog(o Options, bugs logBugs) (sim.Summary, *logHarness) {
 // logHarness is one run of the log scenario.
 // declareSurvivable declares what node i's disk may damage at rest: the
 // index files, and on the node logDamage names also the partition .log
-// files (not latent errors, which show while the broker runs), unless
-// -no-damage-logs (docs/simulation.md, "Survivable files"). One node
-// only: a topic at replication factor 3 and min.insync.replicas 2 holds
+// files (latent errors too, which show while the broker runs, unless
+// -no-latent-logs), unless -no-damage-logs (docs/simulation.md,
+// "Survivable files"). One node only: a topic at replication factor 3 and min.insync.replicas 2 holds
 // an acknowledged record on two replicas, so damage on two of its three
 // (replicated5's damaged minority may be two nodes) can take it from
 // every copy that has it.
@@ -359,7 +359,11 @@ func (h *logHarness) declareSurvivable(i int) {
 	d := h.procs[i].Disk()
 	if i == h.logDamage {
 		d.DeclareSurvivable(replicaFilesSurvivable)
-		d.DeclareLatentSurvivable(indexFilesSurvivable)
+		if !h.o.NoLatentLogs {
+			d.DeclareLatentSurvivable(nil) // .log files too (core/replica damage.go)
+		} else {
+			d.DeclareLatentSurvivable(indexFilesSurvivable)
+		}
 		return
 	}
 	d.DeclareSurvivable(indexFilesSurvivable)

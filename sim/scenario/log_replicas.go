@@ -3,9 +3,9 @@ package scenario
 import (
 	"bytes"
 	"fmt"
+	"path"
 	"slices"
 
-	"github.com/strata-log/strata/core/log"
 	"github.com/strata-log/strata/core/meta"
 	"github.com/strata-log/strata/core/record"
 )
@@ -78,7 +78,11 @@ func (h *logHarness) checkReplicas() error {
 // replicaBytes reads broker id's replica of topic-partition from its log
 // start up to hw: the bytes of every batch that ends below hw, which must
 // end exactly at hw (a high watermark is a batch boundary on every
-// replica that holds it).
+// replica that holds it). It reads the segment files' page-cache content
+// through the simulated disk itself, not through the broker's Env: a
+// check must neither draw the run's disk faults (a read there may make a
+// page unreadable) nor fail on a page the broker has
+// not read yet (latent damage it finds when it does).
 func (h *logHarness) replicaBytes(id int32, topic string, partition int32, hw int64) ([]byte, error) {
 	srv := h.server(int(id) - 1)
 	if srv == nil {
@@ -95,59 +99,38 @@ func (h *logHarness) replicaBytes(id int32, topic string, partition int32, hw in
 	if l.LogStartOffset() != 0 {
 		return nil, fmt.Errorf("log starts at %d (the run deletes nothing)", l.LogStartOffset())
 	}
+	disk := h.procs[int(id)-1].Disk()
 	var out []byte
 	next := int64(0)
-	for next < hw {
-		data, end, err := readRegion(l, next, hw)
-		if err != nil {
-			return nil, err
+	for _, seg := range l.Segments() {
+		if next >= hw {
+			break
 		}
-		if end <= next {
-			return nil, fmt.Errorf("no batch at %d below the high watermark %d (log end %d)", next, hw, l.LogEndOffset())
+		name := path.Join(l.Dir(), fmt.Sprintf("%020d.log", seg.BaseOffset))
+		data, ok := disk.ReadFile(name)
+		if !ok {
+			return nil, fmt.Errorf("no file %s", name)
 		}
-		out, next = append(out, data...), end
+		data = data[:min(int64(len(data)), seg.Size)]
+		for len(data) > 0 && next < hw {
+			b, err := record.ReadBatch(data, len(data))
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", name, err)
+			}
+			if b.LastOffset() >= hw {
+				break
+			}
+			if b.BaseOffset() < next {
+				return nil, fmt.Errorf("%s: batch [%d, %d] after offset %d", name, b.BaseOffset(), b.LastOffset(), next-1)
+			}
+			out, next = append(out, b.Bytes()...), b.LastOffset()+1
+			data = data[b.Size():]
+		}
 	}
 	if next != hw {
-		return nil, fmt.Errorf("its batches end at %d, past the high watermark %d", next, hw)
+		return nil, fmt.Errorf("its batches end at %d, not at the high watermark %d (log end %d)", next, hw, l.LogEndOffset())
 	}
 	return out, nil
-}
-
-// readRegion reads the batches of l from offset, ending at or below hw,
-// as core/log serves them to a fetch, and returns their bytes and the
-// offset after the last.
-func readRegion(l *log.Log, offset, hw int64) ([]byte, int64, error) {
-	res, err := l.Read(offset, 1<<20, hw)
-	if err != nil {
-		return nil, 0, err
-	}
-	defer res.Release()
-	if res.Size == 0 {
-		return nil, offset, nil
-	}
-	buf := make([]byte, res.Size)
-	if _, err := res.File.ReadAt(buf, res.Position); err != nil {
-		return nil, 0, err
-	}
-	end, err := batchesEnd(buf)
-	if err != nil {
-		return nil, 0, err
-	}
-	return buf, end, nil
-}
-
-// batchesEnd walks the batches of buf (framing only: the replicas'
-// bytes are compared, not judged) and returns the offset after the last.
-func batchesEnd(buf []byte) (int64, error) {
-	end := int64(-1)
-	for len(buf) > 0 {
-		b, err := record.ReadBatch(buf, len(buf))
-		if err != nil {
-			return 0, err
-		}
-		end, buf = b.LastOffset()+1, buf[b.Size():]
-	}
-	return end, nil
 }
 
 // sameSet reports whether a and b hold the same broker ids.

@@ -53,6 +53,13 @@ type Options struct {
 	// so that the damaged minority's .log files get corruption and
 	// misdirected writes (docs/simulation.md, "Survivable files").
 	NoDamageLogs bool
+	// NoLatentLogs (replicated, replicated5, txn) keeps latent sector
+	// errors (a page that becomes unreadable while the broker runs) off
+	// the damaged node's partition .log files, which otherwise get them
+	// besides corruption and misdirected writes (those show only after a
+	// power loss): a replica then meets damage while it runs
+	// (docs/architecture.md, "A replica damaged while it runs").
+	NoLatentLogs bool
 }
 
 // Default is the scenario `make sim` and `strata sim` run when none is
@@ -120,6 +127,7 @@ func BindFlags(fs *flag.FlagSet) *Options {
 	fs.BoolVar(&o.NoFaults, "no-faults", false, "turn the nemesis off")
 	fs.Float64Var(&o.Buggify, "buggify", 0, "buggify rate (0: drawn from the seed; negative: off)")
 	fs.BoolVar(&o.NoDamageLogs, "no-damage-logs", false, "replicated, replicated5: no damage at rest on partition .log files (by default the damaged minority's get some)")
+	fs.BoolVar(&o.NoLatentLogs, "no-latent-logs", false, "replicated, replicated5, txn: no latent sector errors on partition .log files (by default the damaged node's get pages that become unreadable while the broker runs)")
 	fs.BoolVar(&o.PageCache, "page-cache", false, "log, replicated: topics in Kafka's page-cache mode (flush.messages=1000), to see what it can lose")
 	return o
 }
@@ -151,6 +159,9 @@ func (o Options) Args() []string {
 	}
 	if o.NoDamageLogs {
 		args = append(args, "-no-damage-logs")
+	}
+	if o.NoLatentLogs {
+		args = append(args, "-no-latent-logs")
 	}
 	return args
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/core/env"
@@ -269,6 +270,23 @@ func (t *txnRun) summary() string {
 
 func (t *txnRun) fail(err error) { t.h.fail(err) }
 
+// createTopic creates a topic as logAdmin.create does: a broker the
+// Metadata listed may be fenced at the controller (not yet unfenced, or
+// killed by a strike meanwhile: txn seeds 135 and 156 once partition
+// .log files got latent errors), so INVALID_REPLICATION_FACTOR means "not
+// enough brokers yet" and the creation is asked again, as an operator
+// would.
+func (t *txnRun) createTopic(c *kclient.Client, spec kclient.TopicSpec, done func(ok bool, code int16)) {
+	c.CreateTopic(spec, func(ok bool, code int16) {
+		if !ok && code == kerr.InvalidReplicationFactor.Code {
+			t.h.s.Trace("txn:create-again " + spec.Name)
+			t.h.s.After(200*time.Millisecond, "txn:create-again", func() { t.createTopic(c, spec, done) })
+			return
+		}
+		done(ok, code)
+	})
+}
+
 // start creates the topic, then starts the producers and a reader.
 func (t *txnRun) start() {
 	h := t.h
@@ -278,11 +296,11 @@ func (t *txnRun) start() {
 			Configs: [][2]string{{"min.insync.replicas", strconv.Itoa(minInsync(replicatedRF))}}}
 		out := spec
 		out.Name, out.Partitions = etlTopic, etlPartitions
-		c.CreateTopic(spec, func(ok bool, code int16) {
+		t.createTopic(c, spec, func(ok bool, code int16) {
 			if !ok {
 				t.fail(fmt.Errorf("setup: creating %s failed for good: error code %d", txnTopic, code))
 			}
-			c.CreateTopic(out, func(ok bool, code2 int16) {
+			t.createTopic(c, out, func(ok bool, code2 int16) {
 				if !ok {
 					t.fail(fmt.Errorf("setup: creating %s failed for good: error code %d", etlTopic, code2))
 				}

@@ -35,7 +35,8 @@ var txnRegressionSeeds = []uint64{
 	// (g) reported an under-replicated partition after the heal. Fixed:
 	// a partition of a broker that registered as damaged, never online
 	// in this process, drops a segment its open finds corrupt and
-	// fetches it again (Partition.dropDamagedSegment). 45 and 299 pass
+	// fetches it again (then Partition.dropDamagedSegment; now core/replica
+	// damage.go, for any replica). 45 and 299 pass
 	// without the fix at this commit (their traces changed).
 	45, 256, 299,
 	// Found after merging KIP-890 part 1 with the epoch checkpoint (the
@@ -97,14 +98,56 @@ var txnRegressionSeeds = []uint64{
 	// held the last stable offset for good ((s), 10). Fixed: each batch
 	// waits for its own partition's verification only.
 	3, 4, 10,
-	// Open until the pipelined ETL workers changed the traces, not fixed:
-	// misdirected writes damaged n2's __transaction_state-0 while it was
-	// the partition's last in-sync replica, which stayed offline ((g)
-	// metrics: kafka_server_replicamanager_offlinereplicacount). The
-	// seed passes since, the gap unfixed (docs/architecture.md "Not
-	// yet"); `git checkout de1cd0c && make sim SCENARIO=txn SEED=260`
-	// shows it.
+	// Open for a session (found when half the seeds began to run
+	// transaction.version 2), a core gap: misdirected writes on n2 put a
+	// valid batch of offset 261 at position 0 of __transaction_state-0's
+	// only segment (a compacted log: no contiguity rule) with zeros after
+	// it; after the power loss at 22.5 s the scrub marked only from 262,
+	// and Open then found zeros below the recovery point at position
+	// 34528. n2 was the partition's last in-sync replica (ISR [2], the
+	// LastKnownELR [1 2]: n1, forgotten earlier, had refetched to 363,
+	// the high watermark), so Partition.dropDamagedSegment kept the
+	// damage, the log never opened and the partition stayed offline
+	// ((g) after the heal). Fixed by the damaged replica's way back
+	// (core/replica damage.go): n2 gives up its places (the controller
+	// keeps it the ISR's last member, recovering, in a new leader epoch),
+	// drops the segment, and its recovery hands the leadership to n1's
+	// longer log.
 	260,
+	// Found by the first sweep with latent sector errors on the damaged
+	// node's partition .log files (issue 22), a core bug: a page of
+	// __transaction_state-1 became unreadable on n3, and the transaction
+	// shard's load, which reads the log itself, met it and retried every
+	// second for ever; the partition never learned of the damage, so the
+	// coordinator stayed loading and tp3's transaction never ended ((s);
+	// 102 the same, ListTransactions unanswered). A shard's load now
+	// reports damage to its partition (Partition.ReportDamage).
+	49, 102,
+	// Same sweep, a harness bug: a controller strike (during the damaged
+	// replica's AlterPartition) killed n3 before the txn topics were
+	// created, CreateTopics answered INVALID_REPLICATION_FACTOR (two
+	// active brokers for three replicas) and the txn setup gave up ("failed
+	// for good"); it now asks again, as the log admin does.
+	135,
+	// Fail with ReplicaFetch's verification of what a leader serves
+	// removed (issue 22, with .log latent errors; the traces then differ
+	// from the first fetch it would have checked). In 65, n1 took
+	// txn-out-1 over from a recovering n3 (the longest log: ISR [1], no
+	// ELR, the LastKnownELR cleared) and met a latent error 0.2 s later,
+	// before any follower fetched in its leadership: no replica known to
+	// hold the committed records, so by design the partition waited for
+	// an operator ((g) after the heal).
+	65, 106,
+	// Open until issue 22's damaged-replica path merged (both pass since;
+	// the traces moved with it, so they pin the shapes no longer):
+	// 6, misdirected writes damaging n3's __transaction_state-1 below its
+	// recovery point while in sync, which kept the partition offline ((g));
+	// 172, a replica whose log failed while it was the only in-sync
+	// replica restarted, cut its log to the failed log's durable offset
+	// and was elected with it, and the others truncated committed records
+	// to it ((a)). `git checkout 6fcb144 && make sim SCENARIO=txn SEED=172`
+	// shows the second.
+	6, 172,
 }
 
 func runTxnSeed(t *testing.T, seed uint64) *logHarness {
@@ -120,33 +163,10 @@ func TestTxnRegressionSeeds(t *testing.T) {
 
 // txnOpenSeeds fail on a bug found and not fixed yet; TestTxnSeeds
 // skips them (and says so), TestTxnOpenSeedsStillFail keeps them honest.
-var txnOpenSeeds = []uint64{
-	// The gap of issue 22, finding 9 (damage on a live replica), reached
-	// when the hostile peer came to this seed (its requests shift the
-	// timings; the fault mix is the same): misdirected writes damage n3's
-	// __transaction_state-1 below its recovery point while it is an
-	// in-sync replica; the open keeps failing ("DAMAGED partition log
-	// found at open, in an in-sync replica: not dropping it") and after
-	// the heal n3 reports an offline replica. Without the hostile peer
-	// the seed passes.
-	6,
-	// Found when the pipelined ETL workers changed the traces (it fails
-	// with or without their fix), not fixed: n3's events-0 failed (a
-	// .damaged marker, durable offset 0) while n3 was the partition's
-	// only in-sync replica; restarted, n3 dropped its log to the durable
-	// offset, was elected in leader epoch 8 with an empty log, and the
-	// two other replicas truncated 249 and 448 records to it: committed
-	// records lost ((a) durability). A replica whose log failed must not
-	// lead with what it dropped while another holds the committed data
-	// (issue 22, finding 9: damage on a live replica).
-	172,
-}
+var txnOpenSeeds = []uint64{}
 
 // txnOpenFailures is what each open seed's failure names.
-var txnOpenFailures = map[uint64]string{
-	6:   "(g) metrics: n3 reports kafka_server_replicamanager_offlinereplicacount",
-	172: "fetch of events-0 at offset 249 is out of range, below high watermark 249 it was told: committed records were lost",
-}
+var txnOpenFailures = map[uint64]string{}
 
 // txnSeedsInMakeTest is how many consecutive seeds `make test` runs, in
 // txnSeedChunks parallel subtests.
@@ -266,14 +286,14 @@ func TestTxnDuplicateCheckFires(t *testing.T) {
 func TestTxnETLCheckFires(t *testing.T) {
 	bugs := logBugs{replicas: replicatedRF, txn: true, damageLogs: true, txnOffsetsDefaultISR: true}
 	found := 0
-	for seed := uint64(20); seed <= 40 && found == 0; seed++ {
+	for seed := uint64(1); seed <= 20 && found == 0; seed++ {
 		sum, _ := runLog(Options{Seed: seed}, bugs)
 		if sum.Err != nil && strings.Contains(sum.Err.Error(), "(t) ETL exactly-once") {
 			t.Logf("seed %d: %v", seed, sum.Err)
 			found++
 		}
 	}
-	require.NotZero(t, found, "no seed of 20..40 failed (t) with __consumer_offsets at min.insync.replicas 1")
+	require.NotZero(t, found, "no seed of 1..20 failed (t) with __consumer_offsets at min.insync.replicas 1")
 }
 
 // TestTxnCycleCheckFires: a graph with a wr edge reversed has a cycle,
