@@ -316,6 +316,13 @@ func (v *victim) book(ev victimEvent) {
 	}
 }
 
+// p99 is the victim's acks=all p99 in ps so far.
+func (v *victim) p99(ps *phaseStats) time.Duration {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return percentile(ps.produce, 0.99)
+}
+
 // settle waits until every record the victim produced in ps is answered:
 // the victim's records of one partition complete in order, so once one
 // begun after ps ended is in, all of ps's are (at most settleTimeout).
@@ -373,7 +380,9 @@ func (v *victim) endPhase() *phaseStats {
 	if ps == nil {
 		return nil
 	}
-	ps.end = time.Now()
+	v.mu.Lock()
+	ps.end = time.Now() // book reads it
+	v.mu.Unlock()
 	ps.cpuNode, ps.cpuSelf = cpuTime(v.node.pid())-ps.cpu0Node, cpuTime(os.Getpid())-ps.cpu0Self
 	if v.cmd.Process != nil {
 		ps.cpuVictim = cpuTime(v.cmd.Process.Pid) - ps.cpu0Victim
