@@ -83,7 +83,7 @@ const (
 	KeyFetchSendfile = "strata.fetch.sendfile.enable"
 	// KeyRequestWorkers is Strata's own: the goroutines that run the
 	// CPU-heavy part of requests off the event loop (record validation,
-	// large answers); 0 means GOMAXPROCS. KeyRequestOffload false runs
+	// large answers); 0 means GOMAXPROCS-1 (at least 1). KeyRequestOffload false runs
 	// that work on the loop (for measuring what the workers give).
 	KeyRequestWorkers                 = "strata.request.workers"
 	KeyRequestOffload                 = "strata.request.offload.enable"
@@ -301,7 +301,7 @@ var configKeys = []configKey{
 	{KeyFetchSendfile, "true", kmsg.ConfigTypeBoolean,
 		"Strata's own: send fetched records with sendfile (zero copy); false reads them into user space and writes them (for measuring what zero copy saves).", setFetchSendfile},
 	{KeyRequestWorkers, "0", kmsg.ConfigTypeInt,
-		"Strata's own: the worker goroutines that validate produced batches and encode large answers off the event loop, shared fairly between connections; 0 means one per CPU (GOMAXPROCS).",
+		"Strata's own: the worker goroutines that validate produced batches and encode large answers off the event loop, shared fairly between connections; 0 means one per CPU but one (GOMAXPROCS-1, at least 1), which leaves a CPU to the event loop. One more worker runs only light connections' work.",
 		setInt(0, 1024, func(c *Config, n int64) { c.RequestWorkers = int(n) })},
 	{KeyRequestOffload, "true", kmsg.ConfigTypeBoolean,
 		"Strata's own: run request validation and large answers on the workers; false runs them on the event loop (for measuring what the workers give).", setRequestOffload},
@@ -889,19 +889,30 @@ func (c Config) brokerConfig(dataDir string) broker.Config {
 // workConfig bounds the broker's off-loop work: as many jobs at once as
 // the node has workers, or, with offload off, every job inline.
 func (c Config) workConfig() work.Config {
-	w := work.Config{Limit: c.requestWorkers()}
+	w := work.Config{Limit: c.requestWorkers(), Spare: lightRequestWorkers}
 	if c.NoRequestOffload {
 		w.InlineBelow = math.MaxInt64
 	}
 	return w
 }
 
+// lightRequestWorkers is how many worker goroutines the node keeps
+// beyond strata.request.workers for light connections (work.Config.Spare):
+// a client whose requests are small and far between is validated at once
+// even while every other worker decompresses bombs.
+const lightRequestWorkers = 1
+
 // requestWorkers is strata.request.workers with 0 resolved.
 func (c Config) requestWorkers() int {
 	if c.RequestWorkers > 0 {
 		return c.RequestWorkers
 	}
-	return runtime.GOMAXPROCS(0)
+	// One CPU is the loop's: with a worker on every CPU, each of the
+	// loop's wake-ups waits for a worker's time slice (10 ms in Go's
+	// scheduler) while heavy work runs, several per request (the attack
+	// suite's bombs phase: victim p50 57-85 ms with two workers on two
+	// CPUs, 25 ms with one).
+	return max(1, runtime.GOMAXPROCS(0)-1)
 }
 
 // partitionsConfig is the partitions' share of the configuration.

@@ -112,7 +112,7 @@ func Start(cfg Config, log *slog.Logger) (*Node, error) {
 			FrameReadTimeout:    time.Duration(cfg.SocketRequestReadTimeoutMs) * time.Millisecond,
 			FrameMinBytesPerSec: cfg.SocketRequestMinBytesPerSec,
 		},
-		WorkWorkers: cfg.requestWorkers(),
+		WorkWorkers: cfg.requestWorkers() + lightRequestWorkers,
 		Logger:      log,
 		NoSendfile:  cfg.NoSendfile,
 	})

@@ -113,6 +113,14 @@ func (r *request) offload(cost time.Duration, run, done func()) {
 	r.cn.work.Submit(work.Job{Cost: cost, Run: run, Done: done})
 }
 
+// offloadCharged is offload with charge, the job's cost as its result
+// shows it, read on the loop after run (work.Job.Charge): what keeps a
+// connection whose small batches decompress to megabytes from passing for
+// a light one.
+func (r *request) offloadCharged(cost time.Duration, run func(), charge func() time.Duration, done func()) {
+	r.cn.work.Submit(work.Job{Cost: cost, Run: run, Charge: charge, Done: done})
+}
+
 // respondEncoded answers the request with resp already encoded as frame
 // (off the loop), which must be of its version.
 func (r *request) respondEncoded(resp kmsg.Response, frame []byte) {
@@ -192,7 +200,7 @@ func (b *Broker) dispatch(cn *conn) {
 		}
 		r.t.started = b.e.Monotonic()
 		r.api.handle(b, r)
-		r.t.handled = b.e.Monotonic()
+		r.t.handled, r.t.returned = b.e.Monotonic(), true
 	}
 }
 

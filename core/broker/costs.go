@@ -1,9 +1,11 @@
 package broker
 
 import (
+	"errors"
 	"time"
 
 	"github.com/strata-log/strata/core/record"
+	"github.com/strata-log/strata/core/replica"
 )
 
 // The estimated CPU costs of requests' heavy parts (request.offload), from
@@ -36,6 +38,31 @@ func validationCost(payload []byte) time.Duration {
 		return time.Duration(len(payload)) * uncompressedValidationCostPerKiB / 1024
 	}
 	return max(minCompressedValidationCost, time.Duration(len(payload))*compressedValidationCostPerByte)
+}
+
+// decompressedCostPerMiB is what validating a compressed batch costs per
+// MiB it decompressed to (a zstd bomb of 16 MiB, refused at the bound,
+// took about 8 ms on one core here, 130 ms on a shared, busy one; a bomb
+// refused at the bound decompressed that much).
+const decompressedCostPerMiB = 2 * time.Millisecond
+
+// validationCharge is what validating appends cost, as their results
+// show it (work.Job.Charge): at least the estimate, and for compressed
+// batches what they decompressed to, which a bomb's few compressed bytes
+// did not predict.
+func validationCharge(estimate time.Duration, appends []produceAppend, limits []replica.ProduceLimits) time.Duration {
+	var decompressed int64
+	for i, a := range appends {
+		n := a.vb.Summary.DecompressedBytes
+		if errors.Is(a.vb.Err, record.ErrDecompressedTooLarge) {
+			n = limits[i].Records.MaxDecompressedBytes
+			if n <= 0 {
+				n = record.DefaultMaxDecompressedBytes
+			}
+		}
+		decompressed += int64(n)
+	}
+	return max(estimate, time.Duration(decompressed)*decompressedCostPerMiB>>20)
 }
 
 // maxIdleValidators bounds the validators the broker keeps between jobs:

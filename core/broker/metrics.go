@@ -89,13 +89,21 @@ func (am *apiMetrics) countError(code int16) {
 // taken only with metrics on.
 type requestTimes struct {
 	arrived, started, handled, answered time.Duration
+	// returned: its handler has returned (handled is set). A request
+	// answered before that (a Metadata, a batch refused on validation)
+	// is sent from within its handler, and its local time ends at its
+	// answer.
+	returned bool
 }
 
 // observeSent records a request's stages once its response went to the
 // transport (or, for acks=0, once it completed).
 func (am *apiMetrics) observeSent(t requestTimes, sent time.Duration) {
 	ms := func(d time.Duration) float64 { return float64(max(d, 0)) / float64(time.Millisecond) }
-	localEnd := min(t.handled, t.answered)
+	localEnd := t.answered
+	if t.returned {
+		localEnd = min(t.handled, t.answered)
+	}
 	am.queue.Observe(ms(t.started - t.arrived))
 	am.local.Observe(ms(localEnd - t.started))
 	am.remote.Observe(ms(t.answered - localEnd))

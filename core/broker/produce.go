@@ -128,11 +128,11 @@ func handleProduce(b *Broker, r *request) {
 		cost += validationCost(a.payload)
 	}
 	v := b.takeValidator()
-	r.offload(cost, func() {
+	r.offloadCharged(cost, func() {
 		for i := range appends {
 			appends[i].vb = replica.ValidateProduce(v, appends[i].payload, limits[i])
 		}
-	}, func() {
+	}, func() time.Duration { return validationCharge(cost, appends, limits) }, func() {
 		b.putValidator(v, appends)
 		b.appendProduced(r, req, resp, now, appends, &answered, &timeout, finish)
 	})

@@ -1,7 +1,9 @@
 package server_test
 
 import (
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -91,4 +93,47 @@ func TestPartitionMetricsFollowTheTopicConfig(t *testing.T) {
 	require.False(t, ok, "off for the topic")
 	x.Produce("quiet", 0, "a")
 	require.Equal(t, 1.0, value(x, metrics.TopicMessagesIn, "quiet"), "per-topic series stay")
+}
+
+// histogram is one histogram series' count and sum.
+func histogram(x *servertest.Single, d *metrics.Def, labels ...string) (uint64, float64) {
+	for _, f := range x.Metrics.Snapshot() {
+		if f.Def != d {
+			continue
+		}
+		for _, s := range f.Series {
+			if slices.Equal(s.Labels, labels) {
+				return s.Count, s.Sum
+			}
+		}
+	}
+	return 0, 0
+}
+
+// A request answered before its handler returns (a Metadata, a produced
+// batch refused on validation) waited on nothing: its remote time is 0,
+// and its time is local. Found by the attack suite: such requests were
+// timed as if handled at the node's start, so RemoteTimeMs recorded the
+// node's uptime for each of them (a mean of 3.5 s for Produce under a
+// flood of malformed batches whose requests took 5 ms).
+func TestMetricsTimeARequestAnsweredInItsHandler(t *testing.T) {
+	x := servertest.Start(t, 13, nil)
+	x.CreateTopic("events", 1, nil)
+	x.WaitServing("events", 1)
+	require.Greater(t, x.ClientEnv().Monotonic(), time.Second, "the node has run a while (its election, the topic)")
+	n0, remote0 := histogram(x, metrics.RequestRemoteTime, "Metadata")
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr("events")
+	req.Topics = append(req.Topics, rt)
+	x.Do(req)
+	n1, remote1 := histogram(x, metrics.RequestRemoteTime, "Metadata")
+	require.Equal(t, n0+1, n1, "the Metadata was timed")
+	require.Less(t, remote1-remote0, 1.0, "a Metadata answered in its handler waited %.0f ms on something else", remote1-remote0)
+	_, total := histogram(x, metrics.RequestTotalTime, "Metadata")
+	_, local := histogram(x, metrics.RequestLocalTime, "Metadata")
+	_, queue := histogram(x, metrics.RequestQueueTime, "Metadata")
+	_, remote := histogram(x, metrics.RequestRemoteTime, "Metadata")
+	_, send := histogram(x, metrics.RequestResponseSendTime, "Metadata")
+	require.InDelta(t, total, queue+local+remote+send, 1e-6, "the stages add up to the total")
 }

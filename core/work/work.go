@@ -40,11 +40,20 @@ type Config struct {
 	// InlineBelow: a job whose cost is below it runs on the loop at
 	// Submit when its queue has nothing pending. Zero never runs inline.
 	InlineBelow time.Duration
+	// Spare is how many jobs beyond Limit may run at once, each of a
+	// light queue (see LightBelow). Zero (the default) keeps none.
+	Spare int
+	// LightBelow: a job may take a spare slot when its cost is below
+	// it, nothing of its queue runs, and its queue's recent work (what
+	// its jobs were charged, less the time since) is below it too.
+	// Default 1 ms.
+	LightBelow time.Duration
 }
 
 const (
-	defaultLimit    = 2
-	defaultPerQueue = 2
+	defaultLimit      = 2
+	defaultPerQueue   = 2
+	defaultLightBelow = time.Millisecond
 )
 
 // Pool is the loop's scheduler of jobs onto env.Env.Work.
@@ -59,6 +68,8 @@ type Pool struct {
 // Stats counts what a Pool did, for metrics and tests.
 type Stats struct {
 	Submitted, Inline, Started, Completed, Dropped uint64
+	// Spare counts the jobs started in a spare slot.
+	Spare uint64
 	// Queued is the jobs waiting for a worker now.
 	Queued int
 }
@@ -70,6 +81,9 @@ func NewPool(e env.Env, cfg Config) *Pool {
 	}
 	if cfg.PerQueue <= 0 {
 		cfg.PerQueue = defaultPerQueue
+	}
+	if cfg.LightBelow <= 0 {
+		cfg.LightBelow = defaultLightBelow
 	}
 	return &Pool{e: e, cfg: cfg}
 }
@@ -88,6 +102,10 @@ type Queue struct {
 	running int
 	ready   bool // listed in p.ready
 	closed  bool
+	// busyUntil is when the queue's charged work would end had it run
+	// alone from its first job on (Monotonic); its recent work is
+	// busyUntil - now. Kept only with spare slots.
+	busyUntil time.Duration
 }
 
 // Job is one piece of CPU-heavy work.
@@ -104,6 +122,10 @@ type Job struct {
 	// closed before Done could run, so that the owner can release what
 	// the job held.
 	Drop func()
+	// Charge, if set, is the job's cost as its result shows it (a
+	// batch's decompressed size), read on the loop once Run returned;
+	// the queue's recent work grows by it (by Cost when unset).
+	Charge func() time.Duration
 }
 
 type job struct {
@@ -173,7 +195,7 @@ func (q *Queue) markReady() {
 }
 
 // pump hands jobs to the Env while workers are free, one job per ready
-// queue in turn.
+// queue in turn, and then spare slots to light queues.
 func (p *Pool) pump() {
 	for p.running < p.cfg.Limit && len(p.ready) > 0 {
 		q := p.ready[0]
@@ -183,15 +205,41 @@ func (p *Pool) pump() {
 		if !q.canStart() {
 			continue // closed, or filled its share, since it was listed
 		}
-		j := q.jobs[q.started]
-		q.started++
-		q.running++
-		p.running++
-		p.stats.Queued--
-		p.stats.Started++
-		p.e.Work(j.Cost, j.Run, func() { q.complete(j) })
-		q.markReady() // to the back of the ring: round-robin
+		p.start(q)
 	}
+	if p.cfg.Spare == 0 || p.running >= p.cfg.Limit+p.cfg.Spare || len(p.ready) == 0 {
+		return
+	}
+	now := p.e.Monotonic()
+	for i := 0; i < len(p.ready) && p.running < p.cfg.Limit+p.cfg.Spare; {
+		q := p.ready[i]
+		if !q.canStart() || !q.light(now) {
+			i++
+			continue
+		}
+		p.ready = append(p.ready[:i], p.ready[i+1:]...)
+		q.ready = false
+		p.stats.Spare++
+		p.start(q)
+	}
+}
+
+// light reports whether q's next job may take a spare slot at now.
+func (q *Queue) light(now time.Duration) bool {
+	return q.running == 0 && q.jobs[q.started].Cost < q.p.cfg.LightBelow && q.busyUntil-now < q.p.cfg.LightBelow
+}
+
+// start hands q's next job to the Env and lists q again (at the back of
+// the ring: round-robin) if it may start another.
+func (p *Pool) start(q *Queue) {
+	j := q.jobs[q.started]
+	q.started++
+	q.running++
+	p.running++
+	p.stats.Queued--
+	p.stats.Started++
+	p.e.Work(j.Cost, j.Run, func() { q.complete(j) })
+	q.markReady()
 }
 
 // complete runs on the loop when j's run returned: j's done runs once every
@@ -202,6 +250,13 @@ func (q *Queue) complete(j *job) {
 	q.running--
 	p.stats.Completed++
 	assert.That(p.running >= 0 && q.running >= 0, "work: completion of a job never started")
+	if p.cfg.Spare > 0 {
+		charge := j.Cost
+		if j.Charge != nil {
+			charge = j.Charge()
+		}
+		q.busyUntil = max(q.busyUntil, p.e.Monotonic()) + max(charge, 0)
+	}
 	if !q.closed {
 		j.finished = true
 		for len(q.jobs) > 0 && q.jobs[0].finished {
