@@ -187,10 +187,10 @@ func (b *Broker) accept(c env.Conn) {
 // forget drops a closed connection from b.conns, and its unsent answers.
 func (b *Broker) forget(cn *conn) {
 	cn.closing = true
-	// Heavy work not yet done for the conn is dropped; its requests
-	// complete unanswered (request.abandon) and the flush below
-	// releases them.
-	cn.work.Close()
+	// Heavy work of the conn's requests still runs: a request received
+	// is served even if its client hung up (an acks=0 producer may close
+	// right after sending, and expects its records appended, as Kafka
+	// appends them); its answer is dropped when it comes.
 	i, found := slices.BinarySearchFunc(b.conns, cn.id, func(c *conn, id uint64) int {
 		return cmp.Compare(c.id, id)
 	})

@@ -105,20 +105,12 @@ func (r *request) respondParts(parts []env.Part, release func()) {
 // offload runs run off the loop (on a worker of the broker's pool, in
 // turn with the other connections' jobs) and then done on the loop, after
 // the done of every earlier offloaded request of the connection. cost is
-// the job's estimated CPU time (costs.go). If the connection closes first
-// the request completes unanswered and done never runs. run must be pure:
-// it may read the request and what the caller hands it, never broker
-// state.
+// the job's estimated CPU time (costs.go). The job runs, and done with it,
+// even if the connection closes meanwhile (the answer is then dropped):
+// a received request is served, as Kafka serves it. run must be pure: it
+// may read the request and what the caller hands it, never broker state.
 func (r *request) offload(cost time.Duration, run, done func()) {
-	r.cn.work.Submit(work.Job{Cost: cost, Run: run, Done: done, Drop: r.abandon})
-}
-
-// abandon completes a request whose connection closed before it could be
-// answered; the connection's flush releases it.
-func (r *request) abandon() {
-	if !r.answered {
-		r.answered, r.silent = true, true
-	}
+	r.cn.work.Submit(work.Job{Cost: cost, Run: run, Done: done})
 }
 
 // respondEncoded answers the request with resp already encoded as frame

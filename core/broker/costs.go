@@ -60,8 +60,7 @@ func (b *Broker) takeValidator() *record.Validator {
 	return record.NewValidator()
 }
 
-// putValidator takes back a job's validator. A job dropped with its
-// connection keeps its validator (it may still be running on a worker).
+// putValidator takes back a job's validator.
 func (b *Broker) putValidator(v *record.Validator, validated []produceAppend) {
 	for i := range validated {
 		if validated[i].vb.Summary.DecompressedBytes > releaseValidatorAbove {

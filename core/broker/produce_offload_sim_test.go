@@ -1,14 +1,17 @@
 package broker_test
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/core/env"
+	"github.com/strata-log/strata/core/metrics"
 	"github.com/strata-log/strata/core/protocol"
 	"github.com/strata-log/strata/core/record"
 )
@@ -90,4 +93,51 @@ func TestHeavyProduceIsSharedFairly(t *testing.T) {
 	h.RunUntil("every answer", func() bool { return otherDone && floodAnswers == floods })
 	require.LessOrEqual(t, floodAnsweredBeforeOther, floods/3,
 		"the other connection's produce waited behind %d of the flood's %d requests", floodAnsweredBeforeOther, floods)
+}
+
+// TestProduceOfAClosedConnectionAppends: an acks=0 producer may close its
+// connection right after sending; the broker has received the request and
+// appends its records (as Kafka does), though its batch was still waiting
+// for a worker when the connection closed (franz-go's and kafka-go's
+// acks=0 interop tests lost every compressed batch when closing the
+// connection dropped the jobs).
+func TestProduceOfAClosedConnectionAppends(t *testing.T) {
+	h := newSimServer(t, nil)
+	h.CreateTopic("z", 1, nil)
+	var c *protocol.Client
+	h.ClientEnv().Net().Dial("n1:9092", func(conn env.Conn, err error) {
+		require.NoError(t, err)
+		c = protocol.NewClient(conn, protocol.ClientConfig{ClientID: "acks0"})
+	})
+	h.RunUntil("a connection", func() bool { return c != nil })
+	received := func() float64 {
+		v, _ := h.Metrics.Value(metrics.Requests, "Produce")
+		return v
+	}
+	before := received()
+	rng := rand.New(rand.NewPCG(3, 4))
+	const n = 4
+	for i := range n {
+		// 512 KiB of incompressible records: about 5 ms of validation
+		// each, so the jobs are still queued when the client hangs up.
+		b := record.NewBuilder(record.WithCompression(record.CodecZstd))
+		for range 512 {
+			v := make([]byte, 1024)
+			for j := range v {
+				v[j] = byte(rng.Uint32())
+			}
+			copy(v, fmt.Sprintf("v%d", i))
+			b.Append(h.ClientEnv().Now().UnixMilli(), nil, v)
+		}
+		batch, err := b.AppendTo(nil)
+		require.NoError(t, err)
+		req := produceBatches(9, producePart{"z", 0, batch})
+		req.Acks = 0
+		require.NoError(t, c.Send(req))
+	}
+	h.RunUntil("the requests received", func() bool { return received() == before+n })
+	c.Close()
+	require.NoError(t, h.Sim.RunFor(time.Second))
+	end := h.ListOffset("z", 0, -1)
+	require.Equal(t, int64(n*512), end.Offset, "every received batch appended")
 }

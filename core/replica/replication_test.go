@@ -2,9 +2,9 @@ package replica
 
 import (
 	"encoding/binary"
-	"slices"
 	"io"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
