@@ -102,7 +102,7 @@ func buildRawBatches(values [][]byte, compression string, n, batchBytes int) ([]
 type rawProducer struct {
 	cl      *kgo.Client
 	topic   string
-	topicID [16]byte // for Produce v13, which names topics by id
+	topicID [16]byte          // for Produce v13, which names topics by id
 	leaders map[int32][]int32 // broker id: its partitions
 	batches []rawBatch
 
