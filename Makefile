@@ -8,7 +8,7 @@ SEEDS     ?= 1000
 BENCHTIME ?= 1s
 PKGS      := ./...
 
-.PHONY: kgo-suite run test sim sim-sweep sim-sweep-kraft sim-compare crash-sweep lint vet fmt-check bench bench-failover bench-partition-failover bench-groups bench-txn bench-strata bench-replicated fuzz clean build
+.PHONY: kgo-suite run test sim sim-sweep sim-sweep-kraft sim-compare crash-sweep lint vet fmt-check bench bench-failover bench-partition-failover bench-groups bench-txn bench-strata bench-replicated bench-hostile fuzz clean build
 
 ## run: start one combined broker+controller on 127.0.0.1:9092, data in ./data
 run: build
@@ -116,6 +116,17 @@ bench-txn:
 BENCH_ARGS ?=
 bench-strata: build
 	./bin/strata bench $(BENCH_ARGS)
+
+## bench-hostile: the figures of docs/benchmarks.md "Hostile input (issue 22)", HOSTILE_RUNS interleaved runs each
+## (medians): (a) produce with kgo's default compression (snappy) of text records, strata beside kfake; (b) one node
+## validating on its workers (strata) beside one validating on its loop (strata-nooffload), fed prebuilt zstd
+## batches by the raw producer; (c) in the same run, phase 3's client again while a second client floods zstd batches
+## (flood p99 / quiet p99). First the slow end-to-end tests of those modes. Not part of `make test`; about 15 minutes.
+HOSTILE_RUNS ?= 5
+bench-hostile: build
+	STRATA_BENCH_SLOW_TESTS=1 $(GO) test -race -count=1 -timeout 5m -run '^(TestBenchCompressedWithFlood|TestBenchStrataNoOffloadRaw)$$' ./cmd/strata/
+	./bin/strata bench --targets strata,kfake --compression default --runs $(HOSTILE_RUNS) $(BENCH_ARGS)
+	./bin/strata bench --targets strata,strata-nooffload --producer raw --compression zstd --flood-producers 1 --runs $(HOSTILE_RUNS) $(BENCH_ARGS)
 
 ## bench-replicated: `strata bench` on 3 combined nodes (RF 3, min.insync.replicas 2) beside kfake and three
 ## parallel 1 MiB write+fdatasync loops, then the idle cost of 10,000 partitions (RF 3) per node; 3 runs

@@ -50,6 +50,10 @@ const (
 	// targetNoMetrics is a strata node with strata.metrics.enable=false:
 	// the same-run baseline of what counting metrics costs.
 	targetNoMetrics = "strata-nometrics"
+	// targetNoOffload is a strata node with
+	// strata.request.offload.enable=false, which validates produced
+	// batches on the event loop: the same-run baseline of the workers.
+	targetNoOffload = "strata-nooffload"
 	targetKfake     = "kfake"
 	targetFsync     = "fsync"
 	// targetMemory starts a node of its own and reports its memory at
@@ -63,8 +67,8 @@ const (
 // benchTargets are every target, in the order a run visits them;
 // defaultBenchTargets leaves out the idle target, which takes minutes.
 var (
-	benchTargets        = []string{targetStrata, targetNoMetrics, targetKfake, targetFsync, targetMemory, targetIdle}
-	defaultBenchTargets = benchTargets[:len(benchTargets)-1]
+	benchTargets        = []string{targetStrata, targetNoMetrics, targetNoOffload, targetKfake, targetFsync, targetMemory, targetIdle}
+	defaultBenchTargets = []string{targetStrata, targetNoMetrics, targetKfake, targetFsync, targetMemory}
 )
 
 // benchOptions are `strata bench`'s settings.
@@ -98,11 +102,15 @@ func benchCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			"  strata  a Strata node the bench starts as a child process (or --bootstrap-server)\n"+
 			"  kfake   franz-go's in-memory fake Kafka, in process: no disk, no fsync\n"+
 			"  fsync   the disk's ceiling: write + fdatasync in a loop, in the bench's temp dir\n"+
-			"The workload on a broker: a topic (RF 1), random records, no compression; phase 1 produces with\n"+
-			"acks=all, linger 5 ms and 1 MiB batches for --duration; phase 2 reads it all back; phase 3\n"+
-			"produces --latency-rate records/s with linger 0 for --latency-duration and times each from\n"+
-			"Produce to acknowledgement. For a node it started, the bench reads the node's CPU time from\n"+
-			"/proc around phases 1 and 2. With --runs N it prints medians [min, max].\n"+
+			"The workload on a broker: a topic (RF 1), random records, no compression (see --compression and\n"+
+			"--values); phase 1 produces with acks=all, linger 5 ms and 1 MiB batches for --duration, from\n"+
+			"--producers clients at once; phase 2 reads it all back; phase 3 produces --latency-rate records/s\n"+
+			"with linger 0 for --latency-duration and times each from Produce to acknowledgement; with\n"+
+			"--flood-producers N, phase 4 runs phase 3 again while N other clients flood a second topic with\n"+
+			"compressed batches. For a node it started, the bench reads the node's CPU time from /proc around\n"+
+			"phases 1 and 2. With --runs N it prints medians [min, max].\n"+
+			"strata-nometrics is a strata node with metrics off, and strata-nooffload (run only when named) one\n"+
+			"that validates produced batches on its event loop instead of its workers: same-run baselines.\n"+
 			"With --nodes N the strata targets are clusters of N combined nodes on 127.0.0.1, the topic has\n"+
 			"replication factor N and min.insync.replicas N-1, and the fsync ceiling runs N loops at once.\n"+
 			"Two more targets start nodes of their own: memory (one node's RSS at rest, with idle\n"+
@@ -123,6 +131,12 @@ func benchCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	idlePartitions := fs.Int("idle-partitions", defaultIdlePartitions, "the idle target's `partitions` (one topic of --replication-factor)")
 	idleDuration := fs.Duration("idle-duration", defaultIdleDuration, "how long the idle target measures CPU, with and without its partitions")
 	maxBytes := fs.Int64("max-produce-bytes", defaultBenchMaxProduceBytes, "phase 1 also ends after producing this many `bytes`")
+	compression := fs.String("compression", compressionNone, "the producers' `codec`: none, default (kgo's own default: snappy), gzip, snappy, lz4 or zstd; kgo sends a batch compressed only when that makes it smaller")
+	values := fs.String("values", "", "the records' values: random (incompressible) or text (words of a 1,024-word vocabulary, about 2.8x with kgo's snappy, 3.2x with zstd); default random without --compression, text with it")
+	producers := fs.Int("producers", 1, "phase 1's producer `clients`, each with its own connections")
+	producer := fs.String("producer", producerKgo, "phase 1's and the flood's `client`: kgo, or raw (batches compressed once before the phase and sent again and again in hand-built Produce requests, acks=all, 5 in flight per connection: the broker's throughput rather than the client's compression)")
+	floodProducers := fs.Int("flood-producers", 0, "add phase 4: phase 3 again while this many `clients` flood a second topic (0: no phase 4)")
+	floodCompression := fs.String("flood-compression", defaultFloodCompression, "phase 4's flood `codec` (its values are text)")
 	fsyncWrite := fs.Int("fsync-write-bytes", 0, "the fsync loop's write size in `bytes`; 0: the node's group commit measured in phase 1 of the same run (1 MiB without one)")
 	runs := fs.Int("runs", defaultBenchRuns, "run every target's phases this many `times`, interleaved, and report medians")
 	var nodeArgs keyValues
@@ -140,7 +154,9 @@ func benchCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		bootstrap: *bootstrap,
 		workload: kafkaWorkload{partitions: *partitions, recordBytes: *recordBytes, duration: *duration,
 			maxProduceBytes: *maxBytes, latencyDuration: *latencyDuration, latencyRate: *latencyRate,
-			replicationFactor: *rf, minInsyncReplicas: *minISR},
+			replicationFactor: *rf, minInsyncReplicas: *minISR,
+			compression: *compression, values: *values, producers: *producers, producer: *producer,
+			floodProducers: *floodProducers, floodCompression: *floodCompression},
 		nodes:           *nodes,
 		idle:            idleWorkload{partitions: *idlePartitions, duration: *idleDuration},
 		fsyncWriteBytes: *fsyncWrite,
@@ -153,6 +169,7 @@ func benchCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	var err error
 	if o.targets, err = parseTargets(*targets); err == nil {
 		o.resolveReplication()
+		o.resolveValues()
 		err = o.validate(fs.NArg())
 	}
 	if err != nil {
@@ -222,8 +239,40 @@ func (o *benchOptions) resolveReplication() {
 	}
 }
 
+// resolveValues fills the values left empty: text when the producers
+// compress (random values do not compress, and kgo then sends them
+// uncompressed), random otherwise.
+func (o *benchOptions) resolveValues() {
+	w := &o.workload
+	if w.values == "" {
+		w.values = valuesRandom
+		if w.compression != "" && w.compression != compressionNone {
+			w.values = valuesText
+		}
+	}
+	if w.floodCompression == "" {
+		w.floodCompression = defaultFloodCompression
+	}
+}
+
 func (o *benchOptions) validate(extraArgs int) error {
 	w := o.workload
+	if _, err := parseCompression(w.compression); err != nil {
+		return err
+	}
+	if _, err := parseCompression(w.floodCompression); err != nil {
+		return fmt.Errorf("--flood-compression: %w", err)
+	}
+	switch {
+	case w.values != valuesRandom && w.values != valuesText:
+		return fmt.Errorf("--values must be %s or %s, got %q", valuesRandom, valuesText, w.values)
+	case w.producerKind() != producerKgo && w.producerKind() != producerRaw:
+		return fmt.Errorf("--producer must be %s or %s, got %q", producerKgo, producerRaw, w.producer)
+	case w.producers < 1 || w.producers > benchFloodProducersMax:
+		return fmt.Errorf("--producers must be 1 to %d, got %d", benchFloodProducersMax, w.producers)
+	case w.floodProducers < 0 || w.floodProducers > benchFloodProducersMax:
+		return fmt.Errorf("--flood-producers must be 0 to %d, got %d", benchFloodProducersMax, w.floodProducers)
+	}
 	switch {
 	case o.nodes < 1 || o.nodes > benchNodesMax:
 		return fmt.Errorf("--nodes must be 1 to %d, got %d", benchNodesMax, o.nodes)
@@ -294,6 +343,8 @@ func runBench(ctx context.Context, o benchOptions, progress io.Writer) (*benchRe
 	defer os.RemoveAll(dir)
 	o.nodes = max(o.nodes, 1)
 	o.resolveReplication()
+	o.resolveValues()
+	o.workload.floodCommand, o.workload.floodEnv = o.nodeCommand, o.nodeEnv
 	if o.idle.settle == 0 {
 		o.idle.settle = idleSettle
 	}
@@ -310,18 +361,21 @@ func runBench(ctx context.Context, o benchOptions, progress io.Writer) (*benchRe
 		w := o.workload
 		var teardown func()
 		switch name {
-		case targetStrata, targetNoMetrics:
+		case targetStrata, targetNoMetrics, targetNoOffload:
 			if o.bootstrap != "" {
-				if name == targetNoMetrics {
-					t.Error = "the strata-nometrics target starts its own node; it cannot use --bootstrap-server"
+				if name != targetStrata {
+					t.Error = "the " + name + " target starts its own node; it cannot use --bootstrap-server"
 					continue
 				}
 				t.Address, t.About = o.bootstrap, "the broker at "+o.bootstrap+" (--bootstrap-server; no CPU figures)"
 				break
 			}
 			args := o.nodeArgs
-			if name == targetNoMetrics {
+			switch name {
+			case targetNoMetrics:
 				args = append(slices.Clone(args), keyValue{key: "strata.metrics.enable", value: "false"})
+			case targetNoOffload:
+				args = append(slices.Clone(args), keyValue{key: "strata.request.offload.enable", value: "false"})
 			}
 			fmt.Fprintf(progress, "strata bench: starting %s for the %s target\n", plural(o.nodes, "strata node"), name)
 			cluster, err := startBenchCluster(ctx, o.nodeCommand, o.nodeEnv, filepath.Join(dir, name), o.nodes, args, o.readyTimeout)
@@ -450,8 +504,12 @@ func runBench(ctx context.Context, o benchOptions, progress io.Writer) (*benchRe
 				return err
 			}
 			t.Runs = append(t.Runs, res)
-			fmt.Fprintf(progress, "run %d/%d %s: produce %.1f MiB/s, consume %.1f MiB/s, latency p50 %.2f ms p99 %.2f ms p999 %.2f ms\n",
-				len(t.Runs), o.runs, name, res.Produce.MiBPerSec, res.Consume.MiBPerSec, res.Latency.P50Ms, res.Latency.P99Ms, res.Latency.P999Ms)
+			fmt.Fprintf(progress, "run %d/%d %s: produce %.1f MiB/s (%.0f%% of batches compressed, %.2fx), consume %.1f MiB/s, latency p50 %.2f ms p99 %.2f ms p999 %.2f ms\n",
+				len(t.Runs), o.runs, name, res.Produce.MiBPerSec, 100*res.Batches.CompressedShare(), res.Batches.Ratio(), res.Consume.MiBPerSec, res.Latency.P50Ms, res.Latency.P99Ms, res.Latency.P999Ms)
+			if f := res.Flood; f != nil {
+				fmt.Fprintf(progress, "run %d/%d %s under a flood of %.1f MiB/s: latency p50 %.2f ms p99 %.2f ms (%.2fx phase 3's p99)\n",
+					len(t.Runs), o.runs, name, f.Flood.MiBPerSec, f.Latency.P50Ms, f.Latency.P99Ms, f.P99Ratio)
+			}
 			return nil
 		}})
 	}

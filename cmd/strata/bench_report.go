@@ -25,6 +25,10 @@ type benchSettings struct {
 	Nodes                  int      `json:"nodes"`
 	RecordBytes            int      `json:"record_bytes"`
 	Compression            string   `json:"compression"`
+	Values                 string   `json:"values"`
+	Producers              int      `json:"producers"`
+	FloodProducers         int      `json:"flood_producers,omitempty"`
+	FloodCompression       string   `json:"flood_compression,omitempty"`
 	Acks                   string   `json:"acks"`
 	LingerMs               float64  `json:"linger_ms"`
 	BatchMaxBytes          int      `json:"batch_max_bytes"`
@@ -45,7 +49,9 @@ func (o *benchOptions) settings() benchSettings {
 		MinInsyncReplicas:      o.workload.minInsyncReplicas,
 		Nodes:                  o.nodes,
 		RecordBytes:            o.workload.recordBytes,
-		Compression:            "none",
+		Compression:            o.workload.compression,
+		Values:                 o.workload.values,
+		Producers:              max(o.workload.producers, 1),
 		Acks:                   "all",
 		LingerMs:               float64(benchLinger.Microseconds()) / 1000,
 		BatchMaxBytes:          benchBatchMaxBytes,
@@ -56,6 +62,12 @@ func (o *benchOptions) settings() benchSettings {
 		LatencyRatePerSec:      o.workload.latencyRate,
 		FsyncWriteBytes:        o.fsyncWriteBytes,
 		Runs:                   o.runs,
+	}
+	if s.Compression == "" {
+		s.Compression = compressionNone
+	}
+	if o.workload.floodProducers > 0 {
+		s.FloodProducers, s.FloodCompression = o.workload.floodProducers, o.workload.floodCompression
 	}
 	for _, kv := range o.nodeArgs {
 		s.NodeArgs = append(s.NodeArgs, kv.key+"="+kv.value)
@@ -116,11 +128,47 @@ var benchMetrics = []benchMetric{
 	{name: "latency_p50_ms", label: "produce latency p50 ms", format: "%.2f", kafka: func(r *kafkaRun) (float64, bool) { return r.Latency.P50Ms, true }},
 	{name: "latency_p99_ms", label: "produce latency p99 ms", format: "%.2f", kafka: func(r *kafkaRun) (float64, bool) { return r.Latency.P99Ms, true }},
 	{name: "latency_p999_ms", label: "produce latency p99.9 ms", format: "%.2f", kafka: func(r *kafkaRun) (float64, bool) { return r.Latency.P999Ms, true }},
+	{name: "produce_compressed_share", label: "phase 1 batches sent compressed %", format: "%.1f", kafka: func(r *kafkaRun) (float64, bool) {
+		return 100 * r.Batches.CompressedShare(), compresses(r.Compression)
+	}},
+	{name: "produce_compression_ratio", label: "phase 1 record bytes / bytes sent", format: "%.2f", kafka: func(r *kafkaRun) (float64, bool) {
+		return r.Batches.Ratio(), compresses(r.Compression)
+	}},
+	{name: "latency_compressed_share", label: "phase 3 batches sent compressed %", format: "%.1f", kafka: func(r *kafkaRun) (float64, bool) {
+		return 100 * r.LatencyBatches.CompressedShare(), compresses(r.Compression)
+	}},
+	{name: "flood_latency_p50_ms", label: "under a flood: produce latency p50 ms", format: "%.2f", kafka: func(r *kafkaRun) (float64, bool) {
+		return floodFigure(r, func(f *floodRun) float64 { return f.Latency.P50Ms })
+	}},
+	{name: "flood_latency_p99_ms", label: "under a flood: produce latency p99 ms", format: "%.2f", kafka: func(r *kafkaRun) (float64, bool) {
+		return floodFigure(r, func(f *floodRun) float64 { return f.Latency.P99Ms })
+	}},
+	{name: "flood_latency_p999_ms", label: "under a flood: produce latency p99.9 ms", format: "%.2f", kafka: func(r *kafkaRun) (float64, bool) {
+		return floodFigure(r, func(f *floodRun) float64 { return f.Latency.P999Ms })
+	}},
+	{name: "flood_p50_ratio", label: "under a flood: p50 / phase 3 p50, run by run", format: "%.2f", kafka: func(r *kafkaRun) (float64, bool) {
+		return floodFigure(r, func(f *floodRun) float64 { return f.P50Ratio })
+	}},
+	{name: "flood_p99_ratio", label: "under a flood: p99 / phase 3 p99, run by run", format: "%.2f", kafka: func(r *kafkaRun) (float64, bool) {
+		return floodFigure(r, func(f *floodRun) float64 { return f.P99Ratio })
+	}},
+	{name: "flooder_mib_per_s", label: "under a flood: the flood's MiB/s", format: "%.1f", kafka: func(r *kafkaRun) (float64, bool) {
+		return floodFigure(r, func(f *floodRun) float64 { return f.Flood.MiBPerSec })
+	}},
+	{name: "flooder_compression_ratio", label: "under a flood: the flood's record bytes / bytes sent", format: "%.2f", kafka: func(r *kafkaRun) (float64, bool) {
+		return floodFigure(r, func(f *floodRun) float64 { return f.Batches.Ratio() })
+	}},
 	{name: "cpu_seconds_per_gib_produced", label: "broker CPU s per GiB produced", format: "%.2f", kafka: func(r *kafkaRun) (float64, bool) {
 		if r.CPU == nil {
 			return 0, false
 		}
 		return r.CPU.PerGiBProduced, true
+	}},
+	{name: "cpu_cores_producing", label: "broker CPU cores while producing", format: "%.2f", kafka: func(r *kafkaRun) (float64, bool) {
+		if r.CPU == nil {
+			return 0, false
+		}
+		return r.CPU.ProduceCores, true
 	}},
 	{name: "cpu_seconds_per_gib_fetched", label: "broker CPU s per GiB fetched", format: "%.2f", kafka: func(r *kafkaRun) (float64, bool) {
 		if r.CPU == nil {
@@ -152,6 +200,17 @@ var benchMetrics = []benchMetric{
 	{name: "fsyncs_per_s", label: "fsyncs/s", format: "%.0f", fsync: func(r *fsyncRun) (float64, bool) { return r.FsyncsPerS, true }},
 	{name: "fsync_p50_ms", label: "fsync p50 ms", format: "%.2f", fsync: func(r *fsyncRun) (float64, bool) { return r.P50Ms, true }},
 	{name: "fsync_p99_ms", label: "fsync p99 ms", format: "%.2f", fsync: func(r *fsyncRun) (float64, bool) { return r.P99Ms, true }},
+}
+
+// compresses is whether the producers were asked to compress.
+func compresses(codec string) bool { return codec != "" && codec != compressionNone }
+
+// floodFigure reads a figure of phase 4, when the run had one.
+func floodFigure(r *kafkaRun, f func(*floodRun) float64) (float64, bool) {
+	if r.Flood == nil {
+		return 0, false
+	}
+	return f(r.Flood), true
 }
 
 // summarize fills Summary from the runs.
@@ -247,6 +306,12 @@ func (r *benchReport) ratios() []benchRatio {
 	add("strata/strata-nometrics produce MiB/s", strata, "produce_mib_per_s", nometrics, "produce_mib_per_s")
 	add("strata/strata-nometrics consume MiB/s", strata, "consume_mib_per_s", nometrics, "consume_mib_per_s")
 	add("strata/strata-nometrics produce latency p99", strata, "latency_p99_ms", nometrics, "latency_p99_ms")
+	nooffload := r.target(targetNoOffload)
+	add("strata/strata-nooffload produce MiB/s", strata, "produce_mib_per_s", nooffload, "produce_mib_per_s")
+	add("strata/strata-nooffload broker CPU s per GiB produced", strata, "cpu_seconds_per_gib_produced", nooffload, "cpu_seconds_per_gib_produced")
+	add("strata/strata-nooffload produce latency p50", strata, "latency_p50_ms", nooffload, "latency_p50_ms")
+	add("strata/strata-nooffload produce latency p99", strata, "latency_p99_ms", nooffload, "latency_p99_ms")
+	add("strata/strata-nooffload produce latency p99 under a flood", strata, "flood_latency_p99_ms", nooffload, "flood_latency_p99_ms")
 	return out
 }
 
@@ -258,10 +323,22 @@ func (r *benchReport) print(w io.Writer) {
 	if s.Nodes > 1 {
 		fmt.Fprintf(w, "Nodes: %d combined nodes per strata target; min.insync.replicas %d.\n", s.Nodes, s.MinInsyncReplicas)
 	}
-	fmt.Fprintf(w, "Workload: %d partitions, RF %d, %d-byte random records, no compression; phase 1 acks=all, linger %g ms,\n"+
-		"%d-byte batches, for %gs (or %d bytes); phase 2 reads it all back; phase 3 %d records/s, linger 0, for %gs.\n",
-		s.Partitions, s.ReplicationFactor, s.RecordBytes, s.LingerMs, s.BatchMaxBytes, s.DurationSeconds, s.MaxProduceBytes,
-		s.LatencyRatePerSec, s.LatencyDurationSeconds)
+	compression := "no compression"
+	if compresses(s.Compression) {
+		compression = "compression " + describeCompression(s.Compression)
+	}
+	producers := ""
+	if s.Producers > 1 {
+		producers = fmt.Sprintf(", %d producers at once", s.Producers)
+	}
+	fmt.Fprintf(w, "Workload: %d partitions, RF %d, %d-byte %s records, %s; phase 1 acks=all, linger %g ms,\n"+
+		"%d-byte batches, for %gs (or %d bytes)%s; phase 2 reads it all back; phase 3 %d records/s, linger 0, for %gs.\n",
+		s.Partitions, s.ReplicationFactor, s.RecordBytes, s.Values, compression, s.LingerMs, s.BatchMaxBytes, s.DurationSeconds, s.MaxProduceBytes,
+		producers, s.LatencyRatePerSec, s.LatencyDurationSeconds)
+	if s.FloodProducers > 0 {
+		fmt.Fprintf(w, "Phase 4: phase 3 again while %d clients flood a second topic with %s batches of text records (acks=all,\n"+
+			"linger %g ms, %d-byte batches), from %v before it until it ends.\n", s.FloodProducers, s.FloodCompression, s.LingerMs, s.BatchMaxBytes, benchFloodWarmup)
+	}
 	if s.Runs > 1 {
 		fmt.Fprintf(w, "%d runs: median [min, max].\n", s.Runs)
 	}

@@ -42,10 +42,18 @@ const (
 
 // kafkaRun is one run of the Kafka workload against one target.
 type kafkaRun struct {
-	Topic   string     `json:"topic"`
-	Produce throughput `json:"produce"`
-	Consume throughput `json:"consume"`
-	Latency latency    `json:"latency"`
+	Topic string `json:"topic"`
+	// Compression is the producers' --compression.
+	Compression string     `json:"compression"`
+	Produce     throughput `json:"produce"`
+	Consume     throughput `json:"consume"`
+	Latency     latency    `json:"latency"`
+	// Batches are phase 1's batches as kgo sent them (codec, sizes).
+	Batches produceBatches `json:"produce_batches"`
+	// LatencyBatches are phase 3's.
+	LatencyBatches produceBatches `json:"latency_batches"`
+	// Flood is phase 4, when --flood-producers asks for it.
+	Flood *floodRun `json:"flood,omitempty"`
 	// CPU is the broker process's CPU use, for a node the bench started.
 	CPU *brokerCPU `json:"broker_cpu,omitempty"`
 	// GroupCommit is the node's disk activity during phase 1, for a
@@ -92,6 +100,9 @@ type brokerCPU struct {
 	FetchSeconds   float64 `json:"fetch_seconds"`
 	PerGiBProduced float64 `json:"seconds_per_gib_produced"`
 	PerGiBFetched  float64 `json:"seconds_per_gib_fetched"`
+	// ProduceCores is ProduceSeconds over phase 1's wall time: above 1,
+	// the broker used more than one core at once.
+	ProduceCores float64 `json:"produce_cores"`
 }
 
 // kafkaWorkload is the workload's settings.
@@ -106,6 +117,29 @@ type kafkaWorkload struct {
 	maxProduceBytes   int64         // phase 1 also ends here
 	latencyDuration   time.Duration // phase 3
 	latencyRate       int           // records per second in phase 3
+	// compression is the producers' --compression (a codec, or
+	// compressionDefault for kgo's own default); "" is none.
+	compression string
+	// values is valuesRandom or valuesText; "" is random.
+	values string
+	// producers is how many clients phase 1 runs at once, each with its
+	// own connections; 0 is 1.
+	producers int
+	// producer is producerKgo (or "") or producerRaw, for phase 1 and
+	// the flood: see bench_raw.go.
+	producer string
+	// rawBatchMaxBytes bounds the raw producer's batches uncompressed;
+	// 0 is benchBatchMaxBytes (tests make them smaller).
+	rawBatchMaxBytes int
+	// floodProducers, when positive, adds phase 4: phase 3 again while
+	// that many clients flood a second topic with floodCompression
+	// batches of text values.
+	floodProducers   int
+	floodCompression string
+	// floodCommand runs strata (`bench-flood ...` is appended) and
+	// floodEnv is added to its environment: the bench's nodeCommand and
+	// nodeEnv.
+	floodCommand, floodEnv []string
 	// cpu, when set, reads the broker's CPU seconds.
 	cpu func() (float64, error)
 	// disk, when set, reads the node's disk counters.
@@ -118,8 +152,8 @@ type diskCounters struct{ fdatasyncs, bytesWritten uint64 }
 // run creates a topic on the brokers at seeds, runs the three phases and
 // deletes the topic.
 func (w kafkaWorkload) run(ctx context.Context, seeds []string, topic string) (kafkaRun, error) {
-	res := kafkaRun{Topic: topic}
-	values, err := randomValues(benchValuePool, w.recordBytes)
+	res := kafkaRun{Topic: topic, Compression: w.compression}
+	values, err := benchValues(w.values, benchValuePool, w.recordBytes)
 	if err != nil {
 		return res, err
 	}
@@ -152,7 +186,11 @@ func (w kafkaWorkload) run(ctx context.Context, seeds []string, topic string) (k
 	if err := errors.Join(readCPU(0), readDisk(0)); err != nil {
 		return res, err
 	}
-	if res.Produce, err = w.produce(ctx, seeds, topic, values); err != nil {
+	produce := w.produce
+	if w.producer == producerRaw {
+		produce = w.produceRaw
+	}
+	if res.Produce, res.Batches, err = produce(ctx, seeds, topic, values); err != nil {
 		return res, fmt.Errorf("phase 1 (produce): %w", err)
 	}
 	if err := errors.Join(readCPU(1), readDisk(1)); err != nil {
@@ -175,9 +213,21 @@ func (w kafkaWorkload) run(ctx context.Context, seeds []string, topic string) (k
 		res.CPU = &brokerCPU{ProduceSeconds: cpu[1] - cpu[0], FetchSeconds: cpu[2] - cpu[1]}
 		res.CPU.PerGiBProduced = res.CPU.ProduceSeconds / (float64(res.Produce.Bytes) / (1 << 30))
 		res.CPU.PerGiBFetched = res.CPU.FetchSeconds / (float64(res.Consume.Bytes) / (1 << 30))
+		res.CPU.ProduceCores = res.CPU.ProduceSeconds / res.Produce.Seconds
 	}
-	if res.Latency, err = w.latency(ctx, seeds, topic, values); err != nil {
+	if res.Latency, res.LatencyBatches, err = w.latency(ctx, seeds, topic, values); err != nil {
 		return res, fmt.Errorf("phase 3 (latency): %w", err)
+	}
+	if w.floodProducers > 0 {
+		flood, err := w.flood(ctx, seeds, topic, values)
+		if err != nil {
+			return res, fmt.Errorf("phase 4 (latency under a flood): %w", err)
+		}
+		if res.Latency.P99Ms > 0 {
+			flood.P99Ratio = flood.Latency.P99Ms / res.Latency.P99Ms
+			flood.P50Ratio = flood.Latency.P50Ms / res.Latency.P50Ms
+		}
+		res.Flood = &flood
 	}
 	return res, nil
 }
@@ -249,17 +299,39 @@ func deleteBenchTopic(seeds []string, topic string) {
 	})
 }
 
-// producerOpts are the producer settings of phases 1 and 3.
+// rawBatchBytes is rawBatchMaxBytes, benchBatchMaxBytes when unset.
+func (w kafkaWorkload) rawBatchBytes() int {
+	if w.rawBatchMaxBytes > 0 {
+		return w.rawBatchMaxBytes
+	}
+	return benchBatchMaxBytes
+}
+
+// producerKind is producer, kgo when unset.
+func (w kafkaWorkload) producerKind() string {
+	if w.producer == "" {
+		return producerKgo
+	}
+	return w.producer
+}
+
+// producerOpts are the producer settings of phases 1 and 3 (and of the
+// memory target's flood), with the workload's compression.
 func (w kafkaWorkload) producerOpts(topic string, linger time.Duration) []kgo.Opt {
-	return []kgo.Opt{
+	return producerOpts(topic, linger, w.compression)
+}
+
+// producerOpts are the bench's producer settings with compression codec
+// (see compressionOpts; "" is none).
+func producerOpts(topic string, linger time.Duration, codec string) []kgo.Opt {
+	return append([]kgo.Opt{
 		kgo.DefaultProduceTopic(topic),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.ProducerLinger(linger),
 		kgo.ProducerBatchMaxBytes(benchBatchMaxBytes),
 		kgo.MaxBufferedRecords(benchMaxBufferedRecords),
-		kgo.ProducerBatchCompression(kgo.NoCompression()),
 		kgo.RecordDeliveryTimeout(benchPhaseGrace),
-	}
+	}, compressionOpts(codec)...)
 }
 
 // failure keeps the first error of a phase's promises.
@@ -277,17 +349,23 @@ func (f *failure) get() error {
 	return nil
 }
 
-// produce is phase 1: produce as fast as the client goes for duration (or
-// maxProduceBytes), then flush; the time includes the flush.
-func (w kafkaWorkload) produce(ctx context.Context, seeds []string, topic string, values [][]byte) (throughput, error) {
-	cl, err := newKafkaClient(seeds, w.producerOpts(topic, benchLinger)...)
-	if err != nil {
-		return throughput{}, err
-	}
-	defer cl.Close()
+// produce is phase 1: w.producers clients produce as fast as they go for
+// duration (or until maxProduceBytes, shared), then flush; the time
+// includes the flush.
+func (w kafkaWorkload) produce(ctx context.Context, seeds []string, topic string, values [][]byte) (throughput, produceBatches, error) {
 	ctx, cancel := context.WithTimeout(ctx, w.duration+benchPhaseGrace)
 	defer cancel()
-	var acked, ackedBytes atomic.Int64
+	var stats batchStats
+	clients := make([]*kgo.Client, max(w.producers, 1))
+	for i := range clients {
+		cl, err := newKafkaClient(seeds, append(w.producerOpts(topic, benchLinger), kgo.WithHooks(&stats))...)
+		if err != nil {
+			return throughput{}, produceBatches{}, err
+		}
+		defer cl.Close()
+		clients[i] = cl
+	}
+	var acked, ackedBytes, sent atomic.Int64
 	var failed failure
 	promise := func(r *kgo.Record, err error) {
 		if err != nil {
@@ -299,23 +377,30 @@ func (w kafkaWorkload) produce(ctx context.Context, seeds []string, topic string
 	}
 	start := time.Now()
 	deadline := start.Add(w.duration)
-	var sent int64
-	for i := 0; sent < w.maxProduceBytes && time.Now().Before(deadline); i++ {
-		if failed.get() != nil || ctx.Err() != nil {
-			break
-		}
-		v := values[i%len(values)]
-		cl.Produce(ctx, &kgo.Record{Value: v}, promise)
-		sent += int64(len(v))
+	var wg sync.WaitGroup
+	for p, cl := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := p * len(values) / len(clients); sent.Load() < w.maxProduceBytes && time.Now().Before(deadline); i++ {
+				if failed.get() != nil || ctx.Err() != nil {
+					break
+				}
+				v := values[i%len(values)]
+				cl.Produce(ctx, &kgo.Record{Value: v}, promise)
+				sent.Add(int64(len(v)))
+			}
+			if err := cl.Flush(ctx); err != nil {
+				failed.set(fmt.Errorf("flush: %w", err))
+			}
+		}()
 	}
-	if err := cl.Flush(ctx); err != nil {
-		failed.set(fmt.Errorf("flush: %w", err))
-	}
+	wg.Wait()
 	elapsed := time.Since(start)
 	if err := failed.get(); err != nil {
-		return throughput{}, fmt.Errorf("%s (%d records acknowledged before it)", kafkaError(err, ""), acked.Load())
+		return throughput{}, produceBatches{}, fmt.Errorf("%s (%d records acknowledged before it)", kafkaError(err, ""), acked.Load())
 	}
-	return newThroughput(acked.Load(), ackedBytes.Load(), elapsed), nil
+	return newThroughput(acked.Load(), ackedBytes.Load(), elapsed), stats.get(), nil
 }
 
 // consume is phase 2: read every partition from its start to the end
@@ -387,11 +472,12 @@ func endOffsets(ctx context.Context, seeds []string, topic string) (map[int32]in
 // the Produce call to its promise. The schedule is fixed in advance, so
 // a slow acknowledgement does not delay the next send (no coordinated
 // omission while the client keeps up).
-func (w kafkaWorkload) latency(ctx context.Context, seeds []string, topic string, values [][]byte) (latency, error) {
+func (w kafkaWorkload) latency(ctx context.Context, seeds []string, topic string, values [][]byte) (latency, produceBatches, error) {
 	res := latency{RatePerSec: w.latencyRate}
-	cl, err := newKafkaClient(seeds, w.producerOpts(topic, 0)...)
+	var stats batchStats
+	cl, err := newKafkaClient(seeds, append(w.producerOpts(topic, 0), kgo.WithHooks(&stats))...)
 	if err != nil {
-		return res, err
+		return res, produceBatches{}, err
 	}
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(ctx, w.latencyDuration+benchPhaseGrace)
@@ -427,7 +513,7 @@ func (w kafkaWorkload) latency(ctx context.Context, seeds []string, topic string
 		failed.set(fmt.Errorf("flush: %w", err))
 	}
 	if err := failed.get(); err != nil {
-		return res, errors.New(kafkaError(err, ""))
+		return res, produceBatches{}, errors.New(kafkaError(err, ""))
 	}
 	mu.Lock()
 	defer mu.Unlock()
@@ -435,7 +521,7 @@ func (w kafkaWorkload) latency(ctx context.Context, seeds []string, topic string
 	res.P50Ms = percentileMs(latencies, 0.50)
 	res.P99Ms = percentileMs(latencies, 0.99)
 	res.P999Ms = percentileMs(latencies, 0.999)
-	return res, nil
+	return res, stats.get(), nil
 }
 
 // percentileMs is the q-quantile of ds in milliseconds (nearest rank), or
