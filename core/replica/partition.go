@@ -325,6 +325,9 @@ func (p *Partition) update(part meta.Partition, cfg topicConfig) {
 	if leaderChanged {
 		p.pendingISR, p.pendingEpoch = nil, -1
 		p.resigning = false
+		// A new leadership is fetched at once, whatever the last one
+		// refused (Kafka re-adds the partition to its fetcher undelayed).
+		p.fetchDelayedUntil = 0
 	}
 	p.settleISR(part.PartitionEpoch)
 	p.isr = slices.Clone(part.ISR)

@@ -407,4 +407,17 @@ func TestAFollowerPartitionThatCannotAppendDelaysOnlyItself(t *testing.T) {
 	_, asked, _, wake = f.request(false, r.e.Monotonic())
 	require.Len(t, asked, 2, "a is fetched again after the backoff")
 	require.Zero(t, wake)
+
+	// A new leadership is fetched at once, whatever the last one refused
+	// (txn seed 252: a follower delayed after a NOT_LEADER had not
+	// fetched in the new leadership when its leader's log was damaged).
+	pa.fetchDelayedUntil = r.e.Monotonic() + replicaFetchBackoff
+	_, asked, _, _ = f.request(false, r.e.Monotonic())
+	require.Len(t, asked, 1)
+	two := int32(2)
+	r.apply(&meta.PartitionChangeRecord{TopicID: topicID(1), Partition: 0, Leader: &two})
+	require.Equal(t, int32(1), pa.LeaderEpoch())
+	_, asked, _, wake = f.request(false, r.e.Monotonic())
+	require.Len(t, asked, 2, "a's new leadership is fetched at once")
+	require.Zero(t, wake)
 }
