@@ -1,12 +1,15 @@
 package interop
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 	"time"
 
 	"github.com/IBM/sarama"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -151,11 +154,25 @@ func TestSaramaTransactions(t *testing.T) {
 		}
 		require.Equal(t, want, values, "each input once, in order, the aborted attempt invisible")
 
-		offsets, err := adm.FetchOffsets(ctxFor(t, opTimeout), "sarama-etl")
-		require.NoError(t, err)
-		o, ok := offsets.Lookup("sarama-etl-in", 0)
-		require.True(t, ok, "the group's offset was committed with the transaction")
-		require.NoError(t, o.Err)
-		require.Equal(t, int64(inputs), o.At)
+		// The group's offset commits with the transaction, but as in
+		// Kafka it becomes visible only when the coordinator writes the
+		// commit marker to __consumer_offsets, which follows EndTxn's
+		// answer. A stable fetch answers UNSTABLE_OFFSET_COMMIT until
+		// then (KIP-447); it must settle on the committed offset, never
+		// on the aborted attempt's.
+		deadline := time.Now().Add(opTimeout)
+		for {
+			offsets, err := adm.FetchOffsets(kadm.RequireStable(ctxFor(t, opTimeout)), "sarama-etl")
+			require.NoError(t, err)
+			o, ok := offsets.Lookup("sarama-etl-in", 0)
+			require.True(t, ok, "the group's offset was committed with the transaction")
+			if errors.Is(o.Err, kerr.UnstableOffsetCommit) && time.Now().Before(deadline) {
+				time.Sleep(20 * time.Millisecond)
+				continue
+			}
+			require.NoError(t, o.Err)
+			require.Equal(t, int64(inputs), o.At)
+			break
+		}
 	})
 }

@@ -90,6 +90,7 @@ type groupsFigures struct {
 // scenario promises somewhere: acknowledged and refused commits,
 // coordinator strikes, incremental (cooperative) revocations.
 func TestGroupsSeeds(t *testing.T) {
+	t.Parallel()
 	figures := make([]groupsFigures, groupsSeedChunks)
 	t.Run("chunks", func(t *testing.T) {
 		for c := range figures {

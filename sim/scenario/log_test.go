@@ -146,10 +146,12 @@ func TestLogRegressionSeeds(t *testing.T) {
 	}
 }
 
-// TestLogSeeds runs seeds 1..logSeedsInMakeTest twice each: every run
-// must pass, and the two runs of a seed must agree on the trace hash, the
-// events and the faults (the determinism check).
+// TestLogSeeds runs seeds 1..logSeedsInMakeTest: every run must pass,
+// and every tenth seed runs twice, whose two runs must agree on the
+// trace hash, the events and the faults (the determinism check, as the
+// replicated seeds do; TestDeterminism and make sim-sweep check more).
 func TestLogSeeds(t *testing.T) {
+	t.Parallel()
 	acked, attempts, modelChecked := 0, 0, 0
 	var hostile hostileTally
 	for seed := uint64(1); seed <= logSeedsInMakeTest; seed++ {
@@ -163,15 +165,17 @@ func TestLogSeeds(t *testing.T) {
 			modelChecked++
 		}
 		attempts += len(h.hist.Attempts())
-		a := h.s.Summarize("log")
-		b, _ := runLog(Options{Seed: seed}, logBugs{})
-		require.Equal(t, a.TraceHash, b.TraceHash, "log seed %d gave two traces", seed)
-		require.Equal(t, a.Events, b.Events, "log seed %d", seed)
-		require.Equal(t, a.Faults, b.Faults, "log seed %d", seed)
+		if seed%10 == 0 {
+			a := h.s.Summarize("log")
+			b, _ := runLog(Options{Seed: seed}, logBugs{})
+			require.Equal(t, a.TraceHash, b.TraceHash, "log seed %d gave two traces", seed)
+			require.Equal(t, a.Events, b.Events, "log seed %d", seed)
+			require.Equal(t, a.Faults, b.Faults, "log seed %d", seed)
+		}
 	}
 	// A workload that acknowledges nothing checks nothing.
 	require.Positive(t, acked, "no record acknowledged in any seed")
-	t.Logf("%d seeds, each run twice: %d records acknowledged, %d produce attempts, %d checked by the model", logSeedsInMakeTest, acked, attempts, modelChecked)
+	t.Logf("%d seeds, every tenth run twice: %d records acknowledged, %d produce attempts, %d checked by the model", logSeedsInMakeTest, acked, attempts, modelChecked)
 	// The hostile client's checks bite: every refusal got its error
 	// somewhere, and every bound closed connections.
 	require.Empty(t, hostile.bites(false), "the hostile client's attacks did not all show")

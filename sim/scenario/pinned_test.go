@@ -30,6 +30,7 @@ type pinRecord struct {
 // with -update-pins. A changed trace hash alone is only logged: every
 // code change moves it.
 func TestPinnedSeedsKeepTheirFaultMix(t *testing.T) {
+	t.Parallel()
 	recorded := map[string]pinRecord{}
 	if f, err := os.Open(pinnedFile); err == nil {
 		sc := bufio.NewScanner(f)

@@ -46,7 +46,8 @@ var plantedBugs = []struct {
 	// epoch tells the two histories apart (replicated seed 107's shape;
 	// seed 53 once partition .log damage became the default; seed 135,
 	// by (b), since a new epoch's first batch is flushed with the epoch
-	// checkpoint, which moved every seed's schedule: the bound is 200).
+	// checkpoint, which moved every seed's schedule: the bound is 200;
+	// seed 139, by (i), since the hostile client's floods shrank).
 	// Not (f): at a2908af seed 6 failed liveness, the drain stuck behind
 	// acks=all produces of healthy partitions while the whole fetcher
 	// backed off for the broken one; each partition backs off alone now.

@@ -37,6 +37,7 @@ func TestReplicated5RegressionSeeds(t *testing.T) {
 // Across them the nemesis must have taken two nodes down at once, and
 // every run's history must have been checked against the model (h).
 func TestReplicated5Seeds(t *testing.T) {
+	t.Parallel()
 	acked, twoDown, modelChecked, struck := 0, 0, 0, 0
 	for seed := uint64(1); seed <= replicated5SeedsInMakeTest; seed++ {
 		h := runReplicated5Seed(t, seed)

@@ -133,6 +133,7 @@ func TestReplicatedRegressionSeeds(t *testing.T) {
 // TestReplicatedSeeds runs seeds 1..replicatedSeedsInMakeTest; every tenth
 // runs twice and must give the same trace (the determinism check).
 func TestReplicatedSeeds(t *testing.T) {
+	t.Parallel()
 	acked, struck, kills, cuts, modelChecked := 0, 0, 0, 0, 0
 	var hostile hostileTally
 	for seed := uint64(1); seed <= replicatedSeedsInMakeTest; seed++ {

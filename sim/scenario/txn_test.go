@@ -212,6 +212,7 @@ type txnFigures struct {
 // incarnations, aborted batches skipped by read_committed readers,
 // coordinator strikes.
 func TestTxnSeeds(t *testing.T) {
+	t.Parallel()
 	figures := make([]txnFigures, txnSeedChunks)
 	t.Run("chunks", func(t *testing.T) {
 		for c := range figures {

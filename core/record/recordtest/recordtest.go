@@ -50,6 +50,20 @@ func Malformed(timestamp int64) []Shape { return MalformedMarked(timestamp, "") 
 // any of them: the simulator's hostile client marks what the broker must
 // refuse, and fails a run that reads a marked value.
 func MalformedMarked(timestamp int64, mark string) []Shape {
+	c := record.NewCompressor()
+	defer c.Close()
+	return MalformedWith(c, timestamp, mark)
+}
+
+// MalformedWith is MalformedMarked compressing with comp, which a caller
+// that builds the shapes often (the simulator's hostile client, at every
+// attack) keeps: a zstd encoder is costly to set up.
+func MalformedWith(comp *record.Compressor, timestamp int64, mark string) []Shape {
+	compress := func(codec record.Codec, src []byte) []byte {
+		out, err := comp.Compress(nil, src, codec)
+		assert.That(err == nil, "recordtest: %v", err)
+		return out
+	}
 	v := func(value string) []byte { return []byte(mark + value) }
 	good := Record(0, 0, []byte("k"), v("value"))
 	shapes := []Shape{
@@ -188,13 +202,6 @@ func streamWriter(codec record.Codec, w io.Writer) io.WriteCloser {
 	}
 	assert.Never("recordtest: no stream writer for %s", codec)
 	return nil
-}
-
-// compress compresses src with codec as a client would.
-func compress(codec record.Codec, src []byte) []byte {
-	out, err := record.NewCompressor().Compress(nil, src, codec)
-	assert.That(err == nil, "recordtest: %v", err)
-	return out
 }
 
 // truncated returns the first half of p.
