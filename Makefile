@@ -8,7 +8,7 @@ SEEDS     ?= 1000
 BENCHTIME ?= 1s
 PKGS      := ./...
 
-.PHONY: kgo-suite run test sim sim-sweep sim-sweep-kraft sim-compare crash-sweep lint vet fmt-check bench bench-failover bench-partition-failover bench-groups bench-txn bench-strata bench-replicated bench-hostile fuzz clean build
+.PHONY: kgo-suite run check test sim sim-sweep sim-sweep-kraft sim-compare crash-sweep lint vet fmt-check bench bench-failover bench-partition-failover bench-groups bench-txn bench-strata bench-replicated bench-hostile fuzz clean build
 
 ## run: start one combined broker+controller on 127.0.0.1:9092, data in ./data
 run: build
@@ -17,6 +17,13 @@ run: build
 ## build: build the strata binary into ./bin
 build:
 	$(GO) build -o bin/strata ./cmd/strata
+
+## check: the fast tier, to run while you work (under 2 minutes on 2 cores): vet, gofmt and go test -short
+## over every package but interop/ and attack/: every pinned seed, the first 20 seeds of each scenario, the short
+## crash tests, in-process nodes; no real-process, interop or attack tests and no race detector. Run make test
+## before you commit: it is the full tier, and the one .ci/run runs
+check: vet fmt-check
+	$(GO) test -short $$($(GO) list $(PKGS) | grep -v -e '/interop$$' -e '/attack$$')
 
 ## test: everything a change can break (vet, gofmt, unit, property, sim seeds, determinism, real clients);
 ## node/ and cmd/ (goroutines, sockets, processes) run under the race detector; the attack suite

@@ -168,8 +168,15 @@ func runKRaftSeeds(t *testing.T, scenario string, n uint64) {
 	require.Positive(t, verified, "the log checker verified no batch in any seed")
 }
 
-func TestKRaftSeeds(t *testing.T)  { t.Parallel(); runKRaftSeeds(t, "kraft", kraftSeedsInMakeTest) }
-func TestKRaft5Seeds(t *testing.T) { t.Parallel(); runKRaftSeeds(t, "kraft5", kraft5SeedsInMakeTest) }
+func TestKRaftSeeds(t *testing.T) {
+	t.Parallel()
+	runKRaftSeeds(t, "kraft", sweepSeeds(kraftSeedsInMakeTest))
+}
+
+func TestKRaft5Seeds(t *testing.T) {
+	t.Parallel()
+	runKRaftSeeds(t, "kraft5", sweepSeeds(kraft5SeedsInMakeTest))
+}
 
 // TestKRaftDeterminism runs 5 seeds of each shape twice: the same seed
 // must give the same trace hash.

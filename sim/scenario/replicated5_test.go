@@ -39,7 +39,8 @@ func TestReplicated5RegressionSeeds(t *testing.T) {
 func TestReplicated5Seeds(t *testing.T) {
 	t.Parallel()
 	acked, twoDown, modelChecked, struck := 0, 0, 0, 0
-	for seed := uint64(1); seed <= replicated5SeedsInMakeTest; seed++ {
+	n := sweepSeeds(replicated5SeedsInMakeTest)
+	for seed := uint64(1); seed <= n; seed++ {
 		h := runReplicated5Seed(t, seed)
 		acked += h.hist.Acked()
 		if h.maxDown >= 2 {
@@ -59,7 +60,7 @@ func TestReplicated5Seeds(t *testing.T) {
 		}
 	}
 	require.Positive(t, acked, "no record acknowledged in any seed")
-	require.Positive(t, twoDown, "no seed had two nodes down at once")
+	exercised(t, twoDown > 0, "no seed had two nodes down at once")
 	t.Logf("%d seeds: %d records acknowledged, %d with two or more nodes down at once, %d checked by the model, %d struck the controller during an ISR change",
-		replicated5SeedsInMakeTest, acked, twoDown, modelChecked, struck)
+		n, acked, twoDown, modelChecked, struck)
 }

@@ -136,7 +136,8 @@ func TestReplicatedSeeds(t *testing.T) {
 	t.Parallel()
 	acked, struck, kills, cuts, modelChecked := 0, 0, 0, 0, 0
 	var hostile hostileTally
-	for seed := uint64(1); seed <= replicatedSeedsInMakeTest; seed++ {
+	n := sweepSeeds(replicatedSeedsInMakeTest)
+	for seed := uint64(1); seed <= n; seed++ {
 		h := runReplicatedSeed(t, seed)
 		hostile.add(h)
 		acked += h.hist.Acked()
@@ -154,10 +155,10 @@ func TestReplicatedSeeds(t *testing.T) {
 		}
 	}
 	require.Positive(t, acked, "no record acknowledged in any seed")
-	require.Positive(t, struck, "no seed struck the controller during an ISR change")
+	exercised(t, struck > 0, "no seed struck the controller during an ISR change")
 	t.Logf("%d seeds: %d records acknowledged, %d checked by the model; %d seeds struck the active controller while an ISR change was in flight (%d kills, %d isolations)",
-		replicatedSeedsInMakeTest, acked, modelChecked, struck, kills, cuts)
-	require.Empty(t, hostile.bites(false), "the hostile client's attacks did not all show")
+		n, acked, modelChecked, struck, kills, cuts)
+	exercised(t, len(hostile.bites(false)) == 0, fmt.Sprintf("the hostile client's attacks did not all show: %v", hostile.bites(false)))
 	t.Log(hostile.String())
 }
 

@@ -213,13 +213,14 @@ type txnFigures struct {
 // coordinator strikes.
 func TestTxnSeeds(t *testing.T) {
 	t.Parallel()
+	n := sweepSeeds(txnSeedsInMakeTest)
 	figures := make([]txnFigures, txnSeedChunks)
 	t.Run("chunks", func(t *testing.T) {
 		for c := range figures {
 			t.Run(fmt.Sprint(c), func(t *testing.T) {
 				t.Parallel()
 				f := &figures[c]
-				for seed := uint64(1 + c); seed <= txnSeedsInMakeTest; seed += txnSeedChunks {
+				for seed := uint64(1 + c); seed <= n; seed += txnSeedChunks {
 					if slices.Contains(txnOpenSeeds, seed) {
 						t.Logf("txn seed %d skipped: an open bug (txnOpenSeeds)", seed)
 						continue
@@ -260,16 +261,16 @@ func TestTxnSeeds(t *testing.T) {
 		s.hostile.merge(f.hostile)
 	}
 	require.Positive(t, s.committed, "no transaction committed in any seed")
-	require.Positive(t, s.aborted, "no transaction aborted in any seed")
-	require.Positive(t, s.skipped, "no read_committed reader skipped an aborted batch in any seed")
-	require.Positive(t, s.struck, "no seed struck the coordinator")
-	require.Positive(t, s.etlCommitted, "no ETL transaction committed in any seed")
-	require.Positive(t, s.etlRewinds, "no ETL worker rewound to its committed offsets in any seed")
-	require.Positive(t, s.staleFenced, "no late EndTxn was fenced in any seed")
-	require.Positive(t, s.graphEdges, "the dependency graphs (u) had no edge in any seed")
-	require.Positive(t, s.hostile.counts[hkInternal].refused, "no hostile batch to __consumer_offsets refused with INVALID_TOPIC_EXCEPTION")
+	exercised(t, s.aborted > 0, "no transaction aborted in any seed")
+	exercised(t, s.skipped > 0, "no read_committed reader skipped an aborted batch in any seed")
+	exercised(t, s.struck > 0, "no seed struck the coordinator")
+	exercised(t, s.etlCommitted > 0, "no ETL transaction committed in any seed")
+	exercised(t, s.etlRewinds > 0, "no ETL worker rewound to its committed offsets in any seed")
+	exercised(t, s.staleFenced > 0, "no late EndTxn was fenced in any seed")
+	exercised(t, s.graphEdges > 0, "the dependency graphs (u) had no edge in any seed")
+	exercised(t, s.hostile.counts[hkInternal].refused > 0, "no hostile batch to __consumer_offsets refused with INVALID_TOPIC_EXCEPTION")
 	t.Logf("%d seeds: %d transactions committed, %d aborted, %d unknown; %d incarnations fenced, %d producer crashes; %d aborted or control records skipped by read_committed readers; %d seeds struck the coordinator",
-		txnSeedsInMakeTest, s.committed, s.aborted, s.unknown, s.fenced, s.crashes, s.skipped, s.struck)
+		n, s.committed, s.aborted, s.unknown, s.fenced, s.crashes, s.skipped, s.struck)
 	t.Logf("ETL: %d transactions committed, %d rewinds to the committed offsets; %d late EndTxns delivered, %d fenced; dependency graphs: %d transactions, %d edges",
 		s.etlCommitted, s.etlRewinds, s.staleSent, s.staleFenced, s.graphNodes, s.graphEdges)
 	t.Log(s.hostile.String())
