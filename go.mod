@@ -6,7 +6,6 @@ require (
 	github.com/IBM/sarama v1.61.1
 	github.com/anishathalye/porcupine v1.3.1
 	github.com/cockroachdb/datadriven v1.0.3
-	github.com/golang/snappy v1.0.0
 	github.com/klauspost/compress v1.20.4
 	github.com/pierrec/lz4/v4 v4.1.33
 	github.com/prometheus/client_golang v1.25.0

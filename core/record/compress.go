@@ -54,7 +54,7 @@ func (c *Compressor) compress(dst, src []byte, codec Codec, rawSnappy bool) ([]b
 		return c.finishStream(c.gzip, src, codec)
 	case CodecSnappy:
 		if rawSnappy {
-			return appendSnappyBlock(dst, src, false), nil
+			return appendSnappyBlock(dst, src), nil
 		}
 		return appendXerial(dst, src), nil
 	case CodecLZ4:

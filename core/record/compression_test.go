@@ -2,11 +2,13 @@ package record
 
 import (
 	"bytes"
+	"encoding/binary"
 	"math/rand/v2"
 	"runtime"
 	"testing"
 
-	"github.com/golang/snappy"
+	"github.com/klauspost/compress/s2"
+	"github.com/klauspost/compress/snappy"
 	"github.com/stretchr/testify/require"
 )
 
@@ -158,4 +160,26 @@ func TestCodecString(t *testing.T) {
 		require.Equal(t, i < 5, Codec(i).Known())
 	}
 	require.False(t, Codec(-1).Known())
+}
+
+// TestSnappyRefusesS2Extensions: a raw block in S2's format (a superset
+// of snappy's that s2.Decode and xerial.Decode accept) is not snappy: a
+// Java or librdkafka consumer could not read it back, so it is refused,
+// raw and inside xerial framing alike.
+func TestSnappyRefusesS2Extensions(t *testing.T) {
+	src := bytes.Repeat([]byte("abcdefgh0123456789-"), 4_000) // repeats: S2 encodes them with its repeat codes
+	block := s2.Encode(nil, src)
+	back, err := s2.Decode(nil, block)
+	require.NoError(t, err)
+	require.Equal(t, src, back, "the lenient decoder takes it")
+
+	d := NewDecompressor(DefaultMaxDecompressedBytes)
+	_, err = d.Decompress(nil, block, CodecSnappy)
+	require.ErrorIs(t, err, ErrCorrupt, "a raw S2 block")
+
+	framed := append(append([]byte(nil), xerialMagic...), 0, 0, 0, 1, 0, 0, 0, 1)
+	framed = binary.BigEndian.AppendUint32(framed, uint32(len(block)))
+	framed = append(framed, block...)
+	_, err = d.Decompress(nil, framed, CodecSnappy)
+	require.ErrorIs(t, err, ErrCorrupt, "an S2 block in xerial framing")
 }

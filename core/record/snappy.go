@@ -6,7 +6,9 @@ import (
 	"errors"
 	"slices"
 
-	"github.com/golang/snappy"
+	"github.com/klauspost/compress/s2"
+	"github.com/klauspost/compress/snappy"
+	"github.com/klauspost/compress/snappy/xerial"
 )
 
 // Kafka's Java client wraps snappy in the framing of xerial's
@@ -14,6 +16,14 @@ import (
 // then blocks, each a big-endian int32 length and a raw snappy block.
 // librdkafka and older franz-go send one raw snappy block instead. Readers
 // tell them apart by the magic, as the Java client does.
+//
+// klauspost/compress does the codec work: xerial.Encode writes the framing
+// and s2.EncodeSnappy raw blocks. Decoding stays here, on snappy's strict
+// decoder: the library's decoders (s2's, which xerial.Decode* use) also
+// accept S2's extensions of the format, which a Java or librdkafka consumer
+// cannot read, and they allocate each block's claimed size before any
+// bound is checked, where this checks the sum of the claims against
+// maxBytes first.
 var xerialMagic = []byte{0x82, 'S', 'N', 'A', 'P', 'P', 'Y', 0}
 
 // Xerial framing sizes.
@@ -21,8 +31,6 @@ const (
 	xerialHeaderSize      = 16       // magic, version int32, compatible version int32
 	xerialBlockHeaderSize = 4        // big-endian int32 block length
 	xerialBlockSize       = 32 << 10 // uncompressed bytes per block, as the Java client writes
-	xerialVersion         = 1
-	xerialCompatVersion   = 1
 )
 
 // decodeSnappy decompresses a raw or xerial-framed snappy payload into dst,
@@ -39,7 +47,7 @@ func decodeSnappy(dst, src []byte, maxBytes int) ([]byte, error) {
 	if n > maxBytes {
 		return nil, tooLarge(CodecSnappy, maxBytes)
 	}
-	out, err := snappy.Decode(slices.Grow(dst, n)[:n], src)
+	out, err := snappy.DecodeStrict(slices.Grow(dst, n)[:n], src)
 	if err != nil {
 		return nil, codecError(CodecSnappy, err)
 	}
@@ -71,7 +79,7 @@ func decodeXerial(dst, blocks []byte, maxBytes int) ([]byte, error) {
 	for rest := blocks; len(rest) > 0; {
 		block, next, _ := nextXerialBlock(rest)
 		n, _ := snappy.DecodedLen(block)
-		if _, err := snappy.Decode(dst[at:at+n], block); err != nil {
+		if _, err := snappy.DecodeStrict(dst[at:at+n], block); err != nil {
 			return nil, codecError(CodecSnappy, err)
 		}
 		at += n
@@ -96,32 +104,25 @@ func nextXerialBlock(blocks []byte) (block, rest []byte, err error) {
 // errXerialFraming is the cause of a block header that does not fit.
 var errXerialFraming = errors.New("xerial block length runs past the payload")
 
-// appendXerial appends src compressed in the Java client's xerial framing.
+// appendXerial appends src compressed in the Java client's xerial framing
+// (xerialBlockSize uncompressed bytes per block). xerial.Encode starts the
+// framing on an empty dst, so it encodes into dst's spare capacity, grown
+// first to the framing's largest size.
 func appendXerial(dst, src []byte) []byte {
-	dst = append(dst, xerialMagic...)
-	dst = binary.BigEndian.AppendUint32(dst, xerialVersion)
-	dst = binary.BigEndian.AppendUint32(dst, xerialCompatVersion)
-	for len(src) > 0 {
-		n := min(xerialBlockSize, len(src))
-		dst = appendSnappyBlock(dst, src[:n], true)
-		src = src[n:]
-	}
-	return dst
+	blocks := (len(src) + xerialBlockSize - 1) / xerialBlockSize
+	maxLen := xerialHeaderSize + blocks*xerialBlockHeaderSize + s2.MaxEncodedLen(min(len(src), xerialBlockSize))*blocks
+	at := len(dst)
+	dst = slices.Grow(dst, maxLen)
+	out := xerial.Encode(dst[at:at], src)
+	return append(dst[:at], out...) // a copy onto itself when out is in place
 }
 
-// appendSnappyBlock appends src as one raw snappy block, preceded by its
-// big-endian length when framed.
-func appendSnappyBlock(dst, src []byte, framed bool) []byte {
-	header := 0
-	if framed {
-		header = xerialBlockHeaderSize
-	}
-	maxLen := snappy.MaxEncodedLen(len(src))
+// appendSnappyBlock appends src as one raw snappy block, as librdkafka and
+// kgo send it.
+func appendSnappyBlock(dst, src []byte) []byte {
+	maxLen := s2.MaxEncodedLen(len(src))
 	at := len(dst)
-	dst = slices.Grow(dst, header+maxLen)
-	block := snappy.Encode(dst[at+header:at+header+maxLen], src)
-	if framed {
-		binary.BigEndian.PutUint32(dst[at:at+header], uint32(len(block)))
-	}
-	return dst[:at+header+len(block)]
+	dst = slices.Grow(dst, maxLen)
+	block := s2.EncodeSnappy(dst[at:at+maxLen], src)
+	return dst[:at+len(block)]
 }

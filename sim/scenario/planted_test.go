@@ -47,7 +47,8 @@ var plantedBugs = []struct {
 	// seed 53 once partition .log damage became the default; seed 135,
 	// by (b), since a new epoch's first batch is flushed with the epoch
 	// checkpoint, which moved every seed's schedule: the bound is 200;
-	// seed 139, by (i), since the hostile client's floods shrank).
+	// seed 139, by (i), once the hostile client's floods shrank; seed
+	// 19, by (i), since snappy batches are klauspost's encoding).
 	// Not (f): at a2908af seed 6 failed liveness, the drain stuck behind
 	// acks=all produces of healthy partitions while the whole fetcher
 	// backed off for the broken one; each partition backs off alone now.

@@ -18,8 +18,8 @@ import (
 	"io"
 	"math"
 
-	"github.com/golang/snappy"
 	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/s2"
 	"github.com/klauspost/compress/zstd"
 	"github.com/pierrec/lz4/v4"
 
@@ -113,7 +113,7 @@ func Bomb(codec record.Codec, size int64, timestamp int64) []byte {
 		var src bytes.Buffer
 		_, err := io.Copy(&src, records)
 		assert.That(err == nil, "recordtest: %v", err)
-		return batch(timestamp, codec, snappy.Encode(nil, src.Bytes()), count)
+		return batch(timestamp, codec, s2.EncodeSnappy(nil, src.Bytes()), count)
 	}
 	var out bytes.Buffer
 	w := streamWriter(codec, &out)
