@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-log/strata/core/assert"
 	"github.com/strata-log/strata/core/env"
 	"github.com/strata-log/strata/core/log"
 	"github.com/strata-log/strata/core/meta"
@@ -477,6 +478,8 @@ func (f *fetcher) apply(a fetchingFrom, rp *kmsg.FetchResponseTopicPartition) bo
 		return false
 	}
 	if len(rp.RecordBatches) > 0 {
+		assert.That(p.following() && !p.leads() && p.leader == f.leader && p.leaderEpoch == a.epoch && p.l == l,
+			"%s: copying batches from %d in epoch %d while led by %d in epoch %d", p.dir, f.leader, a.epoch, p.leader, p.leaderEpoch)
 		info, err := l.AppendReplicated(rp.RecordBatches)
 		if info.Batches > 0 {
 			p.replayAppended(rp.RecordBatches, info)
