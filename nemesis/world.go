@@ -38,12 +38,13 @@ type World interface {
 
 // Scheduler is the world's time: virtual time in the simulator, wall-clock
 // time since the campaign began in a real world. The nemesis runs only in
-// its callbacks and Start, one at a time.
+// Start and in After's callbacks.
 type Scheduler interface {
 	// Now is the time since the world began.
 	Now() time.Duration
 	// After runs f once d from now. label names the event (the simulator
-	// folds it into the trace hash).
+	// folds it into the trace hash). A real world runs f on its wall
+	// clock, never while Start or another f runs.
 	After(d time.Duration, label string, f func())
 	// Rand returns the seeded random stream of the given name; the
 	// nemesis draws from "nemesis".
@@ -109,9 +110,11 @@ type Network interface {
 	CutLinks(kind string, links [][2]int) Cut
 	// Block cuts the link from -> to only.
 	Block(from, to int) Cut
-	// Clog holds (or delays) all of node i's traffic for d.
+	// Clog troubles all of node i's traffic for d: the simulator holds
+	// it and delivers it in order at the end; a real world delays, drops
+	// and reorders packets (tc netem), which TCP turns into delay.
 	Clog(i int, d time.Duration)
-	// ClogLink holds (or delays) the traffic of the link from -> to for d.
+	// ClogLink troubles the traffic of the link from -> to for d, as Clog.
 	ClogLink(from, to int, d time.Duration)
 	// ResetConns resets every connection of node i.
 	ResetConns(i int)
