@@ -17,6 +17,7 @@ import (
 	"github.com/strata-log/strata/core/server"
 	"github.com/strata-log/strata/linearizability"
 	"github.com/strata-log/strata/nemesis"
+	"github.com/strata-log/strata/nemesis/simworld"
 	"github.com/strata-log/strata/sim"
 )
 
@@ -304,7 +305,7 @@ func runLog(o Options, bugs logBugs) (sim.Summary, *logHarness) {
 		h.logDamage = mix.Disk.Damaged[0]
 		h.declareSurvivable(h.logDamage)
 	}
-	nemesis.Start(s, h.procs, mix, o.FaultPhase)
+	nemesis.Start(simworld.New(s, h.procs), mix, o.FaultPhase)
 	h.hostile = maybeStartHostilePeer(s, o, h.hostileConfig(healAt))
 	if h.hostilePlan != nil {
 		h.hostileClient = startHostileClient(h, healAt)
