@@ -153,7 +153,7 @@ func (p *hostilePlan) String() string {
 
 // drawHostilePlan draws the seed's hostile client from its own stream:
 // none in one seed in two (and never without faults).
-func drawHostilePlan(s *sim.Sim, o Options, bugs logBugs) *hostilePlan {
+func drawHostilePlan(s *sim.Sim, o Options, shape logShape) *hostilePlan {
 	r := s.Rand("hostile-client")
 	if o.NoFaults || r.IntN(2) != 0 {
 		return nil
@@ -166,7 +166,7 @@ func drawHostilePlan(s *sim.Sim, o Options, bugs logBugs) *hostilePlan {
 		maxBombs: 1 + r.IntN(3), maxOversize: 1 + r.IntN(2)}
 	// Swarm: each kind in three seeds of four, at least one.
 	for k := hostileKind(0); k < hkKinds; k++ {
-		if k == hkInternal && !bugs.groups && !bugs.txn {
+		if k == hkInternal && !shape.groups() && !shape.txn() {
 			continue // no internal topic to aim at
 		}
 		if r.IntN(4) != 0 {
@@ -686,7 +686,7 @@ func (hc *hostileClient) outcome(b hostileBuild, acks int16, resp *kmsg.ProduceR
 			kind, base, detail = kclient.Rejected, -1, kerrName(code)
 		}
 	}
-	leaderOnly := acks == 1 && h.bugs.rf() > 1
+	leaderOnly := acks == 1 && h.shape.rf() > 1
 	h.model.sent(b.name, kind, base, !leaderOnly, h.s.Now())
 	h.s.Trace(fmt.Sprintf("log:%s %s %s %s off=%d code=%d", hostileClientHost, kind, b.part, b.name, base, code))
 	a := linearizability.LogAttempt{Producer: hostileClientHost, Partition: b.part, Build: b.name, Send: 1, Offset: base}

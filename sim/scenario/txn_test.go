@@ -175,7 +175,7 @@ var txnRegressionSeeds = []uint64{
 
 func runTxnSeed(t *testing.T, seed uint64) *logHarness {
 	t.Helper()
-	return runLogSeedWith(t, seed, logBugs{replicas: replicatedRF, txn: true, damageLogs: true})
+	return runLogSeedWith(t, seed, logShape{kind: kindTxn, damageLogs: true}, logBugs{})
 }
 
 func TestTxnRegressionSeeds(t *testing.T) {
@@ -245,7 +245,7 @@ func TestTxnSeeds(t *testing.T) {
 					f.graphEdges += x.graphEdges
 					if seed%10 == 0 {
 						a := h.s.Summarize("txn")
-						b, _ := runLog(Options{Seed: seed}, logBugs{replicas: replicatedRF, txn: true, damageLogs: true})
+						b, _ := runLog(Options{Seed: seed}, logShape{kind: kindTxn, damageLogs: true}, logBugs{})
 						require.Equal(t, a.TraceHash, b.TraceHash, "txn seed %d gave two traces", seed)
 					}
 				}
@@ -298,15 +298,15 @@ func TestTxnKafka17754(t *testing.T) {
 // read_committed answer fail (n) once a committed transaction's record
 // is passed without being delivered.
 func TestTxnLostWriteCheckFires(t *testing.T) {
-	bugs := logBugs{replicas: replicatedRF, txn: true, damageLogs: true, txnDropCommitted: true}
-	require.NotZero(t, logBugFails(t, bugs, 1, 20, "(n) lost write"), "no seed caught the dropped record")
+	shape, bugs := logShape{kind: kindTxn, damageLogs: true}, logBugs{txn: txnBugs{dropCommitted: true}}
+	require.NotZero(t, logBugFails(t, shape, bugs, 1, 20, "(n) lost write"), "no seed caught the dropped record")
 }
 
 // TestTxnDuplicateCheckFires: readers that see a record again at a later
 // offset fail (o).
 func TestTxnDuplicateCheckFires(t *testing.T) {
-	bugs := logBugs{replicas: replicatedRF, txn: true, damageLogs: true, txnRepeatRecord: true}
-	require.NotZero(t, logBugFails(t, bugs, 1, 20, "(o) duplicate"), "no seed caught the repeated record")
+	shape, bugs := logShape{kind: kindTxn, damageLogs: true}, logBugs{txn: txnBugs{repeatRecord: true}}
+	require.NotZero(t, logBugFails(t, shape, bugs, 1, 20, "(o) duplicate"), "no seed caught the repeated record")
 }
 
 // TestTxnETLCheckFires: with __consumer_offsets at the broker's default
@@ -315,10 +315,10 @@ func TestTxnDuplicateCheckFires(t *testing.T) {
 // (t) reports the duplicate (seed 26 at this commit; other seeds may
 // fail otherwise, e.g. (s), and are not counted).
 func TestTxnETLCheckFires(t *testing.T) {
-	bugs := logBugs{replicas: replicatedRF, txn: true, damageLogs: true, txnOffsetsDefaultISR: true}
+	shape, bugs := logShape{kind: kindTxn, damageLogs: true}, logBugs{txn: txnBugs{offsetsDefaultISR: true}}
 	found := 0
 	for seed := uint64(1); seed <= 20 && found == 0; seed++ {
-		sum, _ := runLog(Options{Seed: seed}, bugs)
+		sum, _ := runLog(Options{Seed: seed}, shape, bugs)
 		if sum.Err != nil && strings.Contains(sum.Err.Error(), "(t) ETL exactly-once") {
 			t.Logf("seed %d: %v", seed, sum.Err)
 			found++
@@ -330,15 +330,15 @@ func TestTxnETLCheckFires(t *testing.T) {
 // TestTxnCycleCheckFires: a graph with a wr edge reversed has a cycle,
 // which (u) reports as G1c.
 func TestTxnCycleCheckFires(t *testing.T) {
-	bugs := logBugs{replicas: replicatedRF, txn: true, damageLogs: true, txnReverseEdge: true}
-	require.NotZero(t, logBugFails(t, bugs, 1, 20, "(u) G1c"), "no seed caught the reversed edge")
+	shape, bugs := logShape{kind: kindTxn, damageLogs: true}, logBugs{txn: txnBugs{reverseEdge: true}}
+	require.NotZero(t, logBugFails(t, shape, bugs, 1, 20, "(u) G1c"), "no seed caught the reversed edge")
 }
 
 // TestTxnOpenSeedsStillFail: the open seeds fail as their bug says; once
 // one passes, its bug is fixed and it moves to txnRegressionSeeds.
 func TestTxnOpenSeedsStillFail(t *testing.T) {
 	for _, seed := range txnOpenSeeds {
-		sum, _ := runLog(Options{Seed: seed}, logBugs{replicas: replicatedRF, txn: true, damageLogs: true})
+		sum, _ := runLog(Options{Seed: seed}, logShape{kind: kindTxn, damageLogs: true}, logBugs{})
 		require.Error(t, sum.Err, "txn seed %d passes: move it to txnRegressionSeeds", seed)
 		want, ok := txnOpenFailures[seed]
 		require.True(t, ok, "txn seed %d: no failure named in txnOpenFailures", seed)
