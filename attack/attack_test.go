@@ -88,7 +88,7 @@ const (
 // every 500 ms.
 func nodeProps(dir string) []string {
 	return []string{
-		"node.ID=1",
+		"node.id=1",
 		"process.roles=broker,controller",
 		"listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
 		"log.dirs=" + filepath.Join(dir, "data"),

@@ -103,7 +103,7 @@ func TestAttackQuorum(t *testing.T) {
 	nodes := make([]*proccluster.Node, n)
 	for i := range nodes {
 		nodes[i] = proccluster.NewNode(t, dir, int32(i+1), []string{
-			fmt.Sprintf("node.ID=%d", i+1),
+			fmt.Sprintf("node.id=%d", i+1),
 			"process.roles=broker,controller",
 			"listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://" + ctrl[i],
 			"controller.quorum.voters=" + strings.Join(voters, ","),

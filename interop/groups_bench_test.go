@@ -3,13 +3,12 @@ package interop
 import (
 	"context"
 	"fmt"
-	"os"
 	"slices"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/strata-log/strata/internal/proccluster"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -36,16 +35,7 @@ const (
 
 func groupBenchRuns(t *testing.T) int {
 	t.Helper()
-	runs := 0
-	if v := os.Getenv("STRATA_GROUP_BENCH_RUNS"); v != "" {
-		n, err := strconv.Atoi(v)
-		require.NoError(t, err, "STRATA_GROUP_BENCH_RUNS")
-		runs = n
-	}
-	if runs <= 0 {
-		t.Skip("a benchmark: set STRATA_GROUP_BENCH_RUNS=N (make bench-groups)")
-	}
-	return runs
+	return proccluster.BenchRuns(t, "STRATA_GROUP_BENCH_RUNS", "bench-groups")
 }
 
 // ownership is who owns which partition of one topic, as the members'
@@ -189,14 +179,7 @@ func waitUntil(t *testing.T, what string, cond func() bool, why ...*string) time
 }
 
 func summarize(name string, ds []time.Duration) string {
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	med := s[len(s)/2]
-	if len(s)%2 == 0 {
-		med = (s[len(s)/2-1] + s[len(s)/2]) / 2
-	}
-	return fmt.Sprintf("%s: %d runs, median %v, min %v, max %v", name, len(s),
-		med.Round(time.Millisecond), s[0].Round(time.Millisecond), s[len(s)-1].Round(time.Millisecond))
+	return fmt.Sprintf("%s: %d runs, %s", name, len(ds), proccluster.Spread(ds))
 }
 
 // groupProtocols are the ways a kgo member can share partitions: eager

@@ -77,12 +77,9 @@ func groupDescribe(ctx context.Context, args []string, stdout, stderr io.Writer)
 	fs, af := newAdminFlagSet("group describe", "group describe GROUP [GROUP ...] [flags]",
 		"Describes consumer groups: state, members and their partitions, and per partition the committed\n"+
 			"offset, the log end offset and the lag (log end minus committed; the whole log when nothing is committed).", stderr)
-	names, code, ok := af.parse(fs, args)
+	names, code, ok := af.parseNames(fs, args, stderr, "name at least one group")
 	if !ok {
 		return code
-	}
-	if len(names) == 0 {
-		return af.usageError(stderr, "name at least one group")
 	}
 	return af.run(ctx, stderr, func(ctx context.Context, adm *kadm.Client) int {
 		described, err := adm.DescribeGroups(ctx, names...)
@@ -244,12 +241,9 @@ func printConsumerGroup(ctx context.Context, adm *kadm.Client, g kadm.DescribedC
 func groupDelete(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs, af := newAdminFlagSet("group delete", "group delete GROUP [GROUP ...] [flags]",
 		"Deletes groups without members, with their committed offsets (DeleteGroups).", stderr)
-	names, code, ok := af.parse(fs, args)
+	names, code, ok := af.parseNames(fs, args, stderr, "name at least one group")
 	if !ok {
 		return code
-	}
-	if len(names) == 0 {
-		return af.usageError(stderr, "name at least one group")
 	}
 	return af.run(ctx, stderr, func(ctx context.Context, adm *kadm.Client) int {
 		deleted, err := adm.DeleteGroups(ctx, names...)

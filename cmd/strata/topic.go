@@ -122,6 +122,16 @@ func (af *adminFlags) parse(fs *flag.FlagSet, args []string) ([]string, int, boo
 	return positional, 0, true
 }
 
+// parseNames is parse for a command that takes one or more names:
+// none is a usage error, with missing as its message.
+func (af *adminFlags) parseNames(fs *flag.FlagSet, args []string, stderr io.Writer, missing string) ([]string, int, bool) {
+	names, code, ok := af.parse(fs, args)
+	if ok && len(names) == 0 {
+		return nil, af.usageError(stderr, "%s", missing), false
+	}
+	return names, code, ok
+}
+
 // usageError prints a command-line mistake and returns exitUsage.
 func (af *adminFlags) usageError(stderr io.Writer, format string, args ...any) int {
 	fmt.Fprintf(stderr, "strata %s: %s\n", af.name, fmt.Sprintf(format, args...))
@@ -452,12 +462,9 @@ func topicAlter(ctx context.Context, args []string, stdout, stderr io.Writer) in
 func topicDelete(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs, af := newAdminFlagSet("topic delete", "topic delete NAME [NAME ...] [flags]",
 		"Deletes topics (DeleteTopics); each topic's outcome is printed, and any failure exits 1.", stderr)
-	names, code, ok := af.parse(fs, args)
+	names, code, ok := af.parseNames(fs, args, stderr, "give at least one topic name")
 	if !ok {
 		return code
-	}
-	if len(names) == 0 {
-		return af.usageError(stderr, "give at least one topic name")
 	}
 	return af.run(ctx, stderr, func(ctx context.Context, adm *kadm.Client) int {
 		resps, err := adm.DeleteTopics(ctx, names...)

@@ -87,12 +87,9 @@ func txnDescribe(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	fs, af := newAdminFlagSet("txn describe", "txn describe TRANSACTIONAL-ID [TRANSACTIONAL-ID ...] [flags]",
 		"Describes transactions at their coordinators (FindCoordinator, DescribeTransactions): producer id and\n"+
 			"epoch, state, timeout, start time and the partitions of the ongoing transaction.", stderr)
-	ids, code, ok := af.parse(fs, args)
+	ids, code, ok := af.parseNames(fs, args, stderr, "name at least one transactional id")
 	if !ok {
 		return code
-	}
-	if len(ids) == 0 {
-		return af.usageError(stderr, "name at least one transactional id")
 	}
 	return af.run(ctx, stderr, func(ctx context.Context, adm *kadm.Client) int {
 		described, err := adm.DescribeTransactions(ctx, ids...)

@@ -298,21 +298,12 @@ func TestKRaftFailoverProcesses(t *testing.T) {
 		elections = append(elections, res.election)
 		creates = append(creates, res.createTopics)
 	}
-	summary := func(ds []time.Duration) string {
-		s := slices.Clone(ds)
-		slices.Sort(s)
-		med := s[len(s)/2]
-		if len(s)%2 == 0 {
-			med = (s[len(s)/2-1] + s[len(s)/2]) / 2
-		}
-		return fmt.Sprintf("median %v, min %v, max %v", med.Round(time.Millisecond), s[0].Round(time.Millisecond), s[len(s)-1].Round(time.Millisecond))
-	}
 	settings := "default quorum timeouts (election 1000 ms, fetch 2000 ms)"
 	if len(extra) > 0 {
 		settings = strings.Join(extra, " ")
 	}
 	msg := fmt.Sprintf("KRaft failover after SIGKILL of the active controller, %d runs, %s:\n  new leader elected: %s\n  CreateTopics succeeds: %s",
-		runs, settings, summary(elections), summary(creates))
+		runs, settings, Spread(elections), Spread(creates))
 	t.Log(msg)
 	if runs > 1 {
 		fmt.Println(msg)

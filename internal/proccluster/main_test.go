@@ -53,3 +53,11 @@ func statusField(t *testing.T, out, name string) string {
 	require.NotNil(t, m, "%s in:\n%s", name, out)
 	return m[1]
 }
+
+func TestMedianAndSpread(t *testing.T) {
+	require.Equal(t, 2.0, Median([]float64{9, 1, 2}))
+	require.Equal(t, 2.5, Median([]float64{9, 1, 2, 3}))
+	ds := []time.Duration{3 * time.Millisecond, time.Millisecond, 2 * time.Millisecond, 10 * time.Millisecond}
+	require.Equal(t, "median 3ms, min 1ms, max 10ms", Spread(ds), "2.5 ms, to the millisecond")
+	require.Equal(t, 3*time.Millisecond, ds[0], "the input is left in its order")
+}

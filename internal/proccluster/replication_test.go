@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,19 +15,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
-
-// loggedSince reports whether a line after the first n contains substr.
-func (p *Node) loggedSince(n int, substr string) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return slices.ContainsFunc(p.logs[min(n, len(p.logs)):], func(l string) bool { return strings.Contains(l, substr) })
-}
-
-func (p *Node) logLines() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return len(p.logs)
-}
 
 // TestReplicationProcesses runs three combined nodes as real processes
 // with a topic of replication factor 3 and min.insync.replicas 2. A kgo
@@ -196,15 +182,7 @@ func kadmString(s string) *string { return &s }
 // with STRATA_PARTITION_FAILOVER_RUNS=N (`make bench-partition-failover
 // RUNS=N`) and prints the median, min and max.
 func TestPartitionFailoverProcesses(t *testing.T) {
-	runs := 0
-	if v := os.Getenv("STRATA_PARTITION_FAILOVER_RUNS"); v != "" {
-		n, err := strconv.Atoi(v)
-		require.NoError(t, err, "STRATA_PARTITION_FAILOVER_RUNS")
-		runs = n
-	}
-	if runs <= 0 {
-		t.Skip("a benchmark: set STRATA_PARTITION_FAILOVER_RUNS=N (make bench-partition-failover)")
-	}
+	runs := BenchRuns(t, "STRATA_PARTITION_FAILOVER_RUNS", "bench-partition-failover")
 	var took []time.Duration
 	for run := 1; run <= runs; run++ {
 		t.Run(fmt.Sprintf("run-%d", run), func(t *testing.T) {
@@ -247,14 +225,8 @@ func TestPartitionFailoverProcesses(t *testing.T) {
 			return
 		}
 	}
-	s := slices.Clone(took)
-	slices.Sort(s)
-	med := s[len(s)/2]
-	if len(s)%2 == 0 {
-		med = (s[len(s)/2-1] + s[len(s)/2]) / 2
-	}
-	msg := fmt.Sprintf("partition leader failover after SIGKILL, %d runs, default timeouts, kgo metadata min age 100 ms: first acks=all produce after median %v, min %v, max %v",
-		runs, med.Round(time.Millisecond), s[0].Round(time.Millisecond), s[len(s)-1].Round(time.Millisecond))
+	msg := fmt.Sprintf("partition leader failover after SIGKILL, %d runs, default timeouts, kgo metadata min age 100 ms: first acks=all produce after %s",
+		runs, Spread(took))
 	t.Log(msg)
 	fmt.Println(msg)
 }
