@@ -51,6 +51,7 @@ func hostileTestOptions(t *testing.T, producer, compression string) benchOptions
 // run by `make bench-hostile` (STRATA_BENCH_SLOW_TESTS=1).
 func TestBenchCompressedWithFlood(t *testing.T) {
 	requireSlowBenchTests(t)
+	proccluster.Binary(t) // built before the test's clock starts
 	ctx, cancel := context.WithTimeout(context.Background(), benchTestTimeout)
 	defer cancel()
 	var progress bytes.Buffer
@@ -93,6 +94,7 @@ func TestBenchCompressedWithFlood(t *testing.T) {
 // acknowledged and read back record for record, in phase 1 and as the
 // flood.
 func TestBenchRawProducer(t *testing.T) {
+	proccluster.Binary(t) // built before the test's clock starts
 	ctx, cancel := context.WithTimeout(context.Background(), benchTestTimeout)
 	defer cancel()
 	var progress bytes.Buffer
@@ -170,6 +172,7 @@ func TestBenchHostileUsage(t *testing.T) {
 // Outside `make test`'s budget like TestBenchCompressedWithFlood.
 func TestBenchStrataNoOffloadRaw(t *testing.T) {
 	requireSlowBenchTests(t)
+	proccluster.Binary(t) // built before the test's clock starts
 	ctx, cancel := context.WithTimeout(context.Background(), benchTestTimeout)
 	defer cancel()
 	o := hostileTestOptions(t, producerRaw, "zstd")

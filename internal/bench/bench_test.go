@@ -103,6 +103,7 @@ func TestBenchStrataChild(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a real process")
 	}
+	proccluster.Binary(t) // built before the test's clock starts
 	ctx, cancel := context.WithTimeout(context.Background(), benchTestTimeout)
 	defer cancel()
 	o := benchOptions{
@@ -141,6 +142,7 @@ func TestBenchReplicated(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real processes")
 	}
+	proccluster.Binary(t) // built before the test's clock starts
 	ctx, cancel := context.WithTimeout(context.Background(), benchTestTimeout)
 	defer cancel()
 	o := benchOptions{
@@ -198,6 +200,7 @@ func TestBenchNodeStartStop(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a real process")
 	}
+	proccluster.Binary(t) // built before the test's clock starts
 	ctx, cancel := context.WithTimeout(context.Background(), benchTestTimeout)
 	defer cancel()
 	dir := t.TempDir()
@@ -217,6 +220,7 @@ func TestBenchNodeNotReady(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a real process")
 	}
+	proccluster.Binary(t) // built before the test's clock starts
 	ctx, cancel := context.WithTimeout(context.Background(), benchTestTimeout)
 	defer cancel()
 
