@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -129,6 +130,11 @@ type run struct {
 
 	recent   recentFrames // the mutation phase's last frames
 	mutValid mutValid     // the records of its valid Produce requests
+
+	// malformedRuns counts the runs of the malformed-batches phase (a
+	// flood phase out of its bound runs again), whose good records must
+	// have keys of their own: compaction keeps one record per key.
+	malformedRuns atomic.Int64
 }
 
 type goodRecord struct{ key, value string }

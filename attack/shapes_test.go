@@ -397,6 +397,7 @@ func attackMalformedBatches(ctx context.Context, r *run) string {
 	var seen codes
 	var goodN atomic.Int64
 	shapes := recordtest.Malformed(time.Now().UnixMilli())
+	attempt := r.malformedRuns.Add(1)
 	workers(ctx, 4, func(ctx context.Context, w int) {
 		conn, err := dialFrom(fromMalformed, r.node.BrokerAddr)
 		if err != nil {
@@ -404,7 +405,7 @@ func attackMalformedBatches(ctx context.Context, r *run) string {
 			return
 		}
 		defer conn.Close()
-		rng := rand.New(rand.NewPCG(r.seed, uint64(w)))
+		rng := rand.New(rand.NewPCG(r.seed, uint64(attempt-1)<<32|uint64(w)))
 		for round := 0; ctx.Err() == nil; round++ {
 			type sent struct {
 				shape string
@@ -419,7 +420,7 @@ func attackMalformedBatches(ctx context.Context, r *run) string {
 					reqs = append(reqs, produceRequest(part{topic, 0, s.Payload}))
 					what = append(what, sent{shape: s.Name, topic: topic})
 				}
-				b, g := goodBatch(rng, fmt.Sprintf("good-%s-w%d-r%d", topic, w, round), 1+rng.IntN(4), codecs[rng.IntN(len(codecs))])
+				b, g := goodBatch(rng, fmt.Sprintf("good-%s-a%d-w%d-r%d", topic, attempt, w, round), 1+rng.IntN(4), codecs[rng.IntN(len(codecs))])
 				reqs = append(reqs, produceRequest(part{topic, 0, b}))
 				what = append(what, sent{shape: "valid", topic: topic, good: g})
 			}
