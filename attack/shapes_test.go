@@ -300,7 +300,7 @@ func attackControllerListener(ctx context.Context, r *run) string {
 	workers(ctx, 3, func(ctx context.Context, w int) {
 		epoch := int32(0)
 		for ctx.Err() == nil {
-			e, err := sendForgeries(r, fromController, r.node.ctrlAddr, selfID, 2, epoch, r.node.clusterID, &seen)
+			e, err := sendForgeries(r, fromController, r.node.CtrlAddr, selfID, 2, epoch, r.node.ClusterID, &seen)
 			if err != nil {
 				r.finding("dial the controller listener: %v", err)
 				return
@@ -398,7 +398,7 @@ func attackMalformedBatches(ctx context.Context, r *run) string {
 	var goodN atomic.Int64
 	shapes := recordtest.Malformed(time.Now().UnixMilli())
 	workers(ctx, 4, func(ctx context.Context, w int) {
-		conn, err := dialFrom(fromMalformed, r.node.addr)
+		conn, err := dialFrom(fromMalformed, r.node.BrokerAddr)
 		if err != nil {
 			r.finding("dial: %v", err)
 			return
@@ -500,7 +500,7 @@ func attackBombs(ctx context.Context, r *run) string {
 	var sentBytes, sentReqs atomic.Int64
 	bs := bombs()
 	workers(ctx, 3, func(ctx context.Context, w int) {
-		conn, err := dialFrom(fromBombs, r.node.addr)
+		conn, err := dialFrom(fromBombs, r.node.BrokerAddr)
 		if err != nil {
 			r.finding("dial: %v", err)
 			return
@@ -608,7 +608,7 @@ func attackPartialFrames(ctx context.Context, r *run) string {
 	var closed durations
 	body := append(binary.BigEndian.AppendUint32(nil, 100<<20), bytes.Repeat([]byte{0xa5}, 1<<20+1)...)
 	workers(ctx, 10, func(ctx context.Context, w int) {
-		conn, err := dialFrom(fromPartial, r.node.addr)
+		conn, err := dialFrom(fromPartial, r.node.BrokerAddr)
 		if err != nil {
 			r.finding("dial: %v", err)
 			sleepCtx(ctx, 100*time.Millisecond)
@@ -644,7 +644,7 @@ func attackTrickle(ctx context.Context, r *run) string {
 	}
 	frame := encode(metadataRequest(1, names...), 1, "trickle")
 	workers(ctx, 5, func(ctx context.Context, w int) {
-		conn, err := dialFrom(fromTrickle, r.node.addr)
+		conn, err := dialFrom(fromTrickle, r.node.BrokerAddr)
 		if err != nil {
 			r.finding("dial: %v", err)
 			sleepCtx(ctx, 100*time.Millisecond)
@@ -702,7 +702,7 @@ func attackIdleSockets(ctx context.Context, r *run, v *victim) string {
 	// if accepted.
 	open := func(from string, n int) {
 		for range n {
-			c, err := dialFrom(from, r.node.addr)
+			c, err := dialFrom(from, r.node.BrokerAddr)
 			if err != nil {
 				r.finding("dial from %s: %v", from, err)
 				return
@@ -734,7 +734,7 @@ func attackIdleSockets(ctx context.Context, r *run, v *victim) string {
 	// gets in.
 	var servedAfter time.Duration
 	for time.Since(filled) < idleTimeout+2*closeSlack {
-		c, err := dialFrom(victimAddr, r.node.addr)
+		c, err := dialFrom(victimAddr, r.node.BrokerAddr)
 		if err == nil {
 			_, err = roundTrip(c, metadataRequest(1, victimTopic), time.Second)
 			_ = c.Close()
@@ -776,7 +776,7 @@ func attackMetadataFlood(ctx context.Context, r *run) string {
 	var answers, partitions, parsed atomic.Int64
 	const pipelined = 500
 	workers(ctx, 4, func(ctx context.Context, w int) {
-		conn, err := dialFrom(fromMetadata, r.node.addr)
+		conn, err := dialFrom(fromMetadata, r.node.BrokerAddr)
 		if err != nil {
 			r.finding("dial: %v", err)
 			return
@@ -839,7 +839,7 @@ func attackMetadataFlood(ctx context.Context, r *run) string {
 func attackBadRequests(ctx context.Context, r *run) string {
 	var counts [3]atomic.Int64
 	workers(ctx, 2, func(ctx context.Context, w int) {
-		conn, err := dialFrom(fromBad, r.node.addr)
+		conn, err := dialFrom(fromBad, r.node.BrokerAddr)
 		if err != nil {
 			r.finding("dial: %v", err)
 			return
@@ -942,7 +942,7 @@ func unknownReplicaFetch(r *run, conn net.Conn) bool {
 // frame too short to hold a request header: the Metadata answer must
 // arrive, then the node closes the connection.
 func validThenBadFrame(r *run) bool {
-	conn, err := dialFrom(fromBad, r.node.addr)
+	conn, err := dialFrom(fromBad, r.node.BrokerAddr)
 	if err != nil {
 		r.finding("dial: %v", err)
 		return false

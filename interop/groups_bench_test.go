@@ -304,17 +304,8 @@ func TestGroupRebalanceBenchmark(t *testing.T) {
 // runs.
 func TestGroupCoordinatorFailoverBenchmark(t *testing.T) {
 	runs := groupBenchRuns(t)
-	nodes := startProcessCluster(t, 3, "group.initial.rebalance.delay.ms=0", "offsets.topic.num.partitions=1")
-	addrs := brokerAddrs(nodes)
-	require.Eventually(t, func() bool {
-		for _, p := range nodes {
-			md, err := newAdmin(t, p.brokerAddr).BrokerMetadata(ctxFor(t, 2*time.Second))
-			if err != nil || len(md.Brokers) != 3 {
-				return false
-			}
-		}
-		return true
-	}, clusterReadyTimeout, 50*time.Millisecond, "not every broker's Metadata lists the three brokers")
+	c := startProcessCluster(t, 3, "group.initial.rebalance.delay.ms=0", "offsets.topic.num.partitions=1")
+	nodes, addrs := c.Nodes, c.BrokerAddrs()
 	adm := newAdmin(t, addrs...)
 	const topic = "bench-offsets"
 	ctx := ctxFor(t, 10*benchGroupWait)
@@ -350,11 +341,11 @@ func TestGroupCoordinatorFailoverBenchmark(t *testing.T) {
 			var alive []string
 			for _, p := range nodes {
 				if p != victim {
-					alive = append(alive, p.brokerAddr)
+					alive = append(alive, p.BrokerAddr)
 				}
 			}
 			start := time.Now()
-			victim.kill()
+			victim.Kill()
 			var why string
 			waitUntil(t, "the offsets from the new coordinator", func() bool {
 				// A new client per attempt: kgo keeps a coordinator it
@@ -386,13 +377,13 @@ func TestGroupCoordinatorFailoverBenchmark(t *testing.T) {
 			took = append(took, time.Since(start))
 			moved := newAdmin(t, alive...).FindGroupCoordinators(ctx, group)[group]
 			require.NoError(t, moved.Err)
-			require.NotEqual(t, victim.id, moved.NodeID, "the coordinator did not move")
-			t.Logf("%d offsets: killed coordinator %d, offsets back from %d after %v", groups*benchGroupPartitions, victim.id, moved.NodeID, took[len(took)-1].Round(time.Millisecond))
-			victim.start(t)
+			require.NotEqual(t, victim.ID, moved.NodeID, "the coordinator did not move")
+			t.Logf("%d offsets: killed coordinator %d, offsets back from %d after %v", groups*benchGroupPartitions, victim.ID, moved.NodeID, took[len(took)-1].Round(time.Millisecond))
+			c.Restart(victim.ID)
 			require.Eventually(t, func() bool {
-				md, err := newAdmin(t, victim.brokerAddr).BrokerMetadata(ctxFor(t, 2*time.Second))
+				md, err := newAdmin(t, victim.BrokerAddr).BrokerMetadata(ctxFor(t, 2*time.Second))
 				return err == nil && len(md.Brokers) == 3
-			}, rejoinTimeout, 50*time.Millisecond, "node %d did not rejoin", victim.id)
+			}, rejoinTimeout, 50*time.Millisecond, "node %d did not rejoin", victim.ID)
 		}
 		lines = append(lines, summarize(fmt.Sprintf("coordinator failover (SIGKILL) with %d committed offsets to reload, until an OffsetFetch answers them all", groups*benchGroupPartitions), took))
 	}

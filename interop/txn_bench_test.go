@@ -102,13 +102,8 @@ func startTxnBenchNode(t *testing.T) txnBenchNode {
 	if addr := os.Getenv("STRATA_TXN_BENCH_PPROF"); addr != "" {
 		props = append(props, "metrics.listener="+addr, "strata.debug.pprof.enable=true")
 	}
-	p := startProcessCluster(t, 1, props...)[0]
-	adm := newAdmin(t, p.brokerAddr)
-	require.Eventually(t, func() bool {
-		md, err := adm.BrokerMetadata(ctxFor(t, 2*time.Second))
-		return err == nil && len(md.Brokers) == 1
-	}, clusterReadyTimeout, 50*time.Millisecond, "the node never listed its broker")
-	return txnBenchNode{addr: p.brokerAddr, pid: p.cmd.Process.Pid}
+	p := startProcessCluster(t, 1, props...).Nodes[0]
+	return txnBenchNode{addr: p.BrokerAddr, pid: p.Pid()}
 }
 
 // cpuSeconds is the node process's user+system CPU time so far.

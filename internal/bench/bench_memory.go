@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/strata-log/strata/internal/cli"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -115,7 +116,7 @@ func (w kafkaWorkload) memory(ctx context.Context, node *benchNode) (memoryRun, 
 		producers.Add(1)
 		go func() {
 			defer producers.Done()
-			cl, err := newKafkaClient([]string{node.addr}, w.producerOpts(topic, benchLinger)...)
+			cl, err := cli.NewKafkaClient([]string{node.addr}, w.producerOpts(topic, benchLinger)...)
 			if err != nil {
 				failed.set(err)
 				return
@@ -143,7 +144,7 @@ func (w kafkaWorkload) memory(ctx context.Context, node *benchNode) (memoryRun, 
 	sampler.Wait()
 	elapsed := time.Since(start)
 	if err := failed.get(); err != nil {
-		return res, fmt.Errorf("flood: %s", kafkaError(err, ""))
+		return res, fmt.Errorf("flood: %s", cli.KafkaError(err, ""))
 	}
 	res.FloodAckedRecords = acked.Load()
 	res.FloodMiBPerSec = float64(ackedBytes.Load()) / (1 << 20) / elapsed.Seconds()

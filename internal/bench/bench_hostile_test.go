@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"bytes"
@@ -10,6 +10,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/strata-log/strata/core/record"
+	"github.com/strata-log/strata/internal/bench/kfakebaseline"
+	"github.com/strata-log/strata/internal/cli"
+	"github.com/strata-log/strata/internal/proccluster"
 )
 
 // requireSlowBenchTests skips the slow end-to-end bench tests unless
@@ -28,14 +31,14 @@ func requireSlowBenchTests(t *testing.T) {
 // its own (the test binary as strata).
 func hostileTestOptions(t *testing.T, producer, compression string) benchOptions {
 	return benchOptions{
+		kfake:   kfakebaseline.Start,
 		targets: []string{targetKfake},
 		workload: kafkaWorkload{partitions: 6, recordBytes: 1024, duration: 300 * time.Millisecond, maxProduceBytes: 32 << 20,
 			latencyDuration: 300 * time.Millisecond, latencyRate: 200, compression: compression, producer: producer, producers: 2,
 			floodProducers: 1, rawBatchMaxBytes: 64 << 10},
 		runs:        1,
 		dir:         t.TempDir(),
-		nodeCommand: []string{os.Args[0]},
-		nodeEnv:     testNodeEnv,
+		nodeCommand: []string{proccluster.Binary(t)},
 	}
 }
 
@@ -151,11 +154,11 @@ func TestBenchHostileUsage(t *testing.T) {
 		{"--flood-producers", "-1"},
 	} {
 		var out, errOut bytes.Buffer
-		require.Equal(t, exitUsage, benchCommand(context.Background(), args, &out, &errOut), "%q", args)
+		require.Equal(t, cli.ExitUsage, Command(context.Background(), args, &out, &errOut, kfakebaseline.Start), "%q", args)
 		require.NotEmpty(t, errOut.String(), "%q says why", args)
 	}
 	var out, errOut bytes.Buffer
-	require.Equal(t, exitUsage, benchFloodCommand(context.Background(), []string{"--bootstrap-server", "127.0.0.1:1"}, bytes.NewReader(nil), &out, &errOut))
+	require.Equal(t, cli.ExitUsage, FloodCommand(context.Background(), []string{"--bootstrap-server", "127.0.0.1:1"}, bytes.NewReader(nil), &out, &errOut))
 	require.Contains(t, errOut.String(), "--topic")
 }
 

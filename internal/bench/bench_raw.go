@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/core/record"
+	"github.com/strata-log/strata/internal/cli"
 )
 
 // The raw producer (--producer raw): batches compressed once, before the
@@ -112,7 +113,7 @@ type rawProducer struct {
 
 // newRawProducer connects to seeds and learns topic's partition leaders.
 func newRawProducer(ctx context.Context, seeds []string, topic string, batches []rawBatch) (*rawProducer, error) {
-	cl, err := newKafkaClient(seeds)
+	cl, err := cli.NewKafkaClient(seeds)
 	if err != nil {
 		return nil, err
 	}
@@ -200,7 +201,7 @@ func (p *rawProducer) send(ctx context.Context, br *kgo.Broker, partitions []int
 				if rp.ErrorMessage != nil {
 					msg = *rp.ErrorMessage
 				}
-				return fmt.Errorf("partition %d: %s", rp.Partition, kafkaError(err, msg))
+				return fmt.Errorf("partition %d: %s", rp.Partition, cli.KafkaError(err, msg))
 			}
 		}
 	}

@@ -1,4 +1,4 @@
-package main
+package proccluster
 
 import (
 	"context"
@@ -361,17 +361,17 @@ func (w *logWorkload) endOffsets(ctx context.Context, adm *kadm.Client) ([]int64
 // consumers have read up to them, stops the consumers and reads every
 // partition once more from its start (finalRead); it returns the end
 // offsets.
-func (w *logWorkload) drain(c *testCluster, adm *kadm.Client) []int64 {
+func (w *logWorkload) drain(c *Cluster, adm *kadm.Client) []int64 {
 	w.stopProducers()
 	var ends []int64
-	c.waitFor(clusterStartTimeout, "the end offsets listed", func() bool {
+	c.WaitFor(clusterStartTimeout, "the end offsets listed", func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		var err error
 		ends, err = w.endOffsets(ctx, adm)
 		return err == nil
 	})
-	c.waitFor(workloadCatchUpTimeout, fmt.Sprintf("the consumers read up to the high watermarks %v", ends), func() bool { return w.caughtUp(ends) })
+	c.WaitFor(workloadCatchUpTimeout, fmt.Sprintf("the consumers read up to the high watermarks %v", ends), func() bool { return w.caughtUp(ends) })
 	w.stopConsumers()
 	w.finalRead(ends)
 	return ends

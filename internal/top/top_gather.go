@@ -1,4 +1,4 @@
-package main
+package top
 
 // Gathering for `strata top`: the only I/O of a frame. A topSnapshot is
 // what one pass saw: Metadata and DescribeQuorum through the brokers, and
@@ -21,6 +21,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/strata-log/strata/internal/cli"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -40,7 +41,7 @@ type metricsEndpoint struct {
 func parseMetricsFlag(s string) ([]metricsEndpoint, error) {
 	var out []metricsEndpoint
 	seen := map[int32]bool{}
-	for _, entry := range splitAddrs(s) {
+	for _, entry := range cli.SplitAddrs(s) {
 		e := metricsEndpoint{node: -1}
 		raw := entry
 		if id, rest, ok := strings.Cut(entry, "="); ok && !strings.ContainsAny(id, ":/") {
@@ -158,7 +159,7 @@ type topSnapshot struct {
 	Topics []topicMeta
 	// Quorum is the leader's DescribeQuorum answer; nil with QuorumErr
 	// saying why.
-	Quorum    *quorumDescription
+	Quorum    *cli.QuorumDescription
 	QuorumErr string
 	// Nodes are the brokers and quorum members, by id, with their scrape.
 	Nodes []nodeScrape
@@ -186,7 +187,7 @@ type nodeScrape struct {
 	URL string
 	// At is when the exposition arrived.
 	At      time.Time
-	Metrics *nodeMetrics
+	Metrics *NodeMetrics
 	// Err is why Metrics is nil.
 	Err string
 }
@@ -251,7 +252,7 @@ func (g *topGatherer) gather(ctx context.Context) (*topSnapshot, error) {
 		switch {
 		case td.IsInternal:
 		case td.Err != nil:
-			s.Notes = append(s.Notes, fmt.Sprintf("topic %s: %s", td.Topic, kafkaError(td.Err, "")))
+			s.Notes = append(s.Notes, fmt.Sprintf("topic %s: %s", td.Topic, cli.KafkaError(td.Err, "")))
 		default:
 			s.Topics = append(s.Topics, topicMetaOf(td))
 		}
@@ -280,17 +281,17 @@ func brokerAddr(b kadm.BrokerDetail) string {
 	return net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
 }
 
-// describeQuorum asks the controller's broker, then the others, for
+// cli.DescribeQuorum asks the controller's broker, then the others, for
 // DescribeQuorum (a broker forwards it to the quorum leader), and returns
 // the first answer, or the first failure.
-func (g *topGatherer) describeQuorum(ctx context.Context, brokers []kadm.BrokerDetail, controller int32) (*quorumDescription, string) {
+func (g *topGatherer) describeQuorum(ctx context.Context, brokers []kadm.BrokerDetail, controller int32) (*cli.QuorumDescription, string) {
 	order := slices.Clone(brokers)
 	slices.SortStableFunc(order, func(a, b kadm.BrokerDetail) int {
 		return cmp.Compare(boolRank(a.NodeID != controller), boolRank(b.NodeID != controller))
 	})
 	var first error
 	for _, b := range order {
-		d, _, err := describeQuorumWith(ctx, g.cl.Broker(int(b.NodeID)), false, brokerAddr(b))
+		d, _, err := cli.DescribeQuorumWith(ctx, g.cl.Broker(int(b.NodeID)), false, brokerAddr(b))
 		if err == nil {
 			return d, ""
 		}
@@ -388,7 +389,7 @@ func (g *topGatherer) discover(ctx context.Context, b kadm.BrokerDetail) (string
 	}
 	r := resp.Resources[0]
 	if r.ErrorCode != 0 {
-		return "", fmt.Sprintf("DescribeConfigs for its %s: %s", metricsListenerConfig, kafkaError(kerr.ErrorForCode(r.ErrorCode), derefString(r.ErrorMessage)))
+		return "", fmt.Sprintf("DescribeConfigs for its %s: %s", metricsListenerConfig, cli.KafkaError(kerr.ErrorForCode(r.ErrorCode), derefString(r.ErrorMessage)))
 	}
 	for _, c := range r.Configs {
 		if c.Name != metricsListenerConfig || c.Value == nil || *c.Value == "" {
@@ -432,7 +433,7 @@ func (g *topGatherer) scrapeAll(ctx context.Context, nodes []nodeScrape) {
 }
 
 // scrape reads one node's exposition and when it arrived.
-func (g *topGatherer) scrape(ctx context.Context, u string) (*nodeMetrics, time.Time, error) {
+func (g *topGatherer) scrape(ctx context.Context, u string) (*NodeMetrics, time.Time, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return nil, time.Time{}, err
@@ -457,6 +458,6 @@ func (g *topGatherer) scrape(ctx context.Context, u string) (*nodeMetrics, time.
 	if len(body) > maxExpositionBytes {
 		return nil, time.Time{}, fmt.Errorf("exposition larger than %d MiB", maxExpositionBytes>>20)
 	}
-	m, err := parseExposition(bytes.NewReader(body))
+	m, err := ParseExposition(bytes.NewReader(body))
 	return m, at, err
 }

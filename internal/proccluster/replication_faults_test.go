@@ -1,4 +1,4 @@
-package main
+package proccluster
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-log/strata/internal/cli"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -41,7 +42,7 @@ var replicationFaultProps = []string{"broker.session.timeout.ms=4000", "replica.
 // replicatedCluster is a started cluster with the fault tests' topic
 // (RF 3, min.insync.replicas 2) created, and an admin client.
 type replicatedCluster struct {
-	*testCluster
+	*Cluster
 	seeds []string
 	adm   *kadm.Client
 	topic string
@@ -51,25 +52,25 @@ type replicatedCluster struct {
 // (replicatedTopicPartitions partitions, RF 3, min.insync.replicas 2)
 // and waits until every partition is led with a full ISR; opts are more
 // options of the admin client (a dialer, say).
-func setUpReplicated(t *testing.T, c *testCluster, topic string, opts ...kgo.Opt) *replicatedCluster {
+func setUpReplicated(t *testing.T, c *Cluster, topic string, opts ...kgo.Opt) *replicatedCluster {
 	t.Helper()
-	c.waitFor(clusterStartTimeout, "every broker registered", func() bool { return len(c.registeredBrokers()) == 3 })
-	r := &replicatedCluster{testCluster: c, topic: topic}
-	for _, p := range c.procs {
-		r.seeds = append(r.seeds, p.brokerAddr)
+	c.WaitFor(clusterStartTimeout, "every broker registered", func() bool { return len(c.registeredBrokers()) == 3 })
+	r := &replicatedCluster{Cluster: c, topic: topic}
+	for _, p := range c.Nodes {
+		r.seeds = append(r.seeds, p.BrokerAddr)
 	}
 	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(r.seeds...), kgo.DialTimeout(time.Second),
 		kgo.RetryTimeout(2 * time.Second)}, opts...)...)
 	require.NoError(t, err)
 	t.Cleanup(cl.Close)
 	r.adm = kadm.NewClient(cl)
-	c.waitFor(clusterStartTimeout, "the topic created", func() bool {
+	c.WaitFor(clusterStartTimeout, "the topic created", func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		resp, err := r.adm.CreateTopic(ctx, replicatedTopicPartitions, 3, map[string]*string{"min.insync.replicas": kadmString("2")}, topic)
 		return err == nil && resp.Err == nil
 	})
-	c.waitFor(clusterStartTimeout, "every partition led with a full ISR", func() bool { return r.fullISRs() })
+	c.WaitFor(clusterStartTimeout, "every partition led with a full ISR", func() bool { return r.fullISRs() })
 	return r
 }
 
@@ -105,26 +106,14 @@ func (r *replicatedCluster) fullISRs() bool {
 }
 
 // activeController is the quorum's leader, or -1 when none answers.
-func (c *testCluster) activeController() int32 {
+func (c *Cluster) activeController() int32 {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	d, err := describeQuorum(ctx, quorumTarget{addrs: c.controllerAddrs(), controllers: true})
+	d, err := cli.DescribeQuorum(ctx, cli.QuorumTarget{Addrs: c.ControllerAddrs(), Controllers: true})
 	if err != nil {
 		return -1
 	}
 	return d.LeaderID
-}
-
-// requireRunning fails the test if a node's process exited by itself.
-func (c *testCluster) requireRunning() {
-	c.t.Helper()
-	for _, p := range c.procs {
-		select {
-		case <-p.exited:
-			require.FailNow(c.t, "a node exited by itself", "node %d (%v):\n%s", p.id, p.cmd.ProcessState, p.logText())
-		default:
-		}
-	}
 }
 
 // TestReplicationFaultLoopProcesses is a Jepsen-style test with real
@@ -145,8 +134,8 @@ func TestReplicationFaultLoopProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real processes")
 	}
-	specs := []clusterSpec{{1, "broker,controller"}, {2, "broker,controller"}, {3, "broker,controller"}}
-	c := startCluster(t, specs, replicationFaultProps...)
+	specs := []Spec{{1, "broker,controller"}, {2, "broker,controller"}, {3, "broker,controller"}}
+	c := Start(t, specs, Options{Props: replicationFaultProps})
 	r := setUpReplicated(t, c, "faults")
 
 	seed := time.Now().UnixNano()
@@ -167,34 +156,34 @@ func TestReplicationFaultLoopProcesses(t *testing.T) {
 	loopEnd := time.Now().Add(faultLoopDuration)
 	for time.Now().Before(loopEnd) {
 		time.Sleep(between(faultUpMin, faultUpMax)) // the schedule's pause, not a wait for a condition
-		c.requireRunning()
-		victim := c.procs[rng.IntN(len(c.procs))]
+		c.RequireRunning()
+		victim := c.Nodes[rng.IntN(len(c.Nodes))]
 		why := "random"
 		if kills%3 == 0 { // the first kill and every third after it
 			id := int32(-1)
-			c.waitFor(clusterStartTimeout, "an active controller", func() bool { id = c.activeController(); return id > 0 })
-			victim, why = c.proc(id), "active controller"
+			c.WaitFor(clusterStartTimeout, "an active controller", func() bool { id = c.activeController(); return id > 0 })
+			victim, why = c.Node(id), "active controller"
 			controllerKills++
 		}
-		lines := victim.logLines()
-		victim.kill()
+		lines := victim.LogLines()
+		victim.Kill()
 		kills++
 		down := between(faultDownMin, faultDownMax)
 		time.Sleep(down)
-		victim.spawn(t)
+		c.Restart(victim.ID)
 		rejoin := time.Now()
-		c.waitFor(clusterStartTimeout, fmt.Sprintf("node %d registered again after its restart", victim.id), func() bool {
-			return victim.loggedSince(lines, "broker registered with the controller")
+		c.WaitFor(clusterStartTimeout, fmt.Sprintf("node %d registered again after its restart", victim.ID), func() bool {
+			return victim.LoggedSince(lines, "broker registered with the controller")
 		})
-		c.waitFor(faultRejoinTimeout, fmt.Sprintf("node %d back in every ISR", victim.id), func() bool { return r.fullISRs() })
+		c.WaitFor(faultRejoinTimeout, fmt.Sprintf("node %d back in every ISR", victim.ID), func() bool { return r.fullISRs() })
 		t.Logf("kill %d: node %d (%s), down %v, every ISR full %v after the restart",
-			kills, victim.id, why, down.Round(time.Millisecond), time.Since(rejoin).Round(time.Millisecond))
+			kills, victim.ID, why, down.Round(time.Millisecond), time.Since(rejoin).Round(time.Millisecond))
 	}
-	c.requireRunning()
+	c.RequireRunning()
 
 	healed := time.Now()
 	w.stopProducers()
-	c.waitFor(faultRejoinTimeout, "every ISR full after the heal", func() bool { return r.fullISRs() })
+	c.WaitFor(faultRejoinTimeout, "every ISR full after the heal", func() bool { return r.fullISRs() })
 	ends := w.drain(c, r.adm)
 	t.Logf("%d kills (%d of the active controller) in %v; heal to final read %v; high watermarks %v",
 		kills, controllerKills, faultLoopDuration, time.Since(healed).Round(time.Millisecond), ends)

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"fmt"
@@ -70,7 +70,7 @@ func (o *benchOptions) settings() benchSettings {
 		s.FloodProducers, s.FloodCompression = o.workload.floodProducers, o.workload.floodCompression
 	}
 	for _, kv := range o.nodeArgs {
-		s.NodeArgs = append(s.NodeArgs, kv.key+"="+kv.value)
+		s.NodeArgs = append(s.NodeArgs, kv.Key+"="+kv.Value)
 	}
 	return s
 }

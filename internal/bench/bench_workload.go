@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/strata-log/strata/internal/cli"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -247,7 +248,7 @@ func randomValues(n, size int) ([][]byte, error) {
 // withAdmin runs fn with an admin client of the brokers at seeds and ctx
 // bounded by timeout (none when zero), then closes the client.
 func withAdmin(ctx context.Context, seeds []string, timeout time.Duration, fn func(context.Context, *kadm.Client) error) error {
-	cl, err := newKafkaClient(seeds)
+	cl, err := cli.NewKafkaClient(seeds)
 	if err != nil {
 		return err
 	}
@@ -263,7 +264,7 @@ func withAdmin(ctx context.Context, seeds []string, timeout time.Duration, fn fu
 // requireDataPath checks that the broker offers what the workload sends.
 func requireDataPath(ctx context.Context, seeds []string) error {
 	return withAdmin(ctx, seeds, benchAdminTimeout, func(ctx context.Context, adm *kadm.Client) error {
-		return requireAPIs(ctx, adm, kmsg.Produce, kmsg.InitProducerID, kmsg.Fetch, kmsg.ListOffsets)
+		return cli.RequireAPIs(ctx, adm, kmsg.Produce, kmsg.InitProducerID, kmsg.Fetch, kmsg.ListOffsets)
 	})
 }
 
@@ -283,7 +284,7 @@ func createBenchTopic(ctx context.Context, seeds []string, topic string, partiti
 				return nil
 			}
 			if !kerr.IsRetriable(err) || ctx.Err() != nil {
-				return fmt.Errorf("creating topic %s: %s", topic, kafkaError(err, resp.ErrMessage))
+				return fmt.Errorf("creating topic %s: %s", topic, cli.KafkaError(err, resp.ErrMessage))
 			}
 			time.Sleep(benchReadyPollInterval)
 		}
@@ -358,7 +359,7 @@ func (w kafkaWorkload) produce(ctx context.Context, seeds []string, topic string
 	var stats batchStats
 	clients := make([]*kgo.Client, max(w.producers, 1))
 	for i := range clients {
-		cl, err := newKafkaClient(seeds, append(w.producerOpts(topic, benchLinger), kgo.WithHooks(&stats))...)
+		cl, err := cli.NewKafkaClient(seeds, append(w.producerOpts(topic, benchLinger), kgo.WithHooks(&stats))...)
 		if err != nil {
 			return throughput{}, produceBatches{}, err
 		}
@@ -398,7 +399,7 @@ func (w kafkaWorkload) produce(ctx context.Context, seeds []string, topic string
 	wg.Wait()
 	elapsed := time.Since(start)
 	if err := failed.get(); err != nil {
-		return throughput{}, produceBatches{}, fmt.Errorf("%s (%d records acknowledged before it)", kafkaError(err, ""), acked.Load())
+		return throughput{}, produceBatches{}, fmt.Errorf("%s (%d records acknowledged before it)", cli.KafkaError(err, ""), acked.Load())
 	}
 	return newThroughput(acked.Load(), ackedBytes.Load(), elapsed), stats.get(), nil
 }
@@ -416,7 +417,7 @@ func (w kafkaWorkload) consume(ctx context.Context, seeds []string, topic string
 	for p := range ends {
 		starts[p] = kgo.NewOffset().AtStart()
 	}
-	cl, err := newKafkaClient(seeds, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: starts}))
+	cl, err := cli.NewKafkaClient(seeds, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: starts}))
 	if err != nil {
 		return throughput{}, err
 	}
@@ -435,7 +436,7 @@ func (w kafkaWorkload) consume(ctx context.Context, seeds []string, topic string
 			return throughput{}, fmt.Errorf("read %d records in %v, and the end is not reached: %w", records, time.Since(start).Round(time.Millisecond), ctx.Err())
 		}
 		if err := fetches.Err(); err != nil {
-			return throughput{}, fmt.Errorf("fetch: %s", kafkaError(err, ""))
+			return throughput{}, fmt.Errorf("fetch: %s", cli.KafkaError(err, ""))
 		}
 		fetches.EachRecord(func(r *kgo.Record) {
 			records++
@@ -457,7 +458,7 @@ func endOffsets(ctx context.Context, seeds []string, topic string) (map[int32]in
 			err = listed.Error()
 		}
 		if err != nil {
-			return fmt.Errorf("listing end offsets: %s", kafkaError(err, ""))
+			return fmt.Errorf("listing end offsets: %s", cli.KafkaError(err, ""))
 		}
 		listed.Each(func(o kadm.ListedOffset) { ends[o.Partition] = o.Offset })
 		return nil
@@ -475,7 +476,7 @@ func endOffsets(ctx context.Context, seeds []string, topic string) (map[int32]in
 func (w kafkaWorkload) latency(ctx context.Context, seeds []string, topic string, values [][]byte) (latency, produceBatches, error) {
 	res := latency{RatePerSec: w.latencyRate}
 	var stats batchStats
-	cl, err := newKafkaClient(seeds, append(w.producerOpts(topic, 0), kgo.WithHooks(&stats))...)
+	cl, err := cli.NewKafkaClient(seeds, append(w.producerOpts(topic, 0), kgo.WithHooks(&stats))...)
 	if err != nil {
 		return res, produceBatches{}, err
 	}
@@ -513,7 +514,7 @@ func (w kafkaWorkload) latency(ctx context.Context, seeds []string, topic string
 		failed.set(fmt.Errorf("flush: %w", err))
 	}
 	if err := failed.get(); err != nil {
-		return res, produceBatches{}, errors.New(kafkaError(err, ""))
+		return res, produceBatches{}, errors.New(cli.KafkaError(err, ""))
 	}
 	mu.Lock()
 	defer mu.Unlock()

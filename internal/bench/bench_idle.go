@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"cmp"
@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/strata-log/strata/core/metrics"
+	"github.com/strata-log/strata/internal/top"
 )
 
 // The idle target starts a cluster of its own (--nodes), measures what
@@ -222,9 +223,9 @@ func waitReplicasOnline(ctx context.Context, c *benchCluster, replicas int) erro
 				last, ready = err.Error(), false
 				break
 			}
-			n, _ := m.gauge(metrics.PartitionCount)
-			offline, _ := m.gauge(metrics.OfflinePartitions)
-			under, _ := m.gauge(metrics.UnderReplicatedPartitions)
+			n, _ := m.Gauge(metrics.PartitionCount)
+			offline, _ := m.Gauge(metrics.OfflinePartitions)
+			under, _ := m.Gauge(metrics.UnderReplicatedPartitions)
 			hosted += int(n)
 			if offline > 0 || under > 0 {
 				last, ready = fmt.Sprintf("%s: %v replicas offline or opening, %v partitions under-replicated", nd.addr, offline, under), false
@@ -243,7 +244,7 @@ func waitReplicasOnline(ctx context.Context, c *benchCluster, replicas int) erro
 }
 
 // scrapeNode reads a node's /metrics.
-func scrapeNode(ctx context.Context, addr string) (*nodeMetrics, error) {
+func scrapeNode(ctx context.Context, addr string) (*top.NodeMetrics, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
 	if err != nil {
 		return nil, err
@@ -256,5 +257,5 @@ func scrapeNode(ctx context.Context, addr string) (*nodeMetrics, error) {
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("%s/metrics: %s", addr, resp.Status)
 	}
-	return parseExposition(resp.Body)
+	return top.ParseExposition(resp.Body)
 }

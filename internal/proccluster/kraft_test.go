@@ -1,14 +1,9 @@
-package main
+package proccluster
 
 import (
-	"bufio"
-	"cmp"
 	"context"
-	crand "crypto/rand"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -24,13 +19,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/strata-log/strata/node"
+	"github.com/strata-log/strata/internal/cli"
 )
 
 // Bounds of the real-process cluster tests.
 const (
-	// clusterStartTimeout bounds a process's start, the first election and
-	// the first broker registration.
+	// clusterStartTimeout bounds the first election and the first broker
+	// registration.
 	clusterStartTimeout = 20 * time.Second
 	// failoverTimeout bounds one failover measurement: the fetch timeout
 	// (2 s by default) plus an election or two, with a wide margin.
@@ -41,208 +36,20 @@ const (
 	clusterRequestTimeout = 500 * time.Millisecond
 )
 
-// nodeProcess is one `strata serve` child process.
-type nodeProcess struct {
-	id         int32
-	roles      string
-	brokerAddr string   // empty for a controller-only node
-	ctrlAddr   string   // empty for a broker-only node
-	args       []string // strata's arguments
-	wrap       []string // a command that runs the test binary (ip netns exec …), or none
-	cmd        *exec.Cmd
-	exited     chan struct{}
-
-	mu   sync.Mutex
-	logs []string
-}
-
-func (p *nodeProcess) logged(substr string) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return slices.ContainsFunc(p.logs, func(l string) bool { return strings.Contains(l, substr) })
-}
-
-func (p *nodeProcess) logText() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return strings.Join(p.logs, "\n")
-}
-
-// kill sends SIGKILL and waits for the process to be gone.
-func (p *nodeProcess) kill() {
-	_ = p.cmd.Process.Signal(syscall.SIGKILL)
-	<-p.exited
-}
-
-// spawn starts the node's process (again, after a kill: same
-// configuration and data directory); its log lines append to p's.
-func (p *nodeProcess) spawn(t *testing.T) {
-	t.Helper()
-	p.exited = make(chan struct{})
-	name, args := os.Args[0], p.args
-	if len(p.wrap) > 0 {
-		name, args = p.wrap[0], append(append(slices.Clone(p.wrap[1:]), os.Args[0]), p.args...)
-	}
-	p.cmd = exec.Command(name, args...)
-	// The child exits when this test binary dies (see TestMain);
-	// Pdeathsig would follow the forking OS thread, not the process.
-	p.cmd.Env = append(os.Environ(), "STRATA_TEST_MAIN=1", "STRATA_TEST_EXIT_WITH_PARENT=1")
-	stderr, err := p.cmd.StderrPipe()
-	require.NoError(t, err)
-	require.NoError(t, p.cmd.Start())
-	cmd, exited := p.cmd, p.exited
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			p.mu.Lock()
-			p.logs = append(p.logs, sc.Text())
-			p.mu.Unlock()
-		}
-		_ = cmd.Wait()
-		close(exited)
-	}()
-}
-
-// clusterSpec describes one node of a test cluster.
-type clusterSpec struct {
-	id    int32
-	roles string // "broker,controller", "controller" or "broker"
-}
-
-// testCluster is a set of `strata serve` child processes on 127.0.0.1.
-type testCluster struct {
-	t      *testing.T
-	procs  []*nodeProcess
-	voters string
-}
-
-// nodePlacement says where a node of a test cluster runs: the address
-// its listeners bind (with fixed ports when the test cannot probe for
-// free ones, as inside another network namespace) and the command that
-// runs its process.
-type nodePlacement struct {
-	brokerAddr, ctrlAddr string   // host:port; empty: a free port on 127.0.0.1
-	wrap                 []string // e.g. ip netns exec <ns>; empty: the test binary itself
-}
-
-// startCluster starts the nodes as child processes of this test binary
-// (TestMain runs main for them), each with its own log.dirs under
-// t.TempDir() and fixed free ports on 127.0.0.1. extra are more
-// server.properties lines. Every process is SIGKILLed at the end of the
-// test, and exits by itself if the test binary dies.
-func startCluster(t *testing.T, specs []clusterSpec, extra ...string) *testCluster {
-	t.Helper()
-	return startPlacedCluster(t, specs, nil, extra...)
-}
-
-// startPlacedCluster is startCluster with the nodes of places placed
-// there (the others on 127.0.0.1).
-func startPlacedCluster(t *testing.T, specs []clusterSpec, places map[int32]nodePlacement, extra ...string) *testCluster {
-	t.Helper()
-	c := &testCluster{t: t}
-	brokers := map[int32]string{}
-	ctrls := map[int32]string{}
-	var voters []string
-	for _, s := range specs {
-		if strings.Contains(s.roles, "broker") {
-			brokers[s.id] = cmp.Or(places[s.id].brokerAddr, freePort(t))
-		}
-		if strings.Contains(s.roles, "controller") {
-			ctrls[s.id] = cmp.Or(places[s.id].ctrlAddr, freePort(t))
-			voters = append(voters, fmt.Sprintf("%d@%s", s.id, ctrls[s.id]))
-		}
-	}
-	c.voters = strings.Join(voters, ",")
-	clusterID, err := node.NewClusterID(crand.Reader)
-	require.NoError(t, err)
-	dir := t.TempDir()
-	for _, s := range specs {
-		var listeners []string
-		if a := brokers[s.id]; a != "" {
-			listeners = append(listeners, "PLAINTEXT://"+a)
-		}
-		if a := ctrls[s.id]; a != "" {
-			listeners = append(listeners, "CONTROLLER://"+a)
-		}
-		props := append([]string{
-			"node.id=" + strconv.Itoa(int(s.id)),
-			"process.roles=" + s.roles,
-			"listeners=" + strings.Join(listeners, ","),
-			"controller.quorum.voters=" + c.voters,
-			"log.dirs=" + filepath.Join(dir, fmt.Sprintf("node-%d", s.id)),
-			"metrics.listener=127.0.0.1:0",
-		}, extra...)
-		path := filepath.Join(dir, fmt.Sprintf("node-%d.properties", s.id))
-		require.NoError(t, os.WriteFile(path, []byte(strings.Join(props, "\n")+"\n"), 0o644))
-		p := &nodeProcess{id: s.id, roles: s.roles, brokerAddr: brokers[s.id], ctrlAddr: ctrls[s.id],
-			args: []string{"serve", "--config", path, "--cluster-id", clusterID}, wrap: places[s.id].wrap}
-		p.spawn(t)
-		t.Cleanup(func() {
-			p.kill()
-			if t.Failed() {
-				t.Logf("node %d (%s) log:\n%s", p.id, p.roles, p.logText())
-			}
-		})
-		c.procs = append(c.procs, p)
-	}
-	for _, p := range c.procs {
-		c.waitFor(clusterStartTimeout, fmt.Sprintf("node %d never started", p.id), func() bool {
-			select {
-			case <-p.exited:
-				require.FailNow(t, "node exited early", "node %d (%v):\n%s", p.id, p.cmd.ProcessState, p.logText())
-			default:
-			}
-			return p.logged(`msg="node started"`)
-		})
-	}
-	return c
-}
-
-func (c *testCluster) waitFor(d time.Duration, what string, cond func() bool) {
-	c.t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			require.FailNow(c.t, what, "after %v", d)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-func (c *testCluster) proc(id int32) *nodeProcess {
-	for _, p := range c.procs {
-		if p.id == id {
-			return p
-		}
-	}
-	return nil
-}
-
-// controllerAddrs are the controller listeners of the nodes not in skip.
-func (c *testCluster) controllerAddrs(skip ...int32) []string {
-	var out []string
-	for _, p := range c.procs {
-		if p.ctrlAddr != "" && !slices.Contains(skip, p.id) {
-			out = append(out, p.ctrlAddr)
-		}
-	}
-	return out
-}
-
 // healthyQuorum waits until a leader answers DescribeQuorum with every
 // voter caught up to its log end, and returns its answer.
-func (c *testCluster) healthyQuorum() *quorumDescription {
+func (c *Cluster) healthyQuorum() *cli.QuorumDescription {
 	c.t.Helper()
-	var d *quorumDescription
-	c.waitFor(clusterStartTimeout, "the quorum never became healthy", func() bool {
+	var d *cli.QuorumDescription
+	c.WaitFor(clusterStartTimeout, "the quorum never became healthy", func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		var err error
-		d, err = describeQuorum(ctx, quorumTarget{addrs: c.controllerAddrs(), controllers: true})
+		d, err = cli.DescribeQuorum(ctx, cli.QuorumTarget{Addrs: c.ControllerAddrs(), Controllers: true})
 		if err != nil {
 			return false
 		}
-		leader, ok := d.leaderState()
+		leader, ok := d.LeaderState()
 		if !ok || leader.LogEndOffset <= 0 || d.HighWatermark != leader.LogEndOffset {
 			return false
 		}
@@ -257,8 +64,8 @@ func (c *testCluster) healthyQuorum() *quorumDescription {
 }
 
 // brokersInMetadata is how many brokers p's Metadata lists.
-func brokersInMetadata(p *nodeProcess) int {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(p.brokerAddr), kgo.DialTimeout(time.Second))
+func brokersInMetadata(p *Node) int {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(p.BrokerAddr), kgo.DialTimeout(time.Second))
 	if err != nil {
 		return 0
 	}
@@ -276,8 +83,8 @@ func brokersInMetadata(p *nodeProcess) int {
 
 // topicsInMetadata are the topics p's Metadata lists, sorted; nil when p
 // does not answer.
-func topicsInMetadata(p *nodeProcess) []string {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(p.brokerAddr), kgo.DialTimeout(time.Second))
+func topicsInMetadata(p *Node) []string {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(p.BrokerAddr), kgo.DialTimeout(time.Second))
 	if err != nil {
 		return nil
 	}
@@ -299,11 +106,11 @@ func topicsInMetadata(p *nodeProcess) []string {
 }
 
 // registeredBrokers are the nodes that logged their broker's registration.
-func (c *testCluster) registeredBrokers() []int32 {
+func (c *Cluster) registeredBrokers() []int32 {
 	var ids []int32
-	for _, p := range c.procs {
-		if p.brokerAddr != "" && p.logged("broker registered with the controller") {
-			ids = append(ids, p.id)
+	for _, p := range c.Nodes {
+		if p.BrokerAddr != "" && p.Logged("broker registered with the controller") {
+			ids = append(ids, p.ID)
 		}
 	}
 	return ids
@@ -346,22 +153,22 @@ type failoverResult struct {
 // survivors' controller listeners every failoverPollInterval) and until a
 // CreateTopics through a surviving broker succeeds.
 func measureFailover(t *testing.T, run int, checkAllRegistered bool, extra ...string) failoverResult {
-	c := startCluster(t, []clusterSpec{{1, "broker,controller"}, {2, "broker,controller"}, {3, "broker,controller"}}, extra...)
+	c := Start(t, []Spec{{1, "broker,controller"}, {2, "broker,controller"}, {3, "broker,controller"}}, Options{Props: extra})
 	before := c.healthyQuorum()
-	leader := c.proc(before.LeaderID)
+	leader := c.Node(before.LeaderID)
 	require.NotNil(t, leader)
-	c.waitFor(clusterStartTimeout, "the active controller's broker never registered", func() bool {
-		return slices.Contains(c.registeredBrokers(), leader.id)
+	c.WaitFor(clusterStartTimeout, "the active controller's broker never registered", func() bool {
+		return slices.Contains(c.registeredBrokers(), leader.ID)
 	})
 	if checkAllRegistered {
 		// Every broker registers (the followers' registrations are
 		// forwarded to the active controller) and every broker's
 		// Metadata lists all three.
-		c.waitFor(clusterStartTimeout, "not every broker registered", func() bool {
+		c.WaitFor(clusterStartTimeout, "not every broker registered", func() bool {
 			return len(c.registeredBrokers()) == 3
 		})
-		c.waitFor(clusterStartTimeout, "Metadata does not list the three brokers on every broker", func() bool {
-			for _, p := range c.procs {
+		c.WaitFor(clusterStartTimeout, "Metadata does not list the three brokers on every broker", func() bool {
+			for _, p := range c.Nodes {
 				if brokersInMetadata(p) != 3 {
 					return false
 				}
@@ -372,7 +179,7 @@ func measureFailover(t *testing.T, run int, checkAllRegistered bool, extra ...st
 
 	ctx, cancel := context.WithTimeout(context.Background(), clusterStartTimeout)
 	defer cancel()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(leader.brokerAddr), kgo.DialTimeout(time.Second))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(leader.BrokerAddr), kgo.DialTimeout(time.Second))
 	require.NoError(t, err)
 	defer cl.Close()
 	created, err := kadm.NewClient(cl).CreateTopics(ctx, 1, 1, nil, fmt.Sprintf("before-%d", run))
@@ -381,23 +188,23 @@ func measureFailover(t *testing.T, run int, checkAllRegistered bool, extra ...st
 
 	var survivors []*kgo.Broker
 	var survivorCtrls []*kgo.Broker
-	for _, p := range c.procs {
+	for _, p := range c.Nodes {
 		if p == leader {
 			continue
 		}
-		bcl, err := kgo.NewClient(kgo.SeedBrokers(p.brokerAddr), kgo.DialTimeout(time.Second))
+		bcl, err := kgo.NewClient(kgo.SeedBrokers(p.BrokerAddr), kgo.DialTimeout(time.Second))
 		require.NoError(t, err)
 		defer bcl.Close()
 		survivors = append(survivors, bcl.SeedBrokers()[0])
-		ccl, b, err := newQuorumClient(p.ctrlAddr, true)
+		ccl, b, err := cli.NewQuorumClient(p.CtrlAddr, true)
 		require.NoError(t, err)
 		defer ccl.Close()
 		survivorCtrls = append(survivorCtrls, b)
 	}
 
-	res := failoverResult{oldLeader: leader.id}
+	res := failoverResult{oldLeader: leader.ID}
 	killed := time.Now()
-	require.NoError(t, leader.cmd.Process.Signal(syscall.SIGKILL))
+	require.NoError(t, leader.Signal(syscall.SIGKILL))
 	deadline := killed.Add(failoverTimeout)
 	var wg sync.WaitGroup
 	wg.Add(2)
@@ -406,9 +213,9 @@ func measureFailover(t *testing.T, run int, checkAllRegistered bool, extra ...st
 		for time.Now().Before(deadline) {
 			for _, b := range survivorCtrls {
 				ctx, cancel := context.WithTimeout(context.Background(), clusterRequestTimeout)
-				d, _, err := describeQuorumWith(ctx, b, true, "")
+				d, _, err := cli.DescribeQuorumWith(ctx, b, true, "")
 				cancel()
-				if err == nil && d.LeaderID != leader.id && d.LeaderEpoch > before.LeaderEpoch {
+				if err == nil && d.LeaderID != leader.ID && d.LeaderEpoch > before.LeaderEpoch {
 					res.election, res.newLeader = time.Since(killed), d.LeaderID
 					return
 				}
@@ -427,14 +234,14 @@ func measureFailover(t *testing.T, run int, checkAllRegistered bool, extra ...st
 		}
 	}()
 	wg.Wait()
-	<-leader.exited
+	<-leader.Exited()
 	require.NotZero(t, res.election, "no survivor became the leader within %v of the SIGKILL", failoverTimeout)
 	require.NotZero(t, res.createTopics, "no CreateTopics succeeded within %v of the SIGKILL", failoverTimeout)
 	// No metadata is lost, and every surviving broker converges to the
 	// same topics: the one created before the kill and the one after.
 	want := []string{fmt.Sprintf("after-%d", run), fmt.Sprintf("before-%d", run)}
-	c.waitFor(clusterStartTimeout, fmt.Sprintf("the survivors' Metadata does not converge to topics %v", want), func() bool {
-		for _, p := range c.procs {
+	c.WaitFor(clusterStartTimeout, fmt.Sprintf("the survivors' Metadata does not converge to topics %v", want), func() bool {
+		for _, p := range c.Nodes {
 			if p != leader && !slices.Equal(topicsInMetadata(p), want) {
 				return false
 			}
@@ -523,36 +330,36 @@ func TestKRaftSplitRolesProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real processes")
 	}
-	c := startCluster(t, []clusterSpec{{1, "controller"}, {2, "controller"}, {3, "controller"}, {4, "broker"}})
-	for _, p := range c.procs[:3] {
-		require.Empty(t, p.brokerAddr)
-		require.Regexp(t, regexp.MustCompile(`msg="node started".* process_roles=controller listener="" controller_listener=`+p.ctrlAddr), p.logText())
+	c := Start(t, []Spec{{1, "controller"}, {2, "controller"}, {3, "controller"}, {4, "broker"}}, Options{})
+	for _, p := range c.Nodes[:3] {
+		require.Empty(t, p.BrokerAddr)
+		require.Regexp(t, regexp.MustCompile(`msg="node started".* process_roles=controller listener="" controller_listener=`+p.CtrlAddr), p.LogText())
 	}
-	broker := c.proc(4)
-	require.Regexp(t, regexp.MustCompile(`msg="node started".* process_roles=broker listener=`+broker.brokerAddr+` controller_listener=""`), broker.logText())
+	broker := c.Node(4)
+	require.Regexp(t, regexp.MustCompile(`msg="node started".* process_roles=broker listener=`+broker.BrokerAddr+` controller_listener=""`), broker.LogText())
 
 	before := c.healthyQuorum()
-	c.waitFor(clusterStartTimeout, "the broker-only node never showed up as an observer", func() bool {
+	c.WaitFor(clusterStartTimeout, "the broker-only node never showed up as an observer", func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
-		d, err := describeQuorum(ctx, quorumTarget{addrs: c.controllerAddrs(), controllers: true})
-		return err == nil && replicaIDs(d.Observers) == "[4]"
+		d, err := cli.DescribeQuorum(ctx, cli.QuorumTarget{Addrs: c.ControllerAddrs(), Controllers: true})
+		return err == nil && cli.ReplicaIDs(d.Observers) == "[4]"
 	})
-	t.Logf("quorum: leader %d, voters %s, observers [4]", before.LeaderID, replicaIDs(before.CurrentVoters))
+	t.Logf("quorum: leader %d, voters %s, observers [4]", before.LeaderID, cli.ReplicaIDs(before.CurrentVoters))
 
 	deadline := time.Now().Add(clusterStartTimeout)
-	for !broker.logged("broker registered with the controller") {
+	for !broker.Logged("broker registered with the controller") {
 		if time.Now().After(deadline) {
 			require.FailNow(t, "the broker-only node never registered with the active controller",
 				"BrokerRegistration from a broker-only node (a kraft observer) must be forwarded to the active controller; "+
-					"kraft.Member.Submit on an observer answers NOT_CONTROLLER until core/kraft forwards it. Broker log:\n%s", broker.logText())
+					"kraft.Member.Submit on an observer answers NOT_CONTROLLER until core/kraft forwards it. Broker log:\n%s", broker.LogText())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), clusterStartTimeout)
 	defer cancel()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(broker.brokerAddr), kgo.DialTimeout(time.Second))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(broker.BrokerAddr), kgo.DialTimeout(time.Second))
 	require.NoError(t, err)
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
@@ -574,7 +381,7 @@ func TestKRaftSplitRolesProcesses(t *testing.T) {
 	// The broker's image follows the controller's commit a moment later
 	// (as a Kafka broker's metadata cache does).
 	var md kadm.Metadata
-	c.waitFor(clusterStartTimeout, "the broker never listed the created topic", func() bool {
+	c.WaitFor(clusterStartTimeout, "the broker never listed the created topic", func() bool {
 		md, err = adm.Metadata(ctx, "split")
 		return err == nil && len(md.Topics["split"].Partitions) == 3
 	})
@@ -583,8 +390,8 @@ func TestKRaftSplitRolesProcesses(t *testing.T) {
 	}
 
 	// The quorum through the broker (DescribeQuorum forwarded).
-	code, out, errOut := runQuorum("status", "--bootstrap-server", broker.brokerAddr)
-	require.Equal(t, exitOK, code, errOut)
+	code, out, errOut := runStrata(t, "quorum", "status", "--bootstrap-server", broker.BrokerAddr)
+	require.Equal(t, cli.ExitOK, code, errOut)
 	require.Equal(t, "[1,2,3]", statusField(t, out, "CurrentVoters"))
 	require.Equal(t, "[4]", statusField(t, out, "CurrentObservers"))
 }

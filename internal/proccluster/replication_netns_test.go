@@ -1,4 +1,4 @@
-package main
+package proccluster
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-log/strata/internal/cli"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -69,64 +70,64 @@ func TestReplicationNetnsIsolationProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real processes")
 	}
-	n := newNetnsNode(t)
-	places := map[int32]nodePlacement{
-		1: {brokerAddr: freePortOn(t, n.peerA), ctrlAddr: freePortOn(t, n.peerA)},
-		2: {brokerAddr: freePortOn(t, n.peerB), ctrlAddr: freePortOn(t, n.peerB)},
+	n := NewNetns(t)
+	places := map[int32]Placement{
+		1: {BrokerAddr: FreePortOn(t, n.PeerA), CtrlAddr: FreePortOn(t, n.PeerA)},
+		2: {BrokerAddr: FreePortOn(t, n.PeerB), CtrlAddr: FreePortOn(t, n.PeerB)},
 		// A fresh namespace has nothing listening: fixed ports.
-		3: {brokerAddr: net.JoinHostPort(n.ns.String(), "9092"), ctrlAddr: net.JoinHostPort(n.ns.String(), "9093"), wrap: n.wrap()},
+		3: {BrokerAddr: net.JoinHostPort(n.NS.String(), "9092"), CtrlAddr: net.JoinHostPort(n.NS.String(), "9093"), Netns: n},
 	}
-	specs := []clusterSpec{{1, "broker,controller"}, {2, "broker,controller"}, {3, "broker,controller"}}
-	c := startPlacedCluster(t, specs, places, replicationFaultProps...)
-	r := setUpReplicated(t, c, "isolated", kgo.Dialer(n.clientDialer()))
-	isolated := c.proc(3)
+	specs := []Spec{{1, "broker,controller"}, {2, "broker,controller"}, {3, "broker,controller"}}
+	c := Start(t, specs, Options{Props: replicationFaultProps, Places: places})
+	r := setUpReplicated(t, c, "isolated", kgo.Dialer(n.ClientDialer()))
+	isolated := c.Node(3)
 
 	// The majority's view: metadata from nodes 1 and 2 only (node 3
 	// answers the clients with its own stale view while isolated).
-	clientDial := n.clientDialer()
+	clientDial := n.ClientDialer()
 	majorityDial := func(ctx context.Context, network, host string) (net.Conn, error) {
-		if host == isolated.brokerAddr {
+		if host == isolated.BrokerAddr {
 			return nil, errors.New("the majority's view leaves out the isolated node")
 		}
 		return clientDial(ctx, network, host)
 	}
-	majCl, err := kgo.NewClient(kgo.SeedBrokers(c.proc(1).brokerAddr, c.proc(2).brokerAddr), kgo.Dialer(majorityDial),
+	majCl, err := kgo.NewClient(kgo.SeedBrokers(c.Node(1).BrokerAddr, c.Node(2).BrokerAddr), kgo.Dialer(majorityDial),
 		kgo.RetryTimeout(2*time.Second))
 	require.NoError(t, err)
 	defer majCl.Close()
-	majority := &replicatedCluster{testCluster: c, topic: r.topic, adm: kadm.NewClient(majCl)}
+	majority := &replicatedCluster{Cluster: c, topic: r.topic, adm: kadm.NewClient(majCl)}
 
 	w := newLogWorkload(t, r.topic, replicatedTopicPartitions, r.seeds)
-	w.dialer = n.clientDialer()
+	w.dialer = n.ClientDialer()
 	w.producerOpts = []kgo.Opt{kgo.ProduceRequestTimeout(isolationProduceTimeout)}
 	w.startProducer("p1")
 	w.startProducer("p2")
 	w.startConsumer("c1")
 	defer w.stopConsumers()
 	defer w.stopProducers()
-	c.waitFor(clusterStartTimeout, "100 records acknowledged before the isolation", func() bool { return sum(w.ackedInPartitions()) >= 100 })
+	c.WaitFor(clusterStartTimeout, "100 records acknowledged before the isolation", func() bool { return sum(w.ackedInPartitions()) >= 100 })
 
 	var led []int32
 	for p, pd := range majority.partitions() {
-		if pd.Leader == isolated.id {
+		if pd.Leader == isolated.ID {
 			led = append(led, p)
 		}
 	}
 	slices.Sort(led)
 	t.Logf("before the isolation: node 3 leads partitions %v; the active controller is node %d", led, c.activeController())
 
-	lines := isolated.logLines()
+	lines := isolated.LogLines()
 	isolatedAt := time.Now()
-	n.isolate()
+	c.Partition(isolated.ID)
 	stopProbe := func() {}
 	if len(led) > 0 {
 		onlyIsolated := func(ctx context.Context, network, host string) (net.Conn, error) {
-			if host != isolated.brokerAddr {
+			if host != isolated.BrokerAddr {
 				return nil, errors.New("the probe talks to the isolated node only")
 			}
 			return clientDial(ctx, network, host)
 		}
-		stopProbe = w.startProducerTo("stale", led, staleProbeInterval, kgo.SeedBrokers(isolated.brokerAddr), kgo.Dialer(onlyIsolated),
+		stopProbe = w.startProducerTo("stale", led, staleProbeInterval, kgo.SeedBrokers(isolated.BrokerAddr), kgo.Dialer(onlyIsolated),
 			kgo.DisableIdempotentWrite(), kgo.RecordDeliveryTimeout(staleProbeDeliveryTimeout),
 			kgo.ProduceRequestTimeout(time.Second))
 	}
@@ -136,24 +137,24 @@ func TestReplicationNetnsIsolationProcesses(t *testing.T) {
 	defer stopProbe()
 
 	// The majority drops node 3 from every ISR and every leadership.
-	c.waitFor(isolationShrinkTimeout, "in the majority's metadata node 3 leaves every ISR and leads nothing", func() bool {
+	c.WaitFor(isolationShrinkTimeout, "in the majority's metadata node 3 leaves every ISR and leads nothing", func() bool {
 		ps := majority.partitions()
 		if ps == nil {
 			return false
 		}
 		for _, pd := range ps {
-			if pd.Err != nil || pd.Leader < 0 || pd.Leader == isolated.id || slices.Contains(pd.ISR, isolated.id) || len(pd.ISR) != 2 {
+			if pd.Err != nil || pd.Leader < 0 || pd.Leader == isolated.ID || slices.Contains(pd.ISR, isolated.ID) || len(pd.ISR) != 2 {
 				return false
 			}
 		}
 		return true
 	})
 	shrunk := time.Since(isolatedAt)
-	c.waitFor(isolationShrinkTimeout, "a controller of the majority leads the metadata quorum", func() bool {
+	c.WaitFor(isolationShrinkTimeout, "a controller of the majority leads the metadata quorum", func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
-		d, err := describeQuorum(ctx, quorumTarget{addrs: c.controllerAddrs(isolated.id), controllers: true})
-		return err == nil && d.LeaderID > 0 && d.LeaderID != isolated.id
+		d, err := cli.DescribeQuorum(ctx, cli.QuorumTarget{Addrs: c.ControllerAddrs(isolated.ID), Controllers: true})
+		return err == nil && d.LeaderID > 0 && d.LeaderID != isolated.ID
 	})
 	// acks=all produces succeed on the majority side, in every partition.
 	// A producer may first be misled: node 3 still answers Metadata from
@@ -186,14 +187,14 @@ func TestReplicationNetnsIsolationProcesses(t *testing.T) {
 	probeAcked, probeUnknown := w.producerOutcomes("stale")
 	require.Zero(t, probeAcked, "the isolated node acknowledged acks=all writes")
 	duringIsolation := sum(w.ackedInPartitions()) - sum(atShrink)
-	c.requireRunning()
+	c.RequireRunning()
 
 	isolatedFor := time.Since(isolatedAt)
-	n.heal()
+	c.Heal(isolated.ID)
 	healedAt := time.Now()
-	c.waitFor(faultRejoinTimeout, "node 3 back in every ISR after the heal", func() bool { return majority.fullISRs() })
+	c.WaitFor(faultRejoinTimeout, "node 3 back in every ISR after the heal", func() bool { return majority.fullISRs() })
 	rejoined := time.Since(healedAt)
-	truncated := isolated.loggedSince(lines, "truncating to the leader's log")
+	truncated := isolated.LoggedSince(lines, "truncating to the leader's log")
 	t.Logf("isolated node 3 for %v: out of every ISR and leadership after %v, acknowledgements in every partition after %v; "+
 		"%d records acknowledged by the majority meanwhile; the probe's %d writes to node 3 all unacknowledged; back in every ISR %v after the heal (truncated: %v)",
 		isolatedFor.Round(time.Millisecond), shrunk.Round(time.Millisecond), acksResumed.Round(time.Millisecond),

@@ -1,4 +1,4 @@
-package main
+package proccluster
 
 import (
 	"context"
@@ -39,12 +39,12 @@ import (
 // for packets to the node's own address too.) Only iproute2 is needed,
 // and nothing outside the namespace and the pair is touched. 127.0.0.x
 // cannot be used across namespaces: each has its own loopback.
-type netnsNode struct {
-	t                *testing.T
-	name             string // the namespace
-	rootIf, nsIf     string // the veth pair's ends
-	peerA, peerB, ns netip.Addr
-	client           netip.Addr
+type Netns struct {
+	t                testing.TB
+	Name             string     // the namespace
+	rootIf, nsIf     string     // the veth pair's ends
+	PeerA, PeerB, NS netip.Addr // the root ends, the namespace end
+	Client           netip.Addr // the clients' source address
 }
 
 // netnsPrefix starts the names of every namespace and link these tests
@@ -57,7 +57,7 @@ var netnsSubnetBase = netip.MustParseAddr("198.18.0.0")
 // skipOrFailNetns skips the test, or fails it under CI=true (CI installs
 // iproute2 and runs as root, so a missing namespace there is a broken
 // CI), with the reason logged.
-func skipOrFailNetns(t *testing.T, format string, args ...any) {
+func skipOrFailNetns(t testing.TB, format string, args ...any) {
 	t.Helper()
 	reason := fmt.Sprintf(format, args...)
 	if os.Getenv("CI") == "true" {
@@ -78,7 +78,7 @@ func ipCmd(args ...string) (string, error) {
 // removeStaleNetns deletes the namespaces and links a crashed earlier run
 // left: those named with netnsPrefix whose pid is no longer a process.
 // Those of a live process (a concurrent run) are left alone.
-func removeStaleNetns(t *testing.T) {
+func removeStaleNetns(t testing.TB) {
 	out, err := ipCmd("netns", "list")
 	if err != nil {
 		return
@@ -102,11 +102,11 @@ func removeStaleNetns(t *testing.T) {
 // (interface names are at most 15 bytes: "stt" and 7 digits and one).
 func netnsRootIf(pid int) string { return fmt.Sprintf("stt%dr", pid) }
 
-// newNetnsNode creates the namespace and the veth pair with their
+// NewNetns creates the namespace and the veth pair with their
 // addresses, and removes them in t.Cleanup (registered before anything
 // is created, so a failure half way still cleans up). It skips (fails
 // under CI=true) when not root or when a namespace cannot be created.
-func newNetnsNode(t *testing.T) *netnsNode {
+func NewNetns(t testing.TB) *Netns {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		skipOrFailNetns(t, "not root (euid %d): ip netns needs CAP_SYS_ADMIN", os.Geteuid())
@@ -116,7 +116,7 @@ func newNetnsNode(t *testing.T) *netnsNode {
 	}
 	removeStaleNetns(t)
 	pid := os.Getpid()
-	n := &netnsNode{t: t, name: netnsPrefix + strconv.Itoa(pid), rootIf: netnsRootIf(pid), nsIf: fmt.Sprintf("stt%dn", pid)}
+	n := &Netns{t: t, Name: netnsPrefix + strconv.Itoa(pid), rootIf: netnsRootIf(pid), nsIf: fmt.Sprintf("stt%dn", pid)}
 	base := netnsSubnetBase.As4()
 	off := uint32(pid%16384) * 8
 	v := uint32(base[0])<<24 | uint32(base[1])<<16 | uint32(base[2])<<8 | uint32(base[3]) + off
@@ -124,9 +124,9 @@ func newNetnsNode(t *testing.T) *netnsNode {
 		x := v + i
 		return netip.AddrFrom4([4]byte{byte(x >> 24), byte(x >> 16), byte(x >> 8), byte(x)})
 	}
-	n.peerA, n.peerB, n.ns, n.client = host(1), host(2), host(3), host(4)
-	if out, _ := ipCmd("-4", "-o", "addr", "show"); strings.Contains(out, " "+n.peerA.String()+"/") {
-		require.FailNow(t, "the test subnet is in use", "%s is already an address of this host:\n%s", n.peerA, out)
+	n.PeerA, n.PeerB, n.NS, n.Client = host(1), host(2), host(3), host(4)
+	if out, _ := ipCmd("-4", "-o", "addr", "show"); strings.Contains(out, " "+n.PeerA.String()+"/") {
+		require.FailNow(t, "the test subnet is in use", "%s is already an address of this host:\n%s", n.PeerA, out)
 	}
 
 	t.Cleanup(func() {
@@ -135,51 +135,51 @@ func newNetnsNode(t *testing.T) *netnsNode {
 		// whose creation failed after the pair was made.
 		// The kernel dismantles a namespace asynchronously: the pair
 		// goes a moment after the delete returns.
-		_, _ = ipCmd("netns", "del", n.name)
+		_, _ = ipCmd("netns", "del", n.Name)
 		_, _ = ipCmd("link", "del", n.rootIf)
 		gone := func() bool {
 			out, _ := ipCmd("netns", "list")
 			_, err := ipCmd("link", "show", n.rootIf)
-			return !strings.Contains(out, n.name) && err != nil
+			return !strings.Contains(out, n.Name) && err != nil
 		}
 		for deadline := time.Now().Add(5 * time.Second); !gone(); time.Sleep(50 * time.Millisecond) {
 			if time.Now().After(deadline) {
-				t.Errorf("namespace %s or link %s still present 5 s after cleanup", n.name, n.rootIf)
+				t.Errorf("namespace %s or link %s still present 5 s after cleanup", n.Name, n.rootIf)
 				return
 			}
 		}
 	})
-	if _, err := ipCmd("netns", "add", n.name); err != nil {
+	if _, err := ipCmd("netns", "add", n.Name); err != nil {
 		skipOrFailNetns(t, "%v", err)
 	}
 	const prefix = "/29"
 	for _, args := range [][]string{
-		{"link", "add", n.rootIf, "type", "veth", "peer", "name", n.nsIf, "netns", n.name},
-		{"addr", "add", n.peerA.String() + prefix, "dev", n.rootIf}, // first: the primary
-		{"addr", "add", n.peerB.String() + prefix, "dev", n.rootIf},
-		{"addr", "add", n.client.String() + prefix, "dev", n.rootIf},
+		{"link", "add", n.rootIf, "type", "veth", "peer", "name", n.nsIf, "netns", n.Name},
+		{"addr", "add", n.PeerA.String() + prefix, "dev", n.rootIf}, // first: the primary
+		{"addr", "add", n.PeerB.String() + prefix, "dev", n.rootIf},
+		{"addr", "add", n.Client.String() + prefix, "dev", n.rootIf},
 		{"link", "set", n.rootIf, "up"},
-		{"-n", n.name, "addr", "add", n.ns.String() + prefix, "dev", n.nsIf},
-		{"-n", n.name, "link", "set", n.nsIf, "up"},
-		{"-n", n.name, "link", "set", "lo", "up"}, // the node's metrics listener
-		{"-n", n.name, "rule", "add", "pref", "100", "lookup", "local"},
-		{"-n", n.name, "rule", "del", "pref", "0", "lookup", "local"},
+		{"-n", n.Name, "addr", "add", n.NS.String() + prefix, "dev", n.nsIf},
+		{"-n", n.Name, "link", "set", n.nsIf, "up"},
+		{"-n", n.Name, "link", "set", "lo", "up"}, // the node's metrics listener
+		{"-n", n.Name, "rule", "add", "pref", "100", "lookup", "local"},
+		{"-n", n.Name, "rule", "del", "pref", "0", "lookup", "local"},
 	} {
 		_, err := ipCmd(args...)
 		require.NoError(t, err)
 	}
-	t.Logf("namespace %s: %s (veth %s) and root end %s with %s, %s and clients' %s", n.name, n.ns, n.nsIf, n.rootIf, n.peerA, n.peerB, n.client)
+	t.Logf("namespace %s: %s (veth %s) and root end %s with %s, %s and clients' %s", n.Name, n.NS, n.nsIf, n.rootIf, n.PeerA, n.PeerB, n.Client)
 	return n
 }
 
-// wrap is the command prefix that runs a process inside the namespace.
-func (n *netnsNode) wrap() []string { return []string{"ip", "netns", "exec", n.name} }
+// Wrap is the command prefix that runs a process inside the namespace.
+func (n *Netns) Wrap() []string { return []string{"ip", "netns", "exec", n.Name} }
 
 // isolationRules are the policy rules (after "ip rule add|del") that cut
 // the namespaced node off from the two root nodes, not from the clients.
-func (n *netnsNode) isolationRules() [][]string {
+func (n *Netns) isolationRules() [][]string {
 	var rules [][]string
-	for _, peer := range []netip.Addr{n.peerA, n.peerB} {
+	for _, peer := range []netip.Addr{n.PeerA, n.PeerB} {
 		rules = append(rules,
 			[]string{"pref", "10", "from", peer.String() + "/32", "blackhole"},
 			[]string{"pref", "10", "to", peer.String() + "/32", "blackhole"})
@@ -187,26 +187,26 @@ func (n *netnsNode) isolationRules() [][]string {
 	return rules
 }
 
-// isolate cuts the namespaced node off from its peers; heal joins it
-// again.
-func (n *netnsNode) isolate() { n.rules("add") }
-func (n *netnsNode) heal()    { n.rules("del") }
+// Isolate cuts the namespaced node off from its peers, not from its
+// clients; Heal joins it again.
+func (n *Netns) Isolate() { n.rules("add") }
+func (n *Netns) Heal()    { n.rules("del") }
 
-func (n *netnsNode) rules(op string) {
+func (n *Netns) rules(op string) {
 	for _, r := range n.isolationRules() {
-		_, err := ipCmd(append([]string{"-n", n.name, "rule", op}, r...)...)
+		_, err := ipCmd(append([]string{"-n", n.Name, "rule", op}, r...)...)
 		require.NoError(n.t, err)
 	}
 }
 
-// clientDialer dials from the clients' address.
-func (n *netnsNode) clientDialer() func(ctx context.Context, network, host string) (net.Conn, error) {
-	d := &net.Dialer{Timeout: time.Second, LocalAddr: &net.TCPAddr{IP: n.client.AsSlice()}}
+// ClientDialer dials from the clients' address.
+func (n *Netns) ClientDialer() func(ctx context.Context, network, host string) (net.Conn, error) {
+	d := &net.Dialer{Timeout: time.Second, LocalAddr: &net.TCPAddr{IP: n.Client.AsSlice()}}
 	return d.DialContext
 }
 
-// freePortOn is a free port on addr (an address of this namespace).
-func freePortOn(t *testing.T, addr netip.Addr) string {
+// FreePortOn is a free port on addr (an address of this namespace).
+func FreePortOn(t testing.TB, addr netip.Addr) string {
 	t.Helper()
 	l, err := net.Listen("tcp", net.JoinHostPort(addr.String(), "0"))
 	require.NoError(t, err)

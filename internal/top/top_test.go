@@ -1,4 +1,4 @@
-package main
+package top
 
 import (
 	"bytes"
@@ -18,6 +18,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/core/metrics"
+	"github.com/strata-log/strata/internal/cli"
+	"github.com/strata-log/strata/internal/proccluster"
 	"github.com/strata-log/strata/node"
 )
 
@@ -134,22 +136,22 @@ strata_broker_fenced 1
 	topFixtureInvalid = "# TYPE kafka_server_replicamanager_partitioncount gauge\nkafka_server_replicamanager_partitioncount\n"
 )
 
-func parseFixture(t *testing.T, parts ...string) *nodeMetrics {
+func parseFixture(t *testing.T, parts ...string) *NodeMetrics {
 	t.Helper()
-	m, err := parseExposition(strings.NewReader(strings.Join(parts, "")))
+	m, err := ParseExposition(strings.NewReader(strings.Join(parts, "")))
 	require.NoError(t, err)
 	return m
 }
 
 // topFixtureQuorum is leader 1 and follower 2 (voters) with observers 3
 // and 4.
-func topFixtureQuorum() *quorumDescription {
+func topFixtureQuorum() *cli.QuorumDescription {
 	rs := func(id int32, leo int64) kmsg.DescribeQuorumResponseTopicPartitionReplicaState {
 		r := kmsg.NewDescribeQuorumResponseTopicPartitionReplicaState()
 		r.ReplicaID, r.LogEndOffset = id, leo
 		return r
 	}
-	d := &quorumDescription{ClusterID: "c1"}
+	d := &cli.QuorumDescription{ClusterID: "c1"}
 	d.LeaderID, d.LeaderEpoch, d.HighWatermark = 1, 3, 57
 	d.CurrentVoters = append(d.CurrentVoters, rs(1, 57), rs(2, 55))
 	d.Observers = append(d.Observers, rs(3, 50), rs(4, 57))
@@ -163,7 +165,7 @@ func topFixtureQuorum() *quorumDescription {
 func topFixtureSnapshots(t *testing.T) (prev, cur *topSnapshot) {
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	t1 := t0.Add(2 * time.Second)
-	_, invalid := parseExposition(strings.NewReader(topFixtureInvalid))
+	_, invalid := ParseExposition(strings.NewReader(topFixtureInvalid))
 	require.Error(t, invalid)
 	base := func(at time.Time) *topSnapshot {
 		s := &topSnapshot{At: at, ClusterID: "c1", ControllerID: 1, Quorum: topFixtureQuorum()}
@@ -335,7 +337,7 @@ func TestTopQuantile(t *testing.T) {
 
 func TestTopParseExposition(t *testing.T) {
 	m := parseFixture(t, topFixtureA, topFixtureLeader)
-	v, ok := m.gauge(metrics.PartitionCount)
+	v, ok := m.Gauge(metrics.PartitionCount)
 	require.True(t, ok)
 	require.Equal(t, 4.0, v)
 	require.Equal(t, "leader", m.raftState)
@@ -347,10 +349,10 @@ func TestTopParseExposition(t *testing.T) {
 
 	// Families that are missing leave their cells unknown.
 	empty := parseFixture(t, "")
-	_, ok = empty.gauge(metrics.PartitionCount)
+	_, ok = empty.Gauge(metrics.PartitionCount)
 	require.False(t, ok)
 
-	_, err := parseExposition(strings.NewReader(topFixtureInvalid))
+	_, err := ParseExposition(strings.NewReader(topFixtureInvalid))
 	require.ErrorContains(t, err, "invalid exposition")
 }
 
@@ -408,7 +410,7 @@ func TestTopScrape(t *testing.T) {
 		{ID: 1, URL: srv.URL + "/metrics"},
 		{ID: 2, URL: srv.URL + "/invalid"},
 		{ID: 3, URL: srv.URL + "/missing"},
-		{ID: 4, URL: "http://" + freePort(t) + "/metrics"},
+		{ID: 4, URL: "http://" + proccluster.FreePort(t) + "/metrics"},
 		{ID: 5, Err: "no endpoint"},
 	}
 	g.scrapeAll(context.Background(), nodes)
@@ -424,6 +426,9 @@ func TestTopScrape(t *testing.T) {
 	}
 }
 
+// cliTestTimeout bounds one run of the command.
+const cliTestTimeout = 20 * time.Second
+
 // runTopCommand runs `strata top` in process with args until it exits or
 // interrupt ends (its Ctrl-C), bounded by cliTestTimeout, and returns its
 // exit code, stdout and stderr.
@@ -432,7 +437,7 @@ func runTopCommand(t *testing.T, interrupt context.Context, args ...string) (int
 	ctx, cancel := context.WithTimeout(interrupt, cliTestTimeout)
 	defer cancel()
 	var out, errOut bytes.Buffer
-	code := topCommand(ctx, args, &out, &errOut)
+	code := Command(ctx, args, &out, &errOut)
 	if interrupt.Err() == nil {
 		require.NoError(t, ctx.Err(), "strata top %q did not finish within %v", args, cliTestTimeout)
 	}
@@ -472,10 +477,10 @@ func fixtureServer(t *testing.T) *httptest.Server {
 func TestTopAgainstNode(t *testing.T) {
 	cfg := node.DefaultConfig()
 	cfg.Listener, cfg.ControllerListener, cfg.LogDir = "127.0.0.1:0", "127.0.0.1:0", t.TempDir()
-	n := startInProcess(t, cfg)
-	require.Eventually(t, n.ActiveController, inProcessTimeout, 10*time.Millisecond)
+	n := proccluster.StartInProcess(t, cfg)
+	require.Eventually(t, n.ActiveController, proccluster.InProcessTimeout, 10*time.Millisecond)
 	ctx := context.Background()
-	cl, err := newKafkaClient([]string{n.Addr()})
+	cl, err := cli.NewKafkaClient([]string{n.Addr()})
 	require.NoError(t, err)
 	defer cl.Close()
 	_, err = kadm.NewClient(cl).CreateTopic(ctx, 3, 1, nil, "orders")
@@ -485,7 +490,7 @@ func TestTopAgainstNode(t *testing.T) {
 		srv := fixtureServer(t)
 		start := time.Now()
 		code, out, errOut := runTopCommand(t, ctx, "--once", "--interval", "200ms", "--bootstrap-server", n.Addr(), "--metrics", srv.URL)
-		require.Equal(t, exitOK, code, errOut)
+		require.Equal(t, cli.ExitOK, code, errOut)
 		require.Less(t, time.Since(start), 5*time.Second)
 		require.NotContains(t, out, clearScreen, "--once is for scripts")
 		require.Contains(t, out, fmt.Sprintf("cluster %s  controller 1  brokers 1  topics 1\n", n.ClusterID()))
@@ -507,7 +512,7 @@ func TestTopAgainstNode(t *testing.T) {
 
 	t.Run("discovery through DescribeConfigs", func(t *testing.T) {
 		code, out, errOut := runTopCommand(t, ctx, "--once", "--interval", "100ms", "--bootstrap-server", n.Addr())
-		require.Equal(t, exitOK, code, errOut)
+		require.Equal(t, cli.ExitOK, code, errOut)
 		// The node reports its bound metrics.listener, and its real
 		// /metrics fills the row.
 		require.NotContains(t, out, "notes", out)
@@ -519,7 +524,7 @@ func TestTopAgainstNode(t *testing.T) {
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, topFixtureInvalid) }))
 		defer srv.Close()
 		code, out, errOut := runTopCommand(t, ctx, "--once", "--interval", "100ms", "--bootstrap-server", n.Addr(), "--metrics", "1="+srv.URL)
-		require.Equal(t, exitOK, code, errOut)
+		require.Equal(t, cli.ExitOK, code, errOut)
 		require.Contains(t, out, "node 1: "+srv.URL+"/metrics: invalid exposition")
 		require.Equal(t, []string{"-", "-"}, topRow(t, out, "1     "+n.AdvertisedAddr())[12:])
 	})
@@ -527,7 +532,7 @@ func TestTopAgainstNode(t *testing.T) {
 	t.Run("live frames", func(t *testing.T) {
 		srv := fixtureServer(t)
 		code, out, errOut := runTopCommand(t, ctx, "--iterations", "2", "--interval", "100ms", "--bootstrap-server", n.Addr(), "--metrics", srv.URL)
-		require.Equal(t, exitOK, code, errOut)
+		require.Equal(t, cli.ExitOK, code, errOut)
 		frames := strings.Split(out, clearScreen)
 		require.Len(t, frames, 3, "two frames, each after a clear")
 		require.Contains(t, frames[1], "first scrape:")
@@ -538,7 +543,7 @@ func TestTopAgainstNode(t *testing.T) {
 		ctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 		defer cancel()
 		code, out, errOut = runTopCommand(t, ctx, "--interval", "100ms", "--bootstrap-server", n.Addr(), "--metrics", srv.URL)
-		require.Equal(t, exitOK, code, errOut)
+		require.Equal(t, cli.ExitOK, code, errOut)
 		require.GreaterOrEqual(t, strings.Count(out, clearScreen), 2)
 	})
 }
@@ -557,19 +562,19 @@ func TestTopBadInput(t *testing.T) {
 		{"--bootstrap-server", "noport"},
 	} {
 		code, _, errOut := runTopCommand(t, context.Background(), args...)
-		require.Equal(t, exitUsage, code, "%q", args)
+		require.Equal(t, cli.ExitUsage, code, "%q", args)
 		require.True(t, strings.HasPrefix(errOut, "strata top: ") || strings.Contains(errOut, "flag"), "%q: %s", args, errOut)
 	}
 	code, _, errOut := runTopCommand(t, context.Background(), "--metrics", "ftp://h:1")
-	require.Equal(t, exitUsage, code)
+	require.Equal(t, cli.ExitUsage, code)
 	require.Contains(t, errOut, `bad --metrics entry "ftp://h:1"`)
 
 	// Nothing listens: a clear error, refused at once or (a loaded
 	// machine) when --timeout passes; not a hang.
-	addr := freePort(t)
+	addr := proccluster.FreePort(t)
 	start := time.Now()
 	code, out, errOut := runTopCommand(t, context.Background(), "--once", "--timeout", "1s", "--interval", "100ms", "--bootstrap-server", addr)
-	require.Equal(t, exitError, code)
+	require.Equal(t, cli.ExitError, code)
 	require.Empty(t, out)
 	require.Regexp(t, regexp.MustCompile(`^strata top: (metadata from `+regexp.QuoteMeta(addr)+`: .*connection refused|no Metadata answer from `+regexp.QuoteMeta(addr)+` within 1s: )`), errOut)
 	require.Less(t, time.Since(start), 5*time.Second)

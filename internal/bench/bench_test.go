@@ -1,9 +1,10 @@
-package main
+package bench
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -11,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-log/strata/internal/bench/kfakebaseline"
+	"github.com/strata-log/strata/internal/cli"
+	"github.com/strata-log/strata/internal/proccluster"
 	"github.com/stretchr/testify/require"
 )
 
@@ -21,18 +25,14 @@ const benchTestTimeout = 30 * time.Second
 var benchTestArgs = []string{"--duration", "300ms", "--latency-duration", "300ms", "--latency-rate", "200",
 	"--max-produce-bytes", strconv.Itoa(32 << 20), "--fsync-write-bytes", strconv.Itoa(64 << 10)}
 
-// testNodeEnv makes os.Args[0], the test binary, run as strata (see
-// TestMain) and exit with its parent.
-var testNodeEnv = []string{"STRATA_TEST_MAIN=1", "STRATA_TEST_EXIT_WITH_PARENT=1"}
-
 func TestBenchKfakeAndFsync(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), benchTestTimeout)
 	defer cancel()
 	var out, errOut bytes.Buffer
 	dir := t.TempDir()
 	args := append([]string{"--targets", "fsync,kfake", "--runs", "2", "--json", "--dir", dir}, benchTestArgs...)
-	code := benchCommand(ctx, args, &out, &errOut)
-	require.Equal(t, exitOK, code, errOut.String())
+	code := Command(ctx, args, &out, &errOut, kfakebaseline.Start)
+	require.Equal(t, cli.ExitOK, code, errOut.String())
 	require.NoError(t, ctx.Err())
 
 	var report benchReport
@@ -106,14 +106,14 @@ func TestBenchStrataChild(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), benchTestTimeout)
 	defer cancel()
 	o := benchOptions{
+		kfake:           kfakebaseline.Start,
 		targets:         []string{targetStrata},
 		workload:        kafkaWorkload{partitions: 6, recordBytes: 1024, duration: 300 * time.Millisecond, maxProduceBytes: 32 << 20, latencyDuration: 300 * time.Millisecond, latencyRate: 200},
 		fsyncWriteBytes: 64 << 10,
 		runs:            1,
 		readyTimeout:    20 * time.Second,
 		dir:             t.TempDir(),
-		nodeCommand:     []string{os.Args[0]},
-		nodeEnv:         testNodeEnv,
+		nodeCommand:     []string{proccluster.Binary(t)},
 	}
 	var progress bytes.Buffer
 	report, err := runBench(ctx, o, &progress)
@@ -144,6 +144,7 @@ func TestBenchReplicated(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), benchTestTimeout)
 	defer cancel()
 	o := benchOptions{
+		kfake:           kfakebaseline.Start,
 		targets:         []string{targetStrata, targetFsync, targetIdle},
 		workload:        kafkaWorkload{partitions: 2, recordBytes: 1024, duration: 300 * time.Millisecond, maxProduceBytes: 16 << 20, latencyDuration: 300 * time.Millisecond, latencyRate: 200},
 		nodes:           2,
@@ -152,8 +153,7 @@ func TestBenchReplicated(t *testing.T) {
 		runs:            1,
 		readyTimeout:    20 * time.Second,
 		dir:             t.TempDir(),
-		nodeCommand:     []string{os.Args[0]},
-		nodeEnv:         testNodeEnv,
+		nodeCommand:     []string{proccluster.Binary(t)},
 	}
 	var progress bytes.Buffer
 	report, err := runBench(ctx, o, &progress)
@@ -201,7 +201,7 @@ func TestBenchNodeStartStop(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), benchTestTimeout)
 	defer cancel()
 	dir := t.TempDir()
-	n, err := startBenchNode(ctx, []string{os.Args[0]}, testNodeEnv, dir, nil, 20*time.Second)
+	n, err := startBenchNode(ctx, []string{proccluster.Binary(t)}, nil, dir, nil, 20*time.Second)
 	require.NoError(t, err)
 	cpu, err := n.cpuSeconds()
 	require.NoError(t, err)
@@ -224,7 +224,7 @@ func TestBenchNodeNotReady(t *testing.T) {
 	// second): it cannot be ready within 300 ms.
 	dir := t.TempDir()
 	start := time.Now()
-	_, err := startBenchNode(ctx, []string{os.Args[0]}, testNodeEnv, dir, nil, 300*time.Millisecond)
+	_, err := startBenchNode(ctx, []string{proccluster.Binary(t)}, nil, dir, nil, 300*time.Millisecond)
 	require.ErrorContains(t, err, "was not ready within 300ms")
 	require.ErrorContains(t, err, "its last log lines")
 	require.Less(t, time.Since(start), 20*time.Second)
@@ -233,7 +233,7 @@ func TestBenchNodeNotReady(t *testing.T) {
 	// A flag serve does not know: the node exits at once, and the error
 	// carries its words.
 	dir = t.TempDir()
-	_, err = startBenchNode(ctx, []string{os.Args[0]}, testNodeEnv, dir, keyValues{{"no.such.flag", "1"}}, 20*time.Second)
+	_, err = startBenchNode(ctx, []string{proccluster.Binary(t)}, nil, dir, cli.KeyValues{{Key: "no.such.flag", Value: "1"}}, 20*time.Second)
 	require.ErrorContains(t, err, "exited before it was ready")
 	require.ErrorContains(t, err, "flag provided but not defined: -no.such.flag")
 	require.Empty(t, benchNodeChildren(t, dir))
@@ -242,8 +242,8 @@ func TestBenchNodeNotReady(t *testing.T) {
 	// the others still run.
 	var out, errOut bytes.Buffer
 	args := append([]string{"--targets", "strata,fsync", "--ready-timeout", "300ms", "--dir", t.TempDir()}, benchTestArgs...)
-	code := benchCommand(ctx, args, &out, &errOut)
-	require.Equal(t, exitError, code)
+	code := Command(ctx, args, &out, &errOut, kfakebaseline.Start)
+	require.Equal(t, cli.ExitError, code)
 	require.Contains(t, errOut.String(), "strata bench: strata failed: the strata node at 127.0.0.1:")
 	require.Contains(t, out.String(), "fsync MiB/s")
 }
@@ -288,11 +288,11 @@ func TestBenchUsage(t *testing.T) {
 		{"--node-arg", "novalue"},
 	} {
 		var out, errOut bytes.Buffer
-		require.Equal(t, exitUsage, benchCommand(context.Background(), args, &out, &errOut), "%q", args)
+		require.Equal(t, cli.ExitUsage, Command(context.Background(), args, &out, &errOut, kfakebaseline.Start), "%q", args)
 		require.NotEmpty(t, errOut.String(), "%q says why", args)
 	}
 	var out, errOut bytes.Buffer
-	require.Equal(t, exitOK, benchCommand(context.Background(), []string{"-h"}, &out, &errOut))
+	require.Equal(t, cli.ExitOK, Command(context.Background(), []string{"-h"}, &out, &errOut, kfakebaseline.Start))
 	require.Contains(t, errOut.String(), "fdatasync")
 }
 
@@ -335,3 +335,31 @@ func TestSummaries(t *testing.T) {
 		{"strata produce MiB/s / fsync ceiling MiB/s", 0.5},
 	}, report.ratios())
 }
+
+// TestBenchWithoutKfake: a strata binary built without kfake (the
+// production one) leaves the kfake target out of the defaults, saying
+// how to get it, and refuses it when named.
+func TestBenchWithoutKfake(t *testing.T) {
+	var out, errOut bytes.Buffer
+	require.Equal(t, cli.ExitUsage, Command(context.Background(), []string{"--targets", "kfake,fsync"}, &out, &errOut, nil))
+	require.Contains(t, errOut.String(), "--targets kfake: this strata binary was built without kfake")
+	require.Contains(t, errOut.String(), "make bench-strata")
+
+	ctx, cancel := context.WithTimeout(context.Background(), benchTestTimeout)
+	defer cancel()
+	out.Reset()
+	errOut.Reset()
+	args := append([]string{"--targets", "fsync", "--json", "--dir", t.TempDir()}, benchTestArgs...)
+	require.Equal(t, cli.ExitOK, Command(ctx, args, &out, &errOut, nil), errOut.String())
+	require.NotContains(t, errOut.String(), "kfake target is left out", "named targets without kfake need no note")
+
+	// The defaults: targetsSet tells them from a named kfake.
+	fs := flag.NewFlagSet("x", flag.ContinueOnError)
+	fs.String("targets", strings.Join(defaultBenchTargets, ","), "")
+	require.NoError(t, fs.Parse(nil))
+	require.False(t, targetsSet(fs))
+	require.NoError(t, fs.Parse([]string{"--targets", "fsync"}))
+	require.True(t, targetsSet(fs))
+}
+
+func TestMain(m *testing.M) { os.Exit(proccluster.RunTests(m)) }

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"bufio"
@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/strata-log/strata/internal/cli"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -46,13 +47,8 @@ const (
 	benchFloodStopTimeout = 10 * time.Second
 )
 
-func init() {
-	register("bench-flood", "(run by `strata bench`) flood a topic with compressed batches until stdin closes, reporting progress as JSON lines", func(args []string) int {
-		ctx, stop := interruptContext()
-		defer stop()
-		return benchFloodCommand(ctx, args, os.Stdin, os.Stdout, os.Stderr)
-	})
-}
+// FloodSummary is the line `strata help` shows for bench-flood.
+const FloodSummary = "(run by `strata bench`) flood a topic with compressed batches until stdin closes, reporting progress as JSON lines"
 
 // floodRun is phase 4.
 type floodRun struct {
@@ -252,13 +248,13 @@ func (fp *floodProcess) kill() {
 	}
 }
 
-// benchFloodCommand is `strata bench-flood`: --producers clients produce
+// FloodCommand is `strata bench-flood`: --producers clients produce
 // text records to --topic as fast as they go, each with its own
 // connections, until stdin closes (or reads anything); every
 // benchFloodReportInterval it writes a floodProgress line to stdout.
 // A failed produce ends it with exit code 1 after a line naming the
 // error.
-func benchFloodCommand(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+func FloodCommand(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("strata bench-flood", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	bootstrap := fs.String("bootstrap-server", "", "the brokers, `host:port,...`")
@@ -270,11 +266,11 @@ func benchFloodCommand(ctx context.Context, args []string, stdin io.Reader, stdo
 	rawBatchBytes := fs.Int("raw-batch-bytes", benchBatchMaxBytes, "the raw producer's batches hold up to this many `bytes` of records")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
+			return cli.ExitOK
 		}
-		return exitUsage
+		return cli.ExitUsage
 	}
-	seeds, err := parseAddrs(*bootstrap)
+	seeds, err := cli.ParseAddrs(*bootstrap)
 	if err == nil {
 		_, err = parseCompression(*compression)
 	}
@@ -295,7 +291,7 @@ func benchFloodCommand(ctx context.Context, args []string, stdin io.Reader, stdo
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "strata bench-flood: %v\n", err)
-		return exitUsage
+		return cli.ExitUsage
 	}
 
 	ctx, cancel := context.WithCancel(ctx)
@@ -313,7 +309,7 @@ func benchFloodCommand(ctx context.Context, args []string, stdin io.Reader, stdo
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "strata bench-flood: %v\n", err)
-		return exitError
+		return cli.ExitError
 	}
 	defer f.close() // fails what is still buffered, after the stop
 	var failed failure
@@ -328,7 +324,7 @@ func benchFloodCommand(ctx context.Context, args []string, stdin io.Reader, stdo
 	report := func() floodProgress {
 		p := f.progress()
 		if err := failed.get(); err != nil {
-			p.Error = kafkaError(err, "")
+			p.Error = cli.KafkaError(err, "")
 		}
 		_ = enc.Encode(p)
 		return p
@@ -350,9 +346,9 @@ wait:
 	cancel()
 	<-done
 	if p := report(); p.Error != "" {
-		return exitError
+		return cli.ExitError
 	}
-	return exitOK
+	return cli.ExitOK
 }
 
 // flooder is the flood's clients.
@@ -373,7 +369,7 @@ type kgoFlood struct {
 func newKgoFlood(seeds []string, topic string, producers int, compression string) (*kgoFlood, error) {
 	f := &kgoFlood{}
 	for range producers {
-		cl, err := newKafkaClient(seeds, append(producerOpts(topic, benchLinger, compression), kgo.WithHooks(&f.stats))...)
+		cl, err := cli.NewKafkaClient(seeds, append(producerOpts(topic, benchLinger, compression), kgo.WithHooks(&f.stats))...)
 		if err != nil {
 			f.close()
 			return nil, err

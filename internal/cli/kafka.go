@@ -1,4 +1,4 @@
-package main
+package cli
 
 // What the Kafka client commands (topic, produce, consume, offsets) share:
 // the --bootstrap-server flag and the client built from it, repeatable
@@ -27,26 +27,26 @@ import (
 
 // Defaults shared by the Kafka client commands.
 const (
-	// defaultBootstrapServer is --bootstrap-server when not given: the
+	// DefaultBootstrapServer is --bootstrap-server when not given: the
 	// client listener of `strata serve` with no configuration.
-	defaultBootstrapServer = "127.0.0.1:9092"
-	// defaultAdminTimeout bounds a topic or offsets command: dialing,
+	DefaultBootstrapServer = "127.0.0.1:9092"
+	// DefaultAdminTimeout bounds a topic or offsets command: dialing,
 	// metadata, the request and its retries.
-	defaultAdminTimeout = 30 * time.Second
-	// cliDialTimeout bounds one connection attempt.
-	cliDialTimeout = 3 * time.Second
-	// cliClientID is the client id the commands send.
-	cliClientID = "strata-cli"
+	DefaultAdminTimeout = 30 * time.Second
+	// DialTimeout bounds one connection attempt.
+	DialTimeout = 3 * time.Second
+	// ClientID is the client id the commands send.
+	ClientID = "strata-cli"
 )
 
-// bootstrapFlag registers --bootstrap-server on fs.
-func bootstrapFlag(fs *flag.FlagSet) *string {
-	return fs.String("bootstrap-server", defaultBootstrapServer, "broker client listeners, `host:port[,host:port...]`")
+// BootstrapFlag registers --bootstrap-server on fs.
+func BootstrapFlag(fs *flag.FlagSet) *string {
+	return fs.String("bootstrap-server", DefaultBootstrapServer, "broker client listeners, `host:port[,host:port...]`")
 }
 
-// parseAddrs splits a --bootstrap-server value and checks each address.
-func parseAddrs(s string) ([]string, error) {
-	addrs := splitAddrs(s)
+// ParseAddrs splits a --bootstrap-server value and checks each address.
+func ParseAddrs(s string) ([]string, error) {
+	addrs := SplitAddrs(s)
 	if len(addrs) == 0 {
 		return nil, errors.New("--bootstrap-server is empty")
 	}
@@ -58,10 +58,10 @@ func parseAddrs(s string) ([]string, error) {
 	return addrs, nil
 }
 
-// newKafkaClient is a franz-go client seeded with addrs; opts come after
+// NewKafkaClient is a franz-go client seeded with addrs; opts come after
 // the shared ones, so they may override them.
-func newKafkaClient(addrs []string, opts ...kgo.Opt) (*kgo.Client, error) {
-	base := []kgo.Opt{kgo.SeedBrokers(addrs...), kgo.DialTimeout(cliDialTimeout), kgo.ClientID(cliClientID)}
+func NewKafkaClient(addrs []string, opts ...kgo.Opt) (*kgo.Client, error) {
+	base := []kgo.Opt{kgo.SeedBrokers(addrs...), kgo.DialTimeout(DialTimeout), kgo.ClientID(ClientID)}
 	cl, err := kgo.NewClient(append(base, opts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("client: %w", err)
@@ -69,13 +69,13 @@ func newKafkaClient(addrs []string, opts ...kgo.Opt) (*kgo.Client, error) {
 	return cl, nil
 }
 
-// kafkaError renders err with a Kafka error code's name, as kerr spells
+// KafkaError renders err with a Kafka error code's name, as kerr spells
 // it ("INVALID_CONFIG: The configuration is invalid."), and with the
 // broker's own message in place of kerr's description when the broker
 // sent one ("INVALID_CONFIG: Unknown topic config name: x"). Errors that
 // are not Kafka error codes (a refused connection, a timeout) print as
 // they are.
-func kafkaError(err error, brokerMessage string) string {
+func KafkaError(err error, brokerMessage string) string {
 	if brokerMessage == "" {
 		return err.Error()
 	}
@@ -85,45 +85,45 @@ func kafkaError(err error, brokerMessage string) string {
 	return err.Error() + ": " + brokerMessage
 }
 
-// keyValue is one key=value of a repeatable flag.
-type keyValue struct{ key, value string }
+// KeyValue is one key=value of a repeatable flag.
+type KeyValue struct{ Key, Value string }
 
-// keyValues is a repeatable key=value flag (--config, --header,
+// KeyValues is a repeatable key=value flag (--config, --header,
 // --node-arg), in the order given.
-type keyValues []keyValue
+type KeyValues []KeyValue
 
-func (kvs *keyValues) String() string {
+func (kvs *KeyValues) String() string {
 	if kvs == nil {
 		return ""
 	}
 	parts := make([]string, len(*kvs))
 	for i, kv := range *kvs {
-		parts[i] = kv.key + "=" + kv.value
+		parts[i] = kv.Key + "=" + kv.Value
 	}
 	return strings.Join(parts, ",")
 }
 
 // Set adds one key=value; the value may be empty and may contain '='.
-func (kvs *keyValues) Set(s string) error {
+func (kvs *KeyValues) Set(s string) error {
 	k, v, ok := strings.Cut(s, "=")
 	if !ok || k == "" {
 		return fmt.Errorf("want key=value, got %q", s)
 	}
-	*kvs = append(*kvs, keyValue{k, v})
+	*kvs = append(*kvs, KeyValue{k, v})
 	return nil
 }
 
-// stringList is a repeatable flag of plain strings (--delete-config).
-type stringList []string
+// StringList is a repeatable flag of plain strings (--delete-config).
+type StringList []string
 
-func (l *stringList) String() string {
+func (l *StringList) String() string {
 	if l == nil {
 		return ""
 	}
 	return strings.Join(*l, ",")
 }
 
-func (l *stringList) Set(s string) error {
+func (l *StringList) Set(s string) error {
 	if s == "" {
 		return errors.New("empty value")
 	}
@@ -131,11 +131,11 @@ func (l *stringList) Set(s string) error {
 	return nil
 }
 
-// parseInterleaved parses fs's flags from args wherever they appear, so
+// ParseInterleaved parses fs's flags from args wherever they appear, so
 // that `topic create NAME --partitions 3` works as Kafka's tools do, and
 // returns the positional arguments in order. Everything after "--" is
 // positional.
-func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+func ParseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 	var positional []string
 	for {
 		if err := fs.Parse(args); err != nil {
@@ -153,10 +153,10 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-// interruptContext is canceled by the first SIGINT or SIGTERM; a second
+// InterruptContext is canceled by the first SIGINT or SIGTERM; a second
 // one gets the default action, so an operator can always kill a command
 // whose shutdown hangs.
-func interruptContext() (context.Context, context.CancelFunc) {
+func InterruptContext() (context.Context, context.CancelFunc) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	go func() {
 		<-ctx.Done()
@@ -165,9 +165,9 @@ func interruptContext() (context.Context, context.CancelFunc) {
 	return ctx, stop
 }
 
-// describeTopic is one topic's metadata; a topic the broker does not know
+// DescribeTopic is one topic's metadata; a topic the broker does not know
 // is its UNKNOWN_TOPIC_OR_PARTITION error.
-func describeTopic(ctx context.Context, adm *kadm.Client, topic string) (kadm.TopicDetail, error) {
+func DescribeTopic(ctx context.Context, adm *kadm.Client, topic string) (kadm.TopicDetail, error) {
 	tds, err := adm.ListTopicsWithInternal(ctx, topic)
 	if err != nil {
 		return kadm.TopicDetail{}, fmt.Errorf("metadata: %w", err)
@@ -182,9 +182,9 @@ func describeTopic(ctx context.Context, adm *kadm.Client, topic string) (kadm.To
 	return td, nil
 }
 
-// selectPartitions is every partition of td, sorted, when partition is
+// SelectPartitions is every partition of td, sorted, when partition is
 // -1, and partition alone otherwise, which must exist.
-func selectPartitions(td kadm.TopicDetail, partition int32) ([]int32, error) {
+func SelectPartitions(td kadm.TopicDetail, partition int32) ([]int32, error) {
 	all := td.Partitions.Numbers()
 	slices.Sort(all)
 	if partition < 0 {
@@ -196,14 +196,14 @@ func selectPartitions(td kadm.TopicDetail, partition int32) ([]int32, error) {
 	return []int32{partition}, nil
 }
 
-// requireAPIs checks that every broker that answers ApiVersions offers
+// RequireAPIs checks that every broker that answers ApiVersions offers
 // the requests a command needs, so that a broker without one is a clear
 // error. Without the check the failure is obscure: franz-go reads a
 // broker that does not list Produce as one whose versions are unknown and
 // sends it anything, a broker closes the connection on a request it does
 // not know, and franz-go then retries the request (a consumer waits
 // forever) or blames SASL.
-func requireAPIs(ctx context.Context, adm *kadm.Client, keys ...kmsg.Key) error {
+func RequireAPIs(ctx context.Context, adm *kadm.Client, keys ...kmsg.Key) error {
 	vs, err := adm.ApiVersions(ctx)
 	if err != nil {
 		return fmt.Errorf("ApiVersions: %w", err)

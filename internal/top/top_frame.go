@@ -1,4 +1,4 @@
-package main
+package top
 
 // Frames of `strata top`: building one from two snapshots and rendering
 // it as text, both pure, so a frame is tested from canned snapshots.
@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/core/metrics"
+	"github.com/strata-log/strata/internal/cli"
 )
 
 // topFrame is what one frame shows.
@@ -28,7 +29,7 @@ type topFrame struct {
 	ClusterID    string
 	ControllerID int32
 	Brokers      int
-	Quorum       *quorumDescription
+	Quorum       *cli.QuorumDescription
 	QuorumErr    string
 	Members      []quorumRow
 	Nodes        []brokerRow
@@ -101,7 +102,7 @@ type quantileValue struct {
 
 // scrapeWindow is a node's two consecutive expositions.
 type scrapeWindow struct {
-	earlier, later *nodeMetrics
+	earlier, later *NodeMetrics
 	elapsed        time.Duration
 }
 
@@ -141,7 +142,7 @@ func buildFrame(prev, cur *topSnapshot, topics int) *topFrame {
 		if n.Err != "" {
 			f.Notes = append(f.Notes, fmt.Sprintf("node %d: %s", n.ID, n.Err))
 		}
-		if v, _ := n.Metrics.gauge(metrics.ControllerActive); v == 1 {
+		if v, _ := n.Metrics.Gauge(metrics.ControllerActive); v == 1 {
 			activeControllers = append(activeControllers, strconv.Itoa(int(n.ID)))
 		}
 	}
@@ -153,10 +154,10 @@ func buildFrame(prev, cur *topSnapshot, topics int) *topFrame {
 	return f
 }
 
-func brokerRowOf(n *nodeScrape, w *scrapeWindow, q *quorumDescription) brokerRow {
+func brokerRowOf(n *nodeScrape, w *scrapeWindow, q *cli.QuorumDescription) brokerRow {
 	row := brokerRow{ID: n.ID, Addr: n.Addr, Role: n.Metrics.raftStateOr(quorumRole(q, n.ID))}
 	gauge := func(d *metrics.Def) metricValue {
-		v, ok := n.Metrics.gauge(d)
+		v, ok := n.Metrics.Gauge(d)
 		return metricValue{V: v, Known: ok}
 	}
 	row.Partitions, row.Leaders = gauge(metrics.PartitionCount), gauge(metrics.LeaderCount)
@@ -178,7 +179,7 @@ func brokerRowOf(n *nodeScrape, w *scrapeWindow, q *quorumDescription) brokerRow
 	return row
 }
 
-func (m *nodeMetrics) raftStateOr(fallback string) string {
+func (m *NodeMetrics) raftStateOr(fallback string) string {
 	if m == nil || m.raftState == "" {
 		return fallback
 	}
@@ -186,7 +187,7 @@ func (m *nodeMetrics) raftStateOr(fallback string) string {
 }
 
 // quorumRole is node id's role in q, "" when it is no member.
-func quorumRole(q *quorumDescription, id int32) string {
+func quorumRole(q *cli.QuorumDescription, id int32) string {
 	switch {
 	case q == nil:
 		return ""
@@ -202,7 +203,7 @@ func quorumRole(q *quorumDescription, id int32) string {
 
 // latencyP99 is the p99 of api's total time on a node: over its window
 // when it has one, else since it started.
-func latencyP99(m *nodeMetrics, w *scrapeWindow, api string) quantileValue {
+func latencyP99(m *NodeMetrics, w *scrapeWindow, api string) quantileValue {
 	if m == nil {
 		return quantileValue{}
 	}
@@ -230,14 +231,14 @@ func quorumRows(s *topSnapshot) []quorumRow {
 	if q == nil {
 		return nil
 	}
-	leader, _ := q.leaderState()
+	leader, _ := q.LeaderState()
 	var rows []quorumRow
 	add := func(r kmsg.DescribeQuorumResponseTopicPartitionReplicaState, role string) {
 		row := quorumRow{ID: r.ReplicaID, Role: role, LogEndOffset: r.LogEndOffset, Lag: max(0, leader.LogEndOffset-r.LogEndOffset)}
 		if n := s.node(r.ReplicaID); n != nil {
-			epoch, ok := n.Metrics.gauge(metrics.RaftEpoch)
+			epoch, ok := n.Metrics.Gauge(metrics.RaftEpoch)
 			row.Epoch = metricValue{V: epoch, Known: ok}
-			hw, ok := n.Metrics.gauge(metrics.RaftHighWatermark)
+			hw, ok := n.Metrics.Gauge(metrics.RaftHighWatermark)
 			row.HighWatermark = metricValue{V: hw, Known: ok}
 		}
 		rows = append(rows, row)

@@ -1,4 +1,4 @@
-package main
+package proccluster
 
 import (
 	"context"
@@ -18,13 +18,13 @@ import (
 )
 
 // loggedSince reports whether a line after the first n contains substr.
-func (p *nodeProcess) loggedSince(n int, substr string) bool {
+func (p *Node) loggedSince(n int, substr string) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return slices.ContainsFunc(p.logs[min(n, len(p.logs)):], func(l string) bool { return strings.Contains(l, substr) })
 }
 
-func (p *nodeProcess) logLines() int {
+func (p *Node) logLines() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return len(p.logs)
@@ -40,12 +40,12 @@ func TestReplicationProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real processes")
 	}
-	specs := []clusterSpec{{1, "broker,controller"}, {2, "broker,controller"}, {3, "broker,controller"}}
-	c := startCluster(t, specs, "broker.session.timeout.ms=4000", "replica.lag.time.max.ms=5000")
-	c.waitFor(clusterStartTimeout, "every broker registered", func() bool { return len(c.registeredBrokers()) == 3 })
+	specs := []Spec{{1, "broker,controller"}, {2, "broker,controller"}, {3, "broker,controller"}}
+	c := Start(t, specs, Options{Props: []string{"broker.session.timeout.ms=4000", "replica.lag.time.max.ms=5000"}})
+	c.WaitFor(clusterStartTimeout, "every broker registered", func() bool { return len(c.registeredBrokers()) == 3 })
 	var seeds []string
-	for _, p := range c.procs {
-		seeds = append(seeds, p.brokerAddr)
+	for _, p := range c.Nodes {
+		seeds = append(seeds, p.BrokerAddr)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -53,7 +53,7 @@ func TestReplicationProcesses(t *testing.T) {
 	require.NoError(t, err)
 	defer admCl.Close()
 	adm := kadm.NewClient(admCl)
-	c.waitFor(clusterStartTimeout, "the topic created", func() bool {
+	c.WaitFor(clusterStartTimeout, "the topic created", func() bool {
 		resp, err := adm.CreateTopic(ctx, 2, 3, map[string]*string{"min.insync.replicas": kadmString("2")}, "replicated")
 		return err == nil && resp.Err == nil
 	})
@@ -98,18 +98,18 @@ func TestReplicationProcesses(t *testing.T) {
 	produce(100, "before")
 	for round := 1; round <= 2; round++ {
 		var leader int32 = -1
-		c.waitFor(20*time.Second, "partition 0 led", func() bool { leader = leaderOf(0); return leader > 0 })
-		victim := c.proc(leader)
-		lines := victim.logLines()
+		c.WaitFor(20*time.Second, "partition 0 led", func() bool { leader = leaderOf(0); return leader > 0 })
+		victim := c.Node(leader)
+		lines := victim.LogLines()
 		start := time.Now()
-		victim.kill()
+		victim.Kill()
 		produce(50, fmt.Sprintf("round%d", round)) // retried until a new leader takes them
 		t.Logf("round %d: killed leader %d; 50 acks=all records acknowledged %v later", round, leader, time.Since(start).Round(time.Millisecond))
 		if round == 1 {
 			// The fenced broker left both ISRs: `strata topic describe
 			// --under-replicated` lists both partitions, without it.
-			r := cliRunner{t: t, addr: c.proc(1 + leader%3).brokerAddr}
-			out := r.ok("", "topic", "describe", "--under-replicated", "replicated")
+			addr := c.Node(1 + leader%3).BrokerAddr
+			out := strataOK(t, addr, "topic", "describe", "--under-replicated", "replicated")
 			lines := strings.Split(strings.TrimSpace(out), "\n")
 			require.Len(t, lines, 2, "both partitions are under-replicated:\n%s", out)
 			for _, l := range lines {
@@ -118,14 +118,14 @@ func TestReplicationProcesses(t *testing.T) {
 				isr := strings.Fields(strings.SplitN(l, "Isr: ", 2)[1])[0]
 				require.NotContains(t, isr, fmt.Sprint(leader), l)
 			}
-			require.Empty(t, strings.TrimSpace(r.ok("", "topic", "describe", "--under-min-isr", "replicated")), "two of three in sync")
-			require.Empty(t, strings.TrimSpace(r.ok("", "topic", "describe", "--unavailable", "replicated")))
+			require.Empty(t, strings.TrimSpace(strataOK(t, addr, "topic", "describe", "--under-min-isr", "replicated")), "two of three in sync")
+			require.Empty(t, strings.TrimSpace(strataOK(t, addr, "topic", "describe", "--unavailable", "replicated")))
 		}
-		victim.spawn(t)
-		c.waitFor(clusterStartTimeout, fmt.Sprintf("node %d restarted", leader), func() bool {
-			return victim.loggedSince(lines, "broker registered with the controller")
+		c.Restart(victim.ID)
+		c.WaitFor(clusterStartTimeout, fmt.Sprintf("node %d restarted", leader), func() bool {
+			return victim.LoggedSince(lines, "broker registered with the controller")
 		})
-		c.waitFor(30*time.Second, fmt.Sprintf("node %d back in the ISR", leader), func() bool {
+		c.WaitFor(30*time.Second, fmt.Sprintf("node %d back in the ISR", leader), func() bool {
 			return slices.Contains(isrOf(0), leader) && slices.Contains(isrOf(1), leader)
 		})
 	}
@@ -135,7 +135,7 @@ func TestReplicationProcesses(t *testing.T) {
 	// leadership back on the first replica of its assignment.
 	// (PREFERRED_LEADER_NOT_AVAILABLE while the preferred replica is not
 	// back in the controller's ISR yet: asked again.)
-	c.waitFor(20*time.Second, "preferred elections done", func() bool {
+	c.WaitFor(20*time.Second, "preferred elections done", func() bool {
 		results, err := adm.ElectLeaders(ctx, kadm.ElectPreferredReplica, kadm.TopicsSet{"replicated": {0: {}, 1: {}}})
 		if err != nil {
 			return false
@@ -150,7 +150,7 @@ func TestReplicationProcesses(t *testing.T) {
 		}
 		return true
 	})
-	c.waitFor(10*time.Second, "every partition led by its preferred replica", func() bool {
+	c.WaitFor(10*time.Second, "every partition led by its preferred replica", func() bool {
 		md, err := adm.Metadata(ctx, "replicated")
 		if err != nil {
 			return false
@@ -208,12 +208,12 @@ func TestPartitionFailoverProcesses(t *testing.T) {
 	var took []time.Duration
 	for run := 1; run <= runs; run++ {
 		t.Run(fmt.Sprintf("run-%d", run), func(t *testing.T) {
-			specs := []clusterSpec{{1, "broker,controller"}, {2, "broker,controller"}, {3, "broker,controller"}}
-			c := startCluster(t, specs)
-			c.waitFor(clusterStartTimeout, "every broker registered", func() bool { return len(c.registeredBrokers()) == 3 })
+			specs := []Spec{{1, "broker,controller"}, {2, "broker,controller"}, {3, "broker,controller"}}
+			c := Start(t, specs, Options{})
+			c.WaitFor(clusterStartTimeout, "every broker registered", func() bool { return len(c.registeredBrokers()) == 3 })
 			var seeds []string
-			for _, p := range c.procs {
-				seeds = append(seeds, p.brokerAddr)
+			for _, p := range c.Nodes {
+				seeds = append(seeds, p.BrokerAddr)
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
@@ -226,7 +226,7 @@ func TestPartitionFailoverProcesses(t *testing.T) {
 			require.NoError(t, err)
 			defer cl.Close()
 			adm := kadm.NewClient(cl)
-			c.waitFor(clusterStartTimeout, "the topic created", func() bool {
+			c.WaitFor(clusterStartTimeout, "the topic created", func() bool {
 				resp, err := adm.CreateTopic(ctx, 1, 3, map[string]*string{"min.insync.replicas": kadmString("2")}, "f")
 				return err == nil && resp.Err == nil
 			})
@@ -237,7 +237,7 @@ func TestPartitionFailoverProcesses(t *testing.T) {
 			require.NoError(t, err)
 			leader := md.Topics["f"].Partitions[0].Leader
 			start := time.Now()
-			c.proc(leader).kill()
+			c.Node(leader).Kill()
 			require.NoError(t, cl.ProduceSync(ctx, &kgo.Record{Partition: 0, Value: []byte("after")}).FirstErr())
 			d := time.Since(start)
 			took = append(took, d)

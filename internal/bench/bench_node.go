@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"bytes"
@@ -20,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-log/strata/internal/cli"
 	"github.com/strata-log/strata/node"
 )
 
@@ -61,7 +62,7 @@ type benchNode struct {
 // ready: its Metadata lists a broker and a controller. command is the
 // strata binary and any arguments before "serve"; env is added to the
 // child's environment. The child is killed if this process dies.
-func startBenchNode(ctx context.Context, command []string, env []string, dir string, extraArgs keyValues, readyTimeout time.Duration) (*benchNode, error) {
+func startBenchNode(ctx context.Context, command []string, env []string, dir string, extraArgs cli.KeyValues, readyTimeout time.Duration) (*benchNode, error) {
 	c, err := startBenchCluster(ctx, command, env, dir, 1, extraArgs, readyTimeout)
 	if err != nil {
 		return nil, err
@@ -79,7 +80,7 @@ type benchCluster struct {
 // with node ids 1..n, every one a voter, their data under dir/node-<id>
 // (dir/strata-node for a single node), and waits until each one's
 // Metadata lists all n brokers and a controller.
-func startBenchCluster(ctx context.Context, command []string, env []string, dir string, n int, extraArgs keyValues, readyTimeout time.Duration) (*benchCluster, error) {
+func startBenchCluster(ctx context.Context, command []string, env []string, dir string, n int, extraArgs cli.KeyValues, readyTimeout time.Duration) (*benchCluster, error) {
 	brokerAddrs := make([]string, n)
 	ctrlAddrs := make([]string, n)
 	metricsAddrs := make([]string, n)
@@ -120,7 +121,7 @@ func startBenchCluster(ctx context.Context, command []string, env []string, dir 
 			"--metrics.listener", metricsAddrs[i])
 		args = append(args, clusterArgs...)
 		for _, kv := range extraArgs {
-			args = append(args, "--"+kv.key+"="+kv.value)
+			args = append(args, "--"+kv.Key+"="+kv.Value)
 		}
 		nd := &benchNode{addr: brokerAddrs[i], metricsAddr: metricsAddrs[i], exited: make(chan struct{}), log: &logTail{max: benchNodeLogLines}}
 		nd.cmd = exec.Command(command[0], args...)

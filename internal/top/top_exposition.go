@@ -1,4 +1,4 @@
-package main
+package top
 
 // What `strata top` reads from a node's Prometheus exposition, and the
 // arithmetic over two of them: counter rates and histogram quantiles.
@@ -31,8 +31,8 @@ var topGauges = []*metrics.Def{
 	metrics.BrokerFenced, metrics.RaftEpoch, metrics.RaftHighWatermark,
 }
 
-// nodeMetrics is what a frame reads from one node's exposition.
-type nodeMetrics struct {
+// NodeMetrics is what a frame reads from one node's exposition.
+type NodeMetrics struct {
 	// gauges are the topGauges the node exports, each summed over its
 	// series (they have one).
 	gauges map[*metrics.Def]float64
@@ -49,7 +49,7 @@ type nodeMetrics struct {
 // topicCounters are one topic's counters on one node.
 type topicCounters struct{ bytesIn, bytesOut, messagesIn float64 }
 
-func (m *nodeMetrics) gauge(d *metrics.Def) (float64, bool) {
+func (m *NodeMetrics) Gauge(d *metrics.Def) (float64, bool) {
 	if m == nil {
 		return 0, false
 	}
@@ -57,14 +57,14 @@ func (m *nodeMetrics) gauge(d *metrics.Def) (float64, bool) {
 	return v, ok
 }
 
-// parseExposition reads the Prometheus text format.
-func parseExposition(r io.Reader) (*nodeMetrics, error) {
+// ParseExposition reads the Prometheus text format.
+func ParseExposition(r io.Reader) (*NodeMetrics, error) {
 	p := expfmt.NewTextParser(model.UTF8Validation)
 	families, err := p.TextToMetricFamilies(r)
 	if err != nil {
 		return nil, fmt.Errorf("invalid exposition: %w", err)
 	}
-	m := &nodeMetrics{gauges: map[*metrics.Def]float64{}, topics: map[string]topicCounters{}, latency: map[string]buckets{}}
+	m := &NodeMetrics{gauges: map[*metrics.Def]float64{}, topics: map[string]topicCounters{}, latency: map[string]buckets{}}
 	for _, d := range topGauges {
 		if mf := families[d.Name]; mf != nil {
 			var sum float64
