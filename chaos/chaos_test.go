@@ -155,7 +155,8 @@ func TestChaos(t *testing.T) {
 	nem := nemesis.Start(world, mix, phase)
 	world.Run(phase)
 	world.HealEverything()
-	t.Logf("schedule of seed %d (%d faults injected, %d nemesis draws):\n  %s", seed, world.Faults, nem.Injected(), strings.Join(world.Schedule, "\n  "))
+	t.Logf("schedule of seed %d (%d faults injected, %d nemesis draws; callbacks ended at most %v after their time):\n  %s",
+		seed, world.Faults, nem.Injected(), world.MaxLag.Round(time.Millisecond), strings.Join(world.Schedule, "\n  "))
 
 	// Every node runs again; every partition acknowledges a probe.
 	for _, p := range c.Nodes {

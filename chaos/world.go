@@ -77,6 +77,9 @@ type World struct {
 	Schedule []string
 	Mix      string
 	Faults   int // primitives that did something
+	// MaxLag is the most a callback ended after its time on the wall
+	// clock (a kill waits for the process to go, tc and ip take a while).
+	MaxLag time.Duration
 }
 
 // NewWorld is a World of n nodes, all up, whose streams derive from
@@ -125,6 +128,9 @@ func (w *World) Run(until time.Duration) {
 		}
 		w.now = t.at
 		t.f()
+		if w.sleep != nil {
+			w.MaxLag = max(w.MaxLag, time.Since(w.begin)-t.at)
+		}
 	}
 }
 

@@ -58,6 +58,9 @@ type NetGroup struct {
 	// Netem reports whether the kernel has tc netem; without it a clog is
 	// a slow link.
 	Netem bool
+	// clogged is, per veth end ({namespace, device}), the destinations
+	// its clogged class takes now.
+	clogged map[[2]string][]string
 }
 
 // netGroupPrefix starts the names of every namespace a NetGroup creates;
@@ -290,33 +293,58 @@ func (g *NetGroup) clogDevs(i int) [2][2]string {
 }
 
 // setClass sends what goes to dsts on dev through the clogged class 1:2,
-// or removes the class without dsts.
+// or removes the class without dsts. A device whose dsts did not change
+// is left alone, and each change is two runs of tc (-batch): a clog's
+// start or end must not lag its schedule by a run of tc per command.
 func (g *NetGroup) setClass(dev [2]string, dsts []string) error {
+	slices.Sort(dsts)
+	dsts = slices.Compact(dsts)
+	if g.clogged == nil {
+		g.clogged = map[[2]string][]string{}
+	}
+	if slices.Equal(g.clogged[dev], dsts) {
+		return nil
+	}
 	ns, name := dev[0], dev[1]
-	_, _ = tcCmd(ns, "filter", "del", "dev", name, "parent", "1:")
-	_, _ = tcCmd(ns, "class", "del", "dev", name, "classid", "1:2")
+	if len(g.clogged[dev]) > 0 {
+		// The filters first: the class is in use while they point to it.
+		_, _ = tcBatch(ns, true, []string{"filter del dev " + name + " parent 1:", "class del dev " + name + " classid 1:2"})
+	}
+	delete(g.clogged, dev)
 	if len(dsts) == 0 {
 		return nil
 	}
-	class := []string{"class", "add", "dev", name, "parent", "1:", "classid", "1:2", "htb", "rate", "10gbit"}
-	if !g.Netem {
-		class = []string{"class", "add", "dev", name, "parent", "1:", "classid", "1:2", "htb", "rate", clogRate, "ceil", clogRate}
+	var cmds []string
+	if g.Netem {
+		cmds = append(cmds, "class add dev "+name+" parent 1: classid 1:2 htb rate 10gbit",
+			"qdisc add dev "+name+" parent 1:2 handle 20: "+clogNetem)
+	} else {
+		cmds = append(cmds, "class add dev "+name+" parent 1: classid 1:2 htb rate "+clogRate+" ceil "+clogRate)
 	}
-	if _, err := tcCmd(ns, class...); err != nil {
+	for _, d := range dsts {
+		cmds = append(cmds, "filter add dev "+name+" parent 1: protocol ip prio 1 u32 match ip dst "+d+" flowid 1:2")
+	}
+	if _, err := tcBatch(ns, false, cmds); err != nil {
 		return err
 	}
-	if g.Netem {
-		if _, err := tcCmd(ns, append([]string{"qdisc", "add", "dev", name, "parent", "1:2", "handle", "20:"}, strings.Fields(clogNetem)...)...); err != nil {
-			return err
-		}
-	}
-	slices.Sort(dsts)
-	for _, d := range slices.Compact(dsts) {
-		if _, err := tcCmd(ns, "filter", "add", "dev", name, "parent", "1:", "protocol", "ip", "prio", "1", "u32", "match", "ip", "dst", d, "flowid", "1:2"); err != nil {
-			return err
-		}
-	}
+	g.clogged[dev] = dsts
 	return nil
+}
+
+// tcBatch runs the tc commands cmds in namespace ns as one tc -batch
+// (with force, past errors).
+func tcBatch(ns string, force bool, cmds []string) (string, error) {
+	args := []string{"-n", ns, "-batch", "-"}
+	if force {
+		args = []string{"-n", ns, "-force", "-batch", "-"}
+	}
+	c := exec.Command("tc", args...)
+	c.Stdin = strings.NewReader(strings.Join(cmds, "\n") + "\n")
+	out, err := c.CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("tc -n %s -batch %q: %w: %s", ns, cmds, err, strings.TrimSpace(string(out)))
+	}
+	return string(out), nil
 }
 
 // tc runs tc in ns and fails the test on an error.
