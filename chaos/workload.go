@@ -53,6 +53,7 @@ type workload struct {
 	sessions   map[string][]int   // per reader and partition: its session
 	next       map[string][]int64 // per reader and partition: the next offset
 	fetchErrs  map[string]int
+	sendErrs   map[string]int // the errors of the unknown outcomes
 
 	stopProduce, produced chan struct{}
 	stopConsume           context.CancelFunc
@@ -61,7 +62,7 @@ type workload struct {
 
 func newWorkload(topic string, partitions int32, seeds []string) *workload {
 	w := &workload{topic: topic, partitions: partitions, seeds: seeds, begin: time.Now(),
-		sessions: map[string][]int{}, next: map[string][]int64{}, fetchErrs: map[string]int{}}
+		sessions: map[string][]int{}, next: map[string][]int64{}, fetchErrs: map[string]int{}, sendErrs: map[string]int{}}
 	w.history = linearizability.NewLogHistory(func() time.Duration { return time.Since(w.begin) })
 	return w
 }
@@ -102,6 +103,7 @@ func (w *workload) send(cl *kgo.Client, name string, p int32, value string, done
 		if err != nil {
 			a.Outcome, a.Detail = linearizability.LogUnknown, err.Error()
 			w.unknown++
+			w.sendErrs[err.Error()]++
 		} else {
 			a.Outcome, a.Offset = linearizability.LogAcked, r.Offset
 			w.acked++
@@ -358,7 +360,7 @@ func (w *workload) verdict() (failures []string, figures string) {
 	if r := w.history.Anomalies(); !r.Empty() {
 		failures = append(failures, "anomalies:\n"+r.String())
 	}
-	figures = fmt.Sprintf("%d records produced, %d acknowledged, %d unknown outcomes over %d partitions; consumer fetch errors %v",
-		w.history.Records(), w.acked, w.unknown, w.partitions, w.fetchErrs)
+	figures = fmt.Sprintf("%d records produced, %d acknowledged, %d unknown outcomes %v over %d partitions; consumer fetch errors %v",
+		w.history.Records(), w.acked, w.unknown, w.sendErrs, w.partitions, w.fetchErrs)
 	return failures, figures
 }
