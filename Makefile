@@ -8,7 +8,7 @@ SEEDS     ?= 1000
 BENCHTIME ?= 1s
 PKGS      := ./...
 
-.PHONY: kgo-suite run check test sim sim-sweep sim-sweep-kraft sim-compare crash-sweep lint vet fmt-check bench bench-failover bench-partition-failover bench-groups bench-txn bench-strata bench-replicated bench-hostile fuzz clean build build-bench
+.PHONY: kgo-suite run check test sim sim-sweep sim-sweep-kraft sim-compare crash-sweep lint vet fmt-check bench bench-failover bench-partition-failover bench-groups bench-txn bench-strata bench-replicated bench-hostile fuzz clean build build-bench chaos
 
 ## run: start one combined broker+controller on 127.0.0.1:9092, data in ./data
 run: build
@@ -27,16 +27,27 @@ check: vet fmt-check
 
 ## test: everything a change can break (vet, gofmt, unit, property, sim seeds, determinism, real clients);
 ## node/, cmd/ and the packages around the binary (internal/bench, internal/top, and internal/proccluster with
-## the real-process system tests, whose strata binary is then built with -race too) run under the race
+## the real-process system tests, whose strata binary is then built with -race too, and chaos/ with a 30 s
+## real-process nemesis campaign on a seed from the clock, printed for make chaos SEED=) run under the race
 ## detector; the attack suite (attack/: a real node fed hostile input while a victim client's latency is
 ## measured) runs last and alone, since its bounds compare latencies and no other package may share the CPU meanwhile
-RACE_PKGS := ./node/... ./cmd/... ./internal/bench/... ./internal/top/... ./internal/proccluster/...
+RACE_PKGS := ./node/... ./cmd/... ./internal/bench/... ./internal/top/... ./internal/proccluster/... ./chaos/...
 test: vet fmt-check
 	$(GO) test -count=1 -timeout 30m $$($(GO) list $(PKGS) | grep -v -e '/node$$' -e '/node/' -e '/cmd/' -e '/attack$$' \
-	  -e '/internal/bench' -e '/internal/top$$' -e '/internal/proccluster$$')
+	  -e '/internal/bench' -e '/internal/top$$' -e '/internal/proccluster$$' -e '/chaos$$')
 	$(GO) test -race -count=1 -timeout 30m $(RACE_PKGS)
 	$(GO) test -count=1 -timeout 10m ./attack/
 	$(GO) test -tags strata_plant -count=1 -timeout 10m -run 'TestPlanted' ./sim/scenario/
+
+## chaos: the seeded real-process campaign (docs/simulation.md): three `strata serve` processes, each in its own
+## network namespace, under the nemesis's drawn mix of kill -9, SIGSTOP, partitions, one-way cuts and tc clogs for
+## DURATION while a kgo producer and consumer run, then the heal, a liveness probe, a final read and the replicated
+## scenario's checks on the client's history. SEED=N replays a seed's mix and schedule (a seed from the clock when
+## unset, printed); needs root and iproute2 (skips without them, fails under CI=true). make test runs a 30 s one
+DURATION      ?= 60s
+CHAOS_TIMEOUT ?= 30m
+chaos:
+	$(GO) test -count=1 -timeout $(CHAOS_TIMEOUT) -run '^TestChaos$$' -v ./chaos/ -chaos.seed=$(or $(SEED),0) -chaos.duration=$(DURATION)
 
 ## sim: replay one seed (SEED=N; a random seed when unset) of SCENARIO (default log: the Kafka data path
 ## under the nemesis; others: replicated, replicated5, groups (a consumer group under member faults and
