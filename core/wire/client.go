@@ -1,4 +1,4 @@
-package protocol
+package wire
 
 import (
 	"errors"
@@ -15,10 +15,10 @@ import (
 var (
 	// ErrConnClosed: the connection ended before the response came. The
 	// request may or may not have been served.
-	ErrConnClosed = errors.New("protocol: connection closed before the response")
+	ErrConnClosed = errors.New("wire: connection closed before the response")
 	// ErrTooManyInflight: Do was refused because MaxInflight requests
 	// await responses; nothing was sent.
-	ErrTooManyInflight = errors.New("protocol: too many requests in flight")
+	ErrTooManyInflight = errors.New("wire: too many requests in flight")
 )
 
 // ClientConfig configures a Client.
