@@ -60,6 +60,10 @@ func TestErrorResponseCoversEveryKind(t *testing.T) {
 		&kmsg.AddPartitionsToTxnRequest{Topics: []kmsg.AddPartitionsToTxnRequestTopic{{Topic: "t", Partitions: []int32{2}}}},
 		&kmsg.AddPartitionsToTxnRequest{Version: 4},
 		&kmsg.DescribeTransactionsRequest{TransactionalIDs: []string{"t"}},
+		&kmsg.TxnOffsetCommitRequest{Topics: []kmsg.TxnOffsetCommitRequestTopic{{Topic: "t", Partitions: []kmsg.TxnOffsetCommitRequestTopicPartition{{Partition: 2}}}}},
+		&kmsg.AlterPartitionAssignmentsRequest{Topics: []kmsg.AlterPartitionAssignmentsRequestTopic{{Topic: "t", Partitions: []kmsg.AlterPartitionAssignmentsRequestTopicPartition{{Partition: 2}}}}},
+		kmsg.NewPtrListPartitionReassignmentsRequest(),
+		&kmsg.ElectLeadersRequest{Topics: []kmsg.ElectLeadersRequestTopic{{Topic: "t", Partitions: []int32{2}}}},
 	}
 	for _, req := range reqs {
 		resp := ErrorResponse(req, kerr.NotController, "why")
@@ -73,3 +77,14 @@ func TestErrorResponseCoversEveryKind(t *testing.T) {
 	require.Panics(t, func() { ErrorResponse(kmsg.NewPtrSASLHandshakeRequest(), kerr.NotController, "") })
 }
 
+// A key answered by two families would be answered by the first only.
+func TestErrorFamiliesAreDisjoint(t *testing.T) {
+	seen := map[kmsg.Key]int{}
+	for i, family := range errorFamilies {
+		for key := range family {
+			prev, dup := seen[key]
+			require.False(t, dup, "%s in families %d and %d", kmsg.NameForKey(key.Int16()), prev, i)
+			seen[key] = i
+		}
+	}
+}
