@@ -1,7 +1,6 @@
 package wire
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -10,16 +9,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/core/env"
-)
-
-// Errors a Peer gives a request's done, besides the Client's.
-var (
-	// ErrPeerClosed: the peer was closed (or reset) before the request
-	// was sent.
-	ErrPeerClosed = errors.New("wire: peer closed before the request was sent")
-	// ErrQueueFull: the request waited for the connection among
-	// PeerConfig.MaxQueued others and was the oldest when one more came.
-	ErrQueueFull = errors.New("wire: dropped from a full queue")
 )
 
 // Backoff is how long a Peer waits before it dials again after a failed
@@ -94,12 +83,7 @@ type Call struct {
 
 // NewPeer makes a peer; it dials on the first Do or Dial.
 func NewPeer(e env.Env, cfg PeerConfig) *Peer {
-	if cfg.MaxInflight <= 0 {
-		cfg.MaxInflight = DefaultMaxInflight
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
+	setDefaults(&cfg.MaxInflight, &cfg.Logger)
 	return &Peer{e: e, cfg: cfg}
 }
 
