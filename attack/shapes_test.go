@@ -20,10 +20,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/strata-log/strata/core/protocol"
 	"github.com/strata-log/strata/core/quorum"
 	"github.com/strata-log/strata/core/record"
 	"github.com/strata-log/strata/core/record/recordtest"
+	"github.com/strata-log/strata/core/wire"
 )
 
 // Every attacker comes from a loopback address of its own (127.0.0.x),
@@ -806,7 +806,7 @@ func attackMetadataFlood(ctx context.Context, r *run) string {
 			if i%50 != 0 {
 				continue
 			}
-			resp, err := protocol.ParseResponse(frame, req)
+			resp, err := wire.ParseResponse(frame, req)
 			if err != nil {
 				r.finding("metadata flood: %v", err)
 				return

@@ -1,4 +1,4 @@
-package protocol
+package wire
 
 import (
 	"errors"
@@ -6,6 +6,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/core/protocol"
 )
 
 // requestHeaderFixedBytes is the part of every Kafka request header that
@@ -51,14 +53,14 @@ func (e *FrameError) Error() string {
 // at a version the table does not implement. Its body may be in a format
 // we cannot parse, so only the header's fixed part was read; the listener
 // answers Table.ApiVersionsUnsupported (KIP-511) and keeps the connection.
-var ErrApiVersionsTooNew = errors.New("protocol: ApiVersions request newer than supported")
+var ErrApiVersionsTooNew = errors.New("wire: ApiVersions request newer than supported")
 
 // ParseRequest decodes a request frame (without its size prefix) that the
-// table serves. It returns the header and the decoded request, or a
+// listener's table t serves. It returns the header and the decoded request, or a
 // *FrameError (an unknown key, an unsupported version, a malformed header
 // or body), or ErrApiVersionsTooNew with the header. It never panics on
 // any input, and decodes nothing it does not serve.
-func (t Table) ParseRequest(frame []byte) (RequestHeader, kmsg.Request, error) {
+func ParseRequest(t protocol.Table, frame []byte) (RequestHeader, kmsg.Request, error) {
 	hdr := RequestHeader{Key: NoKey, Version: -1, CorrelationID: -1}
 	if len(frame) < requestHeaderFixedBytes {
 		return hdr, nil, &FrameError{Header: hdr, Reason: fmt.Sprintf("frame of %d bytes is shorter than a request header", len(frame))}
@@ -144,10 +146,10 @@ func ParseResponse(frame []byte, req kmsg.Request) (kmsg.Response, error) {
 		kmsg.SkipTags(&r)
 	}
 	if !r.Ok() {
-		return nil, fmt.Errorf("protocol: malformed %s response header", kmsg.NameForKey(req.Key()))
+		return nil, fmt.Errorf("wire: malformed %s response header", kmsg.NameForKey(req.Key()))
 	}
 	if err := resp.ReadFrom(r.Src); err != nil {
-		return nil, fmt.Errorf("protocol: malformed %s v%d response: %w", kmsg.NameForKey(req.Key()), req.GetVersion(), err)
+		return nil, fmt.Errorf("wire: malformed %s v%d response: %w", kmsg.NameForKey(req.Key()), req.GetVersion(), err)
 	}
 	return resp, nil
 }

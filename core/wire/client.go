@@ -1,7 +1,6 @@
-package protocol
+package wire
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -9,16 +8,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/core/env"
-)
-
-// Errors of a Client. Do's callback gets them wrapped with the detail.
-var (
-	// ErrConnClosed: the connection ended before the response came. The
-	// request may or may not have been served.
-	ErrConnClosed = errors.New("protocol: connection closed before the response")
-	// ErrTooManyInflight: Do was refused because MaxInflight requests
-	// await responses; nothing was sent.
-	ErrTooManyInflight = errors.New("protocol: too many requests in flight")
 )
 
 // ClientConfig configures a Client.
@@ -63,16 +52,22 @@ type call struct {
 	done func(kmsg.Response, error)
 }
 
+// setDefaults gives a zero in-flight bound its default and a nil logger
+// one that discards.
+func setDefaults(maxInflight *int, logger **slog.Logger) {
+	if *maxInflight <= 0 {
+		*maxInflight = DefaultMaxInflight
+	}
+	if *logger == nil {
+		*logger = slog.New(slog.DiscardHandler)
+	}
+}
+
 // NewClient takes over conn: it registers the conn's OnFrame and OnClose
 // handlers, so it must be called from Dial's callback (or an accept
 // callback), as env.Net requires.
 func NewClient(conn env.Conn, cfg ClientConfig) *Client {
-	if cfg.MaxInflight <= 0 {
-		cfg.MaxInflight = DefaultMaxInflight
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
+	setDefaults(&cfg.MaxInflight, &cfg.Logger)
 	c := &Client{conn: conn, cfg: cfg, formatter: kmsg.NewRequestFormatter(kmsg.FormatterClientID(cfg.ClientID))}
 	conn.OnFrame(c.onFrame)
 	conn.OnClose(c.onClose)
