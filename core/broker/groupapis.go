@@ -207,8 +207,8 @@ func handleOffsetFetch(b *Broker, r *request) {
 func handleListGroups(b *Broker, r *request) {
 	req := r.body.(*kmsg.ListGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
-	for _, gs := range b.groups.shards {
-		resp.Groups = append(resp.Groups, gs.shard.List(req.StatesFilter, req.TypesFilter)...)
+	for _, gs := range b.groups.rt.Slots() {
+		resp.Groups = append(resp.Groups, gs.Shard.List(req.StatesFilter, req.TypesFilter)...)
 	}
 	r.respond(resp)
 }

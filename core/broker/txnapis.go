@@ -234,8 +234,8 @@ func handleListTransactions(b *Broker, r *request) {
 		}
 		pattern = re
 	}
-	for _, ts := range b.txns.shards {
-		list, e := ts.shard.List(f)
+	for _, ts := range b.txns.rt.Slots() {
+		list, e := ts.Shard.List(f)
 		if e != nil {
 			resp.ErrorCode = e.Code
 			resp.TransactionStates = nil
