@@ -4,6 +4,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-log/strata/core/coord"
 	"github.com/strata-log/strata/core/group"
 	"github.com/strata-log/strata/core/meta"
 	"github.com/strata-log/strata/core/protocol"
@@ -66,7 +67,7 @@ func (b *Broker) findCoordinator(typ int8, key string) kmsg.FindCoordinatorRespo
 	if problem := b.coordinatorTopicProblem(img, topic); problem != "" {
 		return fail(kerr.CoordinatorNotAvailable, "The coordinator's topic "+topic+" is not usable: "+problem+".")
 	}
-	p, ok := ti.Partition(groupPartition(key, int32(ti.NumPartitions())))
+	p, ok := ti.Partition(coord.PartitionFor(key, int32(ti.NumPartitions())))
 	if !ok || p.Leader == meta.NoLeader {
 		return fail(kerr.CoordinatorNotAvailable, "The key's partition of "+topic+" has no leader.")
 	}

@@ -20,15 +20,16 @@ import (
 // Groups live in __consumer_offsets, an ordinary compacted, replicated
 // topic of offsets.topic.num.partitions partitions that the first
 // FindCoordinator creates. A group belongs to partition
-// abs(javaHashCode(group)) % partitions (Kafka's, so tools agree on where
-// a group is), and its coordinator is that partition's leader: this
-// broker runs a group.Shard for each partition it leads and whose log is
-// online, replays the partition into it (loading: requests get
-// COORDINATOR_LOAD_IN_PROGRESS), and drops it when the leadership goes
-// (NOT_COORDINATOR). A shard writes through the partition's Produce with
-// acks=all, so its answers wait for the ISR. The shards are synced with
-// the partitions after every metadata image and whenever a partition led
-// here changes state (Partition.Watch).
+// coord.PartitionFor(group, partitions) (Kafka's, so tools agree on where
+// a group is), and its coordinator is that partition's leader: the
+// coordinator runtime (core/coord) runs a group.Shard for each partition
+// this broker leads with its log online, loads it by replaying the
+// partition (requests meanwhile get COORDINATOR_LOAD_IN_PROGRESS), and
+// unloads it when the leadership goes (NOT_COORDINATOR); it is the shards'
+// write path (acks=all: answers wait for the ISR). The broker syncs the
+// runtime after every metadata image (SyncGroups), and writes a
+// TxnOffsetCommit's batch itself, verified with the transaction
+// coordinator (writeGroupTxnRecords).
 
 // OffsetsTopic is the internal topic of group state.
 const OffsetsTopic = "__consumer_offsets"
@@ -102,34 +103,6 @@ func (b *Broker) offsetsPartitions() int32 {
 		return n
 	}
 	return DefaultOffsetsPartitions
-}
-
-// javaHashCode is Java's String.hashCode over the UTF-16 code units.
-func javaHashCode(s string) int32 {
-	var h int32
-	for _, r := range s {
-		if r >= 0x10000 {
-			r -= 0x10000
-			h = 31*h + int32(0xD800+(r>>10))
-			h = 31*h + int32(0xDC00+(r&0x3FF))
-			continue
-		}
-		h = 31*h + int32(r)
-	}
-	return h
-}
-
-// groupPartition is the __consumer_offsets partition of a group, out of n
-// (Kafka's Utils.abs(hashCode) % n; abs of MinInt32 is 0 there).
-func groupPartition(group string, n int32) int32 {
-	h := javaHashCode(group)
-	if h == -1<<31 {
-		h = 0
-	}
-	if h < 0 {
-		h = -h
-	}
-	return h % n
 }
 
 // SyncGroups brings the shards in line with the partitions: a shard for
@@ -243,22 +216,30 @@ func (b *Broker) appendGroupTxnRecords(gs *groupSlot, w group.TxnWrite, recs []g
 }
 
 // groupShardFor returns the running shard coordinating group here, or
-// the error code a request for it gets: NOT_COORDINATOR when another
-// broker (or none) is its coordinator.
+// the error code a request for it gets (shardFor).
 func (b *Broker) groupShardFor(name string) (*group.Shard, *kerr.Error) {
+	return shardFor(b, b.groups.rt, OffsetsTopic, name)
+}
+
+// shardFor returns the shard of rt coordinating key here, or the code a
+// request for it gets: COORDINATOR_NOT_AVAILABLE while the coordinator's
+// topic is missing or unusable, NOT_COORDINATOR when another broker (or
+// none) coordinates key.
+func shardFor[S coord.Shard](b *Broker, rt *coord.Runtime[S], topic, key string) (S, *kerr.Error) {
+	var none S
 	img := b.image()
 	if img == nil {
-		return nil, kerr.CoordinatorNotAvailable
+		return none, kerr.CoordinatorNotAvailable
 	}
-	ti, ok := img.TopicByName(OffsetsTopic)
-	if !ok || ti.NumPartitions() == 0 || b.coordinatorTopicProblem(img, OffsetsTopic) != "" {
-		return nil, kerr.CoordinatorNotAvailable
+	ti, ok := img.TopicByName(topic)
+	if !ok || ti.NumPartitions() == 0 || b.coordinatorTopicProblem(img, topic) != "" {
+		return none, kerr.CoordinatorNotAvailable
 	}
-	gs := b.groups.rt.Slot(groupPartition(name, int32(ti.NumPartitions())))
-	if gs == nil {
-		return nil, kerr.NotCoordinator
+	s := rt.Slot(coord.PartitionFor(key, int32(ti.NumPartitions())))
+	if s == nil {
+		return none, kerr.NotCoordinator
 	}
-	return gs.Shard, nil
+	return s.Shard, nil
 }
 
 // createOffsetsTopic asks the active controller to create

@@ -14,12 +14,10 @@ import (
 // __transaction_state, a compacted, replicated topic of
 // transaction.state.log.num.partitions partitions that the first
 // FindCoordinator of key type 1 creates; an id belongs to partition
-// abs(javaHashCode(id)) % partitions; this broker runs a txn.Shard for each
-// partition it leads with its log online, replays the partition into it
-// (COORDINATOR_LOAD_IN_PROGRESS meanwhile) and drops it when the leadership
-// goes (NOT_COORDINATOR). A shard writes with acks=all, gets producer ids
-// from the broker's blocks (initproducerid.go) and sends markers through
-// txnMarkers (txnmarkers.go).
+// coord.PartitionFor(id, partitions); the coordinator runtime (core/coord)
+// runs a txn.Shard for each partition led here with its log online. A
+// shard gets producer ids from the broker's blocks (initproducerid.go) and
+// sends markers through txnMarkers (txnmarkers.go).
 
 // TxnStateTopic is the internal topic of transaction state.
 const TxnStateTopic = "__transaction_state"
@@ -147,25 +145,10 @@ func (b *Broker) txnPartitionExists(topic string, partition int32) bool {
 	return ok
 }
 
-// txnPartition is the __transaction_state partition of an id.
-func txnPartition(id string, n int32) int32 { return groupPartition(id, n) }
-
 // txnShardFor returns the running shard coordinating id here, or the code
-// a request for it gets.
+// a request for it gets (shardFor).
 func (b *Broker) txnShardFor(id string) (*txn.Shard, *kerr.Error) {
-	img := b.image()
-	if img == nil {
-		return nil, kerr.CoordinatorNotAvailable
-	}
-	ti, ok := img.TopicByName(TxnStateTopic)
-	if !ok || ti.NumPartitions() == 0 || b.coordinatorTopicProblem(img, TxnStateTopic) != "" {
-		return nil, kerr.CoordinatorNotAvailable
-	}
-	ts := b.txns.rt.Slot(txnPartition(id, int32(ti.NumPartitions())))
-	if ts == nil {
-		return nil, kerr.NotCoordinator
-	}
-	return ts.Shard, nil
+	return shardFor(b, b.txns.rt, TxnStateTopic, id)
 }
 
 // createTxnStateTopic asks the active controller to create

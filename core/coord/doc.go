@@ -28,6 +28,8 @@
 //   - A shard's life (Status): loading, serving, unloaded, the code a
 //     request gets in each, and the guard that turns a write finished
 //     after the unload into ErrNotCoordinator.
+//   - Which partition a key belongs to (PartitionFor: Kafka's
+//     abs(hashCode) % partitions, so Kafka's tools agree).
 //
 // # What it never does
 //
