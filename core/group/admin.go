@@ -63,8 +63,8 @@ func (s *Shard) List(states, types []string) []kmsg.ListGroupsResponseGroup {
 	return out
 }
 
-// equalFold compares ASCII case-insensitively (Kafka parses states and
-// types ignoring case).
+// equalFold compares ASCII case-insensitively (Kafka parses states,
+// types and config values such as the migration policy ignoring case).
 func equalFold(a, b string) bool {
 	if len(a) != len(b) {
 		return false

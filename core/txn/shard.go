@@ -236,7 +236,17 @@ func (s *Shard) InitProducerID(id string, timeoutMs int32, expectedID int64, exp
 		bump(next)
 		return
 	}
-	t.pending = true // while the allocation runs
+	s.allocate(t, fail, func(pid int64) {
+		next.prevProducerID, next.producerID, next.nextProducerID, next.epoch, next.lastEpoch = t.producerID, pid, -1, 0, -1
+		bump(next)
+	})
+}
+
+// allocate asks for a producer id for t, which is pending meanwhile (no
+// other write of its id starts); got runs with the id, or fail with why
+// not (NOT_COORDINATOR once the shard unloaded).
+func (s *Shard) allocate(t *Txn, fail func(*kerr.Error), got func(pid int64)) {
+	t.pending = true
 	s.cfg.AllocateProducerID(func(pid int64, err *kerr.Error) {
 		t.pending = false
 		if s.status.Unloaded() {
@@ -246,8 +256,7 @@ func (s *Shard) InitProducerID(id string, timeoutMs int32, expectedID int64, exp
 			fail(err)
 			return
 		}
-		next.prevProducerID, next.producerID, next.nextProducerID, next.epoch, next.lastEpoch = t.producerID, pid, -1, 0, -1
-		bump(next)
+		got(pid)
 	})
 }
 
@@ -262,15 +271,7 @@ func (s *Shard) initNew(id string, timeoutMs int32, done func(int64, int16, *ker
 		}
 		done(-1, -1, err)
 	}
-	s.cfg.AllocateProducerID(func(pid int64, err *kerr.Error) {
-		t.pending = false
-		if s.status.Unloaded() {
-			err = kerr.NotCoordinator
-		}
-		if err != nil {
-			forget(err)
-			return
-		}
+	s.allocate(t, forget, func(pid int64) {
 		next := txnState{producerID: pid, prevProducerID: -1, nextProducerID: -1, epoch: 0, lastEpoch: -1, timeoutMs: timeoutMs,
 			state: StateEmpty, startMs: -1, updateMs: s.nowMs()}
 		s.transition(t, next, func(err *kerr.Error) {
@@ -455,16 +456,7 @@ func (s *Shard) EndTxn(id string, producerID int64, epoch int16, commit, tv2 boo
 		// with the last epoch, and the Complete state moves the id to a
 		// new producer id (Kafka's NextProducerId), which the answer
 		// gives now.
-		t.pending = true
-		s.cfg.AllocateProducerID(func(pid int64, err *kerr.Error) {
-			t.pending = false
-			if s.status.Unloaded() {
-				err = kerr.NotCoordinator
-			}
-			if err != nil {
-				fail(err)
-				return
-			}
+		s.allocate(t, fail, func(pid int64) {
 			next := t.txnState
 			next.state, next.updateMs, next.tv2, next.nextProducerID = want, s.nowMs(), true, pid
 			if emptyAbort {
