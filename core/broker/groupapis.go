@@ -124,16 +124,19 @@ func handleLeaveGroup(b *Broker, r *request) {
 
 func handleOffsetCommit(b *Broker, r *request) {
 	req := r.body.(*kmsg.OffsetCommitRequest)
-	sh := b.groupShard(r, req.Group)
-	if sh == nil {
-		return
+	if sh := b.groupShard(r, req.Group); sh != nil {
+		sh.Commit(req, b.partitionExists(), func(resp *kmsg.OffsetCommitResponse) { r.respond(resp) })
 	}
+}
+
+// partitionExists answers from the current image whether a partition
+// exists: a commit for one that does not gets UNKNOWN_TOPIC_OR_PARTITION.
+func (b *Broker) partitionExists() group.PartitionExists {
 	img := b.image()
-	exists := func(topic string, partition int32) bool {
+	return func(topic string, partition int32) bool {
 		ti, ok := img.TopicByName(topic)
 		return ok && partition >= 0 && int(partition) < ti.NumPartitions()
 	}
-	sh.Commit(req, exists, func(resp *kmsg.OffsetCommitResponse) { r.respond(resp) })
 }
 
 // handleTxnOffsetCommit passes a TxnOffsetCommit to the group's shard,
@@ -142,16 +145,9 @@ func handleOffsetCommit(b *Broker, r *request) {
 // txnoffsets.go).
 func handleTxnOffsetCommit(b *Broker, r *request) {
 	req := r.body.(*kmsg.TxnOffsetCommitRequest)
-	sh := b.groupShard(r, req.Group)
-	if sh == nil {
-		return
+	if sh := b.groupShard(r, req.Group); sh != nil {
+		sh.TxnCommit(req, b.partitionExists(), func(resp *kmsg.TxnOffsetCommitResponse) { r.respond(resp) })
 	}
-	img := b.image()
-	exists := func(topic string, partition int32) bool {
-		ti, ok := img.TopicByName(topic)
-		return ok && partition >= 0 && int(partition) < ti.NumPartitions()
-	}
-	sh.TxnCommit(req, exists, func(resp *kmsg.TxnOffsetCommitResponse) { r.respond(resp) })
 }
 
 // handleOffsetFetch answers OffsetFetch: v0-v7 for one group, v8+ for a
