@@ -55,7 +55,8 @@ type GroupConfig struct {
 	// when 2 is wanted (an acknowledged TxnOffsetCommit must outlive the
 	// loss of one replica's log).
 	OffsetsMinInsync int16
-	// Coordinator configures each shard (its Write is the broker's).
+	// Coordinator configures each shard (its Write and WriteTxn are the
+	// broker's, set per shard).
 	Coordinator group.Config
 }
 
@@ -113,11 +114,7 @@ func (b *Broker) SyncGroups() {
 		return
 	}
 	defer b.SyncTxns()
-	img := b.image()
-	var ti *meta.TopicImage
-	if img != nil {
-		ti, _ = img.TopicByName(OffsetsTopic)
-	}
+	img, ti := b.imageTopic(OffsetsTopic)
 	b.groups.rt.Sync(ti)
 	if ti == nil {
 		return
@@ -126,6 +123,17 @@ func (b *Broker) SyncGroups() {
 	for _, gs := range b.groups.rt.Slots() {
 		gs.Shard.SetTopics(topics)
 	}
+}
+
+// imageTopic returns the current image and its topic called name (nil
+// without an image or that topic).
+func (b *Broker) imageTopic(name string) (*meta.Image, *meta.TopicImage) {
+	img := b.image()
+	if img == nil {
+		return nil, nil
+	}
+	ti, _ := img.TopicByName(name)
+	return img, ti
 }
 
 // groupTopics lists the image's topics for the consumer groups'

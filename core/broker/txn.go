@@ -120,10 +120,7 @@ func (b *Broker) SyncTxns() {
 	if b.closed || b.cfg.Partitions == nil {
 		return
 	}
-	var ti *meta.TopicImage
-	if img := b.image(); img != nil {
-		ti, _ = img.TopicByName(TxnStateTopic)
-	}
+	_, ti := b.imageTopic(TxnStateTopic)
 	b.txns.rt.Sync(ti)
 }
 
