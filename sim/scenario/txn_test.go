@@ -47,7 +47,7 @@ var txnRegressionSeeds = []uint64{
 	// the next leader (a shorter log) dropped it, and no coordinator ever
 	// wrote a marker to txn-1: its last stable offset stayed behind the
 	// batch ((s)). A shard now serves once the high watermark reaches the
-	// log end it replayed (replayTxnShard; group shards too).
+	// log end it replayed (core/coord replay.go, rule L3).
 	43,
 	// Found twice, by two changes that moved the traces into the same
 	// core bug (the per-segment .txnindex, and the first 300-seed sweep
@@ -58,8 +58,8 @@ var txnRegressionSeeds = []uint64{
 	// shorter log never had, and answered COORDINATOR_LOAD_IN_PROGRESS
 	// for the rest of the run (a transaction never aborted, or etl-1
 	// never started again: (s)). A shard whose log is reopened or cut
-	// below what it replayed now loads again (replayTxnShard; group
-	// shards too).
+	// below what it replayed now loads again (core/coord replay.go, rule
+	// L2).
 	221,
 	// Found by the .txnindex change before it was committed: an injected
 	// write error on a .txnindex failed a follower's partition while it
