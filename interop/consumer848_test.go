@@ -23,8 +23,8 @@ import (
 // go quickly.
 func start848Node(t *testing.T) *testNode {
 	return startNodeWith(t, t.TempDir(), func(c *node.Config) {
-		c.ConsumerMinSessionTimeoutMs, c.ConsumerSessionTimeoutMs = 1000, 3000
-		c.ConsumerMinHeartbeatIntervalMs, c.ConsumerHeartbeatIntervalMs = 100, 250
+		c.ConsumerMinSessionTimeoutMs, c.BrokerListener.Groups.Coordinator.ConsumerSessionTimeout = 1000, 3*time.Second
+		c.ConsumerMinHeartbeatIntervalMs, c.BrokerListener.Groups.Coordinator.ConsumerHeartbeatInterval = 100, 250*time.Millisecond
 	})
 }
 
@@ -209,8 +209,8 @@ func TestKgoConsumerProtocolRegex(t *testing.T) {
 func TestKgoConsumerProtocolRestart(t *testing.T) {
 	dir := t.TempDir()
 	cfg := func(c *node.Config) {
-		c.ConsumerMinSessionTimeoutMs, c.ConsumerSessionTimeoutMs = 1000, 3000
-		c.ConsumerMinHeartbeatIntervalMs, c.ConsumerHeartbeatIntervalMs = 100, 250
+		c.ConsumerMinSessionTimeoutMs, c.BrokerListener.Groups.Coordinator.ConsumerSessionTimeout = 1000, 3*time.Second
+		c.ConsumerMinHeartbeatIntervalMs, c.BrokerListener.Groups.Coordinator.ConsumerHeartbeatInterval = 100, 250*time.Millisecond
 	}
 	n := startNodeWith(t, dir, cfg)
 	adm := newAdmin(t, n.Addr())

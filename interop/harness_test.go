@@ -63,7 +63,7 @@ func startNodeWith(t *testing.T, dir string, configure func(*node.Config)) *test
 	cfg.ControllerListener = "127.0.0.1:0"
 	cfg.MetricsListener = "127.0.0.1:0"
 	cfg.LogDir = dir
-	cfg.GroupInitialRebalanceDelayMs = 0 // groups rebalance at once, as Kafka's test configs have it
+	cfg.BrokerListener.Groups.Coordinator.InitialRebalanceDelay = 0 // groups rebalance at once, as Kafka's test configs have it
 	if configure != nil {
 		configure(&cfg)
 	}

@@ -3,7 +3,6 @@ package node
 import (
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -12,48 +11,26 @@ import (
 	"github.com/strata-log/strata/core/connlimit"
 	"github.com/strata-log/strata/core/group"
 	"github.com/strata-log/strata/core/kraft"
+	"github.com/strata-log/strata/core/server"
 )
 
-func TestParseProperties(t *testing.T) {
-	in := strings.Join([]string{
-		"# a comment",
-		"! another comment",
-		"   # an indented comment",
-		"",
-		"node.id=3",
-		"  listeners =  PLAINTEXT://127.0.0.1:9093  ",
-		"log.dirs: /var/lib/strata",
-		"socket.request.max.bytes 1048576",
-		"process.roles = broker,\\",
-		"    controller",
-		"weird\\=key=value\\twith\\u0041escapes",
-		"empty.value=",
-		"bare.key",
-		"node.id=4",
-	}, "\n")
-	props, err := ParseProperties(strings.NewReader(in))
-	require.NoError(t, err)
-	require.Equal(t, []Property{
-		{"node.id", "3", 5},
-		{"listeners", "PLAINTEXT://127.0.0.1:9093", 6},
-		{"log.dirs", "/var/lib/strata", 7},
-		{"socket.request.max.bytes", "1048576", 8},
-		{"process.roles", "broker,controller", 9},
-		{"weird=key", "value\twithAescapes", 11},
-		{"empty.value", "", 12},
-		{"bare.key", "", 13},
-		{"node.id", "4", 14},
-	}, props)
+// base is a Config's listener and data directory keys, for tests.
+type base struct {
+	NodeID                                int32
+	Listener, AdvertisedListener, LogDir  string
+	SocketRequestMaxBytes, MaxConnections int
+}
 
-	_, err = ParseProperties(strings.NewReader("k=\\u12"))
-	require.ErrorContains(t, err, "line 1")
+func baseOf(c Config) base {
+	return base{NodeID: c.NodeID, Listener: c.Listener, AdvertisedListener: c.AdvertisedListener,
+		LogDir: c.LogDir, SocketRequestMaxBytes: c.SocketRequestMaxBytes, MaxConnections: c.BrokerListener.MaxConnections}
 }
 
 func TestConfigSetAndValidate(t *testing.T) {
 	cfg := DefaultConfig()
 	require.NoError(t, cfg.Validate())
-	require.Equal(t, Config{NodeID: 1, Listener: "127.0.0.1:9092", LogDir: "./data",
-		SocketRequestMaxBytes: 104857600, MaxConnections: 10000}, cfg.base())
+	require.Equal(t, base{NodeID: 1, Listener: "127.0.0.1:9092", LogDir: "./data",
+		SocketRequestMaxBytes: 104857600, MaxConnections: 10000}, baseOf(cfg))
 	require.Equal(t, []kraft.Voter{{ID: 1, Addr: "127.0.0.1:9093"}}, cfg.voters())
 	require.Equal(t, "127.0.0.1:9093", cfg.controllerListen())
 
@@ -69,8 +46,8 @@ func TestConfigSetAndValidate(t *testing.T) {
 		require.True(t, known, key)
 		require.NoError(t, err, key)
 	}
-	require.Equal(t, Config{NodeID: 12, Listener: "[::1]:0", AdvertisedListener: "kafka.example:19092",
-		LogDir: "/srv/strata", SocketRequestMaxBytes: 1024, MaxConnections: 50}, cfg.base())
+	require.Equal(t, base{NodeID: 12, Listener: "[::1]:0", AdvertisedListener: "kafka.example:19092",
+		LogDir: "/srv/strata", SocketRequestMaxBytes: 1024, MaxConnections: 50}, baseOf(cfg))
 	require.ErrorContains(t, cfg.Validate(), "needs the controller listener CONTROLLER://host:port in listeners",
 		"a combined node's listeners must name the controller listener, as in Kafka")
 	_, err := cfg.Set("listeners", "plaintext://[::1]:0,CONTROLLER://[::1]:19093")
@@ -191,7 +168,7 @@ func TestProcessRoles(t *testing.T) {
 		for _, roles := range []string{"broker,controller", "controller,broker", " Controller , BROKER "} {
 			cfg := DefaultConfig()
 			set(t, &cfg, "process.roles", roles)
-			require.Equal(t, []string{"broker", "controller"}, cfg.ProcessRoles, roles)
+			require.Equal(t, []string{"broker", "controller"}, cfg.Roles(), roles)
 			require.True(t, cfg.IsBroker())
 			require.True(t, cfg.IsController())
 		}
@@ -208,7 +185,7 @@ func TestProcessRoles(t *testing.T) {
 		require.Equal(t, "127.0.0.1:9092", cfg.Listener)
 		require.Equal(t, "127.0.0.1:9093", cfg.controllerListen())
 		require.Equal(t, "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093", DefaultListeners)
-		q := cfg.quorumConfig()
+		q := cfg.Quorum.Quorum
 		require.Equal(t, time.Second, q.ElectionTimeout)
 		require.Equal(t, 2*time.Second, q.FetchTimeout)
 	})
@@ -260,7 +237,7 @@ func TestProcessRoles(t *testing.T) {
 		cfg := DefaultConfig()
 		set(t, &cfg, "controller.quorum.election.timeout.ms", "150", "controller.quorum.fetch.timeout.ms", "600")
 		require.NoError(t, cfg.Validate())
-		q := cfg.quorumConfig()
+		q := cfg.Quorum.Quorum
 		require.Equal(t, 150*time.Millisecond, q.ElectionTimeout)
 		require.Equal(t, 600*time.Millisecond, q.FetchTimeout)
 		set(t, &cfg, "controller.quorum.fetch.timeout.ms", "500")
@@ -294,20 +271,20 @@ func TestTopicDefaultKeys(t *testing.T) {
 		}
 	}
 	cfg := DefaultConfig()
-	require.Empty(t, cfg.StaticTopicDefaults(), "nothing set: the table defaults apply")
-	require.True(t, cfg.AutoCreateTopicsEnable)
-	require.Equal(t, int32(1), cfg.NumPartitions)
+	require.Empty(t, cfg.Partitions.StaticTopicDefaults, "nothing set: the table defaults apply")
+	require.False(t, cfg.BrokerListener.AutoTopicCreationDisabled)
+	require.Equal(t, int32(1), cfg.BrokerListener.DefaultNumPartitions)
 
 	// Kafka's precedence: ms over minutes over hours, whatever the order.
 	set(&cfg, "log.retention.hours", "2")
-	require.Equal(t, "7200000", cfg.StaticTopicDefaults()["retention.ms"])
+	require.Equal(t, "7200000", cfg.Partitions.StaticTopicDefaults["retention.ms"])
 	set(&cfg, "log.retention.ms", "1234", "log.retention.minutes", "3")
-	require.Equal(t, "1234", cfg.StaticTopicDefaults()["retention.ms"])
+	require.Equal(t, "1234", cfg.Partitions.StaticTopicDefaults["retention.ms"])
 	cfg = DefaultConfig()
 	set(&cfg, "log.retention.hours", "2", "log.retention.minutes", "3")
-	require.Equal(t, "180000", cfg.StaticTopicDefaults()["retention.ms"])
+	require.Equal(t, "180000", cfg.Partitions.StaticTopicDefaults["retention.ms"])
 	set(&cfg, "log.retention.minutes", "-1")
-	require.Equal(t, "-1", cfg.StaticTopicDefaults()["retention.ms"], "negative: forever")
+	require.Equal(t, "-1", cfg.Partitions.StaticTopicDefaults["retention.ms"], "negative: forever")
 	set(&cfg, "log.roll.hours", "1", "log.segment.bytes", "4096", "log.cleanup.policy", "compact",
 		"message.max.bytes", "2000", "min.insync.replicas", "2", "num.partitions", "6", "auto.create.topics.enable", "FALSE",
 		"log.retention.check.interval.ms", "1000", "producer.id.expiration.ms", "60000",
@@ -316,14 +293,14 @@ func TestTopicDefaultKeys(t *testing.T) {
 	require.Equal(t, map[string]string{
 		"retention.ms": "-1", "segment.ms": "3600000", "segment.bytes": "4096", "cleanup.policy": "compact",
 		"max.message.bytes": "2000", "min.insync.replicas": "2",
-	}, cfg.StaticTopicDefaults())
-	require.False(t, cfg.AutoCreateTopicsEnable)
-	bc := cfg.brokerConfig("/data")
+	}, cfg.Partitions.StaticTopicDefaults)
+	bc := cfg.BrokerListener
+	bc.StaticConfigs = cfg.brokerStaticConfigs()
 	require.Equal(t, -1, bc.MaxFetchSessions, "0 slots: no sessions")
 	require.Equal(t, 1<<20, bc.MaxInflightRequestBytes)
 	require.True(t, bc.AutoTopicCreationDisabled)
 	require.Equal(t, int32(6), bc.DefaultNumPartitions)
-	pc := cfg.partitionsConfig()
+	pc := cfg.Partitions
 	require.Equal(t, time.Second, pc.RetentionCheckInterval)
 	require.Equal(t, time.Minute, pc.Producers.ExpirationTime)
 	var seg, policy bool
@@ -351,15 +328,15 @@ func TestTopicDefaultKeysRefuseBadValues(t *testing.T) {
 		{"log.cleaner.min.cleanable.ratio", "1.5", "log.cleaner.min.cleanable.ratio"},
 		{"min.insync.replicas", "0", "min.insync.replicas"},
 		{"log.message.timestamp.type", "Now", "CreateTime"},
-		{"log.retention.hours", "x", "want an integer"},
-		{"log.roll.hours", "0", "positive"},
-		{"num.partitions", "0", "1 to"},
-		{"default.replication.factor", "0", "at least 1"},
+		{"log.retention.hours", "x", "not an int"},
+		{"log.roll.hours", "0", "[1,...]"},
+		{"num.partitions", "0", "[1,...,9999]"},
+		{"default.replication.factor", "0", "[1,...]"},
 		{"auto.create.topics.enable", "yes", "true or false"},
-		{"queued.max.request.bytes", "-1", "refused"},
-		{"max.incremental.fetch.session.cache.slots", "-2", "0 or more"},
-		{"log.retention.check.interval.ms", "0", "1 to"},
-		{"producer.id.expiration.ms", "0", "1 to"},
+		{"queued.max.request.bytes", "-1", "[1,...,34359738352]"},
+		{"max.incremental.fetch.session.cache.slots", "-2", "[0,...]"},
+		{"log.retention.check.interval.ms", "0", "[1,...,86400000]"},
+		{"producer.id.expiration.ms", "0", "[1,...]"},
 	}
 	for _, tc := range cases {
 		cfg := DefaultConfig()
@@ -392,7 +369,7 @@ func TestConsumerGroupKeys(t *testing.T) {
 		require.NoError(t, err, k)
 	}
 	require.NoError(t, cfg.Validate())
-	gc := cfg.brokerConfig("").Groups.Coordinator
+	gc := cfg.BrokerListener.Groups.Coordinator
 	require.Equal(t, []string{"range", "uniform"}, gc.ConsumerAssignors)
 	require.Equal(t, 10*time.Second, gc.ConsumerSessionTimeout)
 	require.Equal(t, 6*time.Second, gc.ConsumerHeartbeatInterval)
@@ -407,7 +384,7 @@ func TestConsumerGroupKeys(t *testing.T) {
 		"downgrade": group.MigrationDowngrade, "BIDIRECTIONAL": group.MigrationBidirectional} {
 		_, err := cfg.Set("group.consumer.migration.policy", v)
 		require.NoError(t, err, v)
-		require.Equal(t, want, cfg.brokerConfig("").Groups.Coordinator.MigrationPolicy, v)
+		require.Equal(t, want, cfg.BrokerListener.Groups.Coordinator.MigrationPolicy, v)
 	}
 	_, err := cfg.Set("group.consumer.migration.policy", "sideways")
 	require.ErrorIs(t, err, ErrInvalidConfig)
@@ -432,11 +409,11 @@ func TestConnectionBoundKeys(t *testing.T) {
 		"Kafka's defaults: per-ip unbounded, idle 10 minutes")
 
 	for key, value := range map[string]string{
-		KeyConnectionsMaxIdleMs:         "5000",
-		KeyMaxConnectionsPerIP:          "3",
-		KeyMaxConnectionsPerIPOverrides: " localhost:7 , 10.1.2.3:0,::1:9",
-		KeySocketRequestReadTimeoutMs:   "1500",
-		KeySocketRequestMinBytesPerSec:  "100",
+		server.KeyConnectionsMaxIdleMs:         "5000",
+		server.KeyMaxConnectionsPerIP:          "3",
+		server.KeyMaxConnectionsPerIPOverrides: " localhost:7 , 10.1.2.3:0,::1:9",
+		KeySocketRequestReadTimeoutMs:          "1500",
+		KeySocketRequestMinBytesPerSec:         "100",
 	} {
 		_, err := cfg.Set(key, value)
 		require.NoError(t, err, key)
@@ -453,30 +430,30 @@ func TestConnectionBoundKeys(t *testing.T) {
 	require.Equal(t, 9, limits.PerHostOverrides["::1"])
 
 	// Kafka's 0: only the overrides' hosts, and only with overrides.
-	_, err = cfg.Set(KeyMaxConnectionsPerIP, "0")
+	_, err = cfg.Set(server.KeyMaxConnectionsPerIP, "0")
 	require.NoError(t, err)
 	limits, err = cfg.connLimits()
 	require.NoError(t, err)
 	require.Negative(t, limits.MaxPerHost)
-	_, err = cfg.Set(KeyMaxConnectionsPerIPOverrides, "")
+	_, err = cfg.Set(server.KeyMaxConnectionsPerIPOverrides, "")
 	require.NoError(t, err)
 	require.ErrorContains(t, cfg.Validate(), "max.connections.per.ip")
 
 	for key, value := range map[string]string{
-		KeyMaxConnectionsPerIPOverrides: "hostwithoutcount",
-		KeyMaxConnectionsPerIP:          "-1",
-		KeyConnectionsMaxIdleMs:         "0",
-		KeySocketRequestReadTimeoutMs:   "10",
-		KeySocketRequestMinBytesPerSec:  "0",
+		server.KeyMaxConnectionsPerIPOverrides: "hostwithoutcount",
+		server.KeyMaxConnectionsPerIP:          "-1",
+		server.KeyConnectionsMaxIdleMs:         "0",
+		KeySocketRequestReadTimeoutMs:          "10",
+		KeySocketRequestMinBytesPerSec:         "0",
 	} {
 		c := DefaultConfig()
 		_, err := c.Set(key, value)
 		require.Error(t, err, "%s=%s", key, value)
 	}
 	c := DefaultConfig()
-	_, err = c.Set(KeyMaxConnectionsPerIPOverrides, "a:1,a:2")
+	_, err = c.Set(server.KeyMaxConnectionsPerIPOverrides, "a:1,a:2")
 	require.ErrorContains(t, err, "twice")
-	_, err = c.Set(KeyMaxConnectionsPerIPOverrides, "no-such-host.invalid:1")
+	_, err = c.Set(server.KeyMaxConnectionsPerIPOverrides, "no-such-host.invalid:1")
 	require.NoError(t, err)
 	_, err = c.connLimits()
 	require.ErrorContains(t, err, "cannot resolve", "an unknown host stops start-up, as in Kafka")

@@ -10,10 +10,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/strata-log/strata/core/metrics"
+	"github.com/strata-log/strata/core/server"
 )
 
 // TestOperationsDocListsEveryKey keeps docs/operations.md's
-// server.properties tables and configKeys in step: every key of the table
+// server.properties tables and the rows (core/server's broker keys and
+// node's) in step: every key of the table
 // is documented with its default, and every documented key is in the
 // table.
 func TestOperationsDocListsEveryKey(t *testing.T) {
@@ -35,32 +37,42 @@ func TestOperationsDocListsEveryKey(t *testing.T) {
 		}
 	}
 	var names []string
-	for _, k := range configKeys {
-		names = append(names, k.name)
-		cell, ok := documented[k.name]
+	for _, k := range allRows() {
+		names = append(names, k.Name)
+		cell, ok := documented[k.Name]
 		if !ok {
-			t.Errorf("docs/operations.md does not document %s", k.name)
+			t.Errorf("docs/operations.md does not document %s", k.Name)
 			continue
 		}
-		if k.def != "" {
-			require.Contains(t, cell, "`"+k.def+"`", "the documented default of %s", k.name)
+		if k.Default != "" {
+			require.Contains(t, cell, "`"+k.Default+"`", "the documented default of %s", k.Name)
 		}
 	}
 	for key := range documented { //determinism:unordered a test's checks, in any order
 		if !slices.Contains(names, key) {
-			t.Errorf("docs/operations.md documents %s, which configKeys does not have", key)
+			t.Errorf("docs/operations.md documents %s, which no row has", key)
 		}
 	}
 }
 
-// TestConfigKeysAreUnique: one row per key.
+// TestConfigKeysAreUnique: one row per key, across both tables, each
+// with its documentation, a setter, and a default that its own check
+// accepts.
 func TestConfigKeysAreUnique(t *testing.T) {
 	seen := map[string]bool{}
-	for _, k := range configKeys {
-		require.False(t, seen[k.name], "%s twice", k.name)
-		seen[k.name] = true
-		require.NotEmpty(t, k.doc, k.name)
-		require.NotNil(t, k.set, k.name)
+	for _, k := range allRows() {
+		require.False(t, seen[k.Name], "%s twice", k.Name)
+		seen[k.Name] = true
+		require.NotEmpty(t, k.Doc, k.Name)
+		if k.Default != "" {
+			require.NoError(t, k.Validate(k.Default), "the default of %s", k.Name)
+		}
+	}
+	for _, k := range server.Keys() {
+		require.NotNil(t, k.Set, k.Name)
+	}
+	for _, k := range nodeKeys {
+		require.NotNil(t, k.Set, k.Name)
 	}
 }
 

@@ -26,8 +26,8 @@ func startGroupNode(t *testing.T) *node.Node {
 	cfg.ControllerListener = "127.0.0.1:0"
 	cfg.MetricsListener = "127.0.0.1:0"
 	cfg.LogDir = t.TempDir()
-	cfg.GroupInitialRebalanceDelayMs = 0
-	cfg.OffsetsTopicPartitions = 4
+	cfg.BrokerListener.Groups.Coordinator.InitialRebalanceDelay = 0
+	cfg.BrokerListener.Groups.OffsetsPartitions = 4
 	n, err := node.Start(cfg, slog.New(slog.NewTextHandler(testWriter{t}, nil)))
 	require.NoError(t, err)
 	t.Cleanup(func() { shutdown(t, n) })
@@ -241,7 +241,7 @@ func TestE2EGroupOffsetsSurviveRestart(t *testing.T) {
 		cfg.ControllerListener = "127.0.0.1:0"
 		cfg.MetricsListener = "127.0.0.1:0"
 		cfg.LogDir = dir
-		cfg.GroupInitialRebalanceDelayMs = 0
+		cfg.BrokerListener.Groups.Coordinator.InitialRebalanceDelay = 0
 		n, err := node.Start(cfg, slog.New(slog.NewTextHandler(testWriter{t}, nil)))
 		require.NoError(t, err)
 		waitActive(t, n)

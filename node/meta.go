@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/strata-log/strata/core/config"
 )
 
 // MetaPropertiesFile is the file, in the data directory, that ties the
@@ -99,7 +101,7 @@ func loadOrCreateMeta(dir string, nodeID int32, clusterID string) (meta MetaProp
 }
 
 func parseMeta(data []byte) (MetaProperties, error) {
-	props, err := ParseProperties(bytes.NewReader(data))
+	props, err := config.ParseProperties(bytes.NewReader(data))
 	if err != nil {
 		return MetaProperties{}, err
 	}
@@ -117,9 +119,9 @@ func parseMeta(data []byte) (MetaProperties, error) {
 	if meta.ClusterID == "" {
 		return meta, errors.New("cluster.id is missing")
 	}
-	id, err := strconv.ParseInt(values["node.id"], 10, 32)
+	id, err := strconv.ParseInt(values[KeyNodeID], 10, 32)
 	if err != nil || id < 0 {
-		return meta, fmt.Errorf("node.id=%q is not a node id", values["node.id"])
+		return meta, fmt.Errorf("node.id=%q is not a node id", values[KeyNodeID])
 	}
 	meta.NodeID = int32(id)
 	return meta, nil

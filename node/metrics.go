@@ -14,7 +14,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -25,25 +24,6 @@ import (
 	"github.com/strata-log/strata/core/metrics"
 )
 
-// Keys of the operations endpoints.
-const (
-	// KeyMetricsListener is the address of the HTTP listener serving
-	// /metrics, /healthz, /readyz and /debug/pprof ("host:port"; empty
-	// turns the listener off; port 0 picks a free one).
-	KeyMetricsListener = "metrics.listener"
-	// KeyMetricsEnable is Strata's own: false counts nothing (the
-	// registry is nil; /metrics then has only the Go runtime's and the
-	// process's series). For measuring what counting costs.
-	KeyMetricsEnable = "strata.metrics.enable"
-	// KeyPprofEnable is Strata's own: serve net/http/pprof's profiles
-	// under /debug/pprof/ on the metrics listener.
-	KeyPprofEnable = "strata.debug.pprof.enable"
-
-	// DefaultMetricsListener is metrics.listener's default: loopback
-	// only, so that `make run` is scrapable and nothing is exposed.
-	DefaultMetricsListener = "127.0.0.1:7071"
-)
-
 // Bounds of the endpoints.
 const (
 	// probeTimeout bounds /healthz's and /readyz's wait for the loop: a
@@ -52,42 +32,6 @@ const (
 	// scrapeTimeout bounds a /metrics scrape's wait for the loop.
 	scrapeTimeout = 10 * time.Second
 )
-
-func setMetricsListener(c *Config, value string) error {
-	if value != "" {
-		if _, _, err := net.SplitHostPort(value); err != nil {
-			return fmt.Errorf("want host:port (or empty to turn the listener off): %v", err)
-		}
-	}
-	c.MetricsListener = value
-	return nil
-}
-
-func setMetricsEnable(c *Config, value string) error {
-	on, err := parseBool(value)
-	if err == nil {
-		c.NoMetrics = !on
-	}
-	return err
-}
-
-func setPprofEnable(c *Config, value string) error {
-	on, err := parseBool(value)
-	if err == nil {
-		c.Pprof = on
-	}
-	return err
-}
-
-func parseBool(value string) (bool, error) {
-	switch strings.ToLower(value) {
-	case "true":
-		return true, nil
-	case "false":
-		return false, nil
-	}
-	return false, errors.New("want true or false")
-}
 
 // opsServer is the node's HTTP listener for operations.
 type opsServer struct {

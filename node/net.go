@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/strata-log/strata/core/broker"
 	"github.com/strata-log/strata/core/env"
 )
 
@@ -100,7 +101,7 @@ func (c NetConfig) withDefaults() NetConfig {
 		c.MaxFrameBytes = DefaultMaxFrameBytes
 	}
 	if c.ReadBudgetBytes <= 0 {
-		c.ReadBudgetBytes = DefaultQueuedMaxRequestBytes
+		c.ReadBudgetBytes = broker.DefaultMaxInflightRequestBytes
 	}
 	if c.FrameReadTimeout <= 0 {
 		c.FrameReadTimeout = DefaultFrameReadTimeout

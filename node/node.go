@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"math"
 	"net"
 	"os"
 	"path/filepath"
@@ -16,11 +15,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/strata-log/strata/core/broker"
 	"github.com/strata-log/strata/core/connlimit"
-	"github.com/strata-log/strata/core/controller"
-	"github.com/strata-log/strata/core/kraft"
 	"github.com/strata-log/strata/core/metrics"
 	"github.com/strata-log/strata/core/quorum"
+	"github.com/strata-log/strata/core/replica"
 	"github.com/strata-log/strata/core/server"
 )
 
@@ -108,7 +107,7 @@ func Start(cfg Config, log *slog.Logger) (*Node, error) {
 		BucketDir: filepath.Join(dataDir, ObjectsDirName),
 		Net: NetConfig{
 			MaxFrameBytes:       cfg.SocketRequestMaxBytes,
-			ReadBudgetBytes:     cfg.QueuedMaxRequestBytes,
+			ReadBudgetBytes:     int64(cfg.BrokerListener.MaxInflightRequestBytes),
 			FrameReadTimeout:    time.Duration(cfg.SocketRequestReadTimeoutMs) * time.Millisecond,
 			FrameMinBytesPerSec: cfg.SocketRequestMinBytesPerSec,
 		},
@@ -134,20 +133,15 @@ func Start(cfg Config, log *slog.Logger) (*Node, error) {
 			lag := n.metrics.Histogram(metrics.LoopLag)
 			loop.SetLagObserver(func(d time.Duration) { lag.Observe(float64(d) / float64(time.Millisecond)) })
 		}
-		scfg := server.Config{
-			NodeID:     cfg.NodeID,
-			ClusterID:  meta.ClusterID,
-			Broker:     cfg.IsBroker(),
-			Controller: cfg.IsController(),
-			Quorum: kraft.Config{Voters: cfg.voters(), Quorum: cfg.quorumConfig(), Controller: controller.Config{
-				DefaultNumPartitions:         cfg.NumPartitions,
-				DefaultReplicationFactor:     cfg.DefaultReplicationFactor,
-				SessionTimeout:               time.Duration(cfg.BrokerSessionTimeoutMs) * time.Millisecond,
-				NoAutoLeaderRebalance:        cfg.NoAutoLeaderRebalance,
-				LeaderImbalanceCheckInterval: time.Duration(cfg.LeaderImbalanceCheckSeconds) * time.Second,
-			}, ListenerLimits: limits},
-			Metrics: n.metrics,
-		}
+		// The server's configuration is the keys' (cfg.Config), with
+		// what only the running process knows: the cluster id from
+		// meta.properties, the addresses, the resolved connection bounds,
+		// the data directory, the workers and the registry.
+		scfg := cfg.Config
+		scfg.ClusterID = meta.ClusterID
+		scfg.Metrics = n.metrics
+		scfg.Quorum.Voters = cfg.voters()
+		scfg.Quorum.ListenerLimits = limits
 		// A controller is a voter on its controller listener; a
 		// broker-only node is an observer with no listener of its own,
 		// fetching the metadata log from the voters.
@@ -155,13 +149,15 @@ func Start(cfg Config, log *slog.Logger) (*Node, error) {
 			scfg.Quorum.ListenAddr = cfg.controllerListen()
 		}
 		if cfg.IsBroker() {
-			scfg.BrokerListener = cfg.brokerConfig(dataDir)
-			scfg.BrokerListener.MaxConnectionsPerIP = limits.MaxPerHost
-			scfg.BrokerListener.MaxConnectionsPerIPOverrides = limits.PerHostOverrides
-			scfg.BrokerListener.ConnectionsMaxIdle = limits.MaxIdle
-			n.reportMetricsAddr(scfg.BrokerListener.StaticConfigs)
-			scfg.BrokerListener.AdvertisedHost, scfg.BrokerListener.AdvertisedPort = advHost, advPort
-			scfg.Partitions = cfg.partitionsConfig()
+			bc := &scfg.BrokerListener
+			bc.ListenAddr, bc.LogDir = cfg.Listener, dataDir
+			bc.MaxConnectionsPerIP, bc.MaxConnectionsPerIPOverrides, bc.ConnectionsMaxIdle = limits.MaxPerHost, limits.PerHostOverrides, limits.MaxIdle
+			bc.Work = cfg.workConfig()
+			bc.StaticConfigs = cfg.brokerStaticConfigs()
+			n.reportMetricsAddr(bc.StaticConfigs)
+			bc.AdvertisedHost, bc.AdvertisedPort = advHost, advPort
+		} else {
+			scfg.BrokerListener, scfg.Partitions = broker.Config{}, replica.Config{}
 		}
 		n.srv, startErr = server.Start(e, scfg)
 		if startErr != nil {
@@ -181,7 +177,7 @@ func Start(cfg Config, log *slog.Logger) (*Node, error) {
 		return nil, fmt.Errorf("start node: %w", err)
 	}
 	n.serveOps()
-	log.Info("node started", "process_roles", strings.Join(cfg.ProcessRoles, ","), "listener", n.addr,
+	log.Info("node started", "process_roles", strings.Join(cfg.Roles(), ","), "listener", n.addr,
 		"controller_listener", n.ctrlAddr, "advertised", n.advertised, "metrics_listener", n.MetricsAddr(), "cluster_id", meta.ClusterID)
 	return n, nil
 }
@@ -191,22 +187,14 @@ func Start(cfg Config, log *slog.Logger) (*Node, error) {
 // reports (Kafka resolves them at start too, and fails on an unknown
 // host).
 func (c Config) connLimits() (connlimit.Config, error) {
-	limits := connlimit.Config{
-		MaxConnections: c.MaxConnections,
-		MaxIdle:        time.Duration(c.ConnectionsMaxIdleMs) * time.Millisecond,
-	}
-	switch {
-	case c.MaxConnectionsPerIP == 0:
-		limits.MaxPerHost = -1 // Kafka's 0: only the overrides' hosts
-	case c.MaxConnectionsPerIP < math.MaxInt32:
-		limits.MaxPerHost = c.MaxConnectionsPerIP
-	}
-	if len(c.MaxConnectionsPerIPOverrides) == 0 {
+	bc := c.BrokerListener
+	limits := connlimit.Config{MaxConnections: bc.MaxConnections, MaxIdle: bc.ConnectionsMaxIdle, MaxPerHost: bc.MaxConnectionsPerIP}
+	if len(bc.MaxConnectionsPerIPOverrides) == 0 {
 		return limits, nil
 	}
 	limits.PerHostOverrides = map[string]int{}
-	for _, host := range slices.Sorted(maps.Keys(c.MaxConnectionsPerIPOverrides)) {
-		n := c.MaxConnectionsPerIPOverrides[host]
+	for _, host := range slices.Sorted(maps.Keys(bc.MaxConnectionsPerIPOverrides)) {
+		n := bc.MaxConnectionsPerIPOverrides[host]
 		addrs := []string{host}
 		if net.ParseIP(host) == nil {
 			ctx, cancel := context.WithTimeout(context.Background(), resolveTimeout)
@@ -214,7 +202,7 @@ func (c Config) connLimits() (connlimit.Config, error) {
 			addrs, err = net.DefaultResolver.LookupHost(ctx, host)
 			cancel()
 			if err != nil {
-				return limits, invalid(KeyMaxConnectionsPerIPOverrides, host, fmt.Sprintf("cannot resolve %s: %v", host, err))
+				return limits, invalid(server.KeyMaxConnectionsPerIPOverrides, host, fmt.Sprintf("cannot resolve %s: %v", host, err))
 			}
 		}
 		for _, a := range addrs {
@@ -239,7 +227,7 @@ func controllerPortMismatch(cfg Config) string {
 	if err != nil || listenPort == "0" {
 		return ""
 	}
-	for _, v := range cfg.Voters {
+	for _, v := range cfg.Quorum.Voters {
 		if v.ID != quorum.NodeID(cfg.NodeID) {
 			continue
 		}
@@ -284,7 +272,7 @@ func (n *Node) AdvertisedAddr() string { return n.advertised }
 func (n *Node) ControllerAddr() string { return n.ctrlAddr }
 
 // Roles is process.roles: "broker", "controller" or both, in that order.
-func (n *Node) Roles() []string { return slices.Clone(n.cfg.ProcessRoles) }
+func (n *Node) Roles() []string { return n.cfg.Roles() }
 
 // ActiveController reports whether this node's controller is active and,
 // on a node with the broker role, this node's broker is registered and

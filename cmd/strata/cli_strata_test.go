@@ -58,7 +58,7 @@ func startCLINode(t *testing.T, tweak func(*node.Config)) *node.Node {
 // is older than --max-transaction-timeout; `strata txn abort` ends it, and
 // the last stable offset passes it.
 func testTxnHanging(t *testing.T) {
-	n := startCLINode(t, func(cfg *node.Config) { cfg.NoTxnPartitionVerification = true })
+	n := startCLINode(t, func(cfg *node.Config) { cfg.BrokerListener.Txns.NoPartitionVerification = true })
 	r := cliRunner{t: t, addr: n.Addr()}
 	topic := topicName(t, "hang")
 	r.ok("", "topic", "create", topic, "--partitions", "1")

@@ -28,16 +28,23 @@ type Row struct {
 	ServerDefault string
 	// Doc is the key's one-line documentation (DescribeConfigs v3+).
 	Doc string
-	// valid parses a value (trimmed) and says what values are valid.
-	valid validator
+	// Check parses a value (trimmed) and says what values are valid.
+	Check Check
 }
 
-// validator parses a value of a key and checks it against the key's
-// bounds; text says what is valid, in the words docs/operations.md uses.
-type validator struct {
+// Check parses a value of a key and checks it against the key's bounds;
+// its text says what is valid, in the words docs/operations.md uses.
+// The constructors below (IntIn, LongIn, Boolean, OneOf, ...) are
+// Kafka's ConfigDef validators; Custom is for a value with a structure of
+// its own (a listener list).
+type Check struct {
 	parse func(string) (Value, error)
 	text  string
 }
+
+// validator is Check's name inside the package, where the constructors
+// are Kafka's ConfigDef names.
+type validator = Check
 
 // Value is a value of a row that parsed and is within its bounds.
 type Value struct {
@@ -45,6 +52,8 @@ type Value struct {
 	n    int64
 	f    float64
 	list []string
+	// parsed is a Custom check's result.
+	parsed any
 }
 
 // Int is an INT, LONG or BOOLEAN (1 for true) value.
@@ -63,11 +72,14 @@ func (v Value) String() string { return v.text }
 // shared: callers do not modify it.
 func (v Value) List() []string { return v.list }
 
+// Parsed is a Custom check's result (nil for the other checks).
+func (v Value) Parsed() any { return v.parsed }
+
 // Parse checks a value for the key as Kafka's ConfigDef does: the value is
 // trimmed of surrounding spaces, then parsed and range checked. The error
 // wraps ErrInvalidValue and says what is valid.
 func (r *Row) Parse(value string) (Value, error) {
-	v, err := r.valid.parse(strings.TrimSpace(value))
+	v, err := r.Check.parse(strings.TrimSpace(value))
 	if err != nil {
 		return Value{}, fmt.Errorf("%w: %w", ErrInvalidValue, err)
 	}
@@ -82,13 +94,58 @@ func (r *Row) Validate(value string) error {
 
 // ValidValues says which values the key takes ("[61,...]", "[compact,
 // delete]"), as docs/operations.md lists it.
-func (r *Row) ValidValues() string { return r.valid.text }
+func (r *Row) ValidValues() string { return r.Check.text }
 
 // IsList reports whether the key's value is a list, which
 // IncrementalAlterConfigs may APPEND to and SUBTRACT from.
 func (r *Row) IsList() bool { return r.Type == kmsg.ConfigTypeList }
 
-// Validators, named as Kafka's ConfigDef names them.
+// Validators, named as Kafka's ConfigDef names them. The exported ones
+// are for rows outside this package (core/server's broker keys).
+
+// IntIn accepts an INT (32 bits) in [lo, hi].
+func IntIn(lo, hi int32) Check { return intIn(lo, hi) }
+
+// LongIn accepts a LONG in [lo, hi].
+func LongIn(lo, hi int64) Check { return longIn(lo, hi) }
+
+// ShortIn accepts a SHORT (16 bits) in [lo, hi].
+func ShortIn(lo, hi int16) Check {
+	text := rangeText(int64(lo), int64(hi), math.MaxInt16)
+	return Check{text: text, parse: func(v string) (Value, error) {
+		n, err := strconv.ParseInt(v, 10, 16)
+		if err != nil {
+			return Value{}, fmt.Errorf("%q is not a short", v)
+		}
+		if n < int64(lo) || n > int64(hi) {
+			return Value{}, fmt.Errorf("value must be in %s", text)
+		}
+		return Value{text: v, n: n}, nil
+	}}
+}
+
+// Boolean accepts true or false in any case.
+func Boolean() Check { return boolean() }
+
+// AnyString accepts every value.
+func AnyString() Check {
+	return Check{text: "any string", parse: func(v string) (Value, error) { return Value{text: v}, nil }}
+}
+
+// Custom accepts what parse accepts; text says what that is, and parse's
+// result is the Value's Parsed.
+func Custom(text string, parse func(string) (any, error)) Check {
+	return Check{text: text, parse: func(v string) (Value, error) {
+		x, err := parse(v)
+		if err != nil {
+			return Value{}, err
+		}
+		return Value{text: v, parsed: x}, nil
+	}}
+}
+
+// Text is what the check accepts.
+func (c Check) Text() string { return c.text }
 
 // rangeText is Kafka's Range text: "[lo,...,hi]", or "[lo,...]" when hi
 // is the type's largest value.
@@ -114,14 +171,20 @@ func intIn(lo, hi int32) validator {
 }
 
 // longAtLeast accepts a LONG of at least lo.
-func longAtLeast(lo int64) validator {
-	return validator{text: rangeText(lo, math.MaxInt64, math.MaxInt64), parse: func(v string) (Value, error) {
+func longAtLeast(lo int64) validator { return longIn(lo, math.MaxInt64) }
+
+// longIn accepts a LONG in [lo, hi].
+func longIn(lo, hi int64) validator {
+	return validator{text: rangeText(lo, hi, math.MaxInt64), parse: func(v string) (Value, error) {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
 			return Value{}, fmt.Errorf("%q is not a long", v)
 		}
-		if n < lo {
+		switch {
+		case n < lo && hi == math.MaxInt64:
 			return Value{}, fmt.Errorf("value must be at least %d", lo)
+		case n < lo || n > hi:
+			return Value{}, fmt.Errorf("value must be in %s", rangeText(lo, hi, math.MaxInt64))
 		}
 		return Value{text: v, n: n}, nil
 	}}

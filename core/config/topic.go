@@ -16,6 +16,14 @@ const (
 	TopicUncleanLeaderElection = "unclean.leader.election.enable"
 )
 
+// Broker keys of topic defaults that core/server's rows read by name:
+// Kafka sets retention.ms's and segment.ms's defaults with keys of
+// several units, the finest of which is the topic row's ServerDefault.
+const (
+	ServerKeyLogRetentionMs = "log.retention.ms"
+	ServerKeyLogRollMs      = "log.roll.ms"
+)
+
 // Bounds of topic configs that Strata's partitions need and Kafka's do not
 // state (a test in core/replica applies each bound to a partition log).
 const (
@@ -121,7 +129,7 @@ var topicRows = []Row{
 	{"retention.bytes", kmsg.ConfigTypeLong, "-1", "log.retention.bytes",
 		"The size a partition is trimmed to by deleting old segments, in bytes (-1: unlimited).",
 		anyLong()},
-	{"retention.ms", kmsg.ConfigTypeLong, "604800000", "log.retention.ms",
+	{"retention.ms", kmsg.ConfigTypeLong, "604800000", ServerKeyLogRetentionMs,
 		"How long records are kept before their segment is deleted, in milliseconds (-1: forever).",
 		longAtLeast(-1)},
 	{"segment.bytes", kmsg.ConfigTypeInt, "1073741824", "log.segment.bytes",
@@ -133,7 +141,7 @@ var topicRows = []Row{
 	{"segment.jitter.ms", kmsg.ConfigTypeLong, "0", "log.roll.jitter.ms",
 		"A random jitter subtracted from segment.ms, in milliseconds; stored, not acted on.",
 		longAtLeast(0)},
-	{"segment.ms", kmsg.ConfigTypeLong, "604800000", "log.roll.ms",
+	{"segment.ms", kmsg.ConfigTypeLong, "604800000", ServerKeyLogRollMs,
 		"The age at which a new segment is rolled, in milliseconds.",
 		longAtLeast(1)},
 	{"strata.metrics.partition.enable", kmsg.ConfigTypeBoolean, "true", "strata.metrics.partition.enable",
@@ -159,6 +167,32 @@ func TopicRows() []*Row {
 	out := make([]*Row, len(topicRows))
 	for i := range topicRows {
 		out[i] = &topicRows[i]
+	}
+	return out
+}
+
+// serverProperties are the topic configs whose cluster default
+// server.properties sets (through the row's ServerDefault key), in the
+// order docs/operations.md lists them. retention.ms and segment.ms are
+// not among them: Kafka sets them with keys of several units
+// (log.retention.hours, log.roll.ms...), core/server's rows.
+var serverProperties = []string{
+	"retention.bytes", "segment.bytes", "cleanup.policy", "delete.retention.ms", "min.compaction.lag.ms",
+	"min.cleanable.dirty.ratio", "max.message.bytes", "index.interval.bytes", "segment.index.bytes",
+	"flush.messages", "flush.ms", "message.timestamp.type", "message.timestamp.before.max.ms",
+	"message.timestamp.after.max.ms", TopicMinInsyncReplicas, "strata.metrics.partition.enable",
+}
+
+// ServerPropertyRows returns the rows of the topic configs whose cluster
+// default server.properties sets by the row's ServerDefault key.
+func ServerPropertyRows() []*Row {
+	out := make([]*Row, 0, len(serverProperties))
+	for _, name := range serverProperties {
+		r, ok := TopicRow(name)
+		if !ok || r.ServerDefault == "" {
+			panic("config: serverProperties names " + name + ", which has no server default") // a table bug, caught by every test
+		}
+		out = append(out, r)
 	}
 	return out
 }

@@ -39,6 +39,10 @@ type Config struct {
 	// counts nothing (metrics off). The registry belongs to the server's
 	// loop: read it (Snapshot) only there.
 	Metrics *metrics.Registry
+
+	// times are the time keys of several units set (log.retention.hours,
+	// log.roll.ms...), kept for Kafka's precedence (keys.go).
+	times timeSettings
 }
 
 // ErrInvalidConfig is wrapped by every Config validation error.
