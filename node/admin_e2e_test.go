@@ -160,6 +160,16 @@ func TestE2EAdminConfigs(t *testing.T) {
 	ac := configOf(t, bcs[0], "auto.create.topics.enable")
 	require.Equal(t, "true", ac.MaybeValue())
 	require.Equal(t, kmsg.ConfigSourceDefaultConfig, ac.Source)
+	// Every entry is a row's (core/server's broker keys and node's), and
+	// every row is an entry.
+	var described, rows []string
+	for _, c := range bcs[0].Configs {
+		described = append(described, c.Key)
+	}
+	for _, k := range node.ConfigKeys() {
+		rows = append(rows, k.Name)
+	}
+	require.ElementsMatch(t, rows, described)
 	cluster, err := adm.DescribeBrokerConfigs(ctx)
 	require.NoError(t, err)
 	require.Len(t, cluster, 1)

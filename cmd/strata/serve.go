@@ -28,6 +28,31 @@ func init() {
 	register("serve", "run a Strata node (by default one combined broker+controller on 127.0.0.1:9092, data under ./data)", serve)
 }
 
+// keyFlags makes every server.properties key a flag of the same name,
+// from the rows (node.ConfigKeys: core/server's broker keys and node's),
+// applied after --config. They are registered without defaults so that
+// only flags actually given override; the usual ones are listed first,
+// with usage of their own.
+func keyFlags(fs *flag.FlagSet) {
+	usual := map[string]string{
+		node.KeyProcessRoles:     "`roles`: broker, controller or broker,controller (default " + node.DefaultProcessRoles + ")",
+		node.KeyListeners:        "listeners: PLAINTEXT://host:port for a broker, CONTROLLER://host:port for a controller (default " + node.DefaultListeners + ")",
+		node.KeyLogDirs:          "data `directory` (default " + node.DefaultLogDir + ")",
+		node.KeyNodeID:           "node `id` (default 1)",
+		node.KeyControllerVoters: "metadata quorum voters, id@host:port,... (default <node.id>@" + node.DefaultControllerAddr + ")",
+	}
+	for _, k := range node.ConfigKeys() {
+		usage, ok := usual[k.Name]
+		if !ok {
+			usage = k.Doc
+			if k.Default != "" {
+				usage += " (default " + k.Default + ")"
+			}
+		}
+		fs.String(k.Name, "", usage)
+	}
+}
+
 // serve runs a node until SIGINT or SIGTERM. Configuration is applied in
 // order: defaults (127.0.0.1:9092, data under ./data), then --config, then
 // the flags, which use Kafka's key names.
@@ -49,29 +74,7 @@ func serve(args []string) int {
 	}
 	configPath := fs.String("config", "", "server.properties `file` (Kafka's format and key names)")
 	clusterID := fs.String("cluster-id", "", "the cluster `id` a fresh data directory is formatted with (every node of a cluster needs the same one; 'strata random-uuid' prints one); default: a random id for a single node")
-	// Every server.properties key is a flag of the same name, applied
-	// after --config. Registered without defaults so that only flags
-	// actually given override; the usual ones are listed first.
-	overrides := []struct{ key, usage string }{
-		{node.KeyProcessRoles, "`roles`: broker, controller or broker,controller (default " + node.DefaultProcessRoles + ")"},
-		{node.KeyListeners, "listeners: PLAINTEXT://host:port for a broker, CONTROLLER://host:port for a controller (default " + node.DefaultListeners + ")"},
-		{node.KeyLogDirs, "data `directory` (default " + node.DefaultLogDir + ")"},
-		{node.KeyNodeID, "node `id` (default 1)"},
-		{node.KeyControllerVoters, "metadata quorum voters, id@host:port,... (default <node.id>@" + node.DefaultControllerAddr + ")"},
-	}
-	for _, o := range overrides {
-		fs.String(o.key, "", o.usage)
-	}
-	for _, k := range node.ConfigKeys() {
-		if fs.Lookup(k.Name) != nil {
-			continue
-		}
-		usage := k.Doc
-		if k.Default != "" {
-			usage += " (default " + k.Default + ")"
-		}
-		fs.String(k.Name, "", usage)
-	}
+	keyFlags(fs)
 	help = slices.ContainsFunc(args, func(a string) bool { return a == "-h" || a == "-help" || a == "--help" || a == "--h" })
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
