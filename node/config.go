@@ -375,14 +375,10 @@ func votersString(vs []kraft.Voter) string {
 // "host:port" it names. Only a single PLAINTEXT listener is supported yet
 // (no TLS or SASL).
 func parseAdvertisedListener(value string) (any, error) {
-	list := config.SplitListLoose(value)
-	switch {
-	case len(list) == 0:
-		return nil, errors.New("want PLAINTEXT://host:port")
-	case len(list) > 1:
-		return nil, errors.New("only one listener is supported yet")
+	addr, err := single(value, "want PLAINTEXT://host:port", "only one listener is supported yet")
+	if err != nil {
+		return nil, err
 	}
-	addr := list[0]
 	if name, rest, ok := strings.Cut(addr, "://"); ok {
 		if !strings.EqualFold(name, "PLAINTEXT") {
 			return nil, errors.New("only the PLAINTEXT listener is supported yet, not " + name)

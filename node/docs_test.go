@@ -15,9 +15,9 @@ import (
 
 // TestOperationsDocListsEveryKey keeps docs/operations.md's
 // server.properties tables and the rows (core/server's broker keys and
-// node's) in step: every key of the table
-// is documented with its default, and every documented key is in the
-// table.
+// node's) in step: every row is documented with its default and its valid
+// values (the row's check's words, as the topic config table has them),
+// and every documented key is a row's.
 func TestOperationsDocListsEveryKey(t *testing.T) {
 	text, err := os.ReadFile("../docs/operations.md")
 	require.NoError(t, err)
@@ -28,12 +28,13 @@ func TestOperationsDocListsEveryKey(t *testing.T) {
 	if end := strings.Index(section[1:], "\n## "); end >= 0 {
 		section = section[:end+1]
 	}
-	row := regexp.MustCompile("(?m)^\\| (`[^|]*) \\| ([^|]*) \\|")
+	row := regexp.MustCompile("(?m)^\\| (`[^|]*) \\| ([^|]*) \\| ([^|]*) \\|")
 	tick := regexp.MustCompile("`([^`]*)`")
 	documented := map[string]string{} // key -> default cell
+	valid := map[string]string{}      // key -> valid values cell
 	for _, m := range row.FindAllStringSubmatch(section, -1) {
 		for _, k := range tick.FindAllStringSubmatch(m[1], -1) {
-			documented[k[1]] = m[2]
+			documented[k[1]], valid[k[1]] = m[2], m[3]
 		}
 	}
 	var names []string
@@ -47,6 +48,7 @@ func TestOperationsDocListsEveryKey(t *testing.T) {
 		if k.Default != "" {
 			require.Contains(t, cell, "`"+k.Default+"`", "the documented default of %s", k.Name)
 		}
+		require.Equal(t, "`"+k.ValidValues()+"`", valid[k.Name], "the documented valid values of %s", k.Name)
 	}
 	for key := range documented { //determinism:unordered a test's checks, in any order
 		if !slices.Contains(names, key) {

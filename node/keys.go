@@ -1,6 +1,7 @@
 package node
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -87,18 +88,14 @@ var nodeKeys = config.Keys[Config]{
 		"The slowest a request frame may arrive, in bytes per second, measured over strata.socket.request.read.timeout.ms.",
 		config.IntIn(1, math.MaxInt32)),
 		Set: func(c *Config, v config.Value) { c.SocketRequestMinBytesPerSec = int(v.Int()) }},
-	{Row: row(KeyConsumerMinSessionTimeoutMs, kmsg.ConfigTypeInt, "45000",
-		"The lowest group.consumer.session.timeout.ms allowed, in milliseconds.", config.IntIn(1, math.MaxInt32)),
-		Set: func(c *Config, v config.Value) { c.ConsumerMinSessionTimeoutMs = v.Int() }},
-	{Row: row(KeyConsumerMaxSessionTimeoutMs, kmsg.ConfigTypeInt, "60000",
-		"The highest group.consumer.session.timeout.ms allowed, in milliseconds.", config.IntIn(1, math.MaxInt32)),
-		Set: func(c *Config, v config.Value) { c.ConsumerMaxSessionTimeoutMs = v.Int() }},
-	{Row: row(KeyConsumerMinHeartbeatIntervalMs, kmsg.ConfigTypeInt, "5000",
-		"The lowest group.consumer.heartbeat.interval.ms allowed, in milliseconds.", config.IntIn(1, math.MaxInt32)),
-		Set: func(c *Config, v config.Value) { c.ConsumerMinHeartbeatIntervalMs = v.Int() }},
-	{Row: row(KeyConsumerMaxHeartbeatIntervalMs, kmsg.ConfigTypeInt, "15000",
-		"The highest group.consumer.heartbeat.interval.ms allowed, in milliseconds.", config.IntIn(1, math.MaxInt32)),
-		Set: func(c *Config, v config.Value) { c.ConsumerMaxHeartbeatIntervalMs = v.Int() }},
+	consumerBound(KeyConsumerMinSessionTimeoutMs, "45000", "The lowest group.consumer.session.timeout.ms allowed, in milliseconds.",
+		func(c *Config) *int64 { return &c.ConsumerMinSessionTimeoutMs }),
+	consumerBound(KeyConsumerMaxSessionTimeoutMs, "60000", "The highest group.consumer.session.timeout.ms allowed, in milliseconds.",
+		func(c *Config) *int64 { return &c.ConsumerMaxSessionTimeoutMs }),
+	consumerBound(KeyConsumerMinHeartbeatIntervalMs, "5000", "The lowest group.consumer.heartbeat.interval.ms allowed, in milliseconds.",
+		func(c *Config) *int64 { return &c.ConsumerMinHeartbeatIntervalMs }),
+	consumerBound(KeyConsumerMaxHeartbeatIntervalMs, "15000", "The highest group.consumer.heartbeat.interval.ms allowed, in milliseconds.",
+		func(c *Config) *int64 { return &c.ConsumerMaxHeartbeatIntervalMs }),
 	{Row: row("strata.fetch.sendfile.enable", kmsg.ConfigTypeBoolean, "true",
 		"Strata's own: send fetched records with sendfile (zero copy); false reads them into user space and writes them (for measuring what zero copy saves).",
 		config.Boolean()),
@@ -122,6 +119,13 @@ var nodeKeys = config.Keys[Config]{
 // row is one of node's rows.
 func row(name string, typ kmsg.ConfigType, def, doc string, check config.Check) config.Row {
 	return config.Row{Name: name, Type: typ, Default: def, Doc: doc, Check: check}
+}
+
+// consumerBound is the row of a bound of a consumer-protocol group key,
+// in milliseconds, checked at start (Validate).
+func consumerBound(name, def, doc string, field func(*Config) *int64) config.Key[Config] {
+	return config.Key[Config]{Row: row(name, kmsg.ConfigTypeInt, def, doc, config.IntIn(1, math.MaxInt32)),
+		Set: func(c *Config, v config.Value) { *field(c) = v.Int() }}
 }
 
 // ConfigKey describes one server.properties key for command lines and
@@ -207,28 +211,29 @@ func setListeners(c *Config, v config.Value) {
 	}
 }
 
-func parseControllerListenerName(value string) (any, error) {
-	names := config.SplitListLoose(value)
+// single is the one item of a list value that takes one for now; want
+// says what is wanted when there is none, onlyOne when there are more.
+func single(value, want, onlyOne string) (string, error) {
+	list := config.SplitListLoose(value)
 	switch {
-	case len(names) == 0:
-		return nil, fmt.Errorf("want a listener name, e.g. CONTROLLER")
-	case len(names) > 1:
-		return nil, fmt.Errorf("only one controller listener is supported yet")
-	case strings.EqualFold(names[0], "PLAINTEXT"):
-		return nil, fmt.Errorf("the controller listener must not be the PLAINTEXT client listener")
+	case len(list) == 0:
+		return "", errors.New(want)
+	case len(list) > 1:
+		return "", errors.New(onlyOne)
 	}
-	return strings.ToUpper(names[0]), nil
+	return list[0], nil
+}
+
+func parseControllerListenerName(value string) (any, error) {
+	name, err := single(value, "want a listener name, e.g. CONTROLLER", "only one controller listener is supported yet")
+	if err == nil && strings.EqualFold(name, "PLAINTEXT") {
+		err = errors.New("the controller listener must not be the PLAINTEXT client listener")
+	}
+	return strings.ToUpper(name), err
 }
 
 func parseLogDir(value string) (any, error) {
-	dirs := config.SplitListLoose(value)
-	switch {
-	case len(dirs) == 0:
-		return nil, fmt.Errorf("want a directory")
-	case len(dirs) > 1:
-		return nil, fmt.Errorf("only one log directory is supported yet")
-	}
-	return dirs[0], nil
+	return single(value, "want a directory", "only one log directory is supported yet")
 }
 
 func setLogDir(c *Config, v config.Value) { c.LogDir = v.Parsed().(string) }

@@ -16,8 +16,16 @@
 // so it is never accepted and then skipped. docs/operations.md lists
 // every row (a test compares them).
 //
-// The broker keys (node/configkeys.go) are to become rows here too
-// (issue 23); the row type is shaped for them, not only for topics.
+// It also owns what every table of keys shares: the checks (IntIn,
+// LongIn, Boolean, Custom, ...: Kafka's ConfigDef validators, whose words
+// docs/operations.md shows as valid values), Key[C], a row with the
+// setter of the typed field of C it fills, Keys[C], a table of them, and
+// ParseProperties, the server.properties text parser. The broker keys are
+// Key[server.Config], in core/server keys.go, and the production
+// process's own keys Key[node.Config], in node keys.go: a row that sets a
+// field of server.Config cannot live here, since core/server imports
+// core/broker, which imports this package. Each table sits beside the
+// struct it fills; the rows of all three read the same.
 //
 // # What it never does
 //

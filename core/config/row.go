@@ -127,6 +127,16 @@ func ShortIn(lo, hi int16) Check {
 // Boolean accepts true or false in any case.
 func Boolean() Check { return boolean() }
 
+// AnyLong accepts every LONG.
+func AnyLong() Check { return anyLong() }
+
+// AnyInt accepts every INT.
+func AnyInt() Check {
+	c := intIn(math.MinInt32, math.MaxInt32)
+	c.text = "any int"
+	return c
+}
+
 // AnyString accepts every value.
 func AnyString() Check {
 	return Check{text: "any string", parse: func(v string) (Value, error) { return Value{text: v}, nil }}

@@ -47,6 +47,12 @@ const (
 	KeyConsumerSessionTimeoutMs     = "group.consumer.session.timeout.ms"
 	KeyConsumerHeartbeatIntervalMs  = "group.consumer.heartbeat.interval.ms"
 	KeyReplicaLagTimeMaxMs          = "replica.lag.time.max.ms"
+	KeyGroupMinSessionTimeoutMs     = "group.min.session.timeout.ms"
+	KeyGroupInitialRebalanceDelayMs = "group.initial.rebalance.delay.ms"
+	KeyOffsetsTopicPartitions       = "offsets.topic.num.partitions"
+	KeyTxnStatePartitions           = "transaction.state.log.num.partitions"
+	KeyTxnAbortCheckIntervalMs      = "transaction.abort.timed.out.transaction.cleanup.interval.ms"
+	KeyTransactionVersion           = "strata.transaction.version"
 	KeyRequestOffload               = "strata.request.offload.enable"
 	KeyLogRetentionMs               = config.ServerKeyLogRetentionMs
 	KeyLogRetentionMinutes          = "log.retention.minutes"
@@ -158,13 +164,13 @@ var keys = slices.Concat(config.Keys[Config]{
 		"Whether a Metadata request for a missing topic creates it.", config.Boolean()),
 		Set: func(c *Config, v config.Value) { c.BrokerListener.AutoTopicCreationDisabled = !v.Bool() }},
 	{Row: row(KeyLogRetentionMs, kmsg.ConfigTypeLong, "",
-		"How long records are kept, in milliseconds (-1: forever); wins over .minutes and .hours.", config.LongIn(math.MinInt64, math.MaxInt64)),
+		"How long records are kept, in milliseconds (-1: forever); wins over .minutes and .hours.", config.AnyLong()),
 		Set: setTime(retentionMs)},
 	{Row: row(KeyLogRetentionMinutes, kmsg.ConfigTypeInt, "",
-		"How long records are kept, in minutes; wins over .hours.", config.IntIn(math.MinInt32, math.MaxInt32)),
+		"How long records are kept, in minutes; wins over .hours.", config.AnyInt()),
 		Set: setTime(retentionMinutes)},
 	{Row: row(KeyLogRetentionHours, kmsg.ConfigTypeInt, "168",
-		"How long records are kept, in hours.", config.IntIn(math.MinInt32, math.MaxInt32)),
+		"How long records are kept, in hours.", config.AnyInt()),
 		Set: setTime(retentionHours)},
 	{Row: row(KeyLogRollMs, kmsg.ConfigTypeLong, "",
 		"The age at which a segment rolls, in milliseconds; wins over log.roll.hours.", config.LongIn(1, math.MaxInt64)),
@@ -179,20 +185,18 @@ var keys = slices.Concat(config.Keys[Config]{
 	{Row: row("producer.id.expiration.ms", kmsg.ConfigTypeInt, ms(producer.DefaultExpirationTime),
 		"How long an idle idempotent producer's state is kept, in milliseconds.", config.IntIn(1, math.MaxInt32)),
 		Set: func(c *Config, v config.Value) { c.Partitions.Producers.ExpirationTime = millis(v) }},
-	{Row: row("offsets.topic.num.partitions", kmsg.ConfigTypeInt, strconv.Itoa(broker.DefaultOffsetsPartitions),
-		"The partitions of __consumer_offsets when it is created.", config.IntIn(1, maxPartitionsPerTopic)),
-		Set: func(c *Config, v config.Value) { c.BrokerListener.Groups.OffsetsPartitions = int32(v.Int()) }},
-	{Row: row("offsets.topic.replication.factor", kmsg.ConfigTypeShort, strconv.Itoa(broker.DefaultOffsetsReplicationFactor),
-		"The replication factor of __consumer_offsets when it is created (capped at the brokers registered then).",
-		config.ShortIn(1, maxInternalReplicationFactor)),
-		Set: func(c *Config, v config.Value) { c.BrokerListener.Groups.OffsetsReplicationFactor = int16(v.Int()) }},
-	{Row: row("group.min.session.timeout.ms", kmsg.ConfigTypeInt, ms(group.DefaultMinSessionTimeout),
+}, internalTopicKeys(KeyOffsetsTopicPartitions, "offsets.topic.replication.factor", "__consumer_offsets",
+	broker.DefaultOffsetsPartitions, broker.DefaultOffsetsReplicationFactor,
+	func(c *Config) (*int32, *int16) {
+		return &c.BrokerListener.Groups.OffsetsPartitions, &c.BrokerListener.Groups.OffsetsReplicationFactor
+	}), config.Keys[Config]{
+	{Row: row(KeyGroupMinSessionTimeoutMs, kmsg.ConfigTypeInt, ms(group.DefaultMinSessionTimeout),
 		"The shortest session timeout a group member may ask for, in milliseconds.", config.IntIn(1, math.MaxInt32)),
 		Set: func(c *Config, v config.Value) { c.BrokerListener.Groups.Coordinator.MinSessionTimeout = millis(v) }},
 	{Row: row("group.max.session.timeout.ms", kmsg.ConfigTypeInt, ms(group.DefaultMaxSessionTimeout),
 		"The longest session timeout a group member may ask for, in milliseconds.", config.IntIn(1, math.MaxInt32)),
 		Set: func(c *Config, v config.Value) { c.BrokerListener.Groups.Coordinator.MaxSessionTimeout = millis(v) }},
-	{Row: row("group.initial.rebalance.delay.ms", kmsg.ConfigTypeInt, ms(group.DefaultInitialRebalanceDelay),
+	{Row: row(KeyGroupInitialRebalanceDelayMs, kmsg.ConfigTypeInt, ms(group.DefaultInitialRebalanceDelay),
 		"How long the first rebalance of an empty group waits for more members, in milliseconds.", config.IntIn(0, MaxTimeoutMs)),
 		Set: func(c *Config, v config.Value) { c.BrokerListener.Groups.Coordinator.InitialRebalanceDelay = millis(v) }},
 	{Row: row("offsets.retention.minutes", kmsg.ConfigTypeInt, strconv.Itoa(int(group.DefaultOffsetsRetention/time.Minute)),
@@ -205,27 +209,25 @@ var keys = slices.Concat(config.Keys[Config]{
 		Set: func(c *Config, v config.Value) {
 			c.BrokerListener.Groups.Coordinator.RetentionCheckInterval = millis(v)
 		}},
-	{Row: row("transaction.state.log.num.partitions", kmsg.ConfigTypeInt, strconv.Itoa(broker.DefaultTxnStatePartitions),
-		"The partitions of __transaction_state when it is created.", config.IntIn(1, maxPartitionsPerTopic)),
-		Set: func(c *Config, v config.Value) { c.BrokerListener.Txns.StatePartitions = int32(v.Int()) }},
-	{Row: row("transaction.state.log.replication.factor", kmsg.ConfigTypeShort, strconv.Itoa(broker.DefaultTxnStateReplicationFactor),
-		"The replication factor of __transaction_state when it is created (capped at the brokers registered then).",
-		config.ShortIn(1, maxInternalReplicationFactor)),
-		Set: func(c *Config, v config.Value) { c.BrokerListener.Txns.StateReplicationFactor = int16(v.Int()) }},
+}, internalTopicKeys(KeyTxnStatePartitions, "transaction.state.log.replication.factor", "__transaction_state",
+	broker.DefaultTxnStatePartitions, broker.DefaultTxnStateReplicationFactor,
+	func(c *Config) (*int32, *int16) {
+		return &c.BrokerListener.Txns.StatePartitions, &c.BrokerListener.Txns.StateReplicationFactor
+	}), config.Keys[Config]{
 	{Row: row("transaction.max.timeout.ms", kmsg.ConfigTypeInt, ms(txn.DefaultMaxTimeout),
 		"The longest transaction.timeout.ms a transactional producer may ask for, in milliseconds.", config.IntIn(1, math.MaxInt32)),
 		Set: func(c *Config, v config.Value) { c.BrokerListener.Txns.Coordinator.MaxTimeout = millis(v) }},
 	{Row: row("transactional.id.expiration.ms", kmsg.ConfigTypeInt, ms(txn.DefaultIDExpiration),
 		"How long a transactional id without a transaction in progress is kept after its last update, in milliseconds.", config.IntIn(1, math.MaxInt32)),
 		Set: func(c *Config, v config.Value) { c.BrokerListener.Txns.Coordinator.IDExpiration = millis(v) }},
-	{Row: row("transaction.abort.timed.out.transaction.cleanup.interval.ms", kmsg.ConfigTypeInt, ms(txn.DefaultAbortCheckInterval),
+	{Row: row(KeyTxnAbortCheckIntervalMs, kmsg.ConfigTypeInt, ms(txn.DefaultAbortCheckInterval),
 		"How often the transaction coordinator aborts timed-out transactions and removes expired ids, in milliseconds.", config.IntIn(1, math.MaxInt32)),
 		Set: func(c *Config, v config.Value) { c.BrokerListener.Txns.Coordinator.AbortCheckInterval = millis(v) }},
 	{Row: row("transaction.partition.verification.enable", kmsg.ConfigTypeBoolean, "true",
 		"Whether a partition leader asks the transaction coordinator that a producer's first transactional batch there belongs to its transaction (KIP-890 part 1).",
 		config.Boolean()),
 		Set: func(c *Config, v config.Value) { c.BrokerListener.Txns.NoPartitionVerification = !v.Bool() }},
-	{Row: row("strata.transaction.version", kmsg.ConfigTypeShort, strconv.Itoa(broker.DefaultTransactionVersion),
+	{Row: row(KeyTransactionVersion, kmsg.ConfigTypeShort, strconv.Itoa(broker.DefaultTransactionVersion),
 		"The transaction.version feature the brokers finalize (Kafka sets it with kafka-features.sh): 2 lets clients use KIP-890 part 2 (partitions added through Produce v12+ and TxnOffsetCommit v5+, an epoch bump at every EndTxn), 1 keeps them on AddPartitionsToTxn and AddOffsetsToTxn. The same on every broker.",
 		config.ShortIn(1, 2)),
 		Set: func(c *Config, v config.Value) { c.BrokerListener.Txns.TransactionVersion = int16(v.Int()) }},
@@ -361,6 +363,21 @@ func topicDefaultKeys() config.Keys[Config] {
 		out = append(out, Key{Row: r, Set: func(c *Config, v config.Value) { c.setTopicDefault(topicKey, v.String()) }})
 	}
 	return out
+}
+
+// internalTopicKeys are the rows of an internal topic's partitions and
+// replication factor when it is created (the factor capped at the brokers
+// registered then); fields gives the two fields they set.
+func internalTopicKeys(partitionsKey, factorKey, topic string, partitions, factor int, fields func(*Config) (*int32, *int16)) config.Keys[Config] {
+	return config.Keys[Config]{
+		{Row: row(partitionsKey, kmsg.ConfigTypeInt, strconv.Itoa(partitions), "The partitions of "+topic+" when it is created.",
+			config.IntIn(1, maxPartitionsPerTopic)),
+			Set: func(c *Config, v config.Value) { p, _ := fields(c); *p = int32(v.Int()) }},
+		{Row: row(factorKey, kmsg.ConfigTypeShort, strconv.Itoa(factor),
+			"The replication factor of "+topic+" when it is created (capped at the brokers registered then).",
+			config.ShortIn(1, maxInternalReplicationFactor)),
+			Set: func(c *Config, v config.Value) { _, f := fields(c); *f = int16(v.Int()) }},
+	}
 }
 
 // setTopicDefault sets a static topic default, copying the map on write:

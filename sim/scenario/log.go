@@ -9,11 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/strata-log/strata/core/broker"
 	"github.com/strata-log/strata/core/env"
-	"github.com/strata-log/strata/core/kraft"
 	"github.com/strata-log/strata/core/metrics"
-	"github.com/strata-log/strata/core/quorum"
 	"github.com/strata-log/strata/core/server"
 	"github.com/strata-log/strata/linearizability"
 	"github.com/strata-log/strata/nemesis"
@@ -524,37 +521,36 @@ func newLogHarness(s *sim.Sim, o Options, shape logShape, bugs logBugs) *logHarn
 	h.registries = make([]*metrics.Registry, n)
 	h.serverInc = make([]uint64, n)
 	h.restarts = make([]uint64, n)
-	voters := map[quorum.NodeID]string{}
+	var voters []string
 	for i := 0; i < n; i++ {
 		h.names = append(h.names, fmt.Sprintf("n%d", i+1))
-		voters[quorum.NodeID(i+1)] = h.names[i] + logControlPort
+		voters = append(voters, fmt.Sprintf("%d@%s", i+1, h.names[i]+logControlPort))
 	}
+	votersText := strings.Join(voters, ",")
 	for i := 0; i < n; i++ {
 		i := i
-		scfg := server.Config{
-			NodeID: int32(i + 1), ClusterID: logClusterID, Broker: true, Controller: true,
-			Quorum:         kraft.Config{Voters: kraft.ParseVoters(voters)},
-			BrokerListener: broker.Config{ListenAddr: h.names[i] + logBrokerPort, AdvertisedHost: h.names[i]},
-		}
-		scfg.Quorum.Controller.MaxReplicationFactor = shape.rf()
+		// The broker keys go through server.properties text and the
+		// rows that parse it in production (core/server keys.go); the
+		// addresses and what has no key are set directly.
+		var props serverProperties
+		props.set(server.KeyNodeID, i+1)
+		props.set(server.KeyProcessRoles, server.RoleBroker+","+server.RoleController)
+		props.set(server.KeyControllerVoters, votersText)
 		if hp := h.hostilePlan; hp != nil {
-			scfg.BrokerListener.ConnectionsMaxIdle = hp.idle
-			scfg.BrokerListener.MaxConnectionsPerIPOverrides = map[string]int{hostileClientHost: hp.perIP, hostileSlowHost: hp.slowPerIP}
+			props.set(server.KeyConnectionsMaxIdleMs, hp.idle.Milliseconds())
+			props.set(server.KeyMaxConnectionsPerIPOverrides, fmt.Sprintf("%s:%d,%s:%d", hostileClientHost, hp.perIP, hostileSlowHost, hp.slowPerIP))
 		}
 		if shape.groups() {
-			scfg.BrokerListener.Groups.OffsetsPartitions = groupOffsetsPartitions
-			scfg.BrokerListener.Groups.Coordinator.MinSessionTimeout = groupMinSession
-			scfg.BrokerListener.Groups.Coordinator.InitialRebalanceDelay = groupInitialDelay
+			props.set(server.KeyOffsetsTopicPartitions, groupOffsetsPartitions)
+			props.set(server.KeyGroupMinSessionTimeoutMs, groupMinSession.Milliseconds())
+			props.set(server.KeyGroupInitialRebalanceDelayMs, groupInitialDelay.Milliseconds())
 		}
 		if shape.txn() {
-			scfg.BrokerListener.Txns.StatePartitions = txnStatePartitions
-			scfg.BrokerListener.Groups.OffsetsPartitions = txnOffsetsPartitions
-			if !bugs.txn.offsetsDefaultISR {
-				scfg.BrokerListener.Groups.OffsetsMinInsync = txnOffsetsMinInsync
-			}
-			scfg.BrokerListener.Txns.Coordinator.AbortCheckInterval = txnAbortCheckInterval
+			props.set(server.KeyTxnStatePartitions, txnStatePartitions)
+			props.set(server.KeyOffsetsTopicPartitions, txnOffsetsPartitions)
+			props.set(server.KeyTxnAbortCheckIntervalMs, txnAbortCheckInterval.Milliseconds())
 			if h.txn != nil && h.txn.tv2 {
-				scfg.BrokerListener.Txns.TransactionVersion = 2
+				props.set(server.KeyTransactionVersion, 2)
 			}
 		}
 		if shape.rf() > 1 {
@@ -562,7 +558,15 @@ func newLogHarness(s *sim.Sim, o Options, shape logShape, bugs logBugs) *logHarn
 			// phase followers fall out of the ISR (a partition, a pause,
 			// a slow disk) and come back, and elections meet ISRs of
 			// every size.
-			scfg.Partitions.ReplicaLagTime = replicatedLagTime
+			props.set(server.KeyReplicaLagTimeMaxMs, replicatedLagTime.Milliseconds())
+		}
+		scfg := props.parse(server.Config{ClusterID: logClusterID})
+		scfg.BrokerListener.ListenAddr, scfg.BrokerListener.AdvertisedHost = h.names[i]+logBrokerPort, h.names[i]
+		scfg.Quorum.Controller.MaxReplicationFactor = shape.rf()
+		if shape.txn() && !bugs.txn.offsetsDefaultISR {
+			scfg.BrokerListener.Groups.OffsetsMinInsync = txnOffsetsMinInsync
+		}
+		if shape.rf() > 1 {
 			scfg.Partitions.AlterPartitionSent = func(topic string, partition int32) { h.alterPartitionSent(i, topic, partition) }
 		}
 		p := s.AddProcess(h.names[i], func(e env.Env) {

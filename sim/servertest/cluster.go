@@ -3,17 +3,15 @@ package servertest
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/strata-log/strata/core/broker"
 	"github.com/strata-log/strata/core/env"
-	"github.com/strata-log/strata/core/kraft"
 	"github.com/strata-log/strata/core/metrics"
-	"github.com/strata-log/strata/core/quorum"
 	"github.com/strata-log/strata/core/replica"
 	"github.com/strata-log/strata/core/server"
 	"github.com/strata-log/strata/core/wire"
@@ -41,16 +39,13 @@ func StartCluster(t T, seed uint64, n int, tweak func(*server.Config)) *Cluster 
 	t.Helper()
 	x := &Cluster{T: t, Sim: sim.New(sim.Config{Seed: seed}), Servers: make([]*server.Server, n),
 		Metrics: make([]*metrics.Registry, n), clients: make([]*wire.Client, n)}
-	var voters []kraft.Voter
+	var voters []string
 	for i := 1; i <= n; i++ {
-		voters = append(voters, kraft.Voter{ID: quorum.NodeID(i), Addr: host(i) + ":9093"})
+		voters = append(voters, strconv.Itoa(i)+"@"+host(i)+":9093")
 	}
 	for i := 1; i <= n; i++ {
-		cfg := server.Config{
-			NodeID: int32(i), ClusterID: ClusterID, Broker: true, Controller: true,
-			Quorum:         kraft.Config{Voters: voters},
-			BrokerListener: broker.Config{ListenAddr: host(i) + ":9092", AdvertisedHost: host(i)},
-		}
+		cfg := parseProperties(i, strings.Join(voters, ","))
+		cfg.BrokerListener.ListenAddr, cfg.BrokerListener.AdvertisedHost = host(i)+":9092", host(i)
 		if tweak != nil {
 			tweak(&cfg)
 		}

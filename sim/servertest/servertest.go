@@ -14,9 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/strata-log/strata/core/broker"
 	"github.com/strata-log/strata/core/env"
-	"github.com/strata-log/strata/core/kraft"
 	"github.com/strata-log/strata/core/metrics"
 	"github.com/strata-log/strata/core/record"
 	"github.com/strata-log/strata/core/replica"
@@ -75,11 +73,8 @@ func StartWithoutMetrics(t T, seed uint64, tweak func(*server.Config)) *Single {
 func start(t T, seed uint64, withMetrics bool, tweak func(*server.Config)) *Single {
 	t.Helper()
 	x := &Single{T: t, Sim: sim.New(sim.Config{Seed: seed})}
-	cfg := server.Config{
-		NodeID: 1, ClusterID: ClusterID, Broker: true, Controller: true,
-		Quorum:         kraft.Config{Voters: []kraft.Voter{{ID: 1, Addr: "n1:9093"}}},
-		BrokerListener: broker.Config{ListenAddr: "n1:9092", AdvertisedHost: "n1"},
-	}
+	cfg := parseProperties(1, "1@n1:9093")
+	cfg.BrokerListener.ListenAddr, cfg.BrokerListener.AdvertisedHost = "n1:9092", "n1"
 	if tweak != nil {
 		tweak(&cfg)
 	}
@@ -289,4 +284,17 @@ func (x *Single) ListOffset(topic string, partition int32, timestamp int64) kmsg
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
 	return x.Do(req).(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0]
+}
+
+// parseProperties is the server config of node id, a combined broker and
+// controller among voters, parsed from server.properties text by the
+// rows that parse a production node's (core/server keys.go).
+func parseProperties(id int, voters string) server.Config {
+	text := fmt.Sprintf("%s=%d\n%s=%s,%s\n%s=%s\n", server.KeyNodeID, id,
+		server.KeyProcessRoles, server.RoleBroker, server.RoleController, server.KeyControllerVoters, voters)
+	cfg, err := server.Config{ClusterID: ClusterID}.ParseProperties(text)
+	if err != nil {
+		panic("servertest: " + err.Error())
+	}
+	return cfg
 }
