@@ -16,16 +16,6 @@ import (
 	"github.com/strata-log/strata/core/config"
 )
 
-// pendingKeyNames are the key names still spelled out in files that issue
-// 23's item 6 moves out of cmd/strata (bench and top), left alone here to
-// keep that move's merge clean. Each becomes the constant in brackets
-// (node.KeyMetricsEnable, node.KeyRequestOffload, node.KeyMetricsListener)
-// and its entry is deleted.
-var pendingKeyNames = map[string][]string{
-	"../cmd/strata/bench.go": {KeyMetricsEnable, KeyRequestOffload},
-	"../cmd/strata/top.go":   {KeyMetricsListener},
-}
-
 // TestKeyNamedInOneFile is the grep-level check of one row per key: no
 // key of the rows (core/server's broker keys, node's) appears as a string
 // literal in more than one non-test Go file of the repository. Code that
@@ -64,7 +54,7 @@ func TestKeyNamedInOneFile(t *testing.T) {
 				return true
 			}
 			s, err := strconv.Unquote(lit.Value)
-			if err == nil && names[s] && !slices.Contains(files[s], path) && !slices.Contains(pendingKeyNames[filepath.ToSlash(path)], s) {
+			if err == nil && names[s] && !slices.Contains(files[s], path) {
 				files[s] = append(files[s], path)
 			}
 			return true

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/strata-log/strata/internal/cli"
+	"github.com/strata-log/strata/node"
 )
 
 // Summary is the line `strata help` shows for bench.
@@ -401,9 +402,9 @@ func runBench(ctx context.Context, o benchOptions, progress io.Writer) (*benchRe
 			args := o.nodeArgs
 			switch name {
 			case targetNoMetrics:
-				args = append(slices.Clone(args), cli.KeyValue{Key: "strata.metrics.enable", Value: "false"})
+				args = append(slices.Clone(args), cli.KeyValue{Key: node.KeyMetricsEnable, Value: "false"})
 			case targetNoOffload:
-				args = append(slices.Clone(args), cli.KeyValue{Key: "strata.request.offload.enable", Value: "false"})
+				args = append(slices.Clone(args), cli.KeyValue{Key: node.KeyRequestOffload, Value: "false"})
 			}
 			fmt.Fprintf(progress, "strata bench: starting %s for the %s target\n", plural(o.nodes, "strata node"), name)
 			cluster, err := startBenchCluster(ctx, o.nodeCommand, o.nodeEnv, filepath.Join(dir, name), o.nodes, args, o.readyTimeout)

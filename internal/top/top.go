@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/strata-log/strata/internal/cli"
+	"github.com/strata-log/strata/node"
 )
 
 // Defaults and bounds of `strata top`.
@@ -53,7 +54,7 @@ const (
 	// metricsListenerConfig is the broker config naming the node's metrics
 	// listener (host:port), read with DescribeConfigs when --metrics is not
 	// given.
-	metricsListenerConfig = "metrics.listener"
+	metricsListenerConfig = node.KeyMetricsListener
 	// metricsPath is the path of the exposition on a metrics listener.
 	metricsPath = "/metrics"
 	// expositionAccept asks for the text format, version 0.0.4, which
