@@ -1,12 +1,15 @@
-// Package node is Strata's production runtime: it runs the deterministic
-// core (package broker and, later, the controller and replicas) on a real
-// event loop with real time, files, TCP sockets and an object store.
+// Package node is Strata's production runtime: it runs one whole server
+// of the deterministic core (core/server: quorum member, controller,
+// broker and partitions) on a real event loop with real time, files, TCP
+// sockets and an object store.
 //
 // It owns everything that blocks or runs concurrently: the Loop goroutine
 // that owns core state, socket reader and writer goroutines, the off-loop
 // workers that run fdatasync and object-store calls, startup and shutdown
 // (Start, Run, Shutdown; signals are cmd/strata's business),
-// server.properties parsing, and the meta.properties file that ties a data
+// the process's own config rows (keys.go: listeners, sockets, workers,
+// the metrics endpoint; the broker keys are core/server's rows), and the
+// meta.properties file that ties a data
 // directory to one cluster and one node.
 //
 // # What it must never do
