@@ -32,14 +32,14 @@ func corruptionRig(t *testing.T) (*rig, []storedBatch) {
 // flipStored flips one bit of a stored byte of file name at pos by writing
 // through the Disk and syncing, so the damage is durable.
 func flipStored(t *testing.T, r *rig, name string, pos int64) {
-	f, err := r.e.Disk().Open(name, false)
+	f, err := r.Env.Disk().Open(name, false)
 	require.NoError(t, err)
 	b := make([]byte, 1)
 	_, err = f.ReadAt(b, pos)
 	require.NoError(t, err)
 	b[0] ^= 0x04
 	require.NoError(t, f.WriteAt(b, pos))
-	require.NoError(t, r.wait(f.Sync))
+	require.NoError(t, r.Wait(f.Sync))
 	require.NoError(t, f.Close())
 }
 
@@ -146,7 +146,7 @@ func TestCorruptionAfterRecoveryPoint(t *testing.T) {
 // flip from looking like corruption.
 func TestOpenToleratesReadFlips(t *testing.T) {
 	r, batches := corruptionRig(t)
-	r.p.Disk().SetFaults(sim.DiskFaults{BitFlipProbability: 0.05})
+	r.Proc.Disk().SetFaults(sim.DiskFaults{BitFlipProbability: 0.05})
 	for i := 0; i < 30; i++ {
 		r.openBusy()
 		require.NoError(t, r.flush())
@@ -159,7 +159,7 @@ func TestOpenToleratesReadFlips(t *testing.T) {
 		require.NoError(t, r.l.Verify(0, r.l.LogEndOffset()))
 		r.crash()
 	}
-	require.Positive(t, r.p.Disk().Stats().BitFlips)
+	require.Positive(t, r.Proc.Disk().Stats().BitFlips)
 }
 
 // Damage at rest in index files that loading cannot see (a plausible
@@ -209,7 +209,7 @@ func damagedIndexLookups(t *testing.T, readsFirst bool) {
 	// entries, which Open checks): the offset index entry names the first
 	// offset of its batch instead of the last; the time index entry's
 	// timestamp is one less, still in order.
-	d := r.e.Disk()
+	d := r.Env.Disk()
 	idx, err := d.Open(testDir+"/00000000000000000000.index", false)
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, idx.Size(), int64(3*8))

@@ -144,7 +144,7 @@ func recoverSeeds(t require.TestingT) []recoverSeed {
 	}
 	r.shutdown()
 	read := func(name string) []byte {
-		b, ok := r.p.Disk().ReadFile(testDir + "/" + name)
+		b, ok := r.Proc.Disk().ReadFile(testDir + "/" + name)
 		require.True(t, ok, name)
 		return b
 	}

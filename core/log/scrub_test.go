@@ -23,20 +23,20 @@ func (r *rig) scrub() (log.ScrubResult, error) { return r.scrubWith(true) }
 // scrubWith scrubs as scrub does, as a log that may have been compacted
 // (a .compacted marker) unless contiguous.
 func (r *rig) scrubWith(contiguous bool) (log.ScrubResult, error) {
-	r.t.Helper()
+	r.T.Helper()
 	marker := testDir + "/.compacted"
 	if contiguous {
-		if err := r.e.Disk().Remove(marker); err != nil && !errors.Is(err, env.ErrNotExist) {
-			require.NoError(r.t, err)
+		if err := r.Env.Disk().Remove(marker); err != nil && !errors.Is(err, env.ErrNotExist) {
+			require.NoError(r.T, err)
 		}
 	} else {
-		f, err := r.e.Disk().Open(marker, true)
-		require.NoError(r.t, err)
-		require.NoError(r.t, f.Close())
+		f, err := r.Env.Disk().Open(marker, true)
+		require.NoError(r.T, err)
+		require.NoError(r.T, f.Close())
 	}
 	var res log.ScrubResult
-	err := r.wait(func(done func(error)) {
-		log.Scrub(r.e, testDir, func(got log.ScrubResult, err error) {
+	err := r.Wait(func(done func(error)) {
+		log.Scrub(r.Env, testDir, func(got log.ScrubResult, err error) {
 			res = got
 			done(err)
 		})
@@ -46,9 +46,9 @@ func (r *rig) scrubWith(contiguous bool) (log.ScrubResult, error) {
 
 // markers lists the failure markers in the test directory.
 func (r *rig) markers() []string {
-	r.t.Helper()
-	names, err := r.e.Disk().List(testDir)
-	require.NoError(r.t, err)
+	r.T.Helper()
+	names, err := r.Env.Disk().List(testDir)
+	require.NoError(r.T, err)
 	var out []string
 	for _, n := range names {
 		if strings.HasPrefix(n, ".sync-failed-") || strings.HasPrefix(n, ".damaged-") {
@@ -62,7 +62,7 @@ func (r *rig) markers() []string {
 // not damaged, and the scrub leaves no marker.
 func TestScrubCleanLog(t *testing.T) {
 	r, batches := corruptionRig(t)
-	r.p.Disk().SetFaults(sim.DiskFaults{BitFlipProbability: 0.05})
+	r.Proc.Disk().SetFaults(sim.DiskFaults{BitFlipProbability: 0.05})
 	for range 10 {
 		res, err := r.scrub()
 		require.NoError(t, err)
@@ -74,7 +74,7 @@ func TestScrubCleanLog(t *testing.T) {
 		}
 		require.Equal(t, total, res.Bytes)
 	}
-	require.Positive(t, r.p.Disk().Stats().BitFlips)
+	require.Positive(t, r.Proc.Disk().Stats().BitFlips)
 	require.Empty(t, r.markers())
 	r.open()
 	require.Len(t, readAll(t, r.l), len(batches))
@@ -326,7 +326,7 @@ func TestScrubFindsAMisdirectedBatchOverAnEpochStart(t *testing.T) {
 // epoch's first batch, so the scrub finds nothing.
 func TestScrubPassesACleanedLogOfSeveralEpochs(t *testing.T) {
 	r := newRig(t, 13, compactConfig())
-	ts := r.e.Now().UnixMilli()
+	ts := r.Env.Now().UnixMilli()
 	for i := 0; i < 120; i++ {
 		k := keyName(i % 5)
 		_, err := r.l.Append(keyedBatch(ts+int64(i), []kv{put(k, fmt.Sprintf("%s=%d:%s", k, i, strings.Repeat("v", 40)))}), int32(3+i/17))
@@ -372,10 +372,10 @@ func requireScrubDamage(t *testing.T, r *rig, at int64, why string) {
 
 // writeStored overwrites stored bytes at pos of the named file, durably.
 func writeStored(t *testing.T, r *rig, name string, pos int64, b []byte) {
-	f, err := r.e.Disk().Open(name, false)
+	f, err := r.Env.Disk().Open(name, false)
 	require.NoError(t, err)
 	require.NoError(t, f.WriteAt(b, pos))
-	require.NoError(t, r.wait(f.Sync))
+	require.NoError(t, r.Wait(f.Sync))
 	require.NoError(t, f.Close())
 }
 
@@ -410,15 +410,15 @@ func TestScrubMarkers(t *testing.T) {
 	flipStored(t, r, name, pos+int64(len(target.bytes))-5)
 
 	// A marker below the damage: the damage is dropped anyway.
-	require.NoError(t, log.MarkFailed(r.e, testDir, batches[4].base))
+	require.NoError(t, log.MarkFailed(r.Env, testDir, batches[4].base))
 	res, err := r.scrub()
 	require.NoError(t, err)
 	require.False(t, res.Damaged, "the scrub stops at the marker's offset; a failed Sync's marker drops nothing durable")
 	require.Equal(t, []string{fmt.Sprintf(".sync-failed-%d", batches[4].base)}, r.markers(), "no new marker")
 
 	// A marker above the damage is replaced.
-	require.NoError(t, r.e.Disk().Remove(testDir+"/"+r.markers()[0]))
-	require.NoError(t, log.MarkFailed(r.e, testDir, batches[20].base))
+	require.NoError(t, r.Env.Disk().Remove(testDir+"/"+r.markers()[0]))
+	require.NoError(t, log.MarkFailed(r.Env, testDir, batches[20].base))
 	res, err = r.scrub()
 	require.NoError(t, err)
 	require.True(t, res.Damaged)
@@ -439,9 +439,9 @@ func TestScrubMarkers(t *testing.T) {
 func TestScrubStopped(t *testing.T) {
 	r, _ := corruptionRig(t)
 	called := false
-	stop := log.Scrub(r.e, testDir, func(log.ScrubResult, error) { called = true })
+	stop := log.Scrub(r.Env, testDir, func(log.ScrubResult, error) { called = true })
 	stop()
-	r.run(time.Second)
+	r.Run(time.Second)
 	require.False(t, called)
 }
 
@@ -449,8 +449,8 @@ func TestScrubStopped(t *testing.T) {
 func TestScrubMissingDirectory(t *testing.T) {
 	r := newRig(t, 5, smallConfig())
 	var res log.ScrubResult
-	err := r.wait(func(done func(error)) {
-		log.Scrub(r.e, "data/none-0", func(got log.ScrubResult, err error) { res = got; done(err) })
+	err := r.Wait(func(done func(error)) {
+		log.Scrub(r.Env, "data/none-0", func(got log.ScrubResult, err error) { res = got; done(err) })
 	})
 	require.NoError(t, err)
 	require.False(t, res.Damaged)
