@@ -151,19 +151,11 @@ func TestSettleFailureAfterKillKeepsFlushedData(t *testing.T) {
 	r := newRig(t, 13, lagConfig())
 	r.appendN(t, 30, 1)
 	require.NoError(t, r.flush())
-	r.appendN(t, 2, 60)
-	require.NoError(t, r.flush())
-	acked := r.l.LogEndOffset()
-	want := readAll(t, r.l)
-	require.Less(t, r.l.RecoveryPoint(), acked)
+	acked, want := r.flushPastRecoveryPoint(t)
 	r.appendN(t, 5, 100) // not flushed
 
 	r.kill()
-	r.Proc.Disk().SetFaults(sim.DiskFaults{SyncFailProbability: 1})
-	r.openBusy()
-	require.ErrorIs(t, r.flush(), log.ErrLogFailed)
-	r.Proc.Disk().SetFaults(sim.DiskFaults{})
-	require.Equal(t, []string{testDir + "/.sync-failed-" + itoa(acked)}, markers(r))
+	r.openAndFailSettle(t, acked)
 
 	r.kill()
 	r.open()
@@ -172,6 +164,29 @@ func TestSettleFailureAfterKillKeepsFlushedData(t *testing.T) {
 	r.crash()
 	r.open()
 	require.Equal(t, want, readAll(t, r.l))
+}
+
+// openAndFailSettle opens the log on a disk whose syncs all fail: the
+// settle fails the log, which leaves the marker of a failure at acked.
+func (r *rig) openAndFailSettle(t *testing.T, acked int64) {
+	t.Helper()
+	r.Proc.Disk().SetFaults(sim.DiskFaults{SyncFailProbability: 1})
+	r.openBusy()
+	require.ErrorIs(t, r.flush(), log.ErrLogFailed)
+	r.Proc.Disk().SetFaults(sim.DiskFaults{})
+	require.Equal(t, []string{testDir + "/.sync-failed-" + itoa(acked)}, markers(r))
+}
+
+// flushPastRecoveryPoint appends and flushes two more batches, which
+// stay above the recovery point, and returns the flushed end and the
+// log's batches.
+func (r *rig) flushPastRecoveryPoint(t *testing.T) (acked int64, want []storedBatch) {
+	t.Helper()
+	r.appendN(t, 2, 60)
+	require.NoError(t, r.flush())
+	acked, want = r.l.LogEndOffset(), readAll(t, r.l)
+	require.Less(t, r.l.RecoveryPoint(), acked)
+	return acked, want
 }
 
 func itoa(v int64) string { return strconv.FormatInt(v, 10) }
@@ -238,11 +253,7 @@ func TestSettleFailureAfterPowerLossWithZeroedHintKeepsData(t *testing.T) {
 	r := newRig(t, 17, lagConfig())
 	r.appendN(t, 30, 1)
 	require.NoError(t, r.flush())
-	r.appendN(t, 2, 60)
-	require.NoError(t, r.flush())
-	acked := r.l.LogEndOffset()
-	want := readAll(t, r.l)
-	require.Less(t, r.l.RecoveryPoint(), acked)
+	acked, want := r.flushPastRecoveryPoint(t)
 
 	r.crash()
 	hint := testDir + "/.flushed-offset"
@@ -252,11 +263,7 @@ func TestSettleFailureAfterPowerLossWithZeroedHintKeepsData(t *testing.T) {
 	require.NoError(t, f.Truncate(22)) // the size survived, the page did not
 	require.NoError(t, f.Close())
 
-	r.Proc.Disk().SetFaults(sim.DiskFaults{SyncFailProbability: 1})
-	r.openBusy()
-	require.ErrorIs(t, r.flush(), log.ErrLogFailed)
-	r.Proc.Disk().SetFaults(sim.DiskFaults{})
-	require.Equal(t, []string{testDir + "/.sync-failed-" + itoa(acked)}, markers(r))
+	r.openAndFailSettle(t, acked)
 	r.kill()
 	r.open()
 	require.Equal(t, want, readAll(t, r.l))
@@ -279,11 +286,7 @@ func TestSettleFailureAfterRestartWithOldNoteKeepsData(t *testing.T) {
 	require.True(t, ok)
 	require.Contains(t, string(old), itoa(r.l.LogEndOffset()))
 
-	r.appendN(t, 2, 60)
-	require.NoError(t, r.flush())
-	acked := r.l.LogEndOffset()
-	want := readAll(t, r.l)
-	require.Less(t, r.l.RecoveryPoint(), acked)
+	acked, want := r.flushPastRecoveryPoint(t)
 
 	r.crash()
 	f, err := r.Env.Disk().Open(hint, true)
@@ -291,11 +294,7 @@ func TestSettleFailureAfterRestartWithOldNoteKeepsData(t *testing.T) {
 	require.NoError(t, f.WriteAt(old, 0)) // the old note, as a restart may leave it
 	require.NoError(t, f.Close())
 
-	r.Proc.Disk().SetFaults(sim.DiskFaults{SyncFailProbability: 1})
-	r.openBusy()
-	require.ErrorIs(t, r.flush(), log.ErrLogFailed)
-	r.Proc.Disk().SetFaults(sim.DiskFaults{})
-	require.Equal(t, []string{testDir + "/.sync-failed-" + itoa(acked)}, markers(r))
+	r.openAndFailSettle(t, acked)
 	r.kill()
 	r.open()
 	require.Equal(t, want, readAll(t, r.l))
@@ -313,11 +312,7 @@ func TestHintOfThisBootIsTakenAtItsWord(t *testing.T) {
 	r.appendN(t, 5, 50) // never flushed
 
 	r.kill()
-	r.Proc.Disk().SetFaults(sim.DiskFaults{SyncFailProbability: 1})
-	r.openBusy()
-	require.ErrorIs(t, r.flush(), log.ErrLogFailed)
-	r.Proc.Disk().SetFaults(sim.DiskFaults{})
-	require.Equal(t, []string{testDir + "/.sync-failed-" + itoa(acked)}, markers(r))
+	r.openAndFailSettle(t, acked)
 	r.kill()
 	r.open()
 	require.Equal(t, acked, r.l.LogEndOffset())
