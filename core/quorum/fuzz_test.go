@@ -1,17 +1,15 @@
 package quorum
 
 import (
-	"flag"
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/internal/fuzzcorpus"
 )
 
 // quorumKeys are the quorum RPCs, in the order a fuzz input picks them.
@@ -213,34 +211,11 @@ type quorumSeed struct {
 	req    kmsg.Request
 }
 
-var writeFuzzSeeds = flag.Bool("write-fuzz-seeds", false, "write the fuzz targets' seeds to testdata/fuzz")
-
-// writeSeed adds a seed to f, and with -write-fuzz-seeds writes it to
+// writeSeed adds a seed to f, and with -update-fuzz-corpus writes it to
 // testdata/fuzz/<target>/seed-<name>, the corpus go test runs.
 func writeSeed(f *testing.F, target, name string, args ...any) {
 	f.Add(args...)
-	if !*writeFuzzSeeds {
-		return
-	}
-	var b strings.Builder
-	b.WriteString("go test fuzz v1\n")
-	for _, a := range args {
-		switch v := a.(type) {
-		case uint8:
-			fmt.Fprintf(&b, "byte(%q)\n", rune(v))
-		case []byte:
-			fmt.Fprintf(&b, "[]byte(%q)\n", v)
-		default:
-			f.Fatalf("seed argument %T", a)
-		}
-	}
-	dir := filepath.Join("testdata", "fuzz", target)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		f.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "seed-"+name), []byte(b.String()), 0o644); err != nil {
-		f.Fatal(err)
-	}
+	fuzzcorpus.Write(f, target, fuzzcorpus.Seed{Name: name, Args: args})
 }
 
 // quorumFuzzSeeds are issue 22's hostile quorum requests.
