@@ -127,18 +127,32 @@ func FuzzQuorumMessages(f *testing.F) {
 			resp := kmsg.ResponseForKey(quorumKeys[k].Int16())
 			resp.SetVersion(wireVersion(k))
 			if err := resp.ReadFrom(respBody); err == nil {
-				if m, err := DecodeResponse(resp, sent); err == nil {
-					if err := h.nodes[node].raft.Step(m); err != nil {
-						t.Fatalf("Step refused %s, which DecodeResponse accepted: %v", m, err)
-					}
-					h.process(node)
-				}
+				stepResponse(t, h, node, resp, sent)
 			}
 		}
-		h.runDuration(t, 20*time.Second)
-		checkCommittedAgree(t, h)
-		checkRecovers(t, h)
+		checkAfterFaults(t, h)
 	})
+}
+
+// stepResponse hands node a response to sent, as its driver does: what
+// DecodeResponse accepts, Step must accept.
+func stepResponse(t *testing.T, h *interaction, node NodeID, resp kmsg.Response, sent Message) {
+	t.Helper()
+	if m, err := DecodeResponse(resp, sent); err == nil {
+		if err := h.nodes[node].raft.Step(m); err != nil {
+			t.Fatalf("Step refused %s, which DecodeResponse accepted: %v", m, err)
+		}
+		h.process(node)
+	}
+}
+
+// checkAfterFaults runs the cluster for 20 s: the nodes' committed logs
+// must agree, and the quorum must elect a leader and commit again.
+func checkAfterFaults(t *testing.T, h *interaction) {
+	t.Helper()
+	h.runDuration(t, 20*time.Second)
+	checkCommittedAgree(t, h)
+	checkRecovers(t, h)
 }
 
 // checkCommittedAgree fails when two nodes hold different batches below
@@ -326,15 +340,8 @@ func FuzzQuorumValues(f *testing.F) {
 			if err := fresh.ReadFrom(kresp.AppendTo(nil)); err != nil {
 				t.Fatalf("re-read %s: %v", resp, err)
 			}
-			if m, err := DecodeResponse(fresh, sent); err == nil {
-				if err := h.nodes[node].raft.Step(m); err != nil {
-					t.Fatalf("Step refused %s, which DecodeResponse accepted: %v", m, err)
-				}
-				h.process(node)
-			}
+			stepResponse(t, h, node, fresh, sent)
 		}
-		h.runDuration(t, 20*time.Second)
-		checkCommittedAgree(t, h)
-		checkRecovers(t, h)
+		checkAfterFaults(t, h)
 	})
 }

@@ -51,6 +51,20 @@ func (r *rig) apply(recs ...meta.Record) {
 	r.m.Apply(r.img, true)
 }
 
+// restart ends the process with stop (a kill or a power loss), starts a
+// new incarnation, hands its manager the image again and waits until
+// partition 0 of topic is online.
+func (r *rig) restart(stop func(), topic string) *Partition {
+	r.t.Helper()
+	stop()
+	r.Proc.Start()
+	r.Run(0)
+	r.img = r.img.NewDelta().Apply(meta.Position{Offset: r.pos, Epoch: 1})
+	r.pos++
+	r.m.Apply(r.img, true)
+	return r.online(topic, 0)
+}
+
 func topicID(n byte) meta.UUID { return meta.UUID{0: n, 15: n} }
 
 // createTopic adds a topic whose partitions this broker leads.

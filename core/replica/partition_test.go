@@ -133,12 +133,7 @@ func TestIdempotentDuplicatesAndSequences(t *testing.T) {
 
 	// The state survives a restart of the process: the snapshot written
 	// at shutdown or the log's tail rebuilds it.
-	r.Proc.Kill()
-	r.Proc.Start()
-	r.Run(0)
-	r.img = r.img.NewDelta().Apply(meta.Position{Offset: r.pos, Epoch: 1})
-	r.m.Apply(r.img, true)
-	p = r.online("idem", 0)
+	p = r.restart(r.Proc.Kill, "idem")
 	again := r.produce(p, batch(t, 3, record.WithProducer(7, 0, 2)), -1)
 	require.NoError(t, again.Err)
 	require.Equal(t, int64(2), again.BaseOffset, "a retry after a restart is still a duplicate")

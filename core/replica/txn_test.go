@@ -65,13 +65,7 @@ func TestTransactionScripts(t *testing.T) {
 				require.NoError(t, err)
 				return fmt.Sprintf("latest: read_uncommitted %d, read_committed %d\n", u.Offset, c.Offset)
 			case "restart":
-				r.Proc.Kill()
-				r.Proc.Start()
-				r.Run(0)
-				r.img = r.img.NewDelta().Apply(meta.Position{Offset: r.pos, Epoch: 1})
-				r.pos++
-				r.m.Apply(r.img, true)
-				p = r.online("tx", 0)
+				p = r.restart(r.Proc.Kill, "tx")
 				r.Run(50 * time.Millisecond)
 				return fmt.Sprintf("online: log end %d, high watermark %d\n", p.LogEndOffset(), p.HighWatermark())
 			}
@@ -237,13 +231,7 @@ func crashDuringMarker(t *testing.T, seed uint64) bool {
 	require.False(t, answered, "the marker is not committed before its fsync")
 	require.Len(t, p.Log().AbortedTxns(0, math.MaxInt64), 1, "the leader indexed the abort at its append")
 
-	r.Proc.Crash()
-	r.Proc.Start()
-	r.Run(0)
-	r.img = r.img.NewDelta().Apply(meta.Position{Offset: r.pos, Epoch: 1})
-	r.pos++
-	r.m.Apply(r.img, true)
-	p = r.online("tx", 0)
+	p = r.restart(r.Proc.Crash, "tx")
 	r.Run(100 * time.Millisecond)
 	kept := p.LogEndOffset() == 3
 	wantAborted := []AbortedTxn{{ProducerID: 2, FirstOffset: 1, LastOffset: 2, LastStableOffset: 0}}
