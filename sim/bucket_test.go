@@ -10,48 +10,37 @@ import (
 
 	"github.com/strata-log/strata/core/env"
 	"github.com/strata-log/strata/sim"
-	"github.com/strata-log/strata/sim/simtest"
 )
 
-// bucketRig is one process (simtest.Rig) using the shared bucket; every
-// bucket call it waits for completes within a second.
-type bucketRig struct{ *simtest.Rig }
-
-func newBucketRig(t *testing.T, seed uint64) *bucketRig {
-	r := &bucketRig{simtest.New(t, sim.Config{Seed: seed})}
-	r.Bound = time.Second
-	return r
-}
-
-func (r *bucketRig) upload(name, data string) (err error) {
+func (r *rig) upload(name, data string) (err error) {
 	r.Await(func(done func()) {
 		r.Env.Bucket().Upload(name, []byte(data), func(e error) { err = e; done() })
 	})
 	return err
 }
 
-func (r *bucketRig) get(name string) (data []byte, err error) {
+func (r *rig) get(name string) (data []byte, err error) {
 	r.Await(func(done func()) {
 		r.Env.Bucket().Get(name, func(d []byte, e error) { data, err = d, e; done() })
 	})
 	return data, err
 }
 
-func (r *bucketRig) getRange(name string, off, length int64) (data []byte, err error) {
+func (r *rig) getRange(name string, off, length int64) (data []byte, err error) {
 	r.Await(func(done func()) {
 		r.Env.Bucket().GetRange(name, off, length, func(d []byte, e error) { data, err = d, e; done() })
 	})
 	return data, err
 }
 
-func (r *bucketRig) del(name string) (err error) {
+func (r *rig) del(name string) (err error) {
 	r.Await(func(done func()) {
 		r.Env.Bucket().Delete(name, func(e error) { err = e; done() })
 	})
 	return err
 }
 
-func (r *bucketRig) list(prefix string) (names []string, err error) {
+func (r *rig) list(prefix string) (names []string, err error) {
 	r.Await(func(done func()) {
 		r.Env.Bucket().List(prefix, func(n []string, e error) { names, err = n, e; done() })
 	})
@@ -59,7 +48,7 @@ func (r *bucketRig) list(prefix string) (names []string, err error) {
 }
 
 func TestBucketRoundTripAndLatency(t *testing.T) {
-	r := newBucketRig(t, 1)
+	r := newRig(t, 1)
 	r.Sim.Bucket().SetFaults(sim.BucketFaults{LatencyMin: 10 * time.Millisecond, LatencyMax: 10 * time.Millisecond})
 	data := []byte("segment bytes")
 	start := r.Sim.Now()
@@ -79,7 +68,7 @@ func TestBucketRoundTripAndLatency(t *testing.T) {
 }
 
 func TestBucketGetMissingIsNotExist(t *testing.T) {
-	r := newBucketRig(t, 2)
+	r := newRig(t, 2)
 	_, err := r.get("nope")
 	require.ErrorIs(t, err, env.ErrNotExist)
 	_, err = r.getRange("nope", 0, 10)
@@ -90,7 +79,7 @@ func TestBucketGetMissingIsNotExist(t *testing.T) {
 }
 
 func TestBucketGetRangeBounds(t *testing.T) {
-	r := newBucketRig(t, 3)
+	r := newRig(t, 3)
 	require.NoError(t, r.upload("o", "0123456789"))
 	for _, c := range []struct {
 		off, length int64
@@ -114,7 +103,7 @@ func TestBucketGetRangeBounds(t *testing.T) {
 }
 
 func TestBucketFailureHasNoEffect(t *testing.T) {
-	r := newBucketRig(t, 4)
+	r := newRig(t, 4)
 	require.NoError(t, r.upload("keep", "v1"))
 	r.Sim.Bucket().SetFaults(sim.BucketFaults{ErrorProbability: 1})
 	err := r.upload("new", "x")
@@ -129,7 +118,7 @@ func TestBucketFailureHasNoEffect(t *testing.T) {
 }
 
 func TestBucketAmbiguousFailureTakesEffect(t *testing.T) {
-	r := newBucketRig(t, 5)
+	r := newRig(t, 5)
 	r.Sim.Bucket().SetFaults(sim.BucketFaults{AmbiguousProbability: 1})
 	err := r.upload("a", "data")
 	require.ErrorIs(t, err, env.ErrTimeout)
@@ -148,7 +137,7 @@ func TestBucketAmbiguousFailureTakesEffect(t *testing.T) {
 }
 
 func TestBucketCrashDropsCompletionButNotEffect(t *testing.T) {
-	r := newBucketRig(t, 6)
+	r := newRig(t, 6)
 	called := false
 	r.Env.Bucket().Upload("seg", []byte("x"), func(error) { called = true })
 	r.Env.Bucket().Delete("never-there", func(error) { called = true })
@@ -178,7 +167,7 @@ func TestBucketCrashDropsCompletionButNotEffect(t *testing.T) {
 }
 
 func TestBucketListIsRecursiveSortedAndDirectoryScoped(t *testing.T) {
-	r := newBucketRig(t, 7)
+	r := newRig(t, 7)
 	for _, name := range []string{"t/1/b", "t/1/a", "t/2/x/y", "t10/z", "u"} {
 		require.NoError(t, r.upload(name, "."))
 	}
@@ -194,7 +183,7 @@ func TestBucketListIsRecursiveSortedAndDirectoryScoped(t *testing.T) {
 }
 
 func TestBucketStaleListing(t *testing.T) {
-	r := newBucketRig(t, 8)
+	r := newRig(t, 8)
 	r.Sim.Bucket().SetFaults(sim.BucketFaults{StaleListWindow: time.Minute})
 	for i := 0; i < 20; i++ {
 		require.NoError(t, r.upload(fmt.Sprintf("new/%02d", i), "."))
@@ -225,7 +214,7 @@ func TestBucketStaleListing(t *testing.T) {
 
 func TestBucketDeterministic(t *testing.T) {
 	run := func() (uint64, []string) {
-		r := newBucketRig(t, 9)
+		r := newRig(t, 9)
 		r.Sim.Bucket().SetFaults(sim.BucketFaults{ErrorProbability: 0.2, AmbiguousProbability: 0.2, StaleListWindow: time.Second})
 		for i := 0; i < 30; i++ {
 			r.Env.Bucket().Upload(fmt.Sprintf("o/%d", i%7), []byte{byte(i)}, func(error) {})

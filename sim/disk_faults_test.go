@@ -19,7 +19,7 @@ func TestDiskPageCrashKeepsPagesOutOfOrderWithHoles(t *testing.T) {
 	const durable = 2 * sim.PageBytes
 	var holes, partialOverwrites int
 	for seed := uint64(0); seed < 80; seed++ {
-		r := newDiskRig(t, seed)
+		r := newRig(t, seed)
 		r.Proc.Disk().SetFaults(sim.DiskFaults{PageCrash: true})
 		f := r.open("log")
 		r.syncDir("")
@@ -61,7 +61,7 @@ func TestDiskPageCrashKeepsPagesOutOfOrderWithHoles(t *testing.T) {
 }
 
 func TestDiskLatentErrorUntilRewritten(t *testing.T) {
-	r := newDiskRig(t, 3)
+	r := newRig(t, 3)
 	d := r.Proc.Disk()
 	d.DeclareSurvivable(func(name string) bool { return strings.HasSuffix(name, ".index") })
 	idx, log := r.open("0.index"), r.open("0.log")
@@ -108,7 +108,7 @@ func TestDiskLatentErrorUntilRewritten(t *testing.T) {
 // sector errors off survivable files it does not name; corruption at
 // rest still reaches them.
 func TestDiskLatentErrorsNarrowed(t *testing.T) {
-	r := newDiskRig(t, 9)
+	r := newRig(t, 9)
 	d := r.Proc.Disk()
 	d.DeclareSurvivable(func(string) bool { return true })
 	d.DeclareLatentSurvivable(func(name string) bool { return strings.HasSuffix(name, ".index") })
@@ -130,7 +130,7 @@ func TestDiskLatentErrorsNarrowed(t *testing.T) {
 }
 
 func TestDiskWriteErrorWritesNothing(t *testing.T) {
-	r := newDiskRig(t, 4)
+	r := newRig(t, 4)
 	f := r.open("a")
 	r.write(f, "abc")
 	r.Proc.Disk().SetFaults(sim.DiskFaults{WriteErrorProbability: 1})
@@ -147,12 +147,8 @@ func TestDiskWriteErrorWritesNothing(t *testing.T) {
 }
 
 func TestDiskSyncNoSpaceLosesCoveredWrites(t *testing.T) {
-	r := newDiskRig(t, 5)
-	f := r.open("a")
-	r.syncDir("")
-	r.write(f, "durable")
-	r.sync(f)
-	r.write(f, " lost")
+	r := newRig(t, 5)
+	f := r.durableThenUnsynced("a", "durable", " lost")
 	r.Proc.Disk().SetFaults(sim.DiskFaults{SyncNoSpaceProbability: 1})
 	require.ErrorIs(t, r.Wait(f.Sync), env.ErrNoSpace)
 	r.Proc.Disk().SetFaults(sim.DiskFaults{})
@@ -165,7 +161,7 @@ func TestDiskSyncNoSpaceLosesCoveredWrites(t *testing.T) {
 }
 
 func TestDiskMetadataNoSpace(t *testing.T) {
-	r := newDiskRig(t, 6)
+	r := newRig(t, 6)
 	d := r.Proc.Disk()
 	f := r.open("a")
 	r.write(f, "0123456789")
@@ -195,7 +191,7 @@ func TestDiskMetadataNoSpace(t *testing.T) {
 // page cache right; the flipped bit appears once a power loss rebuilds it
 // from the medium, and only in a file declared survivable.
 func TestDiskCorruptionAtRestShowsAfterPowerLoss(t *testing.T) {
-	r := newDiskRig(t, 7)
+	r := newRig(t, 7)
 	d := r.Proc.Disk()
 	d.DeclareSurvivable(func(name string) bool { return name == "s" })
 	s, u := r.open("s"), r.open("u")
@@ -226,7 +222,7 @@ func TestDiskCorruptionAtRestShowsAfterPowerLoss(t *testing.T) {
 // TestDiskMisdirectedWrite: a misdirected write leaves its own range as it
 // was and lands on another page of the file.
 func TestDiskMisdirectedWrite(t *testing.T) {
-	r := newDiskRig(t, 8)
+	r := newRig(t, 8)
 	d := r.Proc.Disk()
 	d.DeclareSurvivable(func(string) bool { return true })
 	f := r.open("s")

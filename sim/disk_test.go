@@ -11,40 +11,29 @@ import (
 
 	"github.com/strata-log/strata/core/env"
 	"github.com/strata-log/strata/sim"
-	"github.com/strata-log/strata/sim/simtest"
 )
 
-// diskRig is one process (simtest.Rig) whose disk a test drives; every
-// disk call it waits for completes within a second.
-type diskRig struct{ *simtest.Rig }
+func (r *rig) disk() env.Disk { return r.Env.Disk() }
 
-func newDiskRig(t *testing.T, seed uint64) *diskRig {
-	r := &diskRig{simtest.New(t, sim.Config{Seed: seed})}
-	r.Bound = time.Second
-	return r
-}
-
-func (r *diskRig) disk() env.Disk { return r.Env.Disk() }
-
-func (r *diskRig) open(name string) env.File {
+func (r *rig) open(name string) env.File {
 	f, err := r.disk().Open(name, true)
 	require.NoError(r.T, err)
 	return f
 }
 
-func (r *diskRig) write(f env.File, data string) {
+func (r *rig) write(f env.File, data string) {
 	_, err := f.Append([]byte(data))
 	require.NoError(r.T, err)
 }
 
-func (r *diskRig) syncDir(dir string) {
+func (r *rig) syncDir(dir string) {
 	require.NoError(r.T, r.Wait(func(d func(error)) { r.disk().SyncDir(dir, d) }))
 }
-func (r *diskRig) sync(f env.File) { require.NoError(r.T, r.Wait(f.Sync)) }
+func (r *rig) sync(f env.File) { require.NoError(r.T, r.Wait(f.Sync)) }
 
 // read returns a file's current content through a fresh handle, or false
 // if it does not exist.
-func (r *diskRig) read(name string) (string, bool) {
+func (r *rig) read(name string) (string, bool) {
 	f, err := r.disk().Open(name, false)
 	if errors.Is(err, env.ErrNotExist) {
 		return "", false
@@ -58,7 +47,7 @@ func (r *diskRig) read(name string) (string, bool) {
 }
 
 func TestDiskSyncedDataAndEntriesSurviveCrash(t *testing.T) {
-	r := newDiskRig(t, 1)
+	r := newRig(t, 1)
 	require.NoError(t, r.disk().MkdirAll("topic-0"))
 	r.syncDir("")
 	f := r.open("topic-0/00.log")
@@ -78,7 +67,7 @@ func TestDiskSyncedDataAndEntriesSurviveCrash(t *testing.T) {
 }
 
 func TestDiskSyncIsNeverInlineAndRespectsLatency(t *testing.T) {
-	r := newDiskRig(t, 2)
+	r := newRig(t, 2)
 	r.Proc.Disk().SetFaults(sim.DiskFaults{SyncLatencyMin: 5 * time.Millisecond, SyncLatencyMax: 7 * time.Millisecond})
 	f := r.open("a")
 	r.write(f, "x")
@@ -92,7 +81,7 @@ func TestDiskSyncIsNeverInlineAndRespectsLatency(t *testing.T) {
 }
 
 func TestDiskSyncCoversOnlyEarlierWrites(t *testing.T) {
-	r := newDiskRig(t, 3)
+	r := newRig(t, 3)
 	f := r.open("a")
 	r.syncDir("")
 	r.write(f, "covered")
@@ -108,7 +97,7 @@ func TestDiskSyncCoversOnlyEarlierWrites(t *testing.T) {
 }
 
 func TestDiskOutOfOrderSyncCompletionsNeverRegress(t *testing.T) {
-	r := newDiskRig(t, 4)
+	r := newRig(t, 4)
 	r.Proc.Disk().SetFaults(sim.DiskFaults{SyncLatencyMin: time.Millisecond, SyncLatencyMax: 20 * time.Millisecond})
 	f := r.open("a")
 	r.syncDir("")
@@ -125,7 +114,7 @@ func TestDiskOutOfOrderSyncCompletionsNeverRegress(t *testing.T) {
 }
 
 func TestDiskSyncCompletionDroppedAfterCrash(t *testing.T) {
-	r := newDiskRig(t, 5)
+	r := newRig(t, 5)
 	f := r.open("a")
 	r.write(f, "data")
 	called := false
@@ -146,7 +135,7 @@ func TestDiskSyncCompletionDroppedAfterCrash(t *testing.T) {
 func TestDiskUnsyncedCreateMayVanishWithSyncedData(t *testing.T) {
 	vanished, kept := 0, 0
 	for seed := uint64(0); seed < 40; seed++ {
-		r := newDiskRig(t, seed)
+		r := newRig(t, seed)
 		f := r.open("seg")
 		r.write(f, "synced data")
 		r.sync(f)
@@ -165,7 +154,7 @@ func TestDiskUnsyncedCreateMayVanishWithSyncedData(t *testing.T) {
 func TestDiskUndoneRenameLeavesOldNameWithDurableContent(t *testing.T) {
 	outcomes := map[string]int{}
 	for seed := uint64(0); seed < 40; seed++ {
-		r := newDiskRig(t, seed)
+		r := newRig(t, seed)
 		require.NoError(t, r.disk().MkdirAll("a"))
 		require.NoError(t, r.disk().MkdirAll("b"))
 		f := r.open("a/tmp")
@@ -191,7 +180,7 @@ func TestDiskUndoneRenameLeavesOldNameWithDurableContent(t *testing.T) {
 
 func TestDiskRenameDurableAfterSyncDirOfDestination(t *testing.T) {
 	for seed := uint64(0); seed < 20; seed++ {
-		r := newDiskRig(t, seed)
+		r := newRig(t, seed)
 		require.NoError(t, r.disk().MkdirAll("a"))
 		require.NoError(t, r.disk().MkdirAll("b"))
 		r.syncDir("")
@@ -211,7 +200,7 @@ func TestDiskRenameDurableAfterSyncDirOfDestination(t *testing.T) {
 }
 
 func TestDiskFailedSyncLosesDataEvenAfterLaterSuccess(t *testing.T) {
-	r := newDiskRig(t, 6)
+	r := newRig(t, 6)
 	f := r.open("a")
 	r.syncDir("")
 	r.write(f, "durable|")
@@ -237,7 +226,7 @@ func TestDiskFailedSyncLosesDataEvenAfterLaterSuccess(t *testing.T) {
 }
 
 // failSyncDir makes one SyncDir of dir fail, which fails the filesystem.
-func (r *diskRig) failSyncDir(dir string) {
+func (r *rig) failSyncDir(dir string) {
 	d := r.Proc.Disk()
 	faults := d.Faults()
 	d.SetFaults(sim.DiskFaults{SyncDirFailProbability: 1})
@@ -249,7 +238,7 @@ func (r *diskRig) failSyncDir(dir string) {
 // requireRefusesChanges checks that every change, Sync and SyncDir fails
 // with env.ErrIO and changes nothing, and that reads still work: a failed
 // filesystem (ext4's aborted journal, XFS's shutdown).
-func (r *diskRig) requireRefusesChanges(f env.File, name, content string) {
+func (r *rig) requireRefusesChanges(f env.File, name, content string) {
 	t := r.T
 	d := r.Proc.Disk()
 	files, used := d.Files(), d.Stats().UsedBytes
@@ -287,7 +276,7 @@ func (r *diskRig) requireRefusesChanges(f env.File, name, content string) {
 // reads go on showing the page cache; the lost entries never become
 // durable.
 func TestDiskFailedSyncDirFailsTheFilesystem(t *testing.T) {
-	r := newDiskRig(t, 7)
+	r := newRig(t, 7)
 	require.NoError(t, r.disk().MkdirAll("d"))
 	r.syncDir("")
 	f := r.open("a")
@@ -312,12 +301,8 @@ func TestDiskFailedSyncDirFailsTheFilesystem(t *testing.T) {
 // filesystem failed and completing after fails too, and its writes are
 // lost.
 func TestDiskFailedSyncDirFailsSyncsInFlight(t *testing.T) {
-	r := newDiskRig(t, 3)
-	f := r.open("a")
-	r.syncDir("")
-	r.write(f, "durable|")
-	r.sync(f)
-	r.write(f, "in flight")
+	r := newRig(t, 3)
+	f := r.durableThenUnsynced("a", "durable|", "in flight")
 	d := r.Proc.Disk()
 	d.SetFaults(sim.DiskFaults{SyncLatencyMin: 10 * time.Millisecond, SyncLatencyMax: 10 * time.Millisecond})
 	var syncErr error
@@ -338,7 +323,7 @@ func TestDiskFailedSyncDirFailsSyncsInFlight(t *testing.T) {
 // up finds the filesystem still failed, as after a journal abort until the
 // machine reboots.
 func TestDiskFailedFilesystemSurvivesKill(t *testing.T) {
-	r := newDiskRig(t, 8)
+	r := newRig(t, 8)
 	f := r.open("a")
 	r.write(f, "page cache")
 	r.failSyncDir("")
@@ -357,12 +342,8 @@ func TestDiskFailedFilesystemSurvivesKill(t *testing.T) {
 func TestDiskPowerCycleClearsFailedFilesystem(t *testing.T) {
 	for _, how := range []string{"crash", "kill then power cycle", "power cycle"} {
 		t.Run(how, func(t *testing.T) {
-			r := newDiskRig(t, 9)
-			f := r.open("a")
-			r.syncDir("")
-			r.write(f, "synced")
-			r.sync(f)
-			r.write(f, "|lost")
+			r := newRig(t, 9)
+			r.durableThenUnsynced("a", "synced", "|lost")
 			r.open("b")
 			r.failSyncDir("")
 			switch how {
@@ -394,7 +375,7 @@ func TestDiskPowerCycleClearsFailedFilesystem(t *testing.T) {
 // TestDiskFailedFileSyncKeepsFilesystemWorking: a failed file Sync loses
 // its writes (fsyncgate) but does not fail the filesystem.
 func TestDiskFailedFileSyncKeepsFilesystemWorking(t *testing.T) {
-	r := newDiskRig(t, 10)
+	r := newRig(t, 10)
 	f := r.open("a")
 	r.Proc.Disk().SetFaults(sim.DiskFaults{SyncFailProbability: 1})
 	r.write(f, "lost")
@@ -409,14 +390,14 @@ func TestDiskFailedFileSyncKeepsFilesystemWorking(t *testing.T) {
 	require.Equal(t, []string{"a", "b"}, r.Proc.Disk().DurableFiles())
 }
 
-func (r *diskRig) mustList(dir string) []string {
+func (r *rig) mustList(dir string) []string {
 	names, err := r.disk().List(dir)
 	require.NoError(r.T, err)
 	return names
 }
 
 func TestDiskBitFlipOnlyInReturnedBytes(t *testing.T) {
-	r := newDiskRig(t, 8)
+	r := newRig(t, 8)
 	f := r.open("a")
 	data := bytes.Repeat([]byte{0x55}, 4096)
 	require.NoError(t, f.WriteAt(data, 0))
@@ -438,7 +419,7 @@ func TestDiskBitFlipOnlyInReturnedBytes(t *testing.T) {
 }
 
 func TestDiskNoSpace(t *testing.T) {
-	r := newDiskRig(t, 9)
+	r := newRig(t, 9)
 	r.Proc.Disk().SetFaults(sim.DiskFaults{CapacityBytes: 1000})
 	f := r.open("a")
 	g := r.open("b")
@@ -460,7 +441,7 @@ func TestDiskNoSpace(t *testing.T) {
 }
 
 func TestDiskStallAddsLatency(t *testing.T) {
-	r := newDiskRig(t, 10)
+	r := newRig(t, 10)
 	r.Proc.Disk().SetFaults(sim.DiskFaults{StallProbability: 1, StallLatency: 300 * time.Millisecond})
 	f := r.open("a")
 	start := r.Sim.Now()
@@ -473,7 +454,7 @@ func TestDiskTornTailIsSectorAlignedPrefixOfAppends(t *testing.T) {
 	const durable = 700
 	torn := 0
 	for seed := uint64(0); seed < 60; seed++ {
-		r := newDiskRig(t, seed)
+		r := newRig(t, seed)
 		f := r.open("log")
 		r.syncDir("")
 		require.NoError(t, f.WriteAt(bytes.Repeat([]byte{'d'}, durable), 0))
@@ -502,7 +483,7 @@ func TestDiskTornTailIsSectorAlignedPrefixOfAppends(t *testing.T) {
 
 func TestDiskUnsyncedOverwriteAndTruncateNeverSurvive(t *testing.T) {
 	for seed := uint64(0); seed < 30; seed++ {
-		r := newDiskRig(t, seed)
+		r := newRig(t, seed)
 		f := r.open("a")
 		r.syncDir("")
 		r.write(f, "0123456789")
@@ -516,7 +497,7 @@ func TestDiskUnsyncedOverwriteAndTruncateNeverSurvive(t *testing.T) {
 }
 
 func TestDiskRemoveKeepsOpenHandleWorking(t *testing.T) {
-	r := newDiskRig(t, 11)
+	r := newRig(t, 11)
 	f := r.open("a")
 	r.write(f, "abc")
 	require.NoError(t, r.disk().Remove("a"))
@@ -533,7 +514,7 @@ func TestDiskRemoveKeepsOpenHandleWorking(t *testing.T) {
 }
 
 func TestDiskReadAtEOF(t *testing.T) {
-	r := newDiskRig(t, 12)
+	r := newRig(t, 12)
 	f := r.open("a")
 	r.write(f, "abc")
 	buf := make([]byte, 5)
@@ -554,7 +535,7 @@ func TestDiskReadAtEOF(t *testing.T) {
 }
 
 func TestDiskDirectoryOperations(t *testing.T) {
-	r := newDiskRig(t, 13)
+	r := newRig(t, 13)
 	d := r.disk()
 	require.NoError(t, d.MkdirAll("a/b/c"))
 	require.NoError(t, d.MkdirAll("a/b"))
@@ -596,7 +577,7 @@ func TestDiskDirectoryOperations(t *testing.T) {
 
 func TestDiskCrashIsDeterministic(t *testing.T) {
 	outcome := func() []string {
-		r := newDiskRig(t, 99)
+		r := newRig(t, 99)
 		var out []string
 		for round := 0; round < 5; round++ {
 			for i, name := range []string{"a", "b", "c"} {
@@ -622,7 +603,7 @@ func TestDiskCrashIsDeterministic(t *testing.T) {
 // TestDiskLongLogIsCheap appends an 8 MiB log in 4 KiB writes with a Sync
 // after each (2048 syncs): the write log must keep this linear.
 func TestDiskLongLogIsCheap(t *testing.T) {
-	r := newDiskRig(t, 14)
+	r := newRig(t, 14)
 	f := r.open("log")
 	chunk := bytes.Repeat([]byte{7}, 4096)
 	for i := 0; i < 2048; i++ {
@@ -644,7 +625,7 @@ func TestDiskLongLogIsCheap(t *testing.T) {
 // open (an unlinked open file's space is freed); unsynced data is still
 // not durable, so a later power loss can lose it.
 func TestDiskKillKeepsPageCache(t *testing.T) {
-	r := newDiskRig(t, 1)
+	r := newRig(t, 1)
 	f := r.open("a.log")
 	r.write(f, "synced ")
 	r.sync(f)
