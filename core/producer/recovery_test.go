@@ -196,17 +196,24 @@ func requireSameAnswers(t require.TestingT, want, got *producer.State) {
 		require.Equal(t, w.Epoch, g.Epoch)
 		require.Equal(t, w.LastOffset(), g.LastOffset())
 		require.Equal(t, w.LastTimestamp, g.LastTimestamp)
-		last := w.Batches[len(w.Batches)-1]
-		for _, info := range []producer.BatchInfo{
-			{ProducerID: w.ID, ProducerEpoch: w.Epoch, FirstSeq: record.IncrementSequence(w.LastSeq(), 1), LastSeq: record.IncrementSequence(w.LastSeq(), 1)},
-			{ProducerID: w.ID, ProducerEpoch: w.Epoch, FirstSeq: last.FirstSeq(), LastSeq: last.LastSeq},
-			{ProducerID: w.ID, ProducerEpoch: w.Epoch + 1, FirstSeq: 0, LastSeq: 0},
-			{ProducerID: w.ID, ProducerEpoch: w.Epoch - 1, FirstSeq: 0, LastSeq: 0},
-		} {
-			r1, e1 := want.Check(info)
-			r2, e2 := got.Check(info)
-			require.Equal(t, r1, r2, "%+v", info)
-			require.Equal(t, e1, e2, "%+v", info)
-		}
+		requireSameChecks(t, want, got, w, 1)
+	}
+}
+
+// requireSameChecks requires two states to answer alike the batches of
+// producer p that tell states apart: the next n records, a duplicate of
+// its last batch, and fenced and newer epochs.
+func requireSameChecks(t require.TestingT, want, got *producer.State, p producer.Producer, n int32) {
+	last := p.Batches[len(p.Batches)-1]
+	for _, info := range []producer.BatchInfo{
+		{ProducerID: p.ID, ProducerEpoch: p.Epoch, FirstSeq: record.IncrementSequence(p.LastSeq(), 1), LastSeq: record.IncrementSequence(p.LastSeq(), n)},
+		{ProducerID: p.ID, ProducerEpoch: p.Epoch, FirstSeq: last.FirstSeq(), LastSeq: last.LastSeq},
+		{ProducerID: p.ID, ProducerEpoch: p.Epoch + 1, FirstSeq: 0, LastSeq: 0},
+		{ProducerID: p.ID, ProducerEpoch: p.Epoch - 1, FirstSeq: 0, LastSeq: 0},
+	} {
+		r1, e1 := want.Check(info)
+		r2, e2 := got.Check(info)
+		require.Equal(t, r1, r2, "%+v", info)
+		require.Equal(t, e1, e2, "%+v", info)
 	}
 }
