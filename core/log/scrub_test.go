@@ -143,10 +143,7 @@ func TestScrubDropsDamageBelowRecoveryPoint(t *testing.T) {
 func TestScrubAfterPowerLoss(t *testing.T) {
 	r, batches := corruptionRig(t)
 	target := batches[len(batches)/2]
-	r.openBusy()
-	segs := r.l.Segments()
-	require.NoError(t, r.l.Close())
-	name, pos := segmentAndPosition(t, segs, batches, target.base)
+	name, pos := storedAt(t, r, batches, target.base)
 	flipStored(t, r, name, pos+record.LogOverhead+10) // in the header, under the CRC
 	r.crash()
 
@@ -168,10 +165,7 @@ func TestScrubFindsFlipsOutsideTheCRC(t *testing.T) {
 		r, batches := corruptionRig(t)
 		target := batches[4] // base 8: the flip adds 4
 		require.Equal(t, int64(8), target.base)
-		r.openBusy()
-		segs := r.l.Segments()
-		require.NoError(t, r.l.Close())
-		name, pos := segmentAndPosition(t, segs, batches, target.base)
+		name, pos := storedAt(t, r, batches, target.base)
 		flipStored(t, r, name, pos+7) // the base offset: +4, over the next batch
 		// Without the contiguity rule, the batch after it is out of
 		// order, and the drop starts where the flipped one should.
@@ -215,10 +209,7 @@ func TestScrubFindsFlipsOutsideTheCRC(t *testing.T) {
 		batches := readAll(t, r.l)
 		r.shutdown()
 		target := batches[9] // epoch 6, after a batch of epoch 6
-		r.openBusy()
-		segs := r.l.Segments()
-		require.NoError(t, r.l.Close())
-		name, pos := segmentAndPosition(t, segs, batches, target.base)
+		name, pos := storedAt(t, r, batches, target.base)
 		flipStored(t, r, name, pos+record.LogOverhead+3) // the epoch's low byte: 6 ^ 4 = 2
 		res, err := r.scrubWith(false)
 		require.NoError(t, err)
@@ -403,10 +394,7 @@ func epochRig(t *testing.T) (*rig, []storedBatch) {
 func TestScrubMarkers(t *testing.T) {
 	r, batches := corruptionRig(t)
 	target := batches[10]
-	r.openBusy()
-	segs := r.l.Segments()
-	require.NoError(t, r.l.Close())
-	name, pos := segmentAndPosition(t, segs, batches, target.base)
+	name, pos := storedAt(t, r, batches, target.base)
 	flipStored(t, r, name, pos+int64(len(target.bytes))-5)
 
 	// A marker below the damage: the damage is dropped anyway.
