@@ -11,6 +11,7 @@
 package simtest
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -29,10 +30,11 @@ type TB interface {
 const (
 	// Host is the name of the process New starts.
 	Host = "n1"
-	// WaitBound is how much simulated time Wait and Await give an
-	// operation unless a rig sets its own Bound.
+	// WaitBound is how much simulated time Wait, Await and RunUntil give
+	// unless a rig sets its own Bound.
 	WaitBound = 100 * time.Second
-	// waitStep is how far Wait runs the simulator between looks.
+	// waitStep is how far Wait and RunUntil run the simulator between
+	// looks.
 	waitStep = time.Millisecond
 )
 
@@ -44,7 +46,7 @@ type Rig struct {
 	Proc *sim.Process
 	// Env is the running incarnation's environment.
 	Env env.Env
-	// Bound is how much simulated time Wait and Await allow an operation
+	// Bound is how much simulated time Wait, Await and RunUntil allow
 	// before the test fails (WaitBound when zero).
 	Bound time.Duration
 }
@@ -99,15 +101,32 @@ func (r *Rig) Wait(issue func(done func(error))) error {
 		called, got = true, err
 	})
 	require.False(r.T, called, "callback ran inline")
+	r.RunUntil("the callback", func() bool { return called })
+	return got
+}
+
+// RunUntil runs the simulator until cond holds; it fails the test if cond
+// does not hold within the rig's Bound.
+func (r *Rig) RunUntil(what string, cond func() bool) {
+	r.T.Helper()
 	bound := r.Bound
 	if bound == 0 {
 		bound = WaitBound
 	}
-	for ran := time.Duration(0); ran < bound && !called; ran += waitStep {
-		r.Run(waitStep)
+	RunUntil(r.T, r.Sim, what, bound, waitStep, cond)
+}
+
+// RunUntil runs s in steps of step until cond holds; it fails t if cond
+// does not hold within bound, or if the simulation fails.
+func RunUntil(t TB, s *sim.Sim, what string, bound, step time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := s.Now() + bound
+	for !cond() {
+		if s.Now() >= deadline {
+			require.FailNow(t, fmt.Sprintf("%s: not within %v", what, bound))
+		}
+		require.NoError(t, s.RunFor(step), what)
 	}
-	require.True(r.T, called, "callback never ran")
-	return got
 }
 
 // Await is Wait for an operation whose completion carries no error.
