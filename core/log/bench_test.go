@@ -296,19 +296,7 @@ func BenchmarkRecovery1GiB(b *testing.B) {
 	rl := openRealLog(b, dir, cfg)
 	batch := benchBatch(b, 1<<20)
 	for rl.l.Size() < 1<<30 {
-		if err := rl.loop.Call(func() {
-			for i := 0; i < 64; i++ {
-				if _, err := rl.l.Append(batch, 0); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		}); err != nil {
-			b.Fatal(err)
-		}
-		if err := rl.flush(); err != nil {
-			b.Fatal(err)
-		}
+		rl.fill(b, batch, rl.l.Size()+64*int64(len(batch))) // a flush every 64 batches
 	}
 	size := rl.l.Size()
 	if err := rl.shutdown(); err != nil {
