@@ -8,7 +8,7 @@ SEEDS     ?= 1000
 BENCHTIME ?= 1s
 PKGS      := ./...
 
-.PHONY: kgo-suite run check test sim sim-sweep sim-sweep-kraft sim-compare crash-sweep lint vet fmt-check bench bench-failover bench-partition-failover bench-groups bench-txn bench-strata bench-replicated bench-hostile fuzz clean build
+.PHONY: kgo-suite run check test sim sim-sweep sim-sweep-kraft sim-compare crash-sweep lint vet fmt-check bench bench-failover bench-partition-failover bench-groups bench-txn bench-strata bench-replicated bench-hostile fuzz clean build build-bench chaos
 
 ## run: start one combined broker+controller on 127.0.0.1:9092, data in ./data
 run: build
@@ -26,15 +26,28 @@ check: vet fmt-check
 	$(GO) test -short $$($(GO) list $(PKGS) | grep -v -e '/interop$$' -e '/attack$$')
 
 ## test: everything a change can break (vet, gofmt, unit, property, sim seeds, determinism, real clients);
-## node/ and cmd/ (goroutines, sockets, processes) run under the race detector; the attack suite
-## (attack/: a real node fed hostile input while a victim client's latency is measured) runs last and
-## alone, since its bounds compare latencies and no other package may share the CPU meanwhile
-RACE_PKGS := ./node/... ./cmd/...
+## node/, cmd/ and the packages around the binary (internal/bench, internal/top, and internal/proccluster with
+## the real-process system tests, whose strata binary is then built with -race too, and chaos/ with a 30 s
+## real-process nemesis campaign on a seed from the clock, printed for make chaos SEED=) run under the race
+## detector; the attack suite (attack/: a real node fed hostile input while a victim client's latency is
+## measured) runs last and alone, since its bounds compare latencies and no other package may share the CPU meanwhile
+RACE_PKGS := ./node/... ./cmd/... ./internal/bench/... ./internal/top/... ./internal/proccluster/... ./chaos/...
 test: vet fmt-check
-	$(GO) test -count=1 -timeout 30m $$($(GO) list $(PKGS) | grep -v -e '/node$$' -e '/node/' -e '/cmd/' -e '/attack$$')
+	$(GO) test -count=1 -timeout 30m $$($(GO) list $(PKGS) | grep -v -e '/node$$' -e '/node/' -e '/cmd/' -e '/attack$$' \
+	  -e '/internal/bench' -e '/internal/top$$' -e '/internal/proccluster$$' -e '/chaos$$')
 	$(GO) test -race -count=1 -timeout 30m $(RACE_PKGS)
 	$(GO) test -count=1 -timeout 10m ./attack/
 	$(GO) test -tags strata_plant -count=1 -timeout 10m -run 'TestPlanted' ./sim/scenario/
+
+## chaos: the seeded real-process campaign (docs/simulation.md): three `strata serve` processes, each in its own
+## network namespace, under the nemesis's drawn mix of kill -9, SIGSTOP, partitions, one-way cuts and tc clogs for
+## DURATION while a kgo producer and consumer run, then the heal, a liveness probe, a final read and the replicated
+## scenario's checks on the client's history. SEED=N replays a seed's mix and schedule (a seed from the clock when
+## unset, printed); needs root and iproute2 (skips without them, fails under CI=true). make test runs a 30 s one
+DURATION      ?= 60s
+CHAOS_TIMEOUT ?= 30m
+chaos:
+	$(GO) test -count=1 -timeout $(CHAOS_TIMEOUT) -run '^TestChaos$$' -v ./chaos/ -chaos.seed=$(or $(SEED),0) -chaos.duration=$(DURATION)
 
 ## sim: replay one seed (SEED=N; a random seed when unset) of SCENARIO (default log: the Kafka data path
 ## under the nemesis; others: replicated, replicated5, groups (a consumer group under member faults and
@@ -78,6 +91,7 @@ lint: vet fmt-check
 vet:
 	$(GO) vet $(PKGS)
 	$(GO) vet -tags strata_plant ./core/plant/ ./sim/scenario/
+	$(GO) vet -tags kfake ./cmd/strata/
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -95,12 +109,12 @@ FETCH_TIMEOUT_MS ?=
 ELECTION_TIMEOUT_MS ?=
 bench-failover:
 	STRATA_FAILOVER_RUNS=$(RUNS) STRATA_FAILOVER_FETCH_TIMEOUT_MS=$(FETCH_TIMEOUT_MS) STRATA_FAILOVER_ELECTION_TIMEOUT_MS=$(ELECTION_TIMEOUT_MS) \
-	  $(GO) test -count=1 -timeout 30m -run '^TestKRaftFailoverProcesses$$' -v ./cmd/strata/
+	  $(GO) test -count=1 -timeout 30m -run '^TestKRaftFailoverProcesses$$' -v ./internal/proccluster/
 
 ## bench-partition-failover: SIGKILL the leader of an RF 3 partition on a 3-process cluster RUNS times;
 ## prints median/min/max of the time to the first successful acks=all produce (default timeouts)
 bench-partition-failover:
-	STRATA_PARTITION_FAILOVER_RUNS=$(RUNS) $(GO) test -count=1 -timeout 30m -run '^TestPartitionFailoverProcesses$$' -v ./cmd/strata/
+	STRATA_PARTITION_FAILOVER_RUNS=$(RUNS) $(GO) test -count=1 -timeout 30m -run '^TestPartitionFailoverProcesses$$' -v ./internal/proccluster/
 
 ## bench-groups: consumer group figures (docs/benchmarks.md), RUNS runs each: rebalance of 10 kgo members over
 ## 100 partitions when one joins (eager, cooperative-sticky, KIP-848), a static member's restart, and coordinator
@@ -118,11 +132,16 @@ bench-txn:
 	@STRATA_TXN_BENCH_RUNS=$(RUNS) $(GO) test -count=1 -timeout 60m -run '^(TestIdempotentProduceBenchmark|TestTransactBenchmark|TestTxnLatencyBenchmark)$$' -v ./interop/ > .bench-txn.out 2>&1; \
 	  status=$$?; grep -E '^([a-z].*: [0-9]+ runs, median|--- |ok|FAIL)|Error:|Messages:' .bench-txn.out; rm -f .bench-txn.out; exit $$status
 
+## build-bench: bin/strata-bench, the strata binary with franz-go's kfake linked in for `strata bench`'s kfake
+## target (-tags kfake; bin/strata, the production binary, leaves kfake out). The bench targets below use it.
+build-bench:
+	$(GO) build -tags kfake -o bin/strata-bench ./cmd/strata
+
 ## bench-strata: `strata bench` with its defaults (a strata child node, kfake and the fsync ceiling; 6 partitions,
 ## 1 KiB records, 10 s phases); BENCH_ARGS adds flags, e.g. BENCH_ARGS='--runs 5 --json'. Not part of `make test`.
 BENCH_ARGS ?=
-bench-strata: build
-	./bin/strata bench $(BENCH_ARGS)
+bench-strata: build-bench
+	./bin/strata-bench bench $(BENCH_ARGS)
 
 ## bench-hostile: the figures of docs/benchmarks.md "Hostile input (issue 22)", HOSTILE_RUNS interleaved runs each
 ## (medians): (a) produce with kgo's default compression (snappy) of text records, strata beside kfake; (b) one node
@@ -130,16 +149,16 @@ bench-strata: build
 ## batches by the raw producer; (c) in the same run, phase 3's client again while a second client floods zstd batches
 ## (flood p99 / quiet p99). First the slow end-to-end tests of those modes. Not part of `make test`; about 15 minutes.
 HOSTILE_RUNS ?= 5
-bench-hostile: build
-	STRATA_BENCH_SLOW_TESTS=1 $(GO) test -race -count=1 -timeout 5m -run '^(TestBenchCompressedWithFlood|TestBenchStrataNoOffloadRaw)$$' ./cmd/strata/
-	./bin/strata bench --targets strata,kfake --compression default --runs $(HOSTILE_RUNS) $(BENCH_ARGS)
-	./bin/strata bench --targets strata,strata-nooffload --producer raw --compression zstd --flood-producers 1 --runs $(HOSTILE_RUNS) $(BENCH_ARGS)
+bench-hostile: build-bench
+	STRATA_BENCH_SLOW_TESTS=1 $(GO) test -race -count=1 -timeout 10m -run '^(TestBenchCompressedWithFlood|TestBenchStrataNoOffloadRaw)$$' ./internal/bench/
+	./bin/strata-bench bench --targets strata,kfake --compression default --runs $(HOSTILE_RUNS) $(BENCH_ARGS)
+	./bin/strata-bench bench --targets strata,strata-nooffload --producer raw --compression zstd --flood-producers 1 --runs $(HOSTILE_RUNS) $(BENCH_ARGS)
 
 ## bench-replicated: `strata bench` on 3 combined nodes (RF 3, min.insync.replicas 2) beside kfake and three
 ## parallel 1 MiB write+fdatasync loops, then the idle cost of 10,000 partitions (RF 3) per node; 3 runs
-bench-replicated: build
-	./bin/strata bench --nodes 3 --runs 3 --fsync-write-bytes 1048576 --targets strata,kfake,fsync $(BENCH_ARGS)
-	./bin/strata bench --nodes 3 --targets idle --idle-partitions 10000 $(BENCH_ARGS)
+bench-replicated: build-bench
+	./bin/strata-bench bench --nodes 3 --runs 3 --fsync-write-bytes 1048576 --targets strata,kfake,fsync $(BENCH_ARGS)
+	./bin/strata-bench bench --nodes 3 --targets idle --idle-partitions 10000 $(BENCH_ARGS)
 
 ## kgo-suite: franz-go's own integration suite (pkg/kgo at go.mod's version, copied from the module cache) against
 ## a fresh node of this tree on KGO_ADDR (default 127.0.0.1:29092), KGO_RUNS times (default 1); KGO_RUN=pattern

@@ -12,9 +12,11 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/strata-log/strata/internal/proccluster"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -115,7 +117,7 @@ const (
 // run is one attack run against one node.
 type run struct {
 	t    *testing.T
-	node *nodeProc
+	node *proccluster.Node
 	seed uint64
 
 	mu       sync.Mutex
@@ -128,6 +130,11 @@ type run struct {
 
 	recent   recentFrames // the mutation phase's last frames
 	mutValid mutValid     // the records of its valid Produce requests
+
+	// malformedRuns counts the runs of the malformed-batches phase (a
+	// flood phase out of its bound runs again), whose good records must
+	// have keys of their own: compaction keeps one record per key.
+	malformedRuns atomic.Int64
 }
 
 type goodRecord struct{ key, value string }
@@ -184,9 +191,9 @@ func TestAttackNode(t *testing.T) {
 	seed := attackSeed(t)
 	t.Logf("seed %d (replay: STRATA_ATTACK_SEED=%d go test -run TestAttackNode ./attack/)", seed, seed)
 	dir := t.TempDir()
-	node := newNodeProc(t, dir, 1, nodeProps(dir))
-	node.start(t, "")
-	node.waitReady(t)
+	node := proccluster.NewNode(t, dir, 1, nodeProps(dir))
+	node.Start(t, "")
+	node.WaitReady(t)
 	r := &run{t: t, node: node, seed: seed, good: map[string]map[int32]map[int64]goodRecord{}}
 	createTopics(t, node)
 
@@ -237,10 +244,10 @@ func TestAttackNode(t *testing.T) {
 		}
 		notes[name] = ph.attack(ctx, r)
 		cancel()
-		if !node.alive() || len(node.panicLines()) > 0 {
+		if !node.Alive() || len(node.PanicLines()) > 0 {
 			t.Logf("the last frames the mutation phase sent (hex, size prefix first):\n%s", r.recent.dump())
 		}
-		node.requireHealthy(t, "during "+name)
+		node.RequireHealthy(t, "during "+name)
 		cur := v.endPhase()
 		cur.family = ph.name
 		v.beginPhase("between")
@@ -278,7 +285,7 @@ func TestAttackNode(t *testing.T) {
 
 	report := phaseReport(all, notes)
 	t.Logf("what the victim saw (times in ms; ratio: p99 over the quiet p99 it is compared with; bound: what the p99 is held to; node, test, victim: CPU cores used by the node, by this test process (the attackers) and by the victim's process; load: the machine's 1-minute load):\n%s", report)
-	node.requireHealthy(t, "after the attacks")
+	node.RequireHealthy(t, "after the attacks")
 	r.mu.Lock()
 	findings := append([]string(nil), r.findings...)
 	r.mu.Unlock()
@@ -288,17 +295,17 @@ func TestAttackNode(t *testing.T) {
 	// Afterwards: exactly the good records, compaction, a clean restart.
 	checkRecords(t, r, v)
 	checkCompaction(t, r)
-	node.stop(t)
+	node.Stop(t)
 	requireCleanStop(t, node)
-	node.start(t, "")
-	node.waitReady(t)
+	node.Start(t, "")
+	node.WaitReady(t)
 	requireCleanStart(t, node)
 	checkRecords(t, r, v)
-	node.requireHealthy(t, "after the restart")
+	node.RequireHealthy(t, "after the restart")
 }
 
 // createTopics creates the run's topics and waits until they are served.
-func createTopics(t *testing.T, node *nodeProc) {
+func createTopics(t *testing.T, node *proccluster.Node) {
 	t.Helper()
 	adm := newAdmin(t, node)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*opTimeout)
@@ -331,9 +338,9 @@ func createTopics(t *testing.T, node *nodeProc) {
 	t.Logf("%d partitions created and served in %v", 3+bombPartitions+2+heavyTopics*heavyPartitions, time.Since(start).Round(time.Millisecond))
 }
 
-func newAdmin(t *testing.T, node *nodeProc) *kadm.Client {
+func newAdmin(t *testing.T, node *proccluster.Node) *kadm.Client {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(node.addr), kgo.DialTimeout(dialTimeout), kgo.RetryTimeout(opTimeout))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(node.BrokerAddr), kgo.DialTimeout(dialTimeout), kgo.RetryTimeout(opTimeout))
 	require.NoError(t, err)
 	t.Cleanup(cl.Close)
 	return kadm.NewClient(cl)
@@ -434,13 +441,13 @@ func checkPhases(t *testing.T, phases []*phaseStats) {
 // traceNode saves a Go execution trace of the node for d to
 // $STRATA_ATTACK_TRACE_FILE (default /tmp/strata-attack.trace), for
 // investigating a phase: go tool trace FILE.
-func traceNode(t *testing.T, node *nodeProc, d time.Duration) {
+func traceNode(t *testing.T, node *proccluster.Node, d time.Duration) {
 	path := os.Getenv("STRATA_ATTACK_TRACE_FILE")
 	if path == "" {
 		path = filepath.Join(os.TempDir(), "strata-attack.trace")
 	}
 	hc := &http.Client{Timeout: d + 10*time.Second}
-	resp, err := hc.Get(fmt.Sprintf("http://%s/debug/pprof/trace?seconds=%d", node.metricsAddr, int(d/time.Second)))
+	resp, err := hc.Get(fmt.Sprintf("http://%s/debug/pprof/trace?seconds=%d", node.MetricsAddr, int(d/time.Second)))
 	if err != nil {
 		t.Logf("trace: %v", err)
 		return

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-log/strata/internal/proccluster"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -16,7 +17,7 @@ import (
 
 // readPartition reads every record of a partition, from offset 0 to its
 // end at the call.
-func readPartition(t *testing.T, node *nodeProc, topic string, partition int32) []*kgo.Record {
+func readPartition(t *testing.T, node *proccluster.Node, topic string, partition int32) []*kgo.Record {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
@@ -28,7 +29,7 @@ func readPartition(t *testing.T, node *nodeProc, topic string, partition int32) 
 	if end.Offset == 0 {
 		return nil
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(node.addr), kgo.DialTimeout(dialTimeout),
+	cl, err := kgo.NewClient(kgo.SeedBrokers(node.BrokerAddr), kgo.DialTimeout(dialTimeout),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {partition: kgo.NewOffset().At(0)}}),
 		kgo.FetchMaxWait(100*time.Millisecond))
 	require.NoError(t, err)
@@ -131,7 +132,7 @@ func checkCompaction(t *testing.T, r *run) {
 	for _, rr := range resp {
 		require.NoError(t, rr.Err, "switching %s to compact", rr.Name)
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(r.node.addr), kgo.DialTimeout(dialTimeout), kgo.ProducerLinger(0))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(r.node.BrokerAddr), kgo.DialTimeout(dialTimeout), kgo.ProducerLinger(0))
 	require.NoError(t, err)
 	defer cl.Close()
 	start := time.Now()
@@ -174,9 +175,9 @@ func checkCompaction(t *testing.T, r *run) {
 }
 
 // requireCleanStop: the node logged its stop, complete.
-func requireCleanStop(t *testing.T, node *nodeProc) {
+func requireCleanStop(t *testing.T, node *proccluster.Node) {
 	t.Helper()
-	logs := strings.Join(node.currentLogs(), "\n")
+	logs := strings.Join(node.CurrentLogs(), "\n")
 	require.Contains(t, logs, `msg="node stopped"`)
 	require.NotContains(t, logs, "node shutdown incomplete")
 }
@@ -187,10 +188,10 @@ var damageWords = []string{"DAMAGED", "torn tail", "failed before", "failure mar
 
 // requireCleanStart: the restart logged no error and no damage, and the
 // scrub counted no damaged log.
-func requireCleanStart(t *testing.T, node *nodeProc) {
+func requireCleanStart(t *testing.T, node *proccluster.Node) {
 	t.Helper()
 	var warns []string
-	for _, l := range node.currentLogs() {
+	for _, l := range node.CurrentLogs() {
 		require.NotContains(t, l, "level=ERROR", "the restart logged an error")
 		for _, w := range damageWords {
 			require.NotContains(t, l, w, "the restart found damage")
@@ -203,7 +204,7 @@ func requireCleanStart(t *testing.T, node *nodeProc) {
 		t.Logf("the restart's warnings:\n%s", strings.Join(warns, "\n"))
 	}
 	hc := &http.Client{Timeout: probeTimeout}
-	resp, err := hc.Get("http://" + node.metricsAddr + "/metrics")
+	resp, err := hc.Get("http://" + node.MetricsAddr + "/metrics")
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)

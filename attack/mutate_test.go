@@ -350,7 +350,7 @@ func mutate(rng *rand.Rand, frame []byte, other []byte) []byte {
 // connections, mutationBurst at a time, reading what comes back until the
 // node closes the connection or goes silent.
 func attackMutations(ctx context.Context, r *run) string {
-	versions, err := nodeVersions(r.node.addr)
+	versions, err := nodeVersions(r.node.BrokerAddr)
 	if err != nil {
 		r.finding("ApiVersions: %v", err)
 		return ""
@@ -360,7 +360,7 @@ func attackMutations(ctx context.Context, r *run) string {
 	workers(ctx, mutationWorkers, func(ctx context.Context, w int) {
 		rng := rand.New(rand.NewPCG(r.seed, 1000+uint64(w)))
 		for seq := 0; ctx.Err() == nil; seq++ {
-			conn, err := dialFrom(fmt.Sprintf(fromMutations, 20+w), r.node.addr)
+			conn, err := dialFrom(fmt.Sprintf(fromMutations, 20+w), r.node.BrokerAddr)
 			if err != nil {
 				r.finding("dial: %v", err)
 				sleepCtx(ctx, 100*time.Millisecond)

@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/core/quorum"
+	"github.com/strata-log/strata/internal/proccluster"
 	"github.com/strata-log/strata/node"
 )
 
@@ -99,9 +100,9 @@ func TestAttackQuorum(t *testing.T) {
 		ctrl[i] = freePort(t)
 		voters = append(voters, fmt.Sprintf("%d@%s", i+1, ctrl[i]))
 	}
-	nodes := make([]*nodeProc, n)
+	nodes := make([]*proccluster.Node, n)
 	for i := range nodes {
-		nodes[i] = newNodeProc(t, dir, int32(i+1), []string{
+		nodes[i] = proccluster.NewNode(t, dir, int32(i+1), []string{
 			fmt.Sprintf("node.id=%d", i+1),
 			"process.roles=broker,controller",
 			"listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://" + ctrl[i],
@@ -113,21 +114,21 @@ func TestAttackQuorum(t *testing.T) {
 	}
 	startAll := func() {
 		for _, p := range nodes {
-			p.start(t, clusterID)
+			p.Start(t, clusterID)
 		}
 		for _, p := range nodes {
-			p.waitReady(t)
+			p.WaitReady(t)
 		}
 	}
 	startAll()
 	addrs := func() []string {
 		var out []string
 		for _, p := range nodes {
-			out = append(out, p.addr)
+			out = append(out, p.BrokerAddr)
 		}
 		return out
 	}
-	leader, epoch := waitLeader(t, nodes[0].addr)
+	leader, epoch := waitLeader(t, nodes[0].BrokerAddr)
 	t.Logf("quorum leader %d at epoch %d", leader, epoch)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*opTimeout)
@@ -179,11 +180,11 @@ func TestAttackQuorum(t *testing.T) {
 	for attackCtx.Err() == nil {
 		for _, p := range nodes {
 			start := time.Now()
-			c, err := dialFrom(victimAddr, p.addr)
+			c, err := dialFrom(victimAddr, p.BrokerAddr)
 			require.NoError(t, err)
 			_, err = roundTrip(c, metadataRequest(1, "replicated"), probeTimeout)
 			_ = c.Close()
-			require.NoError(t, err, "Metadata of node %d during the forgeries", p.id)
+			require.NoError(t, err, "Metadata of node %d during the forgeries", p.ID)
 			slowest.Store(max(slowest.Load(), int64(time.Since(start))))
 		}
 		produce(10)
@@ -196,9 +197,9 @@ func TestAttackQuorum(t *testing.T) {
 	t.Logf("%d forgeries to 3 voters, answers %s; Metadata at most %v meanwhile; %d records produced at acks=all",
 		sent.Load(), seen.String(), time.Duration(slowest.Load()).Round(time.Millisecond), produced)
 	for _, p := range nodes {
-		p.requireHealthy(t, "after the forgeries")
+		p.RequireHealthy(t, "after the forgeries")
 	}
-	l2, e2 := waitLeader(t, nodes[0].addr)
+	l2, e2 := waitLeader(t, nodes[0].BrokerAddr)
 	require.Equal(t, leader, l2, "the forgeries moved the quorum's leader")
 	require.Equal(t, epoch, e2, "the forgeries moved the quorum's epoch")
 
@@ -206,14 +207,14 @@ func TestAttackQuorum(t *testing.T) {
 	// epoch that has room to grow.
 	cl.Close()
 	for _, p := range nodes {
-		p.stop(t)
+		p.Stop(t)
 		requireCleanStop(t, p)
 	}
 	startAll()
 	for _, p := range nodes {
 		requireCleanStart(t, p)
 	}
-	l3, e3 := waitLeader(t, nodes[0].addr)
+	l3, e3 := waitLeader(t, nodes[0].BrokerAddr)
 	require.Greater(t, e3, epoch, "a new election after the restart")
 	require.Less(t, e3, int32(quorum.MaxEpoch/2), "the epoch after the restart")
 	t.Logf("after restarting all three: leader %d at epoch %d", l3, e3)
@@ -231,6 +232,6 @@ func TestAttackQuorum(t *testing.T) {
 	}
 	require.Len(t, got, produced)
 	for _, p := range nodes {
-		p.requireHealthy(t, "after the restart")
+		p.RequireHealthy(t, "after the restart")
 	}
 }

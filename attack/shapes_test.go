@@ -20,10 +20,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/strata-log/strata/core/protocol"
 	"github.com/strata-log/strata/core/quorum"
 	"github.com/strata-log/strata/core/record"
 	"github.com/strata-log/strata/core/record/recordtest"
+	"github.com/strata-log/strata/core/wire"
 )
 
 // Every attacker comes from a loopback address of its own (127.0.0.x),
@@ -300,7 +300,7 @@ func attackControllerListener(ctx context.Context, r *run) string {
 	workers(ctx, 3, func(ctx context.Context, w int) {
 		epoch := int32(0)
 		for ctx.Err() == nil {
-			e, err := sendForgeries(r, fromController, r.node.ctrlAddr, selfID, 2, epoch, r.node.clusterID, &seen)
+			e, err := sendForgeries(r, fromController, r.node.CtrlAddr, selfID, 2, epoch, r.node.ClusterID, &seen)
 			if err != nil {
 				r.finding("dial the controller listener: %v", err)
 				return
@@ -397,14 +397,15 @@ func attackMalformedBatches(ctx context.Context, r *run) string {
 	var seen codes
 	var goodN atomic.Int64
 	shapes := recordtest.Malformed(time.Now().UnixMilli())
+	attempt := r.malformedRuns.Add(1)
 	workers(ctx, 4, func(ctx context.Context, w int) {
-		conn, err := dialFrom(fromMalformed, r.node.addr)
+		conn, err := dialFrom(fromMalformed, r.node.BrokerAddr)
 		if err != nil {
 			r.finding("dial: %v", err)
 			return
 		}
 		defer conn.Close()
-		rng := rand.New(rand.NewPCG(r.seed, uint64(w)))
+		rng := rand.New(rand.NewPCG(r.seed, uint64(attempt-1)<<32|uint64(w)))
 		for round := 0; ctx.Err() == nil; round++ {
 			type sent struct {
 				shape string
@@ -419,7 +420,7 @@ func attackMalformedBatches(ctx context.Context, r *run) string {
 					reqs = append(reqs, produceRequest(part{topic, 0, s.Payload}))
 					what = append(what, sent{shape: s.Name, topic: topic})
 				}
-				b, g := goodBatch(rng, fmt.Sprintf("good-%s-w%d-r%d", topic, w, round), 1+rng.IntN(4), codecs[rng.IntN(len(codecs))])
+				b, g := goodBatch(rng, fmt.Sprintf("good-%s-a%d-w%d-r%d", topic, attempt, w, round), 1+rng.IntN(4), codecs[rng.IntN(len(codecs))])
 				reqs = append(reqs, produceRequest(part{topic, 0, b}))
 				what = append(what, sent{shape: "valid", topic: topic, good: g})
 			}
@@ -500,7 +501,7 @@ func attackBombs(ctx context.Context, r *run) string {
 	var sentBytes, sentReqs atomic.Int64
 	bs := bombs()
 	workers(ctx, 3, func(ctx context.Context, w int) {
-		conn, err := dialFrom(fromBombs, r.node.addr)
+		conn, err := dialFrom(fromBombs, r.node.BrokerAddr)
 		if err != nil {
 			r.finding("dial: %v", err)
 			return
@@ -608,7 +609,7 @@ func attackPartialFrames(ctx context.Context, r *run) string {
 	var closed durations
 	body := append(binary.BigEndian.AppendUint32(nil, 100<<20), bytes.Repeat([]byte{0xa5}, 1<<20+1)...)
 	workers(ctx, 10, func(ctx context.Context, w int) {
-		conn, err := dialFrom(fromPartial, r.node.addr)
+		conn, err := dialFrom(fromPartial, r.node.BrokerAddr)
 		if err != nil {
 			r.finding("dial: %v", err)
 			sleepCtx(ctx, 100*time.Millisecond)
@@ -644,7 +645,7 @@ func attackTrickle(ctx context.Context, r *run) string {
 	}
 	frame := encode(metadataRequest(1, names...), 1, "trickle")
 	workers(ctx, 5, func(ctx context.Context, w int) {
-		conn, err := dialFrom(fromTrickle, r.node.addr)
+		conn, err := dialFrom(fromTrickle, r.node.BrokerAddr)
 		if err != nil {
 			r.finding("dial: %v", err)
 			sleepCtx(ctx, 100*time.Millisecond)
@@ -702,7 +703,7 @@ func attackIdleSockets(ctx context.Context, r *run, v *victim) string {
 	// if accepted.
 	open := func(from string, n int) {
 		for range n {
-			c, err := dialFrom(from, r.node.addr)
+			c, err := dialFrom(from, r.node.BrokerAddr)
 			if err != nil {
 				r.finding("dial from %s: %v", from, err)
 				return
@@ -734,7 +735,7 @@ func attackIdleSockets(ctx context.Context, r *run, v *victim) string {
 	// gets in.
 	var servedAfter time.Duration
 	for time.Since(filled) < idleTimeout+2*closeSlack {
-		c, err := dialFrom(victimAddr, r.node.addr)
+		c, err := dialFrom(victimAddr, r.node.BrokerAddr)
 		if err == nil {
 			_, err = roundTrip(c, metadataRequest(1, victimTopic), time.Second)
 			_ = c.Close()
@@ -776,7 +777,7 @@ func attackMetadataFlood(ctx context.Context, r *run) string {
 	var answers, partitions, parsed atomic.Int64
 	const pipelined = 500
 	workers(ctx, 4, func(ctx context.Context, w int) {
-		conn, err := dialFrom(fromMetadata, r.node.addr)
+		conn, err := dialFrom(fromMetadata, r.node.BrokerAddr)
 		if err != nil {
 			r.finding("dial: %v", err)
 			return
@@ -805,7 +806,7 @@ func attackMetadataFlood(ctx context.Context, r *run) string {
 			if i%50 != 0 {
 				continue
 			}
-			resp, err := protocol.ParseResponse(frame, req)
+			resp, err := wire.ParseResponse(frame, req)
 			if err != nil {
 				r.finding("metadata flood: %v", err)
 				return
@@ -839,7 +840,7 @@ func attackMetadataFlood(ctx context.Context, r *run) string {
 func attackBadRequests(ctx context.Context, r *run) string {
 	var counts [3]atomic.Int64
 	workers(ctx, 2, func(ctx context.Context, w int) {
-		conn, err := dialFrom(fromBad, r.node.addr)
+		conn, err := dialFrom(fromBad, r.node.BrokerAddr)
 		if err != nil {
 			r.finding("dial: %v", err)
 			return
@@ -942,7 +943,7 @@ func unknownReplicaFetch(r *run, conn net.Conn) bool {
 // frame too short to hold a request header: the Metadata answer must
 // arrive, then the node closes the connection.
 func validThenBadFrame(r *run) bool {
-	conn, err := dialFrom(fromBad, r.node.addr)
+	conn, err := dialFrom(fromBad, r.node.BrokerAddr)
 	if err != nil {
 		r.finding("dial: %v", err)
 		return false

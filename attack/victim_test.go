@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-log/strata/internal/proccluster"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -115,7 +116,7 @@ func victimValue(key string) string {
 // samples the node's RSS.
 type victim struct {
 	t     *testing.T
-	node  *nodeProc
+	node  *proccluster.Node
 	topic string
 
 	cmd    *exec.Cmd
@@ -154,11 +155,11 @@ const envVictim = "STRATA_ATTACK_VICTIM"
 
 // startVictim starts the victim process on node's topic (which must
 // exist), in a first phase named phase.
-func startVictim(t *testing.T, node *nodeProc, topic, phase string) *victim {
+func startVictim(t *testing.T, node *proccluster.Node, topic, phase string) *victim {
 	t.Helper()
 	v := &victim{t: t, node: node, topic: topic, exited: make(chan struct{})}
 	v.cmd = exec.Command(os.Args[0], "-test.run=^$")
-	v.cmd.Env = append(os.Environ(), envVictim+"="+node.addr+"|"+node.metricsAddr+"|"+topic)
+	v.cmd.Env = append(os.Environ(), envVictim+"="+node.BrokerAddr+"|"+node.MetricsAddr+"|"+topic)
 	stdout, err := v.cmd.StdoutPipe()
 	require.NoError(t, err)
 	stderr, err := v.cmd.StderrPipe()
@@ -166,7 +167,7 @@ func startVictim(t *testing.T, node *nodeProc, topic, phase string) *victim {
 	v.stdin, err = v.cmd.StdinPipe()
 	require.NoError(t, err)
 	v.beginPhase(phase)
-	require.NoError(t, startChild(v.cmd))
+	require.NoError(t, proccluster.StartChild(v.cmd))
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
@@ -355,11 +356,11 @@ func (v *victim) requireStopped(t *testing.T) {
 // beginPhase ends the current phase (if any) and begins one named name.
 func (v *victim) beginPhase(name string) *phaseStats {
 	ended := v.endPhase()
-	ps := &phaseStats{name: name, start: time.Now(), cpu0Node: cpuTime(v.node.pid()), cpu0Self: cpuTime(os.Getpid())}
+	ps := &phaseStats{name: name, start: time.Now(), cpu0Node: cpuTime(v.node.Pid()), cpu0Self: cpuTime(os.Getpid())}
 	if v.cmd.Process != nil {
 		ps.cpu0Victim = cpuTime(v.cmd.Process.Pid)
 	}
-	if err := resetPeak(v.node.pid()); err != nil {
+	if err := resetPeak(v.node.Pid()); err != nil {
 		ps.note = "VmHWM not resettable: " + err.Error()
 	}
 	v.base = v.scrape()
@@ -383,14 +384,14 @@ func (v *victim) endPhase() *phaseStats {
 	v.mu.Lock()
 	ps.end = time.Now() // book reads it
 	v.mu.Unlock()
-	ps.cpuNode, ps.cpuSelf = cpuTime(v.node.pid())-ps.cpu0Node, cpuTime(os.Getpid())-ps.cpu0Self
+	ps.cpuNode, ps.cpuSelf = cpuTime(v.node.Pid())-ps.cpu0Node, cpuTime(os.Getpid())-ps.cpu0Self
 	if v.cmd.Process != nil {
 		ps.cpuVictim = cpuTime(v.cmd.Process.Pid) - ps.cpu0Victim
 	}
 	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
 		ps.load = strings.Fields(string(b))[0]
 	}
-	if m, err := readMemory(v.node.pid()); err == nil {
+	if m, err := readMemory(v.node.Pid()); err == nil {
 		ps.hwm = m.hwm
 		ps.rssMax = max(ps.rssMax, m.rss)
 	}
@@ -426,7 +427,7 @@ func (v *victim) endPhase() *phaseStats {
 func (v *victim) rssLoop(ctx context.Context) {
 	defer v.wg.Done()
 	for ctx.Err() == nil {
-		if m, err := readMemory(v.node.pid()); err == nil {
+		if m, err := readMemory(v.node.Pid()); err == nil {
 			v.mu.Lock()
 			if v.cur != nil {
 				v.cur.rssMax = max(v.cur.rssMax, m.rss)
@@ -658,7 +659,7 @@ func victimHealthz(ctx context.Context, metricsAddr string, out *lineWriter) {
 // nil when it cannot be read.
 func (v *victim) scrape() map[string]float64 {
 	hc := &http.Client{Timeout: probeTimeout}
-	resp, err := hc.Get("http://" + v.node.metricsAddr + "/metrics")
+	resp, err := hc.Get("http://" + v.node.MetricsAddr + "/metrics")
 	if err != nil {
 		return nil
 	}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/strata-log/strata/core/protocol"
+	"github.com/strata-log/strata/core/wire"
 )
 
 // dialTimeout bounds a dial to a node.
@@ -30,7 +30,7 @@ var corrIDs atomic.Int32
 
 // encode renders req as a frame with its size prefix, from clientID.
 func encode(req kmsg.Request, corr int32, clientID string) []byte {
-	return withSize(protocol.EncodeRequest(kmsg.NewRequestFormatter(kmsg.FormatterClientID(clientID)), req, corr))
+	return withSize(wire.EncodeRequest(kmsg.NewRequestFormatter(kmsg.FormatterClientID(clientID)), req, corr))
 }
 
 func withSize(frame []byte) []byte {
@@ -67,10 +67,10 @@ func roundTrip(c net.Conn, req kmsg.Request, timeout time.Duration) (kmsg.Respon
 	if err != nil {
 		return nil, err
 	}
-	if got, _ := protocol.ResponseCorrelationID(frame); got != corr {
+	if got, _ := wire.ResponseCorrelationID(frame); got != corr {
 		return nil, fmt.Errorf("correlation id %d, sent %d", got, corr)
 	}
-	return protocol.ParseResponse(frame, req)
+	return wire.ParseResponse(frame, req)
 }
 
 // pipeline sends reqs on c at once and reads their answers in order,
@@ -92,10 +92,10 @@ func pipeline(c net.Conn, reqs []kmsg.Request, timeout time.Duration) ([]kmsg.Re
 		if err != nil {
 			return resps, err
 		}
-		if got, _ := protocol.ResponseCorrelationID(frame); got != first+int32(i) {
+		if got, _ := wire.ResponseCorrelationID(frame); got != first+int32(i) {
 			return resps, fmt.Errorf("correlation id %d, want %d", got, first+int32(i))
 		}
-		resp, err := protocol.ParseResponse(frame, req)
+		resp, err := wire.ParseResponse(frame, req)
 		if err != nil {
 			return resps, err
 		}

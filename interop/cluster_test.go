@@ -1,17 +1,9 @@
 package interop
 
 import (
-	"bufio"
-	crand "crypto/rand"
 	"fmt"
-	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -21,13 +13,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/core/record"
-	"github.com/strata-log/strata/node"
+	"github.com/strata-log/strata/internal/proccluster"
 )
 
 // Bounds of the multi-process cluster test.
 const (
-	// clusterReadyTimeout bounds the start of every process, the first
-	// election and every broker's registration.
+	// clusterReadyTimeout bounds the first election and every broker's
+	// registration.
 	clusterReadyTimeout = 30 * time.Second
 	// rejoinTimeout bounds a SIGKILLed node's return: its new
 	// incarnation registers only once the old one's session (9 s) has
@@ -35,130 +27,23 @@ const (
 	rejoinTimeout = 45 * time.Second
 )
 
-// procNode is one Strata node run as a child process of the test binary
-// (see TestMain), so that SIGKILL is a real crash.
-type procNode struct {
-	id         int32
-	brokerAddr string
-	ctrlAddr   string
-	props      string // its server.properties
-	clusterID  string
-
-	cmd    *exec.Cmd
-	exited chan struct{}
-	mu     sync.Mutex
-	logs   []string
-}
-
-// start runs the node's process and returns once it logged its start.
-func (p *procNode) start(t *testing.T) {
+// startProcessCluster starts n combined broker+controller nodes as
+// processes of the strata binary (internal/proccluster), as the README's
+// recipe does, with extraProps added to each server.properties, and
+// waits until every broker's Metadata lists all n brokers.
+func startProcessCluster(t *testing.T, n int, extraProps ...string) *proccluster.Cluster {
 	t.Helper()
-	p.cmd = exec.Command(os.Args[0], "-test.run=^$")
-	p.cmd.Env = append(os.Environ(), envChildConfig+"="+p.props, envChildClusterID+"="+p.clusterID)
-	stderr, err := p.cmd.StderrPipe()
-	require.NoError(t, err)
-	require.NoError(t, p.cmd.Start())
-	exited := make(chan struct{})
-	p.exited = exited
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			p.mu.Lock()
-			p.logs = append(p.logs, sc.Text())
-			p.mu.Unlock()
-		}
-		_ = p.cmd.Wait()
-		close(exited)
-	}()
-	deadline := time.Now().Add(clusterReadyTimeout)
-	for !p.logged(`msg="node started"`) {
-		select {
-		case <-exited:
-			require.FailNow(t, "node exited during start", "node %d (%v):\n%s", p.id, p.cmd.ProcessState, p.logText())
-		default:
-		}
-		require.True(t, time.Now().Before(deadline), "node %d did not start within %v:\n%s", p.id, clusterReadyTimeout, p.logText())
-		time.Sleep(pollInterval)
-	}
-}
-
-// kill sends SIGKILL and waits until the process is gone.
-func (p *procNode) kill() {
-	_ = p.cmd.Process.Signal(syscall.SIGKILL)
-	<-p.exited
-}
-
-func (p *procNode) logged(substr string) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return slices.ContainsFunc(p.logs, func(l string) bool { return strings.Contains(l, substr) })
-}
-
-func (p *procNode) logText() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return strings.Join(p.logs, "\n")
-}
-
-// freeAddr is a free 127.0.0.1 port (free when asked; the node binds it
-// a moment later).
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
-	return l.Addr().String()
-}
-
-// startProcessCluster starts n combined broker+controller nodes as child
-// processes, as the README's three-node recipe does: one cluster id,
-// every node a voter of controller.quorum.voters, its own ports and data
-// directory, and extraProps added to each server.properties. Every
-// process is SIGKILLed at the end of the test (and exits by itself if the
-// test binary dies).
-func startProcessCluster(t *testing.T, n int, extraProps ...string) []*procNode {
-	t.Helper()
-	clusterID, err := node.NewClusterID(crand.Reader)
-	require.NoError(t, err)
-	dir := t.TempDir()
-	nodes := make([]*procNode, n)
-	var voters []string
-	for i := range nodes {
-		nodes[i] = &procNode{id: int32(i + 1), brokerAddr: freeAddr(t), ctrlAddr: freeAddr(t), clusterID: clusterID}
-		voters = append(voters, fmt.Sprintf("%d@%s", nodes[i].id, nodes[i].ctrlAddr))
-	}
-	for _, p := range nodes {
-		props := []string{
-			fmt.Sprintf("node.id=%d", p.id),
-			"process.roles=broker,controller",
-			fmt.Sprintf("listeners=PLAINTEXT://%s,CONTROLLER://%s", p.brokerAddr, p.ctrlAddr),
-			"controller.quorum.voters=" + strings.Join(voters, ","),
-			"log.dirs=" + filepath.Join(dir, fmt.Sprintf("node-%d", p.id)),
-			"metrics.listener=127.0.0.1:0",
-		}
-		props = append(props, extraProps...)
-		p.props = filepath.Join(dir, fmt.Sprintf("node-%d.properties", p.id))
-		require.NoError(t, os.WriteFile(p.props, []byte(strings.Join(props, "\n")+"\n"), 0o644))
-	}
-	for _, p := range nodes {
-		p.start(t)
-		t.Cleanup(func() {
-			p.kill()
-			if t.Failed() {
-				t.Logf("node %d log:\n%s", p.id, p.logText())
+	c := proccluster.StartCombined(t, n, extraProps...)
+	require.Eventually(t, func() bool {
+		for _, p := range c.Nodes {
+			md, err := newAdmin(t, p.BrokerAddr).BrokerMetadata(ctxFor(t, 2*time.Second))
+			if err != nil || len(md.Brokers) != n {
+				return false
 			}
-		})
-	}
-	return nodes
-}
-
-func brokerAddrs(nodes []*procNode) []string {
-	var addrs []string
-	for _, p := range nodes {
-		addrs = append(addrs, p.brokerAddr)
-	}
-	return addrs
+		}
+		return true
+	}, clusterReadyTimeout, 50*time.Millisecond, "not every broker's Metadata lists the %d brokers", n)
+	return c
 }
 
 // describeQuorumLeader asks a broker (which forwards it) for the metadata
@@ -217,21 +102,9 @@ func TestThreeNodeCluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts three node processes")
 	}
-	nodes := startProcessCluster(t, 3)
-	byID := map[int32]*procNode{}
-	for _, p := range nodes {
-		byID[p.id] = p
-	}
-	adm := newAdmin(t, brokerAddrs(nodes)...)
-	require.Eventually(t, func() bool {
-		for _, p := range nodes {
-			md, err := newAdmin(t, p.brokerAddr).BrokerMetadata(ctxFor(t, 2*time.Second))
-			if err != nil || len(md.Brokers) != 3 {
-				return false
-			}
-		}
-		return true
-	}, clusterReadyTimeout, 50*time.Millisecond, "not every broker's Metadata lists the three brokers")
+	c := startProcessCluster(t, 3)
+	nodes := c.Nodes
+	adm := newAdmin(t, c.BrokerAddrs()...)
 
 	const topic, partitions = "spread", 6
 	createTopic(t, adm, topic, partitions, nil)
@@ -244,28 +117,28 @@ func TestThreeNodeCluster(t *testing.T) {
 		led[pd.Leader] = append(led[pd.Leader], p)
 	}
 	for _, p := range nodes {
-		require.NotEmpty(t, led[p.id], "broker %d leads none of %v", p.id, leaders)
+		require.NotEmpty(t, led[p.ID], "broker %d leads none of %v", p.ID, leaders)
 	}
 
 	// kgo, seeded with one broker, routes every partition's batches to
 	// its leader.
 	hook := &produceHook{brokers: map[int32]bool{}}
 	rs := genRecords(700, 120, genOpts{partitions: partitions, nulls: true, timestamps: true})
-	produceKgo(t, []string{nodes[0].brokerAddr}, topic, rs, kgo.WithHooks(hook), kgo.ProducerBatchCompression(kgo.SnappyCompression()))
+	produceKgo(t, []string{nodes[0].BrokerAddr}, topic, rs, kgo.WithHooks(hook), kgo.ProducerBatchCompression(kgo.SnappyCompression()))
 	require.Equal(t, map[int32]bool{1: true, 2: true, 3: true}, hook.brokers, "Produce requests went to every leader")
-	got := consumeKgo(t, []string{nodes[1].brokerAddr}, topic, atStart(partitions), len(rs))
+	got := consumeKgo(t, []string{nodes[1].BrokerAddr}, topic, atStart(partitions), len(rs))
 	requireSameRecords(t, rs, got, zeros(partitions), checkOpts{nullsDistinct: true, offsetsKnown: true})
 
 	// A broker that does not lead a partition says so, and names the
 	// leader (KIP-951).
 	var notLed int32 = -1
 	for p, l := range leaders {
-		if l != nodes[0].id {
+		if l != nodes[0].ID {
 			notLed = p
 			break
 		}
 	}
-	direct := newClient(t, []string{nodes[0].brokerAddr})
+	direct := newClient(t, []string{nodes[0].BrokerAddr})
 	req := kmsg.NewPtrProduceRequest()
 	req.Acks = -1
 	req.TimeoutMillis = 5000
@@ -289,19 +162,17 @@ func TestThreeNodeCluster(t *testing.T) {
 	var quorumLeader int32
 	require.Eventually(t, func() bool {
 		var err error
-		quorumLeader, err = describeQuorumLeader(t, nodes[0].brokerAddr)
+		quorumLeader, err = describeQuorumLeader(t, nodes[0].BrokerAddr)
 		return err == nil && quorumLeader > 0
 	}, clusterReadyTimeout, 50*time.Millisecond, "no quorum leader")
-	victim := byID[quorumLeader]
-	victim.kill()
-	t.Logf("killed node %d (the metadata quorum's leader), which led partitions %v", victim.id, led[victim.id])
+	victim := c.Node(quorumLeader)
+	victim.Kill()
+	t.Logf("killed node %d (the metadata quorum's leader), which led partitions %v", victim.ID, led[victim.ID])
 
-	var survivors []*procNode
 	var survivingParts []int32
 	for _, p := range nodes {
 		if p != victim {
-			survivors = append(survivors, p)
-			survivingParts = append(survivingParts, led[p.id]...)
+			survivingParts = append(survivingParts, led[p.ID]...)
 		}
 	}
 	slices.Sort(survivingParts)
@@ -317,13 +188,13 @@ func TestThreeNodeCluster(t *testing.T) {
 		return out
 	}
 	more := keep(genRecords(701, 90, genOpts{partitions: partitions, nulls: true, timestamps: true}))
-	produceKgo(t, brokerAddrs(survivors), topic, more)
+	produceKgo(t, c.BrokerAddrs(victim.ID), topic, more)
 	wantSurvivors := append(keep(rs), more...)
 	offsets := map[int32]kgo.Offset{}
 	for _, p := range survivingParts {
 		offsets[p] = kgo.NewOffset().AtStart()
 	}
-	got = consumeKgo(t, brokerAddrs(survivors), topic, offsets, len(wantSurvivors))
+	got = consumeKgo(t, c.BrokerAddrs(victim.ID), topic, offsets, len(wantSurvivors))
 	requireSameRecords(t, wantSurvivors, got, zeros(partitions), checkOpts{nullsDistinct: true, offsetsKnown: true})
 
 	// The killed node comes back and leads its partitions again, with
@@ -331,31 +202,31 @@ func TestThreeNodeCluster(t *testing.T) {
 	// The survivors' Metadata (the controller's view, not the restarted
 	// node's replay of its own log) must show it leading them in a new
 	// leader epoch: fenced after its session expired, then re-elected.
-	victim.start(t)
+	c.Restart(victim.ID)
 	require.Eventually(t, func() bool {
-		md, err := newAdmin(t, brokerAddrs(survivors)...).Metadata(ctxFor(t, 2*time.Second), topic)
+		md, err := newAdmin(t, c.BrokerAddrs(victim.ID)...).Metadata(ctxFor(t, 2*time.Second), topic)
 		if err != nil {
 			return false
 		}
-		for _, p := range led[victim.id] {
+		for _, p := range led[victim.ID] {
 			pd := md.Topics[topic].Partitions[p]
-			if pd.Leader != victim.id || pd.LeaderEpoch <= td.Partitions[p].LeaderEpoch {
+			if pd.Leader != victim.ID || pd.LeaderEpoch <= td.Partitions[p].LeaderEpoch {
 				return false
 			}
 		}
 		return true
-	}, rejoinTimeout, 100*time.Millisecond, "node %d never led its partitions %v again", victim.id, led[victim.id])
+	}, rejoinTimeout, 100*time.Millisecond, "node %d never led its partitions %v again", victim.ID, led[victim.ID])
 	offsets = map[int32]kgo.Offset{}
 	var wantVictim []rec
-	for _, p := range led[victim.id] {
+	for _, p := range led[victim.ID] {
 		offsets[p] = kgo.NewOffset().AtStart()
 	}
 	for _, r := range rs {
-		if leaders[r.Partition] == victim.id {
+		if leaders[r.Partition] == victim.ID {
 			wantVictim = append(wantVictim, r)
 		}
 	}
-	got = consumeKgo(t, []string{victim.brokerAddr}, topic, offsets, len(wantVictim))
+	got = consumeKgo(t, []string{victim.BrokerAddr}, topic, offsets, len(wantVictim))
 	requireSameRecords(t, wantVictim, got, zeros(partitions), checkOpts{nullsDistinct: true, offsetsKnown: true})
 }
 

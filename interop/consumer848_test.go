@@ -115,6 +115,28 @@ func describe848(t *testing.T, adm *kadm.Client, group string) kadm.DescribedCon
 	return gs[group]
 }
 
+// requireStableShares waits until group is Stable with members members,
+// each assigned perMember partitions and accepted by ok (nil: any).
+func requireStableShares(t *testing.T, adm *kadm.Client, group string, members, perMember int, ok func(kadm.ConsumerGroupMember) bool, msg string) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		g := describe848(t, adm, group)
+		if g.Err != nil || g.State != "Stable" || len(g.Members) != members {
+			return false
+		}
+		for _, m := range g.Members {
+			n := 0
+			for _, ps := range m.Assignment {
+				n += len(ps)
+			}
+			if n != perMember || (ok != nil && !ok(m)) {
+				return false
+			}
+		}
+		return true
+	}, opTimeout, 100*time.Millisecond, msg)
+}
+
 // Three members share a topic of six partitions; one leaves cleanly, one
 // is killed (its session times out); every record is consumed and the
 // committed offsets end at the log ends.
@@ -132,25 +154,7 @@ func TestKgoConsumerProtocolGroup(t *testing.T) {
 	require.Eventually(t, func() bool { return seen.covers(ends) }, opTimeout, 50*time.Millisecond, "not every record consumed")
 
 	// The coordinator spreads the six partitions over the three members.
-	require.Eventually(t, func() bool {
-		g := describe848(t, adm, "g848")
-		if g.Err != nil || g.State != "Stable" || len(g.Members) != 3 {
-			return false
-		}
-		for _, m := range g.Members {
-			if len(m.Assignment) == 0 {
-				return false
-			}
-			n := 0
-			for _, ps := range m.Assignment {
-				n += len(ps)
-			}
-			if n != 2 {
-				return false
-			}
-		}
-		return true
-	}, opTimeout, 100*time.Millisecond, "the group never became stable with two partitions each")
+	requireStableShares(t, adm, "g848", 3, 2, nil, "the group never became stable with two partitions each")
 
 	a.close() // leaves (epoch -1)
 	ends = produceRoundRobin(t, addr, "kip848", 60)

@@ -3,13 +3,12 @@ package interop
 import (
 	"context"
 	"fmt"
-	"os"
 	"slices"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/strata-log/strata/internal/proccluster"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -36,16 +35,7 @@ const (
 
 func groupBenchRuns(t *testing.T) int {
 	t.Helper()
-	runs := 0
-	if v := os.Getenv("STRATA_GROUP_BENCH_RUNS"); v != "" {
-		n, err := strconv.Atoi(v)
-		require.NoError(t, err, "STRATA_GROUP_BENCH_RUNS")
-		runs = n
-	}
-	if runs <= 0 {
-		t.Skip("a benchmark: set STRATA_GROUP_BENCH_RUNS=N (make bench-groups)")
-	}
-	return runs
+	return proccluster.BenchRuns(t, "STRATA_GROUP_BENCH_RUNS", "bench-groups")
 }
 
 // ownership is who owns which partition of one topic, as the members'
@@ -189,14 +179,7 @@ func waitUntil(t *testing.T, what string, cond func() bool, why ...*string) time
 }
 
 func summarize(name string, ds []time.Duration) string {
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	med := s[len(s)/2]
-	if len(s)%2 == 0 {
-		med = (s[len(s)/2-1] + s[len(s)/2]) / 2
-	}
-	return fmt.Sprintf("%s: %d runs, median %v, min %v, max %v", name, len(s),
-		med.Round(time.Millisecond), s[0].Round(time.Millisecond), s[len(s)-1].Round(time.Millisecond))
+	return fmt.Sprintf("%s: %d runs, %s", name, len(ds), proccluster.Spread(ds))
 }
 
 // groupProtocols are the ways a kgo member can share partitions: eager
@@ -304,17 +287,8 @@ func TestGroupRebalanceBenchmark(t *testing.T) {
 // runs.
 func TestGroupCoordinatorFailoverBenchmark(t *testing.T) {
 	runs := groupBenchRuns(t)
-	nodes := startProcessCluster(t, 3, "group.initial.rebalance.delay.ms=0", "offsets.topic.num.partitions=1")
-	addrs := brokerAddrs(nodes)
-	require.Eventually(t, func() bool {
-		for _, p := range nodes {
-			md, err := newAdmin(t, p.brokerAddr).BrokerMetadata(ctxFor(t, 2*time.Second))
-			if err != nil || len(md.Brokers) != 3 {
-				return false
-			}
-		}
-		return true
-	}, clusterReadyTimeout, 50*time.Millisecond, "not every broker's Metadata lists the three brokers")
+	c := startProcessCluster(t, 3, "group.initial.rebalance.delay.ms=0", "offsets.topic.num.partitions=1")
+	nodes, addrs := c.Nodes, c.BrokerAddrs()
 	adm := newAdmin(t, addrs...)
 	const topic = "bench-offsets"
 	ctx := ctxFor(t, 10*benchGroupWait)
@@ -350,11 +324,11 @@ func TestGroupCoordinatorFailoverBenchmark(t *testing.T) {
 			var alive []string
 			for _, p := range nodes {
 				if p != victim {
-					alive = append(alive, p.brokerAddr)
+					alive = append(alive, p.BrokerAddr)
 				}
 			}
 			start := time.Now()
-			victim.kill()
+			victim.Kill()
 			var why string
 			waitUntil(t, "the offsets from the new coordinator", func() bool {
 				// A new client per attempt: kgo keeps a coordinator it
@@ -386,13 +360,13 @@ func TestGroupCoordinatorFailoverBenchmark(t *testing.T) {
 			took = append(took, time.Since(start))
 			moved := newAdmin(t, alive...).FindGroupCoordinators(ctx, group)[group]
 			require.NoError(t, moved.Err)
-			require.NotEqual(t, victim.id, moved.NodeID, "the coordinator did not move")
-			t.Logf("%d offsets: killed coordinator %d, offsets back from %d after %v", groups*benchGroupPartitions, victim.id, moved.NodeID, took[len(took)-1].Round(time.Millisecond))
-			victim.start(t)
+			require.NotEqual(t, victim.ID, moved.NodeID, "the coordinator did not move")
+			t.Logf("%d offsets: killed coordinator %d, offsets back from %d after %v", groups*benchGroupPartitions, victim.ID, moved.NodeID, took[len(took)-1].Round(time.Millisecond))
+			c.Restart(victim.ID)
 			require.Eventually(t, func() bool {
-				md, err := newAdmin(t, victim.brokerAddr).BrokerMetadata(ctxFor(t, 2*time.Second))
+				md, err := newAdmin(t, victim.BrokerAddr).BrokerMetadata(ctxFor(t, 2*time.Second))
 				return err == nil && len(md.Brokers) == 3
-			}, rejoinTimeout, 50*time.Millisecond, "node %d did not rejoin", victim.id)
+			}, rejoinTimeout, 50*time.Millisecond, "node %d did not rejoin", victim.ID)
 		}
 		lines = append(lines, summarize(fmt.Sprintf("coordinator failover (SIGKILL) with %d committed offsets to reload, until an OffsetFetch answers them all", groups*benchGroupPartitions), took))
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-log/strata/internal/proccluster"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -21,18 +22,9 @@ func TestGroupCoordinatorFailover(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts three node processes")
 	}
-	nodes := startProcessCluster(t, 3, "group.initial.rebalance.delay.ms=0", "offsets.topic.num.partitions=3")
-	addrs := brokerAddrs(nodes)
+	c := startProcessCluster(t, 3, "group.initial.rebalance.delay.ms=0", "offsets.topic.num.partitions=3")
+	nodes, addrs := c.Nodes, c.BrokerAddrs()
 	adm := newAdmin(t, addrs...)
-	require.Eventually(t, func() bool {
-		for _, p := range nodes {
-			md, err := newAdmin(t, p.brokerAddr).BrokerMetadata(ctxFor(t, 2*time.Second))
-			if err != nil || len(md.Brokers) != 3 {
-				return false
-			}
-		}
-		return true
-	}, clusterReadyTimeout, 50*time.Millisecond, "not every broker's Metadata lists the three brokers")
 	const topic, group = "f-orders", "f-group"
 	ctx := ctxFor(t, 2*opTimeout)
 	resp, err := adm.CreateTopic(ctx, 6, 3, nil, topic)
@@ -90,19 +82,19 @@ func TestGroupCoordinatorFailover(t *testing.T) {
 
 	coord := adm.FindGroupCoordinators(ctx, group)[group]
 	require.NoError(t, coord.Err)
-	var victim *procNode
+	var victim *proccluster.Node
 	for _, p := range nodes {
-		if p.id == coord.NodeID {
+		if p.ID == coord.NodeID {
 			victim = p
 		}
 	}
 	require.NotNil(t, victim, "coordinator %d is not one of the nodes", coord.NodeID)
-	t.Logf("killing broker %d, the coordinator of %s", victim.id, group)
-	victim.kill()
+	t.Logf("killing broker %d, the coordinator of %s", victim.ID, group)
+	victim.Kill()
 	var alive []string
 	for _, p := range nodes {
 		if p != victim {
-			alive = append(alive, p.brokerAddr)
+			alive = append(alive, p.BrokerAddr)
 		}
 	}
 	after := produce(120)
@@ -128,5 +120,5 @@ func TestGroupCoordinatorFailover(t *testing.T) {
 	}
 	moved := newAdmin(t, alive...).FindGroupCoordinators(ctxFor(t, opTimeout), group)[group]
 	require.NoError(t, moved.Err)
-	require.NotEqual(t, victim.id, moved.NodeID, "the coordinator did not move")
+	require.NotEqual(t, victim.ID, moved.NodeID, "the coordinator did not move")
 }

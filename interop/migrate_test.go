@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -55,25 +56,8 @@ func TestKgoOnlineUpgradeToConsumerProtocol(t *testing.T) {
 
 	// Every member is a consumer-protocol member now, the group stable
 	// with two partitions each.
-	require.Eventually(t, func() bool {
-		g := describe848(t, adm, "gmigrate")
-		if g.Err != nil || g.State != "Stable" || len(g.Members) != 3 {
-			return false
-		}
-		for _, m := range g.Members {
-			if m.MemberType != 1 {
-				return false
-			}
-			n := 0
-			for _, ps := range m.Assignment {
-				n += len(ps)
-			}
-			if n != 2 {
-				return false
-			}
-		}
-		return true
-	}, opTimeout, 100*time.Millisecond, "the upgraded group never became stable with two partitions each")
+	requireStableShares(t, adm, "gmigrate", 3, 2, func(m kadm.ConsumerGroupMember) bool { return m.MemberType == 1 },
+		"the upgraded group never became stable with two partitions each")
 	ends = produceRoundRobin(t, addr, "migrate", 60)
 	require.Eventually(t, func() bool { return seen.covers(ends) }, opTimeout, 50*time.Millisecond, "records after the upgrade not consumed")
 	requireCommitted(t, addr, "gmigrate", "migrate", ends)

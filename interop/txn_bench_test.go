@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-log/strata/internal/proccluster"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -69,16 +70,7 @@ const (
 
 func txnBenchRuns(t *testing.T) int {
 	t.Helper()
-	runs := 0
-	if v := os.Getenv("STRATA_TXN_BENCH_RUNS"); v != "" {
-		n, err := strconv.Atoi(v)
-		require.NoError(t, err, "STRATA_TXN_BENCH_RUNS")
-		runs = n
-	}
-	if runs <= 0 {
-		t.Skip("a benchmark: set STRATA_TXN_BENCH_RUNS=N (make bench-txn)")
-	}
-	return runs
+	return proccluster.BenchRuns(t, "STRATA_TXN_BENCH_RUNS", "bench-txn")
 }
 
 // txnBenchNode is the benchmarks' node: one combined broker+controller
@@ -102,13 +94,8 @@ func startTxnBenchNode(t *testing.T) txnBenchNode {
 	if addr := os.Getenv("STRATA_TXN_BENCH_PPROF"); addr != "" {
 		props = append(props, "metrics.listener="+addr, "strata.debug.pprof.enable=true")
 	}
-	p := startProcessCluster(t, 1, props...)[0]
-	adm := newAdmin(t, p.brokerAddr)
-	require.Eventually(t, func() bool {
-		md, err := adm.BrokerMetadata(ctxFor(t, 2*time.Second))
-		return err == nil && len(md.Brokers) == 1
-	}, clusterReadyTimeout, 50*time.Millisecond, "the node never listed its broker")
-	return txnBenchNode{addr: p.brokerAddr, pid: p.cmd.Process.Pid}
+	p := startProcessCluster(t, 1, props...).Nodes[0]
+	return txnBenchNode{addr: p.BrokerAddr, pid: p.Pid()}
 }
 
 // cpuSeconds is the node process's user+system CPU time so far.
@@ -712,18 +699,12 @@ func ratios(a, b []float64) []float64 {
 // summarizeFloat is "name: N runs, median M [min, max] (runs: ...)" with
 // the figures in format.
 func summarizeFloat(name string, xs []float64, format string) string {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	med := s[len(s)/2]
-	if len(s)%2 == 0 {
-		med = (s[len(s)/2-1] + s[len(s)/2]) / 2
-	}
 	each := make([]string, len(xs))
 	for i, x := range xs {
 		each[i] = fmt.Sprintf(format, x)
 	}
 	return fmt.Sprintf("%s: %d runs, median "+format+" ["+format+", "+format+"] (runs: %s)",
-		name, len(s), med, s[0], s[len(s)-1], strings.Join(each, ", "))
+		name, len(xs), proccluster.Median(xs), slices.Min(xs), slices.Max(xs), strings.Join(each, ", "))
 }
 
 func printBench(t *testing.T, lines []string) {

@@ -21,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/strata-log/strata/core/record"
+	"github.com/strata-log/strata/internal/proccluster"
 	"github.com/strata-log/strata/node"
 )
 
@@ -289,48 +290,21 @@ func TestConfluentKafkaPythonTransactions(t *testing.T) {
 // cluster of three nodes, every topic at replication factor 3 and
 // min.insync.replicas 2, so that one node may be down at a time.
 type txnFaults struct {
-	t     *testing.T
-	nodes []*procNode
+	t *testing.T
+	c *proccluster.Cluster
 	// down is the node killed last, -1 if none.
 	down int32
 }
 
 func startTxnCluster(t *testing.T, extraProps ...string) *txnFaults {
 	t.Helper()
-	nodes := startProcessCluster(t, 3, append([]string{"group.initial.rebalance.delay.ms=0", "offsets.topic.num.partitions=3",
+	c := startProcessCluster(t, 3, append([]string{"group.initial.rebalance.delay.ms=0", "offsets.topic.num.partitions=3",
 		"transaction.state.log.num.partitions=3", "min.insync.replicas=2"}, extraProps...)...)
-	require.Eventually(t, func() bool {
-		for _, p := range nodes {
-			md, err := newAdmin(t, p.brokerAddr).BrokerMetadata(ctxFor(t, 2*time.Second))
-			if err != nil || len(md.Brokers) != 3 {
-				return false
-			}
-		}
-		return true
-	}, clusterReadyTimeout, 50*time.Millisecond, "not every broker's Metadata lists the three brokers")
-	return &txnFaults{t: t, nodes: nodes, down: -1}
+	return &txnFaults{t: t, c: c, down: -1}
 }
 
 // addrs are the brokers' addresses, the down node's left out.
-func (f *txnFaults) addrs() []string {
-	var out []string
-	for _, p := range f.nodes {
-		if p.id != f.down {
-			out = append(out, p.brokerAddr)
-		}
-	}
-	return out
-}
-
-func (f *txnFaults) node(id int32) *procNode {
-	for _, p := range f.nodes {
-		if p.id == id {
-			return p
-		}
-	}
-	require.FailNow(f.t, "no such node", "node %d", id)
-	return nil
-}
+func (f *txnFaults) addrs() []string { return f.c.BrokerAddrs(f.down) }
 
 func (f *txnFaults) createTopic(topic string, partitions int32) {
 	adm := newAdmin(f.t, f.addrs()...)
@@ -347,14 +321,13 @@ func (f *txnFaults) createTopic(topic string, partitions int32) {
 func (f *txnFaults) kill(id int32, why string, topics ...string) {
 	t := f.t
 	if f.down >= 0 {
-		p := f.node(f.down)
-		t.Logf("restarting broker %d", p.id)
-		p.start(t)
+		t.Logf("restarting broker %d", f.down)
+		f.c.Restart(f.down)
 		f.down = -1
 		f.waitFullISR(topics...)
 	}
 	t.Logf("killing broker %d, %s", id, why)
-	f.node(id).kill()
+	f.c.Node(id).Kill()
 	f.down = id
 }
 

@@ -1,4 +1,20 @@
-// Package nemesis injects faults into a simulation on a seeded schedule.
+// Package nemesis injects faults into a cluster on a seeded schedule.
+//
+// It draws the schedule against a World (world.go): nodes by index, the
+// world's clock and timers (Now, After), its seeded streams (Rand), and
+// the fault primitives. The simulator is one world (nemesis/simworld, the
+// only place that joins nemesis to sim); a cluster of real processes is
+// another (kill -9, SIGSTOP and SIGCONT, network namespaces and tc netem,
+// a small log directory). A world says what it can inject
+// (World.Capabilities; the simulator can inject everything, Everything):
+// DrawMixWithin leaves out the kinds and disk classes it lacks, after the
+// same draws, and Start refuses a mix it cannot inject. Where a world
+// lacks a form of a kind (power loss, machine freeze, a single
+// connection's reset) the kind takes its other form (process kill, process
+// pause, a reset of every connection) after the same draws. Every decision
+// comes from the world's "nemesis" stream and its answers (which nodes
+// are up, how full a disk is), at the times of its timers: the same seed
+// against worlds that answer alike makes the same calls at the same times.
 //
 // A run draws a Mix per seed (swarm testing): which fault kinds are enabled
 // and how hard each hits. Swarm testing finds more bugs than always turning
@@ -33,9 +49,11 @@
 // empty disk).
 //
 // Each temporary fault heals only itself: a partition's heal lifts its own
-// cuts (sim.Cut), a disk or bucket fault's heal returns to the newest
-// other fault still in force there, or to the seed's crash model.
+// cuts (Cut), a disk or bucket fault's heal returns to the newest other
+// fault still in force there, or to the seed's crash model.
 //
-// The package is deterministic code: everything it decides comes from the
-// simulator's seeded streams.
+// The package is deterministic code: it imports nothing of the simulator,
+// runs only in the world's callbacks, and everything it decides comes
+// from the world's seeded streams (the determinism guard checks it, and
+// simworld, like sim).
 package nemesis

@@ -3,6 +3,7 @@ package nemesis
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"time"
 )
@@ -110,25 +111,34 @@ func (m Mix) String() string {
 	return s
 }
 
-// DrawMix draws a swarm mix for a cluster of n nodes: each kind is enabled
-// with probability one half (at least one always is), and the intensities
-// are drawn from ranges wide enough to cover both a sprinkle of faults and a
-// storm.
-func DrawMix(r *rand.Rand, n int) Mix {
+// DrawMix draws a swarm mix for a cluster of n nodes in a world that can
+// inject everything (the simulator): each kind is enabled with probability
+// one half (at least one always is), and the intensities are drawn from
+// ranges wide enough to cover both a sprinkle of faults and a storm.
+func DrawMix(r *rand.Rand, n int) Mix { return drawMix(r, n, Everything()) }
+
+// drawMix draws as DrawMix does and leaves out what c cannot inject. It
+// draws the same numbers whatever c says, but for the one kind it enables
+// when the coins enabled none c can inject (drawn among those c can), so
+// with Everything it draws what DrawMix always drew.
+func drawMix(r *rand.Rand, n int, c Capabilities) Mix {
 	var m Mix
 	for _, k := range AllKinds {
-		if r.IntN(2) == 0 {
+		if r.IntN(2) == 0 && c.Can(k) {
 			m.Kinds = append(m.Kinds, k)
 		}
 	}
 	if len(m.Kinds) == 0 {
-		m.Kinds = []Kind{AllKinds[r.IntN(len(AllKinds))]}
+		can := slices.DeleteFunc(slices.Clone(AllKinds), func(k Kind) bool { return !c.Can(k) })
+		if len(can) > 0 {
+			m.Kinds = []Kind{can[r.IntN(len(can))]}
+		}
 	}
 	m.MeanInterval = time.Duration(50+r.IntN(1950)) * time.Millisecond
 	m.MaxDuration = time.Duration(100+r.IntN(4900)) * time.Millisecond
 	m.MaxDown = max(1, (n-1)/2)
 	m.Severity = 0.1 + 0.9*r.Float64()
-	m.Disk = drawDiskMix(r, n, m.MaxDown) // last, so the draws above stay as they were
+	m.Disk = drawDiskMix(r, n, m.MaxDown).within(c.Disk) // last, so the draws above stay as they were
 	return m
 }
 
@@ -136,12 +146,19 @@ func DrawMix(r *rand.Rand, n int) Mix {
 // base kinds do not change) and then, from the same stream, enables each
 // kind of PromisedKinds the scenario's promises allow with probability one
 // half, and widens the kinds to their real-world shapes (Mix.Shapes).
-func DrawMixFor(r *rand.Rand, n int, p Promises) Mix {
-	m := DrawMix(r, n)
+func DrawMixFor(r *rand.Rand, n int, p Promises) Mix { return DrawMixWithin(r, n, p, Everything()) }
+
+// DrawMixWithin draws as DrawMixFor does for a world that can inject only
+// what c lists (World.Capabilities): kinds and disk classes it cannot
+// inject are left out after the same draws, so a seed enables the same of
+// the others in every world.
+func DrawMixWithin(r *rand.Rand, n int, p Promises, c Capabilities) Mix {
+	c = c.consistent()
+	m := drawMix(r, n, c)
 	m.Shapes = true
 	m.Promises = p
 	for _, k := range PromisedKinds {
-		allowed := k == Outage && p.Outages || k == Wipe && len(p.Wipeable) > 0
+		allowed := (k == Outage && p.Outages || k == Wipe && len(p.Wipeable) > 0) && c.Can(k)
 		if r.IntN(2) == 0 && allowed {
 			m.Kinds = append(m.Kinds, k)
 		}

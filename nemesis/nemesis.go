@@ -4,16 +4,14 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"time"
-
-	"github.com/strata-log/strata/sim"
 )
 
-// Nemesis injects the faults of one Mix into a simulation.
+// Nemesis injects the faults of one Mix into a World.
 type Nemesis struct {
-	s     *sim.Sim
-	procs []*sim.Process
-	mix   Mix
-	r     *rand.Rand
+	w    World
+	caps Capabilities
+	mix  Mix
+	r    *rand.Rand
 
 	until    time.Duration // end of the fault phase
 	down     []bool        // per proc: killed by the nemesis and not yet restarted
@@ -29,42 +27,47 @@ type Nemesis struct {
 	nextID int
 }
 
-// Start schedules faults of mix against procs from now until now+faultPhase,
-// then heals everything. Its randomness comes from the "nemesis" stream, so
-// the schedule does not depend on what the processes draw.
-func Start(s *sim.Sim, procs []*sim.Process, mix Mix, faultPhase time.Duration) *Nemesis {
-	n := &Nemesis{
-		s:     s,
-		procs: procs,
-		mix:   mix,
-		r:     s.Rand("nemesis"),
-		until: s.Now() + faultPhase,
-		down:  make([]bool, len(procs)),
-		disk:  make([][]diskFault, len(procs)),
+// Start schedules faults of mix against the nodes of w from now until
+// now+faultPhase, then heals everything. Its randomness comes from w's
+// "nemesis" stream, so the schedule does not depend on what the nodes
+// draw. It panics if mix enables a fault w cannot inject (draw the mix
+// with DrawMixWithin(..., w.Capabilities())).
+func Start(w World, mix Mix, faultPhase time.Duration) *Nemesis {
+	caps := w.Capabilities().consistent()
+	if !caps.Allows(mix) {
+		panic(fmt.Sprintf("nemesis: the world cannot inject the mix %v", mix))
 	}
-	s.Trace("nemesis:" + mix.String())
-	s.SetFaultMix(mix.String())
+	n := &Nemesis{
+		w:     w,
+		caps:  caps,
+		mix:   mix,
+		r:     w.Rand("nemesis"),
+		until: w.Now() + faultPhase,
+		down:  make([]bool, w.Nodes()),
+		disk:  make([][]diskFault, w.Nodes()),
+	}
+	w.Trace("nemesis:" + mix.String())
+	w.SetFaultMix(mix.String())
 	n.clearDiskFaults() // the seed's crash model (storage.go)
-	if len(mix.Kinds) > 0 && len(procs) > 0 {
+	if len(mix.Kinds) > 0 && w.Nodes() > 0 {
 		n.scheduleNext()
 	}
-	s.At(n.until, "nemesis:heal", n.HealAll)
+	w.After(faultPhase, "nemesis:heal", n.HealAll)
 	return n
 }
 
 // Injected is the number of faults injected so far.
 func (n *Nemesis) Injected() int { return n.injected }
 
-// HealedAt is the virtual time at which the fault phase ends.
+// HealedAt is the time (World.Now) at which the fault phase ends.
 func (n *Nemesis) HealedAt() time.Duration { return n.until }
 
 func (n *Nemesis) scheduleNext() {
 	gap := time.Duration(n.r.ExpFloat64() * float64(n.mix.MeanInterval))
-	at := n.s.Now() + gap
-	if at >= n.until {
+	if n.w.Now()+gap >= n.until {
 		return
 	}
-	n.s.At(at, "nemesis:fault", func() {
+	n.w.After(gap, "nemesis:fault", func() {
 		if n.healed {
 			return
 		}
@@ -77,17 +80,17 @@ func (n *Nemesis) scheduleNext() {
 // the fault phase (HealAll ends everything then anyway).
 func (n *Nemesis) duration() time.Duration {
 	d := time.Duration(1 + n.r.Int64N(int64(n.mix.MaxDuration)))
-	if rest := n.until - n.s.Now(); d > rest {
+	if rest := n.until - n.w.Now(); d > rest {
 		d = rest
 	}
 	return d
 }
 
-func (n *Nemesis) pick() int { return n.r.IntN(len(n.procs)) }
+func (n *Nemesis) pick() int { return n.r.IntN(n.w.Nodes()) }
 
 // later runs f after d unless the fault phase has been healed by then.
 func (n *Nemesis) later(d time.Duration, label string, f func()) {
-	n.s.After(d, label, func() {
+	n.w.After(d, label, func() {
 		if !n.healed {
 			f()
 		}
@@ -118,13 +121,13 @@ func (n *Nemesis) inject(k Kind) {
 	case BucketFault:
 		n.bucketFaults()
 	case ClockJump:
-		p := n.procs[n.pick()]
+		i := n.pick()
 		// Steps of up to a minute either way, as a bad NTP server makes.
-		p.JumpClock(time.Duration(n.r.Int64N(int64(2*time.Minute))) - time.Minute)
+		n.w.JumpClock(i, time.Duration(n.r.Int64N(int64(2*time.Minute)))-time.Minute)
 	case ClockSkew:
-		p := n.procs[n.pick()]
+		i := n.pick()
 		skew := (n.r.Float64()*2 - 1) * 0.05 * n.mix.Severity // up to ±5%
-		p.SetClockRate(1 + skew)
+		n.w.SetClockRate(i, 1+skew)
 	default:
 		panic(fmt.Sprintf("nemesis: unknown fault kind %q", k))
 	}
@@ -135,19 +138,21 @@ func (n *Nemesis) kill() {
 		return
 	}
 	i := n.pick()
-	if n.down[i] || !n.procs[i].Up() {
+	if n.down[i] || !n.w.Up(i) {
 		return
 	}
 	// Half the kills are power losses (unsynced writes lost but for a
 	// torn prefix; the machine is silent until it boots), half process
 	// kills with the machine up (SIGKILL, OOM: the page cache survives,
-	// its kernel resets the conns and refuses dials).
+	// its kernel resets the conns and refuses dials). A world that cannot
+	// cut power kills the process every time.
 	// A frozen machine runs no kernel to send RSTs: stopping its VM is a
 	// power loss.
-	if n.r.IntN(2) == 0 || n.procs[i].Frozen() {
-		n.procs[i].Crash()
+	powerLoss := n.r.IntN(2) == 0 || n.w.Frozen(i)
+	if powerLoss && n.caps.PowerLoss {
+		n.w.PowerOff(i)
 	} else {
-		n.procs[i].Kill()
+		n.w.Kill(i)
 	}
 	n.markDown(i, n.duration())
 }
@@ -162,25 +167,26 @@ func (n *Nemesis) markDown(i int, d time.Duration) {
 
 // pause stops a node for a while: a process pause (GC, SIGSTOP: its
 // kernel still acknowledges), or with Mix.Shapes half the time a machine
-// freeze (a VM paused by its hypervisor: silent on the network).
+// freeze (a VM paused by its hypervisor: silent on the network) where
+// the world can freeze one (Capabilities.Freeze).
 func (n *Nemesis) pause() {
-	p := n.procs[n.pick()]
-	if n.mix.Shapes && n.r.IntN(2) == 0 {
-		p.Freeze(n.duration())
+	i := n.pick()
+	if n.mix.Shapes && n.r.IntN(2) == 0 && n.caps.Freeze {
+		n.w.Freeze(i, n.duration())
 		return
 	}
-	p.Pause(n.duration())
+	n.w.Pause(i, n.duration())
 }
 
 // reset resets every conn of a node, or with Mix.Shapes half the time a
-// single one of its conns.
+// single one of its conns where the world can (Capabilities.ResetConn).
 func (n *Nemesis) reset() {
-	p := n.procs[n.pick()]
-	if n.mix.Shapes && n.r.IntN(2) == 0 {
-		n.s.Network().ResetConn(p.Name(), n.r.IntN(1<<16))
+	i := n.pick()
+	if n.mix.Shapes && n.r.IntN(2) == 0 && n.caps.ResetConn {
+		n.w.ResetConn(i, n.r.IntN(1<<16))
 		return
 	}
-	n.s.Network().ResetConns(p.Name())
+	n.w.ResetConns(i)
 }
 
 // outage cuts the power of many machines at once (a datacenter's or a
@@ -192,11 +198,12 @@ func (n *Nemesis) reset() {
 // bound (MaxDown) does not apply: correlated failure is the point. Only
 // scenarios that promise to survive it enable it (Promises.Outages).
 func (n *Nemesis) outage() {
+	nodes := n.w.Nodes()
 	voters := n.mix.Promises.Voters
-	if voters <= 0 || voters > len(n.procs) {
-		voters = len(n.procs)
+	if voters <= 0 || voters > nodes {
+		voters = nodes
 	}
-	hit := make([]bool, len(n.procs))
+	hit := make([]bool, nodes)
 	if n.r.IntN(2) == 0 {
 		for i := range hit {
 			hit[i] = true
@@ -205,17 +212,17 @@ func (n *Nemesis) outage() {
 		for _, i := range n.r.Perm(voters)[:voters/2+1] {
 			hit[i] = true
 		}
-		for i := voters; i < len(n.procs); i++ {
+		for i := voters; i < nodes; i++ {
 			hit[i] = n.r.IntN(2) == 0
 		}
 	}
 	down := n.duration()
-	n.s.Fault("outage", fmt.Sprint(hit))
-	for i, p := range n.procs {
-		if !hit[i] || n.down[i] || !p.Up() {
+	n.w.Fault("outage", fmt.Sprint(hit))
+	for i := range nodes {
+		if !hit[i] || n.down[i] || !n.w.Up(i) {
 			continue
 		}
-		p.Crash()
+		n.w.PowerOff(i)
 		n.markDown(i, down+time.Duration(n.r.Int64N(int64(down)/10+1)))
 	}
 }
@@ -230,14 +237,13 @@ func (n *Nemesis) wipe() {
 		return
 	}
 	i := w[n.r.IntN(len(w))]
-	p := n.procs[i]
-	if n.down[i] || !p.Up() {
+	if n.down[i] || !n.w.Up(i) {
 		return
 	}
-	p.Crash()
-	p.ReplaceDisk()
+	n.w.PowerOff(i)
+	n.w.ReplaceDisk(i)
 	n.disk[i] = nil // the faults of the old disk went with it
-	p.Disk().SetFaults(n.diskBaseline(i))
+	n.w.SetDiskFaults(i, n.diskBaseline(i))
 	n.markDown(i, n.duration())
 }
 
@@ -247,25 +253,19 @@ func (n *Nemesis) restart(i int) {
 	}
 	n.down[i] = false
 	n.downN--
-	n.procs[i].Start()
+	n.w.Start(i)
 }
 
 // partition splits the nodes into two non-empty groups at random.
 func (n *Nemesis) partition() {
-	if len(n.procs) < 2 {
+	nodes := n.w.Nodes()
+	if nodes < 2 {
 		return
 	}
-	var a, b []string
-	perm := n.r.Perm(len(n.procs))
-	cut := 1 + n.r.IntN(len(n.procs)-1)
-	for j, i := range perm {
-		if j < cut {
-			a = append(a, n.procs[i].Name())
-		} else {
-			b = append(b, n.procs[i].Name())
-		}
-	}
-	if n.mix.Shapes && len(n.procs) >= 3 {
+	perm := n.r.Perm(nodes)
+	cut := 1 + n.r.IntN(nodes-1)
+	a, b := perm[:cut], perm[cut:]
+	if n.mix.Shapes && nodes >= 3 {
 		switch n.r.IntN(3) {
 		case 1:
 			n.bridge(perm)
@@ -275,11 +275,11 @@ func (n *Nemesis) partition() {
 			return
 		}
 	}
-	n.cutFor(n.s.Network().Partition(a, b))
+	n.cutFor(n.w.Partition(a, b))
 }
 
 // cutFor heals cut, and only it, after a duration.
-func (n *Nemesis) cutFor(cut *sim.Cut) {
+func (n *Nemesis) cutFor(cut Cut) {
 	n.later(n.duration(), "nemesis:heal-cut", cut.Heal)
 }
 
@@ -289,16 +289,7 @@ func (n *Nemesis) cutFor(cut *sim.Cut) {
 // leaders.
 func (n *Nemesis) bridge(order []int) {
 	mid := len(order) / 2
-	var a, b []string
-	for j, i := range order {
-		switch {
-		case j < mid:
-			a = append(a, n.procs[i].Name())
-		case j > mid:
-			b = append(b, n.procs[i].Name())
-		}
-	}
-	n.cutFor(n.s.Network().CutLinks("partition-bridge", crossLinks(a, b)))
+	n.cutFor(n.w.CutLinks("partition-bridge", crossLinks(order[:mid], order[mid+1:])))
 }
 
 // ring is Jepsen's majorities ring: the nodes sit on a ring in a random
@@ -308,22 +299,21 @@ func (n *Nemesis) bridge(order []int) {
 func (n *Nemesis) ring(order []int) {
 	k := len(order)
 	majority := k/2 + 1
-	var links [][2]string
+	var links [][2]int
 	for j, i := range order {
 		for off := majority; off < k; off++ {
-			from := order[(j+off)%k]
-			links = append(links, [2]string{n.procs[from].Name(), n.procs[i].Name()})
+			links = append(links, [2]int{order[(j+off)%k], i})
 		}
 	}
-	n.cutFor(n.s.Network().CutLinks("partition-ring", links))
+	n.cutFor(n.w.CutLinks("partition-ring", links))
 }
 
 // crossLinks lists the links between two groups, both ways.
-func crossLinks(a, b []string) [][2]string {
-	var links [][2]string
+func crossLinks(a, b []int) [][2]int {
+	var links [][2]int
 	for _, x := range a {
 		for _, y := range b {
-			links = append(links, [2]string{x, y}, [2]string{y, x})
+			links = append(links, [2]int{x, y}, [2]int{y, x})
 		}
 	}
 	return links
@@ -334,30 +324,31 @@ func crossLinks(a, b []string) [][2]string {
 // the node can send but not hear, or hear but not send, which is what
 // lets a deposed leader keep talking or a follower keep voting blind).
 func (n *Nemesis) oneWay() {
-	if len(n.procs) < 2 {
+	nodes := n.w.Nodes()
+	if nodes < 2 {
 		return
 	}
 	i := n.pick()
-	var links [][2]string
+	var links [][2]int
 	if n.r.IntN(2) == 0 {
-		j := (i + 1 + n.r.IntN(len(n.procs)-1)) % len(n.procs)
-		links = append(links, [2]string{n.procs[i].Name(), n.procs[j].Name()})
+		j := (i + 1 + n.r.IntN(nodes-1)) % nodes
+		links = append(links, [2]int{i, j})
 	} else {
 		outbound := n.r.IntN(2) == 0
-		for j, p := range n.procs {
+		for j := range nodes {
 			if j == i {
 				continue
 			}
 			if outbound {
-				links = append(links, [2]string{n.procs[i].Name(), p.Name()})
+				links = append(links, [2]int{i, j})
 			} else {
-				links = append(links, [2]string{p.Name(), n.procs[i].Name()})
+				links = append(links, [2]int{j, i})
 			}
 		}
 	}
-	cuts := make([]*sim.Cut, len(links))
+	cuts := make([]Cut, len(links))
 	for j, l := range links {
-		cuts[j] = n.s.Network().Block(l[0], l[1])
+		cuts[j] = n.w.Block(l[0], l[1])
 	}
 	n.later(n.duration(), "nemesis:heal-one-way", func() {
 		for _, c := range cuts {
@@ -369,13 +360,14 @@ func (n *Nemesis) oneWay() {
 // clog holds traffic for a while: half the time all of one node's,
 // otherwise one direction of one link (a congested path).
 func (n *Nemesis) clog() {
+	nodes := n.w.Nodes()
 	i := n.pick()
-	if len(n.procs) < 2 || n.r.IntN(2) == 0 {
-		n.s.Network().Clog(n.procs[i].Name(), n.duration())
+	if nodes < 2 || n.r.IntN(2) == 0 {
+		n.w.Clog(i, n.duration())
 		return
 	}
-	j := (i + 1 + n.r.IntN(len(n.procs)-1)) % len(n.procs)
-	n.s.Network().ClogLink(n.procs[i].Name(), n.procs[j].Name(), n.duration())
+	j := (i + 1 + n.r.IntN(nodes-1)) % nodes
+	n.w.ClogLink(i, j, n.duration())
 }
 
 // HealAll ends the fault phase: the network heals, disk and bucket faults
@@ -395,13 +387,13 @@ func (n *Nemesis) HealAll() {
 		return
 	}
 	n.healed = true
-	n.s.Trace("nemesis:heal-all")
-	n.s.Network().Heal()
+	n.w.Trace("nemesis:heal-all")
+	n.w.HealNetwork()
 	n.clearDiskFaults()
 	n.clearBucketFaults()
-	for i, p := range n.procs {
-		if p.Up() {
-			p.SetClockRate(1)
+	for i := range n.w.Nodes() {
+		if n.caps.Can(ClockSkew) && n.w.Up(i) {
+			n.w.SetClockRate(i, 1)
 		}
 		n.rebootIfFailed(i)
 		if n.down[i] {

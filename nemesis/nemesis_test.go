@@ -2,18 +2,28 @@ package nemesis
 
 import (
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/strata-log/strata/core/env"
-	"github.com/strata-log/strata/sim"
 )
 
+// rng is a seeded stream for draws.
+func rng(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 0x6d6978)) }
+
+// processWorld is what a world of real processes can inject: kill -9 and
+// restart, SIGSTOP, cuts and delays with network namespaces and netem, a
+// full disk.
+var processWorld = Capabilities{
+	Kinds: []Kind{Kill, Pause, Partition, OneWay, Clog, DiskFaults},
+	Disk:  DiskMix{Full: true},
+}
+
 func TestDrawMixIsSeededAndVaried(t *testing.T) {
-	draw := func(seed uint64) Mix { return DrawMix(sim.New(sim.Config{Seed: seed}).Rand("mix"), 5) }
+	draw := func(seed uint64) Mix { return DrawMix(rng(seed), 5) }
 	require.Equal(t, draw(1), draw(1))
 	kinds := map[string]bool{}
 	counts := map[Kind]int{}
@@ -34,181 +44,13 @@ func TestDrawMixIsSeededAndVaried(t *testing.T) {
 	}
 }
 
-// cluster starts n idle processes that keep a listener open.
-func cluster(seed uint64, n int) (*sim.Sim, []*sim.Process) {
-	s := sim.New(sim.Config{Seed: seed})
-	var procs []*sim.Process
-	for i := 0; i < n; i++ {
-		name := fmt.Sprintf("n%d", i+1)
-		p := s.AddProcess(name, func(e env.Env) {
-			_, _ = e.Net().Listen(name+":1", func(c env.Conn) {
-				c.OnFrame(func([]byte) {})
-				c.OnClose(func(error) {})
-			})
-		})
-		p.Start()
-		procs = append(procs, p)
-	}
-	return s, procs
-}
-
-func TestScheduleInjectsWithinBoundsAndHealsEverything(t *testing.T) {
-	for seed := uint64(1); seed <= 30; seed++ {
-		s, procs := cluster(seed, 5)
-		mix := Mix{Kinds: AllKinds, MeanInterval: 20 * time.Millisecond, MaxDuration: time.Second, MaxDown: 2, Severity: 1}
-		n := Start(s, procs, mix, 5*time.Second)
-		// Check the kill bound at every millisecond of the fault phase.
-		for s.Now() < 5*time.Second {
-			require.NoError(t, s.RunFor(time.Millisecond))
-			down := 0
-			for _, p := range procs {
-				if !p.Up() {
-					down++
-				}
-			}
-			require.LessOrEqual(t, down, 2, "seed %d: more than MaxDown nodes down at %v", seed, s.Now())
-		}
-		require.NoError(t, s.RunFor(time.Millisecond))
-		require.Positive(t, n.Injected())
-		for _, p := range procs {
-			require.True(t, p.Up(), "seed %d: %s still down after the heal", seed, p.Name())
-			require.Equal(t, sim.DiskFaults{}, p.Disk().Faults())
-		}
-		require.Equal(t, sim.BucketFaults{}, s.Bucket().Faults())
-		// After the heal, every node can reach every other.
-		ok := 0
-		for _, p := range procs {
-			for _, q := range procs {
-				if p != q {
-					p.Env().Net().Dial(q.Name()+":1", func(c env.Conn, err error) {
-						if err == nil {
-							ok++
-							c.OnFrame(func([]byte) {})
-							c.OnClose(func(error) {})
-						}
-					})
-				}
-			}
-		}
-		require.NoError(t, s.RunFor(time.Second))
-		require.Equal(t, 20, ok, "seed %d: some dials failed after the heal", seed)
-	}
-}
-
-func TestNoneInjectsNothing(t *testing.T) {
-	s, procs := cluster(1, 3)
-	n := Start(s, procs, None(), 2*time.Second)
-	require.NoError(t, s.RunFor(3*time.Second))
-	require.Zero(t, n.Injected())
-	require.Empty(t, s.Faults())
-}
-
-// TestOneWayIsolatesNodesAsymmetrically checks that one-way faults cut
-// single links and also a node from all others in one direction.
-func TestOneWayIsolatesNodesAsymmetrically(t *testing.T) {
-	s, procs := cluster(7, 5)
-	mix := Mix{Kinds: []Kind{OneWay}, MeanInterval: 50 * time.Millisecond, MaxDuration: 100 * time.Millisecond, MaxDown: 2, Severity: 1}
-	n := Start(s, procs, mix, 5*time.Second)
-	require.NoError(t, s.RunFor(6*time.Second))
-	blocks := 0
-	for _, f := range s.Faults() {
-		if f.Kind == "net-block" {
-			blocks = int(f.Count)
-		}
-	}
-	require.Positive(t, n.Injected())
-	// A single link is one block, an isolated node four.
-	require.Greater(t, blocks, n.Injected(), "no one-way fault isolated a node")
-	require.Less(t, blocks, 4*n.Injected(), "no one-way fault cut a single link")
-}
-
-// failFilesystem makes one SyncDir of p fail, which fails p's filesystem
-// until the machine power-cycles.
-func failFilesystem(t *testing.T, s *sim.Sim, p *sim.Process) {
-	d := p.Disk()
-	d.SetFaults(sim.DiskFaults{SyncDirFailProbability: 1})
-	var got error
-	p.Env().Disk().SyncDir("", func(err error) { got = err })
-	require.NoError(t, s.RunFor(10*time.Millisecond))
-	require.ErrorIs(t, got, env.ErrIO)
-	require.True(t, d.Failed())
-}
-
-// TestHealAllPowerCyclesFailedFilesystems: a machine whose filesystem
-// failed is power-cycled at the heal (no process restart could cure it),
-// whether its process is up or was killed by the nemesis; one the scenario
-// stopped itself stays as it is.
-func TestHealAllPowerCyclesFailedFilesystems(t *testing.T) {
-	s, procs := cluster(1, 4)
-	n := Start(s, procs, None(), time.Second)
-	for _, p := range procs[:3] {
-		failFilesystem(t, s, p)
-	}
-	procs[1].Kill() // as the nemesis's kill does, the page cache kept
-	n.down[1] = true
-	n.downN++
-	procs[2].Kill() // stopped by the scenario, not the nemesis
-	inc := []uint64{procs[0].Incarnation(), procs[1].Incarnation(), procs[2].Incarnation(), procs[3].Incarnation()}
-
-	require.NoError(t, s.RunUntil(time.Second+time.Millisecond))
-	require.True(t, procs[0].Up())
-	require.False(t, procs[0].Disk().Failed(), "an up machine with a failed filesystem is power-cycled")
-	require.Equal(t, inc[0]+1, procs[0].Incarnation())
-	require.True(t, procs[1].Up())
-	require.False(t, procs[1].Disk().Failed(), "a killed machine with a failed filesystem is power-cycled before its restart")
-	require.Equal(t, inc[1]+1, procs[1].Incarnation())
-	require.False(t, procs[2].Up(), "the scenario's own stop stands")
-	require.True(t, procs[2].Disk().Failed())
-	require.True(t, procs[3].Up())
-	require.Equal(t, inc[3], procs[3].Incarnation(), "a healthy machine is left alone")
-	require.Equal(t, uint64(0), procs[3].Disk().Stats().Crashes)
-}
-
-// TestDiskFaultEndRebootsFailedFilesystems: with disk faults only, nodes
-// that sync their directory all the time fail their filesystems, and the
-// end of each disk fault power-cycles such a machine during the fault
-// phase already (nothing else would: no kills are enabled); after the heal
-// every node is up on a working filesystem.
-func TestDiskFaultEndRebootsFailedFilesystems(t *testing.T) {
-	s := sim.New(sim.Config{Seed: 3})
-	var procs []*sim.Process
-	for i := 0; i < 3; i++ {
-		p := s.AddProcess(fmt.Sprintf("n%d", i+1), func(e env.Env) {
-			var tick func()
-			tick = func() {
-				e.Disk().SyncDir("", func(error) {})
-				e.AfterFunc(time.Millisecond, tick)
-			}
-			tick()
-		})
-		p.Start()
-		procs = append(procs, p)
-	}
-	mix := Mix{Kinds: []Kind{DiskFaults}, MeanInterval: 20 * time.Millisecond, MaxDuration: 200 * time.Millisecond, MaxDown: 1, Severity: 1,
-		Disk: DiskMix{SyncFail: true}}
-	Start(s, procs, mix, 5*time.Second)
-	require.NoError(t, s.RunUntil(5*time.Second-time.Millisecond))
-	var failures, reboots uint64
-	for _, p := range procs {
-		failures += p.Disk().Stats().FSFailures
-		reboots += p.Disk().Stats().Crashes
-	}
-	require.Positive(t, failures, "the test wants failed filesystems")
-	require.Positive(t, reboots, "a failed filesystem is rebooted when its disk fault ends")
-	require.NoError(t, s.RunFor(10*time.Millisecond))
-	for _, p := range procs {
-		require.True(t, p.Up())
-		require.False(t, p.Disk().Failed())
-	}
-}
-
 // TestDrawDiskMixDrawsEveryClass: over many seeds every disk class is
 // drawn on and off, and the processes open to damage at rest are never
 // more than MaxDown.
 func TestDrawDiskMixDrawsEveryClass(t *testing.T) {
 	seen := map[string]int{}
 	for seed := uint64(0); seed < 200; seed++ {
-		m := DrawMix(sim.New(sim.Config{Seed: seed}).Rand("mix"), 5)
+		m := DrawMix(rng(seed), 5)
 		require.LessOrEqual(t, len(m.Disk.Damaged), m.MaxDown)
 		require.NotEmpty(t, m.Disk.Damaged)
 		for _, c := range strings.Split(strings.Trim(strings.Fields(m.Disk.String())[0], "[]"), ",") {
@@ -222,59 +64,20 @@ func TestDrawDiskMixDrawsEveryClass(t *testing.T) {
 	}
 }
 
-// TestAtRestDamageOnlyOnDamagedDisks: with every at-rest class on, only
-// the disks of DiskMix.Damaged get at-rest rates, at a steady low rate
-// outside disk faults and up to the maximum during them (the sim disk
-// applies them to declared survivable files only); every disk keeps the
-// seed's crash model, and the heal restores each one's baseline.
-func TestAtRestDamageOnlyOnDamagedDisks(t *testing.T) {
-	s, procs := cluster(5, 3)
-	procs[0].Disk().DeclareSurvivable(func(string) bool { return true })
-	procs[1].Disk().DeclareSurvivable(func(string) bool { return true })
-	mix := Mix{Kinds: []Kind{DiskFaults}, MeanInterval: 10 * time.Millisecond, MaxDuration: time.Second, MaxDown: 1, Severity: 1,
-		Disk: DiskMix{PageCrash: true, Latent: true, Corrupt: true, Misdirect: true, Damaged: []int{1, 2}}}
-	Start(s, procs, mix, 2*time.Second)
-	steady := sim.DiskFaults{PageCrash: true, LatentErrorProbability: steadyAtRestProbability,
-		CorruptProbability: steadyAtRestProbability, MisdirectProbability: steadyAtRestProbability}
-	require.Equal(t, steady, procs[1].Disk().Faults(), "a damaged disk's baseline")
-	require.Equal(t, sim.DiskFaults{PageCrash: true}, procs[0].Disk().Faults(), "an undamaged disk's baseline")
-	damaged := make([]bool, len(procs))
-	for s.Now() < 2*time.Second-10*time.Millisecond {
-		require.NoError(t, s.RunFor(time.Millisecond))
-		for i, p := range procs {
-			f := p.Disk().Faults()
-			require.True(t, f.PageCrash, "the crash model holds throughout")
-			if f.LatentErrorProbability > 0 || f.CorruptProbability > 0 || f.MisdirectProbability > 0 {
-				damaged[i] = true
-			}
-		}
-	}
-	require.Equal(t, []bool{false, true, true}, damaged, "only the damaged processes")
-	require.NoError(t, s.RunFor(100*time.Millisecond))
-	for i, p := range procs {
-		want := sim.DiskFaults{PageCrash: true}
-		if i == 1 || i == 2 {
-			want = steady
-		}
-		require.Equal(t, want, p.Disk().Faults(), "the heal restores the baseline of %s", p.Name())
-	}
-}
-
 // TestDrawMixForKeepsTheBaseDrawAndAddsOnlyPromisedKinds: DrawMixFor
 // enables the base kinds DrawMix would (a seed's base mix does not change),
 // and each promised kind about half the time, never an unpromised one.
 func TestDrawMixForKeepsTheBaseDrawAndAddsOnlyPromisedKinds(t *testing.T) {
 	counts := map[Kind]int{}
 	for seed := uint64(1); seed <= 200; seed++ {
-		s := sim.New(sim.Config{Seed: seed})
-		base := DrawMix(s.Rand("mix"), 3)
-		m := DrawMixFor(s.Rand("mix"), 3, Promises{Outages: true, Wipeable: []int{3}})
+		base := DrawMix(rng(seed), 3)
+		m := DrawMixFor(rng(seed), 3, Promises{Outages: true, Wipeable: []int{3}})
 		require.Equal(t, base.Kinds, m.Kinds[:len(base.Kinds)], "seed %d", seed)
 		require.True(t, m.Shapes)
 		for _, k := range m.Kinds {
 			counts[k]++
 		}
-		none := DrawMixFor(s.Rand("mix"), 3, Promises{})
+		none := DrawMixFor(rng(seed), 3, Promises{})
 		require.False(t, none.Has(Outage) || none.Has(Wipe), "seed %d: unpromised kinds", seed)
 	}
 	for _, k := range PromisedKinds {
@@ -283,109 +86,186 @@ func TestDrawMixForKeepsTheBaseDrawAndAddsOnlyPromisedKinds(t *testing.T) {
 	}
 }
 
-// TestShapesAndPromisedKindsHealEverything runs every kind with every
-// shape: outages take more than MaxDown at once, wipes empty only the
-// wipeable disks, and after the heal every node is up and reachable.
-func TestShapesAndPromisedKindsHealEverything(t *testing.T) {
-	kinds := append(append([]Kind(nil), AllKinds...), PromisedKinds...)
-	maxDownSeen := 0
-	var outages, wipes, shapes uint64
-	for seed := uint64(1); seed <= 20; seed++ {
-		s, procs := cluster(seed, 5)
-		for _, p := range procs {
-			d := p.Env().Disk()
-			f, err := d.Open("mark", true)
-			require.NoError(t, err)
-			_, err = f.Append([]byte("x"))
-			require.NoError(t, err)
-			f.Sync(func(err error) { require.NoError(t, err) })
-			d.SyncDir("", func(err error) { require.NoError(t, err) })
+// TestDrawMixWithinLeavesOutWhatTheWorldCannot: a world of real processes
+// gets only the kinds and disk classes it can inject, the same of them
+// the simulator's draw enables for the seed (the same coins), and never a
+// promised kind that needs a power loss.
+func TestDrawMixWithinLeavesOutWhatTheWorldCannot(t *testing.T) {
+	promises := Promises{Outages: true, Voters: 3, Wipeable: []int{2}}
+	counts := map[Kind]int{}
+	for seed := uint64(1); seed <= 200; seed++ {
+		sim := DrawMixFor(rng(seed), 3, promises)
+		m := DrawMixWithin(rng(seed), 3, promises, processWorld)
+		require.True(t, processWorld.Allows(m), "seed %d: %v", seed, m)
+		require.NotEmpty(t, m.Kinds, "seed %d enabled nothing", seed)
+		same := slices.DeleteFunc(slices.Clone(sim.Kinds), func(k Kind) bool { return !processWorld.Can(k) })
+		require.Equal(t, DiskMix{Full: m.Disk.Full}, m.Disk, "seed %d: only a full disk", seed)
+		if len(same) > 0 { // else it draws one kind of its own, and the rest of its draws shift
+			require.Equal(t, same, m.Kinds, "seed %d: the same coins", seed)
+			require.Equal(t, sim.Disk.Full, m.Disk.Full, "seed %d", seed)
+			require.Equal(t, sim.MeanInterval, m.MeanInterval)
 		}
-		require.NoError(t, s.RunFor(100*time.Millisecond))
-		mix := Mix{Kinds: kinds, MeanInterval: 20 * time.Millisecond, MaxDuration: time.Second, MaxDown: 1, Severity: 1,
-			Shapes: true, Promises: Promises{Outages: true, Voters: 3, Wipeable: []int{3, 4}}}
-		end := s.Now() + 5*time.Second
-		Start(s, procs, mix, 5*time.Second)
-		for s.Now() < end {
-			require.NoError(t, s.RunFor(time.Millisecond))
-			down := 0
-			for _, p := range procs {
-				if !p.Up() {
-					down++
-				}
-			}
-			maxDownSeen = max(maxDownSeen, down)
+		for _, k := range m.Kinds {
+			counts[k]++
 		}
-		require.NoError(t, s.RunFor(time.Millisecond))
-		for i, p := range procs {
-			require.True(t, p.Up(), "seed %d: %s still down after the heal", seed, p.Name())
-			if i < 3 {
-				_, ok := p.Disk().ReadFile("mark")
-				require.True(t, ok, "seed %d: %s is not wipeable", seed, p.Name())
-			}
-		}
-		for _, f := range s.Faults() {
-			switch f.Kind {
-			case "outage":
-				outages += f.Count
-			case "disk-replace":
-				wipes += f.Count
-			case "partition-bridge", "partition-ring", "freeze", "net-reset-conn":
-				shapes += f.Count
-			}
-		}
-		ok := 0
-		for _, p := range procs {
-			for _, q := range procs {
-				if p != q {
-					p.Env().Net().Dial(q.Name()+":1", func(c env.Conn, err error) {
-						if err == nil {
-							ok++
-							c.OnFrame(func([]byte) {})
-							c.OnClose(func(error) {})
-						}
-					})
-				}
-			}
-		}
-		require.NoError(t, s.RunFor(time.Second))
-		require.Equal(t, 20, ok, "seed %d: some dials failed after the heal", seed)
 	}
-	require.Positive(t, outages)
-	require.Positive(t, wipes)
-	require.Positive(t, shapes)
-	require.Greater(t, maxDownSeen, 1, "an outage takes more than MaxDown")
+	for _, k := range processWorld.Kinds {
+		require.Greater(t, counts[k], 50, "kind %s", k)
+	}
 }
 
-// TestHealUndoesOnlyItsOwnFault: a partition's heal leaves a one-way
-// block of the same link in force, and a disk fault's heal leaves the
-// node's other disk fault in force.
-func TestHealUndoesOnlyItsOwnFault(t *testing.T) {
-	s, procs := cluster(1, 3)
-	n := Start(s, procs, Mix{Kinds: []Kind{Partition}, MeanInterval: time.Hour, MaxDuration: time.Second, MaxDown: 1, Severity: 1}, time.Hour)
-	net := s.Network()
-	block := net.Block("n1", "n2")
-	n.partition() // heals itself within a second
-	require.NoError(t, s.RunFor(2*time.Second))
-	got := 0
-	procs[0].Env().Net().Dial("n2:1", func(c env.Conn, err error) {
-		if err == nil {
-			got++
-		}
+// TestStartRefusesAMixTheWorldCannotInject: a mix drawn for the simulator
+// does not run against a world that lacks what it enables.
+func TestStartRefusesAMixTheWorldCannotInject(t *testing.T) {
+	w := newFakeWorld(1, 3, processWorld)
+	require.Panics(t, func() { Start(w, Mix{Kinds: []Kind{ClockSkew}, MaxDown: 1}, time.Second) })
+	require.Panics(t, func() {
+		Start(w, Mix{Kinds: []Kind{DiskFaults}, MaxDown: 1, Disk: DiskMix{BitFlip: true}}, time.Second)
 	})
-	require.NoError(t, s.RunFor(12*time.Second))
-	require.Zero(t, got, "the block outlives the partition's heal")
-	block.Heal()
+	// PowerLoss is what outages need, whatever Kinds says.
+	noPower := Capabilities{Kinds: []Kind{Kill, Outage}}
+	require.Panics(t, func() { Start(newFakeWorld(1, 3, noPower), Mix{Kinds: []Kind{Outage}, MaxDown: 1}, time.Second) })
+	require.NotPanics(t, func() { Start(w, Mix{Kinds: []Kind{Kill}, MaxDown: 1}, time.Second) })
+}
 
-	first := sim.DiskFaults{StallProbability: 0.5, StallLatency: time.Millisecond}
-	second := sim.DiskFaults{BitFlipProbability: 0.5}
+// campaign runs the nemesis of seed against a fake world of three nodes
+// for a 20-second fault phase and returns the calls it made.
+func campaign(t *testing.T, seed uint64, caps Capabilities) []string {
+	w := newFakeWorld(seed, 3, caps)
+	mix := DrawMixWithin(w.Rand("nemesis/mix"), 3, Promises{Outages: true, Voters: 3, Wipeable: []int{2}}, caps)
+	Start(w, mix, 20*time.Second)
+	w.runUntil(21 * time.Second)
+	for i, up := range w.up {
+		require.True(t, up, "seed %d: node %d down after the heal", seed, i)
+	}
+	return w.calls
+}
+
+// TestSameSeedSameSchedule: the schedule of fault calls, with their times,
+// is a function of the seed (and of the world's answers): two runs of a
+// seed make the same calls at the same times, and other seeds make other
+// calls. A campaign of real processes, whose clock is the wall's, relies
+// on it to replay a seed's faults.
+func TestSameSeedSameSchedule(t *testing.T) {
+	for _, caps := range []Capabilities{Everything(), processWorld} {
+		var last []string
+		for seed := uint64(1); seed <= 20; seed++ {
+			calls := campaign(t, seed, caps)
+			require.Greater(t, len(calls), 3, "seed %d: a schedule to compare", seed)
+			require.Equal(t, calls, campaign(t, seed, caps), "seed %d", seed)
+			require.NotEqual(t, last, calls, "seeds %d and %d", seed-1, seed)
+			last = calls
+		}
+	}
+}
+
+// TestAWorldWithoutPowerLossKillsProcesses: against a world of real
+// processes the nemesis kills, pauses, cuts and clogs, and never calls a
+// primitive the world lacks (no power loss, freeze, single-connection
+// reset, clock or bucket fault).
+func TestAWorldWithoutPowerLossKillsProcesses(t *testing.T) {
+	w := newFakeWorld(1, 3, processWorld)
+	mix := Mix{Kinds: processWorld.Kinds, MeanInterval: 20 * time.Millisecond, MaxDuration: time.Second, MaxDown: 1,
+		Severity: 1, Shapes: true, Disk: DiskMix{Full: true}}
+	Start(w, mix, 10*time.Second)
+	w.runUntil(11 * time.Second)
+	for _, m := range []string{"kill", "start", "pause", "partition", "block", "clog", "disk"} {
+		require.True(t, w.called(m), "%s never called", m)
+	}
+	for _, m := range []string{"power-off", "power-cycle", "replace-disk", "freeze", "reset-conn", "reset",
+		"jump-clock", "clock-rate", "bucket"} {
+		require.False(t, w.called(m), "%s called", m)
+	}
+	full := false
+	for _, c := range w.calls {
+		full = full || strings.Contains(c, fmt.Sprintf("CapacityBytes:%d ", 1<<20+fullDiskHeadroomBytes))
+	}
+	require.True(t, full, "a full disk: its capacity just above what is used")
+}
+
+// TestHealAllPowerCyclesFailedFilesystems: a machine whose filesystem
+// failed is power-cycled at the heal (no process restart could cure it),
+// whether its process is up or was killed by the nemesis; one the scenario
+// stopped itself stays as it is.
+func TestHealAllPowerCyclesFailedFilesystems(t *testing.T) {
+	w := newFakeWorld(1, 4, Everything())
+	n := Start(w, None(), time.Second)
+	w.failed = []bool{true, true, true, false}
+	w.up[1] = false // killed by the nemesis, the page cache kept
+	n.down[1] = true
+	n.downN++
+	w.up[2] = false // stopped by the scenario, not the nemesis
+	w.calls = nil
+	w.runUntil(time.Second)
+	var lifecycle []string
+	for _, c := range w.calls {
+		if strings.Contains(c, "power-cycle") || strings.Contains(c, "start") {
+			lifecycle = append(lifecycle, c)
+		}
+	}
+	require.Equal(t, []string{"1s power-cycle 0", "1s start 0", "1s power-cycle 1", "1s start 1"}, lifecycle)
+	require.Equal(t, []bool{true, true, false, true}, w.up)
+	require.True(t, w.failed[2], "the scenario's own stop stands")
+}
+
+// TestAtRestDamageOnlyOnDamagedDisks: with every at-rest class on, only
+// the disks of DiskMix.Damaged get at-rest rates, at a steady low rate
+// outside disk faults and up to the maximum during them, and only where
+// the scenario declared survivable files; every disk keeps the seed's
+// crash model, and the heal restores each one's baseline.
+func TestAtRestDamageOnlyOnDamagedDisks(t *testing.T) {
+	w := newFakeWorld(5, 3, Everything())
+	w.survivable = []bool{true, true, false}
+	mix := Mix{Kinds: []Kind{DiskFaults}, MeanInterval: 10 * time.Millisecond, MaxDuration: time.Second, MaxDown: 1, Severity: 1,
+		Disk: DiskMix{PageCrash: true, Latent: true, Corrupt: true, Misdirect: true, Damaged: []int{1, 2}}}
+	Start(w, mix, 2*time.Second)
+	steady := DiskFaultConfig{PageCrash: true, LatentErrorProbability: steadyAtRestProbability,
+		CorruptProbability: steadyAtRestProbability, MisdirectProbability: steadyAtRestProbability}
+	require.Equal(t, steady, w.disk[1], "a damaged disk's baseline")
+	require.Equal(t, DiskFaultConfig{PageCrash: true}, w.disk[0], "an undamaged disk's baseline")
+	above := make([]bool, 3)
+	for w.now < 2*time.Second-10*time.Millisecond {
+		w.runUntil(w.now + time.Millisecond)
+		for i, f := range w.disk {
+			require.True(t, f.PageCrash, "the crash model holds throughout")
+			if f.LatentErrorProbability > steadyAtRestProbability || f.CorruptProbability > steadyAtRestProbability ||
+				f.MisdirectProbability > steadyAtRestProbability || i == 0 && f != (DiskFaultConfig{PageCrash: true}) {
+				above[i] = true
+			}
+		}
+	}
+	require.Equal(t, []bool{false, true, false}, above, "damaged and survivable only")
+	w.runUntil(2*time.Second + time.Millisecond)
+	require.Equal(t, []DiskFaultConfig{{PageCrash: true}, steady, steady}, w.disk, "the heal restores the baselines")
+}
+
+// TestHealUndoesOnlyItsOwnFault: a partition's heal lifts its own cut and
+// no other, and a disk fault's heal leaves the node's other disk fault in
+// force.
+func TestHealUndoesOnlyItsOwnFault(t *testing.T) {
+	w := newFakeWorld(1, 3, Everything())
+	n := Start(w, Mix{Kinds: []Kind{Partition}, MeanInterval: time.Hour, MaxDuration: time.Second, MaxDown: 1, Severity: 1}, time.Hour)
+	w.Block(0, 1)
+	n.partition() // heals itself within a second
+	w.runUntil(2 * time.Second)
+	var heals []string
+	for _, c := range w.calls {
+		if _, call, _ := strings.Cut(c, " "); strings.HasPrefix(call, "heal") {
+			heals = append(heals, call)
+		}
+	}
+	require.Len(t, heals, 1)
+	require.True(t, strings.HasPrefix(heals[0], "heal partition "), heals[0])
+
+	first := DiskFaultConfig{StallProbability: 0.5, StallLatency: time.Millisecond}
+	second := DiskFaultConfig{BitFlipProbability: 0.5}
 	n.nextID++
 	n.disk[0] = append(n.disk[0], diskFault{id: n.nextID, f: first})
 	n.nextID++
 	n.disk[0] = append(n.disk[0], diskFault{id: n.nextID, f: second})
-	procs[0].Disk().SetFaults(second)
+	w.SetDiskFaults(0, second)
 	n.healDisk(0, n.nextID-1) // the first ends: the second stays
-	require.Equal(t, second, procs[0].Disk().Faults())
+	require.Equal(t, second, w.disk[0])
 	n.healDisk(0, n.nextID)
-	require.Equal(t, sim.DiskFaults{}, procs[0].Disk().Faults())
+	require.Equal(t, DiskFaultConfig{}, w.disk[0])
 }

@@ -6,8 +6,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/strata-log/strata/sim"
 )
 
 // Disk trouble, scaled by severity. The rates are per operation, so even the
@@ -66,15 +64,33 @@ type DiskMix struct {
 // drawDiskMix draws the disk classes for n processes of which at most
 // maxDamaged may get at-rest damage.
 func drawDiskMix(r *rand.Rand, n, maxDamaged int) DiskMix {
-	coin := func() bool { return r.IntN(2) == 0 }
-	m := DiskMix{PageCrash: coin()}
-	for _, c := range []*bool{&m.SyncFail, &m.SyncNoSpace, &m.NoSpace, &m.Full, &m.WriteError, &m.BitFlip,
-		&m.Stall, &m.Latent, &m.Corrupt, &m.Misdirect} {
-		*c = coin()
+	var m DiskMix
+	for _, c := range m.classes() {
+		*c = r.IntN(2) == 0
 	}
 	if n > 0 && maxDamaged > 0 {
 		m.Damaged = r.Perm(n)[:1+r.IntN(min(maxDamaged, n))]
 		slices.Sort(m.Damaged)
+	}
+	return m
+}
+
+// classes lists m's class flags, the crash model first, in the order draws
+// use.
+func (m *DiskMix) classes() []*bool {
+	return []*bool{&m.PageCrash, &m.SyncFail, &m.SyncNoSpace, &m.NoSpace, &m.Full, &m.WriteError, &m.BitFlip,
+		&m.Stall, &m.Latent, &m.Corrupt, &m.Misdirect}
+}
+
+// within keeps the classes of m that can (a world's capabilities) has
+// set, and drops Damaged where can has no class of damage at rest.
+func (m DiskMix) within(can DiskMix) DiskMix {
+	mc, cc := m.classes(), can.classes()
+	for i := range mc {
+		*mc[i] = *mc[i] && *cc[i]
+	}
+	if !can.Latent && !can.Corrupt && !can.Misdirect {
+		m.Damaged = nil
 	}
 	return m
 }
@@ -96,13 +112,12 @@ func (m DiskMix) String() string {
 
 // baseline is what every disk runs with outside a disk fault: the seed's
 // crash model.
-func (m DiskMix) baseline() sim.DiskFaults { return sim.DiskFaults{PageCrash: m.PageCrash} }
+func (m DiskMix) baseline() DiskFaultConfig { return DiskFaultConfig{PageCrash: m.PageCrash} }
 
 // diskFaults gives one node a bad disk for a while: the seed's classes
 // (DiskMix), each at a rate drawn up to its maximum times the severity.
 func (n *Nemesis) diskFaults() {
 	i := n.pick()
-	d := n.procs[i].Disk()
 	dm := n.mix.Disk
 	rate := func(on bool, maxP float64) float64 {
 		if !on {
@@ -124,9 +139,9 @@ func (n *Nemesis) diskFaults() {
 	// power-cycles; rebootIfFailed does that when the fault ends.
 	f.SyncDirFailProbability = f.SyncFailProbability
 	if dm.Full && n.r.IntN(2) == 0 {
-		f.CapacityBytes = usedBytes(d) + fullDiskHeadroomBytes
+		f.CapacityBytes = n.w.DiskUsedBytes(i) + fullDiskHeadroomBytes
 	}
-	if slices.Contains(dm.Damaged, i) && d.Survivable() {
+	if slices.Contains(dm.Damaged, i) && n.w.DiskSurvivable(i) {
 		f.LatentErrorProbability = rate(dm.Latent, maxAtRestProbability)
 		f.CorruptProbability = rate(dm.Corrupt, maxAtRestProbability)
 		f.MisdirectProbability = rate(dm.Misdirect, maxAtRestProbability)
@@ -134,8 +149,8 @@ func (n *Nemesis) diskFaults() {
 	n.nextID++
 	id := n.nextID
 	n.disk[i] = append(n.disk[i], diskFault{id: id, f: f})
-	d.SetFaults(f)
-	n.s.Fault("disk", n.procs[i].Name())
+	n.w.SetDiskFaults(i, f)
+	n.w.Fault("disk", n.w.Name(i))
 	n.later(n.duration(), "nemesis:heal-disk", func() {
 		n.healDisk(i, id)
 		n.rebootIfFailed(i)
@@ -145,7 +160,7 @@ func (n *Nemesis) diskFaults() {
 // diskFault is one disk fault in force, by the id its heal names it with.
 type diskFault struct {
 	id int
-	f  sim.DiskFaults
+	f  DiskFaultConfig
 }
 
 // healDisk ends disk fault id of proc i, and only it: the disk goes back to
@@ -163,7 +178,7 @@ func (n *Nemesis) healDisk(i, id int) {
 		if len(active) > 0 {
 			f = active[len(active)-1].f
 		}
-		n.procs[i].Disk().SetFaults(f)
+		n.w.SetDiskFaults(i, f)
 		return
 	}
 }
@@ -173,7 +188,7 @@ func (n *Nemesis) healDisk(i, id int) {
 // the seed's at-rest damage classes at a steady low rate: a bad medium is
 // bad all the time, not only while a disk fault is in force (the sim disk
 // applies them only to the files the scenario declared survivable).
-func (n *Nemesis) diskBaseline(i int) sim.DiskFaults {
+func (n *Nemesis) diskBaseline(i int) DiskFaultConfig {
 	dm := n.mix.Disk
 	f := dm.baseline()
 	if slices.Contains(dm.Damaged, i) {
@@ -198,31 +213,24 @@ func (n *Nemesis) diskBaseline(i int) sim.DiskFaults {
 // nemesis killed starts at its scheduled restart; one the scenario stopped
 // itself is left alone.
 func (n *Nemesis) rebootIfFailed(i int) {
-	p := n.procs[i]
-	if !p.Disk().Failed() || !p.Up() && !n.down[i] {
+	if !n.caps.PowerLoss || !n.w.FilesystemFailed(i) || !n.w.Up(i) && !n.down[i] {
 		return
 	}
-	up := p.Up()
-	p.PowerCycle()
+	up := n.w.Up(i)
+	n.w.PowerCycle(i)
 	if up {
-		p.Start()
+		n.w.Start(i)
 	}
-}
-
-func usedBytes(d *sim.Disk) int64 {
-	var total int64
-	for _, name := range d.Files() {
-		b, _ := d.ReadFile(name)
-		total += int64(len(b))
-	}
-	return total
 }
 
 // clearDiskFaults gives every disk the seed's baseline and nothing else.
 // Damage already done at rest stays: it belongs to the medium.
 func (n *Nemesis) clearDiskFaults() {
-	for i, p := range n.procs {
-		p.Disk().SetFaults(n.diskBaseline(i))
+	if !n.caps.disks() {
+		return
+	}
+	for i := range n.disk {
+		n.w.SetDiskFaults(i, n.diskBaseline(i))
 		n.disk[i] = nil
 	}
 }
@@ -230,7 +238,7 @@ func (n *Nemesis) clearDiskFaults() {
 // bucketFaults makes the shared object store unreliable for a while.
 func (n *Nemesis) bucketFaults() {
 	sev := n.mix.Severity
-	f := sim.BucketFaults{
+	f := BucketFaultConfig{
 		LatencyMin:           time.Millisecond,
 		LatencyMax:           time.Duration(1+n.r.IntN(200)) * time.Millisecond,
 		ErrorProbability:     n.r.Float64() * 0.3 * sev,
@@ -240,15 +248,15 @@ func (n *Nemesis) bucketFaults() {
 	n.nextID++
 	id := n.nextID
 	n.bucket = append(n.bucket, bucketFault{id: id, f: f})
-	n.s.Bucket().SetFaults(f)
-	n.s.Fault("bucket", "")
+	n.w.SetBucketFaults(f)
+	n.w.Fault("bucket", "")
 	n.later(n.duration(), "nemesis:heal-bucket", func() { n.healBucket(id) })
 }
 
 // bucketFault is one bucket fault in force.
 type bucketFault struct {
 	id int
-	f  sim.BucketFaults
+	f  BucketFaultConfig
 }
 
 // healBucket ends bucket fault id, and only it, as healDisk does.
@@ -258,16 +266,18 @@ func (n *Nemesis) healBucket(id int) {
 			continue
 		}
 		n.bucket = append(n.bucket[:j], n.bucket[j+1:]...)
-		var f sim.BucketFaults
+		var f BucketFaultConfig
 		if len(n.bucket) > 0 {
 			f = n.bucket[len(n.bucket)-1].f
 		}
-		n.s.Bucket().SetFaults(f)
+		n.w.SetBucketFaults(f)
 		return
 	}
 }
 
 func (n *Nemesis) clearBucketFaults() {
-	n.s.Bucket().SetFaults(sim.BucketFaults{})
+	if n.caps.Can(BucketFault) {
+		n.w.SetBucketFaults(BucketFaultConfig{})
+	}
 	n.bucket = nil
 }

@@ -18,7 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/strata-log/strata/core/protocol"
+	"github.com/strata-log/strata/core/wire"
 	"github.com/strata-log/strata/node"
 )
 
@@ -77,7 +77,7 @@ func metadataRequest(corr int32) []byte {
 	req := kmsg.NewPtrMetadataRequest()
 	req.Version = 1
 	req.Topics = []kmsg.MetadataRequestTopic{}
-	return protocol.EncodeRequest(kmsg.NewRequestFormatter(kmsg.FormatterClientID("probe")), req, corr)
+	return wire.EncodeRequest(kmsg.NewRequestFormatter(kmsg.FormatterClientID("probe")), req, corr)
 }
 
 // dialFrom opens a TCP connection to addr from the loopback address from
@@ -259,7 +259,7 @@ func TestHostileTrickle(t *testing.T) {
 	for i := range 500 {
 		req.Topics = append(req.Topics, kmsg.MetadataRequestTopic{Topic: kmsg.StringPtr(fmt.Sprintf("missing-topic-%014d", i))})
 	}
-	big := withSize(protocol.EncodeRequest(kmsg.NewRequestFormatter(kmsg.FormatterClientID("slow")), req, 2))
+	big := withSize(wire.EncodeRequest(kmsg.NewRequestFormatter(kmsg.FormatterClientID("slow")), req, 2))
 	require.Greater(t, len(big), 12<<10)
 	slow := rawConn(t, n.Addr())
 	for off := 0; off < len(big); off += 2 << 10 {

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/strata-log/strata/internal/cli"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -18,7 +19,7 @@ import (
 
 func init() {
 	register("consume", "print a topic's records to stdout, one value per line, like kafka-console-consumer.sh", func(args []string) int {
-		ctx, stop := interruptContext()
+		ctx, stop := cli.InterruptContext()
 		defer stop()
 		return consumeCommand(ctx, args, os.Stdout, os.Stderr)
 	})
@@ -40,7 +41,7 @@ func consumeCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 			"record, or on Ctrl-C, and then prints how many records it printed to stderr.\n\n")
 		fs.PrintDefaults()
 	}
-	bootstrap := bootstrapFlag(fs)
+	bootstrap := cli.BootstrapFlag(fs)
 	topic := fs.String("topic", "", "the `topic` to consume (required)")
 	partition := fs.Int("partition", -1, "consume only this `partition`; -1 reads them all")
 	fromBeginning := fs.Bool("from-beginning", false, "start at each partition's log start")
@@ -51,7 +52,7 @@ func consumeCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 	printKey := fs.Bool("print-key", false, "print each record's key (null when it has none) and the separator before the value")
 	printOffset := fs.Bool("print-offset", false, "print Partition:P and Offset:O, each followed by the separator, before the key and value")
 	keySep := fs.String("key-separator", "\t", "the `separator` after the key and the offset fields")
-	extra, err := parseInterleaved(fs, args)
+	extra, err := cli.ParseInterleaved(fs, args)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
@@ -86,7 +87,7 @@ func consumeCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 		}
 		start = kgo.NewOffset().AfterMilli(ms)
 	}
-	addrs, addrErr := parseAddrs(*bootstrap)
+	addrs, addrErr := cli.ParseAddrs(*bootstrap)
 	switch {
 	case len(extra) > 0:
 		return usageErr("unexpected arguments %q", extra)
@@ -106,7 +107,7 @@ func consumeCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 		return usageErr("%v", addrErr)
 	}
 	fail := func(err error) int {
-		fmt.Fprintf(stderr, "strata consume: %s\n", kafkaError(err, ""))
+		fmt.Fprintf(stderr, "strata consume: %s\n", cli.KafkaError(err, ""))
 		return exitError
 	}
 
@@ -118,7 +119,7 @@ func consumeCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 	for _, p := range partitions {
 		offsets[p] = start
 	}
-	cl, err := newKafkaClient(addrs, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{*topic: offsets}))
+	cl, err := cli.NewKafkaClient(addrs, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{*topic: offsets}))
 	if err != nil {
 		return fail(err)
 	}
@@ -146,22 +147,22 @@ func consumeCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 // consumePartitions checks that topic (and partition, unless -1) exists
 // and returns the partitions to read.
 func consumePartitions(ctx context.Context, addrs []string, topic string, partition int32) ([]int32, error) {
-	cl, err := newKafkaClient(addrs)
+	cl, err := cli.NewKafkaClient(addrs)
 	if err != nil {
 		return nil, err
 	}
 	defer cl.Close()
-	ctx, cancel := context.WithTimeout(ctx, defaultAdminTimeout)
+	ctx, cancel := context.WithTimeout(ctx, cli.DefaultAdminTimeout)
 	defer cancel()
 	adm := kadm.NewClient(cl)
-	if err := requireAPIs(ctx, adm, kmsg.Fetch, kmsg.ListOffsets); err != nil {
+	if err := cli.RequireAPIs(ctx, adm, kmsg.Fetch, kmsg.ListOffsets); err != nil {
 		return nil, err
 	}
-	td, err := describeTopic(ctx, adm, topic)
+	td, err := cli.DescribeTopic(ctx, adm, topic)
 	if err != nil {
 		return nil, err
 	}
-	return selectPartitions(td, partition)
+	return cli.SelectPartitions(td, partition)
 }
 
 // parseOffsetTime is --offset-time in unix milliseconds.

@@ -11,13 +11,14 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/strata-log/strata/internal/cli"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func init() {
 	register("group", "list, describe (with lag), delete consumer groups and reset their offsets, like kafka-consumer-groups.sh", func(args []string) int {
-		ctx, stop := interruptContext()
+		ctx, stop := cli.InterruptContext()
 		defer stop()
 		return groupCommand(ctx, args, os.Stdout, os.Stderr)
 	})
@@ -40,7 +41,7 @@ func groupCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			"  strata group delete GROUP [GROUP ...]\n"+
 			"  strata group reset-offsets GROUP --topic T (--to-earliest | --to-latest | --to-datetime TIME | --to-offset N) [--execute]\n\n"+
 			"Administers consumer groups over the Kafka protocol, like kafka-consumer-groups.sh; every subcommand takes\n"+
-			"--bootstrap-server (default "+defaultBootstrapServer+") and --timeout. Run 'strata group describe -h' for a subcommand's flags.\n")
+			"--bootstrap-server (default "+cli.DefaultBootstrapServer+") and --timeout. Run 'strata group describe -h' for a subcommand's flags.\n")
 	}
 	return runSubcommand(ctx, "group", groupSubcommands, usage, args, stdout, stderr)
 }
@@ -58,7 +59,7 @@ func groupList(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	return af.run(ctx, stderr, func(ctx context.Context, adm *kadm.Client) int {
 		listed, err := adm.ListGroups(ctx)
 		if err != nil {
-			return af.fail(stderr, "%s", kafkaError(err, ""))
+			return af.fail(stderr, "%s", cli.KafkaError(err, ""))
 		}
 		tw := tabwriter.NewWriter(stdout, 0, 8, 2, ' ', 0)
 		fmt.Fprintln(tw, "GROUP\tSTATE\tPROTOCOL-TYPE\tCOORDINATOR")
@@ -76,17 +77,14 @@ func groupDescribe(ctx context.Context, args []string, stdout, stderr io.Writer)
 	fs, af := newAdminFlagSet("group describe", "group describe GROUP [GROUP ...] [flags]",
 		"Describes consumer groups: state, members and their partitions, and per partition the committed\n"+
 			"offset, the log end offset and the lag (log end minus committed; the whole log when nothing is committed).", stderr)
-	names, code, ok := af.parse(fs, args)
+	names, code, ok := af.parseNames(fs, args, stderr, "name at least one group")
 	if !ok {
 		return code
-	}
-	if len(names) == 0 {
-		return af.usageError(stderr, "name at least one group")
 	}
 	return af.run(ctx, stderr, func(ctx context.Context, adm *kadm.Client) int {
 		described, err := adm.DescribeGroups(ctx, names...)
 		if err != nil {
-			return af.fail(stderr, "%s", kafkaError(err, ""))
+			return af.fail(stderr, "%s", cli.KafkaError(err, ""))
 		}
 		code := exitOK
 		for _, name := range names {
@@ -96,7 +94,7 @@ func groupDescribe(ctx context.Context, args []string, stdout, stderr io.Writer)
 				code = af.fail(stderr, "%s: no answer", name)
 				continue
 			case g.Err != nil:
-				code = af.fail(stderr, "%s: %s", name, kafkaError(g.Err, ""))
+				code = af.fail(stderr, "%s: %s", name, cli.KafkaError(g.Err, ""))
 				continue
 			}
 			// Kafka 4 describes a consumer-protocol (KIP-848) group as
@@ -112,7 +110,7 @@ func groupDescribe(ctx context.Context, args []string, stdout, stderr io.Writer)
 				err = fetched.Error()
 			}
 			if err != nil {
-				code = af.fail(stderr, "%s: %s", name, kafkaError(err, ""))
+				code = af.fail(stderr, "%s: %s", name, cli.KafkaError(err, ""))
 				continue
 			}
 			var topics []string
@@ -130,7 +128,7 @@ func groupDescribe(ctx context.Context, args []string, stdout, stderr io.Writer)
 			if len(topics) > 0 {
 				ends, err = adm.ListEndOffsets(ctx, topics...)
 				if err != nil {
-					code = af.fail(stderr, "%s: %s", name, kafkaError(err, ""))
+					code = af.fail(stderr, "%s: %s", name, cli.KafkaError(err, ""))
 					continue
 				}
 			}
@@ -175,7 +173,7 @@ func printConsumerGroup(ctx context.Context, adm *kadm.Client, g kadm.DescribedC
 		err = fetched.Error()
 	}
 	if err != nil {
-		return af.fail(stderr, "%s: %s", g.Group, kafkaError(err, ""))
+		return af.fail(stderr, "%s: %s", g.Group, cli.KafkaError(err, ""))
 	}
 	owner := map[string]map[int32]*kadm.ConsumerGroupMember{}
 	var topics []string
@@ -205,7 +203,7 @@ func printConsumerGroup(ctx context.Context, adm *kadm.Client, g kadm.DescribedC
 	var ends kadm.ListedOffsets
 	if len(topics) > 0 {
 		if ends, err = adm.ListEndOffsets(ctx, topics...); err != nil {
-			return af.fail(stderr, "%s: %s", g.Group, kafkaError(err, ""))
+			return af.fail(stderr, "%s: %s", g.Group, cli.KafkaError(err, ""))
 		}
 	}
 	fmt.Fprintf(stdout, "GROUP %s  state %s  protocol consumer (assignor %s, epoch %d)  coordinator %d  members %d\n",
@@ -243,17 +241,14 @@ func printConsumerGroup(ctx context.Context, adm *kadm.Client, g kadm.DescribedC
 func groupDelete(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs, af := newAdminFlagSet("group delete", "group delete GROUP [GROUP ...] [flags]",
 		"Deletes groups without members, with their committed offsets (DeleteGroups).", stderr)
-	names, code, ok := af.parse(fs, args)
+	names, code, ok := af.parseNames(fs, args, stderr, "name at least one group")
 	if !ok {
 		return code
-	}
-	if len(names) == 0 {
-		return af.usageError(stderr, "name at least one group")
 	}
 	return af.run(ctx, stderr, func(ctx context.Context, adm *kadm.Client) int {
 		deleted, err := adm.DeleteGroups(ctx, names...)
 		if err != nil {
-			return af.fail(stderr, "%s", kafkaError(err, ""))
+			return af.fail(stderr, "%s", cli.KafkaError(err, ""))
 		}
 		code := exitOK
 		for _, name := range names {
@@ -262,7 +257,7 @@ func groupDelete(ctx context.Context, args []string, stdout, stderr io.Writer) i
 			case !ok:
 				code = af.fail(stderr, "%s: no answer", name)
 			case r.Err != nil:
-				code = af.fail(stderr, "%s: %s", name, kafkaError(r.Err, ""))
+				code = af.fail(stderr, "%s: %s", name, cli.KafkaError(r.Err, ""))
 			default:
 				fmt.Fprintf(stdout, "deleted group %s\n", name)
 			}
@@ -318,34 +313,34 @@ func groupResetOffsets(ctx context.Context, args []string, stdout, stderr io.Wri
 	}
 	group := names[0]
 	return af.run(ctx, stderr, func(ctx context.Context, adm *kadm.Client) int {
-		if err := requireAPIs(ctx, adm, kmsg.OffsetCommit, kmsg.ListOffsets); err != nil {
+		if err := cli.RequireAPIs(ctx, adm, kmsg.OffsetCommit, kmsg.ListOffsets); err != nil {
 			return af.fail(stderr, "%v", err)
 		}
-		td, err := describeTopic(ctx, adm, *topic)
+		td, err := cli.DescribeTopic(ctx, adm, *topic)
 		if err != nil {
-			return af.fail(stderr, "%s", kafkaError(err, ""))
+			return af.fail(stderr, "%s", cli.KafkaError(err, ""))
 		}
-		partitions, err := selectPartitions(td, int32(*partition))
+		partitions, err := cli.SelectPartitions(td, int32(*partition))
 		if err != nil {
-			return af.fail(stderr, "%s", kafkaError(err, ""))
+			return af.fail(stderr, "%s", cli.KafkaError(err, ""))
 		}
 		starts, err := adm.ListStartOffsets(ctx, *topic)
 		if err != nil {
-			return af.fail(stderr, "%s", kafkaError(err, ""))
+			return af.fail(stderr, "%s", cli.KafkaError(err, ""))
 		}
 		ends, err := adm.ListEndOffsets(ctx, *topic)
 		if err != nil {
-			return af.fail(stderr, "%s", kafkaError(err, ""))
+			return af.fail(stderr, "%s", cli.KafkaError(err, ""))
 		}
 		var byTime kadm.ListedOffsets
 		if *datetime != "" {
 			if byTime, err = adm.ListOffsetsAfterMilli(ctx, ms, *topic); err != nil {
-				return af.fail(stderr, "%s", kafkaError(err, ""))
+				return af.fail(stderr, "%s", cli.KafkaError(err, ""))
 			}
 		}
 		current, err := adm.FetchOffsets(ctx, group)
 		if err != nil {
-			return af.fail(stderr, "%s", kafkaError(err, ""))
+			return af.fail(stderr, "%s", cli.KafkaError(err, ""))
 		}
 		plan := kadm.Offsets{}
 		tw := tabwriter.NewWriter(stdout, 0, 8, 2, ' ', 0)
@@ -385,10 +380,10 @@ func groupResetOffsets(ctx context.Context, args []string, stdout, stderr io.Wri
 		}
 		committed, err := adm.CommitOffsets(ctx, group, plan)
 		if err != nil {
-			return af.fail(stderr, "%s", kafkaError(err, ""))
+			return af.fail(stderr, "%s", cli.KafkaError(err, ""))
 		}
 		if err := committed.Error(); err != nil {
-			return af.fail(stderr, "%s (a group with members cannot be reset: stop its consumers)", kafkaError(err, ""))
+			return af.fail(stderr, "%s (a group with members cannot be reset: stop its consumers)", cli.KafkaError(err, ""))
 		}
 		fmt.Fprintf(stdout, "committed the new offsets of group %s\n", group)
 		return exitOK

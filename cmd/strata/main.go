@@ -15,6 +15,8 @@ import (
 	"os"
 	"slices"
 	"strings"
+
+	"github.com/strata-log/strata/internal/cli"
 )
 
 // command is one subcommand: run gets the arguments after the subcommand's
@@ -38,11 +40,12 @@ func register(name, summary string, run func(args []string) int) {
 	commands[name] = command{name: name, summary: summary, run: run}
 }
 
-// Exit codes.
+// Exit codes (internal/cli's, which the commands in their own packages
+// return too).
 const (
-	exitOK    = 0
-	exitError = 1 // the command ran and failed
-	exitUsage = 2 // the command line was wrong
+	exitOK    = cli.ExitOK
+	exitError = cli.ExitError
+	exitUsage = cli.ExitUsage
 )
 
 func main() {

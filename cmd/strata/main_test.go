@@ -23,17 +23,6 @@ import (
 // tests.
 func TestMain(m *testing.M) {
 	if os.Getenv("STRATA_TEST_MAIN") == "1" {
-		if os.Getenv("STRATA_TEST_EXIT_WITH_PARENT") == "1" {
-			// A cluster test's child must not outlive the test binary
-			// (killed by a timeout, say): once reparented, exit.
-			parent := os.Getppid()
-			go func() {
-				for os.Getppid() == parent {
-					time.Sleep(100 * time.Millisecond)
-				}
-				os.Exit(3)
-			}()
-		}
 		main()
 		return
 	}

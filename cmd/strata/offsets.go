@@ -8,13 +8,14 @@ import (
 	"strconv"
 	"text/tabwriter"
 
+	"github.com/strata-log/strata/internal/cli"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func init() {
 	register("offsets", "list a topic's offsets per partition (earliest, latest, max-timestamp or by time), like kafka-get-offsets.sh", func(args []string) int {
-		ctx, stop := interruptContext()
+		ctx, stop := cli.InterruptContext()
 		defer stop()
 		return offsetsCommand(ctx, args, os.Stdout, os.Stderr)
 	})
@@ -54,16 +55,16 @@ func offsetsCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 		}
 	}
 	return af.run(ctx, stderr, func(ctx context.Context, adm *kadm.Client) int {
-		if err := requireAPIs(ctx, adm, kmsg.ListOffsets); err != nil {
+		if err := cli.RequireAPIs(ctx, adm, kmsg.ListOffsets); err != nil {
 			return af.fail(stderr, "%v", err)
 		}
-		td, err := describeTopic(ctx, adm, *topic)
+		td, err := cli.DescribeTopic(ctx, adm, *topic)
 		if err != nil {
-			return af.fail(stderr, "%s", kafkaError(err, ""))
+			return af.fail(stderr, "%s", cli.KafkaError(err, ""))
 		}
-		partitions, err := selectPartitions(td, int32(*partition))
+		partitions, err := cli.SelectPartitions(td, int32(*partition))
 		if err != nil {
-			return af.fail(stderr, "%s", kafkaError(err, ""))
+			return af.fail(stderr, "%s", cli.KafkaError(err, ""))
 		}
 		var listed kadm.ListedOffsets
 		switch *at {
@@ -77,7 +78,7 @@ func offsetsCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 			listed, err = adm.ListOffsetsAfterMilli(ctx, ms, *topic)
 		}
 		if err != nil {
-			return af.fail(stderr, "%s", kafkaError(err, ""))
+			return af.fail(stderr, "%s", cli.KafkaError(err, ""))
 		}
 		code := exitOK
 		tw := tabwriter.NewWriter(stdout, 0, 8, 2, ' ', 0)
@@ -89,7 +90,7 @@ func offsetsCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 				code = af.fail(stderr, "partition %d: no answer", p)
 				continue
 			case lo.Err != nil:
-				code = af.fail(stderr, "partition %d: %s", p, kafkaError(lo.Err, ""))
+				code = af.fail(stderr, "partition %d: %s", p, cli.KafkaError(lo.Err, ""))
 				continue
 			}
 			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\n", lo.Topic, lo.Partition, lo.Offset, lo.Timestamp, lo.LeaderEpoch)

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/strata-log/strata/internal/cli"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -19,7 +20,7 @@ import (
 
 func init() {
 	register("produce", "write stdin to a topic, one record per line, like kafka-console-producer.sh", func(args []string) int {
-		ctx, stop := interruptContext()
+		ctx, stop := cli.InterruptContext()
 		defer stop()
 		return produceCommand(ctx, args, os.Stdin, os.Stdout, os.Stderr)
 	})
@@ -78,17 +79,17 @@ func produceCommand(ctx context.Context, args []string, stdin io.Reader, stdout,
 			"record failed, printing the first error with Kafka's error name.\n\n")
 		fs.PrintDefaults()
 	}
-	bootstrap := bootstrapFlag(fs)
+	bootstrap := cli.BootstrapFlag(fs)
 	topic := fs.String("topic", "", "the `topic` to produce to (required)")
 	keySep := fs.String("key-separator", "", "split each line at the first `SEP`: the key before it, the value after (default: no key; a line without SEP is an error)")
 	partition := fs.Int("partition", -1, "produce every record to this `partition`; -1 lets the key's hash choose (without keys: batches spread over the partitions)")
 	acks := fs.String("acks", "all", "acknowledgements to wait for: all, 1 or 0")
 	compression := fs.String("compression", "none", "batch compression: none, gzip, snappy, lz4 or zstd")
-	var headers keyValues
+	var headers cli.KeyValues
 	fs.Var(&headers, "header", "a `key=value` header on every record (repeatable)")
 	maxLine := fs.Int("max-line-bytes", defaultMaxLineBytes, "the longest input line in `bytes`; a longer one stops the command")
 	deliveryTimeout := fs.Duration("delivery-timeout", defaultDeliveryTimeout, "fail a record not acknowledged this long after it was read")
-	extra, err := parseInterleaved(fs, args)
+	extra, err := cli.ParseInterleaved(fs, args)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
@@ -101,7 +102,7 @@ func produceCommand(ctx context.Context, args []string, stdin io.Reader, stdout,
 	}
 	codec, codecOK := produceCodecs[*compression]
 	ack, ackOK := produceAcks[*acks]
-	addrs, addrErr := parseAddrs(*bootstrap)
+	addrs, addrErr := cli.ParseAddrs(*bootstrap)
 	switch {
 	case len(extra) > 0:
 		return usageErr("unexpected arguments %q", extra)
@@ -138,14 +139,14 @@ func produceCommand(ctx context.Context, args []string, stdin io.Reader, stdout,
 	if *partition >= 0 {
 		opts = append(opts, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	}
-	cl, err := newKafkaClient(addrs, opts...)
+	cl, err := cli.NewKafkaClient(addrs, opts...)
 	if err != nil {
 		fmt.Fprintf(stderr, "strata produce: %v\n", err)
 		return exitError
 	}
 	defer cl.Close()
-	checkCtx, cancel := context.WithTimeout(ctx, defaultAdminTimeout)
-	err = requireAPIs(checkCtx, kadm.NewClient(cl), needs...)
+	checkCtx, cancel := context.WithTimeout(ctx, cli.DefaultAdminTimeout)
+	err = cli.RequireAPIs(checkCtx, kadm.NewClient(cl), needs...)
 	cancel()
 	if err != nil {
 		fmt.Fprintf(stderr, "strata produce: %v\n", err)
@@ -154,7 +155,7 @@ func produceCommand(ctx context.Context, args []string, stdin io.Reader, stdout,
 
 	var recHeaders []kgo.RecordHeader
 	for _, h := range headers {
-		recHeaders = append(recHeaders, kgo.RecordHeader{Key: h.key, Value: []byte(h.value)})
+		recHeaders = append(recHeaders, kgo.RecordHeader{Key: h.Key, Value: []byte(h.Value)})
 	}
 	p := &producer{cl: cl, partition: int32(*partition), headers: recHeaders, partitions: map[int32]bool{}}
 	if *keySep != "" {
@@ -301,7 +302,7 @@ func (p *producer) summarize(stderr io.Writer, inputErr error) int {
 	fmt.Fprintln(stderr)
 	code := exitOK
 	if p.firstErr != nil {
-		fmt.Fprintf(stderr, "strata produce: first error: %s\n", kafkaError(p.firstErr, ""))
+		fmt.Fprintf(stderr, "strata produce: first error: %s\n", cli.KafkaError(p.firstErr, ""))
 		code = exitError
 	}
 	if inputErr != nil {

@@ -2,11 +2,8 @@ package main
 
 import (
 	"bytes"
-	"context"
 	crand "crypto/rand"
 	"fmt"
-	"log/slog"
-	"net"
 	"regexp"
 	"strings"
 	"testing"
@@ -15,42 +12,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-log/strata/internal/cli"
+	"github.com/strata-log/strata/internal/proccluster"
 	"github.com/strata-log/strata/node"
 )
-
-// inProcessTimeout bounds waits on in-process nodes.
-const inProcessTimeout = 20 * time.Second
-
-// logTo sends a node's log lines to the test log.
-type logTo struct{ t *testing.T }
-
-func (w logTo) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimSuffix(string(p), "\n"))
-	return len(p), nil
-}
-
-func startInProcess(t *testing.T, cfg node.Config) *node.Node {
-	t.Helper()
-	cfg.MetricsListener = "127.0.0.1:0"
-	n, err := node.Start(cfg, slog.New(slog.NewTextHandler(logTo{t}, nil)))
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), inProcessTimeout)
-		defer cancel()
-		require.NoError(t, n.Shutdown(ctx))
-	})
-	return n
-}
-
-// freePort returns a port on 127.0.0.1 that was free a moment ago; a
-// voter's controller port must be known before it starts.
-func freePort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
-	return l.Addr().String()
-}
 
 // runQuorum runs `strata quorum` in process and returns its exit code,
 // stdout and stderr.
@@ -71,8 +36,8 @@ func TestQuorumStatusSingleNode(t *testing.T) {
 	cfg := node.DefaultConfig()
 	cfg.Listener, cfg.ControllerListener, cfg.LogDir = "127.0.0.1:0", "127.0.0.1:0", t.TempDir()
 	cfg.MetricsListener = "127.0.0.1:0"
-	n := startInProcess(t, cfg)
-	require.Eventually(t, n.ActiveController, inProcessTimeout, 10*time.Millisecond)
+	n := proccluster.StartInProcess(t, cfg)
+	require.Eventually(t, n.ActiveController, proccluster.InProcessTimeout, 10*time.Millisecond)
 
 	code, out, errOut := runQuorum("status", "--bootstrap-controller", n.ControllerAddr())
 	require.Equal(t, exitOK, code, errOut)
@@ -129,7 +94,7 @@ func TestQuorumStatusUsageAndNoAnswer(t *testing.T) {
 		require.Equal(t, exitUsage, code, "%q", args)
 	}
 	// Nothing listens: a clear error once the timeout passes, not a hang.
-	addr := freePort(t)
+	addr := proccluster.FreePort(t)
 	start := time.Now()
 	code, _, errOut := runQuorum("status", "--timeout", "500ms", "--bootstrap-controller", addr)
 	require.Equal(t, exitError, code)
@@ -145,7 +110,7 @@ func TestQuorumStatusUsageAndNoAnswer(t *testing.T) {
 // observer in process: a follower alone names the leader it cannot give an
 // address for; given every voter, the command finds the leader.
 func TestQuorumStatusFollowsLeader(t *testing.T) {
-	ctrl := []string{freePort(t), freePort(t), freePort(t)}
+	ctrl := []string{proccluster.FreePort(t), proccluster.FreePort(t), proccluster.FreePort(t)}
 	voters := fmt.Sprintf("1@%s,2@%s,3@%s", ctrl[0], ctrl[1], ctrl[2])
 	// One cluster id for every node: a voter refuses quorum requests from
 	// another cluster (INCONSISTENT_CLUSTER_ID), as Kafka's do.
@@ -165,7 +130,7 @@ func TestQuorumStatusFollowsLeader(t *testing.T) {
 			_, err := cfg.Set(kv[0], kv[1])
 			require.NoError(t, err)
 		}
-		nodes = append(nodes, startInProcess(t, cfg))
+		nodes = append(nodes, proccluster.StartInProcess(t, cfg))
 		require.Empty(t, nodes[i].Addr(), "a controller-only node has no client listener")
 	}
 	obs := node.DefaultConfig()
@@ -177,7 +142,7 @@ func TestQuorumStatusFollowsLeader(t *testing.T) {
 		_, err := obs.Set(kv[0], kv[1])
 		require.NoError(t, err)
 	}
-	observer := startInProcess(t, obs)
+	observer := proccluster.StartInProcess(t, obs)
 	require.Empty(t, observer.ControllerAddr(), "a broker-only node has no controller listener")
 
 	var leader *node.Node
@@ -189,9 +154,9 @@ func TestQuorumStatusFollowsLeader(t *testing.T) {
 			}
 		}
 		return false
-	}, inProcessTimeout, 10*time.Millisecond, "no controller became active")
+	}, proccluster.InProcessTimeout, 10*time.Millisecond, "no controller became active")
 	require.Eventually(t, func() bool { return observer.QuorumLeader() == leader.NodeID() },
-		inProcessTimeout, 10*time.Millisecond, "the observer learns the leader from the voters")
+		proccluster.InProcessTimeout, 10*time.Millisecond, "the observer learns the leader from the voters")
 
 	var follower *node.Node
 	for _, n := range nodes {
@@ -209,7 +174,7 @@ func TestQuorumStatusFollowsLeader(t *testing.T) {
 	require.Eventually(t, func() bool {
 		code, out, _ := runQuorum("status", "--bootstrap-controller", all)
 		return code == exitOK && strings.Contains(out, "CurrentObservers:       [4]")
-	}, inProcessTimeout, 50*time.Millisecond, "the observer is listed once it fetches")
+	}, proccluster.InProcessTimeout, 50*time.Millisecond, "the observer is listed once it fetches")
 	code, out, errOut := runQuorum("status", "--bootstrap-controller", all)
 	require.Equal(t, exitOK, code, errOut)
 	require.Equal(t, fmt.Sprint(leader.NodeID()), statusField(t, out, "LeaderId"))
@@ -235,7 +200,7 @@ func TestQuorumStatusFormat(t *testing.T) {
 		r.ReplicaID, r.LogEndOffset, r.LastFetchTimestamp, r.LastCaughtUpTimestamp = id, leo, fetch, caughtUp
 		return r
 	}
-	d := &quorumDescription{ClusterID: "abc"}
+	d := &cli.QuorumDescription{ClusterID: "abc"}
 	d.LeaderID, d.LeaderEpoch, d.HighWatermark = 2, 7, 120
 	d.CurrentVoters = append(d.CurrentVoters, rs(1, 100, 9_990, 9_000), rs(2, 130, 10_000, 10_000), rs(3, 130, 9_995, 9_995))
 	d.Observers = append(d.Observers, rs(4, 90, 9_900, -1))

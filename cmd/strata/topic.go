@@ -14,6 +14,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/strata-log/strata/internal/cli"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -21,7 +22,7 @@ import (
 
 func init() {
 	register("topic", "create, list, describe, alter and delete topics, like kafka-topics.sh", func(args []string) int {
-		ctx, stop := interruptContext()
+		ctx, stop := cli.InterruptContext()
 		defer stop()
 		return topicCommand(ctx, args, os.Stdout, os.Stderr)
 	})
@@ -55,7 +56,7 @@ func topicCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			"  strata topic alter NAME [--config key=value ...] [--delete-config key ...] [--partitions N]\n"+
 			"  strata topic delete NAME [NAME ...]\n\n"+
 			"Administers topics over the Kafka protocol, like kafka-topics.sh; every subcommand takes\n"+
-			"--bootstrap-server (default "+defaultBootstrapServer+") and --timeout. Run 'strata topic create -h' for a subcommand's flags.\n")
+			"--bootstrap-server (default "+cli.DefaultBootstrapServer+") and --timeout. Run 'strata topic create -h' for a subcommand's flags.\n")
 	}
 	return runSubcommand(ctx, "topic", topicSubcommands, usage, args, stdout, stderr)
 }
@@ -102,8 +103,8 @@ func newAdminFlagSet(name, synopsis, about string, stderr io.Writer) (*flag.Flag
 		fs.PrintDefaults()
 	}
 	af := &adminFlags{name: name}
-	af.bootstrap = bootstrapFlag(fs)
-	af.timeout = fs.Duration("timeout", defaultAdminTimeout, "give up after this long")
+	af.bootstrap = cli.BootstrapFlag(fs)
+	af.timeout = fs.Duration("timeout", cli.DefaultAdminTimeout, "give up after this long")
 	return fs, af
 }
 
@@ -111,7 +112,7 @@ func newAdminFlagSet(name, synopsis, about string, stderr io.Writer) (*flag.Flag
 // exit code when the command should stop: exitOK for -h, exitUsage for a
 // bad flag.
 func (af *adminFlags) parse(fs *flag.FlagSet, args []string) ([]string, int, bool) {
-	positional, err := parseInterleaved(fs, args)
+	positional, err := cli.ParseInterleaved(fs, args)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, exitOK, false
@@ -119,6 +120,16 @@ func (af *adminFlags) parse(fs *flag.FlagSet, args []string) ([]string, int, boo
 		return nil, exitUsage, false
 	}
 	return positional, 0, true
+}
+
+// parseNames is parse for a command that takes one or more names:
+// none is a usage error, with missing as its message.
+func (af *adminFlags) parseNames(fs *flag.FlagSet, args []string, stderr io.Writer, missing string) ([]string, int, bool) {
+	names, code, ok := af.parse(fs, args)
+	if ok && len(names) == 0 {
+		return nil, af.usageError(stderr, "%s", missing), false
+	}
+	return names, code, ok
 }
 
 // usageError prints a command-line mistake and returns exitUsage.
@@ -133,11 +144,11 @@ func (af *adminFlags) run(ctx context.Context, stderr io.Writer, do func(ctx con
 	if *af.timeout <= 0 {
 		return af.usageError(stderr, "--timeout must be positive")
 	}
-	addrs, err := parseAddrs(*af.bootstrap)
+	addrs, err := cli.ParseAddrs(*af.bootstrap)
 	if err != nil {
 		return af.usageError(stderr, "%v", err)
 	}
-	cl, err := newKafkaClient(addrs)
+	cl, err := cli.NewKafkaClient(addrs)
 	if err != nil {
 		fmt.Fprintf(stderr, "strata %s: %v\n", af.name, err)
 		return exitError
@@ -162,7 +173,7 @@ func topicCreate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		"Creates a topic (CreateTopics). Broker errors are printed with Kafka's error name.", stderr)
 	partitions := fs.Int("partitions", defaultTopicPartitions, "number of `partitions`")
 	rf := fs.Int("replication-factor", defaultReplicationFactor, "replicas per partition; -1 takes the broker's default")
-	var configs keyValues
+	var configs cli.KeyValues
 	fs.Var(&configs, "config", "a topic config `key=value` (repeatable), e.g. retention.ms=3600000")
 	names, code, ok := af.parse(fs, args)
 	if !ok {
@@ -178,12 +189,12 @@ func topicCreate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	}
 	cfg := map[string]*string{}
 	for _, kv := range configs {
-		cfg[kv.key] = &kv.value
+		cfg[kv.Key] = &kv.Value
 	}
 	return af.run(ctx, stderr, func(ctx context.Context, adm *kadm.Client) int {
 		resp, err := adm.CreateTopic(ctx, int32(*partitions), int16(*rf), cfg, names[0])
 		if err != nil {
-			return af.fail(stderr, "topic %q: %s", names[0], kafkaError(err, resp.ErrMessage))
+			return af.fail(stderr, "topic %q: %s", names[0], cli.KafkaError(err, resp.ErrMessage))
 		}
 		fmt.Fprintf(stdout, "Created topic %s.\n", names[0])
 		return exitOK
@@ -204,7 +215,7 @@ func topicList(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	return af.run(ctx, stderr, func(ctx context.Context, adm *kadm.Client) int {
 		topics, err := listTopics(ctx, adm, *internal)
 		if err != nil {
-			return af.fail(stderr, "%s", kafkaError(err, ""))
+			return af.fail(stderr, "%s", cli.KafkaError(err, ""))
 		}
 		tw := tabwriter.NewWriter(stdout, 0, 8, 2, ' ', 0)
 		header := "TOPIC\tPARTITIONS\tREPLICATION-FACTOR"
@@ -262,27 +273,27 @@ func topicDescribe(ctx context.Context, args []string, stdout, stderr io.Writer)
 			topics, err = listTopics(ctx, adm, *internal)
 		}
 		if err != nil {
-			return af.fail(stderr, "%s", kafkaError(err, ""))
+			return af.fail(stderr, "%s", cli.KafkaError(err, ""))
 		}
 		code := exitOK
 		var found []string
 		for _, td := range topics.Sorted() {
 			if td.Err != nil {
-				code = af.fail(stderr, "topic %q: %s", td.Topic, kafkaError(td.Err, ""))
+				code = af.fail(stderr, "topic %q: %s", td.Topic, cli.KafkaError(td.Err, ""))
 				continue
 			}
 			found = append(found, td.Topic)
 		}
 		configs, cfgErr := describedConfigs(ctx, adm, found)
 		if cfgErr != nil {
-			code = af.fail(stderr, "configs: %s", kafkaError(cfgErr, ""))
+			code = af.fail(stderr, "configs: %s", cli.KafkaError(cfgErr, ""))
 		}
 		elrs := describeELRs(ctx, af.cl, found)
 		for _, name := range found {
 			td := topics[name]
 			rc := configs[name]
 			if rc.Err != nil {
-				code = af.fail(stderr, "topic %q configs: %s", name, kafkaError(rc.Err, rc.ErrMessage))
+				code = af.fail(stderr, "topic %q configs: %s", name, cli.KafkaError(rc.Err, rc.ErrMessage))
 			}
 			if !underReplicated && !underMinISR && !unavailable {
 				printTopicDescription(stdout, td, rc.Configs, elrs)
@@ -305,7 +316,7 @@ func describedConfigs(ctx context.Context, adm *kadm.Client, topics []string) (m
 	if len(topics) == 0 {
 		return out, nil
 	}
-	if err := requireAPIs(ctx, adm, kmsg.DescribeConfigs); err != nil {
+	if err := cli.RequireAPIs(ctx, adm, kmsg.DescribeConfigs); err != nil {
 		return out, err
 	}
 	rcs, err := adm.DescribeTopicConfigs(ctx, topics...)
@@ -356,7 +367,7 @@ func printPartitionLine(w io.Writer, topic string, p kadm.PartitionDetail, elrs 
 	}
 	fmt.Fprintf(w, "\tOffline: %s", joinIDs(p.OfflineReplicas))
 	if p.Err != nil {
-		fmt.Fprintf(w, "\tError: %s", kafkaError(p.Err, ""))
+		fmt.Fprintf(w, "\tError: %s", cli.KafkaError(p.Err, ""))
 	}
 	fmt.Fprintln(w)
 }
@@ -387,8 +398,8 @@ func topicAlter(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	fs, af := newAdminFlagSet("topic alter", "topic alter NAME [flags]",
 		"Sets and deletes topic configs (IncrementalAlterConfigs) and raises the partition count\n"+
 			"(CreatePartitions). Configs are altered first.", stderr)
-	var set keyValues
-	var del stringList
+	var set cli.KeyValues
+	var del cli.StringList
 	fs.Var(&set, "config", "set a topic config, `key=value` (repeatable)")
 	fs.Var(&del, "delete-config", "delete a topic config back to its default, `key` (repeatable)")
 	partitions := fs.Int("partitions", 0, "raise the partition count to `N` (default: unchanged)")
@@ -409,38 +420,38 @@ func topicAlter(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		if len(set)+len(del) > 0 {
 			var alters []kadm.AlterConfig
 			for _, kv := range set {
-				alters = append(alters, kadm.AlterConfig{Op: kadm.SetConfig, Name: kv.key, Value: &kv.value})
+				alters = append(alters, kadm.AlterConfig{Op: kadm.SetConfig, Name: kv.Key, Value: &kv.Value})
 			}
 			for _, k := range del {
 				alters = append(alters, kadm.AlterConfig{Op: kadm.DeleteConfig, Name: k})
 			}
-			if err := requireAPIs(ctx, adm, kmsg.IncrementalAlterConfigs); err != nil {
+			if err := cli.RequireAPIs(ctx, adm, kmsg.IncrementalAlterConfigs); err != nil {
 				return af.fail(stderr, "topic %q configs: %v", topic, err)
 			}
 			resps, err := adm.AlterTopicConfigs(ctx, alters, topic)
 			if err != nil {
-				return af.fail(stderr, "topic %q configs: %s", topic, kafkaError(err, ""))
+				return af.fail(stderr, "topic %q configs: %s", topic, cli.KafkaError(err, ""))
 			}
 			resp, err := resps.On(topic, nil)
 			if err == nil {
 				err = resp.Err
 			}
 			if err != nil {
-				return af.fail(stderr, "topic %q configs: %s", topic, kafkaError(err, resp.ErrMessage))
+				return af.fail(stderr, "topic %q configs: %s", topic, cli.KafkaError(err, resp.ErrMessage))
 			}
 			fmt.Fprintf(stdout, "Altered configs of topic %s.\n", topic)
 		}
 		if *partitions > 0 {
 			resps, err := adm.UpdatePartitions(ctx, *partitions, topic)
 			if err != nil {
-				return af.fail(stderr, "topic %q partitions: %s", topic, kafkaError(err, ""))
+				return af.fail(stderr, "topic %q partitions: %s", topic, cli.KafkaError(err, ""))
 			}
 			resp, err := resps.On(topic, nil)
 			if err == nil {
 				err = resp.Err
 			}
 			if err != nil {
-				return af.fail(stderr, "topic %q partitions: %s", topic, kafkaError(err, resp.ErrMessage))
+				return af.fail(stderr, "topic %q partitions: %s", topic, cli.KafkaError(err, resp.ErrMessage))
 			}
 			fmt.Fprintf(stdout, "Topic %s now has %d partitions.\n", topic, *partitions)
 		}
@@ -451,17 +462,14 @@ func topicAlter(ctx context.Context, args []string, stdout, stderr io.Writer) in
 func topicDelete(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs, af := newAdminFlagSet("topic delete", "topic delete NAME [NAME ...] [flags]",
 		"Deletes topics (DeleteTopics); each topic's outcome is printed, and any failure exits 1.", stderr)
-	names, code, ok := af.parse(fs, args)
+	names, code, ok := af.parseNames(fs, args, stderr, "give at least one topic name")
 	if !ok {
 		return code
-	}
-	if len(names) == 0 {
-		return af.usageError(stderr, "give at least one topic name")
 	}
 	return af.run(ctx, stderr, func(ctx context.Context, adm *kadm.Client) int {
 		resps, err := adm.DeleteTopics(ctx, names...)
 		if err != nil {
-			return af.fail(stderr, "%s", kafkaError(err, ""))
+			return af.fail(stderr, "%s", cli.KafkaError(err, ""))
 		}
 		code := exitOK
 		for _, name := range names {
@@ -470,7 +478,7 @@ func topicDelete(ctx context.Context, args []string, stdout, stderr io.Writer) i
 				err = resp.Err
 			}
 			if err != nil {
-				code = af.fail(stderr, "topic %q: %s", name, kafkaError(err, resp.ErrMessage))
+				code = af.fail(stderr, "topic %q: %s", name, cli.KafkaError(err, resp.ErrMessage))
 				continue
 			}
 			fmt.Fprintf(stdout, "Deleted topic %s.\n", name)

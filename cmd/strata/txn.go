@@ -10,12 +10,13 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/strata-log/strata/internal/cli"
 	"github.com/twmb/franz-go/pkg/kadm"
 )
 
 func init() {
 	register("txn", "list, describe and abort transactions and describe producers, like kafka-transactions.sh", func(args []string) int {
-		ctx, stop := interruptContext()
+		ctx, stop := cli.InterruptContext()
 		defer stop()
 		return txnCommand(ctx, args, os.Stdout, os.Stderr)
 	})
@@ -41,7 +42,7 @@ func txnCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 			"  strata txn abort --topic T --partition P --start-offset OFFSET\n\n"+
 			"Inspects transactions and producers over the Kafka protocol (ListTransactions, DescribeTransactions,\n"+
 			"DescribeProducers) and aborts a hanging transaction on a partition (WriteTxnMarkers, KIP-664), like\n"+
-			"kafka-transactions.sh; every subcommand takes --bootstrap-server (default "+defaultBootstrapServer+") and --timeout.\n"+
+			"kafka-transactions.sh; every subcommand takes --bootstrap-server (default "+cli.DefaultBootstrapServer+") and --timeout.\n"+
 			"Run 'strata txn abort -h' for a subcommand's flags.\n")
 	}
 	return runSubcommand(ctx, "txn", txnSubcommands, usage, args, stdout, stderr)
@@ -51,7 +52,7 @@ func txnCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 // coordinator, with its producer id and state.
 func txnList(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs, af := newAdminFlagSet("txn list", "txn list [flags]", "Lists the transactional ids every coordinator holds (ListTransactions on every broker).", stderr)
-	var states stringList
+	var states cli.StringList
 	fs.Var(&states, "state", "only transactions in this `state` (Empty, Ongoing, PrepareCommit, PrepareAbort, CompleteCommit, CompleteAbort, Dead, PrepareEpochFence; repeatable)")
 	pid := fs.Int64("producer-id", -1, "only the transactional id with this producer `id`")
 	extra, code, ok := af.parse(fs, args)
@@ -68,7 +69,7 @@ func txnList(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return af.run(ctx, stderr, func(ctx context.Context, adm *kadm.Client) int {
 		listed, err := adm.ListTransactions(ctx, pids, states)
 		if err != nil {
-			return af.fail(stderr, "%s", kafkaError(err, ""))
+			return af.fail(stderr, "%s", cli.KafkaError(err, ""))
 		}
 		tw := tabwriter.NewWriter(stdout, 0, 8, 2, ' ', 0)
 		fmt.Fprintln(tw, "TRANSACTIONAL-ID\tCOORDINATOR\tPRODUCER-ID\tSTATE")
@@ -86,17 +87,14 @@ func txnDescribe(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	fs, af := newAdminFlagSet("txn describe", "txn describe TRANSACTIONAL-ID [TRANSACTIONAL-ID ...] [flags]",
 		"Describes transactions at their coordinators (FindCoordinator, DescribeTransactions): producer id and\n"+
 			"epoch, state, timeout, start time and the partitions of the ongoing transaction.", stderr)
-	ids, code, ok := af.parse(fs, args)
+	ids, code, ok := af.parseNames(fs, args, stderr, "name at least one transactional id")
 	if !ok {
 		return code
-	}
-	if len(ids) == 0 {
-		return af.usageError(stderr, "name at least one transactional id")
 	}
 	return af.run(ctx, stderr, func(ctx context.Context, adm *kadm.Client) int {
 		described, err := adm.DescribeTransactions(ctx, ids...)
 		if err != nil && len(described) == 0 {
-			return af.fail(stderr, "%s", kafkaError(err, ""))
+			return af.fail(stderr, "%s", cli.KafkaError(err, ""))
 		}
 		failed := false
 		tw := tabwriter.NewWriter(stdout, 0, 8, 2, ' ', 0)
@@ -107,7 +105,7 @@ func txnDescribe(ctx context.Context, args []string, stdout, stderr io.Writer) i
 				failed = true
 				why := "no answer"
 				if ok {
-					why = kafkaError(d.Err, "")
+					why = cli.KafkaError(d.Err, "")
 				}
 				fmt.Fprintf(stderr, "strata txn describe: %s: %s\n", id, why)
 				continue
@@ -172,7 +170,7 @@ func txnProducers(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		for _, p := range described {
 			if p.Err != nil {
 				failed = true
-				fmt.Fprintf(stderr, "strata txn producers: %s-%d: %s\n", p.Topic, p.Partition, kafkaError(p.Err, p.ErrMessage))
+				fmt.Fprintf(stderr, "strata txn producers: %s-%d: %s\n", p.Topic, p.Partition, cli.KafkaError(p.Err, p.ErrMessage))
 				continue
 			}
 			for _, ap := range sortedProducers(p) {
@@ -191,11 +189,11 @@ func txnProducers(ctx context.Context, args []string, stdout, stderr io.Writer) 
 // describeProducers runs DescribeProducers on a topic's partitions (one
 // partition, or all when partition < 0) and returns them sorted.
 func describeProducers(ctx context.Context, adm *kadm.Client, af *adminFlags, stderr io.Writer, topic string, partition int32) ([]kadm.DescribedProducersPartition, int) {
-	td, err := describeTopic(ctx, adm, topic)
+	td, err := cli.DescribeTopic(ctx, adm, topic)
 	if err != nil {
-		return nil, af.fail(stderr, "%s", kafkaError(err, ""))
+		return nil, af.fail(stderr, "%s", cli.KafkaError(err, ""))
 	}
-	parts, err := selectPartitions(td, partition)
+	parts, err := cli.SelectPartitions(td, partition)
 	if err != nil {
 		return nil, af.usageError(stderr, "%v", err)
 	}
@@ -203,7 +201,7 @@ func describeProducers(ctx context.Context, adm *kadm.Client, af *adminFlags, st
 	set.Add(topic, parts...)
 	described, err := adm.DescribeProducers(ctx, set)
 	if err != nil && len(described) == 0 {
-		return nil, af.fail(stderr, "%s", kafkaError(err, ""))
+		return nil, af.fail(stderr, "%s", cli.KafkaError(err, ""))
 	}
 	var out []kadm.DescribedProducersPartition
 	for _, t := range described.Sorted() {
@@ -279,7 +277,7 @@ func txnFindHanging(ctx context.Context, args []string, stdout, stderr io.Writer
 		} else {
 			tds, err := adm.ListTopics(ctx)
 			if err != nil {
-				return af.fail(stderr, "%s", kafkaError(err, ""))
+				return af.fail(stderr, "%s", cli.KafkaError(err, ""))
 			}
 			topics = tds.Names()
 			slices.Sort(topics)
@@ -295,7 +293,7 @@ func txnFindHanging(ctx context.Context, args []string, stdout, stderr io.Writer
 			for _, p := range described {
 				if p.Err != nil {
 					failed = true
-					fmt.Fprintf(stderr, "strata txn find-hanging: %s-%d: %s\n", p.Topic, p.Partition, kafkaError(p.Err, p.ErrMessage))
+					fmt.Fprintf(stderr, "strata txn find-hanging: %s-%d: %s\n", p.Topic, p.Partition, cli.KafkaError(p.Err, p.ErrMessage))
 					continue
 				}
 				for _, ap := range sortedProducers(p) {
@@ -308,7 +306,7 @@ func txnFindHanging(ctx context.Context, args []string, stdout, stderr io.Writer
 		}
 		hanging, err := hangingOf(ctx, adm, open)
 		if err != nil {
-			return af.fail(stderr, "%s", kafkaError(err, ""))
+			return af.fail(stderr, "%s", cli.KafkaError(err, ""))
 		}
 		tw := tabwriter.NewWriter(stdout, 0, 8, 2, ' ', 0)
 		fmt.Fprintln(tw, "TOPIC\tPARTITION\tLEADER\tPRODUCER-ID\tPRODUCER-EPOCH\tCOORDINATOR-EPOCH\tSTART-OFFSET\tLAST-TIMESTAMP\tTRANSACTIONAL-ID")
@@ -413,7 +411,7 @@ func txnAbort(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		p := described[0]
 		if p.Err != nil {
-			return af.fail(stderr, "%s-%d: %s", p.Topic, p.Partition, kafkaError(p.Err, p.ErrMessage))
+			return af.fail(stderr, "%s-%d: %s", p.Topic, p.Partition, cli.KafkaError(p.Err, p.ErrMessage))
 		}
 		var found *kadm.DescribedProducer
 		for _, ap := range sortedProducers(p) {
@@ -431,7 +429,7 @@ func txnAbort(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		m.Topics.Add(*topic, int32(*partition))
 		res, err := adm.WriteTxnMarkers(ctx, m)
 		if err != nil {
-			return af.fail(stderr, "WriteTxnMarkers: %s", kafkaError(err, ""))
+			return af.fail(stderr, "WriteTxnMarkers: %s", cli.KafkaError(err, ""))
 		}
 		var perr error
 		answered := false
@@ -443,7 +441,7 @@ func txnAbort(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		case !answered:
 			return af.fail(stderr, "WriteTxnMarkers: the leader did not answer for %s-%d", *topic, *partition)
 		case perr != nil:
-			return af.fail(stderr, "WriteTxnMarkers: %s-%d: %s", *topic, *partition, kafkaError(perr, ""))
+			return af.fail(stderr, "WriteTxnMarkers: %s-%d: %s", *topic, *partition, cli.KafkaError(perr, ""))
 		}
 		fmt.Fprintf(stdout, "aborted the transaction of producer %d (epoch %d) on %s-%d from offset %d\n",
 			found.ProducerID, found.ProducerEpoch, *topic, *partition, *start)

@@ -5,6 +5,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/core/protocol"
+	"github.com/strata-log/strata/core/wire"
 )
 
 // apiHandler is one row of the broker's API table: the key, the versions
@@ -153,7 +154,7 @@ var apiVersionsTooNew = apiHandler{
 		// Encoded directly: the response's version (0) is not the
 		// request's.
 		r.m.countError(kerr.UnsupportedVersion.Code)
-		r.respondFrame(protocol.EncodeResponse(r.hdr.CorrelationID, b.table.ApiVersionsUnsupported()))
+		r.respondFrame(wire.EncodeResponse(r.hdr.CorrelationID, b.table.ApiVersionsUnsupported()))
 	},
 }
 

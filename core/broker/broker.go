@@ -99,6 +99,7 @@ func New(e env.Env, cfg Config) (*Broker, error) {
 	b.guard = connlimit.New(e, cfg.connLimits(), b.log)
 	b.autoCreating = map[string]bool{}
 	b.sessions.max, b.sessions.rng = cfg.MaxFetchSessions, e.Rand()
+	b.groups.rt, b.txns.rt = b.newGroupRuntime(), b.newTxnRuntime()
 	b.initMetrics()
 	ln, err := e.Net().Listen(cfg.ListenAddr, b.accept)
 	if err != nil {

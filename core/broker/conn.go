@@ -10,7 +10,7 @@ import (
 	"github.com/strata-log/strata/core/assert"
 	"github.com/strata-log/strata/core/connlimit"
 	"github.com/strata-log/strata/core/env"
-	"github.com/strata-log/strata/core/protocol"
+	"github.com/strata-log/strata/core/wire"
 	"github.com/strata-log/strata/core/work"
 )
 
@@ -51,7 +51,7 @@ type conn struct {
 // request is one request of a connection and, once answered, its answer.
 type request struct {
 	cn    *conn
-	hdr   protocol.RequestHeader
+	hdr   wire.RequestHeader
 	body  kmsg.Request
 	api   *apiHandler
 	bytes int // the request frame's size, charged to the broker's budget
@@ -74,7 +74,7 @@ func (r *request) respond(resp kmsg.Response) {
 	if r.m != nil && !r.api.countsErrors {
 		r.m.countResponseErrors(resp)
 	}
-	r.respondFrame(protocol.EncodeResponse(r.hdr.CorrelationID, resp))
+	r.respondFrame(wire.EncodeResponse(r.hdr.CorrelationID, resp))
 }
 
 // answeredNow stamps the answer's instant, with metrics on.
@@ -156,13 +156,13 @@ func (b *Broker) onFrame(cn *conn, frame []byte) {
 		return
 	}
 	cn.idle.Touch()
-	hdr, body, err := b.table.ParseRequest(frame)
+	hdr, body, err := wire.ParseRequest(b.table, frame)
 	var api *apiHandler
 	switch {
 	case err == nil:
 		api = b.handlers[hdr.Key]
 		assert.That(api != nil, "protocol table lists %s (key %d) but the broker has no handler", hdr.APIName(), hdr.Key)
-	case errors.Is(err, protocol.ErrApiVersionsTooNew):
+	case errors.Is(err, wire.ErrApiVersionsTooNew):
 		api = &apiVersionsTooNew
 	default:
 		b.log.Warn("closing connection: bad request", "remote", cn.remote, "err", err)

@@ -5,7 +5,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/core/env"
-	"github.com/strata-log/strata/core/protocol"
+	"github.com/strata-log/strata/core/wire"
 )
 
 // A fetch response is encoded here rather than by kmsg, so that each
@@ -51,7 +51,7 @@ func encodeFetchResponse(correlationID int32, resp *kmsg.FetchResponse, regions 
 	v := resp.Version
 	flexible := v >= 12
 	w := &partsWriter{buf: make([]byte, 0, 256)}
-	w.buf = protocol.AppendResponseHeader(w.buf, correlationID, resp.Key(), flexible)
+	w.buf = wire.AppendResponseHeader(w.buf, correlationID, resp.Key(), flexible)
 	if v >= 1 {
 		w.buf = kbin.AppendInt32(w.buf, resp.ThrottleMillis)
 	}

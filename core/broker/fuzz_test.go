@@ -10,6 +10,7 @@ import (
 
 	"github.com/strata-log/strata/core/meta"
 	"github.com/strata-log/strata/core/protocol"
+	"github.com/strata-log/strata/core/wire"
 )
 
 // FuzzHandleFrame feeds arbitrary frames to the request decoder. Whatever
@@ -103,7 +104,7 @@ func produceAcksZero(frame []byte) bool {
 	if len(frame) < 4 || int16(binary.BigEndian.Uint16(frame)) != kmsg.Produce.Int16() {
 		return false
 	}
-	_, req, err := APIs().ParseRequest(frame)
+	_, req, err := wire.ParseRequest(APIs(), frame)
 	return err == nil && req.(*kmsg.ProduceRequest).Acks == 0
 }
 

@@ -4,6 +4,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-log/strata/core/coord"
 	"github.com/strata-log/strata/core/group"
 	"github.com/strata-log/strata/core/meta"
 	"github.com/strata-log/strata/core/protocol"
@@ -66,7 +67,7 @@ func (b *Broker) findCoordinator(typ int8, key string) kmsg.FindCoordinatorRespo
 	if problem := b.coordinatorTopicProblem(img, topic); problem != "" {
 		return fail(kerr.CoordinatorNotAvailable, "The coordinator's topic "+topic+" is not usable: "+problem+".")
 	}
-	p, ok := ti.Partition(groupPartition(key, int32(ti.NumPartitions())))
+	p, ok := ti.Partition(coord.PartitionFor(key, int32(ti.NumPartitions())))
 	if !ok || p.Leader == meta.NoLeader {
 		return fail(kerr.CoordinatorNotAvailable, "The key's partition of "+topic+" has no leader.")
 	}
@@ -123,16 +124,19 @@ func handleLeaveGroup(b *Broker, r *request) {
 
 func handleOffsetCommit(b *Broker, r *request) {
 	req := r.body.(*kmsg.OffsetCommitRequest)
-	sh := b.groupShard(r, req.Group)
-	if sh == nil {
-		return
+	if sh := b.groupShard(r, req.Group); sh != nil {
+		sh.Commit(req, b.partitionExists(), func(resp *kmsg.OffsetCommitResponse) { r.respond(resp) })
 	}
+}
+
+// partitionExists answers from the current image whether a partition
+// exists: a commit for one that does not gets UNKNOWN_TOPIC_OR_PARTITION.
+func (b *Broker) partitionExists() group.PartitionExists {
 	img := b.image()
-	exists := func(topic string, partition int32) bool {
+	return func(topic string, partition int32) bool {
 		ti, ok := img.TopicByName(topic)
 		return ok && partition >= 0 && int(partition) < ti.NumPartitions()
 	}
-	sh.Commit(req, exists, func(resp *kmsg.OffsetCommitResponse) { r.respond(resp) })
 }
 
 // handleTxnOffsetCommit passes a TxnOffsetCommit to the group's shard,
@@ -141,16 +145,9 @@ func handleOffsetCommit(b *Broker, r *request) {
 // txnoffsets.go).
 func handleTxnOffsetCommit(b *Broker, r *request) {
 	req := r.body.(*kmsg.TxnOffsetCommitRequest)
-	sh := b.groupShard(r, req.Group)
-	if sh == nil {
-		return
+	if sh := b.groupShard(r, req.Group); sh != nil {
+		sh.TxnCommit(req, b.partitionExists(), func(resp *kmsg.TxnOffsetCommitResponse) { r.respond(resp) })
 	}
-	img := b.image()
-	exists := func(topic string, partition int32) bool {
-		ti, ok := img.TopicByName(topic)
-		return ok && partition >= 0 && int(partition) < ti.NumPartitions()
-	}
-	sh.TxnCommit(req, exists, func(resp *kmsg.TxnOffsetCommitResponse) { r.respond(resp) })
 }
 
 // handleOffsetFetch answers OffsetFetch: v0-v7 for one group, v8+ for a
@@ -207,8 +204,8 @@ func handleOffsetFetch(b *Broker, r *request) {
 func handleListGroups(b *Broker, r *request) {
 	req := r.body.(*kmsg.ListGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
-	for _, gs := range b.groups.shards {
-		resp.Groups = append(resp.Groups, gs.shard.List(req.StatesFilter, req.TypesFilter)...)
+	for _, gs := range b.groups.rt.Slots() {
+		resp.Groups = append(resp.Groups, gs.Shard.List(req.StatesFilter, req.TypesFilter)...)
 	}
 	r.respond(resp)
 }

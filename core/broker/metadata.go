@@ -8,7 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/core/meta"
-	"github.com/strata-log/strata/core/protocol"
+	"github.com/strata-log/strata/core/wire"
 )
 
 // handleMetadata answers Metadata at any version in the protocol table.
@@ -35,7 +35,7 @@ func handleMetadata(b *Broker, r *request) {
 	var frame []byte
 	r.offload(plan.cost(), func() {
 		resp = plan.build()
-		frame = protocol.EncodeResponse(r.hdr.CorrelationID, resp)
+		frame = wire.EncodeResponse(r.hdr.CorrelationID, resp)
 	}, func() { r.respondEncoded(resp, frame) })
 }
 

@@ -8,7 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/core/meta"
-	"github.com/strata-log/strata/core/protocol"
+	"github.com/strata-log/strata/core/wire"
 )
 
 // largeImage is an image of three brokers and topics×partitions partitions
@@ -50,7 +50,7 @@ func BenchmarkMetadataAllTopics(b *testing.B) {
 		plan := br.planMetadata(req)
 		b.ReportMetric(float64(plan.cost().Microseconds()), "cost-µs")
 		for range b.N {
-			frame := protocol.EncodeResponse(1, plan.build())
+			frame := wire.EncodeResponse(1, plan.build())
 			size = len(frame)
 		}
 		b.SetBytes(int64(size))

@@ -12,8 +12,8 @@ import (
 
 	"github.com/strata-log/strata/core/env"
 	"github.com/strata-log/strata/core/metrics"
-	"github.com/strata-log/strata/core/protocol"
 	"github.com/strata-log/strata/core/record"
+	"github.com/strata-log/strata/core/wire"
 )
 
 // TestProduceRepeatedPartitionIsRefused: a partition named twice in one
@@ -77,10 +77,10 @@ func TestHeavyProduceIsSharedFairly(t *testing.T) {
 		})
 	}
 	// A second client on its own connection.
-	var other *protocol.Client
+	var other *wire.Client
 	h.ClientEnv().Net().Dial("n1:9092", func(c env.Conn, err error) {
 		require.NoError(t, err)
-		other = protocol.NewClient(c, protocol.ClientConfig{ClientID: "other"})
+		other = wire.NewClient(c, wire.ClientConfig{ClientID: "other"})
 	})
 	h.RunUntil("the second connection", func() bool { return other != nil })
 	require.Less(t, floodAnswers, 4, "the flood must still be in progress when the other client sends")
@@ -104,10 +104,10 @@ func TestHeavyProduceIsSharedFairly(t *testing.T) {
 func TestProduceOfAClosedConnectionAppends(t *testing.T) {
 	h := newSimServer(t, nil)
 	h.CreateTopic("z", 1, nil)
-	var c *protocol.Client
+	var c *wire.Client
 	h.ClientEnv().Net().Dial("n1:9092", func(conn env.Conn, err error) {
 		require.NoError(t, err)
-		c = protocol.NewClient(conn, protocol.ClientConfig{ClientID: "acks0"})
+		c = wire.NewClient(conn, wire.ClientConfig{ClientID: "acks0"})
 	})
 	h.RunUntil("a connection", func() bool { return c != nil })
 	received := func() float64 {

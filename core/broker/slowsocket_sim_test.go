@@ -9,8 +9,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/core/env"
-	"github.com/strata-log/strata/core/protocol"
 	"github.com/strata-log/strata/core/server"
+	"github.com/strata-log/strata/core/wire"
 	"github.com/strata-log/strata/sim"
 	"github.com/strata-log/strata/sim/servertest"
 )
@@ -18,7 +18,7 @@ import (
 // slowConn is a raw client connection of a test process and what became
 // of it.
 type slowConn struct {
-	cl       *protocol.Client
+	cl       *wire.Client
 	closedAt time.Duration
 	answers  []kmsg.Response
 }
@@ -28,7 +28,7 @@ func dialSlow(t *testing.T, x *servertest.Single, e env.Env) *slowConn {
 	c := &slowConn{closedAt: -1}
 	e.Net().Dial("n1:9092", func(conn env.Conn, err error) {
 		require.NoError(t, err)
-		c.cl = protocol.NewClient(conn, protocol.ClientConfig{ClientID: "slow", OnClose: func(error) { c.closedAt = x.Sim.Now() }})
+		c.cl = wire.NewClient(conn, wire.ClientConfig{ClientID: "slow", OnClose: func(error) { c.closedAt = x.Sim.Now() }})
 	})
 	x.RunUntil("dialed", func() bool { return c.cl != nil })
 	return c

@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-log/strata/core/coord"
 	"github.com/strata-log/strata/core/protocol"
 	"github.com/strata-log/strata/core/txn"
 )
@@ -149,7 +150,7 @@ func handleAddOffsetsToTxn(b *Broker, r *request) {
 			n = int32(ti.NumPartitions())
 		}
 	}
-	tp := txn.TopicPartition{Topic: OffsetsTopic, Partition: groupPartition(req.Group, n)}
+	tp := txn.TopicPartition{Topic: OffsetsTopic, Partition: coord.PartitionFor(req.Group, n)}
 	b.addPartitions(req.TransactionalID, req.ProducerID, req.ProducerEpoch, []txn.TopicPartition{tp}, false, func(errs []*kerr.Error) {
 		resp := req.ResponseKind().(*kmsg.AddOffsetsToTxnResponse)
 		resp.ErrorCode = fencedCode(errs[0], req.Version, 2)
@@ -234,8 +235,8 @@ func handleListTransactions(b *Broker, r *request) {
 		}
 		pattern = re
 	}
-	for _, ts := range b.txns.shards {
-		list, e := ts.shard.List(f)
+	for _, ts := range b.txns.rt.Slots() {
+		list, e := ts.Shard.List(f)
 		if e != nil {
 			resp.ErrorCode = e.Code
 			resp.TransactionStates = nil

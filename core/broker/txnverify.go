@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-log/strata/core/coord"
 	"github.com/strata-log/strata/core/producer"
 	"github.com/strata-log/strata/core/record"
 	"github.com/strata-log/strata/core/replica"
@@ -284,7 +285,7 @@ func (b *Broker) txnCoordinatorNode(id string) (int32, bool) {
 	if !ok || ti.NumPartitions() == 0 {
 		return 0, false
 	}
-	p, ok := ti.Partition(txnPartition(id, int32(ti.NumPartitions())))
+	p, ok := ti.Partition(coord.PartitionFor(id, int32(ti.NumPartitions())))
 	if !ok || !p.HasLeader() {
 		return 0, false
 	}

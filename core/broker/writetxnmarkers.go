@@ -75,8 +75,8 @@ func handleWriteTxnMarkers(b *Broker, r *request) {
 						// The group shard's pending offsets of the
 						// transaction are decided by the marker
 						// (core/group txnoffsets.go).
-						if gs := b.groups.shard(id); gs != nil && gs.p == part {
-							gs.shard.TxnEnded(pid, commit)
+						if gs := b.groups.rt.Slot(id); gs != nil && gs.Replica == part {
+							gs.Shard.TxnEnded(pid, commit)
 						}
 					}
 					if answered {

@@ -12,7 +12,7 @@ import (
 func (s *Shard) Describe(name string) kmsg.DescribeGroupsResponseGroup {
 	out := kmsg.NewDescribeGroupsResponseGroup()
 	out.Group = name
-	if e := s.check(); e != nil {
+	if e := s.status.Err(); e != nil {
 		out.ErrorCode = e.Code
 		return out
 	}
@@ -41,7 +41,7 @@ func (s *Shard) Describe(name string) kmsg.DescribeGroupsResponseGroup {
 // List lists the shard's groups (ListGroups), filtered by state and type
 // when the lists are not empty (v4+, v5+).
 func (s *Shard) List(states, types []string) []kmsg.ListGroupsResponseGroup {
-	if s.check() != nil {
+	if s.status.Err() != nil {
 		return nil
 	}
 	var out []kmsg.ListGroupsResponseGroup
@@ -63,8 +63,8 @@ func (s *Shard) List(states, types []string) []kmsg.ListGroupsResponseGroup {
 	return out
 }
 
-// equalFold compares ASCII case-insensitively (Kafka parses states and
-// types ignoring case).
+// equalFold compares ASCII case-insensitively (Kafka parses states,
+// types and config values such as the migration policy ignoring case).
 func equalFold(a, b string) bool {
 	if len(a) != len(b) {
 		return false
@@ -88,7 +88,7 @@ func equalFold(a, b string) bool {
 // NON_EMPTY_GROUP while it has members, GROUP_ID_NOT_FOUND if unknown.
 // done gets the code once the tombstones are written.
 func (s *Shard) Delete(name string, done func(int16)) {
-	if e := s.check(); e != nil {
+	if e := s.status.Err(); e != nil {
 		done(e.Code)
 		return
 	}
@@ -158,7 +158,7 @@ func (g *Group) subscribedTopics() []string {
 // done gets the answer once the tombstones are written.
 func (s *Shard) DeleteOffsets(req *kmsg.OffsetDeleteRequest, done func(*kmsg.OffsetDeleteResponse)) {
 	resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
-	if e := s.check(); e != nil {
+	if e := s.status.Err(); e != nil {
 		resp.ErrorCode = e.Code
 		done(resp)
 		return

@@ -211,7 +211,7 @@ func (s *Shard) Join(req *kmsg.JoinGroupRequest, c Client, reply func(*kmsg.Join
 		resp.ErrorCode = e.Code
 		reply(resp)
 	}
-	if e := s.check(); e != nil {
+	if e := s.status.Err(); e != nil {
 		fail(e)
 		return
 	}
@@ -544,7 +544,7 @@ func (g *Group) touch(m *member) {
 	if m.session != nil {
 		m.session.Stop()
 	}
-	if !g.s.loaded || g.s.unloaded {
+	if !g.s.status.Serving() {
 		return
 	}
 	m.session = g.s.e.AfterFunc(time.Duration(m.sessionTimeoutMs)*time.Millisecond, func() {
@@ -743,7 +743,7 @@ func (s *Shard) Sync(req *kmsg.SyncGroupRequest, reply func(*kmsg.SyncGroupRespo
 		resp.ErrorCode = e.Code
 		reply(resp)
 	}
-	if e := s.check(); e != nil {
+	if e := s.status.Err(); e != nil {
 		fail(e)
 		return
 	}
@@ -876,7 +876,7 @@ func (g *Group) storeAssignment(req *kmsg.SyncGroupRequest) {
 // Heartbeat handles Heartbeat.
 func (s *Shard) Heartbeat(req *kmsg.HeartbeatRequest) *kmsg.HeartbeatResponse {
 	resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
-	if e := s.check(); e != nil {
+	if e := s.status.Err(); e != nil {
 		resp.ErrorCode = e.Code
 		return resp
 	}
@@ -918,7 +918,7 @@ func (s *Shard) Heartbeat(req *kmsg.HeartbeatRequest) *kmsg.HeartbeatResponse {
 // instance id).
 func (s *Shard) Leave(req *kmsg.LeaveGroupRequest) *kmsg.LeaveGroupResponse {
 	resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)
-	if e := s.check(); e != nil {
+	if e := s.status.Err(); e != nil {
 		resp.ErrorCode = e.Code
 		return resp
 	}

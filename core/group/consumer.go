@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/core/assert"
+	"github.com/strata-log/strata/core/coord"
 	"github.com/strata-log/strata/core/env"
 )
 
@@ -166,7 +167,7 @@ func (s *Shard) SetTopics(topics []TopicInfo) {
 	for i, t := range topics {
 		s.topicIDs[t.ID] = i
 	}
-	if !s.loaded || s.unloaded {
+	if !s.status.Serving() {
 		return
 	}
 	for _, g := range s.Groups() {
@@ -358,7 +359,7 @@ func (g *Group) touchConsumer(m *consumerMember) {
 		m.session.Stop()
 		m.session = nil
 	}
-	if !g.s.loaded || g.s.unloaded {
+	if !g.s.status.Serving() {
 		return
 	}
 	m.session = g.s.e.AfterFunc(m.sessionTimeout(g.s.cfg.ConsumerSessionTimeout), func() {
@@ -431,7 +432,7 @@ func (s *Shard) ConsumerHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest, c Cli
 		resp.MemberEpoch = 0
 		reply(resp)
 	}
-	if e := s.check(); e != nil {
+	if e := s.status.Err(); e != nil {
 		fail(e, "")
 		return
 	}
@@ -814,7 +815,7 @@ func (g *Group) failConsumerWaiting() {
 		ws := cg.waiters
 		cg.waiters = nil
 		for _, w := range ws {
-			w.done(ErrNotCoordinator)
+			w.done(coord.ErrNotCoordinator)
 		}
 	}
 }
@@ -908,7 +909,7 @@ func (g *Group) Type() string {
 func (s *Shard) DescribeConsumer(name string) kmsg.ConsumerGroupDescribeResponseGroup {
 	out := kmsg.NewConsumerGroupDescribeResponseGroup()
 	out.Group = name
-	if e := s.check(); e != nil {
+	if e := s.status.Err(); e != nil {
 		out.ErrorCode = e.Code
 		return out
 	}

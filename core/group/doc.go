@@ -14,7 +14,8 @@
 // Writer the owner provides) and
 // answers a request only once its records are committed, so that a new
 // coordinator that replays the partition (Shard.Replay) holds exactly the
-// state clients were told of.
+// state clients were told of. The coordinator runtime (core/coord) runs
+// the shards: it loads, replays and unloads them and is their write path.
 //
 // Like the rest of core, a Shard runs on one env loop: time and
 // randomness (member ids) come from its env.Env, and nothing it decides

@@ -75,27 +75,11 @@ const (
 // ParseMigrationPolicy reads a policy, case-insensitively.
 func ParseMigrationPolicy(s string) (MigrationPolicy, error) {
 	for _, p := range []MigrationPolicy{MigrationDisabled, MigrationUpgrade, MigrationDowngrade, MigrationBidirectional} {
-		if equalFoldASCII(s, string(p)) {
+		if equalFold(s, string(p)) {
 			return p, nil
 		}
 	}
 	return "", fmt.Errorf("unknown migration policy %q; want disabled, upgrade, downgrade or bidirectional", s)
-}
-
-func equalFoldASCII(a, b string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := 0; i < len(a); i++ {
-		x, y := a[i], b[i]
-		if 'A' <= x && x <= 'Z' {
-			x += 'a' - 'A'
-		}
-		if x != y {
-			return false
-		}
-	}
-	return true
 }
 
 func (p MigrationPolicy) upgrade() bool {

@@ -44,62 +44,58 @@ type PartitionExists func(topic string, partition int32) bool
 // must be current (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION), and a group
 // completing a rebalance answers REBALANCE_IN_PROGRESS.
 func (s *Shard) Commit(req *kmsg.OffsetCommitRequest, exists PartitionExists, reply func(*kmsg.OffsetCommitResponse)) {
-	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
-	all := func(code int16) {
-		for _, t := range req.Topics {
-			rt := kmsg.NewOffsetCommitResponseTopic()
-			rt.Topic = t.Topic
-			for _, p := range t.Partitions {
-				rp := kmsg.NewOffsetCommitResponseTopicPartition()
-				rp.Partition, rp.ErrorCode = p.Partition, code
-				rt.Partitions = append(rt.Partitions, rp)
-			}
-			resp.Topics = append(resp.Topics, rt)
-		}
+	oc := &offsetCommit{group: req.Group, topics: readCommit(req.Topics, offsetCommitTopic, offsetCommitPart), hasEpoch: req.Version >= 6}
+	oc.member = func(g *Group) (*Group, *kerr.Error) { return s.commitMember(g, req) }
+	oc.answer = func() {
+		resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
+		resp.Topics = answerCommit(oc.topics, offsetCommitAnswer, offsetCommitCode)
 		reply(resp)
 	}
-	if e := s.check(); e != nil {
-		all(e.Code)
-		return
+	oc.write = func(recs []Record, done func(error)) {
+		if plant.Is(plant.GroupCommitBeforeWrite) {
+			oc.answer()
+			reply = func(*kmsg.OffsetCommitResponse) {}
+		}
+		s.write(recs, done)
 	}
-	if req.Group == "" {
-		all(kerr.InvalidGroupID.Code)
-		return
+	oc.apply = func(g *Group, tp topicPartition, c *committed) {
+		if _, had := g.offsets[tp]; !had {
+			g.sortedOffsets = nil
+		}
+		g.offsets[tp] = c
 	}
-	g := s.group(req.Group, false)
+	s.commit(oc, exists)
+}
+
+// commitMember is Commit's member check (see there): it returns the
+// group to commit to (created for a simple commit), or the code.
+func (s *Shard) commitMember(g *Group, req *kmsg.OffsetCommitRequest) (*Group, *kerr.Error) {
 	if g != nil && g.state == StateDead {
-		all(kerr.CoordinatorNotAvailable.Code)
-		return
+		return nil, kerr.CoordinatorNotAvailable
 	}
 	simple := req.Generation < 0 && req.MemberID == ""
 	if g != nil && g.consumer != nil {
 		if e := g.checkConsumerCommit(req.MemberID, req.Generation, req.Version, true); e != nil {
-			all(e.Code)
-			return
+			return nil, e
 		}
 		simple = true // checked: the classic checks below do not apply
 	}
 	if g != nil && g.consumer == nil && req.InstanceID != nil {
 		if e := g.checkInstance(*req.InstanceID, req.MemberID); e != nil {
-			all(e.Code)
-			return
+			return nil, e
 		}
 	}
 	stale := !simple && plant.Is(plant.GroupStaleCommit) && g != nil
 	switch {
 	case stale:
 	case simple && g != nil && g.consumer == nil && len(g.members) > 0:
-		all(kerr.UnknownMemberID.Code)
-		return
+		return nil, kerr.UnknownMemberID
 	case !simple && (g == nil || g.member(req.MemberID) == nil):
-		all(kerr.UnknownMemberID.Code)
-		return
+		return nil, kerr.UnknownMemberID
 	case !simple && req.Generation != g.generation:
-		all(kerr.IllegalGeneration.Code)
-		return
+		return nil, kerr.IllegalGeneration
 	case !simple && g.state == StateCompletingRebalance:
-		all(kerr.RebalanceInProgress.Code)
-		return
+		return nil, kerr.RebalanceInProgress
 	}
 	if g == nil {
 		g = s.group(req.Group, true)
@@ -107,68 +103,7 @@ func (s *Shard) Commit(req *kmsg.OffsetCommitRequest, exists PartitionExists, re
 	if m := g.member(req.MemberID); !simple && g.consumer == nil && m != nil {
 		g.touch(m)
 	}
-	now := s.e.Now().UnixMilli()
-	var recs []Record
-	type accepted struct {
-		tp topicPartition
-		c  *committed
-	}
-	var ok []accepted
-	for _, t := range req.Topics {
-		rt := kmsg.NewOffsetCommitResponseTopic()
-		rt.Topic = t.Topic
-		for _, p := range t.Partitions {
-			rp := kmsg.NewOffsetCommitResponseTopicPartition()
-			rp.Partition = p.Partition
-			var c *committed
-			if rp.ErrorCode, c = checkCommit(exists, t.Topic, p.Partition, p.Offset, p.LeaderEpoch, req.Version >= 6, p.Metadata, now); c != nil {
-				tp := topicPartition{t.Topic, p.Partition}
-				recs = append(recs, offsetRecord(g.name, tp.topic, tp.partition, c))
-				ok = append(ok, accepted{tp, c})
-			}
-			rt.Partitions = append(rt.Partitions, rp)
-		}
-		resp.Topics = append(resp.Topics, rt)
-	}
-	if len(recs) == 0 {
-		reply(resp)
-		return
-	}
-	if plant.Is(plant.GroupCommitBeforeWrite) {
-		early := *resp
-		early.Topics = slices.Clone(resp.Topics)
-		for i := range early.Topics {
-			early.Topics[i].Partitions = slices.Clone(early.Topics[i].Partitions)
-		}
-		reply(&early)
-		reply = func(*kmsg.OffsetCommitResponse) {}
-	}
-	s.write(recs, func(err error) {
-		if err != nil {
-			code := writeErrorCode(err).Code
-			for i := range resp.Topics {
-				for j := range resp.Topics[i].Partitions {
-					if resp.Topics[i].Partitions[j].ErrorCode == 0 {
-						resp.Topics[i].Partitions[j].ErrorCode = code
-					}
-				}
-			}
-			reply(resp)
-			return
-		}
-		if g.deleted {
-			reply(resp) // deleted meanwhile: the group's tombstone came after
-			return
-		}
-		for _, a := range ok {
-			a.c.seq = s.nextSeq()
-			if _, had := g.offsets[a.tp]; !had {
-				g.sortedOffsets = nil
-			}
-			g.offsets[a.tp] = a.c
-		}
-		reply(resp)
-	})
+	return g, nil
 }
 
 // OffsetsFetched is one group's part of an OffsetFetch answer.
@@ -196,7 +131,7 @@ func (s *Shard) FetchAs(group string, memberID *string, epoch int32, topics []km
 // UNSTABLE_OFFSET_COMMIT and offset -1 (txnoffsets.go, rule T2).
 func (s *Shard) FetchStable(group string, memberID *string, epoch int32, topics []kmsg.OffsetFetchRequestGroupTopic, all, requireStable bool) OffsetsFetched {
 	var out OffsetsFetched
-	if e := s.check(); e != nil {
+	if e := s.status.Err(); e != nil {
 		out.ErrorCode = e.Code
 		return out
 	}
@@ -274,26 +209,4 @@ func (g *Group) Offset(topic string, partition int32) int64 {
 		return c.offset
 	}
 	return -1
-}
-
-// checkCommit validates one partition's committed offset, of OffsetCommit
-// or TxnOffsetCommit, and returns the error code for it, or the offset to
-// write (its leader epoch -1 when the request version has none).
-func checkCommit(exists PartitionExists, topic string, partition int32, offset int64, leaderEpoch int32, hasEpoch bool, metadata *string, now int64) (int16, *committed) {
-	switch {
-	case metadata != nil && len(*metadata) > MaxOffsetMetadataBytes:
-		return kerr.OffsetMetadataTooLarge.Code, nil
-	case exists != nil && !exists(topic, partition):
-		return kerr.UnknownTopicOrPartition.Code, nil
-	case offset < 0:
-		return kerr.InvalidCommitOffsetSize.Code, nil
-	}
-	c := &committed{offset: offset, leaderEpoch: leaderEpoch, timestamp: now}
-	if metadata != nil {
-		c.metadata = *metadata
-	}
-	if !hasEpoch {
-		c.leaderEpoch = -1
-	}
-	return 0, c
 }

@@ -6,13 +6,13 @@ import (
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/core/coord"
 )
 
 // Record is one record of __consumer_offsets: Kafka's key and value
 // schemas, a nil Value being a tombstone (compaction drops the key).
-type Record struct {
-	Key, Value []byte
-}
+type Record = coord.Record
 
 // Key versions (Kafka's CoordinatorRecord types): 0 and 1 are
 // OffsetCommitKey, 2 GroupMetadataKey.

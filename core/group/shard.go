@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/core/assert"
+	"github.com/strata-log/strata/core/coord"
 	"github.com/strata-log/strata/core/env"
 	"github.com/strata-log/strata/core/plant"
 )
@@ -148,9 +149,9 @@ type Shard struct {
 	// (names lists them in creation order for listings).
 	groups map[string]*Group
 	names  []string
-	// loaded is set once Replay is over (Loaded); unloaded once the
-	// broker stopped leading the partition.
-	loaded, unloaded bool
+	// status: loading until Loaded, unloaded once the broker stopped
+	// leading the partition.
+	status coord.Status
 	// retention is the offset retention check's timer.
 	retention env.Timer
 	// topics is the metadata image's topics sorted by name (SetTopics);
@@ -174,22 +175,6 @@ func NewShard(e env.Env, log *slog.Logger, cfg Config) *Shard {
 	return &Shard{e: e, cfg: cfg.withDefaults(), log: log, groups: map[string]*Group{}}
 }
 
-// ErrNotCoordinator is a write's error once the shard was unloaded
-// (NOT_COORDINATOR).
-var ErrNotCoordinator = errors.New("group: not the coordinator")
-
-// check returns the error code a request gets before its group is looked
-// at: loading or unloaded.
-func (s *Shard) check() *kerr.Error {
-	switch {
-	case s.unloaded:
-		return kerr.NotCoordinator
-	case !s.loaded:
-		return kerr.CoordinatorLoadInProgress
-	}
-	return nil
-}
-
 // group returns the group called name, creating it (empty) if create.
 func (s *Shard) group(name string, create bool) *Group {
 	if g, ok := s.groups[name]; ok {
@@ -211,14 +196,22 @@ func (s *Shard) dropGroup(g *Group) {
 	s.names = slices.DeleteFunc(s.names, func(n string) bool { return n == g.name })
 }
 
-// Replay applies one record of the partition while loading, in log order.
-func (s *Shard) Replay(key, value []byte) error {
-	assert.That(!s.loaded, "group: replay after the shard loaded")
+// replayed decodes a record being replayed, in log order; done: nothing
+// is left to apply (a consumer-protocol record, replayed here; a record
+// skipped; an error).
+func (s *Shard) replayed(key, value []byte) (d decodedRecord, done bool, err error) {
+	assert.That(!s.status.Loaded(), "group: replay after the shard loaded")
 	if isConsumerKey(key) {
-		return s.replayConsumer(key, value)
+		return d, true, s.replayConsumer(key, value)
 	}
 	d, skip, err := decodeRecord(key, value)
-	if err != nil || skip {
+	return d, skip || err != nil, err
+}
+
+// Replay applies one record of the partition while loading, in log order.
+func (s *Shard) Replay(key, value []byte) error {
+	d, done, err := s.replayed(key, value)
+	if done {
 		return err
 	}
 	if d.isOffset {
@@ -274,7 +267,7 @@ func (s *Shard) Loaded() {
 	if s.lastOffset != nil {
 		s.lastOffset()
 	}
-	s.loaded = true
+	s.status.SetLoaded()
 	for _, name := range s.names {
 		g := s.groups[name]
 		for _, m := range g.members {
@@ -294,7 +287,7 @@ func (s *Shard) Loaded() {
 // member), each offset committed that long ago. A group left empty with no
 // offsets is deleted too.
 func (s *Shard) expireOffsets() {
-	if s.unloaded {
+	if s.status.Unloaded() {
 		return
 	}
 	defer func() { s.retention = s.e.AfterFunc(s.cfg.RetentionCheckInterval, s.expireOffsets) }()
@@ -353,10 +346,9 @@ func (s *Shard) expireOffsets() {
 // requests waiting get NOT_COORDINATOR, timers stop, and every later call
 // answers NOT_COORDINATOR.
 func (s *Shard) Unload() {
-	if s.unloaded {
+	if !s.status.SetUnloaded() {
 		return
 	}
-	s.unloaded = true
 	if s.retention != nil {
 		s.retention.Stop()
 	}
@@ -382,31 +374,18 @@ func (s *Shard) Group(name string) *Group { return s.groups[name] }
 
 // write appends recs and runs done on the loop with the error (nil once
 // committed), unless the shard was unloaded meanwhile, in which case done
-// gets ErrNotCoordinator.
+// gets coord.ErrNotCoordinator.
 func (s *Shard) write(recs []Record, done func(error)) {
-	s.cfg.Write(recs, func(err error) {
-		if s.unloaded && err == nil {
-			err = ErrNotCoordinator
-		}
-		done(err)
-	})
+	s.cfg.Write(recs, s.status.Guard(done))
 }
 
 // writeErrorCode maps a failed write to the code Kafka's coordinator
-// answers (a client retries it after finding the coordinator again).
+// answers: coord.WriteErrorCode's, but for a transactional offset batch's
+// own errors.
 func writeErrorCode(err error) *kerr.Error {
-	if errors.Is(err, ErrNotCoordinator) {
-		return kerr.NotCoordinator
-	}
 	var ke *kerr.Error
 	if errors.As(err, &ke) {
 		switch ke {
-		case kerr.UnknownTopicOrPartition, kerr.NotEnoughReplicas, kerr.NotEnoughReplicasAfterAppend, kerr.RequestTimedOut:
-			return kerr.CoordinatorNotAvailable
-		case kerr.NotLeaderForPartition, kerr.KafkaStorageError:
-			return kerr.NotCoordinator
-		case kerr.MessageTooLarge, kerr.RecordListTooLarge, kerr.InvalidFetchSize:
-			return kerr.UnknownServerError
 		case kerr.InvalidProducerEpoch, kerr.ProducerFenced, kerr.InvalidTxnState, kerr.InvalidProducerIDMapping:
 			// A transactional offset batch the partition's producer
 			// state refused (a fenced producer): the client's error, as
@@ -423,7 +402,7 @@ func writeErrorCode(err error) *kerr.Error {
 			return ke
 		}
 	}
-	return kerr.NotCoordinator
+	return coord.WriteErrorCode(err)
 }
 
 func (s *Shard) String() string { return fmt.Sprintf("group shard (%d groups)", len(s.names)) }

@@ -6,7 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/strata-log/strata/core/assert"
+	"github.com/strata-log/strata/core/coord"
 )
 
 // Transactional offset commits (TxnOffsetCommit, API 28), as Kafka's
@@ -114,12 +114,8 @@ func (s *Shard) TxnEnded(producerID int64, commit bool) {
 // while loading (rule T4): an offset becomes pending; other records (none
 // is written transactionally) replay as Replay does.
 func (s *Shard) ReplayTxn(producerID int64, key, value []byte) error {
-	assert.That(!s.loaded, "group: replay after the shard loaded")
-	if isConsumerKey(key) {
-		return s.replayConsumer(key, value)
-	}
-	d, skip, err := decodeRecord(key, value)
-	if err != nil || skip {
+	d, done, err := s.replayed(key, value)
+	if done {
 		return err
 	}
 	if !d.isOffset || d.offset == nil {
@@ -144,92 +140,28 @@ func (s *Shard) ReplayTxn(producerID int64, key, value []byte) error {
 // member there: ILLEGAL_GENERATION). A rebalance in progress does not
 // refuse a transactional commit.
 func (s *Shard) TxnCommit(req *kmsg.TxnOffsetCommitRequest, exists PartitionExists, reply func(*kmsg.TxnOffsetCommitResponse)) {
-	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
-	all := func(code int16) {
-		for _, t := range req.Topics {
-			rt := kmsg.NewTxnOffsetCommitResponseTopic()
-			rt.Topic = t.Topic
-			for _, p := range t.Partitions {
-				rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
-				rp.Partition, rp.ErrorCode = p.Partition, code
-				rt.Partitions = append(rt.Partitions, rp)
-			}
-			resp.Topics = append(resp.Topics, rt)
+	oc := &offsetCommit{group: req.Group, topics: readCommit(req.Topics, txnOffsetCommitTopic, txnOffsetCommitPart), hasEpoch: req.Version >= 2}
+	oc.member = func(g *Group) (*Group, *kerr.Error) {
+		if req.ProducerID < 0 || req.ProducerEpoch < 0 {
+			return nil, kerr.InvalidProducerIDMapping
 		}
+		if e := s.checkTxnMember(g, req); e != nil {
+			return nil, e
+		}
+		if g == nil {
+			g = s.group(req.Group, true)
+		}
+		return g, nil
+	}
+	oc.answer = func() {
+		resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
+		resp.Topics = answerCommit(oc.topics, txnOffsetCommitAnswer, txnOffsetCommitCode)
 		reply(resp)
 	}
-	if e := s.check(); e != nil {
-		all(e.Code)
-		return
-	}
-	if req.Group == "" {
-		all(kerr.InvalidGroupID.Code)
-		return
-	}
-	if req.ProducerID < 0 || req.ProducerEpoch < 0 {
-		all(kerr.InvalidProducerIDMapping.Code)
-		return
-	}
-	g := s.group(req.Group, false)
-	if e := s.checkTxnMember(g, req); e != nil {
-		all(e.Code)
-		return
-	}
-	if g == nil {
-		g = s.group(req.Group, true)
-	}
-	now := s.e.Now().UnixMilli()
-	var recs []Record
-	type accepted struct {
-		tp topicPartition
-		c  *committed
-	}
-	var ok []accepted
-	for _, t := range req.Topics {
-		rt := kmsg.NewTxnOffsetCommitResponseTopic()
-		rt.Topic = t.Topic
-		for _, p := range t.Partitions {
-			rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
-			rp.Partition = p.Partition
-			var c *committed
-			if rp.ErrorCode, c = checkCommit(exists, t.Topic, p.Partition, p.Offset, p.LeaderEpoch, req.Version >= 2, p.Metadata, now); c != nil {
-				tp := topicPartition{t.Topic, p.Partition}
-				recs = append(recs, offsetRecord(g.name, tp.topic, tp.partition, c))
-				ok = append(ok, accepted{tp, c})
-			}
-			rt.Partitions = append(rt.Partitions, rp)
-		}
-		resp.Topics = append(resp.Topics, rt)
-	}
-	if len(recs) == 0 {
-		reply(resp)
-		return
-	}
-	pid := req.ProducerID
-	w := TxnWrite{TransactionalID: req.TransactionalID, ProducerID: pid, ProducerEpoch: req.ProducerEpoch, Version: req.Version}
-	s.writeTxn(w, recs, func(err error) {
-		if err != nil {
-			code := writeErrorCode(err).Code
-			for i := range resp.Topics {
-				for j := range resp.Topics[i].Partitions {
-					if resp.Topics[i].Partitions[j].ErrorCode == 0 {
-						resp.Topics[i].Partitions[j].ErrorCode = code
-					}
-				}
-			}
-			reply(resp)
-			return
-		}
-		if g.deleted {
-			reply(resp)
-			return
-		}
-		for _, a := range ok {
-			a.c.seq = s.nextSeq()
-			s.addPending(g, pid, a.tp, a.c)
-		}
-		reply(resp)
-	})
+	w := TxnWrite{TransactionalID: req.TransactionalID, ProducerID: req.ProducerID, ProducerEpoch: req.ProducerEpoch, Version: req.Version}
+	oc.write = func(recs []Record, done func(error)) { s.writeTxn(w, recs, done) }
+	oc.apply = func(g *Group, tp topicPartition, c *committed) { s.addPending(g, w.ProducerID, tp, c) }
+	s.commit(oc, exists)
 }
 
 // checkTxnMember is TxnCommit's member check (see there).
@@ -271,15 +203,10 @@ func (s *Shard) checkTxnMember(g *Group, req *kmsg.TxnOffsetCommitRequest) *kerr
 // done as write does.
 func (s *Shard) writeTxn(w TxnWrite, recs []Record, done func(error)) {
 	if s.cfg.WriteTxn == nil {
-		s.e.Post(func() { done(ErrNotCoordinator) })
+		s.e.Post(func() { done(coord.ErrNotCoordinator) })
 		return
 	}
-	s.cfg.WriteTxn(w, recs, func(err error) {
-		if s.unloaded && err == nil {
-			err = ErrNotCoordinator
-		}
-		done(err)
-	})
+	s.cfg.WriteTxn(w, recs, s.status.Guard(done))
 }
 
 // PendingOffset returns producerID's pending offset of a partition in the

@@ -11,6 +11,8 @@ import (
 	"github.com/cockroachdb/datadriven"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/core/coord"
 )
 
 // txnLogEntry is one batch of the txnRig's partition: records (of a
@@ -201,7 +203,7 @@ func (r *txnRig) cmd(t *testing.T, d *datadriven.TestData) string {
 	return ""
 }
 
-var errNotEnoughReplicas = fmt.Errorf("test: %w", ErrNotCoordinator)
+var errNotEnoughReplicas = fmt.Errorf("test: %w", coord.ErrNotCoordinator)
 
 // memberArgs reads gen=, member= (joined: the script's member) and
 // instance=; absent, the request is anonymous (-1, "", nil).

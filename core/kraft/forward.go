@@ -16,6 +16,7 @@ import (
 	"github.com/strata-log/strata/core/env"
 	"github.com/strata-log/strata/core/protocol"
 	"github.com/strata-log/strata/core/quorum"
+	"github.com/strata-log/strata/core/wire"
 )
 
 // Submit hands a controller request (BrokerRegistration, BrokerHeartbeat,
@@ -114,23 +115,22 @@ type forwarder struct {
 	closed   bool
 }
 
-// forwardDest is the connection to one voter's controller listener and the
-// requests forwarded on it, in the order they were forwarded.
+// forwardDest is the connection to one voter's controller listener (dialled
+// on demand, never redialled on its own) and the requests forwarded on it,
+// in the order they were forwarded.
 type forwardDest struct {
 	id      quorum.NodeID
-	addr    string
-	client  *protocol.Client // nil while not connected
-	dialing bool
+	conn    *wire.Peer
 	pending []*forwardedRequest
 }
 
-// forwardedRequest is one request awaiting the leader's answer; sent is
-// false while it waits for the connection.
+// forwardedRequest is one request awaiting the leader's answer; call is
+// its place on the connection (queued while it connects).
 type forwardedRequest struct {
 	req   kmsg.Request
 	done  func(kmsg.Response, error)
 	timer env.Timer
-	sent  bool
+	call  *wire.Call
 }
 
 func newForwarder(m *Member) *forwarder {
@@ -146,7 +146,20 @@ func (f *forwarder) dest(id quorum.NodeID) *forwardDest {
 	}
 	for _, v := range f.m.cfg.Voters {
 		if v.ID == id {
-			d := &forwardDest{id: id, addr: v.Addr}
+			d := &forwardDest{id: id}
+			d.conn = wire.NewPeer(f.m.e, wire.PeerConfig{
+				Addr:        v.Addr,
+				ClientID:    f.clientID,
+				MaxInflight: maxForwardedInflight,
+				Logger:      f.m.log,
+				OnDialFailed: func(err error) {
+					f.m.log.Debug("cannot reach the controller to forward to", "leader", int32(id), "err", err)
+					f.drop(d, fmt.Sprintf("Cannot reach the controller %d: %v.", int32(id), err))
+				},
+				OnLost: func(error) {
+					f.drop(d, fmt.Sprintf("The connection to the controller %d was lost; the request may or may not have been applied.", int32(id)))
+				},
+			})
 			f.dests = slices.Insert(f.dests, i, d)
 			return d
 		}
@@ -186,59 +199,10 @@ func (f *forwarder) forward(leader quorum.NodeID, req kmsg.Request, done func(km
 		f.finish(d, fr, ErrorResponse(req, kerr.RequestTimedOut,
 			fmt.Sprintf("The controller did not answer within %v.", f.m.cfg.ForwardRequestTimeout)))
 	})
-	if d.client != nil {
-		f.send(d, fr)
-		return
-	}
-	f.dial(d)
-}
-
-func (f *forwarder) dial(d *forwardDest) {
-	if d.dialing || d.client != nil || f.closed {
-		return
-	}
-	d.dialing = true
-	f.m.e.Net().Dial(d.addr, func(conn env.Conn, err error) {
-		d.dialing = false
-		if f.closed {
-			if conn != nil {
-				conn.Close()
-			}
-			return
-		}
-		if err != nil {
-			f.m.log.Debug("cannot reach the controller to forward to", "leader", int32(d.id), "err", err)
-			f.drop(d, fmt.Sprintf("Cannot reach the controller %d: %v.", int32(d.id), err))
-			return
-		}
-		var cl *protocol.Client
-		cl = protocol.NewClient(conn, protocol.ClientConfig{
-			ClientID:    f.clientID,
-			MaxInflight: maxForwardedInflight,
-			Logger:      f.m.log,
-			OnClose: func(error) {
-				if d.client != cl {
-					return
-				}
-				d.client = nil
-				f.drop(d, fmt.Sprintf("The connection to the controller %d was lost; the request may or may not have been applied.", int32(d.id)))
-			},
-		})
-		d.client = cl
-		for _, fr := range d.pending {
-			if !fr.sent {
-				f.send(d, fr)
-			}
-		}
-	})
-}
-
-// send writes fr on d's connection. A response to a request that already
-// finished (timed out) is dropped by finish; a connection that ends fails
-// every pending request through the client's OnClose (drop), in order.
-func (f *forwarder) send(d *forwardDest, fr *forwardedRequest) {
-	fr.sent = true
-	_ = d.client.Do(fr.req, func(resp kmsg.Response, err error) {
+	// A response to a request that already finished (timed out) is
+	// dropped by finish; a connection that fails fails every pending
+	// request through drop, in order.
+	fr.call, _ = d.conn.Do(req, 0, func(resp kmsg.Response, err error) {
 		if err == nil {
 			f.finish(d, fr, resp)
 		}
@@ -253,6 +217,7 @@ func (f *forwarder) finish(d *forwardDest, fr *forwardedRequest, resp kmsg.Respo
 	}
 	d.pending = slices.Delete(d.pending, i, i+1)
 	f.inflight--
+	fr.call.Cancel() // not sent yet: it no longer will be
 	if fr.timer != nil {
 		fr.timer.Stop()
 		fr.timer = nil
@@ -265,7 +230,7 @@ func (f *forwarder) finish(d *forwardDest, fr *forwardedRequest, resp kmsg.Respo
 // anyway when it resigned, and may never answer when it is cut off.
 func (f *forwarder) leaderChanged(leader quorum.NodeID) {
 	for _, d := range f.dests {
-		if d.id == leader || (len(d.pending) == 0 && d.client == nil) {
+		if d.id == leader || (len(d.pending) == 0 && !d.conn.Connected()) {
 			continue
 		}
 		if len(d.pending) > 0 {
@@ -283,6 +248,7 @@ func (f *forwarder) close() {
 	f.closed = true
 	for _, d := range f.dests {
 		f.drop(d, "This node is shutting down; the request may or may not have been applied.")
+		d.conn.Close()
 	}
 }
 
@@ -291,8 +257,8 @@ func (f *forwarder) close() {
 // callbacks run later on the loop: drop may run inside the member's step
 // (a leader change, a shutdown), and a callback may call back into it.
 func (f *forwarder) drop(d *forwardDest, msg string) {
-	cl, pending := d.client, d.pending
-	d.client, d.pending = nil, nil
+	pending := d.pending
+	d.pending = nil
 	f.inflight -= len(pending)
 	for _, fr := range pending {
 		if fr.timer != nil {
@@ -302,7 +268,5 @@ func (f *forwarder) drop(d *forwardDest, msg string) {
 		resp, done := ErrorResponse(fr.req, kerr.NotController, msg), fr.done
 		f.m.e.Post(func() { done(resp, nil) })
 	}
-	if cl != nil {
-		cl.Close() // its OnClose sees d.client != cl and does nothing
-	}
+	d.conn.Reset() // no OnLost: the requests were failed above
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/strata-log/strata/core/kraft"
 	"github.com/strata-log/strata/core/protocol"
 	"github.com/strata-log/strata/core/quorum"
+	"github.com/strata-log/strata/core/wire"
 	"github.com/strata-log/strata/sim"
 )
 
@@ -490,7 +491,7 @@ func (c *cluster) requestOverNet(addr string, req kmsg.Request) kmsg.Response {
 				failed = err
 				return
 			}
-			cl := protocol.NewClient(conn, protocol.ClientConfig{ClientID: "test"})
+			cl := wire.NewClient(conn, wire.ClientConfig{ClientID: "test"})
 			if err := cl.Do(req, func(r kmsg.Response, err error) { got, failed = r, err }); err != nil {
 				failed = err
 			}

@@ -3,7 +3,6 @@ package kraft
 import (
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -11,8 +10,8 @@ import (
 	"github.com/strata-log/strata/core/connlimit"
 	"github.com/strata-log/strata/core/controller"
 	"github.com/strata-log/strata/core/env"
-	"github.com/strata-log/strata/core/protocol"
 	"github.com/strata-log/strata/core/quorum"
+	"github.com/strata-log/strata/core/wire"
 )
 
 // network carries the quorum's messages as Kafka frames. Each member dials
@@ -35,16 +34,16 @@ type network struct {
 	lastRef uint64
 }
 
-// peer is the outbound side toward one voter.
+// peer is the outbound side toward one voter: a kept connection (dialled
+// at start, redialled after ReconnectBackoffMin..Max, at most
+// maxQueuedMessagesPerPeer requests held while it connects, the oldest
+// dropped, and reset at maxInflightPerPeer unanswered requests).
 type peer struct {
-	id      quorum.NodeID
-	addr    string
-	client  *protocol.Client // nil while not connected
-	dialing bool
-	backoff time.Duration
-	queue   []quorum.Message // held while not connected
-	// endQuorumEpochs counts the EndQuorumEpoch requests awaiting a
-	// response (a resigning leader waits for them).
+	id   quorum.NodeID
+	conn *wire.Peer
+	// endQuorumEpochs counts the EndQuorumEpoch requests queued for the
+	// connection or awaiting a response (a resigning leader waits for
+	// them).
 	endQuorumEpochs int
 	// otherCluster: the peer's last answer was INCONSISTENT_CLUSTER_ID
 	// (logged once until it answers otherwise).
@@ -74,10 +73,32 @@ func newNetwork(m *Member) *network {
 	n := &network{m: m, clientID: fmt.Sprintf("kraft-%d", int32(m.cfg.NodeID)), fwd: newForwarder(m)}
 	for _, v := range m.cfg.Voters {
 		if v.ID != m.cfg.NodeID {
-			n.peers = append(n.peers, &peer{id: v.ID, addr: v.Addr})
+			n.peers = append(n.peers, n.newPeer(v.ID, v.Addr))
 		}
 	}
 	return n
+}
+
+func (n *network) newPeer(id quorum.NodeID, addr string) *peer {
+	p := &peer{id: id}
+	p.conn = wire.NewPeer(n.m.e, wire.PeerConfig{
+		Addr:          addr,
+		ClientID:      n.clientID,
+		MaxInflight:   maxInflightPerPeer,
+		ResetWhenFull: true,
+		MaxQueued:     maxQueuedMessagesPerPeer,
+		Redial:        wire.Backoff{Min: n.m.cfg.ReconnectBackoffMin, Max: n.m.cfg.ReconnectBackoffMax},
+		// A refused (or timed-out) dial is what tells a crashed leader's
+		// followers to elect a successor now rather than at the fetch
+		// timeout. A lost connection alone is not reported: it is
+		// redialed after ReconnectBackoffMin, and only a failed redial
+		// is, so a reset that a live leader survives does not start an
+		// election. Requests in flight on a lost connection are lost;
+		// the Raft times them out.
+		OnDialFailed: func(error) { n.m.step(func() { n.m.raft.PeerUnreachable(id) }) },
+		Logger:       n.m.log,
+	})
+	return p
 }
 
 func (n *network) listen() error {
@@ -103,9 +124,7 @@ func (n *network) close() {
 		_ = n.listener.Close()
 	}
 	for _, p := range n.peers {
-		if p.client != nil {
-			p.client.Close()
-		}
+		p.conn.Close()
 	}
 	for _, ic := range n.inbound {
 		ic.conn.Close()
@@ -123,71 +142,8 @@ func (n *network) peer(id quorum.NodeID) *peer {
 
 func (n *network) dialAll() {
 	for _, p := range n.peers {
-		n.dial(p)
+		p.conn.Dial()
 	}
-}
-
-func (n *network) dial(p *peer) {
-	if n.closed || p.client != nil || p.dialing {
-		return
-	}
-	p.dialing = true
-	n.m.e.Net().Dial(p.addr, func(conn env.Conn, err error) {
-		p.dialing = false
-		if n.closed {
-			if conn != nil {
-				conn.Close()
-			}
-			return
-		}
-		if err != nil {
-			n.redial(p)
-			// A refused (or timed-out) dial is what tells a crashed
-			// leader's followers to elect a successor now rather than at
-			// the fetch timeout. A closed connection alone is not reported:
-			// it is redialed after ReconnectBackoffMin, and only a failed
-			// redial is, so a reset that a live leader survives does not
-			// start an election.
-			n.m.step(func() { n.m.raft.PeerUnreachable(p.id) })
-			return
-		}
-		p.backoff = 0
-		var cl *protocol.Client
-		cl = protocol.NewClient(conn, protocol.ClientConfig{
-			ClientID: n.clientID,
-			// sendTo resets the conn at maxInflightPerPeer; the client's
-			// own bound is never the one that refuses.
-			MaxInflight: maxInflightPerPeer + 1,
-			Logger:      n.m.log,
-			OnClose: func(error) {
-				if p.client != cl {
-					return
-				}
-				// Requests in flight are lost; the Raft times them out.
-				p.client = nil
-				n.redial(p)
-			},
-		})
-		p.client = cl
-		queued := p.queue
-		p.queue = nil
-		for _, msg := range queued {
-			n.sendTo(p, msg)
-		}
-	})
-}
-
-// redial waits an exponentially growing backoff, then dials again.
-func (n *network) redial(p *peer) {
-	if n.closed {
-		return
-	}
-	if p.backoff == 0 {
-		p.backoff = n.m.cfg.ReconnectBackoffMin
-	} else {
-		p.backoff = min(2*p.backoff, n.m.cfg.ReconnectBackoffMax)
-	}
-	n.m.e.AfterFunc(p.backoff, func() { n.dial(p) })
 }
 
 // send delivers one message the Raft produced: a request goes out on the
@@ -205,67 +161,38 @@ func (n *network) send(msg quorum.Message) {
 		n.m.log.Warn("dropping message to unknown node", "msg", msg.String())
 		return
 	}
-	if p.client == nil {
-		if len(p.queue) == maxQueuedMessagesPerPeer {
-			p.queue = p.queue[1:]
-		}
-		p.queue = append(p.queue, msg)
-		n.dial(p)
-		return
-	}
 	n.sendTo(p, msg)
 }
 
+// sendTo gives the peer's connection one request, queued while it
+// connects. A request that goes unanswered closes its connection: after a
+// network partition heals, a connection whose segments were lost would
+// otherwise wait for TCP's retransmission backoff (up to two minutes), and
+// the member would rejoin that late.
 func (n *network) sendTo(p *peer, msg quorum.Message) {
 	req, err := quorum.EncodeRequest(msg, n.m.cfg.ClusterID, quorum.DefaultWireVersions)
 	if err != nil {
 		n.m.log.Warn("cannot encode quorum request", "msg", msg.String(), "err", err)
 		return
 	}
-	if p.client.Inflight() >= maxInflightPerPeer {
-		n.m.log.Warn("too many requests in flight, resetting connection", "peer", int32(p.id))
-		p.client.Close()
-		return
-	}
 	_, endEpoch := msg.Payload.(quorum.EndQuorumEpochRequest)
-	// A request that goes unanswered closes its connection: after a
-	// network partition heals, a connection whose segments were lost
-	// would otherwise wait for TCP's retransmission backoff (up to two
-	// minutes), and the member would rejoin that late.
-	client := p.client
 	timeout := n.m.cfg.RequestTimeout
 	if isFetch(msg.Payload) {
 		timeout += n.m.cfg.Quorum.FetchMaxWait
 	}
-	var timer env.Timer
-	timer = n.m.e.AfterFunc(timeout, func() {
-		timer = nil
-		if !client.Closed() {
-			n.m.log.Info("quorum request unanswered, reconnecting", "peer", int32(p.id), "timeout", timeout)
-			client.Close()
-		}
-	})
-	err = client.Do(req, func(resp kmsg.Response, err error) {
-		if timer != nil {
-			timer.Stop()
-			timer = nil
-		}
+	_, err = p.conn.Do(req, timeout, func(resp kmsg.Response, err error) {
 		if endEpoch {
 			p.endQuorumEpochs--
 		}
 		if err != nil {
-			return // the conn ended: the Raft times the request out
+			return // not sent, or the conn ended: the Raft times the request out
 		}
 		n.onResponse(p, msg, resp)
 	})
-	if err != nil && timer != nil {
-		timer.Stop()
-		timer = nil
-	}
 	if err == nil && endEpoch {
 		p.endQuorumEpochs++
 	}
-	// A failed Do means the conn ended; its OnClose redials.
+	// A refused Do (too many in flight) reset the conn, which redials.
 }
 
 // onResponse steps the Raft with the response to msg.
@@ -333,9 +260,9 @@ func (n *network) accept(conn env.Conn) {
 // version kmsg cannot decode closes the connection.
 func (n *network) onRequest(ic *inboundConn, frame []byte) {
 	ic.idle.Touch()
-	hdr, req, err := controllerAPIs.ParseRequest(frame)
+	hdr, req, err := wire.ParseRequest(controllerAPIs, frame)
 	switch {
-	case errors.Is(err, protocol.ErrApiVersionsTooNew):
+	case errors.Is(err, wire.ErrApiVersionsTooNew):
 		n.reply(ic, hdr.CorrelationID, controllerAPIs.ApiVersionsUnsupported())
 		return
 	case err != nil:
@@ -439,7 +366,7 @@ func (n *network) controllerRequest(ic *inboundConn, corr int32, req kmsg.Reques
 func (n *network) reply(ic *inboundConn, corr int32, resp kmsg.Response) {
 	if !ic.closed {
 		ic.idle.Touch()
-		_ = ic.conn.Send(protocol.EncodeResponse(corr, resp))
+		_ = ic.conn.Send(wire.EncodeResponse(corr, resp))
 	}
 }
 
@@ -465,11 +392,6 @@ func (n *network) awaitingEndQuorumEpoch() bool {
 		return false
 	}
 	for _, p := range n.peers {
-		for _, msg := range p.queue {
-			if _, ok := msg.Payload.(quorum.EndQuorumEpochRequest); ok {
-				return true
-			}
-		}
 		if p.endQuorumEpochs > 0 {
 			return true
 		}

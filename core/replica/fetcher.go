@@ -11,11 +11,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-log/strata/core/assert"
 	"github.com/strata-log/strata/core/env"
 	"github.com/strata-log/strata/core/log"
 	"github.com/strata-log/strata/core/meta"
-	"github.com/strata-log/strata/core/protocol"
 	"github.com/strata-log/strata/core/record"
+	"github.com/strata-log/strata/core/wire"
 )
 
 // # Replication, follower side
@@ -59,12 +60,12 @@ const fetcherListener = "PLAINTEXT"
 type fetcher struct {
 	m      *Manager
 	leader int32
-	addr   string
-	client *protocol.Client
+	// conn is the connection to the leader, dialled when a fetch needs
+	// it; the fetcher paces its redials itself (later, laterIn).
+	conn *wire.Peer
 	// parts are the partitions fetched from this leader, sorted by topic
 	// and partition.
 	parts    []*Partition
-	dialing  bool
 	inflight bool
 	// flushing counts the flushes of the last answer still running; the
 	// next fetch waits for them.
@@ -140,7 +141,7 @@ func (m *Manager) syncFetchers() {
 			}
 		}
 		addr, ok := m.brokerAddr(f.leader)
-		if len(parts) == 0 || !ok || addr != f.addr {
+		if len(parts) == 0 || !ok || addr != f.conn.Addr() {
 			f.close()
 			continue
 		}
@@ -157,7 +158,7 @@ func (m *Manager) syncFetchers() {
 		if !ok {
 			continue // not registered yet: the next image
 		}
-		f := &fetcher{m: m, leader: w.leader, addr: addr}
+		f := m.newFetcher(w.leader, addr)
 		for _, x := range wants {
 			if x.leader == w.leader {
 				f.parts = append(f.parts, x.p)
@@ -169,6 +170,33 @@ func (m *Manager) syncFetchers() {
 	for _, f := range m.fetchers {
 		f.fetch()
 	}
+}
+
+// newFetcher makes the fetcher of leader at addr, not connected yet.
+func (m *Manager) newFetcher(leader int32, addr string) *fetcher {
+	f := &fetcher{m: m, leader: leader}
+	f.conn = wire.NewPeer(m.e, wire.PeerConfig{
+		Addr:     addr,
+		ClientID: "strata-replica-fetcher-" + strconv.Itoa(int(m.cfg.NodeID)),
+		OnConnected: func() {
+			f.fetch()
+		},
+		OnDialFailed: func(err error) {
+			f.m.log.Debug("follower cannot reach its leader", "leader", f.leader, "addr", addr, "err", err)
+			if errors.Is(err, env.ErrConnRefused) {
+				if f.m.cfg.LeaderRefused != nil {
+					f.m.cfg.LeaderRefused(f.leader)
+				}
+				// Report again soon: the report only counts on the
+				// active controller, which may be elected meanwhile
+				// (the dead broker's node may have been it).
+				f.laterIn(refusedRedialBackoff)
+				return
+			}
+			f.later()
+		},
+	})
+	return f
 }
 
 // brokerAddr is the host:port of broker id's listener in the image.
@@ -196,10 +224,7 @@ func (f *fetcher) close() {
 		f.retry.Stop()
 		f.retry = nil
 	}
-	if f.client != nil {
-		f.client.Close()
-		f.client = nil
-	}
+	f.conn.Close()
 }
 
 // later retries fetch after the backoff.
@@ -219,38 +244,11 @@ func (f *fetcher) laterIn(d time.Duration) {
 // fetch sends the next Fetch if none is in flight and the last answer's
 // appends are durable.
 func (f *fetcher) fetch() {
-	if f.closed || f.inflight || f.flushing > 0 || f.dialing || f.retry != nil || len(f.parts) == 0 {
+	if f.closed || f.inflight || f.flushing > 0 || f.conn.Dialing() || f.retry != nil || len(f.parts) == 0 {
 		return
 	}
-	if f.client == nil || f.client.Closed() {
-		f.client = nil
-		f.dialing = true
-		f.m.e.Net().Dial(f.addr, func(c env.Conn, err error) {
-			f.dialing = false
-			if f.closed {
-				if c != nil {
-					c.Close()
-				}
-				return
-			}
-			if err != nil {
-				f.m.log.Debug("follower cannot reach its leader", "leader", f.leader, "addr", f.addr, "err", err)
-				if errors.Is(err, env.ErrConnRefused) {
-					if f.m.cfg.LeaderRefused != nil {
-						f.m.cfg.LeaderRefused(f.leader)
-					}
-					// Report again soon: the report only counts on the
-					// active controller, which may be elected meanwhile
-					// (the dead broker's node may have been it).
-					f.laterIn(refusedRedialBackoff)
-					return
-				}
-				f.later()
-				return
-			}
-			f.client = protocol.NewClient(c, protocol.ClientConfig{ClientID: "strata-replica-fetcher-" + strconv.Itoa(int(f.m.cfg.NodeID))})
-			f.fetch()
-		})
+	if !f.conn.Connected() {
+		f.conn.Dial() // OnConnected fetches, OnDialFailed retries later
 		return
 	}
 	incremental := f.sess.id > 0
@@ -262,16 +260,9 @@ func (f *fetcher) fetch() {
 		return
 	}
 	f.inflight = true
-	client := f.client
-	var timeout env.Timer
-	timeout = f.m.e.AfterFunc(replicaFetchWait+replicaFetchTimeout, func() {
-		timeout = nil
-		client.Close() // the answer is overdue: a silent leader
-	})
-	err := client.Do(req, func(r kmsg.Response, err error) {
-		if timeout != nil {
-			timeout.Stop()
-		}
+	// An answer overdue past the leader's wait is a silent leader: the
+	// connection is closed.
+	_, err := f.conn.Do(req, replicaFetchWait+replicaFetchTimeout, func(r kmsg.Response, err error) {
 		f.inflight = false
 		if f.closed {
 			return
@@ -286,10 +277,7 @@ func (f *fetcher) fetch() {
 			return
 		case err != nil || !ok || resp.ErrorCode != 0:
 			f.sess = fetcherSession{} // unknown on the leader now
-			if f.client == client {
-				client.Close()
-				f.client = nil
-			}
+			f.conn.Reset()
 			if err != nil && !f.redialed {
 				// A lost connection: dial again at once, once, so that a
 				// leader whose process died is known refused (and its
@@ -318,8 +306,7 @@ func (f *fetcher) fetch() {
 	})
 	if err != nil {
 		f.inflight = false
-		client.Close()
-		f.client = nil
+		f.conn.Reset()
 		f.sess = fetcherSession{}
 		f.later()
 	}
@@ -477,6 +464,8 @@ func (f *fetcher) apply(a fetchingFrom, rp *kmsg.FetchResponseTopicPartition) bo
 		return false
 	}
 	if len(rp.RecordBatches) > 0 {
+		assert.That(p.following() && !p.leads() && p.leader == f.leader && p.leaderEpoch == a.epoch && p.l == l,
+			"%s: copying batches from %d in epoch %d while led by %d in epoch %d", p.dir, f.leader, a.epoch, p.leader, p.leaderEpoch)
 		info, err := l.AppendReplicated(rp.RecordBatches)
 		if info.Batches > 0 {
 			p.replayAppended(rp.RecordBatches, info)

@@ -7,6 +7,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/core/assert"
 )
 
 // # The ISR, leader side
@@ -89,6 +91,8 @@ func (p *Partition) canAlterISR() bool {
 
 // alterISR sends the ISR change to the controller.
 func (p *Partition) alterISR(isr []int32) {
+	assert.That(p.resigning || p.recovering() || slices.Contains(isr, p.m.cfg.NodeID),
+		"%s: leader %d proposing ISR %v without itself", p.dir, p.m.cfg.NodeID, isr)
 	req := kmsg.NewPtrAlterPartitionRequest()
 	req.Version = 2
 	req.BrokerID, req.BrokerEpoch = p.m.cfg.NodeID, p.m.cfg.BrokerEpoch()

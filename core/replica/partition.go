@@ -11,6 +11,7 @@ import (
 	"github.com/strata-log/strata/core/env"
 	"github.com/strata-log/strata/core/log"
 	"github.com/strata-log/strata/core/meta"
+	"github.com/strata-log/strata/core/plant"
 	"github.com/strata-log/strata/core/producer"
 )
 
@@ -308,6 +309,7 @@ func (p *Partition) checkEpoch(current int32) error {
 func (p *Partition) update(part meta.Partition, cfg topicConfig) {
 	leaderChanged := p.leader != part.Leader || p.leaderEpoch != part.LeaderEpoch
 	assert.That(part.LeaderEpoch >= p.leaderEpoch, "%s: leader epoch went back from %d to %d", p.dir, p.leaderEpoch, part.LeaderEpoch)
+	assert.That(part.PartitionEpoch >= p.partitionEpoch, "%s: partition epoch went back from %d to %d", p.dir, p.partitionEpoch, part.PartitionEpoch)
 	replicasChanged := !slices.Equal(p.replicas, part.Replicas)
 	if p.leads() && !leaderChanged && p.pendingISR != nil && slices.Equal(part.ISR, p.pendingISR) && !slices.Equal(p.isr, part.ISR) {
 		// The image shows this leader's ISR change: count it once, here
@@ -611,8 +613,12 @@ func (p *Partition) advanceHighWatermark() {
 }
 
 // setHighWatermark moves the log's high watermark to hw and remembers it
-// in highWatermark.
+// in highWatermark. Where the topic acknowledges after fsync, hw is
+// durable on this replica (a leader's and a follower's alike): a record
+// a consumer may read is one a power loss here cannot take back.
 func (p *Partition) setHighWatermark(hw int64) {
+	assert.That(!p.cfg.durable() || hw <= p.l.DurableOffset() || plant.Is(plant.HighWatermarkFromLogEnd),
+		"%s: high watermark %d past the durable offset %d", p.dir, hw, p.l.DurableOffset())
 	p.l.SetHighWatermark(hw)
 	p.highWatermark = max(p.highWatermark, hw)
 	if p.producers != nil {

@@ -198,6 +198,7 @@ func (p *Partition) produce(in produceInput, acks int16, now time.Time, verify v
 		// producer wrote: the time index and ListOffsets go by it.
 		b.SetMaxTimestamp(record.CreateTime, sum.MaxTimestamp)
 	}
+	p.assertLeaderAppend()
 	info, err := l.AppendValidated(b, sum, p.leaderEpoch) // validated above: one pass over the records
 	switch {
 	case err == nil:

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/strata-log/strata/core/assert"
 	"github.com/strata-log/strata/core/log"
 	"github.com/strata-log/strata/core/plant"
 )
@@ -265,6 +266,16 @@ func (p *Partition) lostTail(end int64) {
 			return
 		}
 	}
+}
+
+// assertLeaderAppend holds before every append of this broker's own
+// batches (produces, transaction markers): only the leader of the image's
+// epoch appends, to an online log, and never while it resigns an epoch
+// whose tail its log lost (lostTail): two histories would share the epoch.
+func (p *Partition) assertLeaderAppend() {
+	assert.That(p.leads() && p.state == stateOnline && p.l != nil && !p.resigning,
+		"%s: appending as leader while leader %d (this broker %d), state %s, resigning %t",
+		p.dir, p.leader, p.m.cfg.NodeID, p.state, p.resigning)
 }
 
 // pendingAck is an acks=all produce waiting for the high watermark to

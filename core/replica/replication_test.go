@@ -364,8 +364,10 @@ func TestAFollowerPartitionThatCannotAppendDelaysOnlyItself(t *testing.T) {
 	r.createReplicated("b", topicID(2), []int32{2, testNode}, []int32{2, testNode}, 2, nil)
 	pa, pb := r.online("a", 0), r.online("b", 0)
 	require.True(t, pa.following() && pb.following())
-	// dialing: fetch() sends nothing, so the test drives the fetcher.
-	f := &fetcher{m: r.m, leader: 2, addr: "b2:9092", parts: []*Partition{pa, pb}, dialing: true}
+	// A fetch in flight: fetch() sends nothing, so the test drives the
+	// fetcher.
+	f := r.m.newFetcher(2, "b2:9092")
+	f.parts, f.inflight = []*Partition{pa, pb}, true
 
 	_, asked, _, wake := f.request(false, r.Env.Monotonic())
 	require.Len(t, asked, 2)

@@ -153,6 +153,7 @@ func (p *Partition) WriteTxnMarker(m producer.Marker, now time.Time, done func(e
 		return
 	}
 	l := p.l
+	p.assertLeaderAppend()
 	info, err := l.AppendCoordinator(raw, p.leaderEpoch)
 	switch {
 	case err == nil:

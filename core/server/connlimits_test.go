@@ -9,8 +9,8 @@ import (
 
 	"github.com/strata-log/strata/core/connlimit"
 	"github.com/strata-log/strata/core/env"
-	"github.com/strata-log/strata/core/protocol"
 	"github.com/strata-log/strata/core/server"
+	"github.com/strata-log/strata/core/wire"
 	"github.com/strata-log/strata/sim/servertest"
 )
 
@@ -58,7 +58,7 @@ func TestListenersBoundConnections(t *testing.T) {
 		req.ClientSoftwareName, req.ClientSoftwareVersion = "sim", "1"
 		formatter := kmsg.NewRequestFormatter(kmsg.FormatterClientID("sim"))
 		for i := range 8 {
-			require.NoError(t, busy.c.Send(protocol.EncodeRequest(formatter, req, int32(i))))
+			require.NoError(t, busy.c.Send(wire.EncodeRequest(formatter, req, int32(i))))
 			require.NoError(t, x.Sim.RunFor(500*time.Millisecond))
 		}
 		require.True(t, silent.closed, "%s: silent for 4 s", addr)

@@ -8,8 +8,8 @@ import (
 
 	"github.com/strata-log/strata/core/broker"
 	"github.com/strata-log/strata/core/env"
-	"github.com/strata-log/strata/core/protocol"
 	"github.com/strata-log/strata/core/record"
+	"github.com/strata-log/strata/core/wire"
 	"github.com/strata-log/strata/sim/servertest"
 )
 
@@ -26,7 +26,7 @@ func FuzzServerRequests(f *testing.F) {
 		for v := a.MinVersion; v <= a.MaxVersion; v++ {
 			req := seedRequest(a.Key, v)
 			if req != nil {
-				f.Add(protocol.EncodeRequest(formatter, req, int32(v)))
+				f.Add(wire.EncodeRequest(formatter, req, int32(v)))
 			}
 		}
 	}

@@ -26,6 +26,8 @@
 //  4. The producer epoch of an id never decreases; a bumped epoch fences
 //     every request of the older one.
 //
-// The broker (core/broker txn.go) owns the partitions, their replay and the
-// marker sending (MarkerSender) over the inter-broker clients.
+// The coordinator runtime (core/coord) runs a Shard per partition: it
+// loads it by replaying the partition, is its write path and unloads it;
+// the broker (core/broker txn.go) configures it and sends the markers
+// (MarkerSender) over the inter-broker clients.
 package txn

@@ -74,7 +74,7 @@ func (s *Shard) sendMarkers(t *Txn) {
 }
 
 func (s *Shard) sendRound(t *Txn, m *markerRound) {
-	if s.unloaded || t.markers != m {
+	if s.status.Unloaded() || t.markers != m {
 		return
 	}
 	if len(m.remaining) == 0 {
@@ -91,7 +91,7 @@ func (s *Shard) sendRound(t *Txn, m *markerRound) {
 	}
 	answered := false
 	s.cfg.Markers.SendMarkers(req, func(results []MarkerResult) {
-		if answered || s.unloaded || t.markers != m {
+		if answered || s.status.Unloaded() || t.markers != m {
 			return
 		}
 		answered = true
@@ -152,7 +152,7 @@ func (s *Shard) complete(t *Txn, m *markerRound) {
 			// (a transient one) would otherwise leave the transaction
 			// prepared forever. A real loss of the partition unloads the
 			// shard, which ends the retries.
-			if !s.unloaded {
+			if !s.status.Unloaded() {
 				s.retryRoundComplete(t, m)
 			}
 			return
@@ -166,7 +166,7 @@ func (s *Shard) retryRoundComplete(t *Txn, m *markerRound) {
 	d := m.backoff
 	m.backoff = min(2*m.backoff, s.cfg.MarkerRetryBackoffMax)
 	m.timer = s.e.AfterFunc(d, func() {
-		if !s.unloaded && t.markers == m && !t.pending {
+		if !s.status.Unloaded() && t.markers == m && !t.pending {
 			s.complete(t, m)
 		}
 	})

@@ -8,14 +8,14 @@ import (
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/core/coord"
 )
 
 // Record is one record of __transaction_state: Kafka's TransactionLogKey
 // (version 0) and TransactionLogValue (version 1, flexible), a nil value
 // being a tombstone.
-type Record struct {
-	Key, Value []byte
-}
+type Record = coord.Record
 
 const (
 	keyVersion   = 0

@@ -1,7 +1,6 @@
 package txn
 
 import (
-	"errors"
 	"log/slog"
 	"math"
 	"slices"
@@ -11,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/strata-log/strata/core/assert"
+	"github.com/strata-log/strata/core/coord"
 	"github.com/strata-log/strata/core/env"
 	"github.com/strata-log/strata/core/plant"
 )
@@ -26,9 +26,9 @@ type Shard struct {
 	cfg Config
 	log *slog.Logger
 	// txns by id: looked up only; listings sort the ids.
-	txns             map[string]*Txn
-	loaded, unloaded bool
-	check            env.Timer
+	txns   map[string]*Txn
+	status coord.Status
+	check  env.Timer
 }
 
 // NewShard returns a shard that is loading: Replay each record of the
@@ -38,12 +38,9 @@ func NewShard(e env.Env, log *slog.Logger, cfg Config) *Shard {
 	return &Shard{e: e, cfg: cfg.withDefaults(), log: log, txns: map[string]*Txn{}}
 }
 
-// ErrNotCoordinator is a write's error once the shard was unloaded.
-var ErrNotCoordinator = errors.New("txn: not the coordinator")
-
 // Replay applies one record of the partition while loading, in log order.
 func (s *Shard) Replay(key, value []byte) error {
-	assert.That(!s.loaded, "txn: replay after the shard loaded")
+	assert.That(!s.status.Loaded(), "txn: replay after the shard loaded")
 	id, st, err := decodeRecord(key, value)
 	if err != nil {
 		return err
@@ -70,7 +67,7 @@ func (s *Shard) Replay(key, value []byte) error {
 // Loaded ends the replay: transactions left in a Prepare state get their
 // markers sent again, and the shard serves.
 func (s *Shard) Loaded() {
-	s.loaded = true
+	s.status.SetLoaded()
 	for _, id := range s.ids() {
 		if t := s.txns[id]; t.state.preparing() {
 			s.log.Info("resuming transaction markers", "transactional_id", id, "state", t.state, "partitions", len(t.partitions))
@@ -84,10 +81,9 @@ func (s *Shard) Loaded() {
 // requests get NOT_COORDINATOR) and every later call answers
 // NOT_COORDINATOR.
 func (s *Shard) Unload() {
-	if s.unloaded {
+	if !s.status.SetUnloaded() {
 		return
 	}
-	s.unloaded = true
 	if s.check != nil {
 		s.check.Stop()
 	}
@@ -108,20 +104,9 @@ func (s *Shard) ids() []string {
 	return out
 }
 
-// state returns the code a request gets before its id is looked at.
-func (s *Shard) state() *kerr.Error {
-	switch {
-	case s.unloaded:
-		return kerr.NotCoordinator
-	case !s.loaded:
-		return kerr.CoordinatorLoadInProgress
-	}
-	return nil
-}
-
 // lookup returns the persisted txn of id, or the code for why not.
 func (s *Shard) lookup(id string, producerID int64) (*Txn, *kerr.Error) {
-	if err := s.state(); err != nil {
+	if err := s.status.Err(); err != nil {
 		return nil, err
 	}
 	t := s.txns[id]
@@ -158,7 +143,7 @@ func (s *Shard) transition(t *Txn, next txnState, done func(*kerr.Error)) {
 		t.pending = false
 		if err != nil {
 			s.log.Warn("writing transaction state failed", "transactional_id", t.id, "state", next.state, "err", err)
-			done(writeErrorCode(err))
+			done(coord.WriteErrorCode(err))
 			return
 		}
 		assert.That(next.producerID != t.producerID || next.epoch >= t.epoch || !t.persisted, "txn: producer epoch went backwards")
@@ -167,30 +152,10 @@ func (s *Shard) transition(t *Txn, next txnState, done func(*kerr.Error)) {
 	})
 }
 
-// write appends recs; done gets ErrNotCoordinator once the shard was
-// unloaded, even if the write succeeded.
+// write appends recs; done gets coord.ErrNotCoordinator once the shard
+// was unloaded, even if the write succeeded.
 func (s *Shard) write(recs []Record, done func(error)) {
-	s.cfg.Write(recs, func(err error) {
-		if s.unloaded && err == nil {
-			err = ErrNotCoordinator
-		}
-		done(err)
-	})
-}
-
-// writeErrorCode maps a failed write to Kafka's coordinator errors (the
-// client finds the coordinator again and retries).
-func writeErrorCode(err error) *kerr.Error {
-	var ke *kerr.Error
-	if errors.As(err, &ke) {
-		switch ke {
-		case kerr.UnknownTopicOrPartition, kerr.NotEnoughReplicas, kerr.NotEnoughReplicasAfterAppend, kerr.RequestTimedOut:
-			return kerr.CoordinatorNotAvailable
-		case kerr.MessageTooLarge, kerr.RecordListTooLarge, kerr.InvalidFetchSize:
-			return kerr.UnknownServerError
-		}
-	}
-	return kerr.NotCoordinator
+	s.cfg.Write(recs, s.status.Guard(done))
 }
 
 func (s *Shard) nowMs() int64 { return s.e.Now().UnixMilli() }
@@ -204,7 +169,7 @@ func (s *Shard) nowMs() int64 { return s.e.Now().UnixMilli() }
 // producer bump its own epoch, or retry a bump that was answered.
 func (s *Shard) InitProducerID(id string, timeoutMs int32, expectedID int64, expectedEpoch int16, done func(producerID int64, epoch int16, err *kerr.Error)) {
 	fail := func(err *kerr.Error) { done(-1, -1, err) }
-	if err := s.state(); err != nil {
+	if err := s.status.Err(); err != nil {
 		fail(err)
 		return
 	}
@@ -271,18 +236,27 @@ func (s *Shard) InitProducerID(id string, timeoutMs int32, expectedID int64, exp
 		bump(next)
 		return
 	}
-	t.pending = true // while the allocation runs
+	s.allocate(t, fail, func(pid int64) {
+		next.prevProducerID, next.producerID, next.nextProducerID, next.epoch, next.lastEpoch = t.producerID, pid, -1, 0, -1
+		bump(next)
+	})
+}
+
+// allocate asks for a producer id for t, which is pending meanwhile (no
+// other write of its id starts); got runs with the id, or fail with why
+// not (NOT_COORDINATOR once the shard unloaded).
+func (s *Shard) allocate(t *Txn, fail func(*kerr.Error), got func(pid int64)) {
+	t.pending = true
 	s.cfg.AllocateProducerID(func(pid int64, err *kerr.Error) {
 		t.pending = false
-		if s.unloaded {
+		if s.status.Unloaded() {
 			err = kerr.NotCoordinator
 		}
 		if err != nil {
 			fail(err)
 			return
 		}
-		next.prevProducerID, next.producerID, next.nextProducerID, next.epoch, next.lastEpoch = t.producerID, pid, -1, 0, -1
-		bump(next)
+		got(pid)
 	})
 }
 
@@ -297,15 +271,7 @@ func (s *Shard) initNew(id string, timeoutMs int32, done func(int64, int16, *ker
 		}
 		done(-1, -1, err)
 	}
-	s.cfg.AllocateProducerID(func(pid int64, err *kerr.Error) {
-		t.pending = false
-		if s.unloaded {
-			err = kerr.NotCoordinator
-		}
-		if err != nil {
-			forget(err)
-			return
-		}
+	s.allocate(t, forget, func(pid int64) {
 		next := txnState{producerID: pid, prevProducerID: -1, nextProducerID: -1, epoch: 0, lastEpoch: -1, timeoutMs: timeoutMs,
 			state: StateEmpty, startMs: -1, updateMs: s.nowMs()}
 		s.transition(t, next, func(err *kerr.Error) {
@@ -407,8 +373,8 @@ func (s *Shard) verify(id string, producerID int64, epoch int16, parts []TopicPa
 	var err *kerr.Error
 	t := s.txns[id]
 	switch {
-	case s.state() != nil:
-		err = s.state()
+	case s.status.Err() != nil:
+		err = s.status.Err()
 	case t == nil || !t.persisted || t.producerID != producerID:
 		err = kerr.InvalidProducerIDMapping
 	case t.epoch != epoch:
@@ -441,7 +407,7 @@ func (t *Txn) has(tp TopicPartition) bool {
 // fenced (it must not decide a transaction it never saw: KAFKA-17754).
 func (s *Shard) EndTxn(id string, producerID int64, epoch int16, commit, tv2 bool, done func(producerID int64, epoch int16, err *kerr.Error)) {
 	fail := func(err *kerr.Error) { done(-1, -1, err) }
-	if err := s.state(); err != nil {
+	if err := s.status.Err(); err != nil {
 		fail(err)
 		return
 	}
@@ -490,16 +456,7 @@ func (s *Shard) EndTxn(id string, producerID int64, epoch int16, commit, tv2 boo
 		// with the last epoch, and the Complete state moves the id to a
 		// new producer id (Kafka's NextProducerId), which the answer
 		// gives now.
-		t.pending = true
-		s.cfg.AllocateProducerID(func(pid int64, err *kerr.Error) {
-			t.pending = false
-			if s.unloaded {
-				err = kerr.NotCoordinator
-			}
-			if err != nil {
-				fail(err)
-				return
-			}
+		s.allocate(t, fail, func(pid int64) {
 			next := t.txnState
 			next.state, next.updateMs, next.tv2, next.nextProducerID = want, s.nowMs(), true, pid
 			if emptyAbort {
@@ -545,7 +502,7 @@ func (s *Shard) prepare(t *Txn, next txnState, fail func(*kerr.Error), answer fu
 // that fences their producer, and forgets ids idle past
 // transactional.id.expiration.ms.
 func (s *Shard) periodic() {
-	if s.unloaded {
+	if s.status.Unloaded() {
 		return
 	}
 	defer func() { s.check = s.e.AfterFunc(s.cfg.AbortCheckInterval, s.periodic) }()
@@ -592,7 +549,7 @@ func (s *Shard) expire(t *Txn) {
 // Describe returns an id's summary (DescribeTransactions), or its error:
 // TRANSACTIONAL_ID_NOT_FOUND for an id this shard does not know.
 func (s *Shard) Describe(id string) (Summary, *kerr.Error) {
-	if err := s.state(); err != nil {
+	if err := s.status.Err(); err != nil {
 		return Summary{}, err
 	}
 	t := s.txns[id]
@@ -614,7 +571,7 @@ type Filter struct {
 // List returns the summaries of the ids selected by f, sorted by id, or
 // the shard's error (loading, unloaded).
 func (s *Shard) List(f Filter) ([]Summary, *kerr.Error) {
-	if err := s.state(); err != nil {
+	if err := s.status.Err(); err != nil {
 		return nil, err
 	}
 	now := s.nowMs()

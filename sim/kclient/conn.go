@@ -9,7 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/core/env"
-	"github.com/strata-log/strata/core/protocol"
+	"github.com/strata-log/strata/core/wire"
 )
 
 // connState is where a broker's connection is in its life.
@@ -30,7 +30,7 @@ type broker struct {
 	addr string
 
 	state connState
-	conn  *protocol.Client
+	conn  *wire.Client
 	// gen counts connection attempts; a callback of an older attempt is
 	// stale and ignored.
 	gen uint64
@@ -198,7 +198,7 @@ func (b *broker) connect() {
 // handshake asks the new connection's ApiVersions; the connection is
 // ready once they are known.
 func (b *broker) handshake(gen uint64, conn env.Conn) {
-	b.conn = protocol.NewClient(conn, protocol.ClientConfig{
+	b.conn = wire.NewClient(conn, wire.ClientConfig{
 		ClientID: b.c.cfg.ClientID,
 		OnClose:  func(err error) { b.lost(gen, err) },
 		Logger:   b.c.log,
@@ -263,7 +263,7 @@ func (b *broker) connectFailed(err error) {
 }
 
 // lost handles the end of connection gen (the pending calls already got
-// ErrConnLost from protocol.Client).
+// ErrConnLost from wire.Client).
 func (b *broker) lost(gen uint64, err error) {
 	if gen != b.gen {
 		return

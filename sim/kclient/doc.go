@@ -1,6 +1,6 @@
 // Package kclient is a deterministic Kafka client for the simulator: a
 // producer and a consumer that speak the Kafka protocol (kmsg frames
-// through core/protocol.Client) to Strata brokers over env.Net, as the
+// through core/wire.Client) to Strata brokers over env.Net, as the
 // franz-go and Java clients do, so that a simulated workload exercises
 // the same broker code and the same wire as a real one.
 //

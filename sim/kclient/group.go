@@ -382,6 +382,12 @@ func (gm *GroupMember) rejoin(why error, forget bool) {
 		gm.memberID = ""
 		gm.generation = -1
 	}
+	gm.joinAgain()
+}
+
+// joinAgain stops the heartbeat and, on a later turn, finds the
+// coordinator to join again, unless the member moved on meanwhile.
+func (gm *GroupMember) joinAgain() {
 	if gm.hbTimer != nil {
 		gm.hbTimer.Stop()
 		gm.hbTimer = nil
@@ -404,18 +410,7 @@ func (gm *GroupMember) rejoinKeeping(why error) {
 		return
 	}
 	gm.rejoinAfter = false
-	if gm.hbTimer != nil {
-		gm.hbTimer.Stop()
-		gm.hbTimer = nil
-	}
-	gm.state = memberJoining
-	gm.epoch++
-	epoch := gm.epoch
-	gm.c.e.Post(func() {
-		if gm.epoch == epoch {
-			gm.find()
-		}
-	})
+	gm.joinAgain()
 }
 
 // join sends JoinGroup.

@@ -10,6 +10,7 @@ import (
 	"github.com/strata-log/strata/core/assert"
 	"github.com/strata-log/strata/core/env"
 	"github.com/strata-log/strata/nemesis"
+	"github.com/strata-log/strata/nemesis/simworld"
 	"github.com/strata-log/strata/sim"
 )
 
@@ -53,7 +54,7 @@ func counters(o Options) sim.Summary {
 	if !o.NoFaults {
 		mix = nemesis.DrawMix(s.Rand("nemesis/mix"), o.Nodes)
 	}
-	nemesis.Start(s, h.procs, mix, o.FaultPhase)
+	nemesis.Start(simworld.New(s, h.procs), mix, o.FaultPhase)
 
 	sum := func(err error) sim.Summary {
 		m := s.Summarize("counters")

@@ -542,7 +542,7 @@ func (g *groupRun) resetCommit(try int) {
 		// arrives (groups seed 182: a member's OffsetFetch saw it while
 		// the answer was on the wire), or without one: (k) takes it as
 		// the floor from now (a lower floor only weakens the check).
-		if !h.bugs.forgetResets {
+		if !h.bugs.groups.forgetResets {
 			for _, p := range h.partitions() {
 				if off, ok := want[p]; ok {
 					g.acks[p] = append(g.acks[p], groupCommitAck{offset: off, at: h.s.Now(), who: "the admin's reset", reset: true})

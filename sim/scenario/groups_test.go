@@ -63,7 +63,7 @@ const groupsSeedsInMakeTest = 300
 
 func runGroupsSeed(t *testing.T, seed uint64) *logHarness {
 	t.Helper()
-	return runLogSeedWith(t, seed, logBugs{replicas: replicatedRF, groups: true})
+	return runLogSeedWith(t, seed, logShape{kind: kindGroups}, logBugs{})
 }
 
 func TestGroupsRegressionSeeds(t *testing.T) {
@@ -115,7 +115,7 @@ func TestGroupsSeeds(t *testing.T) {
 					}
 					if seed%10 == 0 {
 						a := h.s.Summarize("groups")
-						b, _ := runLog(Options{Seed: seed}, logBugs{replicas: replicatedRF, groups: true})
+						b, _ := runLog(Options{Seed: seed}, logShape{kind: kindGroups}, logBugs{})
 						require.Equal(t, a.TraceHash, b.TraceHash, "groups seed %d gave two traces", seed)
 					}
 				}
@@ -150,8 +150,8 @@ func TestGroupsSeeds(t *testing.T) {
 // OffsetFetch, so the resets of the workload are real and (k) reads the
 // coordinator's answers.
 func TestGroupsCommitCheckSeesResets(t *testing.T) {
-	bugs := logBugs{replicas: replicatedRF, groups: true, forgetResets: true}
-	require.NotZero(t, logBugFails(t, bugs, 20, 60, "(k) commits hold"), "no seed caught the forgotten reset")
+	shape, bugs := logShape{kind: kindGroups}, logBugs{groups: groupBugs{forgetResets: true}}
+	require.NotZero(t, logBugFails(t, shape, bugs, 20, 60, "(k) commits hold"), "no seed caught the forgotten reset")
 }
 
 func TestGroupsSeedSummary(t *testing.T) {

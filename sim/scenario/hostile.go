@@ -32,8 +32,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/core/env"
-	"github.com/strata-log/strata/core/protocol"
 	"github.com/strata-log/strata/core/quorum"
+	"github.com/strata-log/strata/core/wire"
 	"github.com/strata-log/strata/sim"
 )
 
@@ -68,7 +68,7 @@ func maybeStartHostilePeer(s *sim.Sim, o Options, cfg hostileConfig) *hostilePee
 	if o.NoFaults || r.IntN(2) != 0 {
 		return nil
 	}
-	p := &hostilePeer{s: s, r: r, cfg: cfg, clients: make([]*protocol.Client, len(cfg.targets)),
+	p := &hostilePeer{s: s, r: r, cfg: cfg, clients: make([]*wire.Client, len(cfg.targets)),
 		dialing: make([]bool, len(cfg.targets)),
 		// The mean wait between requests, drawn per seed: from a trickle
 		// to a flood of forgeries.
@@ -87,7 +87,7 @@ type hostilePeer struct {
 	cfg      hostileConfig
 	e        env.Env
 	interval time.Duration
-	clients  []*protocol.Client // per target, nil while not connected
+	clients  []*wire.Client // per target, nil while not connected
 	dialing  []bool
 	// epoch is the largest quorum epoch an answer carried: forgeries in
 	// range aim just past it.
@@ -130,8 +130,8 @@ func (p *hostilePeer) attack() {
 				if err != nil {
 					return
 				}
-				var cl *protocol.Client
-				cl = protocol.NewClient(conn, protocol.ClientConfig{ClientID: "hostile", MaxInflight: 64, OnClose: func(error) {
+				var cl *wire.Client
+				cl = wire.NewClient(conn, wire.ClientConfig{ClientID: "hostile", MaxInflight: 64, OnClose: func(error) {
 					if p.clients[i] == cl {
 						p.clients[i] = nil
 					}

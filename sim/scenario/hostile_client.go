@@ -61,6 +61,7 @@ import (
 	"github.com/strata-log/strata/core/protocol"
 	"github.com/strata-log/strata/core/record"
 	"github.com/strata-log/strata/core/record/recordtest"
+	"github.com/strata-log/strata/core/wire"
 	"github.com/strata-log/strata/linearizability"
 	"github.com/strata-log/strata/sim"
 	"github.com/strata-log/strata/sim/kclient"
@@ -153,7 +154,7 @@ func (p *hostilePlan) String() string {
 
 // drawHostilePlan draws the seed's hostile client from its own stream:
 // none in one seed in two (and never without faults).
-func drawHostilePlan(s *sim.Sim, o Options, bugs logBugs) *hostilePlan {
+func drawHostilePlan(s *sim.Sim, o Options, shape logShape) *hostilePlan {
 	r := s.Rand("hostile-client")
 	if o.NoFaults || r.IntN(2) != 0 {
 		return nil
@@ -166,7 +167,7 @@ func drawHostilePlan(s *sim.Sim, o Options, bugs logBugs) *hostilePlan {
 		maxBombs: 1 + r.IntN(3), maxOversize: 1 + r.IntN(2)}
 	// Swarm: each kind in three seeds of four, at least one.
 	for k := hostileKind(0); k < hkKinds; k++ {
-		if k == hkInternal && !bugs.groups && !bugs.txn {
+		if k == hkInternal && !shape.groups() && !shape.txn() {
 			continue // no internal topic to aim at
 		}
 		if r.IntN(4) != 0 {
@@ -686,7 +687,7 @@ func (hc *hostileClient) outcome(b hostileBuild, acks int16, resp *kmsg.ProduceR
 			kind, base, detail = kclient.Rejected, -1, kerrName(code)
 		}
 	}
-	leaderOnly := acks == 1 && h.bugs.rf() > 1
+	leaderOnly := acks == 1 && h.shape.rf() > 1
 	h.model.sent(b.name, kind, base, !leaderOnly, h.s.Now())
 	h.s.Trace(fmt.Sprintf("log:%s %s %s %s off=%d code=%d", hostileClientHost, kind, b.part, b.name, base, code))
 	a := linearizability.LogAttempt{Producer: hostileClientHost, Partition: b.part, Build: b.name, Send: 1, Offset: base}
@@ -819,7 +820,7 @@ func (c *hostileConn) send(req kmsg.Request, mutate func([]byte), done func(kmsg
 	}
 	corr := c.nextCorr
 	c.nextCorr++
-	frame := protocol.EncodeRequest(c.hc.formatter, req, corr)
+	frame := wire.EncodeRequest(c.hc.formatter, req, corr)
 	if mutate != nil {
 		mutate(frame)
 	}
@@ -835,14 +836,14 @@ func (c *hostileConn) send(req kmsg.Request, mutate func([]byte), done func(kmsg
 }
 
 func (c *hostileConn) onFrame(frame []byte) {
-	corr, ok := protocol.ResponseCorrelationID(frame)
+	corr, ok := wire.ResponseCorrelationID(frame)
 	i := slices.IndexFunc(c.pending, func(p *hostileCall) bool { return p.corr == corr })
 	if !ok || i < 0 {
 		return // an answer to a request sent without done, or to a flipped correlation id
 	}
 	p := c.pending[i]
 	c.pending = slices.Delete(c.pending, i, i+1)
-	resp, err := protocol.ParseResponse(frame, p.req)
+	resp, err := wire.ParseResponse(frame, p.req)
 	if err != nil {
 		c.hc.fail("%s: %s answered a %s v%d with a frame that does not parse: %v", c.kind, c.hc.h.names[c.node], kmsg.NameForKey(p.req.Key()), p.req.GetVersion(), err)
 	}
@@ -997,7 +998,7 @@ func (hc *hostileClient) sendMutatedProduce(c *hostileConn, t hostilePart, answe
 	hc.seq++
 	acks := []int16{-1, 1, 0}[hc.r.IntN(3)]
 	req, batch, record := hc.rawProduce(t, acks, hc.validValues(1+hc.r.IntN(6), 16+hc.r.IntN(200), false))
-	frame := protocol.EncodeRequest(hc.formatter, req, 0)
+	frame := wire.EncodeRequest(hc.formatter, req, 0)
 	start := bytes.Index(frame, batch)
 	if start < 0 {
 		panic("hostile client: the batch is not in its request")

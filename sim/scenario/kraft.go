@@ -17,6 +17,7 @@ import (
 	"github.com/strata-log/strata/core/server"
 	"github.com/strata-log/strata/linearizability"
 	"github.com/strata-log/strata/nemesis"
+	"github.com/strata-log/strata/nemesis/simworld"
 	"github.com/strata-log/strata/sim"
 	"github.com/strata-log/strata/sim/check"
 )
@@ -235,7 +236,7 @@ func runKRaftWith(o Options, shape kraftShape, bugs kraftBugs) (sim.Summary, *kr
 		}
 		mix = nemesis.DrawMixFor(s.Rand("nemesis/mix"), o.Nodes, nemesis.Promises{Outages: true, Voters: o.Nodes, Wipeable: wipeable})
 	}
-	nemesis.Start(s, h.procs, mix, o.FaultPhase)
+	nemesis.Start(simworld.New(s, h.procs), mix, o.FaultPhase)
 	h.hostile = maybeStartHostilePeer(s, o, h.hostileConfig(o))
 	h.scheduleCheck()
 

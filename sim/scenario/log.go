@@ -17,12 +17,13 @@ import (
 	"github.com/strata-log/strata/core/server"
 	"github.com/strata-log/strata/linearizability"
 	"github.com/strata-log/strata/nemesis"
+	"github.com/strata-log/strata/nemesis/simworld"
 	"github.com/strata-log/strata/sim"
 )
 
 // Log runs the "log" scenario: the Kafka data path under the nemesis.
 func Log(o Options) sim.Summary {
-	sum, _ := runLog(o, logBugs{pageCache: o.PageCache})
+	sum, _ := runLog(o, logShape{pageCache: o.PageCache}, logBugs{})
 	return sum
 }
 
@@ -30,7 +31,7 @@ func Log(o Options) sim.Summary {
 // workload and checks with every topic at replication factor 3 and
 // min.insync.replicas 2 (ISR replication, durable acks=all).
 func Replicated(o Options) sim.Summary {
-	sum, _ := runLog(o, logBugs{replicas: replicatedRF, pageCache: o.PageCache, damageLogs: !o.NoDamageLogs})
+	sum, _ := runLog(o, logShape{kind: kindReplicated, pageCache: o.PageCache, damageLogs: !o.NoDamageLogs}, logBugs{})
 	return sum
 }
 
@@ -39,7 +40,7 @@ func Replicated(o Options) sim.Summary {
 // factor 5 and min.insync.replicas 3, topic events at 3 and 2, and a
 // nemesis that may take two nodes down at once.
 func Replicated5(o Options) sim.Summary {
-	sum, _ := runLog(o, logBugs{replicas: replicated5RF, pageCache: o.PageCache, damageLogs: !o.NoDamageLogs})
+	sum, _ := runLog(o, logShape{kind: kindReplicated5, pageCache: o.PageCache, damageLogs: !o.NoDamageLogs}, logBugs{})
 	return sum
 }
 
@@ -47,7 +48,7 @@ func Replicated5(o Options) sim.Summary {
 // consumer group under member faults and coordinator failovers
 // (groups.go).
 func Groups(o Options) sim.Summary {
-	sum, _ := runLog(o, logBugs{replicas: replicatedRF, groups: true, pageCache: o.PageCache})
+	sum, _ := runLog(o, logShape{kind: kindGroups, pageCache: o.PageCache}, logBugs{})
 	return sum
 }
 
@@ -55,7 +56,7 @@ func Groups(o Options) sim.Summary {
 // transactional producers, read_committed consumers and strikes at the
 // transaction coordinator (txn.go).
 func Txn(o Options) sim.Summary {
-	sum, _ := runLog(o, logBugs{replicas: replicatedRF, txn: true, pageCache: o.PageCache, damageLogs: !o.NoDamageLogs})
+	sum, _ := runLog(o, logShape{kind: kindTxn, pageCache: o.PageCache, damageLogs: !o.NoDamageLogs}, logBugs{})
 	return sum
 }
 
@@ -68,18 +69,90 @@ const (
 	replicatedLagTime = 2 * time.Second
 )
 
-// logBugs plants bugs so that tests can prove the checks catch them. The
-// zero value plants none. pageCache is a real broker mode; the others
-// change only what the checker is told (the view), never a broker.
-type logBugs struct {
+// logShape is what a run of the log scenarios is: which scenario, and
+// the broker modes and knobs a test turns. It changes what runs, never
+// what the checkers are told (logBugs). The zero value is the log
+// scenario.
+type logShape struct {
+	// kind is the scenario.
+	kind logKind
 	// pageCache creates the topics with flush.messages=1000, Kafka's
-	// page-cache mode: the broker acknowledges and exposes a batch
-	// before it is fsynced, so a power loss takes back acknowledged
-	// records (check a).
+	// page-cache mode (a real broker mode, not a bug): the broker
+	// acknowledges and exposes a batch before it is fsynced, so a power
+	// loss takes back acknowledged records (check a).
 	pageCache bool
 	// damageLogs declares partition .log files survivable (the
 	// replicated scenarios' default; Options.NoDamageLogs).
 	damageLogs bool
+	// noTailConsumers runs no consumers during the run, so that only the
+	// acknowledgements and the final read observe the log, and a lost
+	// acknowledged record is caught by the final comparison of (a) rather
+	// than by a consumer first.
+	noTailConsumers bool
+}
+
+// logKind is one of the scenarios runLog runs.
+type logKind uint8
+
+const (
+	// kindLog: topics at replication factor 1.
+	kindLog logKind = iota
+	// kindReplicated: every topic at replication factor 3 and
+	// min.insync.replicas 2.
+	kindReplicated
+	// kindReplicated5: five nodes, topics at replication factor 5 and 3.
+	kindReplicated5
+	// kindGroups: the replicated scenario with a consumer group and its
+	// checks (groups.go).
+	kindGroups
+	// kindTxn: the replicated scenario with transactional producers,
+	// read_committed readers and their checks (txn.go).
+	kindTxn
+)
+
+func (k logKind) String() string {
+	return [...]string{"log", "replicated", "replicated5", "groups", "txn"}[k]
+}
+
+// name is the scenario's name.
+func (s logShape) name() string { return s.kind.String() }
+
+// groups and txn say whether the run has the groups or the txn
+// scenario's workload and checks.
+func (s logShape) groups() bool { return s.kind == kindGroups }
+func (s logShape) txn() bool    { return s.kind == kindTxn }
+
+// rf is the topics' widest replication factor.
+func (s logShape) rf() int {
+	switch s.kind {
+	case kindLog:
+		return 1
+	case kindReplicated5:
+		return replicated5RF
+	}
+	return replicatedRF
+}
+
+// nodes is the number of combined broker+controller nodes: three, or one
+// per replica of the widest topic.
+func (s logShape) nodes() int { return max(3, s.rf()) }
+
+// topicRF is the replication factor of the i-th topic: every topic's is
+// rf, but in replicated5, whose second topic (events) has 3, so that the
+// five brokers hold partitions of both widths and a reassignment moves a
+// replica to a broker that had none.
+func (s logShape) topicRF(i int) int {
+	if s.kind == kindReplicated5 && i == 1 {
+		return replicatedRF
+	}
+	return s.rf()
+}
+
+// logBugs plants bugs so that tests can prove the checks catch them. The
+// zero value plants none. Every one changes only what a checker is told
+// (a view), never a broker, but txnBugs.offsetsDefaultISR, a planted
+// misconfiguration.
+type logBugs struct {
 	// changeRecord makes the final read see a different value at the
 	// first offset of every partition (check b).
 	changeRecord bool
@@ -92,80 +165,47 @@ type logBugs struct {
 	// reorder makes consumers see the first two records of every fetch
 	// that returns at least two in swapped order (check e).
 	reorder bool
-	// noTailConsumers is a knob, not a bug: no consumers during the
-	// run, so that only the acknowledgements and the final read observe
-	// the log, and a lost acknowledged record is caught by the final
-	// comparison of (a) rather than by a consumer first.
-	noTailConsumers bool
 	// offlineMetric makes the metrics check (g) read one more offline
 	// partition than n1's registry holds.
 	offlineMetric bool
 	// divergentReplica makes the replicas check (i) read one bit flipped
 	// in the first batch of the last replica of every partition.
 	divergentReplica bool
-	// groups is a knob, not a bug: the groups scenario's consumer group
-	// and its checks (groups.go) on the replicated cluster.
-	groups bool
-	// txn is a knob, not a bug: the txn scenario's transactional
-	// producers and read_committed readers and their checks (txn.go).
-	txn bool
-	// txnDropCommitted makes the txn readers' view drop the first record
-	// of every read_committed answer that holds at least two (check n);
-	// txnRepeatRecord makes them see an answer's first record again one
-	// past its last (check o).
-	txnDropCommitted, txnRepeatRecord bool
-	// txnOffsetsDefaultISR creates __consumer_offsets with the broker's
-	// default min.insync.replicas (1) instead of 2: an acknowledged
-	// TxnOffsetCommit can be lost (check t). txnReverseEdge makes (u)'s
-	// graph hold, for its first wr edge T -> E, also E -> T (a cycle).
-	txnOffsetsDefaultISR, txnReverseEdge bool
 	// hostileBlind makes the hostile client judge no answer, so that
 	// only the readers can find a batch appended that had to be refused
 	// (check x's second half).
 	hostileBlind bool
+	// groups and txn are the groups and txn scenarios' own.
+	groups groupBugs
+	txn    txnBugs
+}
+
+// groupBugs are the groups scenario's planted bugs.
+type groupBugs struct {
 	// forgetResets makes the groups harness not tell (k) of the admin's
 	// offset resets: the members' next OffsetFetch then looks like a
 	// lost commit.
 	forgetResets bool
-	// replicas is a knob, not a bug: the topics' replication factor (1
-	// when zero), min.insync.replicas being one less (the replicated
-	// scenario).
-	replicas int
 }
 
-// rf is the topics' widest replication factor.
-func (b logBugs) rf() int { return max(b.replicas, 1) }
-
-// topicRF is the replication factor of the i-th topic: every topic's is
-// rf, but in replicated5, whose second topic (events) has 3, so that the
-// five brokers hold partitions of both widths and a reassignment moves a
-// replica to a broker that had none.
-func (b logBugs) topicRF(i int) int {
-	if b.replicas == replicated5RF && i == 1 {
-		return replicatedRF
-	}
-	return b.rf()
+// txnBugs are the txn scenario's planted bugs.
+type txnBugs struct {
+	// dropCommitted makes the txn readers' view drop the first record of
+	// every read_committed answer that holds at least two (check n);
+	// repeatRecord makes them see an answer's first record again one
+	// past its last (check o).
+	dropCommitted, repeatRecord bool
+	// offsetsDefaultISR creates __consumer_offsets with the broker's
+	// default min.insync.replicas (1) instead of 2: an acknowledged
+	// TxnOffsetCommit can be lost (check t). reverseEdge makes (u)'s
+	// graph hold, for its first wr edge T -> E, also E -> T (a cycle).
+	offsetsDefaultISR, reverseEdge bool
 }
 
 // minInsync is the min.insync.replicas of a topic at replication factor
 // rf: a majority (2 of 3, 3 of 5), so that an acknowledged record survives
 // any minority of its replicas.
 func minInsync(rf int) int { return rf/2 + 1 }
-
-// name is the scenario's name.
-func (b logBugs) name() string {
-	switch {
-	case b.groups:
-		return "groups"
-	case b.txn:
-		return "txn"
-	case b.replicas == replicated5RF:
-		return "replicated5"
-	case b.rf() > 1:
-		return "replicated"
-	}
-	return "log"
-}
 
 // Defaults of the log scenario.
 const (
@@ -257,12 +297,12 @@ func (p logPhase) String() string {
 // bytes below the high watermark (checkReplicas). Last, (h): the run's
 // produces and fetches are linearizable as an append-only log per
 // partition (porcupine; log_model.go).
-func runLog(o Options, bugs logBugs) (sim.Summary, *logHarness) {
-	o = o.withDefaults(max(3, bugs.replicas), logFaultPhase, logHealPhase)
+func runLog(o Options, shape logShape, bugs logBugs) (sim.Summary, *logHarness) {
+	o = o.withDefaults(shape.nodes(), logFaultPhase, logHealPhase)
 	s := sim.New(sim.Config{Seed: o.Seed, Log: o.Log, BuggifyRate: o.buggifyRate()})
-	h := newLogHarness(s, o, bugs)
+	h := newLogHarness(s, o, shape, bugs)
 	sum := func(err error) (sim.Summary, *logHarness) {
-		m := s.Summarize(bugs.name())
+		m := s.Summarize(shape.name())
 		m.Err = err
 		m.Visualize = h.model.visualize
 		if h.err != nil {
@@ -300,11 +340,11 @@ func runLog(o Options, bugs logBugs) (sim.Summary, *logHarness) {
 		// one replica, and every node is a voter.
 		mix = nemesis.DrawMixFor(s.Rand("nemesis/mix"), o.Nodes, nemesis.Promises{Outages: true, Voters: o.Nodes})
 	}
-	if bugs.damageLogs && bugs.rf() > 1 && len(mix.Disk.Damaged) > 0 {
+	if shape.damageLogs && shape.rf() > 1 && len(mix.Disk.Damaged) > 0 {
 		h.logDamage = mix.Disk.Damaged[0]
 		h.declareSurvivable(h.logDamage)
 	}
-	nemesis.Start(s, h.procs, mix, o.FaultPhase)
+	nemesis.Start(simworld.New(s, h.procs), mix, o.FaultPhase)
 	h.hostile = maybeStartHostilePeer(s, o, h.hostileConfig(healAt))
 	if h.hostilePlan != nil {
 		h.hostileClient = startHostileClient(h, healAt)
@@ -405,11 +445,12 @@ type logHarness struct {
 	// scenarios, one seed in two).
 	strikes controllerStrikes
 	// logDamage is the node whose partition .log files may get damage at
-	// rest (bugs.damageLogs): the first of the nemesis's damaged ones, -1
+	// rest (shape.damageLogs): the first of the nemesis's damaged ones, -1
 	// before the mix is drawn or without it.
 	logDamage int
 	s         *sim.Sim
 	o         Options
+	shape     logShape
 	bugs      logBugs
 	swarm     logSwarm
 
@@ -454,15 +495,15 @@ type logHarness struct {
 	txn *txnRun
 }
 
-func newLogHarness(s *sim.Sim, o Options, bugs logBugs) *logHarness {
-	h := &logHarness{s: s, o: o, bugs: bugs, swarm: drawLogSwarm(s, bugs), logDamage: -1,
+func newLogHarness(s *sim.Sim, o Options, shape logShape, bugs logBugs) *logHarness {
+	h := &logHarness{s: s, o: o, shape: shape, bugs: bugs, swarm: drawLogSwarm(s, shape), logDamage: -1,
 		probes: map[linearizability.LogPartition]int64{}}
 	// The hostile client in one seed in two, from its own stream; it
 	// sets the brokers' connection bounds, so it is drawn first.
-	h.hostilePlan = drawHostilePlan(s, o, bugs)
+	h.hostilePlan = drawHostilePlan(s, o, shape)
 	h.hist = linearizability.NewLogHistory(s.Now)
 	h.model = newLogModel()
-	if bugs.rf() > 1 {
+	if shape.rf() > 1 {
 		// Reassignments in one seed of two, from a stream of their own so
 		// that the rest of the seed's draws do not move.
 		h.reassignRand = s.Rand("log/reassign")
@@ -472,10 +513,10 @@ func newLogHarness(s *sim.Sim, o Options, bugs logBugs) *logHarness {
 		h.strikes.r = s.Rand("log/controller-strike")
 		h.strikes.on = h.strikes.r.IntN(2) == 0 && !o.NoFaults
 	}
-	if bugs.groups {
+	if shape.groups() {
 		h.group = newGroupRun(h)
 	}
-	if bugs.txn {
+	if shape.txn() {
 		h.txn = newTxnRun(h)
 	}
 	n := o.Nodes
@@ -495,20 +536,20 @@ func newLogHarness(s *sim.Sim, o Options, bugs logBugs) *logHarness {
 			Quorum:         kraft.Config{Voters: kraft.ParseVoters(voters)},
 			BrokerListener: broker.Config{ListenAddr: h.names[i] + logBrokerPort, AdvertisedHost: h.names[i]},
 		}
-		scfg.Quorum.Controller.MaxReplicationFactor = bugs.rf()
+		scfg.Quorum.Controller.MaxReplicationFactor = shape.rf()
 		if hp := h.hostilePlan; hp != nil {
 			scfg.BrokerListener.ConnectionsMaxIdle = hp.idle
 			scfg.BrokerListener.MaxConnectionsPerIPOverrides = map[string]int{hostileClientHost: hp.perIP, hostileSlowHost: hp.slowPerIP}
 		}
-		if bugs.groups {
+		if shape.groups() {
 			scfg.BrokerListener.Groups.OffsetsPartitions = groupOffsetsPartitions
 			scfg.BrokerListener.Groups.Coordinator.MinSessionTimeout = groupMinSession
 			scfg.BrokerListener.Groups.Coordinator.InitialRebalanceDelay = groupInitialDelay
 		}
-		if bugs.txn {
+		if shape.txn() {
 			scfg.BrokerListener.Txns.StatePartitions = txnStatePartitions
 			scfg.BrokerListener.Groups.OffsetsPartitions = txnOffsetsPartitions
-			if !bugs.txnOffsetsDefaultISR {
+			if !bugs.txn.offsetsDefaultISR {
 				scfg.BrokerListener.Groups.OffsetsMinInsync = txnOffsetsMinInsync
 			}
 			scfg.BrokerListener.Txns.Coordinator.AbortCheckInterval = txnAbortCheckInterval
@@ -516,7 +557,7 @@ func newLogHarness(s *sim.Sim, o Options, bugs logBugs) *logHarness {
 				scfg.BrokerListener.Txns.TransactionVersion = 2
 			}
 		}
-		if bugs.rf() > 1 {
+		if shape.rf() > 1 {
 			// A short replica.lag.time.max.ms, so that within the fault
 			// phase followers fall out of the ISR (a partition, a pause,
 			// a slow disk) and come back, and elections meet ISRs of
@@ -668,7 +709,7 @@ func (h *logHarness) advance() {
 	case logReplicas:
 		// (i) waits for the same deadline: a follower that was fenced
 		// until late may still be fetching its last batches.
-		if h.bugs.rf() == 1 {
+		if h.shape.rf() == 1 {
 			h.lastPhase()
 			break
 		}

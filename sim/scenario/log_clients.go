@@ -41,7 +41,7 @@ const (
 type logTopicSpec struct {
 	name       string
 	partitions int32
-	// rf is the replication factor (logBugs.topicRF).
+	// rf is the replication factor (logShape.topicRF).
 	rf      int
 	configs [][2]string
 }
@@ -117,11 +117,11 @@ var logCodecs = []record.Codec{record.CodecNone, record.CodecGzip, record.CodecS
 
 // drawLogSwarm draws the seed's topics, producers and consumers from the
 // "log/swarm" stream.
-func drawLogSwarm(s *sim.Sim, bugs logBugs) logSwarm {
+func drawLogSwarm(s *sim.Sim, shape logShape) logSwarm {
 	r := s.Rand("log/swarm")
 	var w logSwarm
 	for i, name := range []string{"orders", "events"} {
-		t := logTopicSpec{name: name, partitions: int32(1 + r.IntN(3-i)), rf: bugs.topicRF(i)}
+		t := logTopicSpec{name: name, partitions: int32(1 + r.IntN(3-i)), rf: shape.topicRF(i)}
 		if r.IntN(2) == 0 {
 			// Small segments: rolls, producer snapshots at each roll,
 			// recovery over many segments.
@@ -130,7 +130,7 @@ func drawLogSwarm(s *sim.Sim, bugs logBugs) logSwarm {
 		if r.IntN(4) == 0 {
 			t.configs = append(t.configs, [2]string{"message.timestamp.type", "LogAppendTime"})
 		}
-		if bugs.pageCache {
+		if shape.pageCache {
 			t.configs = append(t.configs, [2]string{"flush.messages", "1000"})
 		}
 		w.topics = append(w.topics, t)
@@ -238,7 +238,7 @@ func startLogAdmin(h *logHarness) *logAdmin {
 
 func (a *logAdmin) tick(e env.Env) {
 	if a.h.phase != logSetup {
-		if a.h.bugs.rf() > 1 {
+		if a.h.shape.rf() > 1 {
 			a.reassignTick(e)
 		}
 		return
@@ -332,7 +332,7 @@ func (a *logAdmin) create(t logTopicSpec) {
 	}
 	spec := kclient.TopicSpec{Name: t.name, Partitions: t.partitions, ReplicationFactor: int16(t.rf), Configs: configs}
 	a.c.CreateTopic(spec, func(ok bool, code int16) {
-		if !ok && code == kerr.InvalidReplicationFactor.Code && a.h.bugs.rf() > 1 && a.h.phase == logSetup {
+		if !ok && code == kerr.InvalidReplicationFactor.Code && a.h.shape.rf() > 1 && a.h.phase == logSetup {
 			a.h.s.Trace("log:create-again " + spec.Name)
 			a.h.s.After(200*time.Millisecond, "log:create-again", func() { a.create(t) })
 			return
@@ -371,7 +371,7 @@ func (h *logHarness) startWorkload() {
 		h.producers = append(h.producers, h.startProducer(spec, true))
 	}
 	for _, spec := range h.swarm.consumers {
-		if h.bugs.noTailConsumers {
+		if h.shape.noTailConsumers {
 			break
 		}
 		h.consumers = append(h.consumers, h.startConsumer(spec, false))
@@ -482,7 +482,7 @@ func (lp *logProducer) onEvent(ev kclient.ProduceEvent) {
 	// acks=1 with replicas: the leader alone had the batch, and a leader
 	// change may take it back (Kafka's semantics). It is not an
 	// observation of the committed log.
-	leaderOnly := lp.spec.acks == 1 && h.bugs.rf() > 1
+	leaderOnly := lp.spec.acks == 1 && h.shape.rf() > 1
 	h.model.sent(build, ev.Kind, ev.BaseOffset, !leaderOnly, h.s.Now())
 	a := linearizability.LogAttempt{Producer: lp.name, Partition: part, Build: build, Send: ev.Send, Offset: ev.BaseOffset}
 	switch ev.Kind {
@@ -589,7 +589,7 @@ func (lc *logConsumer) onFetch(ev kclient.FetchEvent) {
 		recs = lc.view(p, st, recs)
 		h.checkHostileRead(lc.name, p, recs)
 		hw := ev.HighWatermark
-		if h.bugs.rf() > 1 {
+		if h.shape.rf() > 1 {
 			// A new leader's high watermark may lag the old one's until
 			// its followers fetch (Kafka's): what the reader learned was
 			// committed stays committed, which (b) checks record by

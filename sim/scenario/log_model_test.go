@@ -26,7 +26,7 @@ func TestLogModelCatchesViewBugs(t *testing.T) {
 		{"duplicate a batch", logBugs{dupBatch: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			sum, h := runLog(Options{Seed: 1}, tc.bugs)
+			sum, h := runLog(Options{Seed: 1}, logShape{}, tc.bugs)
 			require.Error(t, sum.Err, "the planted view failed no check")
 			res, err := linearizability.CheckLog(&h.model.ops, logModelLimits)
 			require.NoError(t, err)
@@ -40,14 +40,14 @@ func TestLogModelCatchesViewBugs(t *testing.T) {
 // bugs records a history the model accepts, with appends, reads and
 // unknown outcomes in it (acks=0 producers, timeouts).
 func TestLogModelPassesCleanRuns(t *testing.T) {
-	for _, bugs := range []logBugs{{}, {replicas: replicatedRF}} {
-		sum, h := runLog(Options{Seed: 2}, bugs)
+	for _, shape := range []logShape{{}, {kind: kindReplicated}} {
+		sum, h := runLog(Options{Seed: 2}, shape, logBugs{})
 		require.NoError(t, sum.Err)
 		require.True(t, h.model.checked)
 		require.NoError(t, h.model.err)
 		require.True(t, h.model.result.Ok)
 		require.Positive(t, h.model.result.Operations)
-		t.Logf("%s seed 2: %v", bugs.name(), h.model.result)
+		t.Logf("%s seed 2: %v", shape.name(), h.model.result)
 	}
 }
 
@@ -61,7 +61,7 @@ const logModelPageCacheSeed = 7
 // only planted views: in page-cache mode a power loss takes back records
 // that were read, and a later read finds another value at their offset.
 func TestLogModelCatchesPageCacheLoss(t *testing.T) {
-	sum, h := runLog(Options{Seed: logModelPageCacheSeed}, logBugs{pageCache: true})
+	sum, h := runLog(Options{Seed: logModelPageCacheSeed}, logShape{pageCache: true}, logBugs{})
 	require.Error(t, sum.Err)
 	require.Contains(t, sum.Err.Error(), "(b)")
 	res, err := linearizability.CheckLog(&h.model.ops, logModelLimits)

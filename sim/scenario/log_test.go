@@ -124,18 +124,17 @@ func isKnownFailingLog(seed uint64) bool {
 
 func runLogSeed(t *testing.T, seed uint64) *logHarness {
 	t.Helper()
-	return runLogSeedWith(t, seed, logBugs{})
+	return runLogSeedWith(t, seed, logShape{}, logBugs{})
 }
 
-// runLogSeedWith runs one seed of the log scenario (or, with replicas,
-// the replicated one) and fails the test with its summary if it fails.
-func runLogSeedWith(t *testing.T, seed uint64, bugs logBugs) *logHarness {
+// runLogSeedWith runs one seed of the scenario shape says, with bugs, and fails the test with its summary if it fails.
+func runLogSeedWith(t *testing.T, seed uint64, shape logShape, bugs logBugs) *logHarness {
 	t.Helper()
-	sum, h := runLog(Options{Seed: seed}, bugs)
+	sum, h := runLog(Options{Seed: seed}, shape, bugs)
 	if sum.Err != nil {
 		var b strings.Builder
 		sum.Print(&b)
-		t.Fatalf("%s seed %d failed:\n%s", bugs.name(), seed, b.String())
+		t.Fatalf("%s seed %d failed:\n%s", shape.name(), seed, b.String())
 	}
 	return h
 }
@@ -168,7 +167,7 @@ func TestLogSeeds(t *testing.T) {
 		attempts += len(h.hist.Attempts())
 		if seed%10 == 0 {
 			a := h.s.Summarize("log")
-			b, _ := runLog(Options{Seed: seed}, logBugs{})
+			b, _ := runLog(Options{Seed: seed}, logShape{}, logBugs{})
 			require.Equal(t, a.TraceHash, b.TraceHash, "log seed %d gave two traces", seed)
 			require.Equal(t, a.Events, b.Events, "log seed %d", seed)
 			require.Equal(t, a.Faults, b.Faults, "log seed %d", seed)
@@ -186,7 +185,7 @@ func TestLogSeeds(t *testing.T) {
 // TestLogNoFaultsDeliversEverything: without faults, every batch of every
 // acks=1/all producer is acknowledged and the final read holds them all.
 func TestLogNoFaultsDeliversEverything(t *testing.T) {
-	sum, h := runLog(Options{Seed: 1, NoFaults: true}, logBugs{})
+	sum, h := runLog(Options{Seed: 1, NoFaults: true}, logShape{}, logBugs{})
 	require.NoError(t, sum.Err)
 	require.Positive(t, h.hist.Acked())
 	for _, p := range h.producers {
@@ -198,10 +197,10 @@ func TestLogNoFaultsDeliversEverything(t *testing.T) {
 
 // logBugFails runs seeds from..to with bugs planted and returns the first
 // seed whose run fails with an error containing want, or 0.
-func logBugFails(t *testing.T, bugs logBugs, from, to uint64, want string) uint64 {
+func logBugFails(t *testing.T, shape logShape, bugs logBugs, from, to uint64, want string) uint64 {
 	t.Helper()
 	for seed := from; seed <= to; seed++ {
-		sum, _ := runLog(Options{Seed: seed}, bugs)
+		sum, _ := runLog(Options{Seed: seed}, shape, bugs)
 		if sum.Err != nil {
 			require.Contains(t, sum.Err.Error(), want, "seed %d failed for another reason", seed)
 			t.Logf("seed %d: %v", seed, sum.Err)
@@ -219,12 +218,12 @@ func logBugFails(t *testing.T, bugs logBugs, from, to uint64, want string) uint6
 // cycle; with no tail consumers, the final read misses an acknowledged
 // record.
 func TestLogDurabilityCatchesPageCacheMode(t *testing.T) {
-	sum, _ := runLog(Options{Seed: logPageCacheSeed}, logBugs{pageCache: true})
+	sum, _ := runLog(Options{Seed: logPageCacheSeed}, logShape{pageCache: true}, logBugs{})
 	require.Error(t, sum.Err, "page-cache mode lost nothing in seed %d", logPageCacheSeed)
 	require.Contains(t, sum.Err.Error(), "(a) durability", "seed %d", logPageCacheSeed)
 	t.Logf("seed %d: %v", logPageCacheSeed, sum.Err)
 
-	sum, _ = runLog(Options{Seed: logPageCacheFinalSeed}, logBugs{pageCache: true, noTailConsumers: true})
+	sum, _ = runLog(Options{Seed: logPageCacheFinalSeed}, logShape{pageCache: true, noTailConsumers: true}, logBugs{})
 	require.Error(t, sum.Err, "page-cache mode lost nothing in seed %d", logPageCacheFinalSeed)
 	require.Contains(t, sum.Err.Error(), "(a) durability", "seed %d", logPageCacheFinalSeed)
 	require.Contains(t, sum.Err.Error(), "is missing", "seed %d", logPageCacheFinalSeed)
@@ -256,7 +255,7 @@ func TestLogChecksCatchViewBugs(t *testing.T) {
 		{"an offline partition in the metrics", logBugs{offlineMetric: true}, "(g) metrics"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			require.NotZero(t, logBugFails(t, tc.bugs, 1, 5, tc.want), "no seed caught the bug")
+			require.NotZero(t, logBugFails(t, logShape{}, tc.bugs, 1, 5, tc.want), "no seed caught the bug")
 		})
 	}
 }

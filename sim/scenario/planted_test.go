@@ -126,17 +126,17 @@ func TestPlantedBugsAreFound(t *testing.T) {
 // history it recorded up to its failure against the partition-log model
 // (h), to report whether the model alone would have caught the bug too.
 func plantedModelVerdict(scenario string, seed uint64) string {
-	var bugs logBugs
+	var shape logShape
 	switch scenario {
 	case "log":
 	case "replicated":
-		bugs.replicas = replicatedRF
+		shape.kind = kindReplicated
 	case "groups":
-		bugs.replicas, bugs.groups = replicatedRF, true
+		shape.kind = kindGroups
 	default:
 		return "not recorded (" + scenario + ")"
 	}
-	_, h := runLog(Options{Seed: seed}, bugs)
+	_, h := runLog(Options{Seed: seed}, shape, logBugs{})
 	res, err := linearizability.CheckLog(&h.model.ops, logModelLimits)
 	if err != nil {
 		return "no verdict: " + err.Error()
@@ -152,7 +152,7 @@ func TestPlantedSkipRecordValidationIsReadBack(t *testing.T) {
 	restore := plant.Set(plant.SkipRecordValidation)
 	defer restore()
 	for seed := uint64(1); seed <= 20; seed++ {
-		sum, _ := runLog(Options{Seed: seed}, logBugs{hostileBlind: true})
+		sum, _ := runLog(Options{Seed: seed}, logShape{}, logBugs{hostileBlind: true})
 		if sum.Err == nil {
 			continue
 		}

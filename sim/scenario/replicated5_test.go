@@ -23,7 +23,7 @@ const replicated5SeedsInMakeTest = 200
 
 func runReplicated5Seed(t *testing.T, seed uint64) *logHarness {
 	t.Helper()
-	return runLogSeedWith(t, seed, logBugs{replicas: replicated5RF, damageLogs: true})
+	return runLogSeedWith(t, seed, logShape{kind: kindReplicated5, damageLogs: true}, logBugs{})
 }
 
 func TestReplicated5RegressionSeeds(t *testing.T) {
@@ -54,7 +54,7 @@ func TestReplicated5Seeds(t *testing.T) {
 		}
 		if seed%10 == 0 {
 			a := h.s.Summarize("replicated5")
-			b, _ := runLog(Options{Seed: seed}, logBugs{replicas: replicated5RF, damageLogs: true})
+			b, _ := runLog(Options{Seed: seed}, logShape{kind: kindReplicated5, damageLogs: true}, logBugs{})
 			require.Equal(t, a.TraceHash, b.TraceHash, "replicated5 seed %d gave two traces", seed)
 			require.Equal(t, a.Events, b.Events, "replicated5 seed %d", seed)
 		}

@@ -121,7 +121,7 @@ const replicatedSeedsInMakeTest = 300
 
 func runReplicatedSeed(t *testing.T, seed uint64) *logHarness {
 	t.Helper()
-	return runLogSeedWith(t, seed, logBugs{replicas: replicatedRF, damageLogs: true})
+	return runLogSeedWith(t, seed, logShape{kind: kindReplicated, damageLogs: true}, logBugs{})
 }
 
 func TestReplicatedRegressionSeeds(t *testing.T) {
@@ -150,7 +150,7 @@ func TestReplicatedSeeds(t *testing.T) {
 		}
 		if seed%10 == 0 {
 			a := h.s.Summarize("replicated")
-			b, _ := runLog(Options{Seed: seed}, logBugs{replicas: replicatedRF, damageLogs: true})
+			b, _ := runLog(Options{Seed: seed}, logShape{kind: kindReplicated, damageLogs: true}, logBugs{})
 			require.Equal(t, a.TraceHash, b.TraceHash, "replicated seed %d gave two traces", seed)
 		}
 	}
@@ -185,6 +185,6 @@ func TestReplicatedPageCacheModeLoses(t *testing.T) {
 // watermark differ from the others' fails (i), although every log end
 // offset agrees ((g) passes).
 func TestReplicatedChecksCatchViewBugs(t *testing.T) {
-	bugs := logBugs{replicas: replicatedRF, divergentReplica: true}
-	require.NotZero(t, logBugFails(t, bugs, 1, 3, "(i) replicas"), "no seed caught the bug")
+	shape, bugs := logShape{kind: kindReplicated}, logBugs{divergentReplica: true}
+	require.NotZero(t, logBugFails(t, shape, bugs, 1, 3, "(i) replicas"), "no seed caught the bug")
 }

@@ -586,10 +586,10 @@ func (t *txnRun) onFetch(rd *txnReader, ev kclient.FetchEvent) {
 	t.reads++
 	t.skipped += ev.Skipped
 	recs := ev.Records
-	if t.h.bugs.txnDropCommitted && len(recs) >= 2 {
+	if t.h.bugs.txn.dropCommitted && len(recs) >= 2 {
 		recs = recs[1:]
 	}
-	if t.h.bugs.txnRepeatRecord && len(recs) >= 1 && recs[len(recs)-1].Offset+1 < ev.LastStableOffset {
+	if t.h.bugs.txn.repeatRecord && len(recs) >= 1 && recs[len(recs)-1].Offset+1 < ev.LastStableOffset {
 		extra := recs[0]
 		extra.Offset = recs[len(recs)-1].Offset + 1
 		recs = append(slices.Clone(recs), extra)

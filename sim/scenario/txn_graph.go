@@ -100,7 +100,7 @@ func (t *txnRun) graphCheck() error {
 			key, _, _ := strings.Cut(in.value, "/")
 			if from, ok := index[t.txns[key]]; ok {
 				add(from, i, "wr")
-				if t.h.bugs.txnReverseEdge && !reversed {
+				if t.h.bugs.txn.reverseEdge && !reversed {
 					reversed = true
 					add(i, from, "wr")
 				}

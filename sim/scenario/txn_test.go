@@ -47,7 +47,7 @@ var txnRegressionSeeds = []uint64{
 	// the next leader (a shorter log) dropped it, and no coordinator ever
 	// wrote a marker to txn-1: its last stable offset stayed behind the
 	// batch ((s)). A shard now serves once the high watermark reaches the
-	// log end it replayed (replayTxnShard; group shards too).
+	// log end it replayed (core/coord replay.go, rule L3).
 	43,
 	// Found twice, by two changes that moved the traces into the same
 	// core bug (the per-segment .txnindex, and the first 300-seed sweep
@@ -58,8 +58,8 @@ var txnRegressionSeeds = []uint64{
 	// shorter log never had, and answered COORDINATOR_LOAD_IN_PROGRESS
 	// for the rest of the run (a transaction never aborted, or etl-1
 	// never started again: (s)). A shard whose log is reopened or cut
-	// below what it replayed now loads again (replayTxnShard; group
-	// shards too).
+	// below what it replayed now loads again (core/coord replay.go, rule
+	// L2).
 	221,
 	// Found by the .txnindex change before it was committed: an injected
 	// write error on a .txnindex failed a follower's partition while it
@@ -175,7 +175,7 @@ var txnRegressionSeeds = []uint64{
 
 func runTxnSeed(t *testing.T, seed uint64) *logHarness {
 	t.Helper()
-	return runLogSeedWith(t, seed, logBugs{replicas: replicatedRF, txn: true, damageLogs: true})
+	return runLogSeedWith(t, seed, logShape{kind: kindTxn, damageLogs: true}, logBugs{})
 }
 
 func TestTxnRegressionSeeds(t *testing.T) {
@@ -245,7 +245,7 @@ func TestTxnSeeds(t *testing.T) {
 					f.graphEdges += x.graphEdges
 					if seed%10 == 0 {
 						a := h.s.Summarize("txn")
-						b, _ := runLog(Options{Seed: seed}, logBugs{replicas: replicatedRF, txn: true, damageLogs: true})
+						b, _ := runLog(Options{Seed: seed}, logShape{kind: kindTxn, damageLogs: true}, logBugs{})
 						require.Equal(t, a.TraceHash, b.TraceHash, "txn seed %d gave two traces", seed)
 					}
 				}
@@ -298,15 +298,15 @@ func TestTxnKafka17754(t *testing.T) {
 // read_committed answer fail (n) once a committed transaction's record
 // is passed without being delivered.
 func TestTxnLostWriteCheckFires(t *testing.T) {
-	bugs := logBugs{replicas: replicatedRF, txn: true, damageLogs: true, txnDropCommitted: true}
-	require.NotZero(t, logBugFails(t, bugs, 1, 20, "(n) lost write"), "no seed caught the dropped record")
+	shape, bugs := logShape{kind: kindTxn, damageLogs: true}, logBugs{txn: txnBugs{dropCommitted: true}}
+	require.NotZero(t, logBugFails(t, shape, bugs, 1, 20, "(n) lost write"), "no seed caught the dropped record")
 }
 
 // TestTxnDuplicateCheckFires: readers that see a record again at a later
 // offset fail (o).
 func TestTxnDuplicateCheckFires(t *testing.T) {
-	bugs := logBugs{replicas: replicatedRF, txn: true, damageLogs: true, txnRepeatRecord: true}
-	require.NotZero(t, logBugFails(t, bugs, 1, 20, "(o) duplicate"), "no seed caught the repeated record")
+	shape, bugs := logShape{kind: kindTxn, damageLogs: true}, logBugs{txn: txnBugs{repeatRecord: true}}
+	require.NotZero(t, logBugFails(t, shape, bugs, 1, 20, "(o) duplicate"), "no seed caught the repeated record")
 }
 
 // TestTxnETLCheckFires: with __consumer_offsets at the broker's default
@@ -315,10 +315,10 @@ func TestTxnDuplicateCheckFires(t *testing.T) {
 // (t) reports the duplicate (seed 26 at this commit; other seeds may
 // fail otherwise, e.g. (s), and are not counted).
 func TestTxnETLCheckFires(t *testing.T) {
-	bugs := logBugs{replicas: replicatedRF, txn: true, damageLogs: true, txnOffsetsDefaultISR: true}
+	shape, bugs := logShape{kind: kindTxn, damageLogs: true}, logBugs{txn: txnBugs{offsetsDefaultISR: true}}
 	found := 0
 	for seed := uint64(1); seed <= 20 && found == 0; seed++ {
-		sum, _ := runLog(Options{Seed: seed}, bugs)
+		sum, _ := runLog(Options{Seed: seed}, shape, bugs)
 		if sum.Err != nil && strings.Contains(sum.Err.Error(), "(t) ETL exactly-once") {
 			t.Logf("seed %d: %v", seed, sum.Err)
 			found++
@@ -330,15 +330,15 @@ func TestTxnETLCheckFires(t *testing.T) {
 // TestTxnCycleCheckFires: a graph with a wr edge reversed has a cycle,
 // which (u) reports as G1c.
 func TestTxnCycleCheckFires(t *testing.T) {
-	bugs := logBugs{replicas: replicatedRF, txn: true, damageLogs: true, txnReverseEdge: true}
-	require.NotZero(t, logBugFails(t, bugs, 1, 20, "(u) G1c"), "no seed caught the reversed edge")
+	shape, bugs := logShape{kind: kindTxn, damageLogs: true}, logBugs{txn: txnBugs{reverseEdge: true}}
+	require.NotZero(t, logBugFails(t, shape, bugs, 1, 20, "(u) G1c"), "no seed caught the reversed edge")
 }
 
 // TestTxnOpenSeedsStillFail: the open seeds fail as their bug says; once
 // one passes, its bug is fixed and it moves to txnRegressionSeeds.
 func TestTxnOpenSeedsStillFail(t *testing.T) {
 	for _, seed := range txnOpenSeeds {
-		sum, _ := runLog(Options{Seed: seed}, logBugs{replicas: replicatedRF, txn: true, damageLogs: true})
+		sum, _ := runLog(Options{Seed: seed}, logShape{kind: kindTxn, damageLogs: true}, logBugs{})
 		require.Error(t, sum.Err, "txn seed %d passes: move it to txnRegressionSeeds", seed)
 		want, ok := txnOpenFailures[seed]
 		require.True(t, ok, "txn seed %d: no failure named in txnOpenFailures", seed)

@@ -13,10 +13,10 @@ import (
 	"github.com/strata-log/strata/core/env"
 	"github.com/strata-log/strata/core/kraft"
 	"github.com/strata-log/strata/core/metrics"
-	"github.com/strata-log/strata/core/protocol"
 	"github.com/strata-log/strata/core/quorum"
 	"github.com/strata-log/strata/core/replica"
 	"github.com/strata-log/strata/core/server"
+	"github.com/strata-log/strata/core/wire"
 	"github.com/strata-log/strata/sim"
 	"github.com/strata-log/strata/sim/simtest"
 )
@@ -31,7 +31,7 @@ type Cluster struct {
 	Servers []*server.Server // the current incarnations', nil while down
 	// Metrics are the current incarnations' registries.
 	Metrics []*metrics.Registry
-	clients []*protocol.Client
+	clients []*wire.Client
 	cliEnv  env.Env
 }
 
@@ -41,7 +41,7 @@ type Cluster struct {
 func StartCluster(t T, seed uint64, n int, tweak func(*server.Config)) *Cluster {
 	t.Helper()
 	x := &Cluster{T: t, Sim: sim.New(sim.Config{Seed: seed}), Servers: make([]*server.Server, n),
-		Metrics: make([]*metrics.Registry, n), clients: make([]*protocol.Client, n)}
+		Metrics: make([]*metrics.Registry, n), clients: make([]*wire.Client, n)}
 	var voters []kraft.Voter
 	for i := 1; i <= n; i++ {
 		voters = append(voters, kraft.Voter{ID: quorum.NodeID(i), Addr: host(i) + ":9093"})
@@ -146,7 +146,7 @@ func (x *Cluster) Do(i int, req kmsg.Request) (kmsg.Response, error) {
 		x.cliEnv.Net().Dial(host(i)+":9092", func(c env.Conn, err error) {
 			dialed, failed = true, err
 			if err == nil {
-				x.clients[i-1] = protocol.NewClient(c, protocol.ClientConfig{ClientID: "servertest"})
+				x.clients[i-1] = wire.NewClient(c, wire.ClientConfig{ClientID: "servertest"})
 			}
 		})
 		x.RunUntil("a connection to "+host(i), func() bool { return dialed })

@@ -18,10 +18,10 @@ import (
 	"github.com/strata-log/strata/core/env"
 	"github.com/strata-log/strata/core/kraft"
 	"github.com/strata-log/strata/core/metrics"
-	"github.com/strata-log/strata/core/protocol"
 	"github.com/strata-log/strata/core/record"
 	"github.com/strata-log/strata/core/replica"
 	"github.com/strata-log/strata/core/server"
+	"github.com/strata-log/strata/core/wire"
 	"github.com/strata-log/strata/sim"
 	"github.com/strata-log/strata/sim/simtest"
 )
@@ -55,7 +55,7 @@ type Single struct {
 	// Metrics is the current incarnation's registry (every incarnation
 	// counts from zero, as a restarted node does).
 	Metrics *metrics.Registry
-	client  *protocol.Client
+	client  *wire.Client
 	cliEnv  env.Env
 }
 
@@ -142,7 +142,7 @@ func (x *Single) Do(req kmsg.Request) kmsg.Response {
 				failed = err
 				return
 			}
-			x.client = protocol.NewClient(c, protocol.ClientConfig{ClientID: "servertest"})
+			x.client = wire.NewClient(c, wire.ClientConfig{ClientID: "servertest"})
 		})
 		x.RunUntil("a connection", func() bool { return x.client != nil || failed != nil })
 		require.NoError(x.T, failed)
