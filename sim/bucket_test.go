@@ -1,4 +1,4 @@
-package sim
+package sim_test
 
 import (
 	"errors"
@@ -9,97 +9,66 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/strata-log/strata/core/env"
+	"github.com/strata-log/strata/sim"
 )
 
-// bucketRig is one process using the shared bucket, driven from outside the
-// loop.
-type bucketRig struct {
-	t *testing.T
-	s *Sim
-	p *Process
-	e env.Env
-}
-
-func newBucketRig(t *testing.T, seed uint64) *bucketRig {
-	r := &bucketRig{t: t, s: New(Config{Seed: seed})}
-	r.p = r.s.AddProcess("n1", func(e env.Env) { r.e = e })
-	r.p.Start()
-	r.run(0)
-	return r
-}
-
-func (r *bucketRig) run(d time.Duration) { require.NoError(r.t, r.s.RunFor(d)) }
-
-// await issues an operation and runs until its completion, which must not
-// run inline.
-func (r *bucketRig) await(issue func(done func())) {
-	called := false
-	issue(func() {
-		require.False(r.t, called, "completion ran twice")
-		called = true
-	})
-	require.False(r.t, called, "completion ran inline")
-	r.run(time.Second)
-	require.True(r.t, called, "completion never ran")
-}
-
-func (r *bucketRig) upload(name, data string) (err error) {
-	r.await(func(done func()) {
-		r.e.Bucket().Upload(name, []byte(data), func(e error) { err = e; done() })
+func (r *rig) upload(name, data string) (err error) {
+	r.Await(func(done func()) {
+		r.Env.Bucket().Upload(name, []byte(data), func(e error) { err = e; done() })
 	})
 	return err
 }
 
-func (r *bucketRig) get(name string) (data []byte, err error) {
-	r.await(func(done func()) {
-		r.e.Bucket().Get(name, func(d []byte, e error) { data, err = d, e; done() })
+func (r *rig) get(name string) (data []byte, err error) {
+	r.Await(func(done func()) {
+		r.Env.Bucket().Get(name, func(d []byte, e error) { data, err = d, e; done() })
 	})
 	return data, err
 }
 
-func (r *bucketRig) getRange(name string, off, length int64) (data []byte, err error) {
-	r.await(func(done func()) {
-		r.e.Bucket().GetRange(name, off, length, func(d []byte, e error) { data, err = d, e; done() })
+func (r *rig) getRange(name string, off, length int64) (data []byte, err error) {
+	r.Await(func(done func()) {
+		r.Env.Bucket().GetRange(name, off, length, func(d []byte, e error) { data, err = d, e; done() })
 	})
 	return data, err
 }
 
-func (r *bucketRig) del(name string) (err error) {
-	r.await(func(done func()) {
-		r.e.Bucket().Delete(name, func(e error) { err = e; done() })
+func (r *rig) del(name string) (err error) {
+	r.Await(func(done func()) {
+		r.Env.Bucket().Delete(name, func(e error) { err = e; done() })
 	})
 	return err
 }
 
-func (r *bucketRig) list(prefix string) (names []string, err error) {
-	r.await(func(done func()) {
-		r.e.Bucket().List(prefix, func(n []string, e error) { names, err = n, e; done() })
+func (r *rig) list(prefix string) (names []string, err error) {
+	r.Await(func(done func()) {
+		r.Env.Bucket().List(prefix, func(n []string, e error) { names, err = n, e; done() })
 	})
 	return names, err
 }
 
 func TestBucketRoundTripAndLatency(t *testing.T) {
-	r := newBucketRig(t, 1)
-	r.s.Bucket().SetFaults(BucketFaults{LatencyMin: 10 * time.Millisecond, LatencyMax: 10 * time.Millisecond})
+	r := newRig(t, 1)
+	r.Sim.Bucket().SetFaults(sim.BucketFaults{LatencyMin: 10 * time.Millisecond, LatencyMax: 10 * time.Millisecond})
 	data := []byte("segment bytes")
-	start := r.s.Now()
+	start := r.Sim.Now()
 	var at time.Duration
-	r.e.Bucket().Upload("t/0/00.log", data, func(err error) { require.NoError(t, err); at = r.s.Now() })
-	r.run(time.Second)
+	r.Env.Bucket().Upload("t/0/00.log", data, func(err error) { require.NoError(t, err); at = r.Sim.Now() })
+	r.Run(time.Second)
 	require.Equal(t, 20*time.Millisecond, at-start, "request leg plus response leg")
 
 	got, err := r.get("t/0/00.log")
 	require.NoError(t, err)
 	require.Len(t, got, len(data))
 	got[0] = 'Y'
-	stored, ok := r.s.Bucket().Object("t/0/00.log")
+	stored, ok := r.Sim.Bucket().Object("t/0/00.log")
 	require.True(t, ok)
 	require.NotEqual(t, byte('Y'), stored[0], "Get returns a copy")
-	require.Equal(t, []string{"t/0/00.log"}, r.s.Bucket().Objects())
+	require.Equal(t, []string{"t/0/00.log"}, r.Sim.Bucket().Objects())
 }
 
 func TestBucketGetMissingIsNotExist(t *testing.T) {
-	r := newBucketRig(t, 2)
+	r := newRig(t, 2)
 	_, err := r.get("nope")
 	require.ErrorIs(t, err, env.ErrNotExist)
 	_, err = r.getRange("nope", 0, 10)
@@ -110,7 +79,7 @@ func TestBucketGetMissingIsNotExist(t *testing.T) {
 }
 
 func TestBucketGetRangeBounds(t *testing.T) {
-	r := newBucketRig(t, 3)
+	r := newRig(t, 3)
 	require.NoError(t, r.upload("o", "0123456789"))
 	for _, c := range []struct {
 		off, length int64
@@ -134,71 +103,71 @@ func TestBucketGetRangeBounds(t *testing.T) {
 }
 
 func TestBucketFailureHasNoEffect(t *testing.T) {
-	r := newBucketRig(t, 4)
+	r := newRig(t, 4)
 	require.NoError(t, r.upload("keep", "v1"))
-	r.s.Bucket().SetFaults(BucketFaults{ErrorProbability: 1})
+	r.Sim.Bucket().SetFaults(sim.BucketFaults{ErrorProbability: 1})
 	err := r.upload("new", "x")
 	require.ErrorIs(t, err, env.ErrIO)
-	require.False(t, errors.Is(err, ErrBucketApplied))
+	require.False(t, errors.Is(err, sim.ErrBucketApplied))
 	require.Error(t, r.del("keep"))
 	_, err = r.get("keep")
 	require.Error(t, err)
-	r.s.Bucket().SetFaults(BucketFaults{})
-	require.Equal(t, []string{"keep"}, r.s.Bucket().Objects())
-	require.Equal(t, uint64(3), r.s.Bucket().Stats().Failed)
+	r.Sim.Bucket().SetFaults(sim.BucketFaults{})
+	require.Equal(t, []string{"keep"}, r.Sim.Bucket().Objects())
+	require.Equal(t, uint64(3), r.Sim.Bucket().Stats().Failed)
 }
 
 func TestBucketAmbiguousFailureTakesEffect(t *testing.T) {
-	r := newBucketRig(t, 5)
-	r.s.Bucket().SetFaults(BucketFaults{AmbiguousProbability: 1})
+	r := newRig(t, 5)
+	r.Sim.Bucket().SetFaults(sim.BucketFaults{AmbiguousProbability: 1})
 	err := r.upload("a", "data")
 	require.ErrorIs(t, err, env.ErrTimeout)
-	require.ErrorIs(t, err, ErrBucketApplied)
-	got, ok := r.s.Bucket().Object("a")
+	require.ErrorIs(t, err, sim.ErrBucketApplied)
+	got, ok := r.Sim.Bucket().Object("a")
 	require.True(t, ok, "an ambiguous upload took effect")
 	require.Equal(t, "data", string(got))
 
 	err = r.del("a")
-	require.ErrorIs(t, err, ErrBucketApplied)
-	require.Empty(t, r.s.Bucket().Objects(), "an ambiguous delete took effect")
+	require.ErrorIs(t, err, sim.ErrBucketApplied)
+	require.Empty(t, r.Sim.Bucket().Objects(), "an ambiguous delete took effect")
 
 	_, err = r.get("a")
 	require.Error(t, err, "a read with an injected error fails")
-	require.False(t, errors.Is(err, ErrBucketApplied))
+	require.False(t, errors.Is(err, sim.ErrBucketApplied))
 }
 
 func TestBucketCrashDropsCompletionButNotEffect(t *testing.T) {
-	r := newBucketRig(t, 6)
+	r := newRig(t, 6)
 	called := false
-	r.e.Bucket().Upload("seg", []byte("x"), func(error) { called = true })
-	r.e.Bucket().Delete("never-there", func(error) { called = true })
-	r.p.Crash()
-	r.run(time.Second)
+	r.Env.Bucket().Upload("seg", []byte("x"), func(error) { called = true })
+	r.Env.Bucket().Delete("never-there", func(error) { called = true })
+	r.Proc.Crash()
+	r.Run(time.Second)
 	require.False(t, called)
-	require.Equal(t, []string{"seg"}, r.s.Bucket().Objects(), "the upload landed although its caller crashed")
+	require.Equal(t, []string{"seg"}, r.Sim.Bucket().Objects(), "the upload landed although its caller crashed")
 
 	// A restart in the middle of an operation does not deliver the old
 	// incarnation's completion to the new one.
-	r.p.Start()
-	r.run(0)
-	old := r.e.Bucket()
+	r.Proc.Start()
+	r.Run(0)
+	old := r.Env.Bucket()
 	old.Upload("seg2", []byte("y"), func(error) { called = true })
-	r.p.Restart()
-	r.run(time.Second)
+	r.Proc.Restart()
+	r.Run(time.Second)
 	require.False(t, called)
-	_, ok := r.s.Bucket().Object("seg2")
+	_, ok := r.Sim.Bucket().Object("seg2")
 	require.True(t, ok)
 
 	// The dead incarnation's handle issues nothing.
 	old.Upload("seg3", []byte("z"), func(error) { called = true })
-	r.run(time.Second)
+	r.Run(time.Second)
 	require.False(t, called)
-	_, ok = r.s.Bucket().Object("seg3")
+	_, ok = r.Sim.Bucket().Object("seg3")
 	require.False(t, ok)
 }
 
 func TestBucketListIsRecursiveSortedAndDirectoryScoped(t *testing.T) {
-	r := newBucketRig(t, 7)
+	r := newRig(t, 7)
 	for _, name := range []string{"t/1/b", "t/1/a", "t/2/x/y", "t10/z", "u"} {
 		require.NoError(t, r.upload(name, "."))
 	}
@@ -214,8 +183,8 @@ func TestBucketListIsRecursiveSortedAndDirectoryScoped(t *testing.T) {
 }
 
 func TestBucketStaleListing(t *testing.T) {
-	r := newBucketRig(t, 8)
-	r.s.Bucket().SetFaults(BucketFaults{StaleListWindow: time.Minute})
+	r := newRig(t, 8)
+	r.Sim.Bucket().SetFaults(sim.BucketFaults{StaleListWindow: time.Minute})
 	for i := 0; i < 20; i++ {
 		require.NoError(t, r.upload(fmt.Sprintf("new/%02d", i), "."))
 	}
@@ -234,7 +203,7 @@ func TestBucketStaleListing(t *testing.T) {
 	}
 	require.True(t, sawGhost, "a recent delete still shows sometimes")
 
-	r.run(2 * time.Minute)
+	r.Run(2 * time.Minute)
 	names, err = r.list("new")
 	require.NoError(t, err)
 	require.Len(t, names, 20, "after the window listings are complete")
@@ -245,18 +214,18 @@ func TestBucketStaleListing(t *testing.T) {
 
 func TestBucketDeterministic(t *testing.T) {
 	run := func() (uint64, []string) {
-		r := newBucketRig(t, 9)
-		r.s.Bucket().SetFaults(BucketFaults{ErrorProbability: 0.2, AmbiguousProbability: 0.2, StaleListWindow: time.Second})
+		r := newRig(t, 9)
+		r.Sim.Bucket().SetFaults(sim.BucketFaults{ErrorProbability: 0.2, AmbiguousProbability: 0.2, StaleListWindow: time.Second})
 		for i := 0; i < 30; i++ {
-			r.e.Bucket().Upload(fmt.Sprintf("o/%d", i%7), []byte{byte(i)}, func(error) {})
+			r.Env.Bucket().Upload(fmt.Sprintf("o/%d", i%7), []byte{byte(i)}, func(error) {})
 			if i%3 == 0 {
-				r.e.Bucket().Delete(fmt.Sprintf("o/%d", i%5), func(error) {})
+				r.Env.Bucket().Delete(fmt.Sprintf("o/%d", i%5), func(error) {})
 			}
-			r.e.Bucket().List("o", func([]string, error) {})
-			r.run(time.Millisecond)
+			r.Env.Bucket().List("o", func([]string, error) {})
+			r.Run(time.Millisecond)
 		}
-		r.run(time.Second)
-		return r.s.TraceHash(), r.s.Bucket().Objects()
+		r.Run(time.Second)
+		return r.Sim.TraceHash(), r.Sim.Bucket().Objects()
 	}
 	h1, o1 := run()
 	h2, o2 := run()

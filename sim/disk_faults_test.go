@@ -1,4 +1,4 @@
-package sim
+package sim_test
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/strata-log/strata/core/env"
+	"github.com/strata-log/strata/sim"
 )
 
 // TestDiskPageCrashKeepsPagesOutOfOrderWithHoles: under PageCrash, a crash
@@ -15,11 +16,11 @@ import (
 // the gap reading as zeros), partly keeps an overwrite of durable bytes,
 // and never alters a byte no unsynced change touched.
 func TestDiskPageCrashKeepsPagesOutOfOrderWithHoles(t *testing.T) {
-	const durable = 2 * pageBytes
+	const durable = 2 * sim.PageBytes
 	var holes, partialOverwrites int
 	for seed := uint64(0); seed < 80; seed++ {
-		r := newDiskRig(t, seed)
-		r.p.Disk().SetFaults(DiskFaults{PageCrash: true})
+		r := newRig(t, seed)
+		r.Proc.Disk().SetFaults(sim.DiskFaults{PageCrash: true})
 		f := r.open("log")
 		r.syncDir("")
 		require.NoError(t, f.WriteAt(bytes.Repeat([]byte{'d'}, durable), 0))
@@ -27,16 +28,16 @@ func TestDiskPageCrashKeepsPagesOutOfOrderWithHoles(t *testing.T) {
 		// Overwrite both durable pages, then append three pages.
 		require.NoError(t, f.WriteAt(bytes.Repeat([]byte{'o'}, durable), 0))
 		for _, c := range []byte{'x', 'y', 'z'} {
-			_, err := f.Append(bytes.Repeat([]byte{c}, pageBytes))
+			_, err := f.Append(bytes.Repeat([]byte{c}, sim.PageBytes))
 			require.NoError(t, err)
 		}
-		r.restart()
+		r.Restart()
 		got, ok := r.read("log")
 		require.True(t, ok)
-		require.Contains(t, []int{durable, durable + pageBytes, durable + 2*pageBytes, durable + 3*pageBytes}, len(got),
+		require.Contains(t, []int{durable, durable + sim.PageBytes, durable + 2*sim.PageBytes, durable + 3*sim.PageBytes}, len(got),
 			"the size is one the file had")
-		for pg := 0; pg*pageBytes < len(got); pg++ {
-			page := got[pg*pageBytes : (pg+1)*pageBytes]
+		for pg := 0; pg*sim.PageBytes < len(got); pg++ {
+			page := got[pg*sim.PageBytes : (pg+1)*sim.PageBytes]
 			var allowed []byte
 			switch pg {
 			case 0, 1:
@@ -46,12 +47,12 @@ func TestDiskPageCrashKeepsPagesOutOfOrderWithHoles(t *testing.T) {
 			}
 			c := page[0]
 			require.Contains(t, allowed, c, "page %d", pg)
-			require.Equal(t, strings.Repeat(string(c), pageBytes), page, "page %d is whole", pg)
-			if pg >= 2 && c == 0 && pg*pageBytes+pageBytes < len(got) && got[len(got)-1] != 0 {
+			require.Equal(t, strings.Repeat(string(c), sim.PageBytes), page, "page %d is whole", pg)
+			if pg >= 2 && c == 0 && pg*sim.PageBytes+sim.PageBytes < len(got) && got[len(got)-1] != 0 {
 				holes++
 			}
 		}
-		if len(got) >= durable && got[0] != got[pageBytes] {
+		if len(got) >= durable && got[0] != got[sim.PageBytes] {
 			partialOverwrites++
 		}
 	}
@@ -60,46 +61,46 @@ func TestDiskPageCrashKeepsPagesOutOfOrderWithHoles(t *testing.T) {
 }
 
 func TestDiskLatentErrorUntilRewritten(t *testing.T) {
-	r := newDiskRig(t, 3)
-	d := r.p.Disk()
+	r := newRig(t, 3)
+	d := r.Proc.Disk()
 	d.DeclareSurvivable(func(name string) bool { return strings.HasSuffix(name, ".index") })
 	idx, log := r.open("0.index"), r.open("0.log")
 	for _, f := range []env.File{idx, log} {
-		require.NoError(t, f.WriteAt(bytes.Repeat([]byte{1}, 3*pageBytes), 0))
+		require.NoError(t, f.WriteAt(bytes.Repeat([]byte{1}, 3*sim.PageBytes), 0))
 	}
-	d.SetFaults(DiskFaults{LatentErrorProbability: 1})
+	d.SetFaults(sim.DiskFaults{LatentErrorProbability: 1})
 	buf := make([]byte, 10)
-	_, err := log.ReadAt(buf, pageBytes)
+	_, err := log.ReadAt(buf, sim.PageBytes)
 	require.NoError(t, err, "a file not declared survivable never gets latent errors")
-	_, err = idx.ReadAt(buf, pageBytes+5)
+	_, err = idx.ReadAt(buf, sim.PageBytes+5)
 	require.ErrorIs(t, err, env.ErrIO)
-	d.SetFaults(DiskFaults{})
-	_, err = idx.ReadAt(buf, pageBytes+100)
+	d.SetFaults(sim.DiskFaults{})
+	_, err = idx.ReadAt(buf, sim.PageBytes+100)
 	require.ErrorIs(t, err, env.ErrIO, "the page stays unreadable")
 	_, err = idx.ReadAt(buf, 0)
 	require.NoError(t, err, "other pages read")
 
-	r.restart()
+	r.Restart()
 	idx = r.open("0.index")
-	if idx.Size() > pageBytes {
-		_, err = idx.ReadAt(buf, pageBytes)
+	if idx.Size() > sim.PageBytes {
+		_, err = idx.ReadAt(buf, sim.PageBytes)
 		require.ErrorIs(t, err, env.ErrIO, "the medium keeps the error across a power loss")
 	}
-	require.NoError(t, idx.WriteAt(bytes.Repeat([]byte{2}, pageBytes-1), pageBytes))
-	_, err = idx.ReadAt(buf, pageBytes)
+	require.NoError(t, idx.WriteAt(bytes.Repeat([]byte{2}, sim.PageBytes-1), sim.PageBytes))
+	_, err = idx.ReadAt(buf, sim.PageBytes)
 	require.ErrorIs(t, err, env.ErrIO, "a partial write does not repair the page")
-	require.NoError(t, idx.WriteAt(bytes.Repeat([]byte{2}, pageBytes), pageBytes))
-	_, err = idx.ReadAt(buf, pageBytes)
+	require.NoError(t, idx.WriteAt(bytes.Repeat([]byte{2}, sim.PageBytes), sim.PageBytes))
+	_, err = idx.ReadAt(buf, sim.PageBytes)
 	require.NoError(t, err, "a whole-page write repairs it")
 	require.Equal(t, uint64(1), d.Stats().LatentErrors)
 
-	d.SetFaults(DiskFaults{LatentErrorProbability: 1})
-	_, err = idx.ReadAt(buf, 2*pageBytes)
+	d.SetFaults(sim.DiskFaults{LatentErrorProbability: 1})
+	_, err = idx.ReadAt(buf, 2*sim.PageBytes)
 	require.ErrorIs(t, err, env.ErrIO)
-	d.SetFaults(DiskFaults{})
-	require.NoError(t, idx.Truncate(2*pageBytes))
-	require.NoError(t, idx.Truncate(3*pageBytes))
-	_, err = idx.ReadAt(buf, 2*pageBytes)
+	d.SetFaults(sim.DiskFaults{})
+	require.NoError(t, idx.Truncate(2*sim.PageBytes))
+	require.NoError(t, idx.Truncate(3*sim.PageBytes))
+	_, err = idx.ReadAt(buf, 2*sim.PageBytes)
 	require.NoError(t, err, "a truncation below the page drops the error")
 }
 
@@ -107,38 +108,38 @@ func TestDiskLatentErrorUntilRewritten(t *testing.T) {
 // sector errors off survivable files it does not name; corruption at
 // rest still reaches them.
 func TestDiskLatentErrorsNarrowed(t *testing.T) {
-	r := newDiskRig(t, 9)
-	d := r.p.Disk()
+	r := newRig(t, 9)
+	d := r.Proc.Disk()
 	d.DeclareSurvivable(func(string) bool { return true })
 	d.DeclareLatentSurvivable(func(name string) bool { return strings.HasSuffix(name, ".index") })
 	idx, log := r.open("0.index"), r.open("0.log")
 	r.syncDir("")
-	data := bytes.Repeat([]byte{1}, 3*pageBytes)
-	d.SetFaults(DiskFaults{LatentErrorProbability: 1, CorruptProbability: 1})
+	data := bytes.Repeat([]byte{1}, 3*sim.PageBytes)
+	d.SetFaults(sim.DiskFaults{LatentErrorProbability: 1, CorruptProbability: 1})
 	for _, f := range []env.File{idx, log} {
 		require.NoError(t, f.WriteAt(data, 0))
 		r.sync(f)
 	}
 	buf := make([]byte, 10)
-	_, err := log.ReadAt(buf, pageBytes)
+	_, err := log.ReadAt(buf, sim.PageBytes)
 	require.NoError(t, err, "no latent errors on a file the narrowing leaves out")
-	_, err = idx.ReadAt(buf, pageBytes)
+	_, err = idx.ReadAt(buf, sim.PageBytes)
 	require.ErrorIs(t, err, env.ErrIO)
-	d.SetFaults(DiskFaults{})
+	d.SetFaults(sim.DiskFaults{})
 	require.Equal(t, uint64(2), d.Stats().Corruptions, "both files still get corruption at rest")
 }
 
 func TestDiskWriteErrorWritesNothing(t *testing.T) {
-	r := newDiskRig(t, 4)
+	r := newRig(t, 4)
 	f := r.open("a")
 	r.write(f, "abc")
-	r.p.Disk().SetFaults(DiskFaults{WriteErrorProbability: 1})
+	r.Proc.Disk().SetFaults(sim.DiskFaults{WriteErrorProbability: 1})
 	_, err := f.Append([]byte("def"))
 	require.ErrorIs(t, err, env.ErrIO)
 	require.ErrorIs(t, f.WriteAt([]byte("X"), 0), env.ErrIO)
 	got, _ := r.read("a")
 	require.Equal(t, "abc", got)
-	r.p.Disk().SetFaults(DiskFaults{})
+	r.Proc.Disk().SetFaults(sim.DiskFaults{})
 	r.write(f, "def")
 	r.sync(f)
 	got, _ = r.read("a")
@@ -146,29 +147,25 @@ func TestDiskWriteErrorWritesNothing(t *testing.T) {
 }
 
 func TestDiskSyncNoSpaceLosesCoveredWrites(t *testing.T) {
-	r := newDiskRig(t, 5)
-	f := r.open("a")
-	r.syncDir("")
-	r.write(f, "durable")
-	r.sync(f)
-	r.write(f, " lost")
-	r.p.Disk().SetFaults(DiskFaults{SyncNoSpaceProbability: 1})
-	require.ErrorIs(t, r.wait(f.Sync), env.ErrNoSpace)
-	r.p.Disk().SetFaults(DiskFaults{})
+	r := newRig(t, 5)
+	f := r.durableThenUnsynced("a", "durable", " lost")
+	r.Proc.Disk().SetFaults(sim.DiskFaults{SyncNoSpaceProbability: 1})
+	require.ErrorIs(t, r.Wait(f.Sync), env.ErrNoSpace)
+	r.Proc.Disk().SetFaults(sim.DiskFaults{})
 	r.sync(f)
 	got, _ := r.read("a")
 	require.Equal(t, "durable lost", got, "the page cache still shows it")
-	r.restart()
+	r.Restart()
 	got, _ = r.read("a")
 	require.Equal(t, "durable", got, "a later Sync does not make it durable")
 }
 
 func TestDiskMetadataNoSpace(t *testing.T) {
-	r := newDiskRig(t, 6)
-	d := r.p.Disk()
+	r := newRig(t, 6)
+	d := r.Proc.Disk()
 	f := r.open("a")
 	r.write(f, "0123456789")
-	d.SetFaults(DiskFaults{NoSpaceProbability: 1})
+	d.SetFaults(sim.DiskFaults{NoSpaceProbability: 1})
 	_, err := r.disk().Open("b", true)
 	require.ErrorIs(t, err, env.ErrNoSpace)
 	require.ErrorIs(t, r.disk().MkdirAll("dir"), env.ErrNoSpace)
@@ -182,7 +179,7 @@ func TestDiskMetadataNoSpace(t *testing.T) {
 	require.NoError(t, r.disk().Remove("a"), "a removal frees space, never needs it")
 
 	// A full disk refuses new entries too.
-	d.SetFaults(DiskFaults{CapacityBytes: 10})
+	d.SetFaults(sim.DiskFaults{CapacityBytes: 10})
 	_, err = r.disk().Open("b", true)
 	require.ErrorIs(t, err, env.ErrNoSpace, "the removed file is still open")
 	require.NoError(t, f.Close())
@@ -194,21 +191,21 @@ func TestDiskMetadataNoSpace(t *testing.T) {
 // page cache right; the flipped bit appears once a power loss rebuilds it
 // from the medium, and only in a file declared survivable.
 func TestDiskCorruptionAtRestShowsAfterPowerLoss(t *testing.T) {
-	r := newDiskRig(t, 7)
-	d := r.p.Disk()
+	r := newRig(t, 7)
+	d := r.Proc.Disk()
 	d.DeclareSurvivable(func(name string) bool { return name == "s" })
 	s, u := r.open("s"), r.open("u")
 	r.syncDir("")
 	data := bytes.Repeat([]byte{0x55}, 3000)
-	d.SetFaults(DiskFaults{CorruptProbability: 1})
+	d.SetFaults(sim.DiskFaults{CorruptProbability: 1})
 	for _, f := range []env.File{s, u} {
 		require.NoError(t, f.WriteAt(data, 0))
 		r.sync(f)
 	}
-	d.SetFaults(DiskFaults{})
+	d.SetFaults(sim.DiskFaults{})
 	got, _ := r.read("s")
 	require.Equal(t, string(data), got, "the page cache is right")
-	r.restart()
+	r.Restart()
 	got, _ = r.read("u")
 	require.Equal(t, string(data), got, "a file not declared survivable is never damaged")
 	got, _ = r.read("s")
@@ -225,21 +222,21 @@ func TestDiskCorruptionAtRestShowsAfterPowerLoss(t *testing.T) {
 // TestDiskMisdirectedWrite: a misdirected write leaves its own range as it
 // was and lands on another page of the file.
 func TestDiskMisdirectedWrite(t *testing.T) {
-	r := newDiskRig(t, 8)
-	d := r.p.Disk()
+	r := newRig(t, 8)
+	d := r.Proc.Disk()
 	d.DeclareSurvivable(func(string) bool { return true })
 	f := r.open("s")
 	r.syncDir("")
-	require.NoError(t, f.WriteAt(bytes.Repeat([]byte{'a'}, 4*pageBytes), 0))
+	require.NoError(t, f.WriteAt(bytes.Repeat([]byte{'a'}, 4*sim.PageBytes), 0))
 	r.sync(f)
-	d.SetFaults(DiskFaults{MisdirectProbability: 1})
-	require.NoError(t, f.WriteAt(bytes.Repeat([]byte{'b'}, pageBytes), 2*pageBytes))
+	d.SetFaults(sim.DiskFaults{MisdirectProbability: 1})
+	require.NoError(t, f.WriteAt(bytes.Repeat([]byte{'b'}, sim.PageBytes), 2*sim.PageBytes))
 	r.sync(f)
-	d.SetFaults(DiskFaults{})
-	r.restart()
+	d.SetFaults(sim.DiskFaults{})
+	r.Restart()
 	got, _ := r.read("s")
-	require.Len(t, got, 4*pageBytes)
-	require.Equal(t, strings.Repeat("a", pageBytes), got[2*pageBytes:3*pageBytes], "the intended page kept its old bytes")
-	require.Equal(t, pageBytes, strings.Count(got, "b"), "the write landed whole elsewhere")
+	require.Len(t, got, 4*sim.PageBytes)
+	require.Equal(t, strings.Repeat("a", sim.PageBytes), got[2*sim.PageBytes:3*sim.PageBytes], "the intended page kept its old bytes")
+	require.Equal(t, sim.PageBytes, strings.Count(got, "b"), "the write landed whole elsewhere")
 	require.Equal(t, uint64(1), d.Stats().Misdirects)
 }

@@ -1,4 +1,4 @@
-package sim
+package sim_test
 
 import (
 	"bytes"
@@ -10,85 +10,44 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/strata-log/strata/core/env"
+	"github.com/strata-log/strata/sim"
 )
 
-// diskRig is one process whose disk a test drives from outside the loop.
-type diskRig struct {
-	t *testing.T
-	s *Sim
-	p *Process
-	e env.Env
-}
+func (r *rig) disk() env.Disk { return r.Env.Disk() }
 
-func newDiskRig(t *testing.T, seed uint64) *diskRig {
-	r := &diskRig{t: t, s: New(Config{Seed: seed})}
-	r.p = r.s.AddProcess("n1", func(e env.Env) { r.e = e })
-	r.p.Start()
-	r.run(0)
-	return r
-}
-
-func (r *diskRig) disk() env.Disk { return r.e.Disk() }
-
-func (r *diskRig) run(d time.Duration) { require.NoError(r.t, r.s.RunFor(d)) }
-
-// restart crashes the process (power loss) and starts a new incarnation.
-func (r *diskRig) restart() {
-	r.p.Crash()
-	r.p.Start()
-	r.run(0)
-}
-
-// wait runs the simulation until an async call reports, and returns its
-// error. Disk callbacks never run inline.
-func (r *diskRig) wait(issue func(done func(error))) error {
-	var got error
-	called := false
-	issue(func(err error) {
-		require.False(r.t, called, "callback ran twice")
-		called, got = true, err
-	})
-	require.False(r.t, called, "callback ran inline")
-	for i := 0; i < 1000 && !called; i++ {
-		r.run(time.Millisecond)
-	}
-	require.True(r.t, called, "callback never ran")
-	return got
-}
-
-func (r *diskRig) open(name string) env.File {
+func (r *rig) open(name string) env.File {
 	f, err := r.disk().Open(name, true)
-	require.NoError(r.t, err)
+	require.NoError(r.T, err)
 	return f
 }
 
-func (r *diskRig) write(f env.File, data string) {
+func (r *rig) write(f env.File, data string) {
 	_, err := f.Append([]byte(data))
-	require.NoError(r.t, err)
+	require.NoError(r.T, err)
 }
 
-func (r *diskRig) syncDir(dir string) {
-	require.NoError(r.t, r.wait(func(d func(error)) { r.disk().SyncDir(dir, d) }))
+func (r *rig) syncDir(dir string) {
+	require.NoError(r.T, r.Wait(func(d func(error)) { r.disk().SyncDir(dir, d) }))
 }
-func (r *diskRig) sync(f env.File) { require.NoError(r.t, r.wait(f.Sync)) }
+func (r *rig) sync(f env.File) { require.NoError(r.T, r.Wait(f.Sync)) }
 
 // read returns a file's current content through a fresh handle, or false
 // if it does not exist.
-func (r *diskRig) read(name string) (string, bool) {
+func (r *rig) read(name string) (string, bool) {
 	f, err := r.disk().Open(name, false)
 	if errors.Is(err, env.ErrNotExist) {
 		return "", false
 	}
-	require.NoError(r.t, err)
+	require.NoError(r.T, err)
 	defer f.Close()
 	buf := make([]byte, f.Size())
 	n, err := f.ReadAt(buf, 0)
-	require.NoError(r.t, err)
+	require.NoError(r.T, err)
 	return string(buf[:n]), true
 }
 
 func TestDiskSyncedDataAndEntriesSurviveCrash(t *testing.T) {
-	r := newDiskRig(t, 1)
+	r := newRig(t, 1)
 	require.NoError(t, r.disk().MkdirAll("topic-0"))
 	r.syncDir("")
 	f := r.open("topic-0/00.log")
@@ -99,30 +58,30 @@ func TestDiskSyncedDataAndEntriesSurviveCrash(t *testing.T) {
 	r.write(f, "unsynced overwrite is never kept")
 	require.NoError(t, f.WriteAt([]byte("J"), 0))
 
-	r.restart()
+	r.Restart()
 	got, ok := r.read("topic-0/00.log")
 	require.True(t, ok)
 	require.True(t, got == "hello world" || len(got) > len("hello world") && got[:11] == "hello world",
 		"synced prefix must survive untouched, got %q", got)
-	require.Equal(t, []string{"topic-0/00.log"}, r.p.Disk().DurableFiles())
+	require.Equal(t, []string{"topic-0/00.log"}, r.Proc.Disk().DurableFiles())
 }
 
 func TestDiskSyncIsNeverInlineAndRespectsLatency(t *testing.T) {
-	r := newDiskRig(t, 2)
-	r.p.Disk().SetFaults(DiskFaults{SyncLatencyMin: 5 * time.Millisecond, SyncLatencyMax: 7 * time.Millisecond})
+	r := newRig(t, 2)
+	r.Proc.Disk().SetFaults(sim.DiskFaults{SyncLatencyMin: 5 * time.Millisecond, SyncLatencyMax: 7 * time.Millisecond})
 	f := r.open("a")
 	r.write(f, "x")
-	start := r.s.Now()
+	start := r.Sim.Now()
 	var at time.Duration
-	f.Sync(func(err error) { require.NoError(t, err); at = r.s.Now() })
+	f.Sync(func(err error) { require.NoError(t, err); at = r.Sim.Now() })
 	require.Zero(t, at)
-	r.run(20 * time.Millisecond)
+	r.Run(20 * time.Millisecond)
 	require.GreaterOrEqual(t, at-start, 5*time.Millisecond)
 	require.LessOrEqual(t, at-start, 7*time.Millisecond)
 }
 
 func TestDiskSyncCoversOnlyEarlierWrites(t *testing.T) {
-	r := newDiskRig(t, 3)
+	r := newRig(t, 3)
 	f := r.open("a")
 	r.syncDir("")
 	r.write(f, "covered")
@@ -130,16 +89,16 @@ func TestDiskSyncCoversOnlyEarlierWrites(t *testing.T) {
 	f.Sync(func(err error) { require.NoError(t, err); done = true })
 	r.write(f, "-not-covered") // completes before the Sync does
 	for !done {
-		r.run(time.Millisecond)
+		r.Run(time.Millisecond)
 	}
-	d, ok := r.p.Disk().ReadDurable("a")
+	d, ok := r.Proc.Disk().ReadDurable("a")
 	require.True(t, ok)
 	require.Equal(t, "covered", string(d))
 }
 
 func TestDiskOutOfOrderSyncCompletionsNeverRegress(t *testing.T) {
-	r := newDiskRig(t, 4)
-	r.p.Disk().SetFaults(DiskFaults{SyncLatencyMin: time.Millisecond, SyncLatencyMax: 20 * time.Millisecond})
+	r := newRig(t, 4)
+	r.Proc.Disk().SetFaults(sim.DiskFaults{SyncLatencyMin: time.Millisecond, SyncLatencyMax: 20 * time.Millisecond})
 	f := r.open("a")
 	r.syncDir("")
 	want := ""
@@ -149,25 +108,25 @@ func TestDiskOutOfOrderSyncCompletionsNeverRegress(t *testing.T) {
 		want += s
 		f.Sync(func(err error) { require.NoError(t, err) })
 	}
-	r.run(50 * time.Millisecond)
-	d, _ := r.p.Disk().ReadDurable("a")
+	r.Run(50 * time.Millisecond)
+	d, _ := r.Proc.Disk().ReadDurable("a")
 	require.Equal(t, want, string(d))
 }
 
 func TestDiskSyncCompletionDroppedAfterCrash(t *testing.T) {
-	r := newDiskRig(t, 5)
+	r := newRig(t, 5)
 	f := r.open("a")
 	r.write(f, "data")
 	called := false
 	f.Sync(func(error) { called = true })
 	r.disk().SyncDir("", func(error) { called = true })
-	r.restart()
-	r.run(time.Second)
+	r.Restart()
+	r.Run(time.Second)
 	require.False(t, called, "a Sync issued before the crash called back")
 
 	// The old handle is dead; its Sync never calls back either.
 	f.Sync(func(error) { called = true })
-	r.run(time.Second)
+	r.Run(time.Second)
 	require.False(t, called)
 	_, err := f.Append([]byte("x"))
 	require.ErrorIs(t, err, env.ErrClosed)
@@ -176,11 +135,11 @@ func TestDiskSyncCompletionDroppedAfterCrash(t *testing.T) {
 func TestDiskUnsyncedCreateMayVanishWithSyncedData(t *testing.T) {
 	vanished, kept := 0, 0
 	for seed := uint64(0); seed < 40; seed++ {
-		r := newDiskRig(t, seed)
+		r := newRig(t, seed)
 		f := r.open("seg")
 		r.write(f, "synced data")
 		r.sync(f)
-		r.restart()
+		r.Restart()
 		if got, ok := r.read("seg"); ok {
 			require.Equal(t, "synced data", got)
 			kept++
@@ -195,7 +154,7 @@ func TestDiskUnsyncedCreateMayVanishWithSyncedData(t *testing.T) {
 func TestDiskUndoneRenameLeavesOldNameWithDurableContent(t *testing.T) {
 	outcomes := map[string]int{}
 	for seed := uint64(0); seed < 40; seed++ {
-		r := newDiskRig(t, seed)
+		r := newRig(t, seed)
 		require.NoError(t, r.disk().MkdirAll("a"))
 		require.NoError(t, r.disk().MkdirAll("b"))
 		f := r.open("a/tmp")
@@ -204,7 +163,7 @@ func TestDiskUndoneRenameLeavesOldNameWithDurableContent(t *testing.T) {
 		r.syncDir("a")
 		r.syncDir("")
 		require.NoError(t, r.disk().Rename("a/tmp", "b/final"))
-		r.restart()
+		r.Restart()
 		oldC, oldOK := r.read("a/tmp")
 		newC, newOK := r.read("b/final")
 		require.True(t, oldOK != newOK, "rename must survive whole or not at all (seed %d): old=%v new=%v", seed, oldOK, newOK)
@@ -221,7 +180,7 @@ func TestDiskUndoneRenameLeavesOldNameWithDurableContent(t *testing.T) {
 
 func TestDiskRenameDurableAfterSyncDirOfDestination(t *testing.T) {
 	for seed := uint64(0); seed < 20; seed++ {
-		r := newDiskRig(t, seed)
+		r := newRig(t, seed)
 		require.NoError(t, r.disk().MkdirAll("a"))
 		require.NoError(t, r.disk().MkdirAll("b"))
 		r.syncDir("")
@@ -231,8 +190,8 @@ func TestDiskRenameDurableAfterSyncDirOfDestination(t *testing.T) {
 		r.syncDir("a")
 		require.NoError(t, r.disk().Rename("a/x", "b/x"))
 		r.syncDir("b")
-		require.Equal(t, []string{"b/x"}, r.p.Disk().DurableFiles())
-		r.restart()
+		require.Equal(t, []string{"b/x"}, r.Proc.Disk().DurableFiles())
+		r.Restart()
 		_, ok := r.read("b/x")
 		require.True(t, ok)
 		_, ok = r.read("a/x")
@@ -241,47 +200,47 @@ func TestDiskRenameDurableAfterSyncDirOfDestination(t *testing.T) {
 }
 
 func TestDiskFailedSyncLosesDataEvenAfterLaterSuccess(t *testing.T) {
-	r := newDiskRig(t, 6)
+	r := newRig(t, 6)
 	f := r.open("a")
 	r.syncDir("")
 	r.write(f, "durable|")
 	r.sync(f)
 
-	r.p.Disk().SetFaults(DiskFaults{SyncFailProbability: 1})
+	r.Proc.Disk().SetFaults(sim.DiskFaults{SyncFailProbability: 1})
 	r.write(f, "lost")
-	err := r.wait(f.Sync)
+	err := r.Wait(f.Sync)
 	require.ErrorIs(t, err, env.ErrIO)
 	got, _ := r.read("a")
 	require.Equal(t, "durable|lost", got, "the page cache still shows lost writes")
 
-	r.p.Disk().SetFaults(DiskFaults{})
+	r.Proc.Disk().SetFaults(sim.DiskFaults{})
 	r.write(f, "|later")
 	r.sync(f)
-	d, _ := r.p.Disk().ReadDurable("a")
+	d, _ := r.Proc.Disk().ReadDurable("a")
 	require.Equal(t, "durable|\x00\x00\x00\x00|later", string(d), "lost bytes never became durable")
 
-	r.restart()
+	r.Restart()
 	got, _ = r.read("a")
 	require.Equal(t, "durable|\x00\x00\x00\x00|later", got)
-	require.Equal(t, uint64(1), r.p.Disk().Stats().FailedSyncs)
+	require.Equal(t, uint64(1), r.Proc.Disk().Stats().FailedSyncs)
 }
 
 // failSyncDir makes one SyncDir of dir fail, which fails the filesystem.
-func (r *diskRig) failSyncDir(dir string) {
-	d := r.p.Disk()
+func (r *rig) failSyncDir(dir string) {
+	d := r.Proc.Disk()
 	faults := d.Faults()
-	d.SetFaults(DiskFaults{SyncDirFailProbability: 1})
-	require.ErrorIs(r.t, r.wait(func(done func(error)) { r.disk().SyncDir(dir, done) }), env.ErrIO)
+	d.SetFaults(sim.DiskFaults{SyncDirFailProbability: 1})
+	require.ErrorIs(r.T, r.Wait(func(done func(error)) { r.disk().SyncDir(dir, done) }), env.ErrIO)
 	d.SetFaults(faults)
-	require.True(r.t, d.Failed(), "a failed SyncDir fails the filesystem")
+	require.True(r.T, d.Failed(), "a failed SyncDir fails the filesystem")
 }
 
 // requireRefusesChanges checks that every change, Sync and SyncDir fails
 // with env.ErrIO and changes nothing, and that reads still work: a failed
 // filesystem (ext4's aborted journal, XFS's shutdown).
-func (r *diskRig) requireRefusesChanges(f env.File, name, content string) {
-	t := r.t
-	d := r.p.Disk()
+func (r *rig) requireRefusesChanges(f env.File, name, content string) {
+	t := r.T
+	d := r.Proc.Disk()
 	files, used := d.Files(), d.Stats().UsedBytes
 	_, err := r.disk().Open("new", true)
 	require.ErrorIs(t, err, env.ErrIO, "create")
@@ -292,8 +251,8 @@ func (r *diskRig) requireRefusesChanges(f env.File, name, content string) {
 	require.ErrorIs(t, r.disk().Rename(name, "renamed"), env.ErrIO, "Rename")
 	require.ErrorIs(t, r.disk().Remove(name), env.ErrIO, "Remove")
 	require.ErrorIs(t, r.disk().MkdirAll("newdir/sub"), env.ErrIO, "MkdirAll")
-	require.ErrorIs(t, r.wait(f.Sync), env.ErrIO, "Sync")
-	require.ErrorIs(t, r.wait(func(done func(error)) { r.disk().SyncDir("", done) }), env.ErrIO, "SyncDir")
+	require.ErrorIs(t, r.Wait(f.Sync), env.ErrIO, "Sync")
+	require.ErrorIs(t, r.Wait(func(done func(error)) { r.disk().SyncDir("", done) }), env.ErrIO, "SyncDir")
 	require.Equal(t, files, d.Files(), "a refused change changed the directory")
 	require.Equal(t, used, d.Stats().UsedBytes)
 
@@ -317,7 +276,7 @@ func (r *diskRig) requireRefusesChanges(f env.File, name, content string) {
 // reads go on showing the page cache; the lost entries never become
 // durable.
 func TestDiskFailedSyncDirFailsTheFilesystem(t *testing.T) {
-	r := newDiskRig(t, 7)
+	r := newRig(t, 7)
 	require.NoError(t, r.disk().MkdirAll("d"))
 	r.syncDir("")
 	f := r.open("a")
@@ -326,14 +285,14 @@ func TestDiskFailedSyncDirFailsTheFilesystem(t *testing.T) {
 	r.open("d/b") // an unsynced change of another directory
 	r.failSyncDir("")
 	r.requireRefusesChanges(f, "a", "synced")
-	require.Equal(t, []string{"a", "d/b"}, r.p.Disk().Files(), "the page cache still shows lost entries")
-	require.Empty(t, r.p.Disk().DurableFiles(), "lost entries never become durable")
-	st := r.p.Disk().Stats()
+	require.Equal(t, []string{"a", "d/b"}, r.Proc.Disk().Files(), "the page cache still shows lost entries")
+	require.Empty(t, r.Proc.Disk().DurableFiles(), "lost entries never become durable")
+	st := r.Proc.Disk().Stats()
 	require.Equal(t, uint64(1), st.FSFailures)
 	require.Equal(t, uint64(1), st.FailedSyncs, "only the injected failure counts as one")
 	require.NotZero(t, st.Refused)
 
-	r.restart()
+	r.Restart()
 	require.Equal(t, []string{"d/"}, r.mustList(""), "a power loss keeps only durable entries")
 	require.Empty(t, r.mustList("d"), "the journal aborted: no unsynced change of any directory survives")
 }
@@ -342,21 +301,17 @@ func TestDiskFailedSyncDirFailsTheFilesystem(t *testing.T) {
 // filesystem failed and completing after fails too, and its writes are
 // lost.
 func TestDiskFailedSyncDirFailsSyncsInFlight(t *testing.T) {
-	r := newDiskRig(t, 3)
-	f := r.open("a")
-	r.syncDir("")
-	r.write(f, "durable|")
-	r.sync(f)
-	r.write(f, "in flight")
-	d := r.p.Disk()
-	d.SetFaults(DiskFaults{SyncLatencyMin: 10 * time.Millisecond, SyncLatencyMax: 10 * time.Millisecond})
+	r := newRig(t, 3)
+	f := r.durableThenUnsynced("a", "durable|", "in flight")
+	d := r.Proc.Disk()
+	d.SetFaults(sim.DiskFaults{SyncLatencyMin: 10 * time.Millisecond, SyncLatencyMax: 10 * time.Millisecond})
 	var syncErr error
 	synced := false
 	f.Sync(func(err error) { synced, syncErr = true, err })
-	d.SetFaults(DiskFaults{SyncLatencyMin: time.Millisecond, SyncLatencyMax: time.Millisecond, SyncDirFailProbability: 1})
+	d.SetFaults(sim.DiskFaults{SyncLatencyMin: time.Millisecond, SyncLatencyMax: time.Millisecond, SyncDirFailProbability: 1})
 	var dirErr error
 	r.disk().SyncDir("", func(err error) { dirErr = err })
-	r.run(20 * time.Millisecond)
+	r.Run(20 * time.Millisecond)
 	require.ErrorIs(t, dirErr, env.ErrIO)
 	require.True(t, synced)
 	require.ErrorIs(t, syncErr, env.ErrIO, "a Sync completing after the filesystem failed fails")
@@ -368,14 +323,14 @@ func TestDiskFailedSyncDirFailsSyncsInFlight(t *testing.T) {
 // up finds the filesystem still failed, as after a journal abort until the
 // machine reboots.
 func TestDiskFailedFilesystemSurvivesKill(t *testing.T) {
-	r := newDiskRig(t, 8)
+	r := newRig(t, 8)
 	f := r.open("a")
 	r.write(f, "page cache")
 	r.failSyncDir("")
-	r.p.Kill()
-	r.p.Start()
-	r.run(0)
-	require.True(t, r.p.Disk().Failed(), "a kill does not clear a failed filesystem")
+	r.Proc.Kill()
+	r.Proc.Start()
+	r.Run(0)
+	require.True(t, r.Proc.Disk().Failed(), "a kill does not clear a failed filesystem")
 	f, err := r.disk().Open("a", false)
 	require.NoError(t, err)
 	r.requireRefusesChanges(f, "a", "page cache")
@@ -387,28 +342,24 @@ func TestDiskFailedFilesystemSurvivesKill(t *testing.T) {
 func TestDiskPowerCycleClearsFailedFilesystem(t *testing.T) {
 	for _, how := range []string{"crash", "kill then power cycle", "power cycle"} {
 		t.Run(how, func(t *testing.T) {
-			r := newDiskRig(t, 9)
-			f := r.open("a")
-			r.syncDir("")
-			r.write(f, "synced")
-			r.sync(f)
-			r.write(f, "|lost")
+			r := newRig(t, 9)
+			r.durableThenUnsynced("a", "synced", "|lost")
 			r.open("b")
 			r.failSyncDir("")
 			switch how {
 			case "crash":
-				r.p.Crash()
+				r.Proc.Crash()
 			case "kill then power cycle":
-				r.p.Kill()
-				require.True(t, r.p.Disk().Failed())
-				r.p.PowerCycle()
+				r.Proc.Kill()
+				require.True(t, r.Proc.Disk().Failed())
+				r.Proc.PowerCycle()
 			default:
-				r.p.PowerCycle()
+				r.Proc.PowerCycle()
 			}
-			require.False(t, r.p.Up(), "a power cycle leaves the process down")
-			require.False(t, r.p.Disk().Failed())
-			r.p.Start()
-			r.run(0)
+			require.False(t, r.Proc.Up(), "a power cycle leaves the process down")
+			require.False(t, r.Proc.Disk().Failed())
+			r.Proc.Start()
+			r.Run(0)
 			require.Equal(t, []string{"a"}, r.mustList(""))
 			got, _ := r.read("a")
 			require.True(t, got == "synced" || got == "synced|lost", "got %q", got)
@@ -416,7 +367,7 @@ func TestDiskPowerCycleClearsFailedFilesystem(t *testing.T) {
 			r.write(g, "works again")
 			r.sync(g)
 			r.syncDir("")
-			require.Equal(t, []string{"a", "c"}, r.p.Disk().DurableFiles())
+			require.Equal(t, []string{"a", "c"}, r.Proc.Disk().DurableFiles())
 		})
 	}
 }
@@ -424,33 +375,33 @@ func TestDiskPowerCycleClearsFailedFilesystem(t *testing.T) {
 // TestDiskFailedFileSyncKeepsFilesystemWorking: a failed file Sync loses
 // its writes (fsyncgate) but does not fail the filesystem.
 func TestDiskFailedFileSyncKeepsFilesystemWorking(t *testing.T) {
-	r := newDiskRig(t, 10)
+	r := newRig(t, 10)
 	f := r.open("a")
-	r.p.Disk().SetFaults(DiskFaults{SyncFailProbability: 1})
+	r.Proc.Disk().SetFaults(sim.DiskFaults{SyncFailProbability: 1})
 	r.write(f, "lost")
-	require.ErrorIs(t, r.wait(f.Sync), env.ErrIO)
+	require.ErrorIs(t, r.Wait(f.Sync), env.ErrIO)
 	r.syncDir("") // SyncFailProbability is about file Syncs only
-	r.p.Disk().SetFaults(DiskFaults{})
-	require.False(t, r.p.Disk().Failed())
+	r.Proc.Disk().SetFaults(sim.DiskFaults{})
+	require.False(t, r.Proc.Disk().Failed())
 	r.write(f, "more")
 	r.sync(f)
 	r.open("b")
 	r.syncDir("")
-	require.Equal(t, []string{"a", "b"}, r.p.Disk().DurableFiles())
+	require.Equal(t, []string{"a", "b"}, r.Proc.Disk().DurableFiles())
 }
 
-func (r *diskRig) mustList(dir string) []string {
+func (r *rig) mustList(dir string) []string {
 	names, err := r.disk().List(dir)
-	require.NoError(r.t, err)
+	require.NoError(r.T, err)
 	return names
 }
 
 func TestDiskBitFlipOnlyInReturnedBytes(t *testing.T) {
-	r := newDiskRig(t, 8)
+	r := newRig(t, 8)
 	f := r.open("a")
 	data := bytes.Repeat([]byte{0x55}, 4096)
 	require.NoError(t, f.WriteAt(data, 0))
-	r.p.Disk().SetFaults(DiskFaults{BitFlipProbability: 1})
+	r.Proc.Disk().SetFaults(sim.DiskFaults{BitFlipProbability: 1})
 	buf := make([]byte, len(data))
 	n, err := f.ReadAt(buf, 0)
 	require.NoError(t, err)
@@ -462,14 +413,14 @@ func TestDiskBitFlipOnlyInReturnedBytes(t *testing.T) {
 		}
 	}
 	require.Equal(t, 1, diff, "exactly one bit flips")
-	stored, _ := r.p.Disk().ReadFile("a")
+	stored, _ := r.Proc.Disk().ReadFile("a")
 	require.Equal(t, data, stored, "the stored data is never altered")
-	require.Equal(t, uint64(1), r.p.Disk().Stats().BitFlips)
+	require.Equal(t, uint64(1), r.Proc.Disk().Stats().BitFlips)
 }
 
 func TestDiskNoSpace(t *testing.T) {
-	r := newDiskRig(t, 9)
-	r.p.Disk().SetFaults(DiskFaults{CapacityBytes: 1000})
+	r := newRig(t, 9)
+	r.Proc.Disk().SetFaults(sim.DiskFaults{CapacityBytes: 1000})
 	f := r.open("a")
 	g := r.open("b")
 	require.NoError(t, f.WriteAt(make([]byte, 600), 0))
@@ -486,24 +437,24 @@ func TestDiskNoSpace(t *testing.T) {
 	require.ErrorIs(t, f.WriteAt([]byte{1}, 600), env.ErrNoSpace)
 	require.NoError(t, g.Close())
 	require.NoError(t, f.WriteAt([]byte{1}, 600))
-	require.Equal(t, int64(601), r.p.Disk().Stats().UsedBytes)
+	require.Equal(t, int64(601), r.Proc.Disk().Stats().UsedBytes)
 }
 
 func TestDiskStallAddsLatency(t *testing.T) {
-	r := newDiskRig(t, 10)
-	r.p.Disk().SetFaults(DiskFaults{StallProbability: 1, StallLatency: 300 * time.Millisecond})
+	r := newRig(t, 10)
+	r.Proc.Disk().SetFaults(sim.DiskFaults{StallProbability: 1, StallLatency: 300 * time.Millisecond})
 	f := r.open("a")
-	start := r.s.Now()
+	start := r.Sim.Now()
 	r.sync(f)
-	require.GreaterOrEqual(t, r.s.Now()-start, 300*time.Millisecond)
-	require.Equal(t, uint64(1), r.p.Disk().Stats().Stalls)
+	require.GreaterOrEqual(t, r.Sim.Now()-start, 300*time.Millisecond)
+	require.Equal(t, uint64(1), r.Proc.Disk().Stats().Stalls)
 }
 
 func TestDiskTornTailIsSectorAlignedPrefixOfAppends(t *testing.T) {
 	const durable = 700
 	torn := 0
 	for seed := uint64(0); seed < 60; seed++ {
-		r := newDiskRig(t, seed)
+		r := newRig(t, seed)
 		f := r.open("log")
 		r.syncDir("")
 		require.NoError(t, f.WriteAt(bytes.Repeat([]byte{'d'}, durable), 0))
@@ -513,7 +464,7 @@ func TestDiskTornTailIsSectorAlignedPrefixOfAppends(t *testing.T) {
 			_, err := f.Append(bytes.Repeat([]byte{c}, 900))
 			require.NoError(t, err)
 		}
-		r.restart()
+		r.Restart()
 		got, ok := r.read("log")
 		require.True(t, ok)
 		require.GreaterOrEqual(t, len(got), durable)
@@ -523,7 +474,7 @@ func TestDiskTornTailIsSectorAlignedPrefixOfAppends(t *testing.T) {
 		}
 		torn++
 		ends := map[int]bool{durable + 900: true, durable + 1800: true, durable + 2700: true}
-		require.True(t, len(got)%sectorBytes == 0 || ends[len(got)], "cut %d is neither a sector boundary nor a write end", len(got))
+		require.True(t, len(got)%sim.SectorBytes == 0 || ends[len(got)], "cut %d is neither a sector boundary nor a write end", len(got))
 		want := string(bytes.Repeat([]byte{'x'}, 900)) + string(bytes.Repeat([]byte{'y'}, 900)) + string(bytes.Repeat([]byte{'z'}, 900))
 		require.Equal(t, want[:len(got)-durable], got[durable:], "unsynced bytes survive in order, without holes")
 	}
@@ -532,21 +483,21 @@ func TestDiskTornTailIsSectorAlignedPrefixOfAppends(t *testing.T) {
 
 func TestDiskUnsyncedOverwriteAndTruncateNeverSurvive(t *testing.T) {
 	for seed := uint64(0); seed < 30; seed++ {
-		r := newDiskRig(t, seed)
+		r := newRig(t, seed)
 		f := r.open("a")
 		r.syncDir("")
 		r.write(f, "0123456789")
 		r.sync(f)
 		require.NoError(t, f.Truncate(4))
 		r.write(f, "abcdefghijklmnop")
-		r.restart()
+		r.Restart()
 		got, _ := r.read("a")
 		require.Equal(t, "0123456789", got)
 	}
 }
 
 func TestDiskRemoveKeepsOpenHandleWorking(t *testing.T) {
-	r := newDiskRig(t, 11)
+	r := newRig(t, 11)
 	f := r.open("a")
 	r.write(f, "abc")
 	require.NoError(t, r.disk().Remove("a"))
@@ -563,7 +514,7 @@ func TestDiskRemoveKeepsOpenHandleWorking(t *testing.T) {
 }
 
 func TestDiskReadAtEOF(t *testing.T) {
-	r := newDiskRig(t, 12)
+	r := newRig(t, 12)
 	f := r.open("a")
 	r.write(f, "abc")
 	buf := make([]byte, 5)
@@ -584,7 +535,7 @@ func TestDiskReadAtEOF(t *testing.T) {
 }
 
 func TestDiskDirectoryOperations(t *testing.T) {
-	r := newDiskRig(t, 13)
+	r := newRig(t, 13)
 	d := r.disk()
 	require.NoError(t, d.MkdirAll("a/b/c"))
 	require.NoError(t, d.MkdirAll("a/b"))
@@ -615,7 +566,7 @@ func TestDiskDirectoryOperations(t *testing.T) {
 	require.Equal(t, []string{"g"}, names)
 	_, err = d.List("a/b/g")
 	require.ErrorIs(t, err, env.ErrNotExist)
-	require.ErrorIs(t, r.wait(func(done func(error)) { d.SyncDir("zzz", done) }), env.ErrNotExist)
+	require.ErrorIs(t, r.Wait(func(done func(error)) { d.SyncDir("zzz", done) }), env.ErrNotExist)
 
 	for _, bad := range []string{"/abs", "a/../b", "./a", "a//b", "..", ""} {
 		_, err := d.Open(bad, true)
@@ -626,7 +577,7 @@ func TestDiskDirectoryOperations(t *testing.T) {
 
 func TestDiskCrashIsDeterministic(t *testing.T) {
 	outcome := func() []string {
-		r := newDiskRig(t, 99)
+		r := newRig(t, 99)
 		var out []string
 		for round := 0; round < 5; round++ {
 			for i, name := range []string{"a", "b", "c"} {
@@ -637,10 +588,10 @@ func TestDiskCrashIsDeterministic(t *testing.T) {
 				f.Sync(func(error) {})
 			}
 			r.disk().SyncDir("", func(error) {})
-			r.run(time.Duration(round) * 300 * time.Microsecond)
-			r.restart()
-			for _, name := range r.p.Disk().Files() {
-				c, _ := r.p.Disk().ReadFile(name)
+			r.Run(time.Duration(round) * 300 * time.Microsecond)
+			r.Restart()
+			for _, name := range r.Proc.Disk().Files() {
+				c, _ := r.Proc.Disk().ReadFile(name)
 				out = append(out, name, string(c))
 			}
 		}
@@ -652,7 +603,7 @@ func TestDiskCrashIsDeterministic(t *testing.T) {
 // TestDiskLongLogIsCheap appends an 8 MiB log in 4 KiB writes with a Sync
 // after each (2048 syncs): the write log must keep this linear.
 func TestDiskLongLogIsCheap(t *testing.T) {
-	r := newDiskRig(t, 14)
+	r := newRig(t, 14)
 	f := r.open("log")
 	chunk := bytes.Repeat([]byte{7}, 4096)
 	for i := 0; i < 2048; i++ {
@@ -660,11 +611,11 @@ func TestDiskLongLogIsCheap(t *testing.T) {
 		require.NoError(t, err)
 		f.Sync(func(err error) { require.NoError(t, err) })
 		if i%16 == 0 {
-			r.run(time.Millisecond)
+			r.Run(time.Millisecond)
 		}
 	}
-	r.run(10 * time.Millisecond)
-	st := r.p.Disk().Stats()
+	r.Run(10 * time.Millisecond)
+	st := r.Proc.Disk().Stats()
 	require.Equal(t, uint64(8<<20), st.BytesSynced)
 	require.Equal(t, uint64(2048), st.Syncs)
 }
@@ -674,7 +625,7 @@ func TestDiskLongLogIsCheap(t *testing.T) {
 // open (an unlinked open file's space is freed); unsynced data is still
 // not durable, so a later power loss can lose it.
 func TestDiskKillKeepsPageCache(t *testing.T) {
-	r := newDiskRig(t, 1)
+	r := newRig(t, 1)
 	f := r.open("a.log")
 	r.write(f, "synced ")
 	r.sync(f)
@@ -683,19 +634,19 @@ func TestDiskKillKeepsPageCache(t *testing.T) {
 	g := r.open("gone.tmp")
 	r.write(g, "0123456789")
 	require.NoError(t, r.disk().Remove("gone.tmp")) // unlinked while open
-	usedBefore := r.p.Disk().Stats().UsedBytes
+	usedBefore := r.Proc.Disk().Stats().UsedBytes
 
-	r.p.Kill()
-	r.p.Start()
-	r.run(0)
+	r.Proc.Kill()
+	r.Proc.Start()
+	r.Run(0)
 	got, ok := r.read("a.log")
 	require.True(t, ok)
 	require.Equal(t, "synced unsynced", got, "a kill loses nothing written")
-	require.Equal(t, usedBefore-10, r.p.Disk().Stats().UsedBytes, "the unlinked file's space is freed once its handle is closed")
+	require.Equal(t, usedBefore-10, r.Proc.Disk().Stats().UsedBytes, "the unlinked file's space is freed once its handle is closed")
 	_, err := f.ReadAt(make([]byte, 1), 0)
 	require.ErrorIs(t, err, env.ErrClosed, "a handle of the killed incarnation is dead")
 
-	r.restart() // now a power loss: the unsynced tail may go
+	r.Restart() // now a power loss: the unsynced tail may go
 	got, ok = r.read("a.log")
 	require.True(t, ok)
 	require.True(t, len(got) >= len("synced ") && got[:7] == "synced ", "the synced prefix survives, got %q", got)

@@ -598,6 +598,27 @@ func TestForgottenLastISRMemberRecovers(t *testing.T) {
 	require.False(t, recovering(&p))
 }
 
+// shutDown has the brokers shut down in turn (a heartbeat asking to),
+// committing after each.
+func (h *harness) shutDown(brokers ...int32) {
+	for _, b := range brokers {
+		h.do(heartbeatReq(b, h.epochs[b], h.committed, true, false))
+		h.commitAll()
+	}
+}
+
+// reregister registers broker b again, as a restarted broker does, and
+// commits.
+func (h *harness) reregister(b int32) {
+	h.tb.Helper()
+	r := h.do(registration(b, "again")).(*kmsg.BrokerRegistrationResponse)
+	if r.ErrorCode != 0 {
+		h.tb.Fatalf("register %d again: %s", b, errName(r.ErrorCode))
+	}
+	h.epochs[b] = r.BrokerEpoch
+	h.commitAll()
+}
+
 // A recovering leader whose own log is the longest proposes its ISR
 // unchanged: it leads on, in the same epoch, and the LastKnownELR clears.
 func TestRecoveringLeaderRecovered(t *testing.T) {
@@ -609,15 +630,9 @@ func TestRecoveringLeaderRecovered(t *testing.T) {
 	resp := h.do(alterReq(2, 1, h.epochs[1], "t", id, 0, p.LeaderEpoch, p.PartitionEpoch, 1)).(*kmsg.AlterPartitionResponse)
 	require.Zero(t, resp.Topics[0].Partitions[0].ErrorCode)
 	h.commitAll()
+	h.shutDown(2, 1)
 	for _, b := range []int32{2, 1} {
-		h.do(heartbeatReq(b, h.epochs[b], h.committed, true, false))
-		h.commitAll()
-	}
-	for _, b := range []int32{2, 1} {
-		r := h.do(registration(b, "again")).(*kmsg.BrokerRegistrationResponse)
-		require.Zero(t, r.ErrorCode, errName(r.ErrorCode))
-		h.epochs[b] = r.BrokerEpoch
-		h.commitAll()
+		h.reregister(b)
 		h.do(heartbeatReq(b, h.epochs[b], h.committed, false, false))
 		h.commitAll()
 	}
@@ -648,15 +663,9 @@ func TestUncleanElectionEndsARecovery(t *testing.T) {
 	p := h.partition("t", 0)
 	h.do(alterReq(2, 1, h.epochs[1], "t", h.topicID("t"), 0, p.LeaderEpoch, p.PartitionEpoch, 1))
 	h.commitAll()
+	h.shutDown(2, 1)
 	for _, b := range []int32{2, 1} {
-		h.do(heartbeatReq(b, h.epochs[b], h.committed, true, false))
-		h.commitAll()
-	}
-	for _, b := range []int32{2, 1} {
-		r := h.do(registration(b, "again")).(*kmsg.BrokerRegistrationResponse)
-		require.Zero(t, r.ErrorCode, errName(r.ErrorCode))
-		h.epochs[b] = r.BrokerEpoch
-		h.commitAll()
+		h.reregister(b)
 	}
 	h.do(heartbeatReq(1, h.epochs[1], h.committed, false, false)) // 2 stays away
 	h.commitAll()

@@ -42,6 +42,15 @@ func everyRequest() []kmsg.Request {
 	}
 }
 
+// codesOf lists the error codes of a response's topics or resources.
+func codesOf[T any](xs []T, code func(T) int16) []int16 {
+	var out []int16
+	for _, x := range xs {
+		out = append(out, code(x))
+	}
+	return out
+}
+
 // errorCodes lists every error code of a response, with a label each.
 func errorCodes(resp kmsg.Response) []int16 {
 	switch r := resp.(type) {
@@ -50,39 +59,19 @@ func errorCodes(resp kmsg.Response) []int16 {
 	case *kmsg.BrokerHeartbeatResponse:
 		return []int16{r.ErrorCode}
 	case *kmsg.CreateTopicsResponse:
-		var out []int16
-		for _, t := range r.Topics {
-			out = append(out, t.ErrorCode)
-		}
-		return out
+		return codesOf(r.Topics, func(t kmsg.CreateTopicsResponseTopic) int16 { return t.ErrorCode })
 	case *kmsg.DeleteTopicsResponse:
-		var out []int16
-		for _, t := range r.Topics {
-			out = append(out, t.ErrorCode)
-		}
-		return out
+		return codesOf(r.Topics, func(t kmsg.DeleteTopicsResponseTopic) int16 { return t.ErrorCode })
 	case *kmsg.CreatePartitionsResponse:
-		var out []int16
-		for _, t := range r.Topics {
-			out = append(out, t.ErrorCode)
-		}
-		return out
+		return codesOf(r.Topics, func(t kmsg.CreatePartitionsResponseTopic) int16 { return t.ErrorCode })
 	case *kmsg.AlterPartitionResponse:
 		return []int16{r.ErrorCode}
 	case *kmsg.AllocateProducerIDsResponse:
 		return []int16{r.ErrorCode}
 	case *kmsg.IncrementalAlterConfigsResponse:
-		var out []int16
-		for _, res := range r.Resources {
-			out = append(out, res.ErrorCode)
-		}
-		return out
+		return codesOf(r.Resources, func(res kmsg.IncrementalAlterConfigsResponseResource) int16 { return res.ErrorCode })
 	case *kmsg.AlterConfigsResponse:
-		var out []int16
-		for _, res := range r.Resources {
-			out = append(out, res.ErrorCode)
-		}
-		return out
+		return codesOf(r.Resources, func(res kmsg.AlterConfigsResponseResource) int16 { return res.ErrorCode })
 	}
 	return nil
 }

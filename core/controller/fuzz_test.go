@@ -61,17 +61,25 @@ func FuzzControllerRequests(f *testing.F) {
 		h := newCluster(t, Config{}, 3)
 		h.autoCommit = true
 		h.mustCreate(topicSpec{name: "t", partitions: 3, rf: 3})
-		if _, err := h.c.Handle(h.now, req); err != nil {
-			t.Fatalf("Handle(%T): %v", req, err)
-		}
-		h.drain()
-		h.commitAll()
-		h.tick(time.Second)
-		h.heartbeatAll()
-		h.tick(time.Minute)
-		h.commitAll()
-		h.replayCommitted(h.committed)
+		handleAndSettle(t, h, req)
 	})
+}
+
+// handleAndSettle hands the controller a request, which it must take
+// without error, then lets the cluster run a minute with heartbeats; the
+// committed records must replay.
+func handleAndSettle(t *testing.T, h *harness, req kmsg.Request) {
+	t.Helper()
+	if _, err := h.c.Handle(h.now, req); err != nil {
+		t.Fatalf("Handle(%T): %v", req, err)
+	}
+	h.drain()
+	h.commitAll()
+	h.tick(time.Second)
+	h.heartbeatAll()
+	h.tick(time.Minute)
+	h.commitAll()
+	h.replayCommitted(h.committed)
 }
 
 // hostileControllerRequests are the controller-RPC shapes of issue 22's
@@ -300,15 +308,6 @@ func FuzzControllerValues(f *testing.F) {
 			r.PreviousBrokerEpoch = big
 			req = r
 		}
-		if _, err := h.c.Handle(h.now, req); err != nil {
-			t.Fatalf("Handle(%T): %v", req, err)
-		}
-		h.drain()
-		h.commitAll()
-		h.tick(time.Second)
-		h.heartbeatAll()
-		h.tick(time.Minute)
-		h.commitAll()
-		h.replayCommitted(h.committed)
+		handleAndSettle(t, h, req)
 	})
 }

@@ -79,6 +79,23 @@ func (rl *realLog) flush() error {
 	return rl.do(func(done func(error)) { rl.l.Flush(rl.l.LogEndOffset(), done) })
 }
 
+// fill appends batch until the log holds size bytes, then flushes.
+func (rl *realLog) fill(b *testing.B, batch []byte, size int64) {
+	if err := rl.loop.Call(func() {
+		for rl.l.Size() < size {
+			if _, err := rl.l.Append(batch, 0); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	}); err != nil {
+		b.Fatal(err)
+	}
+	if err := rl.flush(); err != nil {
+		b.Fatal(err)
+	}
+}
+
 func (rl *realLog) shutdown() error { return rl.do(func(done func(error)) { rl.l.Shutdown(done) }) }
 
 // benchBatch is one batch of 1 KiB records, about size bytes.
@@ -193,20 +210,7 @@ func BenchmarkReadLookup(b *testing.B) {
 			cfg.SegmentBytes = 8 << 20
 			cfg.MaxOpenFiles = budget
 			rl := openRealLog(b, b.TempDir(), cfg)
-			batch := benchBatch(b, 4<<10)
-			if err := rl.loop.Call(func() {
-				for rl.l.Size() < 128<<20 {
-					if _, err := rl.l.Append(batch, 0); err != nil {
-						b.Error(err)
-						return
-					}
-				}
-			}); err != nil {
-				b.Fatal(err)
-			}
-			if err := rl.flush(); err != nil {
-				b.Fatal(err)
-			}
+			rl.fill(b, benchBatch(b, 4<<10), 128<<20)
 			leo := rl.l.LogEndOffset()
 			rng := rand.New(rand.NewPCG(3, 4))
 			const perCall = 1000
@@ -243,20 +247,7 @@ func BenchmarkReplicaFetchVerify(b *testing.B) {
 	cfg := log.DefaultConfig()
 	cfg.SegmentBytes = 8 << 20
 	rl := openRealLog(b, b.TempDir(), cfg)
-	batch := benchBatch(b, 16<<10)
-	if err := rl.loop.Call(func() {
-		for rl.l.Size() < 64<<20 {
-			if _, err := rl.l.Append(batch, 0); err != nil {
-				b.Error(err)
-				return
-			}
-		}
-	}); err != nil {
-		b.Fatal(err)
-	}
-	if err := rl.flush(); err != nil {
-		b.Fatal(err)
-	}
+	rl.fill(b, benchBatch(b, 16<<10), 64<<20)
 	leo := rl.l.LogEndOffset()
 	for _, verify := range []bool{false, true} {
 		b.Run(fmt.Sprintf("verify=%v", verify), func(b *testing.B) {
@@ -305,19 +296,7 @@ func BenchmarkRecovery1GiB(b *testing.B) {
 	rl := openRealLog(b, dir, cfg)
 	batch := benchBatch(b, 1<<20)
 	for rl.l.Size() < 1<<30 {
-		if err := rl.loop.Call(func() {
-			for i := 0; i < 64; i++ {
-				if _, err := rl.l.Append(batch, 0); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		}); err != nil {
-			b.Fatal(err)
-		}
-		if err := rl.flush(); err != nil {
-			b.Fatal(err)
-		}
+		rl.fill(b, batch, rl.l.Size()+64*int64(len(batch))) // a flush every 64 batches
 	}
 	size := rl.l.Size()
 	if err := rl.shutdown(); err != nil {

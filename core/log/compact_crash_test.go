@@ -3,20 +3,15 @@ package log_test
 import (
 	"errors"
 	"fmt"
-	"io"
-	"math"
 	"math/rand/v2"
-	"os"
 	"sort"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/strata-log/strata/core/env"
 	"github.com/strata-log/strata/core/log"
 	"github.com/strata-log/strata/core/record"
-	"github.com/strata-log/strata/sim"
 )
 
 // compactCrashSeeds is how many seeds TestCompactCrashRecovery runs.
@@ -71,41 +66,8 @@ var compactCrashRegressionSeeds = []uint64{
 // Replay one seed with: go test ./core/log -run 'TestCompactCrashRecovery/seed=N$' -v
 // (STRATA_LOG_TEST_VERBOSE=1 prints the log's own logging).
 func TestCompactCrashRecovery(t *testing.T) {
-	n := uint64(compactCrashSeeds)
-	if testing.Short() {
-		n = 40
-	}
-	if v := os.Getenv("STRATA_LOG_COMPACT_SEEDS"); v != "" {
-		// A longer sweep: STRATA_LOG_COMPACT_SEEDS=3000 go test -run TestCompactCrashRecovery ./core/log
-		var err error
-		if n, err = strconv.ParseUint(v, 10, 64); err != nil {
-			t.Fatalf("STRATA_LOG_COMPACT_SEEDS=%q: %v", v, err)
-		}
-	}
-	seeds := make([]uint64, 0, n+uint64(len(compactCrashRegressionSeeds)))
-	for s := uint64(1); s <= n; s++ {
-		seeds = append(seeds, s)
-	}
-	for _, s := range compactCrashRegressionSeeds {
-		if s > n {
-			seeds = append(seeds, s)
-		}
-	}
-	var mu sync.Mutex
-	var total compactStats
-	t.Cleanup(func() { t.Logf("%d seeds: %+v", len(seeds), total) })
-	for _, seed := range seeds {
-		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
-			t.Parallel()
-			st, err := runCompactCrashSeed(seed)
-			if err != nil {
-				t.Fatalf("seed %d: %v\nreplay: go test ./core/log -run 'TestCompactCrashRecovery/seed=%d$' -v", seed, err, seed)
-			}
-			mu.Lock()
-			total.add(st)
-			mu.Unlock()
-		})
-	}
+	// A longer sweep: STRATA_LOG_COMPACT_SEEDS=3000 go test -run TestCompactCrashRecovery ./core/log
+	crashSweep(t, compactCrashSeeds, "STRATA_LOG_COMPACT_SEEDS", compactCrashRegressionSeeds, runCompactCrashSeed, (*compactStats).add)
 }
 
 type compactStats struct {
@@ -149,24 +111,16 @@ func (r hrec) tomb() bool { return r.value == nil }
 // compactHarness is the checker: what the process appended and had
 // acknowledged, across incarnations.
 type compactHarness struct {
-	s    *sim.Sim
-	p    *sim.Process
+	crashWorld
 	rng  *rand.Rand
 	cfg  log.Config
 	comp *record.Compressor
 	keys int
-	err  error
 	node *compactNode
 	st   compactStats
-	inc  int
 
 	recs    []hrec          // every record of the current history, by offset
 	batches map[int64]int64 // base -> last of every appended batch
-	// durableEnd: a flush acknowledged every offset below it.
-	durableEnd int64
-	// maxLogStart is the largest log start offset retention set;
-	// durableLogStart the largest an acknowledged flush covered.
-	maxLogStart, durableLogStart int64
 	// txnRng decides whether the seed keeps a transaction index and which
 	// batches stand for ABORT markers (entries whose marker is a plain
 	// batch, which the cleaner must carry into the cleaned segments);
@@ -176,12 +130,8 @@ type compactHarness struct {
 }
 
 func runCompactCrashSeed(seed uint64) (compactStats, error) {
-	var w io.Writer
-	if os.Getenv("STRATA_LOG_TEST_VERBOSE") != "" {
-		w = os.Stderr
-	}
-	s := sim.New(sim.Config{Seed: seed, BuggifyRate: 0.2, Log: w})
-	h := &compactHarness{s: s, rng: s.Rand("compact-crash-test"), comp: record.NewCompressor(), batches: map[int64]int64{}}
+	s := newCrashSim(seed)
+	h := &compactHarness{crashWorld: crashWorld{s: s}, rng: s.Rand("compact-crash-test"), comp: record.NewCompressor(), batches: map[int64]int64{}}
 	defer h.comp.Close()
 	rng := h.rng
 	cfg := log.DefaultConfig()
@@ -211,69 +161,16 @@ func runCompactCrashSeed(seed uint64) (compactStats, error) {
 	h.keys = 3 + rng.IntN(40)
 	h.p = s.AddProcess("n1", h.start)
 	d := h.p.Disk()
-	faults := sim.DiskFaults{}
-	if rng.IntN(2) == 0 {
-		faults.SyncFailProbability = 0.002 + rng.Float64()*0.01
-		faults.SyncDirFailProbability = faults.SyncFailProbability
+	d.SetFaults(drawDiskFaults(rng, diskFaultMix{syncFailSpread: 0.01, capacityOneIn: 5, capacityMin: 96 << 10}))
+	powerLoss := func() {
+		h.st.Crashes++
+		h.p.Crash()
 	}
-	if rng.IntN(2) == 0 {
-		faults.BitFlipProbability = 0.001 + rng.Float64()*0.01
-	}
-	if rng.IntN(2) == 0 {
-		faults.StallProbability = 0.05
-		faults.StallLatency = 20 * time.Millisecond
-	}
-	if rng.IntN(5) == 0 {
-		faults.CapacityBytes = 96<<10 + rng.Int64N(256<<10)
-	}
-	d.SetFaults(faults)
-	h.p.Start()
-
-	const faultPhase = 1500 * time.Millisecond
-	for at := time.Duration(0); ; {
-		at += time.Duration(rng.Int64N(int64(400 * time.Millisecond)))
-		if at >= faultPhase {
-			break
-		}
-		s.At(at, "test:crash", func() {
-			h.st.Crashes++
-			h.p.Crash()
-			h.p.Start()
-		})
-	}
-	if err := s.RunUntil(faultPhase); err != nil {
-		return h.st, err
-	}
-	if h.err != nil {
-		return h.st, h.err
-	}
-	// Heal, run clean (the workload goes on cleaning), then a last power
-	// failure and check.
-	d.SetFaults(sim.DiskFaults{})
-	if !h.p.Up() {
-		h.p.Start()
-	}
-	if err := s.RunFor(300 * time.Millisecond); err != nil {
-		return h.st, err
-	}
-	h.st.Crashes++
-	h.p.Crash()
-	h.p.Start()
-	if err := s.RunFor(50 * time.Millisecond); err != nil {
-		return h.st, err
-	}
-	if h.err == nil && (h.node == nil || h.node.l == nil) {
-		h.err = errors.New("the log did not open after the faults healed")
-	}
+	// The workload goes on cleaning while the run is clean.
+	err := h.runPhases(rng, powerLoss, &h.st.Crashes, func() bool { return h.node != nil && h.node.l != nil })
 	ds := d.Stats()
 	h.st.TornTails, h.st.BitFlips, h.st.FailedSyncs = int(ds.TornTails), int(ds.BitFlips), int(ds.FailedSyncs)
-	return h.st, h.err
-}
-
-func (h *compactHarness) fail(format string, args ...any) {
-	if h.err == nil {
-		h.err = fmt.Errorf("incarnation %d at %v: %s", h.inc, h.s.Now(), fmt.Sprintf(format, args...))
-	}
+	return h.st, err
 }
 
 // crashSoon power-fails the process after d unless it restarted meanwhile.
@@ -288,40 +185,23 @@ func (h *compactHarness) crashSoon(d time.Duration, why string, count *int) {
 	})
 }
 
+// restart restarts the process after a while (a power loss).
+func (h *compactHarness) restart(after time.Duration) { h.crashSoon(after, "restart", &h.st.Restarts) }
+
 // start is the process's StartFunc: recover, check, then run the workload.
 func (h *compactHarness) start(e env.Env) {
-	h.inc++
 	h.node = nil
-	if err := epochStartsKept(h.p.Disk(), testDir); err != nil {
-		h.fail("before open: %v", err)
-		return
-	}
-	l, err := log.Open(e, testDir, h.cfg)
-	if err != nil {
-		if errors.Is(err, env.ErrNoSpace) {
-			h.crashSoon(10*time.Millisecond, "restart", &h.st.Restarts)
-			return
-		}
-		if errors.Is(err, log.ErrStorageUnavailable) {
-			// Reads that never agreed twice in a row: with reads flipping
-			// a bit up to 1.1% of the time and millions of reads per run,
-			// a read of the same range disagreeing 8 times in a row
-			// happens (about once in 1e8 stable reads). The disk is bad,
-			// not the log; a node would retry, and so does the test.
-			// (Every restart here is a power loss, so Open never meets a
-			// failed filesystem.)
-			h.st.FlakyOpens++
-			h.crashSoon(10*time.Millisecond, "restart", &h.st.Restarts)
-			return
-		}
-		h.fail("open: %v", err)
+	// Every restart here is a power loss, so Open never meets a failed
+	// filesystem: an unavailable disk is one whose reads flip bits.
+	l := h.open(e, h.cfg, h.restart, &h.st.FlakyOpens)
+	if l == nil {
 		return
 	}
 	if err := h.checkRecovered(l); err != nil {
 		h.fail("after recovery: %v", err)
 		return
 	}
-	n := &compactNode{h: h, e: e, l: l, inc: h.inc, rng: e.Rand()}
+	n := newCompactNode(h, e, l)
 	h.node = n
 	l.Flush(l.LogEndOffset(), func(err error) {
 		if err != nil {
@@ -348,16 +228,10 @@ func (h *compactHarness) start(e env.Env) {
 
 // checkRecovered checks a recovered log and adopts it as the history.
 func (h *compactHarness) checkRecovered(l *log.Log) error {
-	start, end := l.LogStartOffset(), l.LogEndOffset()
-	if start > h.maxLogStart {
-		return fmt.Errorf("log start offset %d beyond anything retention set (%d)", start, h.maxLogStart)
+	if err := h.checkDurable(l); err != nil {
+		return err
 	}
-	if start < h.durableLogStart {
-		return fmt.Errorf("log start offset %d below the durable %d", start, h.durableLogStart)
-	}
-	if end < h.durableEnd && h.durableEnd > start {
-		return fmt.Errorf("lost acknowledged data: log ends at %d, a flush acknowledged %d", end, h.durableEnd)
-	}
+	end := l.LogEndOffset()
 	if err := h.checkLog(l, true); err != nil {
 		return err
 	}
@@ -366,12 +240,11 @@ func (h *compactHarness) checkRecovered(l *log.Log) error {
 	if h.cfg.TxnIndex {
 		k := sort.Search(len(h.aborted), func(i int) bool { return h.aborted[i].LastOffset >= end })
 		h.aborted = h.aborted[:k]
-		if err := h.checkTxnIndex(l); err != nil {
+		if err := checkTxnIndex(l, h.aborted); err != nil {
 			return err
 		}
 	}
-	h.durableEnd = min(h.durableEnd, end)
-	h.maxLogStart = start
+	h.adopt(l)
 	return nil
 }
 
@@ -484,56 +357,17 @@ func (h *compactHarness) checkLog(l *log.Log, acked bool) error {
 
 // compactNode is one incarnation's workload.
 type compactNode struct {
+	crashLoad
 	h        *compactHarness
-	e        env.Env
-	l        *log.Log
-	inc      int
-	rng      *rand.Rand
-	dead     bool
 	cleaning bool
 }
 
-func (n *compactNode) alive() bool { return !n.dead && n.inc == n.h.inc && n.h.err == nil }
-
-func (n *compactNode) failed(err error) {
-	if n.dead {
-		return
-	}
-	n.dead = true
-	if errors.Is(err, log.ErrLogFailed) {
-		n.h.st.FailedLogs++
-		n.h.crashSoon(time.Duration(n.rng.IntN(5))*time.Millisecond, "restart", &n.h.st.Restarts)
-		return
-	}
-	n.h.fail("unexpected error: %v", err)
-}
-
-// check handles an operation's error: a failed log restarts; a full disk is
-// expected, and so is a read that never read the same twice (bit flips;
-// see the Open case in start), which leaves the log as it was; anything
-// else is a bug.
-func (n *compactNode) check(err error) bool {
-	switch {
-	case err == nil:
-		return true
-	case errors.Is(err, log.ErrLogFailed):
-		n.failed(err)
-	case errors.Is(err, env.ErrNoSpace):
-		n.h.st.FullDisk++
-	case errors.Is(err, env.ErrIO) && !errors.Is(err, log.ErrCorrupt):
-		n.h.st.FlakyReads++
-	default:
-		n.h.fail("unexpected error: %v", err)
-	}
-	return false
-}
-
-func (n *compactNode) tick() {
-	if !n.alive() {
-		return
-	}
-	n.step()
-	n.e.AfterFunc(time.Duration(100+n.rng.IntN(1500))*time.Microsecond, n.tick)
+func newCompactNode(h *compactHarness, e env.Env, l *log.Log) *compactNode {
+	n := &compactNode{h: h, crashLoad: crashLoad{w: &h.crashWorld, e: e, l: l, inc: h.inc, rng: e.Rand(),
+		restart:    func(after time.Duration) { h.crashSoon(after, "restart", &h.st.Restarts) },
+		failedLogs: &h.st.FailedLogs, fullDisk: &h.st.FullDisk, flakyReads: &h.st.FlakyReads}}
+	n.crashLoad.step = n.step
+	return n
 }
 
 func (n *compactNode) step() {
@@ -542,18 +376,7 @@ func (n *compactNode) step() {
 	case r < 50:
 		n.appendBatches()
 	case r < 70:
-		upto, start := l.LogEndOffset(), l.LogStartOffset()
-		l.Flush(upto, func(err error) {
-			if err != nil {
-				n.failed(err)
-				return
-			}
-			if n.inc == h.inc {
-				h.st.Acked++
-				h.durableEnd = max(h.durableEnd, upto)
-				h.durableLogStart = max(h.durableLogStart, start)
-			}
-		})
+		n.flush(&h.st.Acked)
 	case r < 76:
 		n.check(l.Roll())
 	case r < 80:
@@ -569,14 +392,7 @@ func (n *compactNode) step() {
 			h.maxLogStart = max(h.maxLogStart, l.LogStartOffset())
 		}
 	default:
-		if l.LogEndOffset() > l.LogStartOffset() {
-			off := l.LogStartOffset() + n.rng.Int64N(l.LogEndOffset()-l.LogStartOffset())
-			res, err := l.Read(off, n.rng.IntN(4096), -1)
-			if !n.check(err) {
-				return
-			}
-			res.Release()
-		}
+		n.read()
 	}
 }
 
@@ -654,10 +470,7 @@ func (n *compactNode) appendBatches() {
 	var ps []pending
 	now := n.e.Now().UnixMilli()
 	for k := 1 + n.rng.IntN(2); k > 0; k-- {
-		opts := []record.BuilderOption{record.WithCompressor(h.comp)}
-		if n.rng.IntN(4) == 0 {
-			opts = append(opts, record.WithCompression([]record.Codec{record.CodecGzip, record.CodecSnappy, record.CodecLZ4, record.CodecZstd}[n.rng.IntN(4)]))
-		}
+		opts := n.builderOptions(h.comp)
 		var kvs []kv
 		for r := 1 + n.rng.IntN(6); r > 0; r-- {
 			x := kv{k: "k" + strconv.Itoa(n.rng.IntN(h.keys))}
@@ -710,37 +523,10 @@ func (n *compactNode) appendBatches() {
 		h.fail("append info last offset %d, want %d", info.LastOffset, h.recs[len(h.recs)-1].offset)
 	}
 	if h.cfg.TxnIndex && h.txnRng.IntN(3) == 0 {
-		t := log.AbortedTxn{ProducerID: h.txnRng.Int64N(5), LastOffset: info.LastOffset, LastStableOffset: info.LastOffset}
-		t.FirstOffset = max(l.LogStartOffset(), t.LastOffset-h.txnRng.Int64N(50))
+		t := drawAbortedTxn(h.txnRng, l, info.LastOffset)
 		if !n.check(l.AppendAbortedTxn(t)) {
 			return
 		}
 		h.aborted = append(h.aborted, t)
 	}
-}
-
-// checkTxnIndex compares the recovered transaction index with the
-// history's entries: exactly those below AbortedIndexEnd (and at or past
-// the log start), through every swap the cleaner made.
-func (h *compactHarness) checkTxnIndex(l *log.Log) error {
-	start, end := l.LogStartOffset(), l.AbortedIndexEnd()
-	if end < start || end > l.LogEndOffset() {
-		return fmt.Errorf("transaction index end %d outside the log [%d, %d]", end, start, l.LogEndOffset())
-	}
-	var want, got []log.AbortedTxn
-	for _, t := range h.aborted {
-		if t.LastOffset >= start && t.LastOffset < end {
-			want = append(want, t)
-		}
-	}
-	for _, t := range l.AbortedTxns(start, math.MaxInt64) {
-		if t.LastOffset >= end {
-			return fmt.Errorf("transaction index entry at %d beyond its end %d", t.LastOffset, end)
-		}
-		got = append(got, t)
-	}
-	if fmt.Sprint(got) != fmt.Sprint(want) {
-		return fmt.Errorf("transaction index below %d:\n got %v\nwant %v", end, got, want)
-	}
-	return nil
 }

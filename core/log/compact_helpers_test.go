@@ -82,19 +82,19 @@ func readRecords(t tb, l *log.Log) ([]srec, []storedBatch) {
 // clean runs CleanStep with the given budget until it reports no more work,
 // and returns the number of steps.
 func (r *rig) clean(budget int64) int {
-	r.t.Helper()
+	r.T.Helper()
 	steps := 0
 	for {
 		more := false
-		err := r.wait(func(done func(error)) {
-			r.l.CleanStep(r.e.Now(), budget, func(m bool, err error) {
+		err := r.Wait(func(done func(error)) {
+			r.l.CleanStep(r.Env.Now(), budget, func(m bool, err error) {
 				more = m
 				done(err)
 			})
 		})
-		require.NoError(r.t, err)
+		require.NoError(r.T, err)
 		steps++
-		require.Less(r.t, steps, 100000, "the cleaner does not finish")
+		require.Less(r.T, steps, 100000, "the cleaner does not finish")
 		if !more {
 			return steps
 		}
@@ -104,9 +104,9 @@ func (r *rig) clean(budget int64) int {
 // cleanable makes everything up to the log end cleanable: roll, flush,
 // high watermark.
 func (r *rig) cleanable() {
-	r.t.Helper()
-	require.NoError(r.t, r.l.Roll())
-	require.NoError(r.t, r.flush())
+	r.T.Helper()
+	require.NoError(r.T, r.l.Roll())
+	require.NoError(r.T, r.flush())
 	r.l.SetHighWatermark(r.l.LogEndOffset())
 }
 

@@ -71,7 +71,7 @@ func (cm *compactMachine) run(t *rapid.T) {
 		"cleanAll":     cm.cleanAll,
 		"cleanSome":    cm.cleanSome,
 		"crashMidStep": cm.crashMidStep,
-		"time":         func(t *rapid.T) { cm.r.run(time.Duration(rapid.IntRange(0, 1500).Draw(t, "ms")) * time.Millisecond) },
+		"time":         func(t *rapid.T) { cm.r.Run(time.Duration(rapid.IntRange(0, 1500).Draw(t, "ms")) * time.Millisecond) },
 		"reopen":       cm.reopen,
 		"":             func(t *rapid.T) { cm.check(t, false) },
 	})
@@ -107,7 +107,7 @@ func (cm *compactMachine) flush(t *rapid.T) {
 func (cm *compactMachine) cleanAll(t *rapid.T) {
 	cm.r.cleanable()
 	cm.r.clean(rapid.Int64Range(64, 1<<16).Draw(t, "budget"))
-	info := cm.r.l.CleanerInfo(cm.r.e.Now())
+	info := cm.r.l.CleanerInfo(cm.r.Env.Now())
 	require.False(t, info.InProgress)
 	complete := cm.cfg.MinCleanableDirtyRatio == 0
 	if complete {
@@ -123,8 +123,8 @@ func (cm *compactMachine) cleanSome(t *rapid.T) {
 	budget := rapid.Int64Range(64, 4096).Draw(t, "budget")
 	for i := 0; i < steps; i++ {
 		more := false
-		require.NoError(t, cm.r.wait(func(done func(error)) {
-			cm.r.l.CleanStep(cm.r.e.Now(), budget, func(m bool, err error) { more = m; done(err) })
+		require.NoError(t, cm.r.Wait(func(done func(error)) {
+			cm.r.l.CleanStep(cm.r.Env.Now(), budget, func(m bool, err error) { more = m; done(err) })
 		}))
 		if !more {
 			break
@@ -138,15 +138,15 @@ func (cm *compactMachine) crashMidStep(t *rapid.T) {
 	cm.flush(t)
 	for i := rapid.IntRange(0, 8).Draw(t, "stepsBefore"); i > 0; i-- {
 		more := false
-		require.NoError(t, cm.r.wait(func(done func(error)) {
-			cm.r.l.CleanStep(cm.r.e.Now(), 512, func(m bool, err error) { more = m; done(err) })
+		require.NoError(t, cm.r.Wait(func(done func(error)) {
+			cm.r.l.CleanStep(cm.r.Env.Now(), 512, func(m bool, err error) { more = m; done(err) })
 		}))
 		if !more {
 			break
 		}
 	}
-	cm.r.l.CleanStep(cm.r.e.Now(), rapid.Int64Range(64, 8192).Draw(t, "budget"), func(bool, error) {})
-	cm.r.run(time.Duration(rapid.IntRange(0, 3000).Draw(t, "us")) * time.Microsecond)
+	cm.r.l.CleanStep(cm.r.Env.Now(), rapid.Int64Range(64, 8192).Draw(t, "budget"), func(bool, error) {})
+	cm.r.Run(time.Duration(rapid.IntRange(0, 3000).Draw(t, "us")) * time.Microsecond)
 	cm.r.crash()
 	cm.r.open()
 	cm.check(t, false)
@@ -159,7 +159,7 @@ func (cm *compactMachine) reopen(t *rapid.T) {
 
 // check compares the log with the model (see the test's doc).
 func (cm *compactMachine) check(t *rapid.T, complete bool) {
-	l, now := cm.r.l, cm.r.e.Now().UnixMilli()
+	l, now := cm.r.l, cm.r.Env.Now().UnixMilli()
 	got, batches := readRecords(t, l)
 	expired := func(r srec) bool { return r.tomb && now-r.ts >= cm.cfg.DeleteRetention.Milliseconds() }
 	latest := map[string]srec{}
@@ -188,7 +188,7 @@ func (cm *compactMachine) check(t *rapid.T, complete bool) {
 	}
 	// Below F: exactly the latest record per key below F, minus expired
 	// tombstones.
-	f := l.CleanerInfo(cm.r.e.Now()).FirstDirtyOffset
+	f := l.CleanerInfo(cm.r.Env.Now()).FirstDirtyOffset
 	below := map[string]srec{}
 	for off := int64(0); off < f; off++ {
 		if r, ok := cm.m.all[off]; ok {

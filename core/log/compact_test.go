@@ -15,10 +15,10 @@ import (
 
 // appendKeyed appends one batch and records it in the model.
 func (r *rig) appendKeyed(m *keyModel, kvs []kv, opts ...record.BuilderOption) log.AppendInfo {
-	r.t.Helper()
-	ts := r.e.Now().UnixMilli()
+	r.T.Helper()
+	ts := r.Env.Now().UnixMilli()
 	info, err := r.l.Append(keyedBatch(ts, kvs, opts...), 0)
-	require.NoError(r.t, err)
+	require.NoError(r.T, err)
 	if m != nil {
 		m.appended(info.FirstOffset, ts, kvs)
 	}
@@ -28,7 +28,7 @@ func (r *rig) appendKeyed(m *keyModel, kvs []kv, opts ...record.BuilderOption) l
 // fillKeys appends n batches of 1-4 records over nKeys keys, values
 // naming their round.
 func (r *rig) fillKeys(m *keyModel, n, nKeys int, seed int) {
-	r.t.Helper()
+	r.T.Helper()
 	for i := 0; i < n; i++ {
 		var kvs []kv
 		for j := 0; j <= (i+seed)%4; j++ {
@@ -48,7 +48,7 @@ func TestCompactKeepsLatestPerKey(t *testing.T) {
 	r.cleanable()
 	r.clean(2048)
 
-	info := r.l.CleanerInfo(r.e.Now())
+	info := r.l.CleanerInfo(r.Env.Now())
 	require.Equal(t, r.l.Segments()[len(r.l.Segments())-1].BaseOffset, info.FirstDirtyOffset, "everything below the active segment is clean")
 	require.Equal(t, 1, info.Stats.Cleanings)
 	got, _ := readRecords(t, r.l)
@@ -60,7 +60,7 @@ func TestCompactKeepsLatestPerKey(t *testing.T) {
 	r.fillKeys(m, 40, 6, 3)
 	r.cleanable()
 	r.clean(1 << 20)
-	info = r.l.CleanerInfo(r.e.Now())
+	info = r.l.CleanerInfo(r.Env.Now())
 	got, _ = readRecords(t, r.l)
 	m.check(t, got, false, info.FirstDirtyOffset)
 	require.Len(t, got, 15)
@@ -72,7 +72,7 @@ func TestCompactKeepsLatestPerKey(t *testing.T) {
 	r.open()
 	got2, _ := readRecords(t, r.l)
 	require.Equal(t, got, got2)
-	require.Equal(t, info.FirstDirtyOffset, r.l.CleanerInfo(r.e.Now()).FirstDirtyOffset)
+	require.Equal(t, info.FirstDirtyOffset, r.l.CleanerInfo(r.Env.Now()).FirstDirtyOffset)
 	require.Zero(t, r.clean(1<<20)-1, "nothing left to clean after a restart")
 }
 
@@ -140,7 +140,7 @@ func TestCompactTombstonesAfterDeleteRetention(t *testing.T) {
 	require.Len(t, got, 3, "a's tombstone, b=2, c=1")
 
 	// Before the horizon the tombstone stays, through more cleanings.
-	r.run(30 * time.Minute)
+	r.Run(30 * time.Minute)
 	r.appendKeyed(m, []kv{put("c", "2")})
 	r.cleanable()
 	r.clean(1 << 20)
@@ -150,15 +150,15 @@ func TestCompactTombstonesAfterDeleteRetention(t *testing.T) {
 
 	// Past the horizon a cleaning is due even with nothing dirty, and the
 	// tombstone goes.
-	r.run(31 * time.Minute)
-	require.True(t, r.l.CleanerInfo(r.e.Now()).Due)
+	r.Run(31 * time.Minute)
+	require.True(t, r.l.CleanerInfo(r.Env.Now()).Due)
 	r.clean(1 << 20)
 	got, _ = readRecords(t, r.l)
 	m.check(t, got, true, 0)
 	for _, g := range got {
 		require.NotEqual(t, "a", g.key)
 	}
-	require.EqualValues(t, 1, r.l.CleanerInfo(r.e.Now()).Stats.TombstonesRemoved)
+	require.EqualValues(t, 1, r.l.CleanerInfo(r.Env.Now()).Stats.TombstonesRemoved)
 
 	// A tombstone that is not its key's latest record goes at once.
 	r.appendKeyed(m, []kv{tombstone("b")})
@@ -183,7 +183,7 @@ func TestCompactTombstoneRetentionZero(t *testing.T) {
 	// The first cleaning sets the horizon to now, which makes a second
 	// one due at once, and that one removes the tombstone.
 	r.clean(1 << 20)
-	require.Equal(t, 2, r.l.CleanerInfo(r.e.Now()).Stats.Cleanings)
+	require.Equal(t, 2, r.l.CleanerInfo(r.Env.Now()).Stats.Cleanings)
 	got, _ := readRecords(t, r.l)
 	m.check(t, got, true, 0)
 	require.Len(t, got, 1)
@@ -204,10 +204,10 @@ func TestCompactActiveSegmentUntouched(t *testing.T) {
 	active := segs[len(segs)-1]
 	require.True(t, active.Active)
 	name := fmt.Sprintf("%s/%020d.log", testDir, active.BaseOffset)
-	before, ok := r.p.Disk().ReadFile(name)
+	before, ok := r.Proc.Disk().ReadFile(name)
 	require.True(t, ok)
 	r.clean(1 << 20)
-	after, _ := r.p.Disk().ReadFile(name)
+	after, _ := r.Proc.Disk().ReadFile(name)
 	require.Equal(t, before, after, "the active segment's bytes")
 	got, _ := readRecords(t, r.l)
 	m.check(t, got, false, active.BaseOffset)
@@ -230,7 +230,7 @@ func TestCompactActiveSegmentUntouched(t *testing.T) {
 	require.NoError(t, r.l.Roll())
 	r.fillKeys(m, 20, 4, 2)
 	require.NoError(t, r.l.Roll())
-	require.Equal(t, end, r.l.CleanerInfo(r.e.Now()).CleanableEnd)
+	require.Equal(t, end, r.l.CleanerInfo(r.Env.Now()).CleanableEnd)
 }
 
 func TestCompactDeletePolicyAppliesRetention(t *testing.T) {
@@ -244,8 +244,8 @@ func TestCompactDeletePolicyAppliesRetention(t *testing.T) {
 			r.fillKeys(nil, 150, 200, 0) // distinct keys: cleaning removes little
 			r.cleanable()
 			r.clean(1 << 20)
-			r.run(2 * time.Hour)
-			n, err := r.l.ApplyRetention(r.e.Now())
+			r.Run(2 * time.Hour)
+			n, err := r.l.ApplyRetention(r.Env.Now())
 			require.NoError(t, err)
 			if policy == log.CleanupCompact {
 				require.Zero(t, n, "retention.ms and retention.bytes do not apply to compact")
@@ -314,7 +314,7 @@ func TestCompactCompressedBatchesKeepTheirCodec(t *testing.T) {
 		}
 	}
 	require.Positive(t, rewritten)
-	require.Positive(t, r.l.CleanerInfo(r.e.Now()).Stats.BatchesRewritten)
+	require.Positive(t, r.l.CleanerInfo(r.Env.Now()).Stats.BatchesRewritten)
 }
 
 func TestCompactKeepsTransactionalControlAndProducerBatches(t *testing.T) {
@@ -363,25 +363,25 @@ func TestCompactTruncationLowersTheCheckpoint(t *testing.T) {
 	r.fillKeys(m, 80, 5, 0)
 	r.cleanable()
 	r.clean(1 << 20)
-	f := r.l.CleanerInfo(r.e.Now()).FirstDirtyOffset
+	f := r.l.CleanerInfo(r.Env.Now()).FirstDirtyOffset
 	require.Positive(t, f)
 
 	// A truncation below the checkpoint lowers it in memory at once.
 	to := f / 2
-	require.NoError(t, r.wait(func(done func(error)) { r.l.Truncate(to, done) }))
-	require.LessOrEqual(t, r.l.CleanerInfo(r.e.Now()).FirstDirtyOffset, r.l.LogEndOffset())
+	require.NoError(t, r.Wait(func(done func(error)) { r.l.Truncate(to, done) }))
+	require.LessOrEqual(t, r.l.CleanerInfo(r.Env.Now()).FirstDirtyOffset, r.l.LogEndOffset())
 
 	// After a crash that kept the old checkpoint file, new appends of a
 	// later epoch make the cleaner distrust it.
 	r.crash()
 	r.open()
-	cp, _ := r.p.Disk().ReadFile(testDir + "/cleaner-checkpoint")
+	cp, _ := r.Proc.Disk().ReadFile(testDir + "/cleaner-checkpoint")
 	require.Contains(t, string(cp), fmt.Sprintf("first-dirty-offset %d", f), "the test needs the old checkpoint on disk")
 	for r.l.LogEndOffset() < f+10 {
 		_, err := r.l.Append(keyedBatch(1, []kv{put("x", "after")}), 3)
 		require.NoError(t, err)
 	}
-	require.Equal(t, r.l.LogStartOffset(), r.l.CleanerInfo(r.e.Now()).FirstDirtyOffset)
+	require.Equal(t, r.l.LogStartOffset(), r.l.CleanerInfo(r.Env.Now()).FirstDirtyOffset)
 }
 
 // TestCompactSwapCrashPrefixes builds every state a crash can leave of a
@@ -398,9 +398,9 @@ func TestCompactSwapCrashPrefixes(t *testing.T) {
 	r.cleanable()
 	files := func() map[string][]byte {
 		out := map[string][]byte{}
-		for _, name := range r.p.Disk().Files() {
+		for _, name := range r.Proc.Disk().Files() {
 			if strings.HasPrefix(name, testDir+"/") {
-				data, _ := r.p.Disk().ReadFile(name)
+				data, _ := r.Proc.Disk().ReadFile(name)
 				out[strings.TrimPrefix(name, testDir+"/")] = data
 			}
 		}
@@ -442,7 +442,7 @@ func TestCompactSwapCrashPrefixes(t *testing.T) {
 	for _, s := range []string{".index", ".timeindex", ".log"} {
 		ops = append(ops, op{seg(B, s+".swap"), seg(B, s)})
 	}
-	d := r.e.Disk()
+	d := r.Env.Disk()
 	write := func(name string, data []byte) {
 		f, err := d.Open(testDir+"/"+name, true)
 		require.NoError(t, err)
@@ -524,7 +524,7 @@ func TestCompactStepsAreBounded(t *testing.T) {
 	steps := r.clean(512)
 	require.Greater(t, steps, 20, "a small budget takes many steps")
 	got, _ := readRecords(t, r.l)
-	m.check(t, got, false, r.l.CleanerInfo(r.e.Now()).FirstDirtyOffset)
+	m.check(t, got, false, r.l.CleanerInfo(r.Env.Now()).FirstDirtyOffset)
 }
 
 func TestCompactSmallOffsetMap(t *testing.T) {
@@ -535,7 +535,7 @@ func TestCompactSmallOffsetMap(t *testing.T) {
 	r.fillKeys(m, 200, 60, 0)
 	r.cleanable()
 	r.clean(1 << 20)
-	info := r.l.CleanerInfo(r.e.Now())
+	info := r.l.CleanerInfo(r.Env.Now())
 	require.Greater(t, info.Stats.Cleanings, 1, "the map fills: several cleanings")
 	got, _ := readRecords(t, r.l)
 	m.check(t, got, false, info.FirstDirtyOffset)

@@ -58,21 +58,21 @@ func newTxnWorkload(r *rig) *txnWorkload {
 }
 
 func (w *txnWorkload) plain(kvs ...kv) {
-	w.r.t.Helper()
-	raw := keyedBatch(w.r.e.Now().UnixMilli(), kvs)
+	w.r.T.Helper()
+	raw := keyedBatch(w.r.Env.Now().UnixMilli(), kvs)
 	info, err := w.r.l.Append(raw, 0)
-	require.NoError(w.r.t, err)
+	require.NoError(w.r.T, err)
 	for i, x := range kvs {
 		w.recs = append(w.recs, trec{offset: info.FirstOffset + int64(i), key: x.k, value: x.v, pid: -1})
 	}
 }
 
 func (w *txnWorkload) txn(pid int64, kvs ...kv) {
-	w.r.t.Helper()
-	raw := keyedBatch(w.r.e.Now().UnixMilli(), kvs, record.WithProducer(pid, 0, w.seqs[pid]), record.WithTransactional())
+	w.r.T.Helper()
+	raw := keyedBatch(w.r.Env.Now().UnixMilli(), kvs, record.WithProducer(pid, 0, w.seqs[pid]), record.WithTransactional())
 	w.seqs[pid] += int32(len(kvs))
 	info, err := w.r.l.Append(raw, 0)
-	require.NoError(w.r.t, err)
+	require.NoError(w.r.T, err)
 	if _, ok := w.ongoing[pid]; !ok {
 		w.ongoing[pid] = info.FirstOffset
 	}
@@ -83,23 +83,23 @@ func (w *txnWorkload) txn(pid int64, kvs ...kv) {
 
 // end writes producer pid's marker, with the index entry for an abort.
 func (w *txnWorkload) end(pid int64, commit bool) {
-	w.r.t.Helper()
+	w.r.T.Helper()
 	first, ok := w.ongoing[pid]
-	require.True(w.r.t, ok, "producer %d has no open transaction", pid)
+	require.True(w.r.T, ok, "producer %d has no open transaction", pid)
 	ct := record.ControlAbort
 	if commit {
 		ct = record.ControlCommit
 	}
-	raw, err := record.BuildEndTxnMarker(pid, 0, ct, 1, w.r.e.Now().UnixMilli())
-	require.NoError(w.r.t, err)
+	raw, err := record.BuildEndTxnMarker(pid, 0, ct, 1, w.r.Env.Now().UnixMilli())
+	require.NoError(w.r.T, err)
 	info, err := w.r.l.AppendCoordinator(raw, 0)
-	require.NoError(w.r.t, err)
+	require.NoError(w.r.T, err)
 	delete(w.ongoing, pid)
 	state := stateCommitted
 	if !commit {
 		state = stateAborted
 		e := log.AbortedTxn{ProducerID: pid, FirstOffset: first, LastOffset: info.FirstOffset, LastStableOffset: w.lso()}
-		require.NoError(w.r.t, w.r.l.AppendAbortedTxn(e))
+		require.NoError(w.r.T, w.r.l.AppendAbortedTxn(e))
 		w.aborts = append(w.aborts, &abortInfo{entry: e})
 	}
 	for i := range w.recs {
@@ -245,7 +245,7 @@ func (w *txnWorkload) track(t tb, retention time.Duration, markers map[int64]boo
 			}
 		}
 	}
-	now := w.r.e.Now()
+	now := w.r.Env.Now()
 	for _, a := range w.aborts {
 		if a.entry.LastOffset < w.r.l.LogStartOffset() {
 			continue
@@ -266,19 +266,19 @@ func (w *txnWorkload) track(t tb, retention time.Duration, markers map[int64]boo
 // It tracks the aborted transactions' data after every step (track).
 func (w *txnWorkload) clean(budget int64) {
 	r := w.r
-	r.t.Helper()
+	r.T.Helper()
 	r.cleanable()
 	r.l.SetLastStableOffset(w.lso())
 	for steps := 0; ; steps++ {
-		require.Less(r.t, steps, 100000, "the cleaner does not finish")
+		require.Less(r.T, steps, 100000, "the cleaner does not finish")
 		more := false
-		require.NoError(r.t, r.wait(func(done func(error)) {
-			r.l.CleanStep(r.e.Now(), budget, func(m bool, err error) {
+		require.NoError(r.T, r.Wait(func(done func(error)) {
+			r.l.CleanStep(r.Env.Now(), budget, func(m bool, err error) {
 				more = m
 				done(err)
 			})
 		}))
-		w.track(r.t, r.cfg.DeleteRetention, map[int64]bool{})
+		w.track(r.T, r.cfg.DeleteRetention, map[int64]bool{})
 		if !more {
 			return
 		}
@@ -324,7 +324,7 @@ func TestCleanerTransactions(t *testing.T) {
 	w.check(t, time.Second)
 	after, markers := w.consumed(t)
 	require.Equal(t, len(before)-1, len(after), "only d0, superseded by d1, goes from what a consumer sees")
-	stats := r.l.CleanerInfo(r.e.Now()).Stats
+	stats := r.l.CleanerInfo(r.Env.Now()).Stats
 	require.Equal(t, int64(5+1), stats.RecordsRemoved, "the 5 aborted records and d0")
 	for _, a := range w.aborts {
 		require.True(t, markers[a.entry.LastOffset], "markers stay in the first cleaning")
@@ -336,12 +336,12 @@ func TestCleanerTransactions(t *testing.T) {
 	// cleaning and goes once it passes. The newest aborted transactions
 	// of producers 2 and 3 keep an empty batch, and so their markers.
 	w.clean(1 << 20)
-	r.run(500 * time.Millisecond)
+	r.Run(500 * time.Millisecond)
 	w.clean(1 << 20)
 	w.check(t, time.Second)
 	_, markers = w.consumed(t)
 	require.True(t, markers[w.aborts[0].entry.LastOffset], "within delete.retention.ms")
-	r.run(600 * time.Millisecond)
+	r.Run(600 * time.Millisecond)
 	w.clean(1 << 20)
 	w.check(t, time.Second)
 	_, markers = w.consumed(t)
@@ -369,10 +369,10 @@ func TestCleanerWaitsForTheIndex(t *testing.T) {
 	w.plain(put("a", "a1"))
 	r.cleanable()
 	require.Equal(t, 1, r.clean(1<<20), "one step that does nothing")
-	require.Zero(t, r.l.CleanerInfo(r.e.Now()).Stats.Cleanings)
+	require.Zero(t, r.l.CleanerInfo(r.Env.Now()).Stats.Cleanings)
 	require.NoError(t, r.l.CompleteAbortedIndex(r.l.LogEndOffset()))
 	w.clean(1 << 20)
-	require.Equal(t, 1, r.l.CleanerInfo(r.e.Now()).Stats.Cleanings)
+	require.Equal(t, 1, r.l.CleanerInfo(r.Env.Now()).Stats.Cleanings)
 }
 
 // TestCleanerTransactionsProperty: random plain and transactional
@@ -434,7 +434,7 @@ func TestCleanerTransactionsProperty(t *testing.T) {
 				w.clean(rapid.Int64Range(64, 1<<16).Draw(t, "budget"))
 			},
 			"time": func(t *rapid.T) {
-				r.run(time.Duration(rapid.IntRange(0, 1500).Draw(t, "ms")) * time.Millisecond)
+				r.Run(time.Duration(rapid.IntRange(0, 1500).Draw(t, "ms")) * time.Millisecond)
 			},
 			"reopen": func(t *rapid.T) {
 				r.shutdown()

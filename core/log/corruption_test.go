@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/strata-log/strata/core/env"
 	"github.com/strata-log/strata/core/log"
 	"github.com/strata-log/strata/core/record"
 	"github.com/strata-log/strata/sim"
@@ -32,14 +33,14 @@ func corruptionRig(t *testing.T) (*rig, []storedBatch) {
 // flipStored flips one bit of a stored byte of file name at pos by writing
 // through the Disk and syncing, so the damage is durable.
 func flipStored(t *testing.T, r *rig, name string, pos int64) {
-	f, err := r.e.Disk().Open(name, false)
+	f, err := r.Env.Disk().Open(name, false)
 	require.NoError(t, err)
 	b := make([]byte, 1)
 	_, err = f.ReadAt(b, pos)
 	require.NoError(t, err)
 	b[0] ^= 0x04
 	require.NoError(t, f.WriteAt(b, pos))
-	require.NoError(t, r.wait(f.Sync))
+	require.NoError(t, r.Wait(f.Sync))
 	require.NoError(t, f.Close())
 }
 
@@ -61,11 +62,8 @@ func segmentAndPosition(t *testing.T, segs []log.SegmentInfo, batches []storedBa
 // shutdown): Open must fail with the file and position, never drop it.
 func TestCorruptionBeforeRecoveryPoint(t *testing.T) {
 	r, batches := corruptionRig(t)
-	r.openBusy()
-	segs := r.l.Segments()
-	require.NoError(t, r.l.Close())
 	last := batches[len(batches)-1]
-	name, pos := segmentAndPosition(t, segs, batches, last.base)
+	name, pos := storedAt(t, r, batches, last.base)
 	flipStored(t, r, name, pos+int64(len(last.bytes))-3) // inside the records, under the CRC
 
 	err := r.tryOpen()
@@ -146,7 +144,7 @@ func TestCorruptionAfterRecoveryPoint(t *testing.T) {
 // flip from looking like corruption.
 func TestOpenToleratesReadFlips(t *testing.T) {
 	r, batches := corruptionRig(t)
-	r.p.Disk().SetFaults(sim.DiskFaults{BitFlipProbability: 0.05})
+	r.Proc.Disk().SetFaults(sim.DiskFaults{BitFlipProbability: 0.05})
 	for i := 0; i < 30; i++ {
 		r.openBusy()
 		require.NoError(t, r.flush())
@@ -159,7 +157,7 @@ func TestOpenToleratesReadFlips(t *testing.T) {
 		require.NoError(t, r.l.Verify(0, r.l.LogEndOffset()))
 		r.crash()
 	}
-	require.Positive(t, r.p.Disk().Stats().BitFlips)
+	require.Positive(t, r.Proc.Disk().Stats().BitFlips)
 }
 
 // Damage at rest in index files that loading cannot see (a plausible
@@ -209,25 +207,9 @@ func damagedIndexLookups(t *testing.T, readsFirst bool) {
 	// entries, which Open checks): the offset index entry names the first
 	// offset of its batch instead of the last; the time index entry's
 	// timestamp is one less, still in order.
-	d := r.e.Disk()
-	idx, err := d.Open(testDir+"/00000000000000000000.index", false)
-	require.NoError(t, err)
-	require.GreaterOrEqual(t, idx.Size(), int64(3*8))
-	e := make([]byte, 8)
-	_, err = idx.ReadAt(e, 8)
-	require.NoError(t, err)
-	binary.BigEndian.PutUint32(e, binary.BigEndian.Uint32(e)-1)
-	require.NoError(t, idx.WriteAt(e, 8))
-	require.NoError(t, idx.Close())
-	tidx, err := d.Open(testDir+"/00000000000000000000.timeindex", false)
-	require.NoError(t, err)
-	require.GreaterOrEqual(t, tidx.Size(), int64(3*12))
-	te := make([]byte, 12)
-	_, err = tidx.ReadAt(te, 12)
-	require.NoError(t, err)
-	binary.BigEndian.PutUint64(te, binary.BigEndian.Uint64(te)-1)
-	require.NoError(t, tidx.WriteAt(te, 12))
-	require.NoError(t, tidx.Close())
+	d := r.Env.Disk()
+	decrementIndexEntry(t, d, testDir+"/00000000000000000000.index", 8, 4)
+	decrementIndexEntry(t, d, testDir+"/00000000000000000000.timeindex", 12, 8)
 
 	r.open()
 	reads := func() {
@@ -241,4 +223,24 @@ func damagedIndexLookups(t *testing.T, readsFirst bool) {
 	}
 	require.Equal(t, wantTimes, answers(), "every timestamp lookup answers as before the damage")
 	reads()
+}
+
+// decrementIndexEntry lowers by one the first field (a 4-byte relative
+// offset or an 8-byte timestamp) of entry 1 of an index file of at least
+// three entries of entrySize bytes.
+func decrementIndexEntry(t *testing.T, d env.Disk, name string, entrySize, fieldSize int) {
+	t.Helper()
+	f, err := d.Open(name, false)
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, f.Size(), int64(3*entrySize))
+	e := make([]byte, entrySize)
+	_, err = f.ReadAt(e, int64(entrySize))
+	require.NoError(t, err)
+	if fieldSize == 4 {
+		binary.BigEndian.PutUint32(e, binary.BigEndian.Uint32(e)-1)
+	} else {
+		binary.BigEndian.PutUint64(e, binary.BigEndian.Uint64(e)-1)
+	}
+	require.NoError(t, f.WriteAt(e, int64(entrySize)))
+	require.NoError(t, f.Close())
 }

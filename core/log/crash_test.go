@@ -3,19 +3,14 @@ package log_test
 import (
 	"errors"
 	"fmt"
-	"io"
-	"math"
 	"math/rand/v2"
 	"os"
-	"strconv"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/strata-log/strata/core/env"
 	"github.com/strata-log/strata/core/log"
 	"github.com/strata-log/strata/core/record"
-	"github.com/strata-log/strata/sim"
 )
 
 // crashSeeds is how many seeds TestCrashRecovery runs (a few hundred ms
@@ -75,46 +70,13 @@ var crashRegressionSeeds = []uint64{
 //
 // Replay one seed with: go test ./core/log -run 'TestCrashRecovery/seed=N$' -v
 func TestCrashRecovery(t *testing.T) {
-	seeds := make([]uint64, 0, crashSeeds+len(crashRegressionSeeds))
-	n := uint64(crashSeeds)
-	if testing.Short() {
-		n = 40
-	}
-	if v := os.Getenv("STRATA_LOG_CRASH_SEEDS"); v != "" {
-		// A longer sweep: STRATA_LOG_CRASH_SEEDS=5000 go test -run TestCrashRecovery ./core/log
-		var err error
-		if n, err = strconv.ParseUint(v, 10, 64); err != nil {
-			t.Fatalf("STRATA_LOG_CRASH_SEEDS=%q: %v", v, err)
-		}
-	}
-	for s := uint64(1); s <= n; s++ {
-		seeds = append(seeds, s)
-	}
-	for _, s := range crashRegressionSeeds {
-		if s > n {
-			seeds = append(seeds, s)
-		}
-	}
-	var mu sync.Mutex
-	stats := crashStats{}
-	t.Cleanup(func() { t.Logf("%d seeds: %+v", len(seeds), stats) })
-	for _, seed := range seeds {
-		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
-			t.Parallel() // each seed is its own simulation
-			st, err := runCrashSeed(seed)
-			if err != nil {
-				t.Fatalf("seed %d: %v\nreplay: go test ./core/log -run 'TestCrashRecovery/seed=%d$' -v", seed, err, seed)
-			}
-			mu.Lock()
-			stats.add(st)
-			mu.Unlock()
-		})
-	}
+	// A longer sweep: STRATA_LOG_CRASH_SEEDS=5000 go test -run TestCrashRecovery ./core/log
+	crashSweep(t, crashSeeds, "STRATA_LOG_CRASH_SEEDS", crashRegressionSeeds, runCrashSeed, (*crashStats).add)
 }
 
 type crashStats struct {
 	Restarts, Crashes, Kills, Reboots, FailedLogs, UnavailableOpens, Appends, Acked, Retained int
-	TornTails, BitFlips, FailedSyncs, FailedFilesystems                                       int
+	FullDisk, FlakyReads, TornTails, BitFlips, FailedSyncs, FailedFilesystems                 int
 }
 
 func (s *crashStats) add(o crashStats) {
@@ -127,6 +89,8 @@ func (s *crashStats) add(o crashStats) {
 	s.Appends += o.Appends
 	s.Acked += o.Acked
 	s.Retained += o.Retained
+	s.FullDisk += o.FullDisk
+	s.FlakyReads += o.FlakyReads
 	s.TornTails += o.TornTails
 	s.BitFlips += o.BitFlips
 	s.FailedSyncs += o.FailedSyncs
@@ -136,9 +100,8 @@ func (s *crashStats) add(o crashStats) {
 // crashHarness is the checker: what the process appended and had
 // acknowledged, across incarnations.
 type crashHarness struct {
+	crashWorld
 	comp *record.Compressor
-	s    *sim.Sim
-	p    *sim.Process
 	rng  *rand.Rand
 	// killRng decides, per restart, between a power loss (Crash) and a
 	// process kill with the machine up (Kill, which keeps the page cache);
@@ -152,7 +115,6 @@ type crashHarness struct {
 	// own, so that seeds replay their other choices as before).
 	txnRng *rand.Rand
 	cfg    log.Config
-	err    error
 	node   *crashNode
 	st     crashStats
 
@@ -162,25 +124,15 @@ type crashHarness struct {
 	// never-flushed batches). Until the log has settled, the cut is not
 	// durable and a power loss may bring them back, as a crash may keep
 	// unflushed data; the settle ends the history there.
-	cutFrom    int
-	durableEnd int64 // a flush acknowledged every offset below
-	// maxLogStart is the largest log start offset retention or
-	// DeleteRecords ever set; durableLogStart the largest an acknowledged
-	// flush covered.
-	maxLogStart, durableLogStart int64
-	inc                          int
+	cutFrom int
 	// restartsOnFailedFS counts the restarts in a row that found the
 	// filesystem failed (a failed SyncDir; sim.Disk.Failed).
 	restartsOnFailedFS int
 }
 
 func runCrashSeed(seed uint64) (crashStats, error) {
-	var w io.Writer
-	if os.Getenv("STRATA_LOG_TEST_VERBOSE") != "" {
-		w = os.Stderr
-	}
-	s := sim.New(sim.Config{Seed: seed, BuggifyRate: 0.2, Log: w})
-	h := &crashHarness{s: s, rng: s.Rand("crash-test"), killRng: s.Rand("crash-test/kill"), comp: record.NewCompressor()}
+	s := newCrashSim(seed)
+	h := &crashHarness{crashWorld: crashWorld{s: s}, rng: s.Rand("crash-test"), killRng: s.Rand("crash-test/kill"), comp: record.NewCompressor()}
 	defer h.comp.Close()
 	h.killMode = h.killRng.IntN(3)
 	h.cfg = log.DefaultConfig()
@@ -197,69 +149,12 @@ func runCrashSeed(seed uint64) (crashStats, error) {
 	h.cfg.TxnIndex = h.txnRng.IntN(2) == 0
 	h.p = s.AddProcess("n1", h.start)
 	d := h.p.Disk()
-	faults := sim.DiskFaults{}
-	if h.rng.IntN(2) == 0 {
-		faults.SyncFailProbability = 0.002 + h.rng.Float64()*0.02
-		faults.SyncDirFailProbability = faults.SyncFailProbability
-	}
-	if h.rng.IntN(2) == 0 {
-		faults.BitFlipProbability = 0.001 + h.rng.Float64()*0.01
-	}
-	if h.rng.IntN(2) == 0 {
-		faults.StallProbability = 0.05
-		faults.StallLatency = 20 * time.Millisecond
-	}
-	if h.rng.IntN(4) == 0 {
-		faults.CapacityBytes = 64<<10 + h.rng.Int64N(256<<10)
-	}
-	d.SetFaults(faults)
-	h.p.Start()
-
-	const faultPhase = 1500 * time.Millisecond
-	// Power failures at random points of the fault phase.
-	for at := time.Duration(0); ; {
-		at += time.Duration(h.rng.Int64N(int64(400 * time.Millisecond)))
-		if at >= faultPhase {
-			break
-		}
-		s.At(at, "test:crash", func() {
-			h.stop()
-			h.p.Start()
-		})
-	}
-	if err := s.RunUntil(faultPhase); err != nil {
-		return h.st, err
-	}
-	if h.err != nil {
-		return h.st, h.err
-	}
-	// Heal, let it run clean, then a last power failure and check.
-	d.SetFaults(sim.DiskFaults{})
-	if !h.p.Up() {
-		h.p.Start()
-	}
-	if err := s.RunFor(300 * time.Millisecond); err != nil {
-		return h.st, err
-	}
-	h.st.Crashes++
-	h.p.Crash()
-	h.p.Start()
-	if err := s.RunFor(50 * time.Millisecond); err != nil {
-		return h.st, err
-	}
-	if h.err == nil && (h.node == nil || h.node.l == nil) {
-		h.err = errors.New("the log did not open after the faults healed")
-	}
+	d.SetFaults(drawDiskFaults(h.rng, diskFaultMix{syncFailSpread: 0.02, capacityOneIn: 4, capacityMin: 64 << 10}))
+	err := h.runPhases(h.rng, h.stop, &h.st.Crashes, func() bool { return h.node != nil && h.node.l != nil })
 	ds := d.Stats()
 	h.st.TornTails, h.st.BitFlips, h.st.FailedSyncs = int(ds.TornTails), int(ds.BitFlips), int(ds.FailedSyncs)
 	h.st.FailedFilesystems = int(ds.FSFailures)
-	return h.st, h.err
-}
-
-func (h *crashHarness) fail(format string, args ...any) {
-	if h.err == nil {
-		h.err = fmt.Errorf("incarnation %d at %v: %s", h.inc, h.s.Now(), fmt.Sprintf(format, args...))
-	}
+	return h.st, err
 }
 
 // restart crashes and restarts the process soon, from outside it (a
@@ -304,30 +199,9 @@ func (h *crashHarness) stop() {
 
 // start is the process's StartFunc: recover, check, then run the workload.
 func (h *crashHarness) start(e env.Env) {
-	h.inc++
 	h.node = nil
-	if err := epochStartsKept(h.p.Disk(), testDir); err != nil {
-		h.fail("before open: %v", err)
-		return
-	}
-	l, err := log.Open(e, testDir, h.cfg)
-	if err != nil {
-		if errors.Is(err, env.ErrNoSpace) {
-			h.restart(10 * time.Millisecond) // recovery rewrites indexes; the disk is full
-			return
-		}
-		if errors.Is(err, log.ErrStorageUnavailable) {
-			// The filesystem failed (or a read did): retry later, as the
-			// owner of a log does.
-			h.st.UnavailableOpens++
-			h.restart(10 * time.Millisecond)
-			return
-		}
-		if os.Getenv("STRATA_LOG_TEST_VERBOSE") != "" {
-			ck, _ := h.p.Disk().ReadFile(testDir + "/recovery-checkpoint")
-			fmt.Fprintf(os.Stderr, "open failed: checkpoint %q\n", ck)
-		}
-		h.fail("open: %v", err)
+	l := h.open(e, h.cfg, h.restart, &h.st.UnavailableOpens)
+	if l == nil {
 		return
 	}
 	if err := h.checkRecovered(l); err != nil {
@@ -335,7 +209,7 @@ func (h *crashHarness) start(e env.Env) {
 		return
 	}
 
-	n := &crashNode{h: h, e: e, l: l, inc: h.inc, rng: e.Rand()}
+	n := newCrashNode(h, e, l)
 	h.node = n
 	l.Flush(l.LogEndOffset(), func(err error) {
 		if err != nil {
@@ -357,13 +231,10 @@ func (h *crashHarness) start(e env.Env) {
 
 // checkRecovered compares a recovered log with the history and adopts it.
 func (h *crashHarness) checkRecovered(l *log.Log) error {
+	if err := h.checkDurable(l); err != nil {
+		return err
+	}
 	start, end := l.LogStartOffset(), l.LogEndOffset()
-	if start > h.maxLogStart {
-		return fmt.Errorf("log start offset %d beyond anything retention or DeleteRecords set (%d)", start, h.maxLogStart)
-	}
-	if start < h.durableLogStart {
-		return fmt.Errorf("log start offset %d below the durable %d", start, h.durableLogStart)
-	}
 	got, err := readAllFlaky(l)
 	if err != nil {
 		return err
@@ -392,9 +263,6 @@ func (h *crashHarness) checkRecovered(l *log.Log) error {
 			return fmt.Errorf("offsets not contiguous: %d after %d", g.base, got[j-1].last)
 		}
 	}
-	if end < h.durableEnd && h.durableEnd > start {
-		return fmt.Errorf("lost acknowledged data: log ends at %d, a flush acknowledged %d", end, h.durableEnd)
-	}
 	// Adopt: the history continues from the recovered end once the log
 	// has settled (see cutFrom).
 	n := 0
@@ -408,12 +276,11 @@ func (h *crashHarness) checkRecovered(l *log.Log) error {
 	}
 	h.cutFrom = n
 	if h.cfg.TxnIndex {
-		if err := h.checkTxnIndex(l); err != nil {
+		if err := checkTxnIndex(l, h.abortedTxns()); err != nil {
 			return err
 		}
 	}
-	h.durableEnd = min(h.durableEnd, end)
-	h.maxLogStart = start
+	h.adopt(l)
 	return nil
 }
 
@@ -483,33 +350,15 @@ func splitChecked(buf []byte) ([]storedBatch, error) {
 
 // crashNode is one incarnation's workload.
 type crashNode struct {
-	h    *crashHarness
-	e    env.Env
-	l    *log.Log
-	inc  int
-	rng  *rand.Rand
-	dead bool
+	crashLoad
+	h *crashHarness
 }
 
-func (n *crashNode) failed(err error) {
-	if n.dead {
-		return
-	}
-	n.dead = true
-	if errors.Is(err, log.ErrLogFailed) {
-		n.h.st.FailedLogs++
-		n.h.restart(time.Duration(n.rng.IntN(5)) * time.Millisecond)
-		return
-	}
-	n.h.fail("unexpected error: %v", err)
-}
-
-func (n *crashNode) tick() {
-	if n.dead || n.h.err != nil {
-		return
-	}
-	n.step()
-	n.e.AfterFunc(time.Duration(100+n.rng.IntN(1500))*time.Microsecond, n.tick)
+func newCrashNode(h *crashHarness, e env.Env, l *log.Log) *crashNode {
+	n := &crashNode{h: h, crashLoad: crashLoad{w: &h.crashWorld, e: e, l: l, inc: h.inc, rng: e.Rand(),
+		restart: h.restart, failedLogs: &h.st.FailedLogs, fullDisk: &h.st.FullDisk, flakyReads: &h.st.FlakyReads}}
+	n.crashLoad.step = n.step
+	return n
 }
 
 func (n *crashNode) step() {
@@ -518,18 +367,7 @@ func (n *crashNode) step() {
 	case r < 55:
 		n.appendBatches()
 	case r < 80:
-		upto, start := l.LogEndOffset(), l.LogStartOffset()
-		l.Flush(upto, func(err error) {
-			if err != nil {
-				n.failed(err)
-				return
-			}
-			if n.inc == h.inc {
-				h.st.Acked++
-				h.durableEnd = max(h.durableEnd, upto)
-				h.durableLogStart = max(h.durableLogStart, start)
-			}
-		})
+		n.flush(&h.st.Acked)
 	case r < 84:
 		n.check(l.Roll())
 	case r < 92:
@@ -547,33 +385,8 @@ func (n *crashNode) step() {
 		}
 		h.maxLogStart = max(h.maxLogStart, l.LogStartOffset())
 	default:
-		// Read something and check it.
-		if l.LogEndOffset() > l.LogStartOffset() {
-			off := l.LogStartOffset() + n.rng.Int64N(l.LogEndOffset()-l.LogStartOffset())
-			res, err := l.Read(off, n.rng.IntN(4096), -1)
-			if !n.check(err) {
-				return
-			}
-			res.Release()
-		}
+		n.read()
 	}
-}
-
-// check handles an operation's error: a failed log restarts; a full disk is
-// expected, and so is a read that never read the same twice (bit flips),
-// which changes nothing; anything else is a bug.
-func (n *crashNode) check(err error) bool {
-	switch {
-	case err == nil:
-		return true
-	case errors.Is(err, log.ErrLogFailed):
-		n.failed(err)
-	case errors.Is(err, env.ErrIO) && !errors.Is(err, log.ErrCorrupt):
-	case errors.Is(err, env.ErrNoSpace):
-	default:
-		n.h.fail("unexpected error: %v", err)
-	}
-	return false
 }
 
 func (n *crashNode) appendBatches() {
@@ -582,11 +395,7 @@ func (n *crashNode) appendBatches() {
 	var sizes []int
 	now := n.e.Now().UnixMilli()
 	for k := 1 + n.rng.IntN(2); k > 0; k-- {
-		opts := []record.BuilderOption{record.WithCompressor(h.comp)}
-		if n.rng.IntN(4) == 0 {
-			opts = append(opts, record.WithCompression([]record.Codec{record.CodecGzip, record.CodecSnappy, record.CodecLZ4, record.CodecZstd}[n.rng.IntN(4)]))
-		}
-		b := record.NewBuilder(opts...)
+		b := record.NewBuilder(n.builderOptions(h.comp)...)
 		for r := 1 + n.rng.IntN(8); r > 0; r-- {
 			v := make([]byte, n.rng.IntN(400))
 			for i := 0; i < len(v); i += 8 {
@@ -637,8 +446,7 @@ func (n *crashNode) appendBatches() {
 		// The last batch stands for an ABORT marker: its entry goes in the
 		// same turn, as an owner's does.
 		last := &h.history[len(h.history)-1]
-		t := log.AbortedTxn{ProducerID: h.txnRng.Int64N(5), LastOffset: last.last, LastStableOffset: last.last}
-		t.FirstOffset = max(l.LogStartOffset(), last.last-h.txnRng.Int64N(50))
+		t := drawAbortedTxn(h.txnRng, l, last.last)
 		if !n.check(l.AppendAbortedTxn(t)) {
 			return
 		}
@@ -646,33 +454,18 @@ func (n *crashNode) appendBatches() {
 	}
 }
 
-// checkTxnIndex compares a recovered transaction index with the history:
-// below AbortedIndexEnd it must list exactly the entries of the history's
-// batches there; completeTxnIndex then adds those at or past it, as an
-// owner replaying its producer state does, and completes the index.
-func (h *crashHarness) checkTxnIndex(l *log.Log) error {
-	start, end := l.LogStartOffset(), l.AbortedIndexEnd()
-	if end < start || end > l.LogEndOffset() {
-		return fmt.Errorf("transaction index end %d outside the log [%d, %d]", end, start, l.LogEndOffset())
-	}
-	var want []log.AbortedTxn
+// abortedTxns lists the entries of the history's batches that stand for
+// ABORT markers; checkTxnIndex compares a recovered index with them, and
+// completeTxnIndex then adds those at or past its end, as an owner
+// replaying its producer state does, and completes the index.
+func (h *crashHarness) abortedTxns() []log.AbortedTxn {
+	var out []log.AbortedTxn
 	for _, b := range h.history {
-		if b.aborted != nil && b.last >= start && b.last < end {
-			want = append(want, *b.aborted)
+		if b.aborted != nil {
+			out = append(out, *b.aborted)
 		}
 	}
-	var got []log.AbortedTxn
-	for _, t := range l.AbortedTxns(start, math.MaxInt64) {
-		if t.LastOffset < end {
-			got = append(got, t)
-		} else {
-			return fmt.Errorf("transaction index entry at %d beyond its end %d", t.LastOffset, end)
-		}
-	}
-	if fmt.Sprint(got) != fmt.Sprint(want) {
-		return fmt.Errorf("transaction index below %d:\n got %v\nwant %v", end, got, want)
-	}
-	return nil
+	return out
 }
 
 func (h *crashHarness) completeTxnIndex(l *log.Log) error {

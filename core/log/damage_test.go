@@ -74,7 +74,7 @@ func TestVerifyFindsDamageInARegion(t *testing.T) {
 
 	// A latent sector error in the first batch of another segment.
 	other := segs[len(segs)-2]
-	d := r.p.Disk()
+	d := r.Proc.Disk()
 	d.DeclareSurvivable(func(n string) bool { return strings.HasSuffix(n, ".log") })
 	res, err = r.l.Read(other.BaseOffset, 1<<20, -1)
 	require.NoError(t, err)
@@ -96,9 +96,9 @@ func TestVerifyFindsDamageInARegion(t *testing.T) {
 func TestDamageMarkerAtTheBaseOpensUnread(t *testing.T) {
 	r, _ := corruptionRig(t)
 	seg := fmt.Sprintf("%s/%020d.log", testDir, 0)
-	d := r.p.Disk()
+	d := r.Proc.Disk()
 	d.DeclareSurvivable(func(n string) bool { return strings.HasSuffix(n, ".log") })
-	f, err := r.e.Disk().Open(seg, false)
+	f, err := r.Env.Disk().Open(seg, false)
 	require.NoError(t, err)
 	d.SetFaults(sim.DiskFaults{LatentErrorProbability: 1})
 	_, err = f.ReadAt(make([]byte, 100), 0)
@@ -106,7 +106,7 @@ func TestDamageMarkerAtTheBaseOpensUnread(t *testing.T) {
 	require.ErrorIs(t, err, env.ErrIO, "page 0 is unreadable now")
 	require.NoError(t, f.Close())
 
-	require.NoError(t, log.MarkDamaged(r.e, testDir, 0))
+	require.NoError(t, log.MarkDamaged(r.Env, testDir, 0))
 	r.open()
 	require.Equal(t, int64(0), r.l.LogStartOffset())
 	require.Equal(t, int64(0), r.l.LogEndOffset(), "everything from the marker is dropped")

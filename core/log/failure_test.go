@@ -33,15 +33,15 @@ func (r *rig) appendN(t *testing.T, n int, seed byte) {
 // kill ends the incarnation with the machine up (the page cache stays) and
 // starts a new one; the log is not reopened.
 func (r *rig) kill() {
-	r.p.Kill()
+	r.Proc.Kill()
 	r.l = nil
-	r.p.Start()
-	r.run(0)
+	r.Proc.Start()
+	r.Run(0)
 }
 
 func markers(r *rig) []string {
 	var out []string
-	for _, f := range r.p.Disk().Files() {
+	for _, f := range r.Proc.Disk().Files() {
 		if strings.Contains(f, ".sync-failed-") {
 			out = append(out, f)
 		}
@@ -63,14 +63,14 @@ func TestSyncFailureKillThenPowerLoss(t *testing.T) {
 
 	r.appendN(t, 10, 100) // rolls start background flushes, which may succeed
 	all := readAll(t, r.l)
-	r.p.Disk().SetFaults(sim.DiskFaults{SyncFailProbability: 1})
+	r.Proc.Disk().SetFaults(sim.DiskFaults{SyncFailProbability: 1})
 	require.ErrorIs(t, r.flush(), log.ErrLogFailed)
-	r.p.Disk().SetFaults(sim.DiskFaults{})
+	r.Proc.Disk().SetFaults(sim.DiskFaults{})
 	durable := r.l.DurableOffset()
 	require.GreaterOrEqual(t, durable, acked)
 	require.Less(t, durable, int64(all[len(all)-1].last+1), "the test wants writes lost to the failed Sync")
 	require.Equal(t, []string{testDir + "/.sync-failed-" + itoa(durable)}, markers(r))
-	require.False(t, r.p.Disk().Failed(), "a failed file Sync leaves the filesystem working")
+	require.False(t, r.Proc.Disk().Failed(), "a failed file Sync leaves the filesystem working")
 
 	r.kill()
 	r.open()
@@ -110,13 +110,13 @@ func TestFailedSyncMarksTheLogAtOnce(t *testing.T) {
 	r.appendN(t, 20, 1)
 	require.NoError(t, r.flush())
 	durable := r.l.DurableOffset()
-	d := r.p.Disk()
+	d := r.Proc.Disk()
 	d.SetFaults(sim.DiskFaults{SyncFailProbability: 1, SyncLatencyMin: 100 * time.Microsecond, SyncLatencyMax: 5 * time.Millisecond})
 	syncs := d.Stats().Syncs
 	r.appendN(t, 12, 100) // rolls: a flush cycle syncs several files
 	require.GreaterOrEqual(t, d.Stats().Syncs-syncs, uint64(2), "the test wants several Syncs in one step")
 	for d.Stats().FailedSyncs == 0 {
-		r.run(10 * time.Microsecond)
+		r.Run(10 * time.Microsecond)
 	}
 	require.Equal(t, uint64(1), d.Stats().FailedSyncs, "the other Syncs are still in flight")
 	require.ErrorIs(t, r.l.Err(), log.ErrLogFailed)
@@ -151,19 +151,11 @@ func TestSettleFailureAfterKillKeepsFlushedData(t *testing.T) {
 	r := newRig(t, 13, lagConfig())
 	r.appendN(t, 30, 1)
 	require.NoError(t, r.flush())
-	r.appendN(t, 2, 60)
-	require.NoError(t, r.flush())
-	acked := r.l.LogEndOffset()
-	want := readAll(t, r.l)
-	require.Less(t, r.l.RecoveryPoint(), acked)
+	acked, want := r.flushPastRecoveryPoint(t)
 	r.appendN(t, 5, 100) // not flushed
 
 	r.kill()
-	r.p.Disk().SetFaults(sim.DiskFaults{SyncFailProbability: 1})
-	r.openBusy()
-	require.ErrorIs(t, r.flush(), log.ErrLogFailed)
-	r.p.Disk().SetFaults(sim.DiskFaults{})
-	require.Equal(t, []string{testDir + "/.sync-failed-" + itoa(acked)}, markers(r))
+	r.openAndFailSettle(t, acked)
 
 	r.kill()
 	r.open()
@@ -172,6 +164,29 @@ func TestSettleFailureAfterKillKeepsFlushedData(t *testing.T) {
 	r.crash()
 	r.open()
 	require.Equal(t, want, readAll(t, r.l))
+}
+
+// openAndFailSettle opens the log on a disk whose syncs all fail: the
+// settle fails the log, which leaves the marker of a failure at acked.
+func (r *rig) openAndFailSettle(t *testing.T, acked int64) {
+	t.Helper()
+	r.Proc.Disk().SetFaults(sim.DiskFaults{SyncFailProbability: 1})
+	r.openBusy()
+	require.ErrorIs(t, r.flush(), log.ErrLogFailed)
+	r.Proc.Disk().SetFaults(sim.DiskFaults{})
+	require.Equal(t, []string{testDir + "/.sync-failed-" + itoa(acked)}, markers(r))
+}
+
+// flushPastRecoveryPoint appends and flushes two more batches, which
+// stay above the recovery point, and returns the flushed end and the
+// log's batches.
+func (r *rig) flushPastRecoveryPoint(t *testing.T) (acked int64, want []storedBatch) {
+	t.Helper()
+	r.appendN(t, 2, 60)
+	require.NoError(t, r.flush())
+	acked, want = r.l.LogEndOffset(), readAll(t, r.l)
+	require.Less(t, r.l.RecoveryPoint(), acked)
+	return acked, want
 }
 
 func itoa(v int64) string { return strconv.FormatInt(v, 10) }
@@ -200,10 +215,10 @@ func TestOpenOnFailedFilesystemRetriesLater(t *testing.T) {
 	want := readAll(t, r.l)
 	_, err := r.l.Append(build(batchSpec{records: 1, valueSize: 10, seed: 99}), 0)
 	require.NoError(t, err)
-	d := r.p.Disk()
+	d := r.Proc.Disk()
 	d.SetFaults(sim.DiskFaults{SyncFailProbability: 1, SyncDirFailProbability: 1})
 	require.ErrorIs(t, r.flush(), log.ErrLogFailed)
-	r.run(10 * time.Millisecond) // the marker's SyncDir fails too
+	r.Run(10 * time.Millisecond) // the marker's SyncDir fails too
 	d.SetFaults(sim.DiskFaults{})
 	require.True(t, d.Failed())
 	require.Equal(t, []string{testDir + "/.sync-failed-" + itoa(acked)}, markers(r), "the marker is in the page cache")
@@ -218,9 +233,9 @@ func TestOpenOnFailedFilesystemRetriesLater(t *testing.T) {
 		require.Equal(t, before, diskSnapshot(d), "a failed Open changes nothing")
 	}
 
-	r.p.PowerCycle()
-	r.p.Start()
-	r.run(0)
+	r.Proc.PowerCycle()
+	r.Proc.Start()
+	r.Run(0)
 	r.open()
 	require.Equal(t, acked, r.l.LogEndOffset())
 	require.Equal(t, want, readAll(t, r.l))
@@ -238,25 +253,17 @@ func TestSettleFailureAfterPowerLossWithZeroedHintKeepsData(t *testing.T) {
 	r := newRig(t, 17, lagConfig())
 	r.appendN(t, 30, 1)
 	require.NoError(t, r.flush())
-	r.appendN(t, 2, 60)
-	require.NoError(t, r.flush())
-	acked := r.l.LogEndOffset()
-	want := readAll(t, r.l)
-	require.Less(t, r.l.RecoveryPoint(), acked)
+	acked, want := r.flushPastRecoveryPoint(t)
 
 	r.crash()
 	hint := testDir + "/.flushed-offset"
-	f, err := r.e.Disk().Open(hint, true)
+	f, err := r.Env.Disk().Open(hint, true)
 	require.NoError(t, err)
 	require.NoError(t, f.Truncate(0))
 	require.NoError(t, f.Truncate(22)) // the size survived, the page did not
 	require.NoError(t, f.Close())
 
-	r.p.Disk().SetFaults(sim.DiskFaults{SyncFailProbability: 1})
-	r.openBusy()
-	require.ErrorIs(t, r.flush(), log.ErrLogFailed)
-	r.p.Disk().SetFaults(sim.DiskFaults{})
-	require.Equal(t, []string{testDir + "/.sync-failed-" + itoa(acked)}, markers(r))
+	r.openAndFailSettle(t, acked)
 	r.kill()
 	r.open()
 	require.Equal(t, want, readAll(t, r.l))
@@ -275,27 +282,19 @@ func TestSettleFailureAfterRestartWithOldNoteKeepsData(t *testing.T) {
 	r.appendN(t, 30, 1)
 	require.NoError(t, r.flush())
 	hint := testDir + "/.flushed-offset"
-	old, ok := r.p.Disk().ReadFile(hint)
+	old, ok := r.Proc.Disk().ReadFile(hint)
 	require.True(t, ok)
 	require.Contains(t, string(old), itoa(r.l.LogEndOffset()))
 
-	r.appendN(t, 2, 60)
-	require.NoError(t, r.flush())
-	acked := r.l.LogEndOffset()
-	want := readAll(t, r.l)
-	require.Less(t, r.l.RecoveryPoint(), acked)
+	acked, want := r.flushPastRecoveryPoint(t)
 
 	r.crash()
-	f, err := r.e.Disk().Open(hint, true)
+	f, err := r.Env.Disk().Open(hint, true)
 	require.NoError(t, err)
 	require.NoError(t, f.WriteAt(old, 0)) // the old note, as a restart may leave it
 	require.NoError(t, f.Close())
 
-	r.p.Disk().SetFaults(sim.DiskFaults{SyncFailProbability: 1})
-	r.openBusy()
-	require.ErrorIs(t, r.flush(), log.ErrLogFailed)
-	r.p.Disk().SetFaults(sim.DiskFaults{})
-	require.Equal(t, []string{testDir + "/.sync-failed-" + itoa(acked)}, markers(r))
+	r.openAndFailSettle(t, acked)
 	r.kill()
 	r.open()
 	require.Equal(t, want, readAll(t, r.l))
@@ -313,11 +312,7 @@ func TestHintOfThisBootIsTakenAtItsWord(t *testing.T) {
 	r.appendN(t, 5, 50) // never flushed
 
 	r.kill()
-	r.p.Disk().SetFaults(sim.DiskFaults{SyncFailProbability: 1})
-	r.openBusy()
-	require.ErrorIs(t, r.flush(), log.ErrLogFailed)
-	r.p.Disk().SetFaults(sim.DiskFaults{})
-	require.Equal(t, []string{testDir + "/.sync-failed-" + itoa(acked)}, markers(r))
+	r.openAndFailSettle(t, acked)
 	r.kill()
 	r.open()
 	require.Equal(t, acked, r.l.LogEndOffset())

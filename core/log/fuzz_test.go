@@ -2,11 +2,6 @@ package log_test
 
 import (
 	"errors"
-	"flag"
-	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -15,6 +10,7 @@ import (
 	"github.com/strata-log/strata/core/env"
 	"github.com/strata-log/strata/core/log"
 	"github.com/strata-log/strata/core/record"
+	"github.com/strata-log/strata/internal/fuzzcorpus"
 	"github.com/strata-log/strata/sim"
 )
 
@@ -144,7 +140,7 @@ func recoverSeeds(t require.TestingT) []recoverSeed {
 	}
 	r.shutdown()
 	read := func(name string) []byte {
-		b, ok := r.p.Disk().ReadFile(testDir + "/" + name)
+		b, ok := r.Proc.Disk().ReadFile(testDir + "/" + name)
 		require.True(t, ok, name)
 		return b
 	}
@@ -178,23 +174,14 @@ type tHelper struct{ require.TestingT }
 
 func (tHelper) Helper() {}
 
-// updateFuzzCorpus rewrites testdata/fuzz/FuzzRecover from recoverSeeds:
+// TestGenerateFuzzCorpus rewrites testdata/fuzz/FuzzRecover from
+// recoverSeeds:
 //
 //	go test ./core/log -run TestGenerateFuzzCorpus -update-fuzz-corpus
-var updateFuzzCorpus = flag.Bool("update-fuzz-corpus", false, "rewrite testdata/fuzz seed files")
-
 func TestGenerateFuzzCorpus(t *testing.T) {
-	if !*updateFuzzCorpus {
-		t.Skip("run with -update-fuzz-corpus to rewrite testdata/fuzz")
-	}
-	dir := filepath.Join("testdata", "fuzz", "FuzzRecover")
-	require.NoError(t, os.MkdirAll(dir, 0o755))
+	var seeds []fuzzcorpus.Seed
 	for _, s := range recoverSeeds(t) {
-		var b strings.Builder
-		b.WriteString("go test fuzz v1\n")
-		for _, arg := range [][]byte{s.segment, s.index, s.timeIndex, s.checkpoint, s.epochs} {
-			fmt.Fprintf(&b, "[]byte(%q)\n", arg)
-		}
-		require.NoError(t, os.WriteFile(filepath.Join(dir, "seed-"+s.name), []byte(b.String()), 0o644))
+		seeds = append(seeds, fuzzcorpus.Seed{Name: s.name, Args: []any{s.segment, s.index, s.timeIndex, s.checkpoint, s.epochs}})
 	}
+	fuzzcorpus.Generate(t, "FuzzRecover", seeds...)
 }

@@ -6,46 +6,40 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/strata-log/strata/core/env"
 	"github.com/strata-log/strata/core/log"
 	"github.com/strata-log/strata/core/record"
 	"github.com/strata-log/strata/sim"
+	"github.com/strata-log/strata/sim/simtest"
 )
 
 // tb is what the helpers need from *testing.T, *testing.B and *rapid.T.
-type tb interface {
-	require.TestingT
-	Helper()
-}
+type tb = simtest.TB
 
 // testDir is the partition directory the tests use.
 const testDir = "data/topic-0"
 
-// rig is one simulated process whose log a test drives from outside the
-// loop, between runs of the simulator (everything is one goroutine).
+// verboseLog is where the simulated processes log: nowhere, or stderr
+// with STRATA_LOG_TEST_VERBOSE set.
+func verboseLog() io.Writer {
+	if os.Getenv("STRATA_LOG_TEST_VERBOSE") != "" {
+		return os.Stderr
+	}
+	return nil
+}
+
+// rig is one simulated process (simtest.Rig) whose log a test drives.
 type rig struct {
-	t   tb
-	s   *sim.Sim
-	p   *sim.Process
-	e   env.Env
+	*simtest.Rig
 	cfg log.Config
 	l   *log.Log
 }
 
 func newRig(t tb, seed uint64, cfg log.Config) *rig {
 	t.Helper()
-	var w io.Writer
-	if os.Getenv("STRATA_LOG_TEST_VERBOSE") != "" {
-		w = os.Stderr
-	}
-	r := &rig{t: t, s: sim.New(sim.Config{Seed: seed, Log: w}), cfg: cfg}
-	r.p = r.s.AddProcess("n1", func(e env.Env) { r.e = e })
-	r.p.Start()
-	r.run(0)
+	r := &rig{Rig: simtest.New(t, sim.Config{Seed: seed, Log: verboseLog()}), cfg: cfg}
 	r.open()
 	return r
 }
@@ -64,30 +58,25 @@ func smallConfig() log.Config {
 	return cfg
 }
 
-func (r *rig) run(d time.Duration) {
-	r.t.Helper()
-	require.NoError(r.t, r.s.RunFor(d))
-}
-
 // open opens the log and waits until it has settled.
 func (r *rig) open() {
-	r.t.Helper()
+	r.T.Helper()
 	r.openBusy()
-	require.NoError(r.t, r.flush())
-	require.False(r.t, r.l.Busy())
+	require.NoError(r.T, r.flush())
+	require.False(r.T, r.l.Busy())
 }
 
 // openBusy opens the log without waiting for it to settle.
 func (r *rig) openBusy() {
-	r.t.Helper()
-	l, err := log.Open(r.e, testDir, r.cfg)
-	require.NoError(r.t, err)
+	r.T.Helper()
+	l, err := log.Open(r.Env, testDir, r.cfg)
+	require.NoError(r.T, err)
 	r.l = l
 }
 
 // tryOpen opens the log and returns the error.
 func (r *rig) tryOpen() error {
-	l, err := log.Open(r.e, testDir, r.cfg)
+	l, err := log.Open(r.Env, testDir, r.cfg)
 	r.l = l
 	return err
 }
@@ -95,37 +84,17 @@ func (r *rig) tryOpen() error {
 // crash power-fails the process and starts a new incarnation (the log is
 // not reopened).
 func (r *rig) crash() {
-	r.p.Crash()
 	r.l = nil
-	r.p.Start()
-	r.run(0)
-}
-
-// wait runs the simulation until issue's callback reports and returns its
-// error.
-func (r *rig) wait(issue func(done func(error))) error {
-	r.t.Helper()
-	var got error
-	called := false
-	issue(func(err error) {
-		require.False(r.t, called, "callback ran twice")
-		called, got = true, err
-	})
-	require.False(r.t, called, "callback ran inline")
-	for i := 0; i < 100000 && !called; i++ {
-		r.run(time.Millisecond)
-	}
-	require.True(r.t, called, "callback never ran")
-	return got
+	r.Restart()
 }
 
 func (r *rig) flush() error {
-	return r.wait(func(done func(error)) { r.l.Flush(r.l.LogEndOffset(), done) })
+	return r.Wait(func(done func(error)) { r.l.Flush(r.l.LogEndOffset(), done) })
 }
 
 func (r *rig) shutdown() {
-	r.t.Helper()
-	require.NoError(r.t, r.wait(r.l.Shutdown))
+	r.T.Helper()
+	require.NoError(r.T, r.Wait(r.l.Shutdown))
 	r.l = nil
 }
 

@@ -79,7 +79,7 @@ func TestOnDiskLayout(t *testing.T) {
 	batches := readAll(t, r.l)
 	segs := r.l.Segments()
 	r.shutdown()
-	files := r.p.Disk().Files()
+	files := r.Proc.Disk().Files()
 	for _, s := range segs {
 		for _, suffix := range []string{".log", ".index", ".timeindex"} {
 			require.Contains(t, files, fmt.Sprintf("%s/%020d%s", testDir, s.BaseOffset, suffix))
@@ -89,7 +89,7 @@ func TestOnDiskLayout(t *testing.T) {
 
 	// The offset index of the first segment: (last offset - base, position)
 	// of batches, big-endian int32 pairs.
-	idx, _ := r.p.Disk().ReadFile(testDir + "/00000000000000000000.index")
+	idx, _ := r.Proc.Disk().ReadFile(testDir + "/00000000000000000000.index")
 	require.NotEmpty(t, idx)
 	require.Zero(t, len(idx)%8)
 	for i := 0; i < len(idx); i += 8 {
@@ -108,15 +108,15 @@ func TestOnDiskLayout(t *testing.T) {
 	}
 	// The time index: (timestamp, offset - base), big-endian int64+int32,
 	// ending with the segment's largest timestamp.
-	tidx, _ := r.p.Disk().ReadFile(testDir + "/00000000000000000000.timeindex")
+	tidx, _ := r.Proc.Disk().ReadFile(testDir + "/00000000000000000000.timeindex")
 	require.NotEmpty(t, tidx)
 	require.Zero(t, len(tidx)%12)
 	lastTs := int64(binary.BigEndian.Uint64(tidx[len(tidx)-12:]))
 	require.Equal(t, segs[0].MaxTimestamp, lastTs)
 
-	ck, _ := r.p.Disk().ReadFile(testDir + "/recovery-checkpoint")
+	ck, _ := r.Proc.Disk().ReadFile(testDir + "/recovery-checkpoint")
 	require.Equal(t, fmt.Sprintf("0\n2\nrecovery-point %d\nlog-start-offset 0\n", batches[len(batches)-1].last+1), string(ck))
-	ep, _ := r.p.Disk().ReadFile(testDir + "/leader-epoch-checkpoint")
+	ep, _ := r.Proc.Disk().ReadFile(testDir + "/leader-epoch-checkpoint")
 	require.True(t, strings.HasPrefix(string(ep), "0\n3\n0 0\n"), "%q", ep)
 }
 
@@ -162,7 +162,7 @@ func TestReadBounds(t *testing.T) {
 func TestFlushGroupCommit(t *testing.T) {
 	r := newRig(t, 4, smallConfig())
 	var order []int
-	syncsBefore := r.p.Disk().Stats().Syncs
+	syncsBefore := r.Proc.Disk().Stats().Syncs
 	for i := 0; i < 50; i++ {
 		_, err := r.l.Append(build(batchSpec{records: 1, valueSize: 10, timestamp: int64(i)}), 0)
 		require.NoError(t, err)
@@ -171,14 +171,14 @@ func TestFlushGroupCommit(t *testing.T) {
 			order = append(order, i)
 		})
 	}
-	r.run(100 * time.Millisecond)
+	r.Run(100 * time.Millisecond)
 	require.Len(t, order, 50)
 	for i := range order {
 		require.Equal(t, i, order[i], "callbacks out of order")
 	}
 	// One cycle for the first flush, one for the 49 that queued behind it
 	// (plus the files of a roll, if any).
-	require.LessOrEqual(t, r.p.Disk().Stats().Syncs-syncsBefore, uint64(10))
+	require.LessOrEqual(t, r.Proc.Disk().Stats().Syncs-syncsBefore, uint64(10))
 	require.Equal(t, r.l.LogEndOffset(), r.l.DurableOffset())
 }
 
@@ -199,7 +199,7 @@ func TestOnFlushReportsEveryCycleWithItsBytes(t *testing.T) {
 		appended += info.Bytes
 		r.l.Flush(r.l.LogEndOffset(), func(err error) { require.NoError(t, err) })
 	}
-	r.run(100 * time.Millisecond)
+	r.Run(100 * time.Millisecond)
 	require.GreaterOrEqual(t, len(got), 2, "the first flush and the group behind it")
 	var sum int64
 	for _, f := range got {
@@ -218,7 +218,7 @@ func TestSyncFailureFailsTheLog(t *testing.T) {
 	r := newRig(t, 5, smallConfig())
 	_, err := r.l.Append(build(batchSpec{records: 1, valueSize: 10}), 0)
 	require.NoError(t, err)
-	r.p.Disk().SetFaults(sim.DiskFaults{SyncFailProbability: 1})
+	r.Proc.Disk().SetFaults(sim.DiskFaults{SyncFailProbability: 1})
 	err = r.flush()
 	require.ErrorIs(t, err, log.ErrLogFailed)
 	_, err = r.l.Append(build(batchSpec{records: 1, valueSize: 10}), 0)
@@ -335,7 +335,7 @@ func TestLeaderEpochs(t *testing.T) {
 		require.Equal(t, c.end, end, "epoch %d", c.ask)
 	}
 	// Truncation cuts the cache; a restart keeps it.
-	require.NoError(t, r.wait(func(done func(error)) { r.l.Truncate(7, done) }))
+	require.NoError(t, r.Wait(func(done func(error)) { r.l.Truncate(7, done) }))
 	require.Equal(t, int64(7), r.l.LogEndOffset())
 	require.Equal(t, []log.LeaderEpochEntry{{Epoch: 1, StartOffset: 0}, {Epoch: 3, StartOffset: 5}}, r.l.LeaderEpochs())
 	r.crash()
@@ -509,7 +509,7 @@ func TestLeftoverFiles(t *testing.T) {
 		require.NoError(t, err)
 	}
 	r.shutdown()
-	d := r.e.Disk()
+	d := r.Env.Disk()
 	touch := func(name string, data []byte) {
 		f, err := d.Open(testDir+"/"+name, true)
 		require.NoError(t, err)
@@ -522,7 +522,7 @@ func TestLeftoverFiles(t *testing.T) {
 	touch("recovery-checkpoint.tmp", []byte("0\n"))
 	touch("partition.metadata", []byte("someone else's"))
 	r.open()
-	files := strings.Join(r.p.Disk().Files(), " ")
+	files := strings.Join(r.Proc.Disk().Files(), " ")
 	for _, gone := range []string{"00000000000000000007.index", ".cleaned", ".deleted", ".tmp"} {
 		require.NotContains(t, files, gone)
 	}
@@ -533,13 +533,13 @@ func TestLeftoverFiles(t *testing.T) {
 	segs := r.l.Segments()
 	require.Len(t, segs, 1)
 	r.shutdown()
-	data, _ := r.p.Disk().ReadFile(testDir + "/00000000000000000000.log")
+	data, _ := r.Proc.Disk().ReadFile(testDir + "/00000000000000000000.log")
 	first, err := record.ReadBatch(data, len(data))
 	require.NoError(t, err)
 	touch("00000000000000000000.log.swap", first.Bytes())
 	r.open()
 	require.Equal(t, int64(1), r.l.LogEndOffset(), "the swapped-in segment holds one batch")
-	require.NotContains(t, strings.Join(r.p.Disk().Files(), " "), ".swap")
+	require.NotContains(t, strings.Join(r.Proc.Disk().Files(), " "), ".swap")
 }
 
 func TestShutdownRecoversFast(t *testing.T) {
@@ -599,7 +599,7 @@ func TestUnreadableIndexesAreRebuiltFromTheSegments(t *testing.T) {
 	want := readAll(t, r.l)
 	r.shutdown()
 
-	d := r.p.Disk()
+	d := r.Proc.Disk()
 	d.DeclareSurvivable(func(name string) bool {
 		return strings.HasSuffix(name, ".index") || strings.HasSuffix(name, ".timeindex")
 	})

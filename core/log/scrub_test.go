@@ -23,20 +23,20 @@ func (r *rig) scrub() (log.ScrubResult, error) { return r.scrubWith(true) }
 // scrubWith scrubs as scrub does, as a log that may have been compacted
 // (a .compacted marker) unless contiguous.
 func (r *rig) scrubWith(contiguous bool) (log.ScrubResult, error) {
-	r.t.Helper()
+	r.T.Helper()
 	marker := testDir + "/.compacted"
 	if contiguous {
-		if err := r.e.Disk().Remove(marker); err != nil && !errors.Is(err, env.ErrNotExist) {
-			require.NoError(r.t, err)
+		if err := r.Env.Disk().Remove(marker); err != nil && !errors.Is(err, env.ErrNotExist) {
+			require.NoError(r.T, err)
 		}
 	} else {
-		f, err := r.e.Disk().Open(marker, true)
-		require.NoError(r.t, err)
-		require.NoError(r.t, f.Close())
+		f, err := r.Env.Disk().Open(marker, true)
+		require.NoError(r.T, err)
+		require.NoError(r.T, f.Close())
 	}
 	var res log.ScrubResult
-	err := r.wait(func(done func(error)) {
-		log.Scrub(r.e, testDir, func(got log.ScrubResult, err error) {
+	err := r.Wait(func(done func(error)) {
+		log.Scrub(r.Env, testDir, func(got log.ScrubResult, err error) {
 			res = got
 			done(err)
 		})
@@ -46,9 +46,9 @@ func (r *rig) scrubWith(contiguous bool) (log.ScrubResult, error) {
 
 // markers lists the failure markers in the test directory.
 func (r *rig) markers() []string {
-	r.t.Helper()
-	names, err := r.e.Disk().List(testDir)
-	require.NoError(r.t, err)
+	r.T.Helper()
+	names, err := r.Env.Disk().List(testDir)
+	require.NoError(r.T, err)
 	var out []string
 	for _, n := range names {
 		if strings.HasPrefix(n, ".sync-failed-") || strings.HasPrefix(n, ".damaged-") {
@@ -62,7 +62,7 @@ func (r *rig) markers() []string {
 // not damaged, and the scrub leaves no marker.
 func TestScrubCleanLog(t *testing.T) {
 	r, batches := corruptionRig(t)
-	r.p.Disk().SetFaults(sim.DiskFaults{BitFlipProbability: 0.05})
+	r.Proc.Disk().SetFaults(sim.DiskFaults{BitFlipProbability: 0.05})
 	for range 10 {
 		res, err := r.scrub()
 		require.NoError(t, err)
@@ -74,7 +74,7 @@ func TestScrubCleanLog(t *testing.T) {
 		}
 		require.Equal(t, total, res.Bytes)
 	}
-	require.Positive(t, r.p.Disk().Stats().BitFlips)
+	require.Positive(t, r.Proc.Disk().Stats().BitFlips)
 	require.Empty(t, r.markers())
 	r.open()
 	require.Len(t, readAll(t, r.l), len(batches))
@@ -143,10 +143,7 @@ func TestScrubDropsDamageBelowRecoveryPoint(t *testing.T) {
 func TestScrubAfterPowerLoss(t *testing.T) {
 	r, batches := corruptionRig(t)
 	target := batches[len(batches)/2]
-	r.openBusy()
-	segs := r.l.Segments()
-	require.NoError(t, r.l.Close())
-	name, pos := segmentAndPosition(t, segs, batches, target.base)
+	name, pos := storedAt(t, r, batches, target.base)
 	flipStored(t, r, name, pos+record.LogOverhead+10) // in the header, under the CRC
 	r.crash()
 
@@ -168,10 +165,7 @@ func TestScrubFindsFlipsOutsideTheCRC(t *testing.T) {
 		r, batches := corruptionRig(t)
 		target := batches[4] // base 8: the flip adds 4
 		require.Equal(t, int64(8), target.base)
-		r.openBusy()
-		segs := r.l.Segments()
-		require.NoError(t, r.l.Close())
-		name, pos := segmentAndPosition(t, segs, batches, target.base)
+		name, pos := storedAt(t, r, batches, target.base)
 		flipStored(t, r, name, pos+7) // the base offset: +4, over the next batch
 		// Without the contiguity rule, the batch after it is out of
 		// order, and the drop starts where the flipped one should.
@@ -215,10 +209,7 @@ func TestScrubFindsFlipsOutsideTheCRC(t *testing.T) {
 		batches := readAll(t, r.l)
 		r.shutdown()
 		target := batches[9] // epoch 6, after a batch of epoch 6
-		r.openBusy()
-		segs := r.l.Segments()
-		require.NoError(t, r.l.Close())
-		name, pos := segmentAndPosition(t, segs, batches, target.base)
+		name, pos := storedAt(t, r, batches, target.base)
 		flipStored(t, r, name, pos+record.LogOverhead+3) // the epoch's low byte: 6 ^ 4 = 2
 		res, err := r.scrubWith(false)
 		require.NoError(t, err)
@@ -326,7 +317,7 @@ func TestScrubFindsAMisdirectedBatchOverAnEpochStart(t *testing.T) {
 // epoch's first batch, so the scrub finds nothing.
 func TestScrubPassesACleanedLogOfSeveralEpochs(t *testing.T) {
 	r := newRig(t, 13, compactConfig())
-	ts := r.e.Now().UnixMilli()
+	ts := r.Env.Now().UnixMilli()
 	for i := 0; i < 120; i++ {
 		k := keyName(i % 5)
 		_, err := r.l.Append(keyedBatch(ts+int64(i), []kv{put(k, fmt.Sprintf("%s=%d:%s", k, i, strings.Repeat("v", 40)))}), int32(3+i/17))
@@ -372,10 +363,10 @@ func requireScrubDamage(t *testing.T, r *rig, at int64, why string) {
 
 // writeStored overwrites stored bytes at pos of the named file, durably.
 func writeStored(t *testing.T, r *rig, name string, pos int64, b []byte) {
-	f, err := r.e.Disk().Open(name, false)
+	f, err := r.Env.Disk().Open(name, false)
 	require.NoError(t, err)
 	require.NoError(t, f.WriteAt(b, pos))
-	require.NoError(t, r.wait(f.Sync))
+	require.NoError(t, r.Wait(f.Sync))
 	require.NoError(t, f.Close())
 }
 
@@ -403,22 +394,19 @@ func epochRig(t *testing.T) (*rig, []storedBatch) {
 func TestScrubMarkers(t *testing.T) {
 	r, batches := corruptionRig(t)
 	target := batches[10]
-	r.openBusy()
-	segs := r.l.Segments()
-	require.NoError(t, r.l.Close())
-	name, pos := segmentAndPosition(t, segs, batches, target.base)
+	name, pos := storedAt(t, r, batches, target.base)
 	flipStored(t, r, name, pos+int64(len(target.bytes))-5)
 
 	// A marker below the damage: the damage is dropped anyway.
-	require.NoError(t, log.MarkFailed(r.e, testDir, batches[4].base))
+	require.NoError(t, log.MarkFailed(r.Env, testDir, batches[4].base))
 	res, err := r.scrub()
 	require.NoError(t, err)
 	require.False(t, res.Damaged, "the scrub stops at the marker's offset; a failed Sync's marker drops nothing durable")
 	require.Equal(t, []string{fmt.Sprintf(".sync-failed-%d", batches[4].base)}, r.markers(), "no new marker")
 
 	// A marker above the damage is replaced.
-	require.NoError(t, r.e.Disk().Remove(testDir+"/"+r.markers()[0]))
-	require.NoError(t, log.MarkFailed(r.e, testDir, batches[20].base))
+	require.NoError(t, r.Env.Disk().Remove(testDir+"/"+r.markers()[0]))
+	require.NoError(t, log.MarkFailed(r.Env, testDir, batches[20].base))
 	res, err = r.scrub()
 	require.NoError(t, err)
 	require.True(t, res.Damaged)
@@ -439,9 +427,9 @@ func TestScrubMarkers(t *testing.T) {
 func TestScrubStopped(t *testing.T) {
 	r, _ := corruptionRig(t)
 	called := false
-	stop := log.Scrub(r.e, testDir, func(log.ScrubResult, error) { called = true })
+	stop := log.Scrub(r.Env, testDir, func(log.ScrubResult, error) { called = true })
 	stop()
-	r.run(time.Second)
+	r.Run(time.Second)
 	require.False(t, called)
 }
 
@@ -449,8 +437,8 @@ func TestScrubStopped(t *testing.T) {
 func TestScrubMissingDirectory(t *testing.T) {
 	r := newRig(t, 5, smallConfig())
 	var res log.ScrubResult
-	err := r.wait(func(done func(error)) {
-		log.Scrub(r.e, "data/none-0", func(got log.ScrubResult, err error) { res = got; done(err) })
+	err := r.Wait(func(done func(error)) {
+		log.Scrub(r.Env, "data/none-0", func(got log.ScrubResult, err error) { res = got; done(err) })
 	})
 	require.NoError(t, err)
 	require.False(t, res.Damaged)

@@ -85,7 +85,7 @@ func (lm *logMachine) ready(t *rapid.T) {
 
 // runSim advances the simulator, applying flush completions to the model.
 func (lm *logMachine) runSim(t *rapid.T, d time.Duration) {
-	require.NoError(t, lm.r.s.RunFor(d))
+	require.NoError(t, lm.r.Sim.RunFor(d))
 }
 
 func (lm *logMachine) flushCallback(t *rapid.T, p *pendingFlush) func(error) {
@@ -299,7 +299,7 @@ func (lm *logMachine) truncateFully(t *rapid.T) {
 // then the old log and the new one may both come back.
 func (lm *logMachine) truncation(t *rapid.T, issue func(func(error)), apply func()) {
 	if !rapid.Bool().Draw(t, "crashDuring") {
-		require.NoError(t, lm.r.wait(issue))
+		require.NoError(t, lm.r.Wait(issue))
 		apply()
 		lm.m.durableEnd = min(lm.m.durableEnd, lm.m.leo)
 		return
@@ -324,7 +324,7 @@ func (lm *logMachine) truncation(t *rapid.T, issue func(func(error)), apply func
 	m.alts = append(m.alts, old)
 	lm.r.crash()
 	lm.pending = nil
-	require.NoError(t, epochStartsKept(lm.r.p.Disk(), testDir))
+	require.NoError(t, epochStartsKept(lm.r.Proc.Disk(), testDir))
 	lm.r.openBusy()
 	m.adoptRecovered(t, lm.r.l, false)
 	_ = done
@@ -333,7 +333,7 @@ func (lm *logMachine) truncation(t *rapid.T, issue func(func(error)), apply func
 func (lm *logMachine) flush(t *rapid.T) {
 	p := lm.m.flushIssued()
 	cb := lm.flushCallback(t, p)
-	require.NoError(t, lm.r.wait(func(done func(error)) {
+	require.NoError(t, lm.r.Wait(func(done func(error)) {
 		lm.r.l.Flush(lm.m.leo, func(err error) {
 			cb(err)
 			done(err)
@@ -352,7 +352,7 @@ func (lm *logMachine) tick(t *rapid.T) {
 func (lm *logMachine) reopen(t *rapid.T) {
 	require.NoError(t, lm.r.l.Close())
 	lm.pending = nil
-	require.NoError(t, epochStartsKept(lm.r.p.Disk(), testDir))
+	require.NoError(t, epochStartsKept(lm.r.Proc.Disk(), testDir))
 	lm.r.openBusy()
 	// Nothing was lost: the page cache survives a close (unless the log
 	// start offset of the checkpoint lies beyond the log end: an emptied
@@ -368,7 +368,7 @@ func (lm *logMachine) shutdown(t *rapid.T) {
 	lm.ready(t)
 	lm.r.shutdown()
 	lm.pending = nil
-	require.NoError(t, epochStartsKept(lm.r.p.Disk(), testDir))
+	require.NoError(t, epochStartsKept(lm.r.Proc.Disk(), testDir))
 	m := lm.m
 	m.durableEnd = m.leo
 	m.alts = nil
@@ -387,9 +387,9 @@ func (lm *logMachine) crash(t *rapid.T) {
 	lm.r.crash()
 	lm.pending = nil
 	if os.Getenv("STRATA_LOG_TEST_VERBOSE") != "" {
-		fmt.Fprintln(os.Stderr, "after crash:", lm.r.p.Disk().Files())
+		fmt.Fprintln(os.Stderr, "after crash:", lm.r.Proc.Disk().Files())
 	}
-	require.NoError(t, epochStartsKept(lm.r.p.Disk(), testDir))
+	require.NoError(t, epochStartsKept(lm.r.Proc.Disk(), testDir))
 	lm.r.openBusy()
 	lm.m.adoptRecovered(t, lm.r.l, false)
 }

@@ -22,38 +22,38 @@ func txnConfig() log.Config {
 // openTxn opens the log and completes its (empty or trusted) index, as
 // an owner with nothing to replay does.
 func (r *rig) openTxn() {
-	r.t.Helper()
+	r.T.Helper()
 	r.open()
-	require.NoError(r.t, r.l.CompleteAbortedIndex(r.l.LogEndOffset()))
+	require.NoError(r.T, r.l.CompleteAbortedIndex(r.l.LogEndOffset()))
 }
 
 // appendMarker appends a batch standing for an ABORT marker of producer
 // pid whose transaction began span offsets earlier, and its index entry.
 func (r *rig) appendMarker(pid, span int64) log.AbortedTxn {
-	r.t.Helper()
+	r.T.Helper()
 	info, err := r.l.Append(build(batchSpec{records: 1, valueSize: 10, timestamp: 1}), 0)
-	require.NoError(r.t, err)
+	require.NoError(r.T, err)
 	t := log.AbortedTxn{ProducerID: pid, FirstOffset: max(0, info.LastOffset-span), LastOffset: info.LastOffset, LastStableOffset: info.LastOffset}
-	require.NoError(r.t, r.l.AppendAbortedTxn(t))
+	require.NoError(r.T, r.l.AppendAbortedTxn(t))
 	return t
 }
 
 func (r *rig) appendData(records int) {
-	r.t.Helper()
+	r.T.Helper()
 	_, err := r.l.Append(build(batchSpec{records: records, valueSize: 100, timestamp: 1}), 0)
-	require.NoError(r.t, err)
+	require.NoError(r.T, err)
 }
 
 func allAborted(l *log.Log) []log.AbortedTxn { return l.AbortedTxns(0, math.MaxInt64) }
 
 func txnFiles(t *testing.T, r *rig) map[string]int64 {
 	t.Helper()
-	names, err := r.e.Disk().List(testDir)
+	names, err := r.Env.Disk().List(testDir)
 	require.NoError(t, err)
 	out := map[string]int64{}
 	for _, n := range names {
 		if strings.HasSuffix(n, ".txnindex") {
-			data, ok := r.p.Disk().ReadFile(testDir + "/" + n)
+			data, ok := r.Proc.Disk().ReadFile(testDir + "/" + n)
 			require.True(t, ok)
 			out[n] = int64(len(data))
 		}
@@ -145,7 +145,7 @@ func TestTxnIndexTruncate(t *testing.T) {
 	}
 	require.NoError(t, r.flush())
 	to := want[17].LastOffset // the marker itself goes
-	require.NoError(t, r.wait(func(done func(error)) { r.l.Truncate(to, done) }))
+	require.NoError(t, r.Wait(func(done func(error)) { r.l.Truncate(to, done) }))
 	require.Equal(t, want[:17], allAborted(r.l))
 	sum := int64(0)
 	for _, n := range txnFiles(t, r) {
@@ -161,7 +161,7 @@ func TestTxnIndexTruncate(t *testing.T) {
 	r.open()
 	require.Equal(t, want, allAborted(r.l))
 
-	require.NoError(t, r.wait(func(done func(error)) { r.l.TruncateFullyAndStartAt(1000, done) }))
+	require.NoError(t, r.Wait(func(done func(error)) { r.l.TruncateFullyAndStartAt(1000, done) }))
 	require.Empty(t, allAborted(r.l))
 	require.Empty(t, txnFiles(t, r))
 }
@@ -178,7 +178,7 @@ func TestTxnIndexCrashMidWrite(t *testing.T) {
 				r.appendData(2)
 				want = append(want, r.appendMarker(int64(i), 1))
 			}
-			require.NoError(t, r.wait(r.l.Shutdown))
+			require.NoError(t, r.Wait(r.l.Shutdown))
 			r.open() // a clean shutdown: complete to the end
 			require.NoError(t, r.l.CompleteAbortedIndex(r.l.LogEndOffset()))
 			durable := r.l.LogEndOffset()
@@ -213,7 +213,7 @@ func TestTxnIndexCrashMidWrite(t *testing.T) {
 // damageTxnIndex rewrites the .txnindex of the segment based at base.
 func damageTxnIndex(t *testing.T, r *rig, base int64, damage func([]byte) []byte) {
 	t.Helper()
-	d := r.e.Disk()
+	d := r.Env.Disk()
 	name := fmt.Sprintf("%s/%020d.txnindex", testDir, base)
 	f, err := d.Open(name, false)
 	require.NoError(t, err)
@@ -318,7 +318,7 @@ func TestTxnIndexRetention(t *testing.T) {
 	r.l.SetHighWatermark(r.l.LogEndOffset())
 	segs := r.l.Segments()
 	require.NoError(t, r.l.DeleteRecordsBefore(segs[2].BaseOffset))
-	_, err := r.l.ApplyRetention(r.e.Now())
+	_, err := r.l.ApplyRetention(r.Env.Now())
 	require.NoError(t, err)
 	require.NoError(t, r.flush())
 	var kept []log.AbortedTxn

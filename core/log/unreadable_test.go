@@ -16,15 +16,15 @@ import (
 // such batches were stored before produce validated records), at the log
 // end, its maxTimestamp maxTs. It returns the batch's base offset.
 func (r *rig) plantUnreadable(payload []byte, maxTs int64) int64 {
-	r.t.Helper()
+	r.T.Helper()
 	raw := append([]byte{}, payload...)
 	b, err := record.ReadBatch(raw, len(raw))
-	require.NoError(r.t, err)
+	require.NoError(r.T, err)
 	base := r.l.LogEndOffset()
 	b.SetBaseOffset(base)
 	b.SetMaxTimestamp(record.CreateTime, maxTs)
 	_, err = r.l.AppendReplicated(raw)
-	require.NoError(r.t, err)
+	require.NoError(r.T, err)
 	return base
 }
 
@@ -98,7 +98,7 @@ func TestUnreadableBatchesDoNotWedgeReaders(t *testing.T) {
 	r.open()
 	r.cleanable()
 	r.clean(1 << 20)
-	info := r.l.CleanerInfo(r.e.Now())
+	info := r.l.CleanerInfo(r.Env.Now())
 	require.Equal(t, 1, info.Stats.Cleanings, "the cleaning completes")
 	require.Zero(t, info.Stats.Abandoned)
 	require.Equal(t, int64(len(bad)), info.Stats.BatchesUnreadable)
@@ -118,7 +118,7 @@ func TestUnreadableBatchesDoNotWedgeReaders(t *testing.T) {
 	require.NoError(t, err)
 	r.cleanable()
 	r.clean(1 << 20)
-	info = r.l.CleanerInfo(r.e.Now())
+	info = r.l.CleanerInfo(r.Env.Now())
 	require.Equal(t, 2, info.Stats.Cleanings)
 	require.Zero(t, info.Stats.Abandoned)
 }

@@ -1,43 +1,30 @@
 package meta
 
 import (
-	"flag"
-	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 
-	"github.com/stretchr/testify/require"
+	"github.com/strata-log/strata/internal/fuzzcorpus"
 )
 
-// updateFuzzCorpus rewrites the seed corpus under testdata/fuzz from
-// fuzzSeeds:
+// The seed corpus under testdata/fuzz is fuzzSeeds, which FuzzDecodeRecord
+// also adds with f.Add; the committed files keep them, and any crasher
+// found since, in front of `go test -fuzz`. Rewrite it with:
 //
 //	go test ./core/meta -run TestGenerateFuzzCorpus -update-fuzz-corpus
-//
-// FuzzDecodeRecord adds the same seeds with f.Add; the committed files keep
-// them, and any crasher found since, in front of `go test -fuzz`.
-var updateFuzzCorpus = flag.Bool("update-fuzz-corpus", false, "rewrite testdata/fuzz seed files")
+func corpusSeeds() []fuzzcorpus.Seed {
+	var out []fuzzcorpus.Seed
+	for _, s := range fuzzSeeds() {
+		out = append(out, fuzzcorpus.Seed{Name: s.name, Args: []any{s.value}})
+	}
+	return out
+}
 
 func TestGenerateFuzzCorpus(t *testing.T) {
-	if !*updateFuzzCorpus {
-		t.Skip("run with -update-fuzz-corpus to rewrite testdata/fuzz")
-	}
-	dir := filepath.Join("testdata", "fuzz", "FuzzDecodeRecord")
-	require.NoError(t, os.MkdirAll(dir, 0o755))
-	for _, s := range fuzzSeeds() {
-		content := fmt.Sprintf("go test fuzz v1\n[]byte(%q)\n", s.value)
-		require.NoError(t, os.WriteFile(filepath.Join(dir, "seed-"+s.name), []byte(content), 0o644))
-	}
+	fuzzcorpus.Generate(t, "FuzzDecodeRecord", corpusSeeds()...)
 }
 
 // TestFuzzCorpusPresent: the committed corpus holds every current seed, so a
 // format change that forgets to regenerate it is noticed.
 func TestFuzzCorpusPresent(t *testing.T) {
-	dir := filepath.Join("testdata", "fuzz", "FuzzDecodeRecord")
-	for _, s := range fuzzSeeds() {
-		got, err := os.ReadFile(filepath.Join(dir, "seed-"+s.name))
-		require.NoError(t, err, "regenerate with -update-fuzz-corpus")
-		require.Equal(t, fmt.Sprintf("go test fuzz v1\n[]byte(%q)\n", s.value), string(got), "seed %s is stale", s.name)
-	}
+	fuzzcorpus.Check(t, "FuzzDecodeRecord", corpusSeeds()...)
 }

@@ -2,12 +2,8 @@ package producer_test
 
 import (
 	"encoding/binary"
-	"flag"
-	"fmt"
 	"hash/crc32"
 	"math"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -15,13 +11,8 @@ import (
 
 	"github.com/strata-log/strata/core/assert"
 	"github.com/strata-log/strata/core/producer"
+	"github.com/strata-log/strata/internal/fuzzcorpus"
 )
-
-// updateFuzzCorpus rewrites the seed corpus under testdata/fuzz from
-// fuzzSeeds:
-//
-//	go test ./core/producer -run TestGenerateFuzzCorpus -update-fuzz-corpus
-var updateFuzzCorpus = flag.Bool("update-fuzz-corpus", false, "rewrite testdata/fuzz seed files")
 
 type fuzzSeed struct {
 	name string
@@ -105,24 +96,24 @@ func normalize(ps []producer.Producer) []producer.Producer {
 	return st.Producers()
 }
 
-func TestGenerateFuzzCorpus(t *testing.T) {
-	if !*updateFuzzCorpus {
-		t.Skip("run with -update-fuzz-corpus to rewrite testdata/fuzz")
-	}
-	dir := filepath.Join("testdata", "fuzz", "FuzzDecodeSnapshot")
-	require.NoError(t, os.MkdirAll(dir, 0o755))
+// corpusSeeds are fuzzSeeds as FuzzDecodeSnapshot's corpus under
+// testdata/fuzz, which the committed files keep in front of
+// `go test -fuzz`. Rewrite it with:
+//
+//	go test ./core/producer -run TestGenerateFuzzCorpus -update-fuzz-corpus
+func corpusSeeds() []fuzzcorpus.Seed {
+	var out []fuzzcorpus.Seed
 	for _, s := range fuzzSeeds() {
-		content := fmt.Sprintf("go test fuzz v1\n[]byte(%q)\nbool(true)\n", s.data)
-		require.NoError(t, os.WriteFile(filepath.Join(dir, "seed-"+s.name), []byte(content), 0o644))
+		out = append(out, fuzzcorpus.Seed{Name: s.name, Args: []any{s.data, true}})
 	}
+	return out
+}
+
+func TestGenerateFuzzCorpus(t *testing.T) {
+	fuzzcorpus.Generate(t, "FuzzDecodeSnapshot", corpusSeeds()...)
 }
 
 // TestFuzzCorpusPresent: the committed corpus holds every current seed.
 func TestFuzzCorpusPresent(t *testing.T) {
-	dir := filepath.Join("testdata", "fuzz", "FuzzDecodeSnapshot")
-	for _, s := range fuzzSeeds() {
-		got, err := os.ReadFile(filepath.Join(dir, "seed-"+s.name))
-		require.NoError(t, err, "regenerate with -update-fuzz-corpus")
-		require.Equal(t, fmt.Sprintf("go test fuzz v1\n[]byte(%q)\nbool(true)\n", s.data), string(got), "seed %s is stale", s.name)
-	}
+	fuzzcorpus.Check(t, "FuzzDecodeSnapshot", corpusSeeds()...)
 }

@@ -237,18 +237,7 @@ func TestSnapshotPlusReplayAgreesWithLive(t *testing.T) {
 				short, long = long, short
 			}
 			require.Equal(t, short, long[len(long)-len(short):], "producer %d", l.ID)
-			last := l.Batches[len(l.Batches)-1]
-			for _, info := range []producer.BatchInfo{
-				{ProducerID: l.ID, ProducerEpoch: l.Epoch, FirstSeq: record.IncrementSequence(l.LastSeq(), 1), LastSeq: record.IncrementSequence(l.LastSeq(), 2)},
-				{ProducerID: l.ID, ProducerEpoch: l.Epoch, FirstSeq: last.FirstSeq(), LastSeq: last.LastSeq},
-				{ProducerID: l.ID, ProducerEpoch: l.Epoch + 1, FirstSeq: 0, LastSeq: 0},
-				{ProducerID: l.ID, ProducerEpoch: l.Epoch - 1, FirstSeq: 0, LastSeq: 0},
-			} {
-				r1, e1 := h.live.Check(info)
-				r2, e2 := st.Check(info)
-				require.Equal(t, r1, r2, "%+v", info)
-				require.Equal(t, e1, e2, "%+v", info)
-			}
+			requireSameChecks(t, h.live, st, l, 2)
 		}
 	})
 }

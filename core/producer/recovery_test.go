@@ -22,27 +22,27 @@ type partition struct {
 }
 
 func openPartition(r *rig) *partition {
-	r.t.Helper()
+	r.T.Helper()
 	cfg := log.DefaultConfig()
 	cfg.SegmentBytes = 4096
-	l, err := log.Open(r.e, partDir, cfg)
-	require.NoError(r.t, err)
-	require.NoError(r.t, r.wait(func(done func(error)) { l.Flush(l.LogEndOffset(), done) }))
+	l, err := log.Open(r.Env, partDir, cfg)
+	require.NoError(r.T, err)
+	require.NoError(r.T, r.Wait(func(done func(error)) { l.Flush(l.LogEndOffset(), done) }))
 	p := &partition{r: r, l: l}
 	// Recovery: drop snapshots past the log, load the newest usable one,
 	// replay the log after it.
-	require.NoError(r.t, r.wait(func(done func(error)) { r.snap.DeleteAbove(l.LogEndOffset(), done) }))
-	st, _, err := r.snap.Load(l.LogStartOffset(), l.LogEndOffset(), r.e.Now())
-	require.NoError(r.t, err)
+	require.NoError(r.T, r.Wait(func(done func(error)) { r.snap.DeleteAbove(l.LogEndOffset(), done) }))
+	st, _, err := r.snap.Load(l.LogStartOffset(), l.LogEndOffset(), r.Env.Now())
+	require.NoError(r.T, err)
 	p.st = st
 	p.replay(st.EndOffset())
-	require.Equal(r.t, l.LogEndOffset(), st.EndOffset())
+	require.Equal(r.T, l.LogEndOffset(), st.EndOffset())
 	return p
 }
 
 // replay applies the log from offset to its end.
 func (p *partition) replay(from int64) {
-	t := p.r.t
+	t := p.r.T
 	for off := from; off < p.l.LogEndOffset(); {
 		res, err := p.l.Read(off, 1<<20, -1)
 		require.NoError(t, err)
@@ -63,7 +63,7 @@ func (p *partition) replay(from int64) {
 // produce is the leader's produce path for one batch; it reports whether
 // the batch was appended.
 func (p *partition) produce(spec batchSpec) bool {
-	t := p.r.t
+	t := p.r.T
 	b := spec.build(t, 0)
 	require.NoError(t, b.ValidateForAppend(record.OriginClient))
 	info := producer.InfoOf(b)
@@ -79,11 +79,11 @@ func (p *partition) produce(spec batchSpec) bool {
 
 func (p *partition) snapshot() {
 	p.st.AdvanceTo(p.l.LogEndOffset())
-	require.NoError(p.r.t, p.r.write(p.st))
+	require.NoError(p.r.T, p.r.write(p.st))
 }
 
 func (p *partition) flush() {
-	require.NoError(p.r.t, p.r.wait(func(done func(error)) { p.l.Flush(p.l.LogEndOffset(), done) }))
+	require.NoError(p.r.T, p.r.Wait(func(done func(error)) { p.l.Flush(p.l.LogEndOffset(), done) }))
 }
 
 // fromScratch replays the partition's whole log into a fresh state.
@@ -105,7 +105,7 @@ func TestRecoveryRebuildsTheState(t *testing.T) {
 		r := newRig(rt, rapid.Uint64().Draw(rt, "seed"))
 		p := openPartition(r)
 		models := map[int64]*producerModel{}
-		nowMs := r.e.Now().UnixMilli()
+		nowMs := r.Env.Now().UnixMilli()
 		n := rapid.IntRange(1, 60).Draw(rt, "batches")
 		snapAt := rapid.IntRange(0, n).Draw(rt, "snapAt")
 		for i := 0; i < n; i++ {
@@ -169,12 +169,12 @@ func TestTruncationReloads(t *testing.T) {
 		p.snapshot()
 	}
 	require.Equal(t, []int64{2, 4, 6, 8}, r.snap.Offsets())
-	require.NoError(t, r.wait(func(done func(error)) { r.snap.DeleteAbove(5, done) }))
-	require.NoError(t, r.wait(func(done func(error)) { p.l.Truncate(5, done) }))
+	require.NoError(t, r.Wait(func(done func(error)) { r.snap.DeleteAbove(5, done) }))
+	require.NoError(t, r.Wait(func(done func(error)) { p.l.Truncate(5, done) }))
 	// The log cuts at a batch boundary at or below 5.
 	end := p.l.LogEndOffset()
 	require.Equal(t, int64(4), end)
-	st, rep, err := r.snap.Load(p.l.LogStartOffset(), end, r.e.Now())
+	st, rep, err := r.snap.Load(p.l.LogStartOffset(), end, r.Env.Now())
 	require.NoError(t, err)
 	require.Equal(t, int64(4), rep.Snapshot)
 	p.st = st
@@ -196,17 +196,24 @@ func requireSameAnswers(t require.TestingT, want, got *producer.State) {
 		require.Equal(t, w.Epoch, g.Epoch)
 		require.Equal(t, w.LastOffset(), g.LastOffset())
 		require.Equal(t, w.LastTimestamp, g.LastTimestamp)
-		last := w.Batches[len(w.Batches)-1]
-		for _, info := range []producer.BatchInfo{
-			{ProducerID: w.ID, ProducerEpoch: w.Epoch, FirstSeq: record.IncrementSequence(w.LastSeq(), 1), LastSeq: record.IncrementSequence(w.LastSeq(), 1)},
-			{ProducerID: w.ID, ProducerEpoch: w.Epoch, FirstSeq: last.FirstSeq(), LastSeq: last.LastSeq},
-			{ProducerID: w.ID, ProducerEpoch: w.Epoch + 1, FirstSeq: 0, LastSeq: 0},
-			{ProducerID: w.ID, ProducerEpoch: w.Epoch - 1, FirstSeq: 0, LastSeq: 0},
-		} {
-			r1, e1 := want.Check(info)
-			r2, e2 := got.Check(info)
-			require.Equal(t, r1, r2, "%+v", info)
-			require.Equal(t, e1, e2, "%+v", info)
-		}
+		requireSameChecks(t, want, got, w, 1)
+	}
+}
+
+// requireSameChecks requires two states to answer alike the batches of
+// producer p that tell states apart: the next n records, a duplicate of
+// its last batch, and fenced and newer epochs.
+func requireSameChecks(t require.TestingT, want, got *producer.State, p producer.Producer, n int32) {
+	last := p.Batches[len(p.Batches)-1]
+	for _, info := range []producer.BatchInfo{
+		{ProducerID: p.ID, ProducerEpoch: p.Epoch, FirstSeq: record.IncrementSequence(p.LastSeq(), 1), LastSeq: record.IncrementSequence(p.LastSeq(), n)},
+		{ProducerID: p.ID, ProducerEpoch: p.Epoch, FirstSeq: last.FirstSeq(), LastSeq: last.LastSeq},
+		{ProducerID: p.ID, ProducerEpoch: p.Epoch + 1, FirstSeq: 0, LastSeq: 0},
+		{ProducerID: p.ID, ProducerEpoch: p.Epoch - 1, FirstSeq: 0, LastSeq: 0},
+	} {
+		r1, e1 := want.Check(info)
+		r2, e2 := got.Check(info)
+		require.Equal(t, r1, r2, "%+v", info)
+		require.Equal(t, e1, e2, "%+v", info)
 	}
 }

@@ -13,18 +13,15 @@ import (
 	"github.com/strata-log/strata/core/env"
 	"github.com/strata-log/strata/core/producer"
 	"github.com/strata-log/strata/sim"
+	"github.com/strata-log/strata/sim/simtest"
 )
 
 // partDir is the partition directory the tests use.
 const partDir = "data/topic-0"
 
-// rig is one simulated process whose disk a test drives from outside the
-// loop, between runs of the simulator (everything is one goroutine).
+// rig is one simulated process (simtest.Rig) whose disk a test drives.
 type rig struct {
-	t    tb
-	s    *sim.Sim
-	p    *sim.Process
-	e    env.Env
+	*simtest.Rig
 	snap *producer.Snapshots
 	// wrap, when set, replaces the Env the package sees (fault wrappers).
 	wrap func(env.Env) env.Env
@@ -36,80 +33,52 @@ func newRig(t tb, seed uint64) *rig {
 	if os.Getenv("STRATA_PRODUCER_TEST_VERBOSE") != "" {
 		w = os.Stderr
 	}
-	r := &rig{t: t, s: sim.New(sim.Config{Seed: seed, Log: w})}
-	r.p = r.s.AddProcess("n1", func(e env.Env) { r.e = e })
-	r.p.Start()
-	r.run(0)
-	d := r.e.Disk()
+	r := &rig{Rig: simtest.New(t, sim.Config{Seed: seed, Log: w})}
+	d := r.Env.Disk()
 	require.NoError(t, d.MkdirAll(partDir))
 	for _, dir := range []string{".", "data", partDir} {
-		require.NoError(t, r.wait(func(done func(error)) { d.SyncDir(dir, done) }))
+		require.NoError(t, r.Wait(func(done func(error)) { d.SyncDir(dir, done) }))
 	}
 	r.open()
 	return r
 }
 
-func (r *rig) run(d time.Duration) {
-	r.t.Helper()
-	require.NoError(r.t, r.s.RunFor(d))
-}
-
 func (r *rig) env() env.Env {
 	if r.wrap != nil {
-		return r.wrap(r.e)
+		return r.wrap(r.Env)
 	}
-	return r.e
+	return r.Env
 }
 
 func (r *rig) open() {
-	r.t.Helper()
+	r.T.Helper()
 	s, err := producer.OpenSnapshots(r.env(), partDir, producer.DefaultConfig())
-	require.NoError(r.t, err)
+	require.NoError(r.T, err)
 	r.snap = s
 }
 
 // crash power-fails the process, starts a new incarnation and reopens the
 // snapshots.
 func (r *rig) crash() {
-	r.p.Crash()
-	r.p.Start()
-	r.run(0)
+	r.Restart()
 	r.open()
 }
 
-// wait runs the simulation until issue's callback reports and returns its
-// error; the callback must not run inline or twice.
-func (r *rig) wait(issue func(done func(error))) error {
-	r.t.Helper()
-	var got error
-	called := false
-	issue(func(err error) {
-		require.False(r.t, called, "callback ran twice")
-		called, got = true, err
-	})
-	require.False(r.t, called, "callback ran inline")
-	for i := 0; i < 100000 && !called; i++ {
-		r.run(time.Millisecond)
-	}
-	require.True(r.t, called, "callback never ran")
-	return got
-}
-
 func (r *rig) write(st *producer.State) error {
-	return r.wait(func(done func(error)) { r.snap.Write(st, done) })
+	return r.Wait(func(done func(error)) { r.snap.Write(st, done) })
 }
 
 func (r *rig) load(start, max int64) (*producer.State, producer.LoadReport) {
-	r.t.Helper()
-	st, rep, err := r.snap.Load(start, max, r.e.Now())
-	require.NoError(r.t, err)
+	r.T.Helper()
+	st, rep, err := r.snap.Load(start, max, r.Env.Now())
+	require.NoError(r.T, err)
 	return st, rep
 }
 
 // files lists the page-cache files of the partition directory.
 func (r *rig) files() []string {
 	var out []string
-	for _, f := range r.p.Disk().Files() {
+	for _, f := range r.Proc.Disk().Files() {
 		if name, ok := strings.CutPrefix(f, partDir+"/"); ok {
 			out = append(out, name)
 		}
@@ -119,7 +88,7 @@ func (r *rig) files() []string {
 
 func (r *rig) durableFiles() []string {
 	var out []string
-	for _, f := range r.p.Disk().DurableFiles() {
+	for _, f := range r.Proc.Disk().DurableFiles() {
 		if name, ok := strings.CutPrefix(f, partDir+"/"); ok {
 			out = append(out, name)
 		}
@@ -158,7 +127,7 @@ func TestSnapshotWriteIsDurableAndLoads(t *testing.T) {
 	require.NoError(t, r.write(st))
 	require.Equal(t, []int64{42}, r.snap.Offsets())
 	require.Contains(t, r.durableFiles(), snapName(42))
-	data, ok := r.p.Disk().ReadDurable(partDir + "/" + snapName(42))
+	data, ok := r.Proc.Disk().ReadDurable(partDir + "/" + snapName(42))
 	require.True(t, ok)
 	require.Equal(t, st.EncodeSnapshot(), data)
 	require.Equal(t, []string{snapName(42)}, r.files(), "no temp file is left")
@@ -198,7 +167,7 @@ func TestLoadPicksTheNewestSnapshotAtOrBelow(t *testing.T) {
 		require.True(t, ok, "the snapshot at %d holds producer %d", tc.want, tc.want)
 		require.Equal(t, 1, st.Len(), p)
 	}
-	_, _, err := r.snap.Load(10, 5, r.e.Now())
+	_, _, err := r.snap.Load(10, 5, r.Env.Now())
 	require.Error(t, err)
 }
 
@@ -220,9 +189,9 @@ func TestLoadSkipsAndDeletesDamagedSnapshots(t *testing.T) {
 	require.NoError(t, r.write(older))
 	require.NoError(t, r.write(stateAt(t, 20, 2)))
 	require.NoError(t, r.write(stateAt(t, 30, 3)))
-	corruptFile(t, r.e, partDir+"/"+snapName(30), 17)
+	corruptFile(t, r.Env, partDir+"/"+snapName(30), 17)
 	// A snapshot cut short, as a writer that does not rename would leave it.
-	f, err := r.e.Disk().Open(partDir+"/"+snapName(20), false)
+	f, err := r.Env.Disk().Open(partDir+"/"+snapName(20), false)
 	require.NoError(t, err)
 	require.NoError(t, f.Truncate(30))
 	require.NoError(t, f.Close())
@@ -241,7 +210,7 @@ func TestLoadSkipsAndDeletesDamagedSnapshots(t *testing.T) {
 
 	// With the last one damaged too, the state starts empty at the log
 	// start, and Load still succeeds.
-	corruptFile(t, r.e, partDir+"/"+snapName(10), 5)
+	corruptFile(t, r.Env, partDir+"/"+snapName(10), 5)
 	st, rep = r.load(4, 100)
 	require.Equal(t, int64(-1), rep.Snapshot)
 	require.Len(t, rep.Damaged, 1)
@@ -259,7 +228,7 @@ func TestLoadNeverReturnsAWrongState(t *testing.T) {
 		r := newRig(t, seed)
 		st := stateAt(t, 50, 1, 2, 3, 4, 5, 6, 7, 8)
 		require.NoError(t, r.write(st))
-		r.p.Disk().SetFaults(sim.DiskFaults{BitFlipProbability: 0.5})
+		r.Proc.Disk().SetFaults(sim.DiskFaults{BitFlipProbability: 0.5})
 		got, rep := r.load(0, 50)
 		switch rep.Snapshot {
 		case 50:
@@ -282,10 +251,10 @@ func TestLoadNeverReturnsAWrongState(t *testing.T) {
 func TestCrashBeforeRenameLeavesNoSnapshot(t *testing.T) {
 	r := newRig(t, 4)
 	require.NoError(t, r.write(stateAt(t, 10, 1)))
-	r.p.Disk().SetFaults(sim.DiskFaults{SyncLatencyMin: 50 * time.Millisecond, SyncLatencyMax: 50 * time.Millisecond})
+	r.Proc.Disk().SetFaults(sim.DiskFaults{SyncLatencyMin: 50 * time.Millisecond, SyncLatencyMax: 50 * time.Millisecond})
 	called := false
 	r.snap.Write(stateAt(t, 20, 2), func(error) { called = true })
-	r.run(10 * time.Millisecond)
+	r.Run(10 * time.Millisecond)
 	require.False(t, called)
 	require.Contains(t, r.files(), snapName(20)+".1.tmp", "the temp file is written, not yet synced")
 	r.crash()
@@ -306,11 +275,11 @@ func TestCrashAnywhereInAWrite(t *testing.T) {
 		r := newRig(t, seed)
 		older, newer := stateAt(t, 10, 1), stateAt(t, 20, 1, 2)
 		require.NoError(t, r.write(older))
-		r.p.Disk().SetFaults(sim.DiskFaults{SyncLatencyMin: 5 * time.Millisecond, SyncLatencyMax: 5 * time.Millisecond})
+		r.Proc.Disk().SetFaults(sim.DiskFaults{SyncLatencyMin: 5 * time.Millisecond, SyncLatencyMax: 5 * time.Millisecond})
 		var result error
 		done := false
 		r.snap.Write(newer, func(err error) { done, result = true, err })
-		r.run(time.Duration(seed%13) * time.Millisecond)
+		r.Run(time.Duration(seed%13) * time.Millisecond)
 		r.crash()
 		st, rep := r.load(0, 100)
 		require.Empty(t, rep.Damaged, "seed %d", seed)
@@ -337,7 +306,7 @@ func TestCrashAnywhereInAWrite(t *testing.T) {
 func TestWriteFailures(t *testing.T) {
 	t.Run("sync", func(t *testing.T) {
 		r := newRig(t, 5)
-		r.p.Disk().SetFaults(sim.DiskFaults{SyncFailProbability: 1})
+		r.Proc.Disk().SetFaults(sim.DiskFaults{SyncFailProbability: 1})
 		err := r.write(stateAt(t, 20, 1))
 		require.ErrorIs(t, err, env.ErrIO)
 		require.NotErrorIs(t, err, producer.ErrDirectoryFailed)
@@ -346,13 +315,13 @@ func TestWriteFailures(t *testing.T) {
 	})
 	t.Run("no space", func(t *testing.T) {
 		r := newRig(t, 6)
-		r.p.Disk().SetFaults(sim.DiskFaults{CapacityBytes: 20})
+		r.Proc.Disk().SetFaults(sim.DiskFaults{CapacityBytes: 20})
 		err := r.write(stateAt(t, 20, 1))
 		require.ErrorIs(t, err, env.ErrNoSpace)
 		require.Empty(t, r.snap.Offsets())
 		require.Empty(t, r.files())
 		// Space back: the same snapshot is written.
-		r.p.Disk().SetFaults(sim.DiskFaults{})
+		r.Proc.Disk().SetFaults(sim.DiskFaults{})
 		require.NoError(t, r.write(stateAt(t, 20, 1)))
 		require.Equal(t, []int64{20}, r.snap.Offsets())
 	})
@@ -363,7 +332,7 @@ func TestWriteFailures(t *testing.T) {
 		err := r.write(stateAt(t, 20, 1))
 		require.ErrorIs(t, err, producer.ErrDirectoryFailed)
 		require.ErrorIs(t, err, env.ErrIO)
-		err = r.wait(func(done func(error)) { r.snap.DeleteAbove(5, done) })
+		err = r.Wait(func(done func(error)) { r.snap.DeleteAbove(5, done) })
 		require.ErrorIs(t, err, producer.ErrDirectoryFailed)
 	})
 }
@@ -384,22 +353,22 @@ func TestDeleteAboveCancelsWritesAndIsDurable(t *testing.T) {
 	for _, off := range []int64{10, 30, 40} {
 		require.NoError(t, r.write(stateAt(t, off, 1)))
 	}
-	r.p.Disk().SetFaults(sim.DiskFaults{SyncLatencyMin: 20 * time.Millisecond, SyncLatencyMax: 20 * time.Millisecond})
+	r.Proc.Disk().SetFaults(sim.DiskFaults{SyncLatencyMin: 20 * time.Millisecond, SyncLatencyMax: 20 * time.Millisecond})
 	var canceled error
 	done := false
 	r.snap.Write(stateAt(t, 50, 2), func(err error) { done, canceled = true, err })
-	require.NoError(t, r.wait(func(done func(error)) { r.snap.DeleteAbove(30, done) }))
+	require.NoError(t, r.Wait(func(done func(error)) { r.snap.DeleteAbove(30, done) }))
 	require.Equal(t, []int64{10, 30}, r.snap.Offsets())
 	require.ElementsMatch(t, []string{snapName(10), snapName(30)}, r.durableFiles())
 	for !done {
-		r.run(time.Millisecond)
+		r.Run(time.Millisecond)
 	}
 	require.ErrorIs(t, canceled, producer.ErrCanceled)
 	require.Equal(t, []string{snapName(10), snapName(30)}, r.files(), "the canceled write left nothing")
 
 	// A new write at the canceled offset is independent of the old one.
 	r.snap.Write(stateAt(t, 50, 2), func(err error) { done, canceled = true, err })
-	require.NoError(t, r.wait(func(done func(error)) { r.snap.DeleteAbove(-1, done) }))
+	require.NoError(t, r.Wait(func(done func(error)) { r.snap.DeleteAbove(-1, done) }))
 	require.Empty(t, r.snap.Offsets())
 	require.NoError(t, r.write(stateAt(t, 50, 3)))
 	require.Equal(t, []int64{50}, r.snap.Offsets())
@@ -408,15 +377,15 @@ func TestDeleteAboveCancelsWritesAndIsDurable(t *testing.T) {
 
 func TestDeleteAboveAfterRenameCancelsTheWrite(t *testing.T) {
 	r := newRig(t, 9)
-	r.p.Disk().SetFaults(sim.DiskFaults{SyncLatencyMin: 20 * time.Millisecond, SyncLatencyMax: 20 * time.Millisecond})
+	r.Proc.Disk().SetFaults(sim.DiskFaults{SyncLatencyMin: 20 * time.Millisecond, SyncLatencyMax: 20 * time.Millisecond})
 	var got error
 	done := false
 	r.snap.Write(stateAt(t, 50, 2), func(err error) { done, got = true, err })
-	r.run(25 * time.Millisecond) // synced and renamed; the directory sync is in flight
+	r.Run(25 * time.Millisecond) // synced and renamed; the directory sync is in flight
 	require.Equal(t, []int64{50}, r.snap.Offsets())
-	require.NoError(t, r.wait(func(done func(error)) { r.snap.DeleteAbove(49, done) }))
+	require.NoError(t, r.Wait(func(done func(error)) { r.snap.DeleteAbove(49, done) }))
 	for !done {
-		r.run(time.Millisecond)
+		r.Run(time.Millisecond)
 	}
 	require.ErrorIs(t, got, producer.ErrCanceled)
 	require.Empty(t, r.files())
@@ -442,18 +411,18 @@ func TestWriteAtAnOffsetOnce(t *testing.T) {
 	st := stateAt(t, 42, 1)
 	var errs []error
 	r.snap.Write(st, func(err error) { errs = append(errs, err) })
-	require.NoError(t, r.wait(func(done func(error)) { r.snap.Write(st, done) }))
-	r.run(time.Millisecond)
+	require.NoError(t, r.Wait(func(done func(error)) { r.snap.Write(st, done) }))
+	r.Run(time.Millisecond)
 	require.Equal(t, []error{nil}, errs)
-	syncs := r.p.Disk().Stats().Syncs
+	syncs := r.Proc.Disk().Stats().Syncs
 	require.NoError(t, r.write(st))
-	require.Equal(t, syncs, r.p.Disk().Stats().Syncs, "an existing snapshot is not rewritten")
+	require.Equal(t, syncs, r.Proc.Disk().Stats().Syncs, "an existing snapshot is not rewritten")
 	require.Equal(t, []string{snapName(42)}, r.files())
 }
 
 func TestOpenSnapshotsListsOnlySnapshots(t *testing.T) {
 	r := newRig(t, 12)
-	d := r.e.Disk()
+	d := r.Env.Disk()
 	for _, name := range []string{
 		"00000000000000000000.log", "00000000000000000000.index", "leader-epoch-checkpoint",
 		snapName(5), snapName(7) + ".3.tmp", snapName(9) + ".tmp", "garbage.snapshot", "0000000000000000001.snapshot",
@@ -469,41 +438,41 @@ func TestOpenSnapshotsListsOnlySnapshots(t *testing.T) {
 	require.Contains(t, r.files(), snapName(9)+".tmp", "not one of ours: left to core/log")
 	require.Contains(t, r.files(), "00000000000000000000.log")
 
-	_, err := producer.OpenSnapshots(r.e, "data/missing", producer.DefaultConfig())
+	_, err := producer.OpenSnapshots(r.Env, "data/missing", producer.DefaultConfig())
 	require.ErrorIs(t, err, env.ErrNotExist)
-	_, err = producer.OpenSnapshots(r.e, partDir, producer.Config{ExpirationTime: -1})
+	_, err = producer.OpenSnapshots(r.Env, partDir, producer.Config{ExpirationTime: -1})
 	require.ErrorIs(t, err, producer.ErrInvalidConfig)
 }
 
 func TestClose(t *testing.T) {
 	r := newRig(t, 13)
-	r.p.Disk().SetFaults(sim.DiskFaults{SyncLatencyMin: 20 * time.Millisecond, SyncLatencyMax: 20 * time.Millisecond})
+	r.Proc.Disk().SetFaults(sim.DiskFaults{SyncLatencyMin: 20 * time.Millisecond, SyncLatencyMax: 20 * time.Millisecond})
 	var got error
 	done := false
 	r.snap.Write(stateAt(t, 50, 2), func(err error) { done, got = true, err })
 	r.snap.Close()
 	for !done {
-		r.run(time.Millisecond)
+		r.Run(time.Millisecond)
 	}
 	require.ErrorIs(t, got, producer.ErrClosed)
 	require.Empty(t, r.files())
 	require.ErrorIs(t, r.write(stateAt(t, 60, 1)), producer.ErrClosed)
-	require.ErrorIs(t, r.wait(func(done func(error)) { r.snap.DeleteAbove(0, done) }), producer.ErrClosed)
+	require.ErrorIs(t, r.Wait(func(done func(error)) { r.snap.DeleteAbove(0, done) }), producer.ErrClosed)
 	require.ErrorIs(t, r.snap.DeleteBelow(0), producer.ErrClosed)
-	_, _, err := r.snap.Load(0, 100, r.e.Now())
+	_, _, err := r.snap.Load(0, 100, r.Env.Now())
 	require.ErrorIs(t, err, producer.ErrClosed)
 }
 
 func TestExpiredProducersAreDroppedOnLoad(t *testing.T) {
 	r := newRig(t, 14)
 	st := producer.NewState(producer.Config{ExpirationTime: time.Hour}, 0)
-	now := r.e.Now().UnixMilli()
+	now := r.Env.Now().UnixMilli()
 	appendBatch(t, st, batchSpec{pid: 1, epoch: 0, seq: 0, records: 1, ts: now - 2*time.Hour.Milliseconds()})
 	appendBatch(t, st, batchSpec{pid: 2, epoch: 0, seq: 0, records: 1, ts: now})
-	s, err := producer.OpenSnapshots(r.e, partDir, producer.Config{ExpirationTime: time.Hour})
+	s, err := producer.OpenSnapshots(r.Env, partDir, producer.Config{ExpirationTime: time.Hour})
 	require.NoError(t, err)
-	require.NoError(t, r.wait(func(done func(error)) { s.Write(st, done) }))
-	got, _, err := s.Load(0, 10, r.e.Now())
+	require.NoError(t, r.Wait(func(done func(error)) { s.Write(st, done) }))
+	got, _, err := s.Load(0, 10, r.Env.Now())
 	require.NoError(t, err)
 	ids := []int64{}
 	for _, p := range got.Producers() {

@@ -12,6 +12,7 @@ import (
 	"github.com/strata-log/strata/core/assert"
 	"github.com/strata-log/strata/core/producer"
 	"github.com/strata-log/strata/core/record"
+	"github.com/strata-log/strata/sim/simtest"
 )
 
 // appendBatch checks and appends a client batch at st's end offset and
@@ -241,7 +242,4 @@ func TestConfig(t *testing.T) {
 }
 
 // tb is what the helpers need from *testing.T, *testing.B and *rapid.T.
-type tb interface {
-	require.TestingT
-	Helper()
-}
+type tb = simtest.TB

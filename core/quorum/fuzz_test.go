@@ -1,17 +1,15 @@
 package quorum
 
 import (
-	"flag"
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/internal/fuzzcorpus"
 )
 
 // quorumKeys are the quorum RPCs, in the order a fuzz input picks them.
@@ -129,18 +127,32 @@ func FuzzQuorumMessages(f *testing.F) {
 			resp := kmsg.ResponseForKey(quorumKeys[k].Int16())
 			resp.SetVersion(wireVersion(k))
 			if err := resp.ReadFrom(respBody); err == nil {
-				if m, err := DecodeResponse(resp, sent); err == nil {
-					if err := h.nodes[node].raft.Step(m); err != nil {
-						t.Fatalf("Step refused %s, which DecodeResponse accepted: %v", m, err)
-					}
-					h.process(node)
-				}
+				stepResponse(t, h, node, resp, sent)
 			}
 		}
-		h.runDuration(t, 20*time.Second)
-		checkCommittedAgree(t, h)
-		checkRecovers(t, h)
+		checkAfterFaults(t, h)
 	})
+}
+
+// stepResponse hands node a response to sent, as its driver does: what
+// DecodeResponse accepts, Step must accept.
+func stepResponse(t *testing.T, h *interaction, node NodeID, resp kmsg.Response, sent Message) {
+	t.Helper()
+	if m, err := DecodeResponse(resp, sent); err == nil {
+		if err := h.nodes[node].raft.Step(m); err != nil {
+			t.Fatalf("Step refused %s, which DecodeResponse accepted: %v", m, err)
+		}
+		h.process(node)
+	}
+}
+
+// checkAfterFaults runs the cluster for 20 s: the nodes' committed logs
+// must agree, and the quorum must elect a leader and commit again.
+func checkAfterFaults(t *testing.T, h *interaction) {
+	t.Helper()
+	h.runDuration(t, 20*time.Second)
+	checkCommittedAgree(t, h)
+	checkRecovers(t, h)
 }
 
 // checkCommittedAgree fails when two nodes hold different batches below
@@ -213,34 +225,11 @@ type quorumSeed struct {
 	req    kmsg.Request
 }
 
-var writeFuzzSeeds = flag.Bool("write-fuzz-seeds", false, "write the fuzz targets' seeds to testdata/fuzz")
-
-// writeSeed adds a seed to f, and with -write-fuzz-seeds writes it to
+// writeSeed adds a seed to f, and with -update-fuzz-corpus writes it to
 // testdata/fuzz/<target>/seed-<name>, the corpus go test runs.
 func writeSeed(f *testing.F, target, name string, args ...any) {
 	f.Add(args...)
-	if !*writeFuzzSeeds {
-		return
-	}
-	var b strings.Builder
-	b.WriteString("go test fuzz v1\n")
-	for _, a := range args {
-		switch v := a.(type) {
-		case uint8:
-			fmt.Fprintf(&b, "byte(%q)\n", rune(v))
-		case []byte:
-			fmt.Fprintf(&b, "[]byte(%q)\n", v)
-		default:
-			f.Fatalf("seed argument %T", a)
-		}
-	}
-	dir := filepath.Join("testdata", "fuzz", target)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		f.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "seed-"+name), []byte(b.String()), 0o644); err != nil {
-		f.Fatal(err)
-	}
+	fuzzcorpus.Write(f, target, fuzzcorpus.Seed{Name: name, Args: args})
 }
 
 // quorumFuzzSeeds are issue 22's hostile quorum requests.
@@ -351,15 +340,8 @@ func FuzzQuorumValues(f *testing.F) {
 			if err := fresh.ReadFrom(kresp.AppendTo(nil)); err != nil {
 				t.Fatalf("re-read %s: %v", resp, err)
 			}
-			if m, err := DecodeResponse(fresh, sent); err == nil {
-				if err := h.nodes[node].raft.Step(m); err != nil {
-					t.Fatalf("Step refused %s, which DecodeResponse accepted: %v", m, err)
-				}
-				h.process(node)
-			}
+			stepResponse(t, h, node, fresh, sent)
 		}
-		h.runDuration(t, 20*time.Second)
-		checkCommittedAgree(t, h)
-		checkRecovers(t, h)
+		checkAfterFaults(t, h)
 	})
 }

@@ -46,10 +46,7 @@ func TestReadBatchFraming(t *testing.T) {
 				require.Equal(t, valid, b.Bytes())
 				return
 			}
-			require.ErrorIs(t, err, tt.wantErr)
-			var e *Error
-			require.True(t, errors.As(err, &e))
-			require.Equal(t, tt.wantPos, e.Pos, "error %v", err)
+			requireErrorAt(t, err, tt.wantErr, tt.wantPos)
 		})
 	}
 }
@@ -160,14 +157,7 @@ func TestValidateStored(t *testing.T) {
 			b, err := ReadBatch(tt.raw, DefaultMaxBatchBytes)
 			require.NoError(t, err)
 			err = b.ValidateStored()
-			if tt.wantErr == nil {
-				require.NoError(t, err)
-				return
-			}
-			require.ErrorIs(t, err, tt.wantErr)
-			var e *Error
-			require.True(t, errors.As(err, &e))
-			require.Equal(t, tt.wantPos, e.Pos, "error %v", err)
+			requireErrorAt(t, err, tt.wantErr, tt.wantPos)
 		})
 	}
 }
@@ -218,16 +208,23 @@ func TestValidateForAppend(t *testing.T) {
 			b, err := ReadBatch(tt.raw, DefaultMaxBatchBytes)
 			require.NoError(t, err)
 			err = b.ValidateForAppend(tt.origin)
-			if tt.wantErr == nil {
-				require.NoError(t, err)
-				return
-			}
-			require.ErrorIs(t, err, tt.wantErr)
-			var e *Error
-			require.True(t, errors.As(err, &e))
-			require.Equal(t, tt.wantPos, e.Pos, "error %v", err)
+			requireErrorAt(t, err, tt.wantErr, tt.wantPos)
 		})
 	}
+}
+
+// requireErrorAt requires err to be want (nil: no error) and, if not nil,
+// an *Error at byte pos of the batch.
+func requireErrorAt(t *testing.T, err, want error, pos int) {
+	t.Helper()
+	if want == nil {
+		require.NoError(t, err)
+		return
+	}
+	require.ErrorIs(t, err, want)
+	var e *Error
+	require.True(t, errors.As(err, &e))
+	require.Equal(t, pos, e.Pos, "error %v", err)
 }
 
 func TestBoundsArePositive(t *testing.T) {

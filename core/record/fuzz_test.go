@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/strata-log/strata/internal/fuzzcorpus"
 )
 
 // Bounds for fuzzing: large enough for every seed, small enough that a
@@ -17,16 +19,13 @@ const (
 )
 
 // fuzzSeed is one corpus entry: a name for its file and the fuzz arguments.
-type fuzzSeed struct {
-	name string
-	args []any
-}
+type fuzzSeed = fuzzcorpus.Seed
 
 // seedBatches returns named batches: valid ones of every codec and shape,
 // and broken ones of every kind of error.
 func seedBatches(t tb) []fuzzSeed {
 	var seeds []fuzzSeed
-	add := func(name string, raw []byte) { seeds = append(seeds, fuzzSeed{name, []any{raw, false}}) }
+	add := func(name string, raw []byte) { seeds = append(seeds, fuzzSeed{Name: name, Args: []any{raw, false}}) }
 	for _, c := range allCodecs {
 		opts := append(codecOptions(c.codec, c.rawSnappy), WithProducer(11, 2, 30), WithBaseOffset(100))
 		add("valid-"+c.name, build(t, sampleRecords(8), opts...))
@@ -55,8 +54,8 @@ func seedBatches(t tb) []fuzzSeed {
 	require.NoError(t, err)
 	add("broken-zstd-bomb", raw)
 	seeds = append(seeds,
-		fuzzSeed{"fixcrc-negative-count", []any{withHeader(good, func(h *BatchHeader) { h.RecordCount = -1 }), true}},
-		fuzzSeed{"fixcrc-unknown-codec", []any{withHeader(good, func(h *BatchHeader) { h.Attributes = 6 }), true}},
+		fuzzSeed{Name: "fixcrc-negative-count", Args: []any{withHeader(good, func(h *BatchHeader) { h.RecordCount = -1 }), true}},
+		fuzzSeed{Name: "fixcrc-unknown-codec", Args: []any{withHeader(good, func(h *BatchHeader) { h.Attributes = 6 }), true}},
 	)
 	return seeds
 }
@@ -66,11 +65,11 @@ func seedBatches(t tb) []fuzzSeed {
 func seedRecordSections(t tb) []fuzzSeed {
 	var seeds []fuzzSeed
 	for _, s := range seedBatches(t) {
-		b, err := ReadBatch(s.args[0].([]byte), fuzzMaxBatchBytes)
-		if err != nil || s.args[1].(bool) {
+		b, err := ReadBatch(s.Args[0].([]byte), fuzzMaxBatchBytes)
+		if err != nil || s.Args[1].(bool) {
 			continue
 		}
-		seeds = append(seeds, fuzzSeed{s.name, []any{
+		seeds = append(seeds, fuzzSeed{Name: s.Name, Args: []any{
 			int16(b.Attributes()), b.LastOffsetDelta(), b.RecordCount(), append([]byte{}, b.RecordBytes()...),
 		}})
 	}
@@ -82,13 +81,13 @@ func seedPayloads(t tb) []fuzzSeed {
 	seg, starts := segment(t)
 	last := starts[len(starts)-1]
 	return []fuzzSeed{
-		{"valid-segment", []any{seg}},
-		{"valid-single", []any{seg[:starts[1]]}},
-		{"torn-tail", []any{seg[:len(seg)-7]}},
-		{"torn-header", []any{seg[:last+30]}},
-		{"zero-tail", []any{append(append([]byte{}, seg...), make([]byte, 64)...)}},
-		{"crc-in-middle", []any{flipBit(seg, (starts[2]+offRecords+2)*8)}},
-		{"magic0-in-middle", []any{setByte(seg, starts[3]+offMagic, 0)}},
+		{Name: "valid-segment", Args: []any{seg}},
+		{Name: "valid-single", Args: []any{seg[:starts[1]]}},
+		{Name: "torn-tail", Args: []any{seg[:len(seg)-7]}},
+		{Name: "torn-header", Args: []any{seg[:last+30]}},
+		{Name: "zero-tail", Args: []any{append(append([]byte{}, seg...), make([]byte, 64)...)}},
+		{Name: "crc-in-middle", Args: []any{flipBit(seg, (starts[2]+offRecords+2)*8)}},
+		{Name: "magic0-in-middle", Args: []any{setByte(seg, starts[3]+offMagic, 0)}},
 	}
 }
 
@@ -213,7 +212,7 @@ func withCreateTimes(recs []Record, created []int64) []Record {
 
 func FuzzDecodeBatch(f *testing.F) {
 	for _, s := range seedBatches(f) {
-		f.Add(s.args[0].([]byte), s.args[1].(bool))
+		f.Add(s.Args[0].([]byte), s.Args[1].(bool))
 	}
 	reader := NewRecordReader(NewDecompressor(fuzzMaxDecompressedBytes))
 	f.Fuzz(func(t *testing.T, data []byte, fixCRC bool) {
@@ -249,7 +248,7 @@ func FuzzDecodeBatch(f *testing.F) {
 
 func FuzzIterateRecords(f *testing.F) {
 	for _, s := range seedRecordSections(f) {
-		f.Add(s.args[0].(int16), s.args[1].(int32), s.args[2].(int32), s.args[3].([]byte))
+		f.Add(s.Args[0].(int16), s.Args[1].(int32), s.Args[2].(int32), s.Args[3].([]byte))
 	}
 	reader := NewRecordReader(NewDecompressor(fuzzMaxDecompressedBytes))
 	f.Fuzz(func(t *testing.T, attributes int16, lastOffsetDelta, recordCount int32, records []byte) {
@@ -285,7 +284,7 @@ func FuzzIterateRecords(f *testing.F) {
 
 func FuzzSplitBatches(f *testing.F) {
 	for _, s := range seedPayloads(f) {
-		f.Add(s.args[0].([]byte))
+		f.Add(s.Args[0].([]byte))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, check := range []Check{CheckFraming, CheckStored} {

@@ -3,17 +3,14 @@ package record_test
 import (
 	"encoding/binary"
 	"errors"
-	"flag"
-	"fmt"
 	"hash/crc32"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/strata-log/strata/core/record"
 	"github.com/strata-log/strata/core/record/recordtest"
+	"github.com/strata-log/strata/internal/fuzzcorpus"
 )
 
 // Bounds for fuzzing validation: large enough for every seed, small enough
@@ -22,12 +19,6 @@ const (
 	validateFuzzMaxBatchBytes   = 1 << 20
 	validateFuzzMaxDecompressed = 256 << 10
 )
-
-// updateValidateCorpus rewrites testdata/fuzz/FuzzValidateProduce from
-// validateSeeds:
-//
-//	go test ./core/record -run TestGenerateValidateProduceCorpus -update-validate-corpus
-var updateValidateCorpus = flag.Bool("update-validate-corpus", false, "rewrite testdata/fuzz/FuzzValidateProduce")
 
 // validateSeed is one corpus entry of FuzzValidateProduce.
 type validateSeed struct {
@@ -58,16 +49,16 @@ func validateSeeds(t testing.TB) []validateSeed {
 	return seeds
 }
 
+// TestGenerateValidateProduceCorpus rewrites testdata/fuzz/FuzzValidateProduce
+// from validateSeeds:
+//
+//	go test ./core/record -run TestGenerate -update-fuzz-corpus
 func TestGenerateValidateProduceCorpus(t *testing.T) {
-	if !*updateValidateCorpus {
-		t.Skip("run with -update-validate-corpus to rewrite testdata/fuzz/FuzzValidateProduce")
-	}
-	dir := filepath.Join("testdata", "fuzz", "FuzzValidateProduce")
-	require.NoError(t, os.MkdirAll(dir, 0o755))
+	var seeds []fuzzcorpus.Seed
 	for _, s := range validateSeeds(t) {
-		body := fmt.Sprintf("go test fuzz v1\n[]byte(%q)\nbool(%v)\n", s.batch, s.fixCRC)
-		require.NoError(t, os.WriteFile(filepath.Join(dir, "seed-"+s.name), []byte(body), 0o644))
+		seeds = append(seeds, fuzzcorpus.Seed{Name: s.name, Args: []any{s.batch, s.fixCRC}})
 	}
+	fuzzcorpus.Generate(t, "FuzzValidateProduce", seeds...)
 }
 
 // fixCRC returns a copy of data with its CRC field set to the CRC32C of

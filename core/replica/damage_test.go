@@ -50,7 +50,7 @@ func TestDamageScripts(t *testing.T) {
 			ds.sent = append(ds.sent, req)
 			ds.pending = append(ds.pending, pendingAlter{req, done})
 		})
-		ds.r.p.Disk().DeclareSurvivable(func(n string) bool { return strings.HasSuffix(n, ".log") })
+		ds.r.Proc.Disk().DeclareSurvivable(func(n string) bool { return strings.HasSuffix(n, ".log") })
 		datadriven.RunTest(t, path, ds.run)
 	})
 }
@@ -142,7 +142,7 @@ func (ds *damageScript) run(t *testing.T, d *datadriven.TestData) string {
 		out.WriteString("flipped\n")
 	case "reopen":
 		ds.part(t).restart("the script reopens it")
-		r.run(100 * time.Millisecond)
+		r.Run(100 * time.Millisecond)
 		fmt.Fprintf(&out, "%s\n", ds.state(t))
 	case "image":
 		p := ds.part(t)
@@ -161,7 +161,7 @@ func (ds *damageScript) run(t *testing.T, d *datadriven.TestData) string {
 			}
 		}
 		r.apply(rec)
-		r.run(10 * time.Millisecond)
+		r.Run(10 * time.Millisecond)
 		fmt.Fprintf(&out, "partition epoch %d: %s\n", p.partitionEpoch, ds.state(t))
 	case "answer":
 		code := ""
@@ -184,7 +184,7 @@ func (ds *damageScript) run(t *testing.T, d *datadriven.TestData) string {
 			a.done(resp, nil)
 			fmt.Fprintf(&out, "answered partition epoch %d\n", rp.PartitionEpoch)
 		}
-		r.run(10 * time.Millisecond)
+		r.Run(10 * time.Millisecond)
 		fmt.Fprintf(&out, "%s\n", ds.state(t))
 	case "run":
 		dur := 2 * time.Second
@@ -195,7 +195,7 @@ func (ds *damageScript) run(t *testing.T, d *datadriven.TestData) string {
 			dur, err = time.ParseDuration(s)
 			require.NoError(t, err)
 		}
-		r.run(dur)
+		r.Run(dur)
 		fmt.Fprintf(&out, "%s\n", ds.state(t))
 	case "state":
 		fmt.Fprintf(&out, "%s\n", ds.state(t))
@@ -217,7 +217,7 @@ func (ds *damageScript) run(t *testing.T, d *datadriven.TestData) string {
 // withLSE runs f; with the lse argument, the first page of a .log file f
 // reads becomes unreadable.
 func (ds *damageScript) withLSE(d *datadriven.TestData, f func()) {
-	disk := ds.r.p.Disk()
+	disk := ds.r.Proc.Disk()
 	if d.HasArg("lse") {
 		disk.SetFaults(sim.DiskFaults{LatentErrorProbability: 1})
 		defer disk.SetFaults(sim.DiskFaults{})
@@ -239,7 +239,7 @@ func (ds *damageScript) flip(t *testing.T, offset int64, header bool) {
 	if header {
 		pos = res.Position + 8 // the batch length's first byte
 	}
-	f, err := ds.r.e.Disk().Open(res.File.Name(), false)
+	f, err := ds.r.Env.Disk().Open(res.File.Name(), false)
 	require.NoError(t, err)
 	b := make([]byte, 1)
 	_, err = f.ReadAt(b, pos)

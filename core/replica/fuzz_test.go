@@ -38,9 +38,9 @@ func FuzzProduce(f *testing.F) {
 		before := p.LogEndOffset()
 		var res *ProduceResult
 		calls := 0
-		p.Produce(append([]byte(nil), payload...), 1, r.e.Now(), func(pr ProduceResult) { res = &pr; calls++ })
+		p.Produce(append([]byte(nil), payload...), 1, r.Env.Now(), func(pr ProduceResult) { res = &pr; calls++ })
 		for i := 0; i < 100 && res == nil; i++ {
-			r.run(time.Millisecond)
+			r.Run(time.Millisecond)
 		}
 		if res == nil || calls != 1 {
 			t.Fatalf("Produce answered %d times", calls)
@@ -97,7 +97,7 @@ func (r *rig) onlineNoT(topic string, id int32) *Partition {
 		if p, err := r.m.Lookup(topic, id); err == nil && p.Online() {
 			return p
 		}
-		if err := r.s.RunFor(10 * time.Millisecond); err != nil {
+		if err := r.Sim.RunFor(10 * time.Millisecond); err != nil {
 			panic(err)
 		}
 	}

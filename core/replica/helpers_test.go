@@ -10,17 +10,16 @@ import (
 	"github.com/strata-log/strata/core/meta"
 	"github.com/strata-log/strata/core/record"
 	"github.com/strata-log/strata/sim"
+	"github.com/strata-log/strata/sim/simtest"
 )
 
 const testNode = 1
 
-// rig is one simulated broker process running a Manager, driven from the
-// test between simulator runs (everything is one goroutine).
+// rig is one simulated broker process (simtest.Rig, host "b1") running a
+// Manager, driven from the test between simulator runs.
 type rig struct {
+	*simtest.Rig
 	t   *testing.T
-	s   *sim.Sim
-	p   *sim.Process
-	e   env.Env
 	m   *Manager
 	cfg Config
 	img *meta.Image
@@ -29,20 +28,15 @@ type rig struct {
 }
 
 func newRig(t *testing.T, seed uint64) *rig {
-	r := &rig{t: t, s: sim.New(sim.Config{Seed: seed}), img: meta.Empty()}
-	r.cfg = Config{NodeID: testNode, ReopenBackoff: 100 * time.Millisecond}
-	r.p = r.s.AddProcess("b1", func(e env.Env) {
-		r.e = e
-		r.m = NewManager(e, r.cfg)
-	})
-	r.p.Start()
-	r.run(0)
-	return r
+	return startRig(t, sim.Config{Seed: seed}, Config{NodeID: testNode, ReopenBackoff: 100 * time.Millisecond})
 }
 
-func (r *rig) run(d time.Duration) {
-	r.t.Helper()
-	require.NoError(r.t, r.s.RunFor(d))
+// startRig starts the broker process with the manager's config cfg; every
+// incarnation runs a new Manager.
+func startRig(t *testing.T, simCfg sim.Config, cfg Config) *rig {
+	r := &rig{t: t, cfg: cfg, img: meta.Empty()}
+	r.Rig = simtest.NewProcess(t, simCfg, "b1", func(e env.Env) { r.m = NewManager(e, r.cfg) })
+	return r
 }
 
 // apply replays records onto the rig's image and hands it to the manager.
@@ -55,6 +49,20 @@ func (r *rig) apply(recs ...meta.Record) {
 	r.img = d.Apply(meta.Position{Offset: r.pos, Epoch: 1})
 	r.pos++
 	r.m.Apply(r.img, true)
+}
+
+// restart ends the process with stop (a kill or a power loss), starts a
+// new incarnation, hands its manager the image again and waits until
+// partition 0 of topic is online.
+func (r *rig) restart(stop func(), topic string) *Partition {
+	r.t.Helper()
+	stop()
+	r.Proc.Start()
+	r.Run(0)
+	r.img = r.img.NewDelta().Apply(meta.Position{Offset: r.pos, Epoch: 1})
+	r.pos++
+	r.m.Apply(r.img, true)
+	return r.online(topic, 0)
 }
 
 func topicID(n byte) meta.UUID { return meta.UUID{0: n, 15: n} }
@@ -80,7 +88,7 @@ func (r *rig) online(topic string, id int32) *Partition {
 		if p, err := r.m.Lookup(topic, id); err == nil && p.Online() {
 			return p
 		}
-		r.run(10 * time.Millisecond)
+		r.Run(10 * time.Millisecond)
 	}
 	r.t.Fatalf("%s-%d never came online", topic, id)
 	return nil
@@ -102,9 +110,9 @@ func batch(t *testing.T, n int, opts ...record.BuilderOption) []byte {
 func (r *rig) produce(p *Partition, payload []byte, acks int16) ProduceResult {
 	r.t.Helper()
 	var res *ProduceResult
-	p.Produce(payload, acks, r.e.Now(), func(pr ProduceResult) { res = &pr })
+	p.Produce(payload, acks, r.Env.Now(), func(pr ProduceResult) { res = &pr })
 	for i := 0; i < 1000 && res == nil; i++ {
-		r.run(time.Millisecond)
+		r.Run(time.Millisecond)
 	}
 	require.NotNil(r.t, res, "produce never answered")
 	return *res

@@ -47,10 +47,10 @@ func TestInvariantsAreAsserted(t *testing.T) {
 	t.Run("high watermark past the durable offset", func(t *testing.T) {
 		require.True(t, p.cfg.durable())
 		// Appended, not yet fsynced: the log end passes the durable offset.
-		p.Produce(batch(t, 2), 1, r.e.Now(), func(ProduceResult) {})
+		p.Produce(batch(t, 2), 1, r.Env.Now(), func(ProduceResult) {})
 		require.Greater(t, p.l.LogEndOffset(), p.l.DurableOffset())
 		violates(t, "past the durable offset", func() { p.setHighWatermark(p.l.LogEndOffset()) })
-		r.run(0)
+		r.Run(0)
 	})
 	t.Run("leader appends while resigning", func(t *testing.T) {
 		p.resigning = true

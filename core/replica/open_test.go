@@ -20,7 +20,7 @@ func TestOpensAreBounded(t *testing.T) {
 	for i := 0; i < 1000 && (r.m.opens > 0 || len(r.m.openQueue) > 0); i++ {
 		peak = max(peak, r.m.opens)
 		require.LessOrEqual(t, r.m.opens, maxConcurrentOpens)
-		r.run(time.Millisecond)
+		r.Run(time.Millisecond)
 	}
 	require.Zero(t, r.m.opens, "every slot given back")
 	require.Empty(t, r.m.openQueue)

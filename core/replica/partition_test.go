@@ -16,18 +16,18 @@ import (
 
 func TestProduceAcksAfterFsyncAndHighWatermarkFollowsDurability(t *testing.T) {
 	r := newRig(t, 1)
-	r.p.Disk().SetFaults(sim.DiskFaults{SyncLatencyMin: 5 * time.Millisecond, SyncLatencyMax: 5 * time.Millisecond})
+	r.Proc.Disk().SetFaults(sim.DiskFaults{SyncLatencyMin: 5 * time.Millisecond, SyncLatencyMax: 5 * time.Millisecond})
 	r.createTopic("orders", topicID(1), 2, nil)
 	p := r.online("orders", 0)
 
 	var res *ProduceResult
-	p.Produce(batch(t, 3), -1, r.e.Now(), func(pr ProduceResult) { res = &pr })
+	p.Produce(batch(t, 3), -1, r.Env.Now(), func(pr ProduceResult) { res = &pr })
 	require.Nil(t, res, "acks=all answers only once the batch is fsynced")
 	require.Equal(t, int64(0), p.HighWatermark(), "consumers see nothing before fsync")
 	rr, err := p.Read(0, 1<<20, -1)
 	require.NoError(t, err)
 	require.Zero(t, rr.Size, "a read stops at the high watermark")
-	r.run(10 * time.Millisecond)
+	r.Run(10 * time.Millisecond)
 	require.NotNil(t, res)
 	require.NoError(t, res.Err)
 	require.Equal(t, int64(0), res.BaseOffset)
@@ -44,17 +44,17 @@ func TestProduceAcksAfterFsyncAndHighWatermarkFollowsDurability(t *testing.T) {
 	got := r.produce(p, batch(t, 2), 0)
 	require.NoError(t, got.Err)
 	require.Equal(t, int64(3), got.BaseOffset)
-	r.run(20 * time.Millisecond)
+	r.Run(20 * time.Millisecond)
 	require.Equal(t, int64(5), p.HighWatermark())
 }
 
 func TestPageCacheModeExposesBeforeFsync(t *testing.T) {
 	r := newRig(t, 2)
-	r.p.Disk().SetFaults(sim.DiskFaults{SyncLatencyMin: 50 * time.Millisecond, SyncLatencyMax: 50 * time.Millisecond})
+	r.Proc.Disk().SetFaults(sim.DiskFaults{SyncLatencyMin: 50 * time.Millisecond, SyncLatencyMax: 50 * time.Millisecond})
 	r.createTopic("fast", topicID(2), 1, map[string]string{"flush.messages": "1000"})
 	p := r.online("fast", 0)
 	var res *ProduceResult
-	p.Produce(batch(t, 4), -1, r.e.Now(), func(pr ProduceResult) { res = &pr })
+	p.Produce(batch(t, 4), -1, r.Env.Now(), func(pr ProduceResult) { res = &pr })
 	require.NotNil(t, res, "page-cache mode acknowledges after the append")
 	require.NoError(t, res.Err)
 	require.Equal(t, int64(4), p.HighWatermark(), "and exposes what is not yet durable, as Kafka does")
@@ -85,7 +85,7 @@ func TestProduceValidation(t *testing.T) {
 		acks    int16
 		want    error
 	}{"crc", corrupt, 1, record.ErrCRCMismatch})
-	r.run(2 * time.Hour) // the clock moves past the before.max bound
+	r.Run(2 * time.Hour) // the clock moves past the before.max bound
 	for _, tc := range cases {
 		res := r.produce(p, tc.payload, tc.acks)
 		require.ErrorIs(t, res.Err, tc.want, tc.name)
@@ -98,7 +98,7 @@ func TestLogAppendTimeStampsTheBatch(t *testing.T) {
 	r := newRig(t, 4)
 	r.createTopic("lat", topicID(4), 1, map[string]string{"message.timestamp.type": "LogAppendTime"})
 	p := r.online("lat", 0)
-	now := r.e.Now().UnixMilli()
+	now := r.Env.Now().UnixMilli()
 	res := r.produce(p, batch(t, 2), 1)
 	require.NoError(t, res.Err)
 	require.Equal(t, now, res.LogAppendTime)
@@ -133,12 +133,7 @@ func TestIdempotentDuplicatesAndSequences(t *testing.T) {
 
 	// The state survives a restart of the process: the snapshot written
 	// at shutdown or the log's tail rebuilds it.
-	r.p.Kill()
-	r.p.Start()
-	r.run(0)
-	r.img = r.img.NewDelta().Apply(meta.Position{Offset: r.pos, Epoch: 1})
-	r.m.Apply(r.img, true)
-	p = r.online("idem", 0)
+	p = r.restart(r.Proc.Kill, "idem")
 	again := r.produce(p, batch(t, 3, record.WithProducer(7, 0, 2)), -1)
 	require.NoError(t, again.Err)
 	require.Equal(t, int64(2), again.BaseOffset, "a retry after a restart is still a duplicate")
@@ -188,7 +183,7 @@ func TestDeleteRecordsAndListOffsets(t *testing.T) {
 	var low int64 = -2
 	var derr error
 	p.DeleteRecords(7, func(lw int64, err error) { low, derr = lw, err })
-	r.run(50 * time.Millisecond)
+	r.Run(50 * time.Millisecond)
 	require.NoError(t, derr)
 	require.Equal(t, int64(7), low)
 	earliest, err := p.ListOffset(log.EarliestTimestamp, -1)
@@ -198,10 +193,10 @@ func TestDeleteRecordsAndListOffsets(t *testing.T) {
 	require.ErrorIs(t, err, log.ErrOffsetOutOfRange)
 
 	p.DeleteRecords(25, func(lw int64, err error) { low, derr = lw, err })
-	r.run(10 * time.Millisecond)
+	r.Run(10 * time.Millisecond)
 	require.ErrorIs(t, derr, log.ErrOffsetOutOfRange)
 	p.DeleteRecords(-1, func(lw int64, err error) { low, derr = lw, err })
-	r.run(50 * time.Millisecond)
+	r.Run(50 * time.Millisecond)
 	require.NoError(t, derr)
 	require.Equal(t, int64(20), low, "-1 deletes up to the high watermark")
 }
@@ -212,10 +207,10 @@ func TestTopicDeletionAndRecreation(t *testing.T) {
 	p := r.online("gone", 0)
 	require.NoError(t, r.produce(p, batch(t, 3), -1).Err)
 	r.apply(&meta.RemoveTopicRecord{TopicID: topicID(8)})
-	r.run(100 * time.Millisecond)
+	r.Run(100 * time.Millisecond)
 	_, err := r.m.Lookup("gone", 0)
 	require.ErrorIs(t, err, ErrUnknownTopicOrPartition)
-	_, ok := r.p.Disk().ReadFile("gone-0/partition.metadata")
+	_, ok := r.Proc.Disk().ReadFile("gone-0/partition.metadata")
 	require.False(t, ok, "the directory is deleted")
 
 	// Recreated under the same name: an empty log, a new id.
@@ -223,7 +218,7 @@ func TestTopicDeletionAndRecreation(t *testing.T) {
 	p2 := r.online("gone", 0)
 	require.NotSame(t, p, p2)
 	require.Equal(t, int64(0), p2.LogEndOffset())
-	md, ok := r.p.Disk().ReadFile("gone-0/partition.metadata")
+	md, ok := r.Proc.Disk().ReadFile("gone-0/partition.metadata")
 	require.True(t, ok)
 	require.Contains(t, string(md), topicID(9).String())
 }
@@ -234,11 +229,11 @@ func TestStaleDirectoryOfARecreatedTopicIsReplaced(t *testing.T) {
 	p := r.online("x", 0)
 	require.NoError(t, r.produce(p, batch(t, 3), -1).Err)
 	// While the broker is down, the topic is deleted and recreated.
-	r.p.Kill()
+	r.Proc.Kill()
 	img := meta.Empty()
 	r.img, r.pos = img, 0
-	r.p.Start()
-	r.run(0)
+	r.Proc.Start()
+	r.Run(0)
 	r.createTopic("x", topicID(11), 1, nil)
 	p = r.online("x", 0)
 	require.Equal(t, int64(0), p.LogEndOffset(), "the old incarnation's data is not served as the new topic's")
@@ -261,12 +256,12 @@ func TestFailedSyncTakesThePartitionOfflineAndItRecovers(t *testing.T) {
 	r.createTopic("flaky", topicID(13), 1, nil)
 	p := r.online("flaky", 0)
 	require.NoError(t, r.produce(p, batch(t, 2), -1).Err)
-	r.p.Disk().SetFaults(sim.DiskFaults{SyncFailProbability: 1})
+	r.Proc.Disk().SetFaults(sim.DiskFaults{SyncFailProbability: 1})
 	res := r.produce(p, batch(t, 2), -1)
 	require.ErrorIs(t, res.Err, ErrStorage)
 	_, err := p.Read(0, 100, -1)
 	require.ErrorIs(t, err, ErrStorage)
-	r.p.Disk().SetFaults(sim.DiskFaults{})
+	r.Proc.Disk().SetFaults(sim.DiskFaults{})
 	p = r.online("flaky", 0)
 	require.Equal(t, int64(2), p.HighWatermark(), "what was acknowledged survives; the failed batch is dropped")
 	require.NoError(t, r.produce(p, batch(t, 1), -1).Err)
@@ -282,7 +277,7 @@ func TestRetentionDeletesOldSegments(t *testing.T) {
 	before := len(p.Log().Segments())
 	require.Greater(t, before, 5)
 	r.m.retentionCheckNow()
-	r.run(100 * time.Millisecond)
+	r.Run(100 * time.Millisecond)
 	require.Less(t, len(p.Log().Segments()), before)
 	require.LessOrEqual(t, p.Size(), int64(2048+1024))
 	require.Positive(t, p.LogStartOffset())
@@ -296,8 +291,8 @@ func TestFullDiskFailsAppendsButServesReadsAndRecovers(t *testing.T) {
 	a := r.online("full", 0)
 	b := r.online("full", 1)
 	require.NoError(t, r.produce(a, batch(t, 3), -1).Err)
-	used := r.p.Disk().Stats().UsedBytes
-	r.p.Disk().SetFaults(sim.DiskFaults{CapacityBytes: used})
+	used := r.Proc.Disk().Stats().UsedBytes
+	r.Proc.Disk().SetFaults(sim.DiskFaults{CapacityBytes: used})
 	res := r.produce(a, batch(t, 50), -1)
 	require.ErrorIs(t, res.Err, ErrStorage, "no room: KAFKA_STORAGE_ERROR")
 	// Reads and the other partition's reads go on.
@@ -308,7 +303,7 @@ func TestFullDiskFailsAppendsButServesReadsAndRecovers(t *testing.T) {
 	_, err = b.Read(0, 1<<20, -1)
 	require.NoError(t, err)
 	// Room again: appends succeed, nothing acknowledged was lost.
-	r.p.Disk().SetFaults(sim.DiskFaults{})
+	r.Proc.Disk().SetFaults(sim.DiskFaults{})
 	a = r.online("full", 0)
 	res = r.produce(a, batch(t, 2), -1)
 	require.NoError(t, res.Err)
@@ -335,7 +330,7 @@ func TestCompactedTopicKeepsTheLatestValuePerKey(t *testing.T) {
 	before := p.Size()
 	for i := 0; i < 20 && p.Size() >= before; i++ {
 		r.m.retentionCheckNow()
-		r.run(100 * time.Millisecond)
+		r.Run(100 * time.Millisecond)
 	}
 	require.Less(t, p.Size(), before, "the cleaner rewrote the dirty segments")
 	// Every key's latest value is still there.
@@ -371,34 +366,34 @@ func TestSegmentMsRollsAndRetentionMsDeletes(t *testing.T) {
 	p := r.online("timed", 0)
 	stamped := func() []byte {
 		b := record.NewBuilder()
-		b.Append(r.e.Now().UnixMilli(), []byte("k"), []byte("v"))
+		b.Append(r.Env.Now().UnixMilli(), []byte("k"), []byte("v"))
 		out, err := b.AppendTo(nil)
 		require.NoError(t, err)
 		return out
 	}
 	require.NoError(t, r.produce(p, stamped(), -1).Err)
-	r.run(90 * time.Second)
+	r.Run(90 * time.Second)
 	require.NoError(t, r.produce(p, stamped(), -1).Err)
 	require.Len(t, p.Log().Segments(), 2, "segment.ms rolled the first segment")
 	r.m.retentionCheckNow()
 	require.Equal(t, int64(0), p.LogStartOffset(), "the first segment is 90 s old, within retention.ms")
-	r.run(60 * time.Second)
+	r.Run(60 * time.Second)
 	r.m.retentionCheckNow()
-	r.run(50 * time.Millisecond)
+	r.Run(50 * time.Millisecond)
 	require.Equal(t, int64(1), p.LogStartOffset(), "at 150 s the first segment is past retention.ms")
 }
 
 func TestProduceHeldWhileOpeningIsAnsweredWhenTheOpenFails(t *testing.T) {
 	r := newRig(t, 16)
-	r.p.Disk().SetFaults(sim.DiskFaults{SyncFailProbability: 1})
+	r.Proc.Disk().SetFaults(sim.DiskFaults{SyncFailProbability: 1})
 	r.createTopic("doomed", topicID(18), 1, nil)
 	p, err := r.m.Lookup("doomed", 0)
 	require.NoError(t, err)
 	require.False(t, p.Online())
 	var res *ProduceResult
-	p.Produce(batch(t, 1), -1, r.e.Now(), func(pr ProduceResult) { res = &pr })
+	p.Produce(batch(t, 1), -1, r.Env.Now(), func(pr ProduceResult) { res = &pr })
 	require.Nil(t, res, "held while the log opens")
-	r.run(50 * time.Millisecond)
+	r.Run(50 * time.Millisecond)
 	require.NotNil(t, res, "answered once the open failed")
 	require.ErrorIs(t, res.Err, ErrStorage)
 }

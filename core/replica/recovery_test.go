@@ -53,7 +53,7 @@ func TestRecoveringLeaderHandsOffToTheLongestLog(t *testing.T) {
 	require.Equal(t, p.LeaderEpoch(), got.LeaderEpoch)
 
 	// Unanswered, it asks again.
-	r.run(2 * alterISRRetryBackoff)
+	r.Run(2 * alterISRRetryBackoff)
 	require.Greater(t, len(sent), 1)
 	require.Equal(t, []int32{2}, sent[len(sent)-1].Topics[0].Partitions[0].NewISR)
 	require.Equal(t, int64(0), p.HighWatermark(), "the high watermark holds while recovering")
@@ -78,7 +78,7 @@ func TestRecoveringLeaderWithTheLongestLogLeadsOn(t *testing.T) {
 	require.Equal(t, []int32{1}, sent[0].Topics[0].Partitions[0].NewISR, "recovered: the ISR unchanged")
 
 	r.apply(&meta.PartitionChangeRecord{TopicID: topicID(1), Partition: 0, LastKnownELR: []int32{}})
-	r.run(10 * time.Millisecond)
+	r.Run(10 * time.Millisecond)
 	require.False(t, p.recovering())
 	require.NoError(t, r.produce(p, batch(t, 1), 1).Err)
 	res := r.replicaFetch(p, 2, 4, 0)
@@ -112,11 +112,11 @@ func TestLeaderTruncatingServesNothing(t *testing.T) {
 	require.ErrorIs(t, err, ErrOpening, "no follower fetch while the log is cut")
 	require.Equal(t, int64(0), p.HighWatermark(), "no high watermark from the end being cut")
 	held := r.produceAsync(p, batch(t, 1), 1)
-	r.run(10 * time.Millisecond)
+	r.Run(10 * time.Millisecond)
 	require.Nil(t, *held, "a produce waits for the reopen")
 
 	finish()
-	r.run(time.Second)
+	r.Run(time.Second)
 	require.True(t, p.Online())
 	require.NotNil(t, *held)
 	require.NoError(t, (*held).Err)

@@ -12,7 +12,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/strata-log/strata/core/env"
 	"github.com/strata-log/strata/core/log"
 	"github.com/strata-log/strata/core/meta"
 	"github.com/strata-log/strata/core/record"
@@ -36,7 +35,7 @@ func (r *rig) createReplicated(name string, id meta.UUID, replicas, isr []int32,
 // answers.
 func (r *rig) produceAsync(p *Partition, payload []byte, acks int16) **ProduceResult {
 	res := new(*ProduceResult)
-	p.Produce(payload, acks, r.e.Now(), func(pr ProduceResult) { *res = &pr })
+	p.Produce(payload, acks, r.Env.Now(), func(pr ProduceResult) { *res = &pr })
 	return res
 }
 
@@ -62,7 +61,7 @@ func TestAcksAllWaitsForEveryInSyncReplica(t *testing.T) {
 	require.Equal(t, int64(0), p.HighWatermark(), "no follower fetched: the high watermark holds")
 
 	all := r.produceAsync(p, batch(t, 3), -1)
-	r.run(50 * time.Millisecond)
+	r.Run(50 * time.Millisecond)
 	require.Nil(t, *all, "acks=all waits for the followers")
 
 	res := r.replicaFetch(p, 2, 0, -1)
@@ -71,10 +70,10 @@ func TestAcksAllWaitsForEveryInSyncReplica(t *testing.T) {
 	require.Equal(t, int64(0), p.HighWatermark(), "follower 3 has not fetched")
 	r.replicaFetch(p, 3, 2, 0)
 	require.Equal(t, int64(2), p.HighWatermark())
-	r.run(time.Millisecond)
+	r.Run(time.Millisecond)
 	require.Nil(t, *all)
 	r.replicaFetch(p, 3, 5, 0)
-	r.run(time.Millisecond)
+	r.Run(time.Millisecond)
 	require.NotNil(t, *all)
 	require.NoError(t, (*all).Err)
 	require.Equal(t, int64(2), (*all).BaseOffset)
@@ -162,21 +161,21 @@ func TestAcksAllAfterTheISRShrankOrTheLeaderMoved(t *testing.T) {
 	r.createReplicated("t", topicID(1), []int32{1, 2, 3}, []int32{1, 2, 3}, 1, map[string]string{"min.insync.replicas": "2"})
 	p := r.online("t", 0)
 	all := r.produceAsync(p, batch(t, 1), -1)
-	r.run(10 * time.Millisecond)
+	r.Run(10 * time.Millisecond)
 	r.replicaFetch(p, 2, 1, 0)
 	// The controller takes 3 out of the ISR, then 2: the high watermark
 	// passes the batch with an ISR of one.
 	r.apply(&meta.PartitionChangeRecord{TopicID: topicID(1), Partition: 0, ISR: []int32{1}})
-	r.run(time.Millisecond)
+	r.Run(time.Millisecond)
 	require.NotNil(t, *all)
 	require.ErrorIs(t, (*all).Err, ErrNotEnoughReplicasAfterAppend)
 
 	r.apply(&meta.PartitionChangeRecord{TopicID: topicID(1), Partition: 0, ISR: []int32{1, 2}})
 	next := r.produceAsync(p, batch(t, 1), -1)
-	r.run(10 * time.Millisecond)
+	r.Run(10 * time.Millisecond)
 	require.Nil(t, *next)
 	r.apply(&meta.PartitionChangeRecord{TopicID: topicID(1), Partition: 0, Leader: leaderPtr(2), ISR: []int32{1, 2}})
-	r.run(time.Millisecond)
+	r.Run(time.Millisecond)
 	require.NotNil(t, *next)
 	require.ErrorIs(t, (*next).Err, ErrNotLeader)
 }
@@ -186,13 +185,8 @@ func leaderPtr(id int32) *int32 { return &id }
 // newAlterRig is newRig for a registered broker (epoch 1) whose
 // AlterPartition requests go to alter.
 func newAlterRig(t *testing.T, seed uint64, alter func(*kmsg.AlterPartitionRequest, func(kmsg.Response, error))) *rig {
-	r := &rig{t: t, s: sim.New(sim.Config{Seed: seed, Log: dbgw()}), img: meta.Empty()}
-	r.cfg = Config{NodeID: testNode, ReopenBackoff: 100 * time.Millisecond, AlterPartition: alter,
-		BrokerEpoch: func() int64 { return 1 }}
-	r.p = r.s.AddProcess("b1", func(e env.Env) { r.e = e; r.m = NewManager(e, r.cfg) })
-	r.p.Start()
-	r.run(0)
-	return r
+	return startRig(t, sim.Config{Seed: seed, Log: dbgw()}, Config{NodeID: testNode, ReopenBackoff: 100 * time.Millisecond, AlterPartition: alter,
+		BrokerEpoch: func() int64 { return 1 }})
 }
 
 // Followers fetch the leader's log end, fsynced or not, so that the
@@ -217,17 +211,17 @@ func TestLeaderThatLostATailResignsItsEpoch(t *testing.T) {
 
 	// The next batch is appended, and the follower fetches it before it
 	// is fsynced; then the leader's fsync fails.
-	r.p.Disk().SetFaults(sim.DiskFaults{SyncFailProbability: 1})
+	r.Proc.Disk().SetFaults(sim.DiskFaults{SyncFailProbability: 1})
 	lost := r.produceAsync(p, batch(t, 2), 1)
 	require.Equal(t, int64(5), p.LogEndOffset())
 	res := r.replicaFetch(p, 2, 3, epoch)
 	require.Nil(t, res.Diverging)
 	require.Equal(t, int64(3), res.Read.FirstOffset, "the follower gets what is not fsynced yet")
-	r.run(10 * time.Millisecond)
+	r.Run(10 * time.Millisecond)
 	require.NotNil(t, *lost)
 	require.Error(t, (*lost).Err)
-	r.p.Disk().SetFaults(sim.DiskFaults{})
-	r.run(time.Second)
+	r.Proc.Disk().SetFaults(sim.DiskFaults{})
+	r.Run(time.Second)
 	require.True(t, p.Online())
 	require.Equal(t, int64(3), p.LogEndOffset(), "the reopened log keeps what was fsynced")
 
@@ -277,7 +271,7 @@ func TestUnknownISRChangeKeepsTheMaximalISR(t *testing.T) {
 	r.createReplicated("t", topicID(1), []int32{1, 2, 3}, []int32{1, 2}, 1, nil)
 	p := r.online("t", 0)
 	r.produceAsync(p, batch(t, 3), -1)
-	r.run(10 * time.Millisecond)
+	r.Run(10 * time.Millisecond)
 	r.replicaFetch(p, 2, 3, 0)
 	require.Equal(t, int64(3), p.HighWatermark())
 	r.replicaFetch(p, 3, 3, 0) // caught up: the leader proposes [1 2 3]
@@ -288,11 +282,11 @@ func TestUnknownISRChangeKeepsTheMaximalISR(t *testing.T) {
 	resp.ErrorCode = kerr.NotController.Code
 	answers[0](resp, nil)
 	r.produceAsync(p, batch(t, 3), -1)
-	r.run(10 * time.Millisecond)
+	r.Run(10 * time.Millisecond)
 	r.replicaFetch(p, 2, 6, 0)
 	require.Equal(t, int64(3), p.HighWatermark(), "the high watermark passed replica 3, which may be in the ISR")
 
-	r.run(2 * alterISRRetryBackoff)
+	r.Run(2 * alterISRRetryBackoff)
 	require.Len(t, sent, 2, "the change was not asked again")
 	// The image shows the change (the first request was committed): the
 	// ISR holds 3, and the high watermark goes on when 3 fetches.
@@ -314,7 +308,7 @@ func TestReopenedLeaderKeepsItsHighWatermark(t *testing.T) {
 	r.createReplicated("t", topicID(1), []int32{1, 2, 3}, []int32{1, 2}, 1, map[string]string{"min.insync.replicas": "2"})
 	p := r.online("t", 0)
 	r.produceAsync(p, batch(t, 6), -1)
-	r.run(10 * time.Millisecond)
+	r.Run(10 * time.Millisecond)
 	r.replicaFetch(p, 2, 6, 0)
 	require.Equal(t, int64(6), p.HighWatermark())
 	// The ISR shrinks to the leader alone, below min.insync.replicas: the
@@ -375,7 +369,7 @@ func TestAFollowerPartitionThatCannotAppendDelaysOnlyItself(t *testing.T) {
 	f := r.m.newFetcher(2, "b2:9092")
 	f.parts, f.inflight = []*Partition{pa, pb}, true
 
-	_, asked, _, wake := f.request(false, r.e.Monotonic())
+	_, asked, _, wake := f.request(false, r.Env.Monotonic())
 	require.Len(t, asked, 2)
 	require.Zero(t, wake)
 
@@ -394,32 +388,32 @@ func TestAFollowerPartitionThatCannotAppendDelaysOnlyItself(t *testing.T) {
 		resp.Topics = append(resp.Topics, rt)
 	}
 	f.answered(resp, asked)
-	r.run(100 * time.Millisecond)
+	r.Run(100 * time.Millisecond)
 
 	require.Nil(t, f.retry, "the whole fetcher backed off for one partition")
 	require.Equal(t, int64(0), pa.l.LogEndOffset(), "a appended nothing")
 	require.Equal(t, int64(3), pb.l.LogEndOffset())
-	_, asked, _, wake = f.request(false, r.e.Monotonic())
+	_, asked, _, wake = f.request(false, r.Env.Monotonic())
 	require.Len(t, asked, 1)
 	require.Same(t, pb, asked[0].p, "b is fetched again at once")
 	require.Greater(t, wake, time.Duration(0))
 	require.LessOrEqual(t, wake, replicaFetchBackoff)
 
-	r.run(replicaFetchBackoff)
-	_, asked, _, wake = f.request(false, r.e.Monotonic())
+	r.Run(replicaFetchBackoff)
+	_, asked, _, wake = f.request(false, r.Env.Monotonic())
 	require.Len(t, asked, 2, "a is fetched again after the backoff")
 	require.Zero(t, wake)
 
 	// A new leadership is fetched at once, whatever the last one refused
 	// (txn seed 252: a follower delayed after a NOT_LEADER had not
 	// fetched in the new leadership when its leader's log was damaged).
-	pa.fetchDelayedUntil = r.e.Monotonic() + replicaFetchBackoff
-	_, asked, _, _ = f.request(false, r.e.Monotonic())
+	pa.fetchDelayedUntil = r.Env.Monotonic() + replicaFetchBackoff
+	_, asked, _, _ = f.request(false, r.Env.Monotonic())
 	require.Len(t, asked, 1)
 	two := int32(2)
 	r.apply(&meta.PartitionChangeRecord{TopicID: topicID(1), Partition: 0, Leader: &two})
 	require.Equal(t, int32(1), pa.LeaderEpoch())
-	_, asked, _, wake = f.request(false, r.e.Monotonic())
+	_, asked, _, wake = f.request(false, r.Env.Monotonic())
 	require.Len(t, asked, 2, "a's new leadership is fetched at once")
 	require.Zero(t, wake)
 }

@@ -65,14 +65,8 @@ func TestTransactionScripts(t *testing.T) {
 				require.NoError(t, err)
 				return fmt.Sprintf("latest: read_uncommitted %d, read_committed %d\n", u.Offset, c.Offset)
 			case "restart":
-				r.p.Kill()
-				r.p.Start()
-				r.run(0)
-				r.img = r.img.NewDelta().Apply(meta.Position{Offset: r.pos, Epoch: 1})
-				r.pos++
-				r.m.Apply(r.img, true)
-				p = r.online("tx", 0)
-				r.run(50 * time.Millisecond)
+				p = r.restart(r.Proc.Kill, "tx")
+				r.Run(50 * time.Millisecond)
 				return fmt.Sprintf("online: log end %d, high watermark %d\n", p.LogEndOffset(), p.HighWatermark())
 			}
 			d.Fatalf(t, "unknown command %q", d.Cmd)
@@ -96,7 +90,7 @@ func txnProduce(t *testing.T, r *rig, p *Partition, d *datadriven.TestData) stri
 	}
 	b := record.NewBuilder(opts...)
 	for i := 0; i < n; i++ {
-		b.Append(r.e.Now().UnixMilli(), nil, []byte(fmt.Sprintf("p%d-%d", pid, seq+i)))
+		b.Append(r.Env.Now().UnixMilli(), nil, []byte(fmt.Sprintf("p%d-%d", pid, seq+i)))
 	}
 	raw, err := b.AppendTo(nil)
 	require.NoError(t, err)
@@ -115,9 +109,9 @@ func txnMarker(t *testing.T, r *rig, p *Partition, d *datadriven.TestData) strin
 	m := producer.Marker{ProducerID: int64(pid), ProducerEpoch: int16(epoch), CoordinatorEpoch: int32(coord), Commit: d.HasArg("commit")}
 	end := p.LogEndOffset()
 	var got *error
-	p.WriteTxnMarker(m, r.e.Now(), func(err error) { got = &err })
+	p.WriteTxnMarker(m, r.Env.Now(), func(err error) { got = &err })
 	for i := 0; i < 1000 && got == nil; i++ {
-		r.run(time.Millisecond)
+		r.Run(time.Millisecond)
 	}
 	require.NotNil(t, got, "marker never answered")
 	if *got != nil {
@@ -188,19 +182,19 @@ func TestTxnMarkerRefusals(t *testing.T) {
 	r.createTopic("tx", topicID(14), 1, map[string]string{"min.insync.replicas": "2"})
 	p := r.online("tx", 0)
 	var got error = errors.New("unanswered")
-	p.WriteTxnMarker(producer.Marker{ProducerID: 1, ProducerEpoch: 0, Commit: true}, r.e.Now(), func(err error) { got = err })
-	r.run(10 * time.Millisecond)
+	p.WriteTxnMarker(producer.Marker{ProducerID: 1, ProducerEpoch: 0, Commit: true}, r.Env.Now(), func(err error) { got = err })
+	r.Run(10 * time.Millisecond)
 	require.ErrorIs(t, got, ErrNotEnoughReplicas)
 	require.Equal(t, int64(0), p.LogEndOffset())
 
-	p.WriteTxnMarker(producer.Marker{ProducerID: -1, ProducerEpoch: 0}, r.e.Now(), func(err error) { got = err })
+	p.WriteTxnMarker(producer.Marker{ProducerID: -1, ProducerEpoch: 0}, r.Env.Now(), func(err error) { got = err })
 	require.Error(t, got)
 
 	// Led elsewhere: NOT_LEADER_OR_FOLLOWER.
 	two := int32(2)
 	r.apply(&meta.PartitionChangeRecord{TopicID: topicID(14), Partition: 0, Replicas: []int32{testNode, 2}, ISR: []int32{testNode, 2}})
 	r.apply(&meta.PartitionChangeRecord{TopicID: topicID(14), Partition: 0, Leader: &two})
-	p.WriteTxnMarker(producer.Marker{ProducerID: 1, ProducerEpoch: 0, Commit: true}, r.e.Now(), func(err error) { got = err })
+	p.WriteTxnMarker(producer.Marker{ProducerID: 1, ProducerEpoch: 0, Commit: true}, r.Env.Now(), func(err error) { got = err })
 	require.ErrorIs(t, got, ErrNotLeader)
 }
 
@@ -225,26 +219,20 @@ func crashDuringMarker(t *testing.T, seed uint64) bool {
 	r := newRig(t, seed)
 	r.createTopic("tx", topicID(15), 1, nil)
 	p := r.online("tx", 0)
-	r.p.Disk().SetFaults(sim.DiskFaults{SyncLatencyMin: 50 * time.Millisecond, SyncLatencyMax: 50 * time.Millisecond})
+	r.Proc.Disk().SetFaults(sim.DiskFaults{SyncLatencyMin: 50 * time.Millisecond, SyncLatencyMax: 50 * time.Millisecond})
 	for pid := int64(1); pid <= 2; pid++ {
 		res := r.produce(p, batch(t, 1, record.WithProducer(pid, 0, 0), record.WithTransactional()), -1)
 		require.NoError(t, res.Err)
 	}
 	answered := false
 	abort2 := producer.Marker{ProducerID: 2, ProducerEpoch: 0, CoordinatorEpoch: 1}
-	p.WriteTxnMarker(abort2, r.e.Now(), func(error) { answered = true })
-	r.run(10 * time.Millisecond)
+	p.WriteTxnMarker(abort2, r.Env.Now(), func(error) { answered = true })
+	r.Run(10 * time.Millisecond)
 	require.False(t, answered, "the marker is not committed before its fsync")
 	require.Len(t, p.Log().AbortedTxns(0, math.MaxInt64), 1, "the leader indexed the abort at its append")
 
-	r.p.Crash()
-	r.p.Start()
-	r.run(0)
-	r.img = r.img.NewDelta().Apply(meta.Position{Offset: r.pos, Epoch: 1})
-	r.pos++
-	r.m.Apply(r.img, true)
-	p = r.online("tx", 0)
-	r.run(100 * time.Millisecond)
+	p = r.restart(r.Proc.Crash, "tx")
+	r.Run(100 * time.Millisecond)
 	kept := p.LogEndOffset() == 3
 	wantAborted := []AbortedTxn{{ProducerID: 2, FirstOffset: 1, LastOffset: 2, LastStableOffset: 0}}
 	if kept {
@@ -260,9 +248,9 @@ func crashDuringMarker(t *testing.T, seed uint64) bool {
 	marker := func(m producer.Marker) {
 		t.Helper()
 		var got *error
-		p.WriteTxnMarker(m, r.e.Now(), func(err error) { got = &err })
+		p.WriteTxnMarker(m, r.Env.Now(), func(err error) { got = &err })
 		for i := 0; i < 1000 && got == nil; i++ {
-			r.run(time.Millisecond)
+			r.Run(time.Millisecond)
 		}
 		require.NotNil(t, got)
 		require.NoError(t, *got)

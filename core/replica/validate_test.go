@@ -68,7 +68,7 @@ func TestProduceChecksEveryRecordTimestamp(t *testing.T) {
 	r.createTopic("ts", topicID(41), 1, map[string]string{
 		"message.timestamp.before.max.ms": "3600000", "message.timestamp.after.max.ms": "3600000"})
 	p := r.online("ts", 0)
-	now := r.e.Now().UnixMilli()
+	now := r.Env.Now().UnixMilli()
 	build := func(stamps ...int64) []byte {
 		b := record.NewBuilder()
 		for _, ts := range stamps {
@@ -159,9 +159,9 @@ func TestProduceValidatedTakesABatchValidatedElsewhere(t *testing.T) {
 	v := record.NewValidator() // a worker's
 	produce := func(vb ValidatedBatch) ProduceResult {
 		var res *ProduceResult
-		p.ProduceValidated(vb, -1, r.e.Now(), func(pr ProduceResult) { res = &pr })
+		p.ProduceValidated(vb, -1, r.Env.Now(), func(pr ProduceResult) { res = &pr })
 		for i := 0; i < 1000 && res == nil; i++ {
-			r.run(time.Millisecond)
+			r.Run(time.Millisecond)
 		}
 		require.NotNil(t, res)
 		return *res

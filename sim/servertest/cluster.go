@@ -16,6 +16,7 @@ import (
 	"github.com/strata-log/strata/core/server"
 	"github.com/strata-log/strata/core/wire"
 	"github.com/strata-log/strata/sim"
+	"github.com/strata-log/strata/sim/simtest"
 )
 
 // Cluster is n combined servers, nodes 1..n on hosts "n1".."nN" (broker
@@ -99,13 +100,7 @@ func (x *Cluster) WaitReady() {
 // Bound.
 func (x *Cluster) RunUntil(what string, cond func() bool) {
 	x.T.Helper()
-	deadline := x.Sim.Now() + Bound
-	for !cond() {
-		if x.Sim.Now() >= deadline {
-			x.T.Fatalf("%s: not within %v", what, Bound)
-		}
-		require.NoError(x.T, x.Sim.RunFor(step), what)
-	}
+	simtest.RunUntil(x.T, x.Sim, what, Bound, step, cond)
 }
 
 // Kill ends node i's process (1-based) as kill -9 does, the machine

@@ -21,6 +21,7 @@ import (
 	"github.com/strata-log/strata/core/server"
 	"github.com/strata-log/strata/core/wire"
 	"github.com/strata-log/strata/sim"
+	"github.com/strata-log/strata/sim/simtest"
 )
 
 // T is what the harness needs of a test (a *testing.T, *testing.B or a
@@ -121,13 +122,7 @@ func (x *Single) ClientEnv() env.Env { return x.cliEnv }
 // Bound.
 func (x *Single) RunUntil(what string, cond func() bool) {
 	x.T.Helper()
-	deadline := x.Sim.Now() + Bound
-	for !cond() {
-		if x.Sim.Now() >= deadline {
-			x.T.Fatalf("%s: not within %v", what, Bound)
-		}
-		require.NoError(x.T, x.Sim.RunFor(step), what)
-	}
+	simtest.RunUntil(x.T, x.Sim, what, Bound, step, cond)
 }
 
 // Do sends req on the client's connection (dialed again if it was lost)
