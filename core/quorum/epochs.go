@@ -85,20 +85,28 @@ func (r *Raft) tickUnattached() {
 	r.tickFetcher()
 }
 
+// checkLeaderMessage checks a leader's BeginQuorumEpoch or
+// EndQuorumEpoch at the boundary: sent by the voter it names as leader,
+// in an epoch neither too far ahead nor behind this node's. It returns
+// the error to answer with, or ErrNone.
+func (r *Raft) checkLeaderMessage(from, leader NodeID, epoch int32) ErrorCode {
+	switch {
+	case from != leader || !r.isVoter(leader):
+		return ErrInconsistentVoterSet
+	case r.epochTooFar(epoch):
+		return ErrInvalidRequest
+	case epoch < r.state.Epoch:
+		return ErrFencedLeaderEpoch
+	}
+	return ErrNone
+}
+
 func (r *Raft) handleBeginQuorumEpoch(from NodeID, req BeginQuorumEpochRequest) {
 	respond := func(code ErrorCode) {
 		r.reply(from, BeginQuorumEpochResponse{Error: code, Epoch: r.state.Epoch, LeaderID: r.leaderHint()})
 	}
-	if from != req.LeaderID || !r.isVoter(req.LeaderID) {
-		respond(ErrInconsistentVoterSet)
-		return
-	}
-	if r.epochTooFar(req.Epoch) {
-		respond(ErrInvalidRequest)
-		return
-	}
-	if req.Epoch < r.state.Epoch {
-		respond(ErrFencedLeaderEpoch)
+	if code := r.checkLeaderMessage(from, req.LeaderID, req.Epoch); code != ErrNone {
+		respond(code)
 		return
 	}
 	if !r.mayFollow(req.Epoch, req.LeaderID) {

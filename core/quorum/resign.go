@@ -91,16 +91,8 @@ func (r *Raft) handleEndQuorumEpoch(from NodeID, req EndQuorumEpochRequest) {
 	respond := func(code ErrorCode) {
 		r.reply(from, EndQuorumEpochResponse{Error: code, Epoch: r.state.Epoch, LeaderID: r.leaderHint()})
 	}
-	if from != req.LeaderID || !r.isVoter(req.LeaderID) {
-		respond(ErrInconsistentVoterSet)
-		return
-	}
-	if r.epochTooFar(req.Epoch) {
-		respond(ErrInvalidRequest)
-		return
-	}
-	if req.Epoch < r.state.Epoch {
-		respond(ErrFencedLeaderEpoch)
+	if code := r.checkLeaderMessage(from, req.LeaderID, req.Epoch); code != ErrNone {
+		respond(code)
 		return
 	}
 	switch {

@@ -614,17 +614,9 @@ func (g *groupRun) committed(m *groupMember, ev kclient.GroupEvent) {
 // assignment goes to, in the seeds that strike, now and then.
 func (g *groupRun) strikeCoordinator(ev kclient.GroupEvent) {
 	h, st := g.h, &g.strikes
-	if !st.on || h.phase != logFaults || h.s.Now() < st.next || st.r.IntN(groupStrikeProbability) != 0 {
+	target, ok := h.coordinatorStrike(st, groupStrikeProbability, ev.Coordinator)
+	if !ok {
 		return
-	}
-	target := int(ev.Coordinator) - 1
-	if target < 0 || target >= len(h.procs) {
-		return
-	}
-	for i, p := range h.procs {
-		if !p.Up() || h.server(i) == nil {
-			return
-		}
 	}
 	what := "a commit"
 	if ev.Kind == kclient.PlanSent {

@@ -110,3 +110,23 @@ func (h *logHarness) strike(st *controllerStrikes, target int, kind, why string)
 		}
 	})
 }
+
+// coordinatorStrike decides whether to strike coordinator (a node id)
+// now, one time in oneIn, in the fault phase of a seed that strikes, past
+// st's spacing, while every node is up and serving; it returns the
+// coordinator's index.
+func (h *logHarness) coordinatorStrike(st *controllerStrikes, oneIn int, coordinator int32) (int, bool) {
+	if !st.on || h.phase != logFaults || h.s.Now() < st.next || st.r.IntN(oneIn) != 0 {
+		return 0, false
+	}
+	target := int(coordinator) - 1
+	if target < 0 || target >= len(h.procs) {
+		return 0, false
+	}
+	for i, p := range h.procs {
+		if !p.Up() || h.server(i) == nil {
+			return 0, false
+		}
+	}
+	return target, true
+}

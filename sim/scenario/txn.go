@@ -511,17 +511,9 @@ func (t *txnRun) checkReaderHas(rd *txnReader, rec *txnRecord) {
 // seeds that strike, now and then.
 func (t *txnRun) strikeCoordinator(tp *txnProducerProc, ev kclient.TxnEvent) {
 	h, st := t.h, &t.strikes
-	if !st.on || h.phase != logFaults || h.s.Now() < st.next || st.r.IntN(txnStrikeOneIn) != 0 {
+	target, ok := h.coordinatorStrike(st, txnStrikeOneIn, ev.Coordinator)
+	if !ok {
 		return
-	}
-	target := int(ev.Coordinator) - 1
-	if target < 0 || target >= len(h.procs) {
-		return
-	}
-	for i, p := range h.procs {
-		if !p.Up() || h.server(i) == nil {
-			return
-		}
 	}
 	h.strike(st, target, "coordinator-strike", fmt.Sprintf("%s, %s's transaction coordinator, while its EndTxn (commit=%v) is in flight", h.names[target], tp.tid, ev.Commit))
 }
