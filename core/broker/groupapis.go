@@ -213,17 +213,28 @@ func handleListGroups(b *Broker, r *request) {
 func handleDescribeGroups(b *Broker, r *request) {
 	req := r.body.(*kmsg.DescribeGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
-	for _, name := range req.Groups {
+	resp.Groups = describeGroups(b, req.Groups, (*group.Shard).Describe, func(name string, code int16) kmsg.DescribeGroupsResponseGroup {
+		g := kmsg.NewDescribeGroupsResponseGroup()
+		g.Group, g.ErrorCode = name, code
+		return g
+	})
+	r.respond(resp)
+}
+
+// describeGroups describes each group named at its shard, or answers
+// failed(name, code) for a group no shard here runs: DescribeGroups and
+// ConsumerGroupDescribe (and, next, ShareGroupDescribe) in one loop.
+func describeGroups[G any](b *Broker, names []string, describe func(*group.Shard, string) G, failed func(name string, code int16) G) []G {
+	out := make([]G, 0, len(names))
+	for _, name := range names {
 		sh, e := b.groupShardFor(name)
 		if e != nil {
-			g := kmsg.NewDescribeGroupsResponseGroup()
-			g.Group, g.ErrorCode = name, e.Code
-			resp.Groups = append(resp.Groups, g)
+			out = append(out, failed(name, e.Code))
 			continue
 		}
-		resp.Groups = append(resp.Groups, sh.Describe(name))
+		out = append(out, describe(sh, name))
 	}
-	r.respond(resp)
+	return out
 }
 
 // handleDeleteGroups deletes each group at its shard and answers once
@@ -276,15 +287,10 @@ func handleConsumerGroupHeartbeat(b *Broker, r *request) {
 func handleConsumerGroupDescribe(b *Broker, r *request) {
 	req := r.body.(*kmsg.ConsumerGroupDescribeRequest)
 	resp := req.ResponseKind().(*kmsg.ConsumerGroupDescribeResponse)
-	for _, name := range req.Groups {
-		sh, e := b.groupShardFor(name)
-		if e != nil {
-			g := kmsg.NewConsumerGroupDescribeResponseGroup()
-			g.Group, g.ErrorCode = name, e.Code
-			resp.Groups = append(resp.Groups, g)
-			continue
-		}
-		resp.Groups = append(resp.Groups, sh.DescribeConsumer(name))
-	}
+	resp.Groups = describeGroups(b, req.Groups, (*group.Shard).DescribeConsumer, func(name string, code int16) kmsg.ConsumerGroupDescribeResponseGroup {
+		g := kmsg.NewConsumerGroupDescribeResponseGroup()
+		g.Group, g.ErrorCode = name, code
+		return g
+	})
 	r.respond(resp)
 }
