@@ -8,9 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -90,7 +88,7 @@ func NewNetGroup(t testing.TB, n int) *NetGroup {
 	}
 	removeStaleNetGroups(t)
 	pid := os.Getpid()
-	g := &NetGroup{t: t, prefix: netGroupPrefix + strconv.Itoa(pid) + "-", rootIf: fmt.Sprintf("stc%d", pid)}
+	g := &NetGroup{t: t, prefix: netGroupPrefix + strconv.Itoa(pid) + "-", rootIf: netGroupRootIf(pid)}
 	a := freeBlock28(t, pid)
 	for i := 1; i <= 14; i++ {
 		a = a.Next()
@@ -183,23 +181,11 @@ func freeBlock28(t testing.TB, pid int) netip.Addr {
 // removeStaleNetGroups deletes what a crashed earlier run left: the
 // namespaces named with netGroupPrefix whose pid is no longer a process,
 // and their root link.
+// netGroupRootIf is the root end of the veth pair of the run with pid.
+func netGroupRootIf(pid int) string { return fmt.Sprintf("stc%d", pid) }
+
 func removeStaleNetGroups(t testing.TB) {
-	out, err := ipCmd("netns", "list")
-	if err != nil {
-		return
-	}
-	for _, line := range strings.Split(out, "\n") {
-		name, _, _ := strings.Cut(strings.TrimSpace(line), " ")
-		rest, ok := strings.CutPrefix(name, netGroupPrefix)
-		pidText, _, _ := strings.Cut(rest, "-")
-		pid, err := strconv.Atoi(pidText)
-		if !ok || err != nil || pid <= 0 || syscall.Kill(pid, 0) != syscall.ESRCH {
-			continue
-		}
-		_, _ = ipCmd("netns", "del", name)
-		_, _ = ipCmd("link", "del", fmt.Sprintf("stc%d", pid))
-		t.Logf("removed namespace %s left by a run that is gone", name)
-	}
+	removeStale(t, netGroupPrefix, netGroupRootIf)
 }
 
 func (g *NetGroup) remove() {
@@ -210,17 +196,7 @@ func (g *NetGroup) remove() {
 		}
 	}
 	_, _ = ipCmd("link", "del", g.rootIf)
-	gone := func() bool {
-		out, _ := ipCmd("netns", "list")
-		_, err := ipCmd("link", "show", g.rootIf)
-		return !strings.Contains(out, g.prefix) && err != nil
-	}
-	for deadline := time.Now().Add(5 * time.Second); !gone(); time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			g.t.Errorf("namespaces %s* or link %s still present 5 s after cleanup", g.prefix, g.rootIf)
-			return
-		}
-	}
+	awaitGone(g.t, g.prefix, g.rootIf)
 }
 
 // Nodes is how many namespaces there are.

@@ -78,23 +78,43 @@ func ipCmd(args ...string) (string, error) {
 // removeStaleNetns deletes the namespaces and links a crashed earlier run
 // left: those named with netnsPrefix whose pid is no longer a process.
 // Those of a live process (a concurrent run) are left alone.
-func removeStaleNetns(t testing.TB) {
+func removeStaleNetns(t testing.TB) { removeStale(t, netnsPrefix, netnsRootIf) }
+
+// removeStale deletes the namespaces named prefix<pid>[-...] whose pid is
+// no longer a process, with the root link rootIf(pid) of their run.
+func removeStale(t testing.TB, prefix string, rootIf func(pid int) string) {
 	out, err := ipCmd("netns", "list")
 	if err != nil {
 		return
 	}
 	for _, line := range strings.Split(out, "\n") {
 		name, _, _ := strings.Cut(strings.TrimSpace(line), " ")
-		pid, err := strconv.Atoi(strings.TrimPrefix(name, netnsPrefix))
-		if !strings.HasPrefix(name, netnsPrefix) || err != nil || pid <= 0 {
-			continue
-		}
-		if syscall.Kill(pid, 0) != syscall.ESRCH {
+		rest, ok := strings.CutPrefix(name, prefix)
+		pidText, _, _ := strings.Cut(rest, "-")
+		pid, err := strconv.Atoi(pidText)
+		if !ok || err != nil || pid <= 0 || syscall.Kill(pid, 0) != syscall.ESRCH {
 			continue
 		}
 		_, _ = ipCmd("netns", "del", name)
-		_, _ = ipCmd("link", "del", netnsRootIf(pid))
-		t.Logf("removed namespace %s and link %s left by a run that is gone", name, netnsRootIf(pid))
+		_, _ = ipCmd("link", "del", rootIf(pid))
+		t.Logf("removed namespace %s and link %s left by a run that is gone", name, rootIf(pid))
+	}
+}
+
+// awaitGone waits until no namespace named with prefix and no link link
+// is left (the kernel dismantles a namespace asynchronously: its veth
+// pair goes a moment after the delete returns), and fails t after 5 s.
+func awaitGone(t testing.TB, prefix, link string) {
+	gone := func() bool {
+		out, _ := ipCmd("netns", "list")
+		_, err := ipCmd("link", "show", link)
+		return !strings.Contains(out, prefix) && err != nil
+	}
+	for deadline := time.Now().Add(5 * time.Second); !gone(); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Errorf("namespaces %s* or link %s still present 5 s after cleanup", prefix, link)
+			return
+		}
 	}
 }
 
@@ -137,17 +157,7 @@ func NewNetns(t testing.TB) *Netns {
 		// goes a moment after the delete returns.
 		_, _ = ipCmd("netns", "del", n.Name)
 		_, _ = ipCmd("link", "del", n.rootIf)
-		gone := func() bool {
-			out, _ := ipCmd("netns", "list")
-			_, err := ipCmd("link", "show", n.rootIf)
-			return !strings.Contains(out, n.Name) && err != nil
-		}
-		for deadline := time.Now().Add(5 * time.Second); !gone(); time.Sleep(50 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Errorf("namespace %s or link %s still present 5 s after cleanup", n.Name, n.rootIf)
-				return
-			}
-		}
+		awaitGone(t, n.Name, n.rootIf)
 	})
 	if _, err := ipCmd("netns", "add", n.Name); err != nil {
 		skipOrFailNetns(t, "%v", err)
