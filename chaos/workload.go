@@ -2,7 +2,6 @@ package chaos
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -10,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/strata-log/strata/internal/proccluster"
 	"github.com/strata-log/strata/linearizability"
 )
 
@@ -50,9 +50,7 @@ type workload struct {
 	violations []error
 	acked      int
 	unknown    int
-	sessions   map[string][]int   // per reader and partition: its session
-	next       map[string][]int64 // per reader and partition: the next offset
-	fetchErrs  map[string]int
+	reads      *proccluster.KgoReads
 	sendErrs   map[string]int // the errors of the unknown outcomes
 
 	stopProduce, produced chan struct{}
@@ -62,8 +60,9 @@ type workload struct {
 
 func newWorkload(topic string, partitions int32, seeds []string) *workload {
 	w := &workload{topic: topic, partitions: partitions, seeds: seeds, begin: time.Now(),
-		sessions: map[string][]int{}, next: map[string][]int64{}, fetchErrs: map[string]int{}, sendErrs: map[string]int{}}
+		sendErrs: map[string]int{}}
 	w.history = linearizability.NewLogHistory(func() time.Duration { return time.Since(w.begin) })
+	w.reads = proccluster.NewKgoReads(w.history, topic, int(partitions))
 	return w
 }
 
@@ -212,12 +211,7 @@ func (w *workload) probe(round int, d time.Duration) ([]int32, error) {
 func (w *workload) startSessions(reader string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.sessions[reader] = make([]int, w.partitions)
-	w.next[reader] = make([]int64, w.partitions)
-	for p := range w.partitions {
-		w.sessions[reader][p] = 1
-		w.history.StartSession(reader, 1, w.part(p), 0)
-	}
+	w.reads.Start(reader)
 }
 
 // reader is a client consuming every partition from offset 0.
@@ -257,51 +251,24 @@ func (w *workload) stopConsumer() {
 }
 
 // recordFetch records one partition of one fetch response of reader;
-// each record is also passed to also.
+// each record read is also passed to also.
 func (w *workload) recordFetch(reader string, fp kgo.FetchTopicPartition, also func(linearizability.LogRecord)) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	lp := w.part(fp.Partition)
-	if fp.Err != nil {
-		if errors.Is(fp.Err, context.Canceled) {
-			return
-		}
-		w.fetchErrs[fp.Err.Error()]++
-		var loss *kgo.ErrDataLoss
-		if errors.As(fp.Err, &loss) {
-			// A position past the new leader's log: committed data gone,
-			// if the reader was told it was committed (a).
-			w.keep(w.history.OutOfRange(reader, lp, loss.ConsumedTo))
-			w.sessions[reader][fp.Partition]++
-			w.history.StartSession(reader, w.sessions[reader][fp.Partition], lp, loss.ResetTo)
-			w.next[reader][fp.Partition] = loss.ResetTo
-		}
-		return
-	}
-	if len(fp.Records) == 0 {
-		return
-	}
-	recs := make([]linearizability.LogRecord, len(fp.Records))
-	for i, r := range fp.Records {
-		recs[i] = linearizability.LogRecord{Offset: r.Offset, Value: string(r.Value)}
-		if also != nil {
-			also(recs[i])
+	recs, err := w.reads.Fetch(reader, fp)
+	if also != nil {
+		for _, r := range recs {
+			also(r)
 		}
 	}
-	w.keep(w.history.ReadWithHW(reader, w.sessions[reader][fp.Partition], lp, recs, fp.HighWatermark))
-	w.next[reader][fp.Partition] = recs[len(recs)-1].Offset + 1
+	w.keep(err)
 }
 
 // readUpTo reports whether reader read every partition up to ends.
 func (w *workload) readUpTo(reader string, ends []int64) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for p, end := range ends {
-		if w.next[reader][p] < end {
-			return false
-		}
-	}
-	return true
+	return w.reads.ReadUpTo(reader, ends)
 }
 
 // endOffsets are the partitions' high watermarks.
@@ -368,6 +335,6 @@ func (w *workload) verdict() (failures []string, figures string) {
 		failures = append(failures, "anomalies:\n"+r.String())
 	}
 	figures = fmt.Sprintf("%d records produced, %d acknowledged, %d unknown outcomes %v over %d partitions; consumer fetch errors %v",
-		w.history.Records(), w.acked, w.unknown, w.sendErrs, w.partitions, w.fetchErrs)
+		w.history.Records(), w.acked, w.unknown, w.sendErrs, w.partitions, w.reads.FetchErrs)
 	return failures, figures
 }

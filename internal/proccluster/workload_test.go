@@ -2,7 +2,6 @@ package proccluster
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"slices"
@@ -77,12 +76,10 @@ type logWorkload struct {
 	violations []error
 	acked      int
 	unknown    int
-	fetchErrs  map[string]int // by error text, for the report
-	// read is, per consumer, the next offset to read in each partition.
-	read map[string][]int64
-	// sessions counts each consumer's sessions of a partition; a new one
-	// starts when kgo moves the position (data loss detected).
-	sessions map[string][]int
+	// reads records what the consumers read: their sessions (a new one
+	// where kgo moves the position, data loss detected), the next offset
+	// of each, the fetch errors.
+	reads *KgoReads
 
 	ackedBy   map[string]int // by producer
 	unknownBy map[string]int // by producer
@@ -100,9 +97,9 @@ type logWorkload struct {
 
 func newLogWorkload(t *testing.T, topic string, partitions int32, seeds []string) *logWorkload {
 	w := &logWorkload{t: t, topic: topic, partitions: partitions, seeds: seeds, begin: time.Now(),
-		fetchErrs: map[string]int{}, read: map[string][]int64{}, sessions: map[string][]int{},
 		ackedBy: map[string]int{}, unknownBy: map[string]int{}, ackedIn: make([]int, partitions), stopConsume: make(chan struct{})}
 	w.history = linearizability.NewLogHistory(w.now)
+	w.reads = NewKgoReads(w.history, topic, int(partitions))
 	// A test that failed before verify (a bounded wait, say) still shows
 	// what its clients saw. The test's deferred stops have run by now.
 	t.Cleanup(func() {
@@ -242,12 +239,7 @@ func (w *logWorkload) producerOutcomes(producer string) (acked, unknown int) {
 // partition from offset 0 until stopConsumers.
 func (w *logWorkload) startConsumer(name string) {
 	w.mu.Lock()
-	w.read[name] = make([]int64, w.partitions)
-	w.sessions[name] = make([]int, w.partitions)
-	for p := range w.partitions {
-		w.sessions[name][p] = 1
-		w.history.StartSession(name, 1, w.part(p), 0)
-	}
+	w.reads.Start(name)
 	w.mu.Unlock()
 	offsets := map[int32]kgo.Offset{}
 	for p := range w.partitions {
@@ -280,35 +272,11 @@ func (w *logWorkload) startConsumer(name string) {
 func (w *logWorkload) recordFetch(reader string, client int, fp kgo.FetchTopicPartition, call time.Duration) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	lp := w.part(fp.Partition)
-	if fp.Err != nil {
-		if errors.Is(fp.Err, context.Canceled) {
-			return
-		}
-		w.fetchErrs[fp.Err.Error()]++
-		var loss *kgo.ErrDataLoss
-		if errors.As(fp.Err, &loss) {
-			// kgo found its position past the new leader's log: a
-			// consumer reads only below the high watermark, so that is
-			// committed data gone. The history judges the reset (a
-			// position below a high watermark it was told).
-			w.check(w.history.OutOfRange(reader, lp, loss.ConsumedTo))
-			w.sessions[reader][fp.Partition]++
-			w.history.StartSession(reader, w.sessions[reader][fp.Partition], lp, loss.ResetTo)
-			w.read[reader][fp.Partition] = loss.ResetTo
-		}
-		return
+	recs, err := w.reads.Fetch(reader, fp)
+	w.check(err)
+	if len(recs) > 0 {
+		w.ops.Fetched(client, w.part(fp.Partition), recs[0].Offset, call, w.now(), recs)
 	}
-	if len(fp.Records) == 0 {
-		return
-	}
-	recs := make([]linearizability.LogRecord, len(fp.Records))
-	for i, r := range fp.Records {
-		recs[i] = linearizability.LogRecord{Offset: r.Offset, Value: string(r.Value)}
-	}
-	w.check(w.history.ReadWithHW(reader, w.sessions[reader][fp.Partition], lp, recs, fp.HighWatermark))
-	w.ops.Fetched(client, lp, recs[0].Offset, call, w.now(), recs)
-	w.read[reader][fp.Partition] = recs[len(recs)-1].Offset + 1
 }
 
 // stopProducers stops the producers startProducer started and waits,
@@ -329,14 +297,7 @@ func (w *logWorkload) stopConsumers() {
 func (w *logWorkload) caughtUp(ends []int64) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for _, next := range w.read {
-		for p, end := range ends {
-			if next[p] < end {
-				return false
-			}
-		}
-	}
-	return true
+	return w.reads.AllReadUpTo(ends)
 }
 
 // endOffsets are the partitions' high watermarks, from the brokers.
@@ -389,24 +350,14 @@ func (w *logWorkload) finalRead(ends []int64) {
 	w.clients++
 	got := make([][]linearizability.LogRecord, w.partitions)
 	w.mu.Lock()
-	w.read["final"] = make([]int64, w.partitions)
-	w.sessions["final"] = make([]int, w.partitions)
-	for p := range w.partitions {
-		w.sessions["final"][p] = 1
-		w.history.StartSession("final", 1, w.part(p), 0)
-	}
+	w.reads.Start("final")
 	w.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), workloadCatchUpTimeout)
 	defer cancel()
 	done := func() bool {
 		w.mu.Lock()
 		defer w.mu.Unlock()
-		for p, end := range ends {
-			if w.read["final"][p] < end {
-				return false
-			}
-		}
-		return true
+		return w.reads.ReadUpTo("final", ends)
 	}
 	for !done() {
 		call := w.now()
@@ -452,7 +403,7 @@ func (w *logWorkload) verify() {
 	require.NoError(t, err)
 	require.True(t, res.Ok, "porcupine: the partition-log model rejects the history: %v", res)
 	t.Logf("workload: %d records produced, %d acknowledged, %d unknown outcomes; %d partitions; fetch errors seen by consumers: %v",
-		w.history.Records(), w.acked, w.unknown, w.partitions, w.fetchErrs)
+		w.history.Records(), w.acked, w.unknown, w.partitions, w.reads.FetchErrs)
 	t.Logf("checks: LogHistory violations %d, CheckDurable %v, anomaly report empty %v; porcupine %v in %v",
 		len(w.violations), durable, report.Empty(), res, time.Since(started).Round(time.Millisecond))
 }
