@@ -178,11 +178,11 @@ func TestChaos(t *testing.T) {
 	// final read.
 	w.stopProducer()
 	var ends []int64
-	c.WaitFor(setupTimeout, "the end offsets listed", func() bool {
+	proccluster.WaitForNoError(t, setupTimeout, "the end offsets listed", func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		ends, err = w.endOffsets(ctx, adm)
-		return err == nil
+		return err
 	})
 	c.WaitFor(drainTimeout, fmt.Sprintf("the consumer read up to the high watermarks %v", ends), func() bool { return w.readUpTo("c", ends) })
 	w.stopConsumer()

@@ -271,21 +271,16 @@ func (w *workload) readUpTo(reader string, ends []int64) bool {
 	return w.reads.ReadUpTo(reader, ends)
 }
 
-// endOffsets are the partitions' high watermarks.
+// endOffsets are the partitions' high watermarks, each above the
+// partition's acknowledged offsets (KgoReads.CoverAcked).
 func (w *workload) endOffsets(ctx context.Context, adm *kadm.Client) ([]int64, error) {
-	listed, err := adm.ListEndOffsets(ctx, w.topic)
+	ends, err := proccluster.ListEnds(ctx, adm, w.topic, int(w.partitions))
 	if err != nil {
 		return nil, err
 	}
-	ends := make([]int64, w.partitions)
-	for p := range w.partitions {
-		o, ok := listed.Lookup(w.topic, p)
-		if !ok || o.Err != nil {
-			return nil, fmt.Errorf("end offset of %s-%d: %v", w.topic, p, o.Err)
-		}
-		ends[p] = o.Offset
-	}
-	return ends, nil
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return ends, w.reads.CoverAcked(ends)
 }
 
 // finalRead reads every partition from 0 up to ends with a fresh reader

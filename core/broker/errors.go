@@ -33,6 +33,7 @@ var errorTable = []struct {
 	{replica.ErrInvalidRequiredAcks, kerr.InvalidRequiredAcks},
 	{replica.ErrFencedLeaderEpoch, kerr.FencedLeaderEpoch},
 	{replica.ErrUnknownLeaderEpoch, kerr.UnknownLeaderEpoch},
+	{replica.ErrOffsetNotAvailable, kerr.OffsetNotAvailable},
 	{replica.ErrInvalidListOffsetsTimestamp, kerr.InvalidRequest},
 	{replica.ErrClosed, kerr.NotLeaderForPartition},
 	// The idempotent producer state.

@@ -44,6 +44,11 @@ var (
 	// ErrUnknownLeaderEpoch: the request names a newer leader epoch than
 	// this broker knows (UNKNOWN_LEADER_EPOCH, retriable).
 	ErrUnknownLeaderEpoch = errors.New("replica: unknown leader epoch")
+	// ErrOffsetNotAvailable: ListOffsets "latest" on a leader whose high
+	// watermark is still below the start of its leader epoch, so that the
+	// end offset could go back (OFFSET_NOT_AVAILABLE, retriable; Kafka's
+	// fetchOffsetForTimestamp).
+	ErrOffsetNotAvailable = errors.New("replica: offset not available")
 	// ErrInvalidListOffsetsTimestamp: a negative ListOffsets timestamp
 	// that names no special offset (INVALID_REQUEST).
 	ErrInvalidListOffsetsTimestamp = errors.New("replica: invalid ListOffsets timestamp")

@@ -74,6 +74,12 @@ func (p *Partition) listOffset(timestamp int64, currentLeaderEpoch int32, readCo
 	}
 	switch timestamp {
 	case log.LatestTimestamp:
+		if start := p.leaderEpochStart(); l.HighWatermark() < start {
+			// A new leader learns how far its predecessor committed
+			// only from its followers' fetches: until then its high
+			// watermark may be below one a client already saw.
+			return none, fmt.Errorf("%w: %s high watermark %d is below the start %d of leader epoch %d", ErrOffsetNotAvailable, p.dir, l.HighWatermark(), start, p.leaderEpoch)
+		}
 		return OffsetResult{Offset: hw, Timestamp: -1, LeaderEpoch: l.EpochForOffset(hw - 1)}, nil
 	case log.EarliestTimestamp, EarliestLocalTimestamp:
 		start := l.LogStartOffset()

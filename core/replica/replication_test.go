@@ -417,3 +417,47 @@ func TestAFollowerPartitionThatCannotAppendDelaysOnlyItself(t *testing.T) {
 	require.Len(t, asked, 2, "a's new leadership is fetched at once")
 	require.Zero(t, wake)
 }
+
+// A leader whose high watermark is below the start of its leader epoch
+// cannot tell how far the previous leader committed: ListOffsets
+// "latest" answers OFFSET_NOT_AVAILABLE (retriable) until its followers
+// fetch and the high watermark reaches the epoch start, as Kafka's
+// Partition.fetchOffsetForTimestamp does. Without it a newly elected
+// leader answers its stale high watermark, and the end offset a client
+// saw goes back (chaos seed 257380 in CI: a probe acknowledged at offset
+// 1649 by one leader, then ListOffsets answered 1482 by the next).
+func TestNewLeaderBehindItsEpochStartHidesTheEndOffset(t *testing.T) {
+	r := newRig(t, 11)
+	r.createReplicated("t", topicID(1), []int32{1, 2, 3}, []int32{1, 2, 3}, 1, nil)
+	p := r.online("t", 0)
+	require.NoError(t, r.produce(p, batch(t, 4), 1).Err)
+	require.Equal(t, int64(0), p.HighWatermark(), "no follower fetched")
+	latest, err := p.ListOffset(log.LatestTimestamp, -1)
+	require.NoError(t, err, "the leader of the epoch the records are in knows its end")
+	require.Equal(t, int64(0), latest.Offset)
+
+	// The leadership moves away and back: epoch 2 starts at 4, above
+	// the high watermark.
+	r.apply(&meta.PartitionChangeRecord{TopicID: topicID(1), Partition: 0, Leader: leaderPtr(2)})
+	r.apply(&meta.PartitionChangeRecord{TopicID: topicID(1), Partition: 0, Leader: leaderPtr(1)})
+	r.Run(time.Millisecond)
+	require.True(t, p.leads())
+	require.Equal(t, int64(4), p.leaderEpochStart())
+	for _, ts := range []int64{log.LatestTimestamp} {
+		_, err = p.ListOffset(ts, -1)
+		require.ErrorIs(t, err, ErrOffsetNotAvailable, "timestamp %d", ts)
+		_, err = p.ListOffsetCommitted(ts, -1)
+		require.ErrorIs(t, err, ErrOffsetNotAvailable, "timestamp %d, read_committed", ts)
+	}
+	earliest, err := p.ListOffset(log.EarliestTimestamp, -1)
+	require.NoError(t, err, "the log start is known")
+	require.Equal(t, int64(0), earliest.Offset)
+
+	// The followers catch up: the high watermark passes the epoch start.
+	r.replicaFetch(p, 2, 4, 0)
+	r.replicaFetch(p, 3, 4, 0)
+	require.Equal(t, int64(4), p.HighWatermark())
+	latest, err = p.ListOffset(log.LatestTimestamp, -1)
+	require.NoError(t, err)
+	require.Equal(t, int64(4), latest.Offset)
+}

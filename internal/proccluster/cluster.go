@@ -215,6 +215,23 @@ func WaitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
 	}
 }
 
+// WaitForNoError polls try until it returns nil, failing t with what and
+// try's last error after d.
+func WaitForNoError(t testing.TB, d time.Duration, what string, try func() error) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		err := try()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			require.FailNow(t, what, "after %v: %v", d, err)
+		}
+		time.Sleep(pollInterval)
+	}
+}
+
 // FreePort is a port on 127.0.0.1 that was free a moment ago (a voter's
 // controller port must be known before it starts).
 func FreePort(t testing.TB) string {

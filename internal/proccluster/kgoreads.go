@@ -3,7 +3,9 @@ package proccluster
 import (
 	"context"
 	"errors"
+	"fmt"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/strata-log/strata/linearizability"
@@ -97,4 +99,39 @@ func (k *KgoReads) AllReadUpTo(ends []int64) bool {
 		}
 	}
 	return true
+}
+
+// ListEnds lists the high watermarks of topic's partitions 0..partitions-1
+// (ListOffsets "latest" to each leader), for the drain and the final read.
+func ListEnds(ctx context.Context, adm *kadm.Client, topic string, partitions int) ([]int64, error) {
+	listed, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		return nil, err
+	}
+	ends := make([]int64, partitions)
+	for p := range partitions {
+		o, ok := listed.Lookup(topic, int32(p))
+		if !ok || o.Err != nil {
+			return nil, fmt.Errorf("end offset of %s-%d: %v", topic, p, o.Err)
+		}
+		ends[p] = o.Offset
+	}
+	return ends, nil
+}
+
+// CoverAcked returns an error unless every end of ends is above the
+// highest offset acknowledged in its partition. A high watermark at or
+// below an acknowledged offset is no end to read up to: it is a stale
+// answer (a deposed leader whose metadata lags answers its old high
+// watermark; Kafka's does too, to a client that sends no leader epoch)
+// or lost records, and a final read to it would call the acknowledged
+// records above it missing. The caller lists again; if the answer never
+// covers the acknowledgements, the error says which.
+func (k *KgoReads) CoverAcked(ends []int64) error {
+	for p, end := range ends {
+		if _, last := k.history.AckedIn(k.part(int32(p))); end <= last {
+			return fmt.Errorf("the end offset %d of %s-%d is at or below its acknowledged offset %d (a stale answer, or lost records)", end, k.topic, p, last)
+		}
+	}
+	return nil
 }

@@ -300,23 +300,6 @@ func (w *logWorkload) caughtUp(ends []int64) bool {
 	return w.reads.AllReadUpTo(ends)
 }
 
-// endOffsets are the partitions' high watermarks, from the brokers.
-func (w *logWorkload) endOffsets(ctx context.Context, adm *kadm.Client) ([]int64, error) {
-	listed, err := adm.ListEndOffsets(ctx, w.topic)
-	if err != nil {
-		return nil, err
-	}
-	ends := make([]int64, w.partitions)
-	for p := range w.partitions {
-		o, ok := listed.Lookup(w.topic, p)
-		if !ok || o.Err != nil {
-			return nil, fmt.Errorf("end offset of %s-%d: %v", w.topic, p, o.Err)
-		}
-		ends[p] = o.Offset
-	}
-	return ends, nil
-}
-
 // drain stops the producers (again, if they were: stopping is
 // idempotent), lists the partitions' end offsets, waits until the
 // consumers have read up to them, stops the consumers and reads every
@@ -325,12 +308,16 @@ func (w *logWorkload) endOffsets(ctx context.Context, adm *kadm.Client) ([]int64
 func (w *logWorkload) drain(c *Cluster, adm *kadm.Client) []int64 {
 	w.stopProducers()
 	var ends []int64
-	c.WaitFor(clusterStartTimeout, "the end offsets listed", func() bool {
+	WaitForNoError(c.t, clusterStartTimeout, "the end offsets listed", func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		var err error
-		ends, err = w.endOffsets(ctx, adm)
-		return err == nil
+		if ends, err = ListEnds(ctx, adm, w.topic, int(w.partitions)); err != nil {
+			return err
+		}
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return w.reads.CoverAcked(ends)
 	})
 	c.WaitFor(workloadCatchUpTimeout, fmt.Sprintf("the consumers read up to the high watermarks %v", ends), func() bool { return w.caughtUp(ends) })
 	w.stopConsumers()
