@@ -57,19 +57,8 @@ func drawMix(w *World) nemesis.Mix {
 	return nemesis.DrawMixWithin(w.Rand("mix"), w.Nodes(), nemesis.Promises{Voters: w.Nodes()}, w.Capabilities())
 }
 
-// recorder is a Backend that does nothing: the schedule alone.
-type recorder struct{}
-
-func (recorder) Kill(int)                        {}
-func (recorder) Start(int)                       {}
-func (recorder) Stop(int)                        {}
-func (recorder) Cont(int)                        {}
-func (recorder) Block(int, int)                  {}
-func (recorder) Unblock(int, int)                {}
-func (recorder) SetClogs([]proccluster.ClogSpec) {}
-
 func drawSchedule(seed uint64, phase time.Duration) (nemesis.Mix, []string) {
-	w := NewWorld(recorder{}, nodes, seed, nil)
+	w := NewWorld(&calls{}, nodes, seed, nil)
 	mix := drawMix(w)
 	nemesis.Start(w, mix, phase)
 	w.Run(phase)
@@ -97,7 +86,8 @@ func TestSameSeedSameSchedule(t *testing.T) {
 }
 
 // TestChaos is the real-process campaign (make chaos SEED= DURATION=):
-// three combined nodes as processes, each in its own network namespace;
+// three combined nodes as processes, each in its own network namespace
+// with its data on a tmpfs of its own (a disk the nemesis can fill);
 // a topic of three partitions at replication factor 3 and
 // min.insync.replicas 2; the workload (workload.go) while the nemesis
 // injects the seed's mix for -chaos.duration; then the heal, a liveness
@@ -119,8 +109,12 @@ func TestChaos(t *testing.T) {
 
 	net := proccluster.NewNetGroup(t, nodes)
 	places := map[int32]proccluster.Placement{}
+	disks := make([]*disk, nodes)
 	for i := range nodes {
-		places[int32(i+1)] = net.Placement(i)
+		disks[i] = newDisk(t)
+		place := net.Placement(i)
+		place.LogDir = disks[i].Data()
+		places[int32(i+1)] = place
 	}
 	c := proccluster.Start(t, proccluster.Combined(nodes), proccluster.Options{Props: props, Places: places})
 	var seeds []string
@@ -149,7 +143,7 @@ func TestChaos(t *testing.T) {
 	defer w.stopProducer()
 	time.Sleep(warmup)
 
-	world := NewWorld(&procs{t: t, c: c, net: net}, nodes, seed, time.Sleep)
+	world := NewWorld(&procs{t: t, c: c, net: net, disks: disks}, nodes, seed, time.Sleep)
 	mix := drawMix(world)
 	t.Logf("mix: %v; clogs with %s", mix, net.ClogMode())
 	nem := nemesis.Start(world, mix, phase)
@@ -191,9 +185,16 @@ func TestChaos(t *testing.T) {
 	require.NoError(t, w.finalRead(ctx, ends))
 
 	failures, figures := w.verdict()
+	noSpace := 0
 	for _, p := range c.Nodes {
 		p.RequireHealthy(t, "at the end")
+		for _, l := range strings.Split(p.LogText(), "\n") {
+			if strings.Contains(l, "no space left on device") {
+				noSpace++
+			}
+		}
 	}
+	figures += fmt.Sprintf("; %d node log lines name ENOSPC", noSpace)
 	summary := fmt.Sprintf("chaos seed %d, fault phase %v: %s\n  mix: %v\n  faults injected: %d; every partition live %v after the heal; %s",
 		seed, phase, map[bool]string{true: "FAIL", false: "ok"}[len(failures) > 0], mix, world.Faults, live.Round(time.Millisecond), figures)
 	t.Log(summary)

@@ -10,11 +10,13 @@ import (
 )
 
 // procs is the Backend of real processes: a proccluster.Cluster whose
-// node i (id i+1) runs in namespace i of a NetGroup.
+// node i (id i+1) runs in namespace i of a NetGroup with its data on
+// disks[i].
 type procs struct {
-	t   testing.TB
-	c   *proccluster.Cluster
-	net *proccluster.NetGroup
+	t     testing.TB
+	c     *proccluster.Cluster
+	net   *proccluster.NetGroup
+	disks []*disk
 }
 
 func (p *procs) node(i int) *proccluster.Node { return p.c.Nodes[i] }
@@ -33,3 +35,7 @@ func (p *procs) Block(from, to int)   { require.NoError(p.t, p.net.Block(from, t
 func (p *procs) Unblock(from, to int) { require.NoError(p.t, p.net.Unblock(from, to)) }
 
 func (p *procs) SetClogs(clogs []proccluster.ClogSpec) { require.NoError(p.t, p.net.SetClogs(clogs)) }
+
+func (p *procs) DiskUsed(i int) int64           { return p.disks[i].used() }
+func (p *procs) FillDisk(i int, capacity int64) { p.disks[i].fill(capacity) }
+func (p *procs) EmptyDisk(i int)                { p.disks[i].empty() }

@@ -1,17 +1,18 @@
 // Package chaos runs the nemesis against real processes: a World
 // (nemesis.World) over three `strata serve` processes, each in its own
-// network namespace (proccluster.NetGroup), and the campaign of
-// `make chaos SEED= DURATION=` (TestChaos): a kgo producer and consumer
-// recorded into a linearizability.LogHistory while the nemesis kills
-// (kill -9), pauses (SIGSTOP, SIGCONT), partitions, cuts one way and
-// clogs (tc) the nodes, then the heal, a liveness probe and the
+// network namespace (proccluster.NetGroup) with its data on a tmpfs of
+// its own, and the campaign of `make chaos SEED= DURATION=` (TestChaos):
+// a kgo producer and consumer recorded into a
+// linearizability.LogHistory while the nemesis kills (kill -9), pauses
+// (SIGSTOP, SIGCONT), partitions, cuts one way, clogs (tc) the nodes and
+// fills their disks, then the heal, a liveness probe and the
 // replicated scenario's checks on the real client's history.
 //
 // The World runs the nemesis's callbacks one at a time on the goroutine
 // that calls Run, at their times on the wall clock; its Now is the time
 // each callback was due, and its answers (Up) are its own bookkeeping,
 // not the processes', so a seed draws the same schedule whatever the
-// processes do (TestSameSeedSameSchedule runs it against a recorder).
+// processes do (TestSameSeedSameSchedule runs it against a recording backend).
 package chaos
 
 import (
@@ -43,15 +44,26 @@ type Backend interface {
 	Unblock(from, to int)
 	// SetClogs makes the clogs in force exactly clogs.
 	SetClogs(clogs []proccluster.ClogSpec)
+	// DiskUsed is how many bytes node i's files take on its disk.
+	DiskUsed(i int) int64
+	// FillDisk leaves node i's disk room for capacity bytes of the
+	// node's files in all, counting those it has (a full disk: writes
+	// past it fail with ENOSPC); EmptyDisk gives the room back.
+	FillDisk(i int, capacity int64)
+	EmptyDisk(i int)
 }
 
 // Capabilities are what a World of real processes can inject: process
 // kills (no power loss: a killed process's writes stay in the page
 // cache), process pauses (no machine freeze), partitions and one-way
-// cuts, and clogs. No disk faults, clocks, object store, or connection
-// resets.
+// cuts, clogs, and a full disk (each node's data is on a filesystem of
+// its own, which a disk fault fills). No other disk class, clocks,
+// object store, or connection resets.
 func Capabilities() nemesis.Capabilities {
-	return nemesis.Capabilities{Kinds: []nemesis.Kind{nemesis.Kill, nemesis.Pause, nemesis.Partition, nemesis.OneWay, nemesis.Clog}}
+	return nemesis.Capabilities{
+		Kinds: []nemesis.Kind{nemesis.Kill, nemesis.Pause, nemesis.Partition, nemesis.OneWay, nemesis.Clog, nemesis.DiskFaults},
+		Disk:  nemesis.DiskMix{Full: true},
+	}
 }
 
 // World is a nemesis.World over n nodes driven through a Backend.
@@ -72,6 +84,7 @@ type World struct {
 	cuts     []*cut
 	clogs    map[int]proccluster.ClogSpec
 	nextClog int
+	full     []bool // per node: its disk is filled
 
 	// Schedule is every primitive the nemesis called, with its time.
 	Schedule []string
@@ -87,7 +100,7 @@ type World struct {
 // (a recorder's world).
 func NewWorld(b Backend, n int, seed uint64, sleep func(time.Duration)) *World {
 	return &World{b: b, n: n, seed: seed, sleep: sleep, up: slices.Repeat([]bool{true}, n),
-		paused: make([]int, n), life: make([]int, n), blocked: map[[2]int]int{}, clogs: map[int]proccluster.ClogSpec{}}
+		paused: make([]int, n), life: make([]int, n), full: make([]bool, n), blocked: map[[2]int]int{}, clogs: map[int]proccluster.ClogSpec{}}
 }
 
 type timer struct {
@@ -160,25 +173,47 @@ func (w *World) Fault(kind, detail string) {
 	w.Faults++
 	w.record("%s %s", kind, detail)
 }
-func (w *World) SetFaultMix(desc string)                    { w.Mix = desc }
-func (w *World) Capabilities() nemesis.Capabilities         { return Capabilities() }
-func (w *World) Nodes() int                                 { return w.n }
-func (w *World) Name(i int) string                          { return fmt.Sprintf("n%d", i+1) }
-func (w *World) Up(i int) bool                              { return w.up[i] }
-func (w *World) Frozen(int) bool                            { return false }
-func (w *World) DiskUsedBytes(int) int64                    { return 0 }
-func (w *World) DiskSurvivable(int) bool                    { return false }
-func (w *World) FilesystemFailed(int) bool                  { return false }
-func (w *World) PowerOff(int)                               { panic("chaos: no power loss") }
-func (w *World) PowerCycle(int)                             { panic("chaos: no power loss") }
-func (w *World) ReplaceDisk(int)                            { panic("chaos: no power loss") }
-func (w *World) Freeze(int, time.Duration)                  { panic("chaos: no machine freeze") }
-func (w *World) ResetConns(int)                             { panic("chaos: no connection resets") }
-func (w *World) ResetConn(int, int)                         { panic("chaos: no connection resets") }
-func (w *World) SetDiskFaults(int, nemesis.DiskFaultConfig) { panic("chaos: no disk faults") }
-func (w *World) SetBucketFaults(nemesis.BucketFaultConfig)  { panic("chaos: no object store") }
-func (w *World) JumpClock(int, time.Duration)               { panic("chaos: no clocks") }
-func (w *World) SetClockRate(int, float64)                  { panic("chaos: no clocks") }
+func (w *World) SetFaultMix(desc string)                   { w.Mix = desc }
+func (w *World) Capabilities() nemesis.Capabilities        { return Capabilities() }
+func (w *World) Nodes() int                                { return w.n }
+func (w *World) Name(i int) string                         { return fmt.Sprintf("n%d", i+1) }
+func (w *World) Up(i int) bool                             { return w.up[i] }
+func (w *World) Frozen(int) bool                           { return false }
+func (w *World) DiskSurvivable(int) bool                   { return false }
+func (w *World) FilesystemFailed(int) bool                 { return false }
+func (w *World) PowerOff(int)                              { panic("chaos: no power loss") }
+func (w *World) PowerCycle(int)                            { panic("chaos: no power loss") }
+func (w *World) ReplaceDisk(int)                           { panic("chaos: no power loss") }
+func (w *World) Freeze(int, time.Duration)                 { panic("chaos: no machine freeze") }
+func (w *World) ResetConns(int)                            { panic("chaos: no connection resets") }
+func (w *World) ResetConn(int, int)                        { panic("chaos: no connection resets") }
+func (w *World) SetBucketFaults(nemesis.BucketFaultConfig) { panic("chaos: no object store") }
+func (w *World) JumpClock(int, time.Duration)              { panic("chaos: no clocks") }
+func (w *World) SetClockRate(int, float64)                 { panic("chaos: no clocks") }
+
+// DiskUsedBytes is what node i's files take on its disk.
+func (w *World) DiskUsedBytes(i int) int64 { return w.b.DiskUsed(i) }
+
+// SetDiskFaults fills node i's disk to f.CapacityBytes, or empties it
+// where f is none; a full disk is the only disk class here
+// (Capabilities), so a disk fault of the seed's other draw does nothing.
+func (w *World) SetDiskFaults(i int, f nemesis.DiskFaultConfig) {
+	if rest := (nemesis.DiskFaultConfig{PageCrash: f.PageCrash, CapacityBytes: f.CapacityBytes}); f != rest || f.PageCrash {
+		panic(fmt.Sprintf("chaos: a disk fault this world cannot inject: %+v", f))
+	}
+	switch {
+	case f.CapacityBytes > 0:
+		w.record("fill the disk of %s", w.Name(i))
+		w.full[i] = true
+		w.b.FillDisk(i, f.CapacityBytes)
+	case w.full[i]:
+		w.record("empty the disk of %s", w.Name(i))
+		w.full[i] = false
+		w.b.EmptyDisk(i)
+	default:
+		w.record("disk %s: nothing to inject", w.Name(i))
+	}
+}
 
 // Kill SIGKILLs node i's process.
 func (w *World) Kill(i int) {
@@ -360,8 +395,8 @@ func (w *World) HealNetwork() {
 }
 
 // HealEverything ends whatever is still in force after the nemesis's
-// own heal: pauses whose end was dropped, cuts and clogs, and nodes
-// down.
+// own heal: pauses whose end was dropped, cuts and clogs, full disks,
+// and nodes down.
 func (w *World) HealEverything() {
 	for i := range w.n {
 		if w.up[i] && w.paused[i] > 0 {
@@ -372,6 +407,9 @@ func (w *World) HealEverything() {
 	}
 	w.HealNetwork()
 	for i := range w.n {
+		if w.full[i] {
+			w.SetDiskFaults(i, nemesis.DiskFaultConfig{})
+		}
 		if !w.up[i] {
 			w.Start(i)
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/strata-log/strata/internal/proccluster"
+	"github.com/strata-log/strata/nemesis"
 )
 
 // calls is a Backend that records what the World asks of it.
@@ -23,6 +24,9 @@ func (c *calls) Unblock(from, to int)           { c.add("unblock %d>%d", from, t
 func (c *calls) SetClogs(cl []proccluster.ClogSpec) {
 	c.add("clogs %v", cl)
 }
+func (c *calls) DiskUsed(int) int64             { return 1 << 20 }
+func (c *calls) FillDisk(i int, capacity int64) { c.add("fill %d to %d", i, capacity) }
+func (c *calls) EmptyDisk(i int)                { c.add("empty %d", i) }
 
 // at runs f in w's Run at time d.
 func at(w *World, d time.Duration, f func()) { w.After(d-w.Now(), "test", f) }
@@ -74,7 +78,9 @@ func TestWorldHealEverything(t *testing.T) {
 	w.Pause(0, time.Hour)
 	w.Kill(2)
 	w.Block(1, 0)
+	w.SetDiskFaults(1, nemesis.DiskFaultConfig{CapacityBytes: w.DiskUsedBytes(1) + 4096})
+	w.SetDiskFaults(0, nemesis.DiskFaultConfig{})
 	w.HealEverything()
-	require.Equal(t, []string{"stop 0", "kill 2", "block 1>0", "cont 0", "unblock 1>0", "start 2"}, b.log)
+	require.Equal(t, []string{"stop 0", "kill 2", "block 1>0", "fill 1 to 1052672", "cont 0", "unblock 1>0", "empty 1", "start 2"}, b.log)
 	require.True(t, w.Up(2))
 }

@@ -35,10 +35,12 @@ func Combined(n int) []Spec {
 
 // Placement says where a node runs: the addresses its listeners bind
 // (with fixed ports where the test cannot ask the OS for free ones, as
-// inside a fresh network namespace), and the namespace it runs in.
+// inside a fresh network namespace), the namespace it runs in, and
+// the directory of its data.
 type Placement struct {
 	BrokerAddr, CtrlAddr string // host:port; empty: a free port on 127.0.0.1
 	Netns                *Netns // nil: this namespace
+	LogDir               string // log.dirs; empty: node-ID under the test's temp dir
 }
 
 // Options shape a cluster beyond its specs.
@@ -83,6 +85,7 @@ func Start(t testing.TB, specs []Spec, o Options) *Cluster {
 	require.NoError(t, err)
 	dir := t.TempDir()
 	for _, s := range specs {
+		place := o.Places[s.ID]
 		var listeners []string
 		if a := brokers[s.ID]; a != "" {
 			listeners = append(listeners, "PLAINTEXT://"+a)
@@ -95,7 +98,7 @@ func Start(t testing.TB, specs []Spec, o Options) *Cluster {
 			"process.roles=" + s.Roles,
 			"listeners=" + strings.Join(listeners, ","),
 			"controller.quorum.voters=" + c.Voters,
-			"log.dirs=" + filepath.Join(dir, fmt.Sprintf("node-%d", s.ID)),
+			"log.dirs=" + cmp.Or(place.LogDir, filepath.Join(dir, fmt.Sprintf("node-%d", s.ID))),
 			"metrics.listener=127.0.0.1:0",
 		}, o.Props...)
 		p := NewNode(t, dir, s.ID, props)
