@@ -114,9 +114,7 @@ func TestServerTransactionsSurviveCompaction(t *testing.T) {
 		require.Zero(t, got.ErrorCode, "produce: %v", kerr.ErrorForCode(got.ErrorCode))
 	}
 	round := func(i int, commit bool) {
-		add := kmsg.NewPtrAddOffsetsToTxnRequest()
-		add.Version, add.TransactionalID, add.ProducerID, add.ProducerEpoch, add.Group = 4, "tx", pid, epoch, "g"
-		require.Zero(t, h.Do(add).(*kmsg.AddOffsetsToTxnResponse).ErrorCode)
+		require.Zero(t, h.Do(addOffsetsRequest("tx", pid, epoch, "g")).(*kmsg.AddOffsetsToTxnResponse).ErrorCode)
 		h.addPartitions("tx", pid, epoch, "c", 0)
 		tag := fmt.Sprintf("r%d-commit=%v", i, commit)
 		produceTxn(epoch, "a", "a-"+tag, fmt.Sprintf("k%d", i%3), "k-"+tag)

@@ -53,9 +53,7 @@ func (h *simServer) txnOffsetCommitAt(version int16, id, group string, pid int64
 }
 
 func (h *simServer) endTxn(id string, pid int64, epoch int16, commit bool) *kmsg.EndTxnResponse {
-	end := kmsg.NewPtrEndTxnRequest()
-	end.Version, end.TransactionalID, end.ProducerID, end.ProducerEpoch, end.Commit = 5, id, pid, epoch, commit
-	return h.Do(end).(*kmsg.EndTxnResponse)
+	return h.Do(endTxnRequest(5, id, pid, epoch, commit)).(*kmsg.EndTxnResponse)
 }
 
 func offsetsOf(g kmsg.OffsetFetchResponseGroup) (offsets []int64, codes []int16) {
@@ -83,9 +81,7 @@ func TestServerTxnOffsetCommit(t *testing.T) {
 	pid, epoch := init.ProducerID, init.ProducerEpoch
 
 	addOffsets := func(epoch int16) {
-		req := kmsg.NewPtrAddOffsetsToTxnRequest()
-		req.Version, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Group = 4, "tx", pid, epoch, "g"
-		require.Zero(t, h.Do(req).(*kmsg.AddOffsetsToTxnResponse).ErrorCode)
+		require.Zero(t, h.Do(addOffsetsRequest("tx", pid, epoch, "g")).(*kmsg.AddOffsetsToTxnResponse).ErrorCode)
 	}
 	waitComplete := func(state string) {
 		h.RunUntil("the markers written", func() bool { return h.describeTxn("tx").State == state })

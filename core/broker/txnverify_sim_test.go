@@ -30,19 +30,14 @@ func verifiedProduce(t *testing.T, do func(kmsg.Request) kmsg.Response, batch []
 
 func (h *simServer) addPartitions(id string, pid int64, epoch int16, topic string, partitions ...int32) {
 	h.T.Helper()
-	add := kmsg.NewPtrAddPartitionsToTxnRequest()
-	add.Version, add.TransactionalID, add.ProducerID, add.ProducerEpoch = 3, id, pid, epoch
-	add.Topics = []kmsg.AddPartitionsToTxnRequestTopic{{Topic: topic, Partitions: partitions}}
-	for _, rp := range h.Do(add).(*kmsg.AddPartitionsToTxnResponse).Topics[0].Partitions {
+	for _, rp := range h.Do(addPartitionsRequest(id, pid, epoch, topic, partitions...)).(*kmsg.AddPartitionsToTxnResponse).Topics[0].Partitions {
 		require.Zero(h.T, rp.ErrorCode, "%s-%d: %v", topic, rp.Partition, kerr.ErrorForCode(rp.ErrorCode))
 	}
 }
 
 func (h *simServer) endTxnAt(version int16, id string, pid int64, epoch int16, commit bool) *kmsg.EndTxnResponse {
 	h.T.Helper()
-	end := kmsg.NewPtrEndTxnRequest()
-	end.Version, end.TransactionalID, end.ProducerID, end.ProducerEpoch, end.Commit = version, id, pid, epoch, commit
-	er := h.Do(end).(*kmsg.EndTxnResponse)
+	er := h.Do(endTxnRequest(version, id, pid, epoch, commit)).(*kmsg.EndTxnResponse)
 	require.Zero(h.T, er.ErrorCode, "%v", kerr.ErrorForCode(er.ErrorCode))
 	return er
 }
@@ -153,44 +148,11 @@ func TestProduceVerification(t *testing.T) {
 // is killed and another broker coordinates the id (from the replicated
 // __transaction_state) the same batch is verified and appended.
 func TestProduceVerificationCoordinatorDown(t *testing.T) {
-	x := servertest.StartCluster(t, 21, 3, func(c *server.Config) {
-		c.Quorum.Controller.MaxReplicationFactor = 3
-		c.BrokerListener.Txns.StatePartitions = 1
-	})
+	x := newSimCluster(t, 21, func(c *server.Config) { c.BrokerListener.Txns.StatePartitions = 1 })
 	x.CreateTopic(1, "t", 3, 1, nil) // one replica: the cuts below touch only the verification
-	do := func(node int, req kmsg.Request) kmsg.Response {
-		t.Helper()
-		resp, err := x.Do(node, req)
-		require.NoError(t, err)
-		return resp
-	}
-	retriable := func(code int16) bool {
-		return code == kerr.CoordinatorLoadInProgress.Code || code == kerr.NotCoordinator.Code || code == kerr.CoordinatorNotAvailable.Code
-	}
-	find := func(via int) int {
-		t.Helper()
-		var c kmsg.FindCoordinatorResponseCoordinator
-		x.RunUntil("the transaction coordinator", func() bool {
-			req := kmsg.NewPtrFindCoordinatorRequest()
-			req.Version, req.CoordinatorType, req.CoordinatorKeys = 4, 1, []string{"tx"}
-			c = do(via, req).(*kmsg.FindCoordinatorResponse).Coordinators[0]
-			return c.ErrorCode == 0 && x.Servers[c.NodeID-1] != nil
-		})
-		return int(c.NodeID)
-	}
-	coord := find(1)
-	var init *kmsg.InitProducerIDResponse
-	x.RunUntil("InitProducerId", func() bool {
-		req := kmsg.NewPtrInitProducerIDRequest()
-		req.Version, req.TransactionalID, req.TransactionTimeoutMillis, req.ProducerID, req.ProducerEpoch = 5, kmsg.StringPtr("tx"), 60_000, -1, -1
-		init = do(coord, req).(*kmsg.InitProducerIDResponse)
-		return !retriable(init.ErrorCode)
-	})
-	require.Zero(t, init.ErrorCode, "%v", kerr.ErrorForCode(init.ErrorCode))
-	add := kmsg.NewPtrAddPartitionsToTxnRequest()
-	add.Version, add.TransactionalID, add.ProducerID, add.ProducerEpoch = 3, "tx", init.ProducerID, init.ProducerEpoch
-	add.Topics = []kmsg.AddPartitionsToTxnRequestTopic{{Topic: "t", Partitions: []int32{0, 1, 2}}}
-	require.Zero(t, do(coord, add).(*kmsg.AddPartitionsToTxnResponse).Topics[0].Partitions[0].ErrorCode)
+	coord := x.txnCoordinator(1, "tx")
+	init := x.initTxn(coord, "tx")
+	x.addPartitions(coord, "tx", init, "t", 0, 1, 2)
 	// The coordinator as every broker's image has it (the leadership of
 	// __transaction_state may have moved since the requests above; the
 	// added partition went with its replicated records).
@@ -209,14 +171,7 @@ func TestProduceVerificationCoordinatorDown(t *testing.T) {
 	})
 
 	// A partition led by another broker than the coordinator.
-	partition, leader := int32(-1), 0
-	for p := int32(0); p < 3; p++ {
-		if l := x.LeaderOf("t", p); l != coord {
-			partition, leader = p, l
-			break
-		}
-	}
-	require.GreaterOrEqual(t, partition, int32(0), "every partition led by the coordinator")
+	partition, leader := x.partitionNotLedBy(coord, "t", 3)
 	b := record.NewBuilder(record.WithProducer(init.ProducerID, init.ProducerEpoch, 0), record.WithTransactional())
 	b.Append(x.ClientEnv().Now().UnixMilli(), nil, []byte("v0"))
 	batch, err := b.AppendTo(nil)
@@ -224,7 +179,7 @@ func TestProduceVerificationCoordinatorDown(t *testing.T) {
 	send := func() kmsg.ProduceResponseTopicPartition {
 		t.Helper()
 		// The payload is written in place by an append: send a copy.
-		return verifiedProduce(t, func(r kmsg.Request) kmsg.Response { return do(leader, r) }, append([]byte(nil), batch...), "tx", "t", partition, 9)
+		return verifiedProduce(t, func(r kmsg.Request) kmsg.Response { return x.do(leader, r) }, append([]byte(nil), batch...), "tx", "t", partition, 9)
 	}
 
 	// Cut the leader off the coordinator: the question cannot be asked.
@@ -246,7 +201,7 @@ func TestProduceVerificationCoordinatorDown(t *testing.T) {
 	})
 	require.Zero(t, got.BaseOffset)
 	require.Equal(t, int64(1), x.Partition(leader, "t", partition).LogEndOffset())
-	require.NotEqual(t, coord, find(leader))
+	require.NotEqual(t, coord, x.txnCoordinator(leader, "tx"))
 }
 
 // TestTxnOffsetCommitVerification: the group coordinator verifies a
@@ -272,9 +227,7 @@ func TestTxnOffsetCommitVerification(t *testing.T) {
 	_, codes := offsetsOf(h.fetchOffsets("g", true))
 	require.Equal(t, []int16{0, 0}, codes, "nothing pending")
 
-	add := kmsg.NewPtrAddOffsetsToTxnRequest()
-	add.Version, add.TransactionalID, add.ProducerID, add.ProducerEpoch, add.Group = 4, "tx", pid, epoch, "g"
-	require.Zero(t, h.Do(add).(*kmsg.AddOffsetsToTxnResponse).ErrorCode)
+	require.Zero(t, h.Do(addOffsetsRequest("tx", pid, epoch, "g")).(*kmsg.AddOffsetsToTxnResponse).ErrorCode)
 	require.Equal(t, []int16{0, 0}, h.txnOffsetCommit("tx", "g", pid, epoch, 5, 7))
 	require.Equal(t, []int16{0, 0}, h.txnOffsetCommit("tx", "g", pid, epoch, 6, 8), "the transaction is ongoing there: no second verification")
 	require.Zero(t, h.endTxn("tx", pid, epoch, true).ErrorCode)
@@ -440,20 +393,13 @@ func TestImplicitAdds(t *testing.T) {
 // batch skipped verification, went into the open transaction and was
 // committed with it.)
 func TestImplicitAddRacesTheMarker(t *testing.T) {
-	x := servertest.StartCluster(t, 23, 3, func(c *server.Config) {
-		c.Quorum.Controller.MaxReplicationFactor = 3
+	x := newSimCluster(t, 23, func(c *server.Config) {
 		// One replica of everything: the clog below holds no
 		// replication, only the coordinator's requests and answers.
 		c.BrokerListener.Txns.StatePartitions, c.BrokerListener.Txns.StateReplicationFactor = 1, 1
 		c.BrokerListener.Txns.TransactionVersion = 2
 	})
 	x.CreateTopic(1, "t", 3, 1, nil)
-	do := func(node int, req kmsg.Request) kmsg.Response {
-		t.Helper()
-		resp, err := x.Do(node, req)
-		require.NoError(t, err)
-		return resp
-	}
 	coordOf := func() int {
 		ti, ok := x.Servers[0].Image().TopicByName(broker.TxnStateTopic)
 		if !ok {
@@ -463,29 +409,14 @@ func TestImplicitAddRacesTheMarker(t *testing.T) {
 		return int(p.Leader)
 	}
 	x.RunUntil("a transaction coordinator", func() bool {
-		req := kmsg.NewPtrFindCoordinatorRequest() // creates __transaction_state
-		req.Version, req.CoordinatorType, req.CoordinatorKeys = 4, 1, []string{"race"}
-		found := do(1, req).(*kmsg.FindCoordinatorResponse).Coordinators[0]
+		found := x.do(1, txnCoordinatorRequest("race")).(*kmsg.FindCoordinatorResponse).Coordinators[0] // creates __transaction_state
 		c := coordOf()
 		return found.ErrorCode == 0 && c > 0 && x.LeaderOf(broker.TxnStateTopic, 0) == c &&
 			x.Servers[1].Image() != nil && x.Servers[2].Image() != nil
 	})
 	coord := coordOf()
-	var init *kmsg.InitProducerIDResponse
-	x.RunUntil("InitProducerId", func() bool {
-		req := kmsg.NewPtrInitProducerIDRequest()
-		req.Version, req.TransactionalID, req.TransactionTimeoutMillis, req.ProducerID, req.ProducerEpoch = 5, kmsg.StringPtr("race"), 60_000, -1, -1
-		init = do(coord, req).(*kmsg.InitProducerIDResponse)
-		return init.ErrorCode == 0
-	})
-	partition, leader := int32(-1), 0
-	for p := int32(0); p < 3; p++ {
-		if l := x.LeaderOf("t", p); l != coord {
-			partition, leader = p, l
-			break
-		}
-	}
-	require.GreaterOrEqual(t, partition, int32(0), "every partition led by the coordinator")
+	init := x.initTxn(coord, "race")
+	partition, leader := x.partitionNotLedBy(coord, "t", 3)
 	batch := func(epoch int16, seq int32, v string) []byte {
 		b := record.NewBuilder(record.WithProducer(init.ProducerID, epoch, seq), record.WithTransactional())
 		b.Append(x.ClientEnv().Now().UnixMilli(), nil, []byte(v))
@@ -498,23 +429,19 @@ func TestImplicitAddRacesTheMarker(t *testing.T) {
 	produce := func(epoch int16, seq int32, v string) {
 		t.Helper()
 		x.RunUntil("produced "+v, func() bool {
-			got := verifiedProduce(t, func(r kmsg.Request) kmsg.Response { return do(leader, r) }, batch(epoch, seq, v), "race", "t", partition, 12)
+			got := verifiedProduce(t, func(r kmsg.Request) kmsg.Response { return x.do(leader, r) }, batch(epoch, seq, v), "race", "t", partition, 12)
 			require.True(t, got.ErrorCode == 0 || got.ErrorCode == kerr.NotEnoughReplicas.Code, "%v", kerr.ErrorForCode(got.ErrorCode))
 			return got.ErrorCode == 0
 		})
 	}
 	end := func(epoch int16, commit bool) int16 {
 		t.Helper()
-		req := kmsg.NewPtrEndTxnRequest()
-		req.Version, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit = 5, "race", init.ProducerID, epoch, commit
-		er := do(coord, req).(*kmsg.EndTxnResponse)
+		er := x.do(coord, endTxnRequest(5, "race", init.ProducerID, epoch, commit)).(*kmsg.EndTxnResponse)
 		require.Zero(t, er.ErrorCode, "%v", kerr.ErrorForCode(er.ErrorCode))
 		return er.ProducerEpoch
 	}
 	state := func() string {
-		req := kmsg.NewPtrDescribeTransactionsRequest()
-		req.TransactionalIDs = []string{"race"}
-		return do(coord, req).(*kmsg.DescribeTransactionsResponse).TransactionStates[0].State
+		return x.do(coord, describeTxnRequest("race")).(*kmsg.DescribeTransactionsResponse).TransactionStates[0].State
 	}
 
 	produce(init.ProducerEpoch, 0, "first")
@@ -534,7 +461,7 @@ func TestImplicitAddRacesTheMarker(t *testing.T) {
 	req.Topics = []kmsg.FetchRequestTopic{{Topic: "t", Partitions: []kmsg.FetchRequestTopicPartition{{Partition: partition, FetchOffset: 0, PartitionMaxBytes: 1 << 20, CurrentLeaderEpoch: -1, LogStartOffset: -1}}}}
 	var values []string
 	x.RunUntil("the partition's last stable offset past the abort", func() bool {
-		p := do(leader, req).(*kmsg.FetchResponse).Topics[0].Partitions[0]
+		p := x.do(leader, req).(*kmsg.FetchResponse).Topics[0].Partitions[0]
 		require.Zero(t, p.ErrorCode)
 		values = committedValues(t, p)
 		return p.LastStableOffset == p.HighWatermark && p.HighWatermark >= 4
