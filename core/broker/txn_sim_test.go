@@ -21,9 +21,7 @@ func noTxnVerification(c *server.Config) { c.BrokerListener.Txns.NoPartitionVeri
 // producer pid and returns the partition's answer.
 func txnProduce(h *simServer, topic string, pid int64, epoch int16, seq int32, values ...string) kmsg.ProduceResponseTopicPartition {
 	h.T.Helper()
-	req := servertest.ProduceRequest(topic, 0, h.Batch([]record.BuilderOption{record.WithProducer(pid, epoch, seq), record.WithTransactional()}, values...))
-	req.TransactionID = kmsg.StringPtr(fmt.Sprintf("txn-%d", pid))
-	return h.Do(req).(*kmsg.ProduceResponse).Topics[0].Partitions[0]
+	return h.Do(txnProduceRequest(9, fmt.Sprintf("txn-%d", pid), topic, 0, h.txnBatch(pid, epoch, seq, values...))).(*kmsg.ProduceResponse).Topics[0].Partitions[0]
 }
 
 // writeMarker sends WriteTxnMarkers for one producer to the named

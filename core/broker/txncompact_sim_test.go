@@ -95,10 +95,8 @@ func TestServerTransactionsSurviveCompaction(t *testing.T) {
 	})
 	h.CreateTopic("t", 2, nil)
 	h.CreateTopic("c", 1, map[string]string{"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0"})
-	h.findTxnCoordinator("tx")
+	init := h.newProducer("tx")
 	h.groupCoordinatorReady("g")
-	init := h.initTxn("tx", 60_000)
-	require.Zero(t, init.ErrorCode)
 	pid, epoch := init.ProducerID, init.ProducerEpoch
 
 	produceTxn := func(epoch int16, kvs ...string) {

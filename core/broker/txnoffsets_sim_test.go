@@ -74,10 +74,8 @@ func offsetsOf(g kmsg.OffsetFetchResponseGroup) (offsets []int64, codes []int16)
 func TestServerTxnOffsetCommit(t *testing.T) {
 	h := newSimServer(t, nil)
 	h.CreateTopic("t", 2, nil)
-	h.findTxnCoordinator("tx")
+	init := h.newProducer("tx")
 	h.groupCoordinatorReady("g")
-	init := h.initTxn("tx", 60_000)
-	require.Zero(t, init.ErrorCode)
 	pid, epoch := init.ProducerID, init.ProducerEpoch
 
 	addOffsets := func(epoch int16) {

@@ -1,7 +1,6 @@
 package broker_test
 
 import (
-	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,16 +15,13 @@ import (
 	"github.com/strata-log/strata/core/metrics"
 	"github.com/strata-log/strata/core/record"
 	"github.com/strata-log/strata/core/server"
-	"github.com/strata-log/strata/sim/servertest"
 )
 
 // verifiedProduce sends a transactional batch of id's producer to
 // topic-partition at Produce version and returns the partition's answer.
 func verifiedProduce(t *testing.T, do func(kmsg.Request) kmsg.Response, batch []byte, id, topic string, partition int32, version int16) kmsg.ProduceResponseTopicPartition {
 	t.Helper()
-	req := servertest.ProduceRequest(topic, partition, batch)
-	req.Version, req.TransactionID = version, kmsg.StringPtr(id)
-	return do(req).(*kmsg.ProduceResponse).Topics[0].Partitions[0]
+	return do(txnProduceRequest(version, id, topic, partition, batch)).(*kmsg.ProduceResponse).Topics[0].Partitions[0]
 }
 
 func (h *simServer) addPartitions(id string, pid int64, epoch int16, topic string, partitions ...int32) {
@@ -57,27 +53,22 @@ func TestProduceVerification(t *testing.T) {
 		n, _ := h.Metrics.Value(metrics.Requests, "AddPartitionsToTxn")
 		return n
 	}
-	txnBatch := func(pid int64, epoch int16, seq int32, values ...string) []byte {
-		return h.Batch([]record.BuilderOption{record.WithProducer(pid, epoch, seq), record.WithTransactional()}, values...)
-	}
 
 	// No __transaction_state yet: the coordinator cannot be asked, a
 	// retriable error, nothing appended.
-	got := verifiedProduce(t, do, txnBatch(7, 0, 0, "early"), "v", "t", 0, 9)
+	got := verifiedProduce(t, do, h.txnBatch(7, 0, 0, "early"), "v", "t", 0, 9)
 	require.Equal(t, kerr.NotEnoughReplicas.Code, got.ErrorCode, "%v", kerr.ErrorForCode(got.ErrorCode))
 	require.Contains(t, *got.ErrorMessage, "COORDINATOR_NOT_AVAILABLE")
 	require.Equal(t, int64(0), h.listOffset("t", 0, -1))
 
-	h.findTxnCoordinator("v")
-	init := h.initTxn("v", 60_000)
-	require.Zero(t, init.ErrorCode)
+	init := h.newProducer("v")
 	pid, epoch := init.ProducerID, init.ProducerEpoch
 
 	// Not added: INVALID_TXN_STATE before Produce v11, TRANSACTION_ABORTABLE
 	// from v11 (KIP-890's new code); nothing appended.
-	got = verifiedProduce(t, do, txnBatch(pid, epoch, 0, "stray"), "v", "t", 0, 9)
+	got = verifiedProduce(t, do, h.txnBatch(pid, epoch, 0, "stray"), "v", "t", 0, 9)
 	require.Equal(t, kerr.InvalidTxnState.Code, got.ErrorCode, "%v", kerr.ErrorForCode(got.ErrorCode))
-	got = verifiedProduce(t, do, txnBatch(pid, epoch, 0, "stray"), "v", "t", 0, 11)
+	got = verifiedProduce(t, do, h.txnBatch(pid, epoch, 0, "stray"), "v", "t", 0, 11)
 	require.Equal(t, kerr.TransactionAbortable.Code, got.ErrorCode, "%v", kerr.ErrorForCode(got.ErrorCode))
 	require.Equal(t, int64(0), h.listOffset("t", 0, -1))
 	failures, _ := h.Metrics.Value(metrics.TxnVerificationFailures)
@@ -87,20 +78,19 @@ func TestProduceVerification(t *testing.T) {
 	// later batches on the partition are not verified again.
 	h.addPartitions("v", pid, epoch, "t", 0)
 	before := verifyRequests()
-	got = verifiedProduce(t, do, txnBatch(pid, epoch, 0, "a", "b"), "v", "t", 0, 9)
+	got = verifiedProduce(t, do, h.txnBatch(pid, epoch, 0, "a", "b"), "v", "t", 0, 9)
 	require.Zero(t, got.ErrorCode, "%v", kerr.ErrorForCode(got.ErrorCode))
 	require.Equal(t, before+1, verifyRequests(), "the first batch is verified")
 	for seq := int32(2); seq < 6; seq++ {
-		got = verifiedProduce(t, do, txnBatch(pid, epoch, seq, "c"), "v", "t", 0, 9)
+		got = verifiedProduce(t, do, h.txnBatch(pid, epoch, seq, "c"), "v", "t", 0, 9)
 		require.Zero(t, got.ErrorCode, "%v", kerr.ErrorForCode(got.ErrorCode))
 	}
 	require.Equal(t, before+1, verifyRequests(), "later batches are not")
 
 	// The other partition was not added: refused, in a request whose
 	// added partition is appended.
-	req := servertest.ProduceRequest("t", 1, txnBatch(pid, epoch, 0, "stray"))
-	req.TransactionID = kmsg.StringPtr("v")
-	req.Topics[0].Partitions = append(req.Topics[0].Partitions, kmsg.ProduceRequestTopicPartition{Partition: 0, Records: txnBatch(pid, epoch, 6, "d")})
+	req := txnProduceRequest(9, "v", "t", 1, h.txnBatch(pid, epoch, 0, "stray"))
+	req.Topics[0].Partitions = append(req.Topics[0].Partitions, kmsg.ProduceRequestTopicPartition{Partition: 0, Records: h.txnBatch(pid, epoch, 6, "d")})
 	parts := h.Do(req).(*kmsg.ProduceResponse).Topics[0].Partitions
 	require.Equal(t, kerr.InvalidTxnState.Code, parts[0].ErrorCode, "t-1: %v", kerr.ErrorForCode(parts[0].ErrorCode))
 	require.Zero(t, parts[1].ErrorCode, "t-0: %v", kerr.ErrorForCode(parts[1].ErrorCode))
@@ -111,25 +101,23 @@ func TestProduceVerification(t *testing.T) {
 	er := h.endTxnAt(5, "v", pid, epoch, true)
 	h.RunUntil("the markers written", func() bool { return h.describeTxn("v").State == "CompleteCommit" })
 	end0 := h.listOffset("t", 0, -1)
-	got = verifiedProduce(t, do, txnBatch(pid, epoch, 7, "late"), "v", "t", 0, 9)
+	got = verifiedProduce(t, do, h.txnBatch(pid, epoch, 7, "late"), "v", "t", 0, 9)
 	require.Equal(t, kerr.InvalidProducerEpoch.Code, got.ErrorCode, "%v", kerr.ErrorForCode(got.ErrorCode))
 	// The new epoch may not write either before it adds the partition.
-	got = verifiedProduce(t, do, txnBatch(pid, er.ProducerEpoch, 0, "next"), "v", "t", 0, 9)
+	got = verifiedProduce(t, do, h.txnBatch(pid, er.ProducerEpoch, 0, "next"), "v", "t", 0, 9)
 	require.Equal(t, kerr.InvalidTxnState.Code, got.ErrorCode, "%v", kerr.ErrorForCode(got.ErrorCode))
 	require.Equal(t, end0, h.listOffset("t", 0, -1))
 
 	// Transactions v1 (EndTxn v4, no bump): the epoch stays, so it is the
 	// coordinator that refuses the finished transaction's late batch.
-	h.findTxnCoordinator("w")
-	w := h.initTxn("w", 60_000)
-	require.Zero(t, w.ErrorCode)
+	w := h.newProducer("w")
 	h.addPartitions("w", w.ProducerID, w.ProducerEpoch, "t", 1)
-	got = verifiedProduce(t, do, txnBatch(w.ProducerID, w.ProducerEpoch, 0, "w0"), "w", "t", 1, 9)
+	got = verifiedProduce(t, do, h.txnBatch(w.ProducerID, w.ProducerEpoch, 0, "w0"), "w", "t", 1, 9)
 	require.Zero(t, got.ErrorCode, "%v", kerr.ErrorForCode(got.ErrorCode))
 	h.endTxnAt(4, "w", w.ProducerID, w.ProducerEpoch, false)
 	h.RunUntil("the markers written", func() bool { return h.describeTxn("w").State == "CompleteAbort" })
 	end1 := h.listOffset("t", 1, -1)
-	got = verifiedProduce(t, do, txnBatch(w.ProducerID, w.ProducerEpoch, 1, "w1"), "w", "t", 1, 9)
+	got = verifiedProduce(t, do, h.txnBatch(w.ProducerID, w.ProducerEpoch, 1, "w1"), "w", "t", 1, 9)
 	require.Equal(t, kerr.InvalidTxnState.Code, got.ErrorCode, "%v", kerr.ErrorForCode(got.ErrorCode))
 	require.Equal(t, end1, h.listOffset("t", 1, -1))
 	p, values := fetchCommittedAt(h, 11, "t", 0)
@@ -137,7 +125,7 @@ func TestProduceVerification(t *testing.T) {
 	require.Equal(t, []string{"a", "b", "c", "c", "c", "c", "d"}, values, "v's committed transaction, nothing refused")
 
 	// A transactional id the coordinator does not know.
-	got = verifiedProduce(t, do, txnBatch(pid+100, 0, 0, "x"), "nobody", "t", 1, 9)
+	got = verifiedProduce(t, do, h.txnBatch(pid+100, 0, 0, "x"), "nobody", "t", 1, 9)
 	require.Equal(t, kerr.InvalidProducerIDMapping.Code, got.ErrorCode, "%v", kerr.ErrorForCode(got.ErrorCode))
 }
 
@@ -211,10 +199,8 @@ func TestProduceVerificationCoordinatorDown(t *testing.T) {
 func TestTxnOffsetCommitVerification(t *testing.T) {
 	h := newSimServer(t, nil)
 	h.CreateTopic("t", 2, nil)
-	h.findTxnCoordinator("tx")
+	init := h.newProducer("tx")
 	h.groupCoordinatorReady("g")
-	init := h.initTxn("tx", 60_000)
-	require.Zero(t, init.ErrorCode)
 	pid, epoch := init.ProducerID, init.ProducerEpoch
 
 	// The producer never added the group's offsets partition:
@@ -286,22 +272,17 @@ func TestImplicitAdds(t *testing.T) {
 	require.Equal(t, int16(2), finalizedTxnVersion(h))
 	h.CreateTopic("t", 2, nil)
 	do := func(r kmsg.Request) kmsg.Response { return h.Do(r) }
-	txnBatch := func(pid int64, epoch int16, seq int32, values ...string) []byte {
-		return h.Batch([]record.BuilderOption{record.WithProducer(pid, epoch, seq), record.WithTransactional()}, values...)
-	}
-	h.findTxnCoordinator("i")
+	init := h.newProducer("i")
 	h.groupCoordinatorReady("g")
-	init := h.initTxn("i", 60_000)
-	require.Zero(t, init.ErrorCode)
 	pid, epoch := init.ProducerID, init.ProducerEpoch
 
 	// Produce v11 does not add: verified, and refused.
-	got := verifiedProduce(t, do, txnBatch(pid, epoch, 0, "v11"), "i", "t", 1, 11)
+	got := verifiedProduce(t, do, h.txnBatch(pid, epoch, 0, "v11"), "i", "t", 1, 11)
 	require.Equal(t, kerr.TransactionAbortable.Code, got.ErrorCode, "%v", kerr.ErrorForCode(got.ErrorCode))
 	require.Equal(t, int64(0), h.listOffset("t", 1, -1))
 
 	// Produce v12 adds t-0, TxnOffsetCommit v5 the group's partition.
-	got = verifiedProduce(t, do, txnBatch(pid, epoch, 0, "a", "b"), "i", "t", 0, 12)
+	got = verifiedProduce(t, do, h.txnBatch(pid, epoch, 0, "a", "b"), "i", "t", 0, 12)
 	require.Zero(t, got.ErrorCode, "%v", kerr.ErrorForCode(got.ErrorCode))
 	require.Equal(t, "Ongoing", h.describeTxn("i").State)
 	require.Equal(t, []string{"t-0"}, txnPartitionsOf(h, "i"))
@@ -327,12 +308,12 @@ func TestImplicitAdds(t *testing.T) {
 	// A late batch of the finished transaction, on a partition it never
 	// wrote: its epoch is fenced, not added to a transaction of its own.
 	end1 := h.listOffset("t", 1, -1)
-	got = verifiedProduce(t, do, txnBatch(pid, epoch, 0, "late"), "i", "t", 1, 12)
+	got = verifiedProduce(t, do, h.txnBatch(pid, epoch, 0, "late"), "i", "t", 1, 12)
 	require.Equal(t, kerr.InvalidProducerEpoch.Code, got.ErrorCode, "%v", kerr.ErrorForCode(got.ErrorCode))
 	require.Equal(t, end1, h.listOffset("t", 1, -1))
 	require.Equal(t, "CompleteCommit", h.describeTxn("i").State, "no transaction opened")
 	// The bumped epoch's next transaction starts with its first produce.
-	got = verifiedProduce(t, do, txnBatch(pid, er.ProducerEpoch, 0, "next"), "i", "t", 1, 12)
+	got = verifiedProduce(t, do, h.txnBatch(pid, er.ProducerEpoch, 0, "next"), "i", "t", 1, 12)
 	require.Zero(t, got.ErrorCode, "%v", kerr.ErrorForCode(got.ErrorCode))
 	require.Equal(t, []string{"t-1"}, txnPartitionsOf(h, "i"))
 
@@ -342,10 +323,10 @@ func TestImplicitAdds(t *testing.T) {
 	// its way to t-1. It must not join that transaction: aborted, it is
 	// not read.
 	ep := er.ProducerEpoch
-	got = verifiedProduce(t, do, txnBatch(pid, ep, 1, "committed"), "i", "t", 1, 12)
+	got = verifiedProduce(t, do, h.txnBatch(pid, ep, 1, "committed"), "i", "t", 1, 12)
 	require.Zero(t, got.ErrorCode, "%v", kerr.ErrorForCode(got.ErrorCode))
 	er = h.endTxnAt(5, "i", pid, ep, true)
-	got = verifiedProduce(t, do, txnBatch(pid, er.ProducerEpoch, 0, "aborted"), "i", "t", 1, 12)
+	got = verifiedProduce(t, do, h.txnBatch(pid, er.ProducerEpoch, 0, "aborted"), "i", "t", 1, 12)
 	require.Zero(t, got.ErrorCode, "%v", kerr.ErrorForCode(got.ErrorCode))
 	h.endTxnAt(5, "i", pid, er.ProducerEpoch, false)
 	h.RunUntil("the abort written", func() bool { return h.describeTxn("i").State == "CompleteAbort" })
@@ -358,11 +339,8 @@ func TestImplicitAdds(t *testing.T) {
 	h1 := newSimServer(t, nil)
 	require.Equal(t, int16(1), finalizedTxnVersion(h1))
 	h1.CreateTopic("t", 1, nil)
-	h1.findTxnCoordinator("j")
-	j := h1.initTxn("j", 60_000)
-	require.Zero(t, j.ErrorCode)
-	got = verifiedProduce(t, func(r kmsg.Request) kmsg.Response { return h1.Do(r) },
-		h1.Batch([]record.BuilderOption{record.WithProducer(j.ProducerID, j.ProducerEpoch, 0), record.WithTransactional()}, "x"), "j", "t", 0, 12)
+	j := h1.newProducer("j")
+	got = verifiedProduce(t, func(r kmsg.Request) kmsg.Response { return h1.Do(r) }, h1.txnBatch(j.ProducerID, j.ProducerEpoch, 0, "x"), "j", "t", 0, 12)
 	require.Equal(t, kerr.TransactionAbortable.Code, got.ErrorCode, "%v", kerr.ErrorForCode(got.ErrorCode))
 	require.Equal(t, int64(0), h1.listOffset("t", 0, -1))
 
@@ -372,11 +350,8 @@ func TestImplicitAdds(t *testing.T) {
 		c.BrokerListener.Txns.NoPartitionVerification, c.BrokerListener.Txns.TransactionVersion = true, 2
 	})
 	h2.CreateTopic("t", 1, nil)
-	h2.findTxnCoordinator("k")
-	k := h2.initTxn("k", 60_000)
-	require.Zero(t, k.ErrorCode)
-	got = verifiedProduce(t, func(r kmsg.Request) kmsg.Response { return h2.Do(r) },
-		h2.Batch([]record.BuilderOption{record.WithProducer(k.ProducerID, k.ProducerEpoch, 0), record.WithTransactional()}, "y"), "k", "t", 0, 12)
+	k := h2.newProducer("k")
+	got = verifiedProduce(t, func(r kmsg.Request) kmsg.Response { return h2.Do(r) }, h2.txnBatch(k.ProducerID, k.ProducerEpoch, 0, "y"), "k", "t", 0, 12)
 	require.Zero(t, got.ErrorCode, "%v", kerr.ErrorForCode(got.ErrorCode))
 	require.Equal(t, []string{"t-0"}, txnPartitionsOf(h2, "k"))
 }
@@ -479,9 +454,7 @@ func TestImplicitAddRacesTheMarker(t *testing.T) {
 func TestImplicitAddAskedOnce(t *testing.T) {
 	h := newSimServer(t, func(c *server.Config) { c.BrokerListener.Txns.TransactionVersion = 2 })
 	h.CreateTopic("t", 1, nil)
-	h.findTxnCoordinator("once")
-	init := h.initTxn("once", 60_000)
-	require.Zero(t, init.ErrorCode)
+	init := h.newProducer("once")
 	asks := func() float64 {
 		n, _ := h.Metrics.Value(metrics.Requests, "AddPartitionsToTxn")
 		return n
@@ -490,8 +463,7 @@ func TestImplicitAddAskedOnce(t *testing.T) {
 	codes := make([]int16, 3)
 	answered := 0
 	for seq := int32(0); seq < 3; seq++ {
-		req := servertest.ProduceRequest("t", 0, h.Batch([]record.BuilderOption{record.WithProducer(init.ProducerID, init.ProducerEpoch, seq), record.WithTransactional()}, "v"+strconv.Itoa(int(seq))))
-		req.Version, req.TransactionID = 12, kmsg.StringPtr("once")
+		req := txnProduceRequest(12, "once", "t", 0, h.txnBatch(init.ProducerID, init.ProducerEpoch, seq, "v"+strconv.Itoa(int(seq))))
 		h.Send(req, func(r kmsg.Response, err error) {
 			require.NoError(t, err)
 			codes[seq] = r.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode
@@ -522,33 +494,18 @@ func TestImplicitAddAskedOnce(t *testing.T) {
 func TestPipelinedProduceKeepsOrderPastVerification(t *testing.T) {
 	h := newSimServer(t, nil)
 	h.CreateTopic("t", 2, nil)
-	h.findTxnCoordinator("etl")
-	init := h.initTxn("etl", 60_000)
-	require.Zero(t, init.ErrorCode)
+	init := h.newProducer("etl")
 	pid, epoch := init.ProducerID, init.ProducerEpoch
-	txnBatch := func(seq int32, values ...string) []byte {
-		return h.Batch([]record.BuilderOption{record.WithProducer(pid, epoch, seq), record.WithTransactional()}, values...)
-	}
+	txnBatch := func(seq int32, values ...string) []byte { return h.txnBatch(pid, epoch, seq, values...) }
 	h.addPartitions("etl", pid, epoch, "t", 0)
 	got := verifiedProduce(t, func(r kmsg.Request) kmsg.Response { return h.Do(r) }, txnBatch(0, "a"), "etl", "t", 0, 9)
 	require.Zero(t, got.ErrorCode, "%v", kerr.ErrorForCode(got.ErrorCode))
 
 	h.addPartitions("etl", pid, epoch, "t", 1)
-	req2 := servertest.ProduceRequest("t", 0, txnBatch(1, "b"))
-	req2.Version, req2.TransactionID = 9, kmsg.StringPtr("etl")
+	req2 := txnProduceRequest(9, "etl", "t", 0, txnBatch(1, "b"))
 	req2.Topics[0].Partitions = append(req2.Topics[0].Partitions, kmsg.ProduceRequestTopicPartition{Partition: 1, Records: txnBatch(0, "x")})
-	req3 := servertest.ProduceRequest("t", 0, txnBatch(2, "c"))
-	req3.Version, req3.TransactionID = 9, kmsg.StringPtr("etl")
-	var answers []string // "request partition: code", in the order answered
-	for i, req := range []*kmsg.ProduceRequest{req2, req3} {
-		h.Send(req, func(r kmsg.Response, err error) {
-			require.NoError(t, err)
-			for _, p := range r.(*kmsg.ProduceResponse).Topics[0].Partitions {
-				answers = append(answers, fmt.Sprintf("request %d t-%d: %v", i+2, p.Partition, kerr.ErrorForCode(p.ErrorCode)))
-			}
-		})
-	}
-	h.RunUntil("both produces answered", func() bool { return len(answers) == 3 })
+	req3 := txnProduceRequest(9, "etl", "t", 0, txnBatch(2, "c"))
+	answers := h.sendPipelined(2, req2, req3)
 	require.Equal(t, []string{"request 2 t-0: <nil>", "request 2 t-1: <nil>", "request 3 t-0: <nil>"}, answers)
 
 	h.endTxnAt(3, "etl", pid, epoch, true)
@@ -572,27 +529,14 @@ func TestPipelinedProduceKeepsOrderPastVerification(t *testing.T) {
 func TestImplicitAddWaitsForItsOwnAsk(t *testing.T) {
 	h := newSimServer(t, func(c *server.Config) { c.BrokerListener.Txns.TransactionVersion = 2 })
 	h.CreateTopic("t", 2, nil)
-	h.findTxnCoordinator("own")
-	init := h.initTxn("own", 60_000)
-	require.Zero(t, init.ErrorCode)
+	init := h.newProducer("own")
 	txnBatch := func(seq int32, values ...string) []byte {
-		return h.Batch([]record.BuilderOption{record.WithProducer(init.ProducerID, init.ProducerEpoch, seq), record.WithTransactional()}, values...)
+		return h.txnBatch(init.ProducerID, init.ProducerEpoch, seq, values...)
 	}
-	req1 := servertest.ProduceRequest("t", 0, txnBatch(0, "a"))
-	req1.Version, req1.TransactionID = 12, kmsg.StringPtr("own")
-	req2 := servertest.ProduceRequest("t", 0, txnBatch(1, "b"))
-	req2.Version, req2.TransactionID = 12, kmsg.StringPtr("own")
+	req1 := txnProduceRequest(12, "own", "t", 0, txnBatch(0, "a"))
+	req2 := txnProduceRequest(12, "own", "t", 0, txnBatch(1, "b"))
 	req2.Topics[0].Partitions = append(req2.Topics[0].Partitions, kmsg.ProduceRequestTopicPartition{Partition: 1, Records: txnBatch(0, "x")})
-	var answers []string
-	for i, req := range []*kmsg.ProduceRequest{req1, req2} {
-		h.Send(req, func(r kmsg.Response, err error) {
-			require.NoError(t, err)
-			for _, p := range r.(*kmsg.ProduceResponse).Topics[0].Partitions {
-				answers = append(answers, fmt.Sprintf("request %d t-%d: %v", i+1, p.Partition, kerr.ErrorForCode(p.ErrorCode)))
-			}
-		})
-	}
-	h.RunUntil("both produces answered", func() bool { return len(answers) == 3 })
+	answers := h.sendPipelined(1, req1, req2)
 	require.Equal(t, []string{"request 1 t-0: <nil>", "request 2 t-0: <nil>", "request 2 t-1: <nil>"}, answers)
 	require.Equal(t, []string{"t-0", "t-1"}, txnPartitionsOf(h, "own"), "both partitions added before their batches were appended")
 

@@ -1,12 +1,14 @@
 package broker_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-log/strata/core/record"
 	"github.com/strata-log/strata/core/server"
 	"github.com/strata-log/strata/sim/servertest"
 )
@@ -50,6 +52,51 @@ func describeTxnRequest(id string) *kmsg.DescribeTransactionsRequest {
 	req := kmsg.NewPtrDescribeTransactionsRequest()
 	req.TransactionalIDs = []string{id}
 	return req
+}
+
+// txnProduceRequest is a Produce at version of batch to topic-partition
+// in id's transaction.
+func txnProduceRequest(version int16, id, topic string, partition int32, batch []byte) *kmsg.ProduceRequest {
+	req := servertest.ProduceRequest(topic, partition, batch)
+	req.Version, req.TransactionID = version, kmsg.StringPtr(id)
+	return req
+}
+
+// txnBatch is a transactional batch of values from producer pid at epoch,
+// its first record at sequence seq.
+func (h *simServer) txnBatch(pid int64, epoch int16, seq int32, values ...string) []byte {
+	return h.Batch([]record.BuilderOption{record.WithProducer(pid, epoch, seq), record.WithTransactional()}, values...)
+}
+
+// newProducer finds id's transaction coordinator and has it give id a
+// producer (a 60 s transaction timeout).
+func (h *simServer) newProducer(id string) *kmsg.InitProducerIDResponse {
+	h.T.Helper()
+	h.findTxnCoordinator(id)
+	init := h.initTxn(id, 60_000)
+	require.Zero(h.T, init.ErrorCode, "%v", kerr.ErrorForCode(init.ErrorCode))
+	return init
+}
+
+// sendPipelined sends the produce requests one after the other without
+// waiting for an answer (a client's requests in flight), waits for them
+// all, and returns their partitions' answers in the order they came, as
+// "request N t-P: error", the requests numbered from first.
+func (h *simServer) sendPipelined(first int, reqs ...*kmsg.ProduceRequest) []string {
+	h.T.Helper()
+	var answers []string
+	want := 0
+	for i, req := range reqs {
+		want += len(req.Topics[0].Partitions)
+		h.Send(req, func(r kmsg.Response, err error) {
+			require.NoError(h.T, err)
+			for _, p := range r.(*kmsg.ProduceResponse).Topics[0].Partitions {
+				answers = append(answers, fmt.Sprintf("request %d t-%d: %v", first+i, p.Partition, kerr.ErrorForCode(p.ErrorCode)))
+			}
+		})
+	}
+	h.RunUntil("the produces answered", func() bool { return len(answers) == want })
+	return answers
 }
 
 // coordinatorRetriable reports whether a coordinator's code asks the
