@@ -24,16 +24,7 @@ func (h *simServer) readCommitted(topic string, partition int32) map[string]stri
 	h.T.Helper()
 	latest := map[string]string{}
 	for offset := int64(0); ; {
-		req := kmsg.NewPtrFetchRequest()
-		req.Version, req.MaxWaitMillis, req.MinBytes, req.MaxBytes, req.IsolationLevel = 11, 0, 1, 1<<20, 1
-		req.SessionEpoch = -1
-		rt := kmsg.NewFetchRequestTopic()
-		rt.Topic = topic
-		rp := kmsg.NewFetchRequestTopicPartition()
-		rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = partition, offset, 1<<20
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
-		p := h.Do(req).(*kmsg.FetchResponse).Topics[0].Partitions[0]
+		p := h.Do(readCommittedRequest(11, topic, partition, offset)).(*kmsg.FetchResponse).Topics[0].Partitions[0]
 		require.Zero(h.T, p.ErrorCode, "fetch: %v", kerr.ErrorForCode(p.ErrorCode))
 		if len(p.RecordBatches) == 0 {
 			require.GreaterOrEqual(h.T, offset, p.LastStableOffset, "nothing read below the last stable offset")

@@ -431,9 +431,7 @@ func TestImplicitAddRacesTheMarker(t *testing.T) {
 	end(next, false)
 	x.RunUntil("the second transaction aborted", func() bool { return state() == "CompleteAbort" })
 
-	req := kmsg.NewPtrFetchRequest()
-	req.Version, req.MaxWaitMillis, req.MinBytes, req.MaxBytes, req.IsolationLevel, req.SessionEpoch = 11, 0, 1, 1<<20, 1, -1
-	req.Topics = []kmsg.FetchRequestTopic{{Topic: "t", Partitions: []kmsg.FetchRequestTopicPartition{{Partition: partition, FetchOffset: 0, PartitionMaxBytes: 1 << 20, CurrentLeaderEpoch: -1, LogStartOffset: -1}}}}
+	req := readCommittedRequest(11, "t", partition, 0)
 	var values []string
 	x.RunUntil("the partition's last stable offset past the abort", func() bool {
 		p := x.do(leader, req).(*kmsg.FetchResponse).Topics[0].Partitions[0]
