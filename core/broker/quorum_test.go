@@ -101,10 +101,7 @@ func metadataFrom(t *testing.T, img *meta.Image, version int16) *kmsg.MetadataRe
 	c := e.net.connect()
 	req := kmsg.NewPtrMetadataRequest()
 	req.Version = version
-	c.deliver(encodeRequest(req, 3))
-	resp := kmsg.NewPtrMetadataResponse()
-	resp.Version = version
-	decodeResponse(t, lastSent(t, c), 3, resp)
+	resp := roundTripOn[*kmsg.MetadataResponse](t, c, req, 3)
 	return resp
 }
 
@@ -225,10 +222,7 @@ func TestDescribeQuorumErrors(t *testing.T) {
 	// Without a quorum: NOT_CONTROLLER at the top level.
 	_, e := newTestBroker(t)
 	c := e.net.connect()
-	c.deliver(encodeRequest(describeQuorumRequest(2), 6))
-	got := kmsg.NewPtrDescribeQuorumResponse()
-	got.Version = 2
-	decodeResponse(t, lastSent(t, c), 6, got)
+	got := roundTripOn[*kmsg.DescribeQuorumResponse](t, c, describeQuorumRequest(2), 6)
 	require.Equal(t, kerr.NotController.Code, got.ErrorCode)
 
 	// A failed submit: UNKNOWN_SERVER_ERROR, the connection stays open.
