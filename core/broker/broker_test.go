@@ -68,9 +68,16 @@ func decodeResponse(t *testing.T, frame []byte, wantCorrelationID int32, resp km
 func roundTripOn[R kmsg.Response](t *testing.T, c *fakeConn, req kmsg.Request, correlationID int32) R {
 	t.Helper()
 	c.deliver(encodeRequest(req, correlationID))
+	return responseTo[R](t, lastSent(t, c), correlationID, req)
+}
+
+// responseTo decodes frame as the broker's response to req (with
+// correlationID), at req's version.
+func responseTo[R kmsg.Response](t *testing.T, frame []byte, correlationID int32, req kmsg.Request) R {
+	t.Helper()
 	resp := req.ResponseKind()
 	resp.SetVersion(req.GetVersion())
-	decodeResponse(t, lastSent(t, c), correlationID, resp)
+	decodeResponse(t, frame, correlationID, resp)
 	return resp.(R)
 }
 
@@ -91,9 +98,7 @@ func wantKeys() []kmsg.ApiVersionsResponseApiKey {
 }
 
 func TestApiVersionsEveryVersion(t *testing.T) {
-	api, ok := APIs().Lookup(kmsg.ApiVersions.Int16())
-	require.True(t, ok)
-	for v := api.MinVersion; v <= api.MaxVersion; v++ {
+	for _, v := range versions(t, kmsg.ApiVersions) {
 		_, e := newTestBroker(t)
 		c := e.net.connect()
 		req := kmsg.NewPtrApiVersionsRequest()
@@ -120,9 +125,7 @@ func TestProduceListedFromV0ServedFromV3(t *testing.T) {
 	req.ClientSoftwareName, req.ClientSoftwareVersion = "librdkafka", "2.0.2"
 	frame, closed := e.exchange(encodeRequest(req, 9))
 	require.False(t, closed)
-	resp := kmsg.NewPtrApiVersionsResponse()
-	resp.Version = 3
-	decodeResponse(t, frame, 9, resp)
+	resp := responseTo[*kmsg.ApiVersionsResponse](t, frame, 9, req)
 	var listed []kmsg.ApiVersionsResponseApiKey
 	for _, k := range resp.ApiKeys {
 		if k.ApiKey == kmsg.Produce.Int16() {
@@ -190,9 +193,7 @@ func TestApiVersionsInvalidSoftwareName(t *testing.T) {
 }
 
 func TestMetadataEveryVersion(t *testing.T) {
-	api, ok := APIs().Lookup(kmsg.Metadata.Int16())
-	require.True(t, ok)
-	for v := api.MinVersion; v <= api.MaxVersion; v++ {
+	for _, v := range versions(t, kmsg.Metadata) {
 		b, e := newTestBroker(t)
 		c := e.net.connect()
 
