@@ -79,10 +79,7 @@ func roundTrip[R kmsg.Response](t *testing.T, e *fakeEnv, req kmsg.Request) R {
 	frame, closed := e.exchange(encodeRequest(req, 77))
 	require.False(t, closed, "%s v%d closed the connection", kmsg.NameForKey(req.Key()), req.GetVersion())
 	require.NotNil(t, frame, "%s v%d: no response", kmsg.NameForKey(req.Key()), req.GetVersion())
-	resp := req.ResponseKind()
-	resp.SetVersion(req.GetVersion())
-	decodeResponse(t, frame, 77, resp)
-	return resp.(R)
+	return responseTo[R](t, frame, 77, req)
 }
 
 func versions(t *testing.T, key kmsg.Key) []int16 {

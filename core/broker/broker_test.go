@@ -62,6 +62,25 @@ func decodeResponse(t *testing.T, frame []byte, wantCorrelationID int32, resp km
 	require.Equal(t, body, resp.AppendTo(nil), "re-encoding differs")
 }
 
+// roundTripOn is roundTrip on connection c: it delivers req with
+// correlationID and decodes the last frame the broker sent as req's
+// response, at req's version.
+func roundTripOn[R kmsg.Response](t *testing.T, c *fakeConn, req kmsg.Request, correlationID int32) R {
+	t.Helper()
+	c.deliver(encodeRequest(req, correlationID))
+	return responseTo[R](t, lastSent(t, c), correlationID, req)
+}
+
+// responseTo decodes frame as the broker's response to req (with
+// correlationID), at req's version.
+func responseTo[R kmsg.Response](t *testing.T, frame []byte, correlationID int32, req kmsg.Request) R {
+	t.Helper()
+	resp := req.ResponseKind()
+	resp.SetVersion(req.GetVersion())
+	decodeResponse(t, frame, correlationID, resp)
+	return resp.(R)
+}
+
 func lastSent(t *testing.T, c *fakeConn) []byte {
 	t.Helper()
 	require.NotEmpty(t, c.sent, "broker sent nothing")
@@ -79,19 +98,13 @@ func wantKeys() []kmsg.ApiVersionsResponseApiKey {
 }
 
 func TestApiVersionsEveryVersion(t *testing.T) {
-	api, ok := APIs().Lookup(kmsg.ApiVersions.Int16())
-	require.True(t, ok)
-	for v := api.MinVersion; v <= api.MaxVersion; v++ {
+	for _, v := range versions(t, kmsg.ApiVersions) {
 		_, e := newTestBroker(t)
 		c := e.net.connect()
 		req := kmsg.NewPtrApiVersionsRequest()
 		req.Version = v
 		req.ClientSoftwareName, req.ClientSoftwareVersion = "strata-test", "1.0.0"
-		c.deliver(encodeRequest(req, 100+int32(v)))
-
-		resp := kmsg.NewPtrApiVersionsResponse()
-		resp.Version = v
-		decodeResponse(t, lastSent(t, c), 100+int32(v), resp)
+		resp := roundTripOn[*kmsg.ApiVersionsResponse](t, c, req, 100+int32(v))
 		require.Equal(t, int16(0), resp.ErrorCode, "v%d", v)
 		require.Equal(t, wantKeys(), resp.ApiKeys, "v%d", v)
 		require.False(t, c.closed, "v%d closed the connection", v)
@@ -112,9 +125,7 @@ func TestProduceListedFromV0ServedFromV3(t *testing.T) {
 	req.ClientSoftwareName, req.ClientSoftwareVersion = "librdkafka", "2.0.2"
 	frame, closed := e.exchange(encodeRequest(req, 9))
 	require.False(t, closed)
-	resp := kmsg.NewPtrApiVersionsResponse()
-	resp.Version = 3
-	decodeResponse(t, frame, 9, resp)
+	resp := responseTo[*kmsg.ApiVersionsResponse](t, frame, 9, req)
 	var listed []kmsg.ApiVersionsResponseApiKey
 	for _, k := range resp.ApiKeys {
 		if k.ApiKey == kmsg.Produce.Int16() {
@@ -160,10 +171,7 @@ func TestApiVersionsTooNewGetsV0UnsupportedVersion(t *testing.T) {
 		req := kmsg.NewPtrApiVersionsRequest()
 		req.Version = 3
 		req.ClientSoftwareName, req.ClientSoftwareVersion = "strata-test", "1.0.0"
-		c.deliver(encodeRequest(req, 43))
-		resp3 := kmsg.NewPtrApiVersionsResponse()
-		resp3.Version = 3
-		decodeResponse(t, lastSent(t, c), 43, resp3)
+		resp3 := roundTripOn[*kmsg.ApiVersionsResponse](t, c, req, 43)
 		require.Equal(t, int16(0), resp3.ErrorCode)
 	}
 }
@@ -175,10 +183,7 @@ func TestApiVersionsInvalidSoftwareName(t *testing.T) {
 		req := kmsg.NewPtrApiVersionsRequest()
 		req.Version = 3
 		req.ClientSoftwareName, req.ClientSoftwareVersion = name, "1.0"
-		c.deliver(encodeRequest(req, 1))
-		resp := kmsg.NewPtrApiVersionsResponse()
-		resp.Version = 3
-		decodeResponse(t, lastSent(t, c), 1, resp)
+		resp := roundTripOn[*kmsg.ApiVersionsResponse](t, c, req, 1)
 		require.Equal(t, kerr.InvalidRequest.Code, resp.ErrorCode, "name %q", name)
 		require.Empty(t, resp.ApiKeys)
 	}
@@ -188,19 +193,14 @@ func TestApiVersionsInvalidSoftwareName(t *testing.T) {
 }
 
 func TestMetadataEveryVersion(t *testing.T) {
-	api, ok := APIs().Lookup(kmsg.Metadata.Int16())
-	require.True(t, ok)
-	for v := api.MinVersion; v <= api.MaxVersion; v++ {
+	for _, v := range versions(t, kmsg.Metadata) {
 		b, e := newTestBroker(t)
 		c := e.net.connect()
 
 		// All topics (nil in v1+, empty in v0): none exist.
 		req := kmsg.NewPtrMetadataRequest()
 		req.Version = v
-		c.deliver(encodeRequest(req, 1))
-		resp := kmsg.NewPtrMetadataResponse()
-		resp.Version = v
-		decodeResponse(t, lastSent(t, c), 1, resp)
+		resp := roundTripOn[*kmsg.MetadataResponse](t, c, req, 1)
 
 		require.Len(t, resp.Brokers, 1, "v%d", v)
 		require.Equal(t, int32(testNodeID), resp.Brokers[0].NodeID)
@@ -226,10 +226,7 @@ func TestMetadataEveryVersion(t *testing.T) {
 			req.Topics = append(req.Topics, rt)
 		}
 		req.AllowAutoTopicCreation = true // not supported: still unknown
-		c.deliver(encodeRequest(req, 2))
-		resp = kmsg.NewPtrMetadataResponse()
-		resp.Version = v
-		decodeResponse(t, lastSent(t, c), 2, resp)
+		resp = roundTripOn[*kmsg.MetadataResponse](t, c, req, 2)
 		require.Len(t, resp.Topics, 2, "v%d", v)
 		for i, name := range []string{"orders", "payments"} {
 			got := resp.Topics[i]
@@ -263,10 +260,7 @@ func TestMetadataByTopicID(t *testing.T) {
 		rt := kmsg.NewMetadataRequestTopic()
 		rt.TopicID = tc.id
 		req.Topics = append(req.Topics, rt, rt)
-		c.deliver(encodeRequest(req, 9))
-		resp := kmsg.NewPtrMetadataResponse()
-		resp.Version = tc.version
-		decodeResponse(t, lastSent(t, c), 9, resp)
+		resp := roundTripOn[*kmsg.MetadataResponse](t, c, req, 9)
 		require.NotEmpty(t, resp.Topics)
 		require.Equal(t, tc.want, resp.Topics[0].ErrorCode, "v%d", tc.version)
 		if tc.want == kerr.UnknownTopicID.Code {

@@ -169,9 +169,7 @@ func TestValidRequestThenBadFrameIsAnswered(t *testing.T) {
 	md.pending[0](resp, nil)
 	e.run()
 	require.Len(t, c.sent, 1, "the DeleteTopics is answered, the ApiVersions after the bad frame is not")
-	got := kmsg.NewPtrDeleteTopicsResponse()
-	got.Version = 6
-	decodeResponse(t, c.sent[0], 1, got)
+	got := responseTo[*kmsg.DeleteTopicsResponse](t, c.sent[0], 1, del)
 	require.Equal(t, kerr.UnknownTopicOrPartition.Code, got.Topics[0].ErrorCode)
 	require.True(t, c.closed, "closed once answered")
 

@@ -47,9 +47,7 @@ func TestCreateTopicsRefusesCoordinatorTopics(t *testing.T) {
 	md.pending[0](resp, nil)
 	e.run()
 	require.Len(t, c.sent, 1)
-	got := kmsg.NewPtrCreateTopicsResponse()
-	got.Version = 7
-	decodeResponse(t, c.sent[0], 1, got)
+	got := responseTo[*kmsg.CreateTopicsResponse](t, c.sent[0], 1, create)
 	var names []string
 	for _, rt := range got.Topics {
 		names = append(names, rt.Topic)
@@ -68,9 +66,7 @@ func TestCreateTopicsRefusesCoordinatorTopics(t *testing.T) {
 	e.run()
 	require.Len(t, md.reqs, 1, "nothing forwarded")
 	require.Len(t, c.sent, 2)
-	got = kmsg.NewPtrCreateTopicsResponse()
-	got.Version = 7
-	decodeResponse(t, c.sent[1], 2, got)
+	got = responseTo[*kmsg.CreateTopicsResponse](t, c.sent[1], 2, create)
 	require.Len(t, got.Topics, 1)
 	require.Equal(t, kerr.InvalidRequest.Code, got.Topics[0].ErrorCode)
 }

@@ -50,13 +50,9 @@ func TestControllerRequestsKeepResponseOrder(t *testing.T) {
 	e.run()
 	require.Len(t, c.sent, 2, "both answered, in order")
 
-	got := kmsg.NewPtrCreateTopicsResponse()
-	got.Version = 7
-	decodeResponse(t, c.sent[0], 1, got)
+	got := responseTo[*kmsg.CreateTopicsResponse](t, c.sent[0], 1, create)
 	require.Equal(t, kerr.TopicAlreadyExists.Code, got.Topics[0].ErrorCode)
-	mr := kmsg.NewPtrMetadataResponse()
-	mr.Version = 12
-	decodeResponse(t, c.sent[1], 2, mr)
+	mr := responseTo[*kmsg.MetadataResponse](t, c.sent[1], 2, meta)
 	require.Equal(t, int32(testNodeID), mr.ControllerID, "no broker is unfenced yet: this one, listed and forwarding")
 	require.Len(t, mr.Brokers, 1, "this broker lists itself")
 	require.Empty(t, mr.Topics)
@@ -73,9 +69,7 @@ func TestControllerRequestWithoutQuorumIsNotController(t *testing.T) {
 	del.Topics = append(del.Topics, dt)
 	c.deliver(encodeRequest(del, 9))
 	require.Len(t, c.sent, 1)
-	got := kmsg.NewPtrDeleteTopicsResponse()
-	got.Version = 6
-	decodeResponse(t, c.sent[0], 9, got)
+	got := responseTo[*kmsg.DeleteTopicsResponse](t, c.sent[0], 9, del)
 	require.Equal(t, kerr.NotController.Code, got.Topics[0].ErrorCode)
 }
 
@@ -101,10 +95,7 @@ func metadataFrom(t *testing.T, img *meta.Image, version int16) *kmsg.MetadataRe
 	c := e.net.connect()
 	req := kmsg.NewPtrMetadataRequest()
 	req.Version = version
-	c.deliver(encodeRequest(req, 3))
-	resp := kmsg.NewPtrMetadataResponse()
-	resp.Version = version
-	decodeResponse(t, lastSent(t, c), 3, resp)
+	resp := roundTripOn[*kmsg.MetadataResponse](t, c, req, 3)
 	return resp
 }
 
@@ -190,13 +181,12 @@ func describeQuorumRequest(version int16) *kmsg.DescribeQuorumRequest {
 }
 
 func TestDescribeQuorumIsPassedToTheQuorum(t *testing.T) {
-	api, ok := APIs().Lookup(kmsg.DescribeQuorum.Int16())
-	require.True(t, ok, "DescribeQuorum is in the protocol table")
-	for v := api.MinVersion; v <= api.MaxVersion; v++ {
+	for _, v := range versions(t, kmsg.DescribeQuorum) {
 		md := &fakeMetadata{img: meta.Empty()}
 		_, e := newTestBroker(t, func(c *Config) { c.Metadata = md })
 		c := e.net.connect()
-		c.deliver(encodeRequest(describeQuorumRequest(v), 5))
+		req := describeQuorumRequest(v)
+		c.deliver(encodeRequest(req, 5))
 		require.Empty(t, c.sent, "answered by the quorum, later")
 		require.Len(t, md.reqs, 1)
 		require.IsType(t, &kmsg.DescribeQuorumRequest{}, md.reqs[0])
@@ -212,9 +202,7 @@ func TestDescribeQuorumIsPassedToTheQuorum(t *testing.T) {
 		md.pending[0](answer, nil)
 		e.run()
 
-		got := kmsg.NewPtrDescribeQuorumResponse()
-		got.Version = v
-		decodeResponse(t, lastSent(t, c), 5, got)
+		got := responseTo[*kmsg.DescribeQuorumResponse](t, lastSent(t, c), 5, req)
 		require.Len(t, got.Topics, 1)
 		require.Equal(t, int32(2), got.Topics[0].Partitions[0].LeaderID)
 		require.Equal(t, int64(42), got.Topics[0].Partitions[0].HighWatermark)
@@ -225,22 +213,18 @@ func TestDescribeQuorumErrors(t *testing.T) {
 	// Without a quorum: NOT_CONTROLLER at the top level.
 	_, e := newTestBroker(t)
 	c := e.net.connect()
-	c.deliver(encodeRequest(describeQuorumRequest(2), 6))
-	got := kmsg.NewPtrDescribeQuorumResponse()
-	got.Version = 2
-	decodeResponse(t, lastSent(t, c), 6, got)
+	got := roundTripOn[*kmsg.DescribeQuorumResponse](t, c, describeQuorumRequest(2), 6)
 	require.Equal(t, kerr.NotController.Code, got.ErrorCode)
 
 	// A failed submit: UNKNOWN_SERVER_ERROR, the connection stays open.
 	md := &fakeMetadata{img: meta.Empty()}
 	_, e = newTestBroker(t, func(c *Config) { c.Metadata = md })
 	c = e.net.connect()
-	c.deliver(encodeRequest(describeQuorumRequest(1), 7))
+	req := describeQuorumRequest(1)
+	c.deliver(encodeRequest(req, 7))
 	md.pending[0](nil, fmt.Errorf("boom"))
 	e.run()
-	got = kmsg.NewPtrDescribeQuorumResponse()
-	got.Version = 1
-	decodeResponse(t, lastSent(t, c), 7, got)
+	got = responseTo[*kmsg.DescribeQuorumResponse](t, lastSent(t, c), 7, req)
 	require.Equal(t, kerr.UnknownServerError.Code, got.ErrorCode)
 	require.False(t, c.closed)
 }

@@ -21,9 +21,7 @@ func noTxnVerification(c *server.Config) { c.BrokerListener.Txns.NoPartitionVeri
 // producer pid and returns the partition's answer.
 func txnProduce(h *simServer, topic string, pid int64, epoch int16, seq int32, values ...string) kmsg.ProduceResponseTopicPartition {
 	h.T.Helper()
-	req := servertest.ProduceRequest(topic, 0, h.Batch([]record.BuilderOption{record.WithProducer(pid, epoch, seq), record.WithTransactional()}, values...))
-	req.TransactionID = kmsg.StringPtr(fmt.Sprintf("txn-%d", pid))
-	return h.Do(req).(*kmsg.ProduceResponse).Topics[0].Partitions[0]
+	return h.Do(txnProduceRequest(9, fmt.Sprintf("txn-%d", pid), topic, 0, h.txnBatch(pid, epoch, seq, values...))).(*kmsg.ProduceResponse).Topics[0].Partitions[0]
 }
 
 // writeMarker sends WriteTxnMarkers for one producer to the named
@@ -65,6 +63,13 @@ func fetchCommittedAt(h *simServer, version int16, topic string, offset int64) (
 // fetchCommittedIn is fetchCommittedAt on partition partition.
 func fetchCommittedIn(h *simServer, version int16, topic string, partition int32, offset int64) (kmsg.FetchResponseTopicPartition, []string) {
 	h.T.Helper()
+	p := h.Do(readCommittedRequest(version, topic, partition, offset)).(*kmsg.FetchResponse).Topics[0].Partitions[0]
+	return p, committedValues(h.T, p)
+}
+
+// readCommittedRequest is a read_committed Fetch at version of one
+// partition from offset, without a session and without waiting.
+func readCommittedRequest(version int16, topic string, partition int32, offset int64) *kmsg.FetchRequest {
 	req := kmsg.NewPtrFetchRequest()
 	req.Version, req.MaxWaitMillis, req.MinBytes, req.MaxBytes, req.IsolationLevel = version, 0, 1, 1<<20, 1
 	req.SessionEpoch = -1
@@ -74,8 +79,7 @@ func fetchCommittedIn(h *simServer, version int16, topic string, partition int32
 	rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = partition, offset, 1<<20
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	p := h.Do(req).(*kmsg.FetchResponse).Topics[0].Partitions[0]
-	return p, committedValues(h.T, p)
+	return req
 }
 
 // committedValues reads a read_committed Fetch answer as a consumer does:

@@ -24,16 +24,7 @@ func (h *simServer) readCommitted(topic string, partition int32) map[string]stri
 	h.T.Helper()
 	latest := map[string]string{}
 	for offset := int64(0); ; {
-		req := kmsg.NewPtrFetchRequest()
-		req.Version, req.MaxWaitMillis, req.MinBytes, req.MaxBytes, req.IsolationLevel = 11, 0, 1, 1<<20, 1
-		req.SessionEpoch = -1
-		rt := kmsg.NewFetchRequestTopic()
-		rt.Topic = topic
-		rp := kmsg.NewFetchRequestTopicPartition()
-		rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = partition, offset, 1<<20
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
-		p := h.Do(req).(*kmsg.FetchResponse).Topics[0].Partitions[0]
+		p := h.Do(readCommittedRequest(11, topic, partition, offset)).(*kmsg.FetchResponse).Topics[0].Partitions[0]
 		require.Zero(h.T, p.ErrorCode, "fetch: %v", kerr.ErrorForCode(p.ErrorCode))
 		if len(p.RecordBatches) == 0 {
 			require.GreaterOrEqual(h.T, offset, p.LastStableOffset, "nothing read below the last stable offset")
@@ -95,10 +86,8 @@ func TestServerTransactionsSurviveCompaction(t *testing.T) {
 	})
 	h.CreateTopic("t", 2, nil)
 	h.CreateTopic("c", 1, map[string]string{"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0"})
-	h.findTxnCoordinator("tx")
+	init := h.newProducer("tx")
 	h.groupCoordinatorReady("g")
-	init := h.initTxn("tx", 60_000)
-	require.Zero(t, init.ErrorCode)
 	pid, epoch := init.ProducerID, init.ProducerEpoch
 
 	produceTxn := func(epoch int16, kvs ...string) {
@@ -114,9 +103,7 @@ func TestServerTransactionsSurviveCompaction(t *testing.T) {
 		require.Zero(t, got.ErrorCode, "produce: %v", kerr.ErrorForCode(got.ErrorCode))
 	}
 	round := func(i int, commit bool) {
-		add := kmsg.NewPtrAddOffsetsToTxnRequest()
-		add.Version, add.TransactionalID, add.ProducerID, add.ProducerEpoch, add.Group = 4, "tx", pid, epoch, "g"
-		require.Zero(t, h.Do(add).(*kmsg.AddOffsetsToTxnResponse).ErrorCode)
+		require.Zero(t, h.Do(addOffsetsRequest("tx", pid, epoch, "g")).(*kmsg.AddOffsetsToTxnResponse).ErrorCode)
 		h.addPartitions("tx", pid, epoch, "c", 0)
 		tag := fmt.Sprintf("r%d-commit=%v", i, commit)
 		produceTxn(epoch, "a", "a-"+tag, fmt.Sprintf("k%d", i%3), "k-"+tag)

@@ -9,7 +9,6 @@ import (
 
 	"github.com/strata-log/strata/core/broker"
 	"github.com/strata-log/strata/core/server"
-	"github.com/strata-log/strata/sim/servertest"
 )
 
 // findTxnCoordinator asks for id's transaction coordinator until the
@@ -18,9 +17,7 @@ func (h *simServer) findTxnCoordinator(id string) kmsg.FindCoordinatorResponseCo
 	h.T.Helper()
 	var c kmsg.FindCoordinatorResponseCoordinator
 	h.RunUntil("the transaction coordinator", func() bool {
-		req := kmsg.NewPtrFindCoordinatorRequest()
-		req.Version, req.CoordinatorType, req.CoordinatorKeys = 4, 1, []string{id}
-		c = h.Do(req).(*kmsg.FindCoordinatorResponse).Coordinators[0]
+		c = h.Do(txnCoordinatorRequest(id)).(*kmsg.FindCoordinatorResponse).Coordinators[0]
 		return c.ErrorCode == 0
 	})
 	return c
@@ -30,10 +27,7 @@ func (h *simServer) initTxn(id string, timeoutMs int32) *kmsg.InitProducerIDResp
 	h.T.Helper()
 	var resp *kmsg.InitProducerIDResponse
 	h.RunUntil("InitProducerId", func() bool {
-		req := kmsg.NewPtrInitProducerIDRequest()
-		req.Version, req.TransactionalID, req.TransactionTimeoutMillis = 5, kmsg.StringPtr(id), timeoutMs
-		req.ProducerID, req.ProducerEpoch = -1, -1
-		resp = h.Do(req).(*kmsg.InitProducerIDResponse)
+		resp = h.Do(initTxnRequest(id, timeoutMs)).(*kmsg.InitProducerIDResponse)
 		return resp.ErrorCode != kerr.CoordinatorLoadInProgress.Code && resp.ErrorCode != kerr.NotCoordinator.Code &&
 			resp.ErrorCode != kerr.ConcurrentTransactions.Code
 	})
@@ -42,9 +36,7 @@ func (h *simServer) initTxn(id string, timeoutMs int32) *kmsg.InitProducerIDResp
 
 func (h *simServer) describeTxn(id string) kmsg.DescribeTransactionsResponseTransactionState {
 	h.T.Helper()
-	req := kmsg.NewPtrDescribeTransactionsRequest()
-	req.TransactionalIDs = []string{id}
-	return h.Do(req).(*kmsg.DescribeTransactionsResponse).TransactionStates[0]
+	return h.Do(describeTxnRequest(id)).(*kmsg.DescribeTransactionsResponse).TransactionStates[0]
 }
 
 // TestServerTransactionCoordinator drives the coordinator's APIs on a
@@ -86,17 +78,12 @@ func TestServerTransactionCoordinator(t *testing.T) {
 	require.Zero(t, init.ProducerEpoch)
 	pid := init.ProducerID
 
-	add := kmsg.NewPtrAddPartitionsToTxnRequest()
-	add.Version, add.TransactionalID, add.ProducerID, add.ProducerEpoch = 3, "tx", pid, 0
-	add.Topics = []kmsg.AddPartitionsToTxnRequestTopic{{Topic: "t", Partitions: []int32{0, 1}}}
-	for _, rt := range h.Do(add).(*kmsg.AddPartitionsToTxnResponse).Topics {
+	for _, rt := range h.Do(addPartitionsRequest("tx", pid, 0, "t", 0, 1)).(*kmsg.AddPartitionsToTxnResponse).Topics {
 		for _, rp := range rt.Partitions {
 			require.Zero(t, rp.ErrorCode, "%s-%d: %v", rt.Topic, rp.Partition, kerr.ErrorForCode(rp.ErrorCode))
 		}
 	}
-	unknown := kmsg.NewPtrAddPartitionsToTxnRequest()
-	unknown.Version, unknown.TransactionalID, unknown.ProducerID, unknown.ProducerEpoch = 3, "tx", pid, 0
-	unknown.Topics = []kmsg.AddPartitionsToTxnRequestTopic{{Topic: "nope", Partitions: []int32{0}}}
+	unknown := addPartitionsRequest("tx", pid, 0, "nope", 0)
 	require.Equal(t, kerr.UnknownTopicOrPartition.Code, h.Do(unknown).(*kmsg.AddPartitionsToTxnResponse).Topics[0].Partitions[0].ErrorCode)
 
 	// v4 (a partition leader's verifyOnly) for an id in and one not.
@@ -111,9 +98,7 @@ func TestServerTransactionCoordinator(t *testing.T) {
 	require.Zero(t, vr.Transactions[0].Topics[0].Partitions[0].ErrorCode)
 	require.Equal(t, kerr.InvalidProducerIDMapping.Code, vr.Transactions[1].Topics[0].Partitions[0].ErrorCode)
 
-	offsets := kmsg.NewPtrAddOffsetsToTxnRequest()
-	offsets.Version, offsets.TransactionalID, offsets.ProducerID, offsets.ProducerEpoch, offsets.Group = 4, "tx", pid, 0, "g"
-	require.Zero(t, h.Do(offsets).(*kmsg.AddOffsetsToTxnResponse).ErrorCode)
+	require.Zero(t, h.Do(addOffsetsRequest("tx", pid, 0, "g")).(*kmsg.AddOffsetsToTxnResponse).ErrorCode)
 
 	d := h.describeTxn("tx")
 	require.Zero(t, d.ErrorCode)
@@ -132,25 +117,20 @@ func TestServerTransactionCoordinator(t *testing.T) {
 	got := h.Produce(broker.TxnStateTopic, 0, "x")
 	require.Equal(t, kerr.InvalidTopicException.Code, got.ErrorCode)
 
-	stale := kmsg.NewPtrEndTxnRequest()
-	stale.Version, stale.TransactionalID, stale.ProducerID, stale.ProducerEpoch, stale.Commit = 5, "tx", pid+1, 0, true
+	stale := endTxnRequest(5, "tx", pid+1, 0, true)
 	require.Equal(t, kerr.InvalidProducerIDMapping.Code, h.Do(stale).(*kmsg.EndTxnResponse).ErrorCode)
 
 	// A wrong epoch is PRODUCER_FENCED, and INVALID_PRODUCER_EPOCH for
 	// clients older than KIP-588 (EndTxn v0-1, AddPartitionsToTxn v0-1).
 	for v, want := range map[int16]int16{1: kerr.InvalidProducerEpoch.Code, 2: kerr.ProducerFenced.Code, 5: kerr.ProducerFenced.Code} { //determinism:unordered independent requests
-		wrong := kmsg.NewPtrEndTxnRequest()
-		wrong.Version, wrong.TransactionalID, wrong.ProducerID, wrong.ProducerEpoch, wrong.Commit = v, "tx", pid, 3, true
+		wrong := endTxnRequest(v, "tx", pid, 3, true)
 		require.Equal(t, want, h.Do(wrong).(*kmsg.EndTxnResponse).ErrorCode, "EndTxn v%d", v)
 	}
-	oldAdd := kmsg.NewPtrAddPartitionsToTxnRequest()
-	oldAdd.Version, oldAdd.TransactionalID, oldAdd.ProducerID, oldAdd.ProducerEpoch = 1, "tx", pid, 3
-	oldAdd.Topics = []kmsg.AddPartitionsToTxnRequestTopic{{Topic: "t", Partitions: []int32{0}}}
+	oldAdd := addPartitionsRequest("tx", pid, 3, "t", 0)
+	oldAdd.Version = 1
 	require.Equal(t, kerr.InvalidProducerEpoch.Code, h.Do(oldAdd).(*kmsg.AddPartitionsToTxnResponse).Topics[0].Partitions[0].ErrorCode)
 
-	end := kmsg.NewPtrEndTxnRequest()
-	end.Version, end.TransactionalID, end.ProducerID, end.ProducerEpoch, end.Commit = 5, "tx", pid, 0, true
-	er := h.Do(end).(*kmsg.EndTxnResponse)
+	er := h.Do(endTxnRequest(5, "tx", pid, 0, true)).(*kmsg.EndTxnResponse)
 	require.Zero(t, er.ErrorCode, "%v", kerr.ErrorForCode(er.ErrorCode))
 	require.Equal(t, int16(1), er.ProducerEpoch, "KIP-890: the epoch bumps at the end")
 
@@ -187,47 +167,13 @@ func TestServerTransactionCoordinator(t *testing.T) {
 // PrepareCommit (or CompleteCommit once markers are served), answers the
 // client's retried EndTxn, and sends the markers again.
 func TestTxnCoordinatorFailoverMidCommit(t *testing.T) {
-	x := servertest.StartCluster(t, 7, 3, func(c *server.Config) {
-		c.Quorum.Controller.MaxReplicationFactor = 3
-		c.BrokerListener.Txns.StatePartitions = 3
-	})
+	x := newSimCluster(t, 7, func(c *server.Config) { c.BrokerListener.Txns.StatePartitions = 3 })
 	x.CreateTopic(1, "t", 2, 3, nil)
-	do := func(node int, req kmsg.Request) kmsg.Response {
-		t.Helper()
-		resp, err := x.Do(node, req)
-		require.NoError(t, err)
-		return resp
-	}
-	find := func(via int) int {
-		t.Helper()
-		var c kmsg.FindCoordinatorResponseCoordinator
-		x.RunUntil("the transaction coordinator", func() bool {
-			req := kmsg.NewPtrFindCoordinatorRequest()
-			req.Version, req.CoordinatorType, req.CoordinatorKeys = 4, 1, []string{"tx"}
-			c = do(via, req).(*kmsg.FindCoordinatorResponse).Coordinators[0]
-			return c.ErrorCode == 0 && x.Servers[c.NodeID-1] != nil
-		})
-		return int(c.NodeID)
-	}
-	retriable := func(code int16) bool {
-		return code == kerr.CoordinatorLoadInProgress.Code || code == kerr.NotCoordinator.Code || code == kerr.CoordinatorNotAvailable.Code
-	}
-	coord := find(1)
-	var init *kmsg.InitProducerIDResponse
-	x.RunUntil("InitProducerId", func() bool {
-		req := kmsg.NewPtrInitProducerIDRequest()
-		req.Version, req.TransactionalID, req.TransactionTimeoutMillis, req.ProducerID, req.ProducerEpoch = 5, kmsg.StringPtr("tx"), 60_000, -1, -1
-		init = do(coord, req).(*kmsg.InitProducerIDResponse)
-		return !retriable(init.ErrorCode)
-	})
-	require.Zero(t, init.ErrorCode, "%v", kerr.ErrorForCode(init.ErrorCode))
-	add := kmsg.NewPtrAddPartitionsToTxnRequest()
-	add.Version, add.TransactionalID, add.ProducerID, add.ProducerEpoch = 3, "tx", init.ProducerID, init.ProducerEpoch
-	add.Topics = []kmsg.AddPartitionsToTxnRequestTopic{{Topic: "t", Partitions: []int32{0, 1}}}
-	require.Zero(t, do(coord, add).(*kmsg.AddPartitionsToTxnResponse).Topics[0].Partitions[0].ErrorCode)
-	end := kmsg.NewPtrEndTxnRequest()
-	end.Version, end.TransactionalID, end.ProducerID, end.ProducerEpoch, end.Commit = 5, "tx", init.ProducerID, init.ProducerEpoch, true
-	er := do(coord, end).(*kmsg.EndTxnResponse)
+	coord := x.txnCoordinator(1, "tx")
+	init := x.initTxn(coord, "tx")
+	x.addPartitions(coord, "tx", init, "t", 0, 1)
+	end := endTxnRequest(5, "tx", init.ProducerID, init.ProducerEpoch, true)
+	er := x.do(coord, end).(*kmsg.EndTxnResponse)
 	require.Zero(t, er.ErrorCode, "%v", kerr.ErrorForCode(er.ErrorCode))
 	require.Equal(t, init.ProducerEpoch+1, er.ProducerEpoch)
 
@@ -236,16 +182,14 @@ func TestTxnCoordinatorFailoverMidCommit(t *testing.T) {
 	if coord == 1 {
 		via = 2
 	}
-	next := find(via)
+	next := x.txnCoordinator(via, "tx")
 	t.Logf("coordinator %d, after the kill %d", coord, next)
 	require.NotEqual(t, coord, next)
 	_, markersServed := broker.APIs().Lookup(kmsg.WriteTxnMarkers.Int16())
 	var st kmsg.DescribeTransactionsResponseTransactionState
 	x.RunUntil("the new coordinator loaded", func() bool {
-		req := kmsg.NewPtrDescribeTransactionsRequest()
-		req.TransactionalIDs = []string{"tx"}
-		st = do(next, req).(*kmsg.DescribeTransactionsResponse).TransactionStates[0]
-		return !retriable(st.ErrorCode) && (!markersServed || st.State == "CompleteCommit")
+		st = x.do(next, describeTxnRequest("tx")).(*kmsg.DescribeTransactionsResponse).TransactionStates[0]
+		return !coordinatorRetriable(st.ErrorCode) && (!markersServed || st.State == "CompleteCommit")
 	})
 	require.Zero(t, st.ErrorCode)
 	require.Equal(t, init.ProducerID, st.ProducerID)
@@ -255,7 +199,7 @@ func TestTxnCoordinatorFailoverMidCommit(t *testing.T) {
 	}
 	// The client's retry of its EndTxn (the epoch it sent): the same
 	// outcome, never another decision.
-	retry := do(next, end).(*kmsg.EndTxnResponse)
+	retry := x.do(next, end).(*kmsg.EndTxnResponse)
 	if markersServed {
 		require.Zero(t, retry.ErrorCode)
 		require.Equal(t, er.ProducerEpoch, retry.ProducerEpoch)
@@ -264,5 +208,5 @@ func TestTxnCoordinatorFailoverMidCommit(t *testing.T) {
 	}
 	abort := *end
 	abort.Commit = false
-	require.Equal(t, kerr.InvalidTxnState.Code, do(next, &abort).(*kmsg.EndTxnResponse).ErrorCode)
+	require.Equal(t, kerr.InvalidTxnState.Code, x.do(next, &abort).(*kmsg.EndTxnResponse).ErrorCode)
 }

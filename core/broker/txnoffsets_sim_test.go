@@ -53,9 +53,7 @@ func (h *simServer) txnOffsetCommitAt(version int16, id, group string, pid int64
 }
 
 func (h *simServer) endTxn(id string, pid int64, epoch int16, commit bool) *kmsg.EndTxnResponse {
-	end := kmsg.NewPtrEndTxnRequest()
-	end.Version, end.TransactionalID, end.ProducerID, end.ProducerEpoch, end.Commit = 5, id, pid, epoch, commit
-	return h.Do(end).(*kmsg.EndTxnResponse)
+	return h.Do(endTxnRequest(5, id, pid, epoch, commit)).(*kmsg.EndTxnResponse)
 }
 
 func offsetsOf(g kmsg.OffsetFetchResponseGroup) (offsets []int64, codes []int16) {
@@ -76,16 +74,12 @@ func offsetsOf(g kmsg.OffsetFetchResponseGroup) (offsets []int64, codes []int16)
 func TestServerTxnOffsetCommit(t *testing.T) {
 	h := newSimServer(t, nil)
 	h.CreateTopic("t", 2, nil)
-	h.findTxnCoordinator("tx")
+	init := h.newProducer("tx")
 	h.groupCoordinatorReady("g")
-	init := h.initTxn("tx", 60_000)
-	require.Zero(t, init.ErrorCode)
 	pid, epoch := init.ProducerID, init.ProducerEpoch
 
 	addOffsets := func(epoch int16) {
-		req := kmsg.NewPtrAddOffsetsToTxnRequest()
-		req.Version, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Group = 4, "tx", pid, epoch, "g"
-		require.Zero(t, h.Do(req).(*kmsg.AddOffsetsToTxnResponse).ErrorCode)
+		require.Zero(t, h.Do(addOffsetsRequest("tx", pid, epoch, "g")).(*kmsg.AddOffsetsToTxnResponse).ErrorCode)
 	}
 	waitComplete := func(state string) {
 		h.RunUntil("the markers written", func() bool { return h.describeTxn("tx").State == state })

@@ -1,7 +1,6 @@
 package broker_test
 
 import (
-	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,33 +15,25 @@ import (
 	"github.com/strata-log/strata/core/metrics"
 	"github.com/strata-log/strata/core/record"
 	"github.com/strata-log/strata/core/server"
-	"github.com/strata-log/strata/sim/servertest"
 )
 
 // verifiedProduce sends a transactional batch of id's producer to
 // topic-partition at Produce version and returns the partition's answer.
 func verifiedProduce(t *testing.T, do func(kmsg.Request) kmsg.Response, batch []byte, id, topic string, partition int32, version int16) kmsg.ProduceResponseTopicPartition {
 	t.Helper()
-	req := servertest.ProduceRequest(topic, partition, batch)
-	req.Version, req.TransactionID = version, kmsg.StringPtr(id)
-	return do(req).(*kmsg.ProduceResponse).Topics[0].Partitions[0]
+	return do(txnProduceRequest(version, id, topic, partition, batch)).(*kmsg.ProduceResponse).Topics[0].Partitions[0]
 }
 
 func (h *simServer) addPartitions(id string, pid int64, epoch int16, topic string, partitions ...int32) {
 	h.T.Helper()
-	add := kmsg.NewPtrAddPartitionsToTxnRequest()
-	add.Version, add.TransactionalID, add.ProducerID, add.ProducerEpoch = 3, id, pid, epoch
-	add.Topics = []kmsg.AddPartitionsToTxnRequestTopic{{Topic: topic, Partitions: partitions}}
-	for _, rp := range h.Do(add).(*kmsg.AddPartitionsToTxnResponse).Topics[0].Partitions {
+	for _, rp := range h.Do(addPartitionsRequest(id, pid, epoch, topic, partitions...)).(*kmsg.AddPartitionsToTxnResponse).Topics[0].Partitions {
 		require.Zero(h.T, rp.ErrorCode, "%s-%d: %v", topic, rp.Partition, kerr.ErrorForCode(rp.ErrorCode))
 	}
 }
 
 func (h *simServer) endTxnAt(version int16, id string, pid int64, epoch int16, commit bool) *kmsg.EndTxnResponse {
 	h.T.Helper()
-	end := kmsg.NewPtrEndTxnRequest()
-	end.Version, end.TransactionalID, end.ProducerID, end.ProducerEpoch, end.Commit = version, id, pid, epoch, commit
-	er := h.Do(end).(*kmsg.EndTxnResponse)
+	er := h.Do(endTxnRequest(version, id, pid, epoch, commit)).(*kmsg.EndTxnResponse)
 	require.Zero(h.T, er.ErrorCode, "%v", kerr.ErrorForCode(er.ErrorCode))
 	return er
 }
@@ -62,27 +53,22 @@ func TestProduceVerification(t *testing.T) {
 		n, _ := h.Metrics.Value(metrics.Requests, "AddPartitionsToTxn")
 		return n
 	}
-	txnBatch := func(pid int64, epoch int16, seq int32, values ...string) []byte {
-		return h.Batch([]record.BuilderOption{record.WithProducer(pid, epoch, seq), record.WithTransactional()}, values...)
-	}
 
 	// No __transaction_state yet: the coordinator cannot be asked, a
 	// retriable error, nothing appended.
-	got := verifiedProduce(t, do, txnBatch(7, 0, 0, "early"), "v", "t", 0, 9)
+	got := verifiedProduce(t, do, h.txnBatch(7, 0, 0, "early"), "v", "t", 0, 9)
 	require.Equal(t, kerr.NotEnoughReplicas.Code, got.ErrorCode, "%v", kerr.ErrorForCode(got.ErrorCode))
 	require.Contains(t, *got.ErrorMessage, "COORDINATOR_NOT_AVAILABLE")
 	require.Equal(t, int64(0), h.listOffset("t", 0, -1))
 
-	h.findTxnCoordinator("v")
-	init := h.initTxn("v", 60_000)
-	require.Zero(t, init.ErrorCode)
+	init := h.newProducer("v")
 	pid, epoch := init.ProducerID, init.ProducerEpoch
 
 	// Not added: INVALID_TXN_STATE before Produce v11, TRANSACTION_ABORTABLE
 	// from v11 (KIP-890's new code); nothing appended.
-	got = verifiedProduce(t, do, txnBatch(pid, epoch, 0, "stray"), "v", "t", 0, 9)
+	got = verifiedProduce(t, do, h.txnBatch(pid, epoch, 0, "stray"), "v", "t", 0, 9)
 	require.Equal(t, kerr.InvalidTxnState.Code, got.ErrorCode, "%v", kerr.ErrorForCode(got.ErrorCode))
-	got = verifiedProduce(t, do, txnBatch(pid, epoch, 0, "stray"), "v", "t", 0, 11)
+	got = verifiedProduce(t, do, h.txnBatch(pid, epoch, 0, "stray"), "v", "t", 0, 11)
 	require.Equal(t, kerr.TransactionAbortable.Code, got.ErrorCode, "%v", kerr.ErrorForCode(got.ErrorCode))
 	require.Equal(t, int64(0), h.listOffset("t", 0, -1))
 	failures, _ := h.Metrics.Value(metrics.TxnVerificationFailures)
@@ -92,20 +78,19 @@ func TestProduceVerification(t *testing.T) {
 	// later batches on the partition are not verified again.
 	h.addPartitions("v", pid, epoch, "t", 0)
 	before := verifyRequests()
-	got = verifiedProduce(t, do, txnBatch(pid, epoch, 0, "a", "b"), "v", "t", 0, 9)
+	got = verifiedProduce(t, do, h.txnBatch(pid, epoch, 0, "a", "b"), "v", "t", 0, 9)
 	require.Zero(t, got.ErrorCode, "%v", kerr.ErrorForCode(got.ErrorCode))
 	require.Equal(t, before+1, verifyRequests(), "the first batch is verified")
 	for seq := int32(2); seq < 6; seq++ {
-		got = verifiedProduce(t, do, txnBatch(pid, epoch, seq, "c"), "v", "t", 0, 9)
+		got = verifiedProduce(t, do, h.txnBatch(pid, epoch, seq, "c"), "v", "t", 0, 9)
 		require.Zero(t, got.ErrorCode, "%v", kerr.ErrorForCode(got.ErrorCode))
 	}
 	require.Equal(t, before+1, verifyRequests(), "later batches are not")
 
 	// The other partition was not added: refused, in a request whose
 	// added partition is appended.
-	req := servertest.ProduceRequest("t", 1, txnBatch(pid, epoch, 0, "stray"))
-	req.TransactionID = kmsg.StringPtr("v")
-	req.Topics[0].Partitions = append(req.Topics[0].Partitions, kmsg.ProduceRequestTopicPartition{Partition: 0, Records: txnBatch(pid, epoch, 6, "d")})
+	req := txnProduceRequest(9, "v", "t", 1, h.txnBatch(pid, epoch, 0, "stray"))
+	req.Topics[0].Partitions = append(req.Topics[0].Partitions, kmsg.ProduceRequestTopicPartition{Partition: 0, Records: h.txnBatch(pid, epoch, 6, "d")})
 	parts := h.Do(req).(*kmsg.ProduceResponse).Topics[0].Partitions
 	require.Equal(t, kerr.InvalidTxnState.Code, parts[0].ErrorCode, "t-1: %v", kerr.ErrorForCode(parts[0].ErrorCode))
 	require.Zero(t, parts[1].ErrorCode, "t-0: %v", kerr.ErrorForCode(parts[1].ErrorCode))
@@ -116,25 +101,23 @@ func TestProduceVerification(t *testing.T) {
 	er := h.endTxnAt(5, "v", pid, epoch, true)
 	h.RunUntil("the markers written", func() bool { return h.describeTxn("v").State == "CompleteCommit" })
 	end0 := h.listOffset("t", 0, -1)
-	got = verifiedProduce(t, do, txnBatch(pid, epoch, 7, "late"), "v", "t", 0, 9)
+	got = verifiedProduce(t, do, h.txnBatch(pid, epoch, 7, "late"), "v", "t", 0, 9)
 	require.Equal(t, kerr.InvalidProducerEpoch.Code, got.ErrorCode, "%v", kerr.ErrorForCode(got.ErrorCode))
 	// The new epoch may not write either before it adds the partition.
-	got = verifiedProduce(t, do, txnBatch(pid, er.ProducerEpoch, 0, "next"), "v", "t", 0, 9)
+	got = verifiedProduce(t, do, h.txnBatch(pid, er.ProducerEpoch, 0, "next"), "v", "t", 0, 9)
 	require.Equal(t, kerr.InvalidTxnState.Code, got.ErrorCode, "%v", kerr.ErrorForCode(got.ErrorCode))
 	require.Equal(t, end0, h.listOffset("t", 0, -1))
 
 	// Transactions v1 (EndTxn v4, no bump): the epoch stays, so it is the
 	// coordinator that refuses the finished transaction's late batch.
-	h.findTxnCoordinator("w")
-	w := h.initTxn("w", 60_000)
-	require.Zero(t, w.ErrorCode)
+	w := h.newProducer("w")
 	h.addPartitions("w", w.ProducerID, w.ProducerEpoch, "t", 1)
-	got = verifiedProduce(t, do, txnBatch(w.ProducerID, w.ProducerEpoch, 0, "w0"), "w", "t", 1, 9)
+	got = verifiedProduce(t, do, h.txnBatch(w.ProducerID, w.ProducerEpoch, 0, "w0"), "w", "t", 1, 9)
 	require.Zero(t, got.ErrorCode, "%v", kerr.ErrorForCode(got.ErrorCode))
 	h.endTxnAt(4, "w", w.ProducerID, w.ProducerEpoch, false)
 	h.RunUntil("the markers written", func() bool { return h.describeTxn("w").State == "CompleteAbort" })
 	end1 := h.listOffset("t", 1, -1)
-	got = verifiedProduce(t, do, txnBatch(w.ProducerID, w.ProducerEpoch, 1, "w1"), "w", "t", 1, 9)
+	got = verifiedProduce(t, do, h.txnBatch(w.ProducerID, w.ProducerEpoch, 1, "w1"), "w", "t", 1, 9)
 	require.Equal(t, kerr.InvalidTxnState.Code, got.ErrorCode, "%v", kerr.ErrorForCode(got.ErrorCode))
 	require.Equal(t, end1, h.listOffset("t", 1, -1))
 	p, values := fetchCommittedAt(h, 11, "t", 0)
@@ -142,7 +125,7 @@ func TestProduceVerification(t *testing.T) {
 	require.Equal(t, []string{"a", "b", "c", "c", "c", "c", "d"}, values, "v's committed transaction, nothing refused")
 
 	// A transactional id the coordinator does not know.
-	got = verifiedProduce(t, do, txnBatch(pid+100, 0, 0, "x"), "nobody", "t", 1, 9)
+	got = verifiedProduce(t, do, h.txnBatch(pid+100, 0, 0, "x"), "nobody", "t", 1, 9)
 	require.Equal(t, kerr.InvalidProducerIDMapping.Code, got.ErrorCode, "%v", kerr.ErrorForCode(got.ErrorCode))
 }
 
@@ -153,44 +136,11 @@ func TestProduceVerification(t *testing.T) {
 // is killed and another broker coordinates the id (from the replicated
 // __transaction_state) the same batch is verified and appended.
 func TestProduceVerificationCoordinatorDown(t *testing.T) {
-	x := servertest.StartCluster(t, 21, 3, func(c *server.Config) {
-		c.Quorum.Controller.MaxReplicationFactor = 3
-		c.BrokerListener.Txns.StatePartitions = 1
-	})
+	x := newSimCluster(t, 21, func(c *server.Config) { c.BrokerListener.Txns.StatePartitions = 1 })
 	x.CreateTopic(1, "t", 3, 1, nil) // one replica: the cuts below touch only the verification
-	do := func(node int, req kmsg.Request) kmsg.Response {
-		t.Helper()
-		resp, err := x.Do(node, req)
-		require.NoError(t, err)
-		return resp
-	}
-	retriable := func(code int16) bool {
-		return code == kerr.CoordinatorLoadInProgress.Code || code == kerr.NotCoordinator.Code || code == kerr.CoordinatorNotAvailable.Code
-	}
-	find := func(via int) int {
-		t.Helper()
-		var c kmsg.FindCoordinatorResponseCoordinator
-		x.RunUntil("the transaction coordinator", func() bool {
-			req := kmsg.NewPtrFindCoordinatorRequest()
-			req.Version, req.CoordinatorType, req.CoordinatorKeys = 4, 1, []string{"tx"}
-			c = do(via, req).(*kmsg.FindCoordinatorResponse).Coordinators[0]
-			return c.ErrorCode == 0 && x.Servers[c.NodeID-1] != nil
-		})
-		return int(c.NodeID)
-	}
-	coord := find(1)
-	var init *kmsg.InitProducerIDResponse
-	x.RunUntil("InitProducerId", func() bool {
-		req := kmsg.NewPtrInitProducerIDRequest()
-		req.Version, req.TransactionalID, req.TransactionTimeoutMillis, req.ProducerID, req.ProducerEpoch = 5, kmsg.StringPtr("tx"), 60_000, -1, -1
-		init = do(coord, req).(*kmsg.InitProducerIDResponse)
-		return !retriable(init.ErrorCode)
-	})
-	require.Zero(t, init.ErrorCode, "%v", kerr.ErrorForCode(init.ErrorCode))
-	add := kmsg.NewPtrAddPartitionsToTxnRequest()
-	add.Version, add.TransactionalID, add.ProducerID, add.ProducerEpoch = 3, "tx", init.ProducerID, init.ProducerEpoch
-	add.Topics = []kmsg.AddPartitionsToTxnRequestTopic{{Topic: "t", Partitions: []int32{0, 1, 2}}}
-	require.Zero(t, do(coord, add).(*kmsg.AddPartitionsToTxnResponse).Topics[0].Partitions[0].ErrorCode)
+	coord := x.txnCoordinator(1, "tx")
+	init := x.initTxn(coord, "tx")
+	x.addPartitions(coord, "tx", init, "t", 0, 1, 2)
 	// The coordinator as every broker's image has it (the leadership of
 	// __transaction_state may have moved since the requests above; the
 	// added partition went with its replicated records).
@@ -209,14 +159,7 @@ func TestProduceVerificationCoordinatorDown(t *testing.T) {
 	})
 
 	// A partition led by another broker than the coordinator.
-	partition, leader := int32(-1), 0
-	for p := int32(0); p < 3; p++ {
-		if l := x.LeaderOf("t", p); l != coord {
-			partition, leader = p, l
-			break
-		}
-	}
-	require.GreaterOrEqual(t, partition, int32(0), "every partition led by the coordinator")
+	partition, leader := x.partitionNotLedBy(coord, "t", 3)
 	b := record.NewBuilder(record.WithProducer(init.ProducerID, init.ProducerEpoch, 0), record.WithTransactional())
 	b.Append(x.ClientEnv().Now().UnixMilli(), nil, []byte("v0"))
 	batch, err := b.AppendTo(nil)
@@ -224,7 +167,7 @@ func TestProduceVerificationCoordinatorDown(t *testing.T) {
 	send := func() kmsg.ProduceResponseTopicPartition {
 		t.Helper()
 		// The payload is written in place by an append: send a copy.
-		return verifiedProduce(t, func(r kmsg.Request) kmsg.Response { return do(leader, r) }, append([]byte(nil), batch...), "tx", "t", partition, 9)
+		return verifiedProduce(t, func(r kmsg.Request) kmsg.Response { return x.do(leader, r) }, append([]byte(nil), batch...), "tx", "t", partition, 9)
 	}
 
 	// Cut the leader off the coordinator: the question cannot be asked.
@@ -246,7 +189,7 @@ func TestProduceVerificationCoordinatorDown(t *testing.T) {
 	})
 	require.Zero(t, got.BaseOffset)
 	require.Equal(t, int64(1), x.Partition(leader, "t", partition).LogEndOffset())
-	require.NotEqual(t, coord, find(leader))
+	require.NotEqual(t, coord, x.txnCoordinator(leader, "tx"))
 }
 
 // TestTxnOffsetCommitVerification: the group coordinator verifies a
@@ -256,10 +199,8 @@ func TestProduceVerificationCoordinatorDown(t *testing.T) {
 func TestTxnOffsetCommitVerification(t *testing.T) {
 	h := newSimServer(t, nil)
 	h.CreateTopic("t", 2, nil)
-	h.findTxnCoordinator("tx")
+	init := h.newProducer("tx")
 	h.groupCoordinatorReady("g")
-	init := h.initTxn("tx", 60_000)
-	require.Zero(t, init.ErrorCode)
 	pid, epoch := init.ProducerID, init.ProducerEpoch
 
 	// The producer never added the group's offsets partition:
@@ -272,9 +213,7 @@ func TestTxnOffsetCommitVerification(t *testing.T) {
 	_, codes := offsetsOf(h.fetchOffsets("g", true))
 	require.Equal(t, []int16{0, 0}, codes, "nothing pending")
 
-	add := kmsg.NewPtrAddOffsetsToTxnRequest()
-	add.Version, add.TransactionalID, add.ProducerID, add.ProducerEpoch, add.Group = 4, "tx", pid, epoch, "g"
-	require.Zero(t, h.Do(add).(*kmsg.AddOffsetsToTxnResponse).ErrorCode)
+	require.Zero(t, h.Do(addOffsetsRequest("tx", pid, epoch, "g")).(*kmsg.AddOffsetsToTxnResponse).ErrorCode)
 	require.Equal(t, []int16{0, 0}, h.txnOffsetCommit("tx", "g", pid, epoch, 5, 7))
 	require.Equal(t, []int16{0, 0}, h.txnOffsetCommit("tx", "g", pid, epoch, 6, 8), "the transaction is ongoing there: no second verification")
 	require.Zero(t, h.endTxn("tx", pid, epoch, true).ErrorCode)
@@ -333,22 +272,17 @@ func TestImplicitAdds(t *testing.T) {
 	require.Equal(t, int16(2), finalizedTxnVersion(h))
 	h.CreateTopic("t", 2, nil)
 	do := func(r kmsg.Request) kmsg.Response { return h.Do(r) }
-	txnBatch := func(pid int64, epoch int16, seq int32, values ...string) []byte {
-		return h.Batch([]record.BuilderOption{record.WithProducer(pid, epoch, seq), record.WithTransactional()}, values...)
-	}
-	h.findTxnCoordinator("i")
+	init := h.newProducer("i")
 	h.groupCoordinatorReady("g")
-	init := h.initTxn("i", 60_000)
-	require.Zero(t, init.ErrorCode)
 	pid, epoch := init.ProducerID, init.ProducerEpoch
 
 	// Produce v11 does not add: verified, and refused.
-	got := verifiedProduce(t, do, txnBatch(pid, epoch, 0, "v11"), "i", "t", 1, 11)
+	got := verifiedProduce(t, do, h.txnBatch(pid, epoch, 0, "v11"), "i", "t", 1, 11)
 	require.Equal(t, kerr.TransactionAbortable.Code, got.ErrorCode, "%v", kerr.ErrorForCode(got.ErrorCode))
 	require.Equal(t, int64(0), h.listOffset("t", 1, -1))
 
 	// Produce v12 adds t-0, TxnOffsetCommit v5 the group's partition.
-	got = verifiedProduce(t, do, txnBatch(pid, epoch, 0, "a", "b"), "i", "t", 0, 12)
+	got = verifiedProduce(t, do, h.txnBatch(pid, epoch, 0, "a", "b"), "i", "t", 0, 12)
 	require.Zero(t, got.ErrorCode, "%v", kerr.ErrorForCode(got.ErrorCode))
 	require.Equal(t, "Ongoing", h.describeTxn("i").State)
 	require.Equal(t, []string{"t-0"}, txnPartitionsOf(h, "i"))
@@ -374,12 +308,12 @@ func TestImplicitAdds(t *testing.T) {
 	// A late batch of the finished transaction, on a partition it never
 	// wrote: its epoch is fenced, not added to a transaction of its own.
 	end1 := h.listOffset("t", 1, -1)
-	got = verifiedProduce(t, do, txnBatch(pid, epoch, 0, "late"), "i", "t", 1, 12)
+	got = verifiedProduce(t, do, h.txnBatch(pid, epoch, 0, "late"), "i", "t", 1, 12)
 	require.Equal(t, kerr.InvalidProducerEpoch.Code, got.ErrorCode, "%v", kerr.ErrorForCode(got.ErrorCode))
 	require.Equal(t, end1, h.listOffset("t", 1, -1))
 	require.Equal(t, "CompleteCommit", h.describeTxn("i").State, "no transaction opened")
 	// The bumped epoch's next transaction starts with its first produce.
-	got = verifiedProduce(t, do, txnBatch(pid, er.ProducerEpoch, 0, "next"), "i", "t", 1, 12)
+	got = verifiedProduce(t, do, h.txnBatch(pid, er.ProducerEpoch, 0, "next"), "i", "t", 1, 12)
 	require.Zero(t, got.ErrorCode, "%v", kerr.ErrorForCode(got.ErrorCode))
 	require.Equal(t, []string{"t-1"}, txnPartitionsOf(h, "i"))
 
@@ -389,10 +323,10 @@ func TestImplicitAdds(t *testing.T) {
 	// its way to t-1. It must not join that transaction: aborted, it is
 	// not read.
 	ep := er.ProducerEpoch
-	got = verifiedProduce(t, do, txnBatch(pid, ep, 1, "committed"), "i", "t", 1, 12)
+	got = verifiedProduce(t, do, h.txnBatch(pid, ep, 1, "committed"), "i", "t", 1, 12)
 	require.Zero(t, got.ErrorCode, "%v", kerr.ErrorForCode(got.ErrorCode))
 	er = h.endTxnAt(5, "i", pid, ep, true)
-	got = verifiedProduce(t, do, txnBatch(pid, er.ProducerEpoch, 0, "aborted"), "i", "t", 1, 12)
+	got = verifiedProduce(t, do, h.txnBatch(pid, er.ProducerEpoch, 0, "aborted"), "i", "t", 1, 12)
 	require.Zero(t, got.ErrorCode, "%v", kerr.ErrorForCode(got.ErrorCode))
 	h.endTxnAt(5, "i", pid, er.ProducerEpoch, false)
 	h.RunUntil("the abort written", func() bool { return h.describeTxn("i").State == "CompleteAbort" })
@@ -405,11 +339,8 @@ func TestImplicitAdds(t *testing.T) {
 	h1 := newSimServer(t, nil)
 	require.Equal(t, int16(1), finalizedTxnVersion(h1))
 	h1.CreateTopic("t", 1, nil)
-	h1.findTxnCoordinator("j")
-	j := h1.initTxn("j", 60_000)
-	require.Zero(t, j.ErrorCode)
-	got = verifiedProduce(t, func(r kmsg.Request) kmsg.Response { return h1.Do(r) },
-		h1.Batch([]record.BuilderOption{record.WithProducer(j.ProducerID, j.ProducerEpoch, 0), record.WithTransactional()}, "x"), "j", "t", 0, 12)
+	j := h1.newProducer("j")
+	got = verifiedProduce(t, func(r kmsg.Request) kmsg.Response { return h1.Do(r) }, h1.txnBatch(j.ProducerID, j.ProducerEpoch, 0, "x"), "j", "t", 0, 12)
 	require.Equal(t, kerr.TransactionAbortable.Code, got.ErrorCode, "%v", kerr.ErrorForCode(got.ErrorCode))
 	require.Equal(t, int64(0), h1.listOffset("t", 0, -1))
 
@@ -419,11 +350,8 @@ func TestImplicitAdds(t *testing.T) {
 		c.BrokerListener.Txns.NoPartitionVerification, c.BrokerListener.Txns.TransactionVersion = true, 2
 	})
 	h2.CreateTopic("t", 1, nil)
-	h2.findTxnCoordinator("k")
-	k := h2.initTxn("k", 60_000)
-	require.Zero(t, k.ErrorCode)
-	got = verifiedProduce(t, func(r kmsg.Request) kmsg.Response { return h2.Do(r) },
-		h2.Batch([]record.BuilderOption{record.WithProducer(k.ProducerID, k.ProducerEpoch, 0), record.WithTransactional()}, "y"), "k", "t", 0, 12)
+	k := h2.newProducer("k")
+	got = verifiedProduce(t, func(r kmsg.Request) kmsg.Response { return h2.Do(r) }, h2.txnBatch(k.ProducerID, k.ProducerEpoch, 0, "y"), "k", "t", 0, 12)
 	require.Zero(t, got.ErrorCode, "%v", kerr.ErrorForCode(got.ErrorCode))
 	require.Equal(t, []string{"t-0"}, txnPartitionsOf(h2, "k"))
 }
@@ -440,20 +368,13 @@ func TestImplicitAdds(t *testing.T) {
 // batch skipped verification, went into the open transaction and was
 // committed with it.)
 func TestImplicitAddRacesTheMarker(t *testing.T) {
-	x := servertest.StartCluster(t, 23, 3, func(c *server.Config) {
-		c.Quorum.Controller.MaxReplicationFactor = 3
+	x := newSimCluster(t, 23, func(c *server.Config) {
 		// One replica of everything: the clog below holds no
 		// replication, only the coordinator's requests and answers.
 		c.BrokerListener.Txns.StatePartitions, c.BrokerListener.Txns.StateReplicationFactor = 1, 1
 		c.BrokerListener.Txns.TransactionVersion = 2
 	})
 	x.CreateTopic(1, "t", 3, 1, nil)
-	do := func(node int, req kmsg.Request) kmsg.Response {
-		t.Helper()
-		resp, err := x.Do(node, req)
-		require.NoError(t, err)
-		return resp
-	}
 	coordOf := func() int {
 		ti, ok := x.Servers[0].Image().TopicByName(broker.TxnStateTopic)
 		if !ok {
@@ -463,29 +384,14 @@ func TestImplicitAddRacesTheMarker(t *testing.T) {
 		return int(p.Leader)
 	}
 	x.RunUntil("a transaction coordinator", func() bool {
-		req := kmsg.NewPtrFindCoordinatorRequest() // creates __transaction_state
-		req.Version, req.CoordinatorType, req.CoordinatorKeys = 4, 1, []string{"race"}
-		found := do(1, req).(*kmsg.FindCoordinatorResponse).Coordinators[0]
+		found := x.do(1, txnCoordinatorRequest("race")).(*kmsg.FindCoordinatorResponse).Coordinators[0] // creates __transaction_state
 		c := coordOf()
 		return found.ErrorCode == 0 && c > 0 && x.LeaderOf(broker.TxnStateTopic, 0) == c &&
 			x.Servers[1].Image() != nil && x.Servers[2].Image() != nil
 	})
 	coord := coordOf()
-	var init *kmsg.InitProducerIDResponse
-	x.RunUntil("InitProducerId", func() bool {
-		req := kmsg.NewPtrInitProducerIDRequest()
-		req.Version, req.TransactionalID, req.TransactionTimeoutMillis, req.ProducerID, req.ProducerEpoch = 5, kmsg.StringPtr("race"), 60_000, -1, -1
-		init = do(coord, req).(*kmsg.InitProducerIDResponse)
-		return init.ErrorCode == 0
-	})
-	partition, leader := int32(-1), 0
-	for p := int32(0); p < 3; p++ {
-		if l := x.LeaderOf("t", p); l != coord {
-			partition, leader = p, l
-			break
-		}
-	}
-	require.GreaterOrEqual(t, partition, int32(0), "every partition led by the coordinator")
+	init := x.initTxn(coord, "race")
+	partition, leader := x.partitionNotLedBy(coord, "t", 3)
 	batch := func(epoch int16, seq int32, v string) []byte {
 		b := record.NewBuilder(record.WithProducer(init.ProducerID, epoch, seq), record.WithTransactional())
 		b.Append(x.ClientEnv().Now().UnixMilli(), nil, []byte(v))
@@ -498,23 +404,19 @@ func TestImplicitAddRacesTheMarker(t *testing.T) {
 	produce := func(epoch int16, seq int32, v string) {
 		t.Helper()
 		x.RunUntil("produced "+v, func() bool {
-			got := verifiedProduce(t, func(r kmsg.Request) kmsg.Response { return do(leader, r) }, batch(epoch, seq, v), "race", "t", partition, 12)
+			got := verifiedProduce(t, func(r kmsg.Request) kmsg.Response { return x.do(leader, r) }, batch(epoch, seq, v), "race", "t", partition, 12)
 			require.True(t, got.ErrorCode == 0 || got.ErrorCode == kerr.NotEnoughReplicas.Code, "%v", kerr.ErrorForCode(got.ErrorCode))
 			return got.ErrorCode == 0
 		})
 	}
 	end := func(epoch int16, commit bool) int16 {
 		t.Helper()
-		req := kmsg.NewPtrEndTxnRequest()
-		req.Version, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit = 5, "race", init.ProducerID, epoch, commit
-		er := do(coord, req).(*kmsg.EndTxnResponse)
+		er := x.do(coord, endTxnRequest(5, "race", init.ProducerID, epoch, commit)).(*kmsg.EndTxnResponse)
 		require.Zero(t, er.ErrorCode, "%v", kerr.ErrorForCode(er.ErrorCode))
 		return er.ProducerEpoch
 	}
 	state := func() string {
-		req := kmsg.NewPtrDescribeTransactionsRequest()
-		req.TransactionalIDs = []string{"race"}
-		return do(coord, req).(*kmsg.DescribeTransactionsResponse).TransactionStates[0].State
+		return x.do(coord, describeTxnRequest("race")).(*kmsg.DescribeTransactionsResponse).TransactionStates[0].State
 	}
 
 	produce(init.ProducerEpoch, 0, "first")
@@ -529,12 +431,10 @@ func TestImplicitAddRacesTheMarker(t *testing.T) {
 	end(next, false)
 	x.RunUntil("the second transaction aborted", func() bool { return state() == "CompleteAbort" })
 
-	req := kmsg.NewPtrFetchRequest()
-	req.Version, req.MaxWaitMillis, req.MinBytes, req.MaxBytes, req.IsolationLevel, req.SessionEpoch = 11, 0, 1, 1<<20, 1, -1
-	req.Topics = []kmsg.FetchRequestTopic{{Topic: "t", Partitions: []kmsg.FetchRequestTopicPartition{{Partition: partition, FetchOffset: 0, PartitionMaxBytes: 1 << 20, CurrentLeaderEpoch: -1, LogStartOffset: -1}}}}
+	req := readCommittedRequest(11, "t", partition, 0)
 	var values []string
 	x.RunUntil("the partition's last stable offset past the abort", func() bool {
-		p := do(leader, req).(*kmsg.FetchResponse).Topics[0].Partitions[0]
+		p := x.do(leader, req).(*kmsg.FetchResponse).Topics[0].Partitions[0]
 		require.Zero(t, p.ErrorCode)
 		values = committedValues(t, p)
 		return p.LastStableOffset == p.HighWatermark && p.HighWatermark >= 4
@@ -552,9 +452,7 @@ func TestImplicitAddRacesTheMarker(t *testing.T) {
 func TestImplicitAddAskedOnce(t *testing.T) {
 	h := newSimServer(t, func(c *server.Config) { c.BrokerListener.Txns.TransactionVersion = 2 })
 	h.CreateTopic("t", 1, nil)
-	h.findTxnCoordinator("once")
-	init := h.initTxn("once", 60_000)
-	require.Zero(t, init.ErrorCode)
+	init := h.newProducer("once")
 	asks := func() float64 {
 		n, _ := h.Metrics.Value(metrics.Requests, "AddPartitionsToTxn")
 		return n
@@ -563,8 +461,7 @@ func TestImplicitAddAskedOnce(t *testing.T) {
 	codes := make([]int16, 3)
 	answered := 0
 	for seq := int32(0); seq < 3; seq++ {
-		req := servertest.ProduceRequest("t", 0, h.Batch([]record.BuilderOption{record.WithProducer(init.ProducerID, init.ProducerEpoch, seq), record.WithTransactional()}, "v"+strconv.Itoa(int(seq))))
-		req.Version, req.TransactionID = 12, kmsg.StringPtr("once")
+		req := txnProduceRequest(12, "once", "t", 0, h.txnBatch(init.ProducerID, init.ProducerEpoch, seq, "v"+strconv.Itoa(int(seq))))
 		h.Send(req, func(r kmsg.Response, err error) {
 			require.NoError(t, err)
 			codes[seq] = r.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode
@@ -595,33 +492,18 @@ func TestImplicitAddAskedOnce(t *testing.T) {
 func TestPipelinedProduceKeepsOrderPastVerification(t *testing.T) {
 	h := newSimServer(t, nil)
 	h.CreateTopic("t", 2, nil)
-	h.findTxnCoordinator("etl")
-	init := h.initTxn("etl", 60_000)
-	require.Zero(t, init.ErrorCode)
+	init := h.newProducer("etl")
 	pid, epoch := init.ProducerID, init.ProducerEpoch
-	txnBatch := func(seq int32, values ...string) []byte {
-		return h.Batch([]record.BuilderOption{record.WithProducer(pid, epoch, seq), record.WithTransactional()}, values...)
-	}
+	txnBatch := func(seq int32, values ...string) []byte { return h.txnBatch(pid, epoch, seq, values...) }
 	h.addPartitions("etl", pid, epoch, "t", 0)
 	got := verifiedProduce(t, func(r kmsg.Request) kmsg.Response { return h.Do(r) }, txnBatch(0, "a"), "etl", "t", 0, 9)
 	require.Zero(t, got.ErrorCode, "%v", kerr.ErrorForCode(got.ErrorCode))
 
 	h.addPartitions("etl", pid, epoch, "t", 1)
-	req2 := servertest.ProduceRequest("t", 0, txnBatch(1, "b"))
-	req2.Version, req2.TransactionID = 9, kmsg.StringPtr("etl")
+	req2 := txnProduceRequest(9, "etl", "t", 0, txnBatch(1, "b"))
 	req2.Topics[0].Partitions = append(req2.Topics[0].Partitions, kmsg.ProduceRequestTopicPartition{Partition: 1, Records: txnBatch(0, "x")})
-	req3 := servertest.ProduceRequest("t", 0, txnBatch(2, "c"))
-	req3.Version, req3.TransactionID = 9, kmsg.StringPtr("etl")
-	var answers []string // "request partition: code", in the order answered
-	for i, req := range []*kmsg.ProduceRequest{req2, req3} {
-		h.Send(req, func(r kmsg.Response, err error) {
-			require.NoError(t, err)
-			for _, p := range r.(*kmsg.ProduceResponse).Topics[0].Partitions {
-				answers = append(answers, fmt.Sprintf("request %d t-%d: %v", i+2, p.Partition, kerr.ErrorForCode(p.ErrorCode)))
-			}
-		})
-	}
-	h.RunUntil("both produces answered", func() bool { return len(answers) == 3 })
+	req3 := txnProduceRequest(9, "etl", "t", 0, txnBatch(2, "c"))
+	answers := h.sendPipelined(2, req2, req3)
 	require.Equal(t, []string{"request 2 t-0: <nil>", "request 2 t-1: <nil>", "request 3 t-0: <nil>"}, answers)
 
 	h.endTxnAt(3, "etl", pid, epoch, true)
@@ -645,27 +527,14 @@ func TestPipelinedProduceKeepsOrderPastVerification(t *testing.T) {
 func TestImplicitAddWaitsForItsOwnAsk(t *testing.T) {
 	h := newSimServer(t, func(c *server.Config) { c.BrokerListener.Txns.TransactionVersion = 2 })
 	h.CreateTopic("t", 2, nil)
-	h.findTxnCoordinator("own")
-	init := h.initTxn("own", 60_000)
-	require.Zero(t, init.ErrorCode)
+	init := h.newProducer("own")
 	txnBatch := func(seq int32, values ...string) []byte {
-		return h.Batch([]record.BuilderOption{record.WithProducer(init.ProducerID, init.ProducerEpoch, seq), record.WithTransactional()}, values...)
+		return h.txnBatch(init.ProducerID, init.ProducerEpoch, seq, values...)
 	}
-	req1 := servertest.ProduceRequest("t", 0, txnBatch(0, "a"))
-	req1.Version, req1.TransactionID = 12, kmsg.StringPtr("own")
-	req2 := servertest.ProduceRequest("t", 0, txnBatch(1, "b"))
-	req2.Version, req2.TransactionID = 12, kmsg.StringPtr("own")
+	req1 := txnProduceRequest(12, "own", "t", 0, txnBatch(0, "a"))
+	req2 := txnProduceRequest(12, "own", "t", 0, txnBatch(1, "b"))
 	req2.Topics[0].Partitions = append(req2.Topics[0].Partitions, kmsg.ProduceRequestTopicPartition{Partition: 1, Records: txnBatch(0, "x")})
-	var answers []string
-	for i, req := range []*kmsg.ProduceRequest{req1, req2} {
-		h.Send(req, func(r kmsg.Response, err error) {
-			require.NoError(t, err)
-			for _, p := range r.(*kmsg.ProduceResponse).Topics[0].Partitions {
-				answers = append(answers, fmt.Sprintf("request %d t-%d: %v", i+1, p.Partition, kerr.ErrorForCode(p.ErrorCode)))
-			}
-		})
-	}
-	h.RunUntil("both produces answered", func() bool { return len(answers) == 3 })
+	answers := h.sendPipelined(1, req1, req2)
 	require.Equal(t, []string{"request 1 t-0: <nil>", "request 2 t-0: <nil>", "request 2 t-1: <nil>"}, answers)
 	require.Equal(t, []string{"t-0", "t-1"}, txnPartitionsOf(h, "own"), "both partitions added before their batches were appended")
 
