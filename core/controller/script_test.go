@@ -10,6 +10,7 @@ import (
 	"github.com/cockroachdb/datadriven"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-log/strata/core/internal/coretest"
 	"github.com/strata-log/strata/core/meta"
 )
 
@@ -36,13 +37,8 @@ import (
 //	become-leader
 //	image [spec]
 func TestScripts(t *testing.T) {
-	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
-		if !strings.HasSuffix(path, ".txt") {
-			return // rapid's failure files live under testdata/rapid
-		}
-		s := &script{}
-		datadriven.RunTest(t, path, s.run)
-	})
+	// rapid's failure files live under testdata/rapid.
+	coretest.RunScripts(t, "*.txt", func(*testing.T) coretest.Commands { return (&script{}).run })
 }
 
 type script struct {

@@ -503,6 +503,14 @@ func (m *Member) fail(err error) {
 	}
 	m.err = err
 	m.log.Error("kraft member stopped", "err", err)
+	m.stopWork()
+	m.markUnmarkedFailure()
+}
+
+// stopWork stops what a stopped member no longer does, on failure or
+// shutdown: its tick timer stops, its controller resigns (answering what
+// it still holds) and its network closes.
+func (m *Member) stopWork() {
 	if m.timer != nil {
 		m.timer.Stop()
 		m.timer = nil
@@ -512,7 +520,6 @@ func (m *Member) fail(err error) {
 		m.handleControllerReady(m.ctrl.Ready())
 	}
 	m.net.close()
-	m.markUnmarkedFailure()
 }
 
 // markRetryInterval is how often a stopped member retries creating its
@@ -628,14 +635,6 @@ func (m *Member) shutdown() {
 	m.closed = true
 	m.closing = true
 	m.log.Info("kraft member closed")
-	if m.timer != nil {
-		m.timer.Stop()
-		m.timer = nil
-	}
-	if m.ctrl.IsLeader() {
-		m.ctrl.Resign()
-		m.handleControllerReady(m.ctrl.Ready())
-	}
-	m.net.close()
+	m.stopWork()
 	m.journal.close()
 }

@@ -2,6 +2,7 @@ package kraft
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -177,7 +178,7 @@ func openMetaLog(e env.Env, cfg Config, logger *slog.Logger) (*metaLog, *meta.Im
 	}
 	slices.SortFunc(ids, func(a, b quorum.SnapshotID) int {
 		if a.EndOffset != b.EndOffset {
-			return cmpInt64(a.EndOffset, b.EndOffset)
+			return cmp.Compare(a.EndOffset, b.EndOffset)
 		}
 		return int(a.Epoch) - int(b.Epoch)
 	})
@@ -275,16 +276,6 @@ func openMetaLog(e env.Env, cfg Config, logger *slog.Logger) (*metaLog, *meta.Im
 		}
 	}
 	return j, img, nil
-}
-
-func cmpInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // readLog reads every batch of core/log from its log start offset.

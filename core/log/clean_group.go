@@ -315,25 +315,13 @@ func (l *Log) cleanBatch(r *cleanRound, g *cleanGroup, b record.Batch, last bool
 		if !hasHorizon {
 			horizon = r.nowMs + l.cfg.DeleteRetention.Milliseconds()
 		}
-		if r.minHorizon == record.NoTimestamp || horizon < r.minHorizon {
-			r.minHorizon = horizon
-		}
+		r.minHorizon = minHorizon(r.minHorizon, horizon)
 	}
 	if removed == 0 && (tombstones == 0 || hasHorizon) {
 		return l.writeCleaned(g, b.Bytes())
 	}
 	// Rebuild the batch from the records it keeps.
-	opts := []record.BuilderOption{
-		record.WithBaseOffset(b.BaseOffset()),
-		record.WithPartitionLeaderEpoch(b.PartitionLeaderEpoch()),
-		record.WithCompression(b.Codec()),
-		record.WithProducer(b.ProducerID(), b.ProducerEpoch(), b.BaseSequence()),
-		record.WithLastOffsetDelta(b.LastOffsetDelta()),
-		record.WithCompressor(c.comp),
-	}
-	if a.TimestampType() == record.LogAppendTime {
-		opts = append(opts, record.WithLogAppendTime(b.MaxTimestamp()))
-	}
+	opts := c.rebuildOptions(b)
 	if tombstones > 0 || hasHorizon {
 		opts = append(opts, record.WithDeleteHorizon(horizon))
 	}
@@ -531,6 +519,24 @@ func (l *Log) swapIn(g *cleanGroup) error {
 	l.segs = segs
 	l.enforceBudget(nil)
 	return nil
+}
+
+// rebuildOptions are the options that rebuild batch b from the records
+// the cleaner keeps: b's offsets, leader epoch, codec, producer and
+// timestamp type, compressed with the cleaner's compressor, then extra.
+func (c *cleanState) rebuildOptions(b record.Batch, extra ...record.BuilderOption) []record.BuilderOption {
+	opts := []record.BuilderOption{
+		record.WithBaseOffset(b.BaseOffset()),
+		record.WithPartitionLeaderEpoch(b.PartitionLeaderEpoch()),
+		record.WithCompression(b.Codec()),
+		record.WithProducer(b.ProducerID(), b.ProducerEpoch(), b.BaseSequence()),
+		record.WithLastOffsetDelta(b.LastOffsetDelta()),
+		record.WithCompressor(c.comp),
+	}
+	if b.Attributes().TimestampType() == record.LogAppendTime {
+		opts = append(opts, record.WithLogAppendTime(b.MaxTimestamp()))
+	}
+	return append(opts, extra...)
 }
 
 // copyRecord appends a record read from a stored batch to bl as it is

@@ -158,19 +158,7 @@ func (l *Log) cleanTxnBatch(g *cleanGroup, b record.Batch, v txnVerdict, horizon
 	default:
 		return l.writeCleaned(g, b.Bytes())
 	}
-	a := b.Attributes()
-	opts := []record.BuilderOption{
-		record.WithBaseOffset(b.BaseOffset()),
-		record.WithPartitionLeaderEpoch(b.PartitionLeaderEpoch()),
-		record.WithCompression(b.Codec()),
-		record.WithProducer(b.ProducerID(), b.ProducerEpoch(), b.BaseSequence()),
-		record.WithLastOffsetDelta(b.LastOffsetDelta()),
-		record.WithCompressor(c.comp),
-		record.WithTransactional(),
-	}
-	if a.TimestampType() == record.LogAppendTime {
-		opts = append(opts, record.WithLogAppendTime(b.MaxTimestamp()))
-	}
+	opts := c.rebuildOptions(b, record.WithTransactional())
 	bl := c.builder
 	if v == txnHorizon {
 		opts = append(opts, record.WithControl(), record.WithDeleteHorizon(horizon))

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/strata-log/strata/core/env"
+	"github.com/strata-log/strata/core/internal/coretest"
 	"github.com/strata-log/strata/core/log"
 	"github.com/strata-log/strata/core/record"
 	"github.com/strata-log/strata/sim"
@@ -35,11 +36,7 @@ func corruptionRig(t *testing.T) (*rig, []storedBatch) {
 func flipStored(t *testing.T, r *rig, name string, pos int64) {
 	f, err := r.Env.Disk().Open(name, false)
 	require.NoError(t, err)
-	b := make([]byte, 1)
-	_, err = f.ReadAt(b, pos)
-	require.NoError(t, err)
-	b[0] ^= 0x04
-	require.NoError(t, f.WriteAt(b, pos))
+	coretest.FlipBits(t, f, pos, 0x04)
 	require.NoError(t, r.Wait(f.Sync))
 	require.NoError(t, f.Close())
 }

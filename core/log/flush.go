@@ -292,27 +292,20 @@ func (l *Log) cycleSettle(c *flushCycle) {
 		ck := l.newCheckpoint(l.LogEndOffset())
 		ck.txnIndexEnd = min(ck.txnIndexEnd, txnClaim)
 		epochVersion := l.epochs.version
-		c.tmps = nil
-		c.begin(func() {
-			if err := l.installTmps(c); err != nil {
-				_ = l.fail(err)
+		l.beginInstall(c, func() {
+			l.fl.parentDirs = nil
+			l.fl.checkpointed = ck
+			l.fl.epochVersionWritten = epochVersion
+			l.fl.durableOffset = max(l.fl.durableOffset, ck.recoveryPoint)
+			l.epochs.prune(ck.logStartOffset)
+			if l.writeHint(); l.failed != nil {
 				return
 			}
-			l.syncDirsThen(c, func() {
-				l.fl.parentDirs = nil
-				l.fl.checkpointed = ck
-				l.fl.epochVersionWritten = epochVersion
-				l.fl.durableOffset = max(l.fl.durableOffset, ck.recoveryPoint)
-				l.epochs.prune(ck.logStartOffset)
-				if l.writeHint(); l.failed != nil {
-					return
-				}
-				if len(l.fl.markers) > 0 {
-					l.settleMarkers(c)
-					return
-				}
-				l.settled(c)
-			})
+			if len(l.fl.markers) > 0 {
+				l.settleMarkers(c)
+				return
+			}
+			l.settled(c)
 		})
 		// The epoch checkpoint goes in place first when the recovery
 		// point rises (the new one relies on it), last when it falls
@@ -538,6 +531,20 @@ func (l *Log) syncDirsThen(c *flushCycle, then func()) {
 	})
 	l.syncDirs(c)
 	l.end(c)
+}
+
+// beginInstall starts the next step of c: it renames the temp files
+// written meanwhile into place (failing the log when one cannot be),
+// syncs the directories (syncDirsThen) and then runs then.
+func (l *Log) beginInstall(c *flushCycle, then func()) {
+	c.tmps = nil
+	c.begin(func() {
+		if err := l.installTmps(c); err != nil {
+			_ = l.fail(err)
+			return
+		}
+		l.syncDirsThen(c, then)
+	})
 }
 
 // syncDirs issues SyncDir for the log directory and any parent Open

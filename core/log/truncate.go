@@ -148,29 +148,22 @@ func (l *Log) cycleTruncate(c *flushCycle) {
 	} else {
 		epochs.truncateFromEnd(t.end)
 	}
-	c.tmps = nil
-	c.begin(func() {
-		if err := l.installTmps(c); err != nil {
+	l.beginInstall(c, func() {
+		l.fl.checkpointed = ck
+		l.epochs.prune(ck.logStartOffset)
+		var err error
+		if t.full {
+			err = l.startOver(t.to)
+		} else {
+			err = l.applyTruncate(t.to)
+		}
+		if err != nil {
 			_ = l.fail(err)
 			return
 		}
-		l.syncDirsThen(c, func() {
-			l.fl.checkpointed = ck
-			l.epochs.prune(ck.logStartOffset)
-			var err error
-			if t.full {
-				err = l.startOver(t.to)
-			} else {
-				err = l.applyTruncate(t.to)
-			}
-			if err != nil {
-				_ = l.fail(err)
-				return
-			}
-			assert.That(l.LogEndOffset() == t.end, "truncation planned to end at %d, ended at %d", t.end, l.LogEndOffset())
-			c.truncation = t
-			l.cycleSync(c)
-		})
+		assert.That(l.LogEndOffset() == t.end, "truncation planned to end at %d, ended at %d", t.end, l.LogEndOffset())
+		c.truncation = t
+		l.cycleSync(c)
 	})
 	// The lowered recovery point goes in place first: until it is, the old
 	// epoch checkpoint must stay, since it vouches for epochs below the old

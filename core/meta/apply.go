@@ -52,12 +52,7 @@ func (d *Delta) applyBrokers(img *Image, h *hasher) {
 }
 
 func (d *Delta) applyTopics(img *Image, h *hasher) {
-	ids := make([]UUID, 0, len(d.topics))
-	for id := range d.topics {
-		ids = append(ids, id)
-	}
-	slices.SortFunc(ids, compareUUID)
-	for _, id := range ids {
+	for _, id := range slices.SortedFunc(maps.Keys(d.topics), compareUUID) {
 		td := d.topics[id]
 		old, hadOld := d.base.topics.get(id)
 		if hadOld && (td.removed || td.base == nil) {
@@ -120,12 +115,7 @@ func (td *topicDelta) build() *TopicImage {
 }
 
 func (d *Delta) applyConfigs(img *Image, h *hasher) {
-	resources := make([]ConfigResource, 0, len(d.configs))
-	for r := range d.configs {
-		resources = append(resources, r)
-	}
-	slices.SortFunc(resources, compareConfigResource)
-	for _, r := range resources {
+	for _, r := range slices.SortedFunc(maps.Keys(d.configs), compareConfigResource) {
 		cd := d.configs[r]
 		var entries []ConfigEntry
 		if old, ok := d.base.configs.get(r); ok {

@@ -1,6 +1,7 @@
 package meta
 
 import (
+	"cmp"
 	"fmt"
 	"iter"
 	"strings"
@@ -53,7 +54,7 @@ type Image struct {
 func Empty() *Image {
 	return &Image{
 		position: EmptyPosition,
-		brokers:  newPmap[int32, *BrokerRegistration](compareInt32),
+		brokers:  newPmap[int32, *BrokerRegistration](cmp.Compare[int32]),
 		topics:   newPmap[UUID, *TopicImage](compareUUID),
 		names:    newPmap[string, UUID](strings.Compare),
 		configs:  newPmap[ConfigResource, *configImage](compareConfigResource),
@@ -168,14 +169,4 @@ func (img *Image) ProducerIDs() ProducerIDs { return img.producerIDs }
 func (img *Image) String() string {
 	return fmt.Sprintf("Image{at %v: %d brokers, %d topics, %d partitions, %d config resources, %d features}",
 		img.position, img.brokers.len(), img.topics.len(), img.partitions, img.configs.len(), img.features.len())
-}
-
-func compareInt32(a, b int32) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

@@ -1,6 +1,7 @@
 package meta
 
 import (
+	"cmp"
 	"maps"
 	"slices"
 	"testing"
@@ -26,7 +27,7 @@ func checkAVL(t require.TestingT, n *pnode[int32, int], lo, hi int64) int8 {
 // earlier version is unchanged by later updates.
 func TestPmapModel(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		m := newPmap[int32, int](compareInt32)
+		m := newPmap[int32, int](cmp.Compare[int32])
 		model := map[int32]int{}
 		type version struct {
 			m     pmap[int32, int]
@@ -66,7 +67,7 @@ func TestPmapModel(t *testing.T) {
 
 // TestPmapSharing: an update copies O(log n) nodes and shares the rest.
 func TestPmapSharing(t *testing.T) {
-	m := newPmap[int32, int](compareInt32)
+	m := newPmap[int32, int](cmp.Compare[int32])
 	for i := range int32(1024) {
 		m = m.set(i, int(i))
 	}
@@ -99,7 +100,7 @@ func TestPmapSharing(t *testing.T) {
 }
 
 func TestPmapEarlyStop(t *testing.T) {
-	m := newPmap[int32, int](compareInt32)
+	m := newPmap[int32, int](cmp.Compare[int32])
 	for i := range int32(100) {
 		m = m.set(i, 0)
 	}

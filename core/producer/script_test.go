@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/strata-log/strata/core/internal/coretest"
 	"github.com/strata-log/strata/core/producer"
 	"github.com/strata-log/strata/core/record"
 )
@@ -51,13 +52,8 @@ import (
 //	restart [now=MS]            encode a snapshot, decode it and restore the
 //	                            state from it, as a broker restart would
 func TestScripts(t *testing.T) {
-	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
-		if !strings.HasSuffix(path, ".txt") {
-			return // fuzz corpora live under testdata/fuzz
-		}
-		s := &script{}
-		datadriven.RunTest(t, path, s.run)
-	})
+	// Fuzz corpora live under testdata/fuzz.
+	coretest.RunScripts(t, "*.txt", func(*testing.T) coretest.Commands { return (&script{}).run })
 }
 
 type script struct {

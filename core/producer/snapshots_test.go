@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/strata-log/strata/core/env"
+	"github.com/strata-log/strata/core/internal/coretest"
 	"github.com/strata-log/strata/core/producer"
 	"github.com/strata-log/strata/sim"
 	"github.com/strata-log/strata/sim/simtest"
@@ -175,11 +176,7 @@ func TestLoadPicksTheNewestSnapshotAtOrBelow(t *testing.T) {
 func corruptFile(t tb, e env.Env, name string, at int64) {
 	f, err := e.Disk().Open(name, false)
 	require.NoError(t, err)
-	b := make([]byte, 1)
-	_, err = f.ReadAt(b, at)
-	require.NoError(t, err)
-	b[0] ^= 0x04
-	require.NoError(t, f.WriteAt(b, at))
+	coretest.FlipBits(t, f, at, 0x04)
 	require.NoError(t, f.Close())
 }
 

@@ -2,6 +2,7 @@ package producer
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"time"
@@ -82,12 +83,7 @@ func (s *State) Producers() []Producer {
 
 // ids returns the producer ids, sorted.
 func (s *State) ids() []int64 {
-	ids := make([]int64, 0, len(s.producers))
-	for id := range s.producers {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	return ids
+	return slices.Sorted(maps.Keys(s.producers))
 }
 
 // BatchInfo is what Check and Appended need of a producer's batch.

@@ -2,7 +2,6 @@ package quorum
 
 import (
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -10,6 +9,8 @@ import (
 	"time"
 
 	"github.com/cockroachdb/datadriven"
+
+	"github.com/strata-log/strata/core/internal/coretest"
 )
 
 // TestInteraction runs the scripts in testdata: small clusters driven step
@@ -47,12 +48,10 @@ import (
 // Storage completes instantly unless held; every message is printed as it is
 // delivered, and after it what the receiver did (role changes, applies).
 func TestInteraction(t *testing.T) {
-	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
-		if strings.HasPrefix(path, filepath.Join("testdata", "fuzz")) {
-			return // the fuzz targets' corpora, not scripts
-		}
+	// The fuzz targets' corpora under testdata/fuzz are not scripts.
+	coretest.RunScripts(t, "*.txt", func(*testing.T) coretest.Commands {
 		h := &interaction{nodes: map[NodeID]*testNode{}, cut: map[[2]NodeID]bool{}, held: map[NodeID]bool{}}
-		datadriven.RunTest(t, path, h.run)
+		return h.run
 	})
 }
 

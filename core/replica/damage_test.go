@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-log/strata/core/internal/coretest"
 	"github.com/strata-log/strata/core/log"
 	"github.com/strata-log/strata/core/meta"
 	"github.com/strata-log/strata/sim"
@@ -41,17 +42,14 @@ import (
 //
 // Every command prints the AlterPartition requests broker 1 sent meanwhile.
 func TestDamageScripts(t *testing.T) {
-	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
-		if !strings.Contains(path, "damage_") {
-			return
-		}
+	coretest.RunScripts(t, "damage_*.txt", func(t *testing.T) coretest.Commands {
 		ds := &damageScript{}
 		ds.r = newAlterRig(t, 21, func(req *kmsg.AlterPartitionRequest, done func(kmsg.Response, error)) {
 			ds.sent = append(ds.sent, req)
 			ds.pending = append(ds.pending, pendingAlter{req, done})
 		})
 		ds.r.Proc.Disk().DeclareSurvivable(func(n string) bool { return strings.HasSuffix(n, ".log") })
-		datadriven.RunTest(t, path, ds.run)
+		return ds.run
 	})
 }
 
@@ -241,11 +239,7 @@ func (ds *damageScript) flip(t *testing.T, offset int64, header bool) {
 	}
 	f, err := ds.r.Env.Disk().Open(res.File.Name(), false)
 	require.NoError(t, err)
-	b := make([]byte, 1)
-	_, err = f.ReadAt(b, pos)
-	require.NoError(t, err)
-	b[0] ^= 0x40
-	require.NoError(t, f.WriteAt(b, pos))
+	coretest.FlipBits(t, f, pos, 0x40)
 	require.NoError(t, f.Close())
 }
 

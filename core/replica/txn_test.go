@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/strata-log/strata/core/internal/coretest"
 	"github.com/strata-log/strata/core/log"
 	"github.com/strata-log/strata/core/meta"
 	"github.com/strata-log/strata/core/producer"
@@ -37,14 +38,11 @@ import (
 //	restart                                    kill the process, start it, wait for the
 //	                                           partition (recovery rebuilds the state)
 func TestTransactionScripts(t *testing.T) {
-	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
-		if !strings.Contains(path, "txn_") {
-			return
-		}
+	coretest.RunScripts(t, "txn_*.txt", func(t *testing.T) coretest.Commands {
 		r := newRig(t, 13)
 		r.createTopic("tx", topicID(13), 1, nil)
 		p := r.online("tx", 0)
-		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
+		return func(t *testing.T, d *datadriven.TestData) string {
 			switch d.Cmd {
 			case "produce":
 				return txnProduce(t, r, p, d)
@@ -71,7 +69,7 @@ func TestTransactionScripts(t *testing.T) {
 			}
 			d.Fatalf(t, "unknown command %q", d.Cmd)
 			return ""
-		})
+		}
 	})
 }
 
