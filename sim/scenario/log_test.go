@@ -2,10 +2,13 @@ package scenario
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/strata-log/strata/sim"
 )
 
 // logRegressionSeeds are log seeds that once failed, pinned before their
@@ -224,19 +227,32 @@ func TestLogNoFaultsDeliversEverything(t *testing.T) {
 	}
 }
 
+// firstFailure runs seeds from..to with run until one fails, requires
+// that its failure names one of wants, logs it and returns the seed; 0 if
+// every run passed.
+func firstFailure(t *testing.T, from, to uint64, run func(seed uint64) sim.Summary, wants ...string) uint64 {
+	t.Helper()
+	for seed := from; seed <= to; seed++ {
+		sum := run(seed)
+		if sum.Err == nil {
+			continue
+		}
+		require.True(t, slices.ContainsFunc(wants, func(w string) bool { return strings.Contains(sum.Err.Error(), w) }),
+			"seed %d failed for another reason than %v: %v", seed, wants, sum.Err)
+		t.Logf("seed %d: %v", seed, sum.Err)
+		return seed
+	}
+	return 0
+}
+
 // logBugFails runs seeds from..to with bugs planted and returns the first
 // seed whose run fails with an error containing want, or 0.
 func logBugFails(t *testing.T, shape logShape, bugs logBugs, from, to uint64, want string) uint64 {
 	t.Helper()
-	for seed := from; seed <= to; seed++ {
+	return firstFailure(t, from, to, func(seed uint64) sim.Summary {
 		sum, _ := runLog(Options{Seed: seed}, shape, bugs)
-		if sum.Err != nil {
-			require.Contains(t, sum.Err.Error(), want, "seed %d failed for another reason", seed)
-			t.Logf("seed %d: %v", seed, sum.Err)
-			return seed
-		}
-	}
-	return 0
+		return sum
+	}, want)
 }
 
 // TestLogDurabilityCatchesPageCacheMode creates the topics in Kafka's
