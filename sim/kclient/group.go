@@ -555,16 +555,75 @@ func decodeAssignment(b []byte) []TopicPartition {
 	if len(b) == 0 || a.ReadFrom(b) != nil {
 		return nil
 	}
+	return assignmentPartitions(a)
+}
+
+// assignmentPartitions lists a ConsumerMemberAssignment's partitions,
+// sorted.
+func assignmentPartitions(a kmsg.ConsumerMemberAssignment) []TopicPartition {
 	var parts []TopicPartition
 	for _, t := range a.Topics {
 		for _, p := range t.Partitions {
 			parts = append(parts, TopicPartition{t.Topic, p})
 		}
 	}
+	sortPartitions(parts)
+	return parts
+}
+
+// sortPartitions sorts parts by topic, then partition.
+func sortPartitions(parts []TopicPartition) {
 	slices.SortFunc(parts, func(x, y TopicPartition) int {
 		return cmp.Or(strings.Compare(x.Topic, y.Topic), cmp.Compare(x.Partition, y.Partition))
 	})
-	return parts
+}
+
+// subscription is a group member's JoinGroup metadata as the assignors
+// read it: its topics, and the partitions it owned in generation gen (-1
+// before version 2 of the metadata).
+type subscription struct {
+	id     string
+	topics []string
+	owned  []TopicPartition
+	gen    int32
+}
+
+// subscriptions decodes the members' metadata, sorted by member id; a
+// member whose metadata does not decode is left out (it gets nothing).
+func subscriptions(members []kmsg.JoinGroupResponseMember) []subscription {
+	var subs []subscription
+	for _, m := range members {
+		var meta kmsg.ConsumerMemberMetadata
+		if err := meta.ReadFrom(m.ProtocolMetadata); err != nil {
+			continue
+		}
+		s := subscription{id: m.MemberID, topics: meta.Topics, gen: -1}
+		if meta.Version >= 2 {
+			s.gen = meta.Generation
+		}
+		for _, op := range meta.OwnedPartitions {
+			for _, p := range op.Partitions {
+				s.owned = append(s.owned, TopicPartition{op.Topic, p})
+			}
+		}
+		subs = append(subs, s)
+	}
+	slices.SortFunc(subs, func(a, b subscription) int { return strings.Compare(a.id, b.id) })
+	return subs
+}
+
+// subscribedTopics is the sorted union of the members' topics.
+func subscribedTopics(subs []subscription) []string {
+	var topics []string
+	for _, s := range subs {
+		for _, t := range s.topics {
+			if !slices.Contains(topics, t) {
+				topics = append(topics, t)
+			}
+		}
+	}
+	slices.Sort(topics)
+	return topics
 }
 
 // leaderMetadataWait is how long a leader waits between looks at the
@@ -575,30 +634,9 @@ const leaderMetadataWait = 50 * time.Millisecond
 // members subscribing to it sorted by member id, each a contiguous range
 // of the partitions, the first ones one more when they do not divide.
 func (gm *GroupMember) assign(members []kmsg.JoinGroupResponseMember) []kmsg.SyncGroupRequestGroupAssignment {
-	type sub struct {
-		id     string
-		topics []string
-	}
-	var subs []sub
-	for _, m := range members {
-		var meta kmsg.ConsumerMemberMetadata
-		if err := meta.ReadFrom(m.ProtocolMetadata); err != nil {
-			continue // it gets nothing
-		}
-		subs = append(subs, sub{m.MemberID, meta.Topics})
-	}
-	slices.SortFunc(subs, func(a, b sub) int { return strings.Compare(a.id, b.id) })
+	subs := subscriptions(members)
 	got := make([]kmsg.ConsumerMemberAssignment, len(subs))
-	var topics []string
-	for _, s := range subs {
-		for _, t := range s.topics {
-			if !slices.Contains(topics, t) {
-				topics = append(topics, t)
-			}
-		}
-	}
-	slices.Sort(topics)
-	for _, t := range topics {
+	for _, t := range subscribedTopics(subs) {
 		tm, ok := gm.c.Topic(t)
 		if !ok {
 			continue
@@ -669,15 +707,7 @@ func (gm *GroupMember) sync(plan []kmsg.SyncGroupRequestGroupAssignment) {
 				return
 			}
 		}
-		var parts []TopicPartition
-		for _, t := range a.Topics {
-			for _, p := range t.Partitions {
-				parts = append(parts, TopicPartition{t.Topic, p})
-			}
-		}
-		slices.SortFunc(parts, func(x, y TopicPartition) int {
-			return cmp.Or(strings.Compare(x.Topic, y.Topic), cmp.Compare(x.Partition, y.Partition))
-		})
+		parts := assignmentPartitions(a)
 		gm.event(GroupEvent{Kind: Assigned, Generation: gen, Partitions: parts})
 		if !gm.cfg.Cooperative {
 			gm.assigned = parts

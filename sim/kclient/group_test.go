@@ -54,11 +54,11 @@ func TestGroupMembersSplitConsumeAndHandOver(t *testing.T) {
 			cl := newCluster(t, 3, kclient.Config{})
 			cl.createTopic(kclient.TopicSpec{Name: "t", Partitions: 4, ReplicationFactor: 1})
 			l := newLog()
-			p := kclient.NewProducer(cl.client, kclient.ProducerConfig{Acks: -1, Idempotent: true, Values: value, OnEvent: l.onProduce(t)})
+			p := cl.idempotentProducer(l)
 			for i := 0; i < 40; i++ {
 				p.Produce("t", int32(i%4), 2)
 			}
-			cl.until(10*time.Second, "acks", func() bool { return p.Pending() == 0 })
+			cl.awaitAcks(p)
 			a, b := cl.member("a", "", cooperative, l), cl.member("b", "", cooperative, l)
 			cl.until(20*time.Second, "both stable with two partitions each", func() bool {
 				return a.gm != nil && b.gm != nil && a.gm.Stable() && b.gm.Stable() &&

@@ -77,6 +77,18 @@ func (cl *cluster) until(limit time.Duration, what string, cond func() bool) {
 	}
 }
 
+// idempotentProducer is an idempotent acks=all producer on the client
+// whose events l records.
+func (cl *cluster) idempotentProducer(l *log) *kclient.Producer {
+	return kclient.NewProducer(cl.client, kclient.ProducerConfig{Acks: -1, Idempotent: true, Values: value, OnEvent: l.onProduce(cl.t)})
+}
+
+// awaitAcks runs until p has no batch pending.
+func (cl *cluster) awaitAcks(p *kclient.Producer) {
+	cl.t.Helper()
+	cl.until(10*time.Second, "acks", func() bool { return p.Pending() == 0 })
+}
+
 func (cl *cluster) createTopic(spec kclient.TopicSpec) {
 	cl.t.Helper()
 	cl.until(10*time.Second, "three brokers", func() bool {
@@ -179,7 +191,7 @@ func TestIdempotentProduceAndConsume(t *testing.T) {
 			for i := 0; i < 30; i++ {
 				p.Produce("t", int32(i%3), 1+i%4)
 			}
-			cl.until(10*time.Second, "acks", func() bool { return p.Pending() == 0 })
+			cl.awaitAcks(p)
 			kclient.NewConsumer(cl.client, kclient.ConsumerConfig{Topics: []string{"t"}, OnFetch: l.onFetch(t)})
 			cl.until(10*time.Second, "reads", func() bool { return len(l.read) == len(l.acked) })
 			require.Equal(t, l.acked, l.read)
@@ -210,7 +222,7 @@ func TestPlainProducersAndSessions(t *testing.T) {
 					p.Produce("t", int32(i%2), 3)
 					cl.run(20 * time.Millisecond)
 				}
-				cl.until(10*time.Second, "acks", func() bool { return p.Pending() == 0 })
+				cl.awaitAcks(p)
 				cl.until(10*time.Second, "reads", func() bool { return len(l.read) == 60 })
 				if acks == 0 {
 					require.Equal(t, 60, fired)
@@ -229,12 +241,12 @@ func TestOldVersions(t *testing.T) {
 	}})
 	cl.createTopic(kclient.TopicSpec{Name: "t", Partitions: 2, ReplicationFactor: 1})
 	l := newLog()
-	p := kclient.NewProducer(cl.client, kclient.ProducerConfig{Acks: -1, Idempotent: true, Values: value, OnEvent: l.onProduce(t)})
+	p := cl.idempotentProducer(l)
 	kclient.NewConsumer(cl.client, kclient.ConsumerConfig{Topics: []string{"t"}, Sessions: true, OnFetch: l.onFetch(t)})
 	for i := 0; i < 10; i++ {
 		p.Produce("t", int32(i%2), 2)
 	}
-	cl.until(10*time.Second, "acks", func() bool { return p.Pending() == 0 })
+	cl.awaitAcks(p)
 	cl.until(10*time.Second, "reads", func() bool { return len(l.read) == 20 })
 	require.Equal(t, l.acked, l.read)
 }
@@ -330,13 +342,13 @@ func TestIdempotentProducerBumpsEpochOnSequenceGap(t *testing.T) {
 	cl := newCluster(t, 5, kclient.Config{})
 	cl.createTopic(kclient.TopicSpec{Name: "t", Partitions: 1, ReplicationFactor: 1})
 	l := newLog()
-	p := kclient.NewProducer(cl.client, kclient.ProducerConfig{Acks: -1, Idempotent: true, Values: value, OnEvent: l.onProduce(t)})
+	p := cl.idempotentProducer(l)
 	p.Produce("t", 0, 3)
-	cl.until(10*time.Second, "acks", func() bool { return p.Pending() == 0 })
+	cl.awaitAcks(p)
 	pid, epoch := p.ProducerID()
 	require.Equal(t, int16(0), cl.rogueWrite("t", 0, pid, epoch, 3, "zombie"))
 	p.Produce("t", 0, 2)
-	cl.until(10*time.Second, "acks", func() bool { return p.Pending() == 0 })
+	cl.awaitAcks(p)
 	_, epoch = p.ProducerID()
 	require.Equal(t, int16(1), epoch)
 	require.Equal(t, 1, p.Stats().EpochBumps)
@@ -364,13 +376,13 @@ func TestIdempotentProducerFencedGetsNewID(t *testing.T) {
 	cl := newCluster(t, 6, kclient.Config{})
 	cl.createTopic(kclient.TopicSpec{Name: "t", Partitions: 1, ReplicationFactor: 1})
 	l := newLog()
-	p := kclient.NewProducer(cl.client, kclient.ProducerConfig{Acks: -1, Idempotent: true, Values: value, OnEvent: l.onProduce(t)})
+	p := cl.idempotentProducer(l)
 	p.Produce("t", 0, 1)
-	cl.until(10*time.Second, "acks", func() bool { return p.Pending() == 0 })
+	cl.awaitAcks(p)
 	pid, _ := p.ProducerID()
 	require.Equal(t, int16(0), cl.rogueWrite("t", 0, pid, 7, 0, "zombie"))
 	p.Produce("t", 0, 1)
-	cl.until(10*time.Second, "acks", func() bool { return p.Pending() == 0 })
+	cl.awaitAcks(p)
 	newPID, epoch := p.ProducerID()
 	require.NotEqual(t, pid, newPID)
 	require.Equal(t, int16(0), epoch)
@@ -387,12 +399,12 @@ func TestTimedOutBatchIsRetriedOnce(t *testing.T) {
 	cl.createTopic(kclient.TopicSpec{Name: "t", Partitions: 1, ReplicationFactor: 1})
 	leader, _, _ := cl.client.Leader("t", 0)
 	l := newLog()
-	p := kclient.NewProducer(cl.client, kclient.ProducerConfig{Acks: -1, Idempotent: true, Values: value, OnEvent: l.onProduce(t)})
+	p := cl.idempotentProducer(l)
 	p.Produce("t", 0, 1)
-	cl.until(10*time.Second, "acks", func() bool { return p.Pending() == 0 })
+	cl.awaitAcks(p)
 	cl.s.Network().ClogLink("client", fmt.Sprintf("n%d", leader), 2500*time.Millisecond)
 	p.Produce("t", 0, 3)
-	cl.until(10*time.Second, "acks", func() bool { return p.Pending() == 0 })
+	cl.awaitAcks(p)
 	var kinds []string
 	for _, ev := range l.events {
 		if ev.Batch.Number == 2 {

@@ -1,9 +1,7 @@
 package kclient
 
 import (
-	"cmp"
 	"slices"
-	"strings"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -31,44 +29,12 @@ func (gm *GroupMember) assignSticky(members []kmsg.JoinGroupResponseMember) []km
 		member     int
 		generation int32
 	}
-	type sub struct {
-		id     string
-		topics []string
-		owned  []TopicPartition
-		gen    int32
-	}
-	var subs []sub
-	for _, m := range members {
-		var meta kmsg.ConsumerMemberMetadata
-		if err := meta.ReadFrom(m.ProtocolMetadata); err != nil {
-			continue
-		}
-		s := sub{id: m.MemberID, topics: meta.Topics, gen: -1}
-		if meta.Version >= 2 {
-			s.gen = meta.Generation
-		}
-		for _, op := range meta.OwnedPartitions {
-			for _, p := range op.Partitions {
-				s.owned = append(s.owned, TopicPartition{op.Topic, p})
-			}
-		}
-		subs = append(subs, s)
-	}
-	slices.SortFunc(subs, func(a, b sub) int { return strings.Compare(a.id, b.id) })
+	subs := subscriptions(members)
 	if len(subs) == 0 {
 		return nil
 	}
 	var all []TopicPartition
-	var topics []string
-	for _, s := range subs {
-		for _, t := range s.topics {
-			if !slices.Contains(topics, t) {
-				topics = append(topics, t)
-			}
-		}
-	}
-	slices.Sort(topics)
-	for _, t := range topics {
+	for _, t := range subscribedTopics(subs) {
 		if tm, ok := gm.c.Topic(t); ok {
 			for _, p := range tm.Partitions {
 				all = append(all, TopicPartition{t, p.Partition})
@@ -128,9 +94,7 @@ func (gm *GroupMember) assignSticky(members []kmsg.JoinGroupResponseMember) []km
 	out := make([]kmsg.SyncGroupRequestGroupAssignment, m)
 	for i, s := range subs {
 		var a kmsg.ConsumerMemberAssignment
-		slices.SortFunc(got[i], func(x, y TopicPartition) int {
-			return cmp.Or(strings.Compare(x.Topic, y.Topic), cmp.Compare(x.Partition, y.Partition))
-		})
+		sortPartitions(got[i])
 		for _, tp := range got[i] {
 			if k := len(a.Topics); k == 0 || a.Topics[k-1].Topic != tp.Topic {
 				at := kmsg.NewConsumerMemberAssignmentTopic()

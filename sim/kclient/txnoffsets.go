@@ -56,20 +56,8 @@ func (p *TxnProducer) sendOffsets() {
 	}
 	req := kmsg.NewPtrAddOffsetsToTxnRequest()
 	req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Group = p.cfg.TransactionalID, p.pid, p.epoch, cur.offsets.Group
-	p.c.Do(p.coordinator, req, 0, func(r kmsg.Response, err error) {
-		if p.state != txnOffsetting || p.cur != cur {
-			return
-		}
-		resp, ok := r.(*kmsg.AddOffsetsToTxnResponse)
-		if err != nil || !ok {
-			p.refind(txnOffsetting)
-			return
-		}
-		if resp.ErrorCode != 0 {
-			p.coordinatorError(resp.ErrorCode, txnOffsetting, p.sendOffsets)
-			return
-		}
-		p.failures = 0
+	code := func(resp *kmsg.AddOffsetsToTxnResponse) int16 { return resp.ErrorCode }
+	askCoordinator(p, txnOffsetting, req, code, p.sendOffsets, func(*kmsg.AddOffsetsToTxnResponse) {
 		cur.offsetsAdded = true
 		p.commitOffsets()
 	})

@@ -268,24 +268,7 @@ func (p *TxnProducer) addThenPump(leader int32, parts []TopicPartition) {
 		return
 	}
 	br.adding = true
-	req := kmsg.NewPtrAddPartitionsToTxnRequest()
-	req.TransactionalID, req.ProducerID, req.ProducerEpoch = p.cfg.TransactionalID, p.pid, p.epoch
-	for _, tp := range parts {
-		i := -1
-		for j := range req.Topics {
-			if req.Topics[j].Topic == tp.Topic {
-				i = j
-			}
-		}
-		if i < 0 {
-			t := kmsg.NewAddPartitionsToTxnRequestTopic()
-			t.Topic = tp.Topic
-			req.Topics = append(req.Topics, t)
-			i = len(req.Topics) - 1
-		}
-		req.Topics[i].Partitions = append(req.Topics[i].Partitions, tp.Partition)
-	}
-	p.c.Do(p.coordinator, req, 0, func(r kmsg.Response, err error) {
+	p.c.Do(p.coordinator, p.addPartitionsRequest(parts), 0, func(r kmsg.Response, err error) {
 		if p.state != txnProducing || p.cur != cur {
 			return
 		}
@@ -296,15 +279,7 @@ func (p *TxnProducer) addThenPump(leader int32, parts []TopicPartition) {
 			p.pumpLater()
 			return
 		}
-		code := resp.ErrorCode
-		for _, t := range resp.Topics {
-			for _, pr := range t.Partitions {
-				if pr.ErrorCode != 0 && code == 0 {
-					code = pr.ErrorCode
-				}
-			}
-		}
-		switch code {
+		switch code := addPartitionsCode(resp); code {
 		case 0:
 			p.failures = 0
 			for _, tp := range parts {

@@ -340,23 +340,73 @@ func (p *TxnProducer) init() {
 	req.TransactionalID = kmsg.StringPtr(p.cfg.TransactionalID)
 	req.TransactionTimeoutMillis = int32(p.cfg.Timeout / time.Millisecond)
 	req.ProducerID, req.ProducerEpoch = -1, -1
-	p.c.Do(p.coordinator, req, 0, func(r kmsg.Response, err error) {
-		if p.state != txnIniting {
-			return
-		}
-		resp, ok := r.(*kmsg.InitProducerIDResponse)
-		if err != nil || !ok {
-			p.refind(txnIniting)
-			return
-		}
-		if resp.ErrorCode != 0 {
-			p.coordinatorError(resp.ErrorCode, txnIniting, p.init)
-			return
-		}
-		p.failures = 0
+	code := func(resp *kmsg.InitProducerIDResponse) int16 { return resp.ErrorCode }
+	askCoordinator(p, txnIniting, req, code, p.init, func(resp *kmsg.InitProducerIDResponse) {
 		p.setEpoch(resp.ProducerID, resp.ProducerEpoch)
 		p.state = txnReady
 		p.event(TxnEvent{Kind: TxnInitialized, Coordinator: p.coordinator})
+	})
+}
+
+// addPartitionsRequest is the AddPartitionsToTxn (v3) adding parts to
+// the transaction, by topic in the order the topics first appear.
+func (p *TxnProducer) addPartitionsRequest(parts []TopicPartition) *kmsg.AddPartitionsToTxnRequest {
+	req := kmsg.NewPtrAddPartitionsToTxnRequest()
+	req.TransactionalID, req.ProducerID, req.ProducerEpoch = p.cfg.TransactionalID, p.pid, p.epoch
+	for _, tp := range parts {
+		i := -1
+		for j := range req.Topics {
+			if req.Topics[j].Topic == tp.Topic {
+				i = j
+			}
+		}
+		if i < 0 {
+			t := kmsg.NewAddPartitionsToTxnRequestTopic()
+			t.Topic = tp.Topic
+			req.Topics = append(req.Topics, t)
+			i = len(req.Topics) - 1
+		}
+		req.Topics[i].Partitions = append(req.Topics[i].Partitions, tp.Partition)
+	}
+	return req
+}
+
+// addPartitionsCode is an AddPartitionsToTxn answer's error: the
+// top-level one, else the first partition's.
+func addPartitionsCode(resp *kmsg.AddPartitionsToTxnResponse) int16 {
+	code := resp.ErrorCode
+	for _, t := range resp.Topics {
+		for _, pr := range t.Partitions {
+			if pr.ErrorCode != 0 && code == 0 {
+				code = pr.ErrorCode
+			}
+		}
+	}
+	return code
+}
+
+// askCoordinator sends req to the transaction coordinator in state s and
+// hands its answer to done, unless the producer has left s or the
+// transaction meanwhile, or it failed: a lost request or answer finds the
+// coordinator again, and an error code (what code reads of the answer)
+// goes to coordinatorError, which may retry.
+func askCoordinator[R kmsg.Response](p *TxnProducer, s txnState, req kmsg.Request, code func(R) int16, retry func(), done func(R)) {
+	cur := p.cur
+	p.c.Do(p.coordinator, req, 0, func(r kmsg.Response, err error) {
+		if p.state != s || p.cur != cur {
+			return
+		}
+		resp, ok := r.(R)
+		if err != nil || !ok {
+			p.refind(s)
+			return
+		}
+		if c := code(resp); c != 0 {
+			p.coordinatorError(c, s, retry)
+			return
+		}
+		p.failures = 0
+		done(resp)
 	})
 }
 
@@ -373,52 +423,18 @@ func (p *TxnProducer) addPartitions() {
 		p.findThen(txnAdding)
 		return
 	}
-	req := kmsg.NewPtrAddPartitionsToTxnRequest()
-	req.TransactionalID, req.ProducerID, req.ProducerEpoch = p.cfg.TransactionalID, p.pid, p.epoch
-	for _, w := range p.cur.writes {
-		i := -1
-		for j := range req.Topics {
-			if req.Topics[j].Topic == w.Topic {
-				i = j
-			}
-		}
-		if i < 0 {
-			t := kmsg.NewAddPartitionsToTxnRequestTopic()
-			t.Topic = w.Topic
-			req.Topics = append(req.Topics, t)
-			i = len(req.Topics) - 1
-		}
-		req.Topics[i].Partitions = append(req.Topics[i].Partitions, w.Partition)
-	}
 	cur := p.cur
-	p.c.Do(p.coordinator, req, 0, func(r kmsg.Response, err error) {
-		if p.state != txnAdding || p.cur != cur {
-			return
-		}
-		resp, ok := r.(*kmsg.AddPartitionsToTxnResponse)
-		if err != nil || !ok {
-			p.refind(txnAdding)
-			return
-		}
-		var code int16
+	parts := make([]TopicPartition, len(cur.writes))
+	for i, w := range cur.writes {
+		parts[i] = TopicPartition{w.Topic, w.Partition}
+	}
+	code := func(resp *kmsg.AddPartitionsToTxnResponse) int16 {
 		if len(resp.Topics) == 0 && resp.ErrorCode == 0 {
-			code = kerr.UnsupportedVersion.Code // v4+: the client must cap AddPartitionsToTxn at v3
+			return kerr.UnsupportedVersion.Code // v4+: the client must cap AddPartitionsToTxn at v3
 		}
-		for _, t := range resp.Topics {
-			for _, pr := range t.Partitions {
-				if pr.ErrorCode != 0 && code == 0 {
-					code = pr.ErrorCode
-				}
-			}
-		}
-		if resp.ErrorCode != 0 {
-			code = resp.ErrorCode
-		}
-		if code != 0 {
-			p.coordinatorError(code, txnAdding, p.addPartitions)
-			return
-		}
-		p.failures = 0
+		return addPartitionsCode(resp)
+	}
+	askCoordinator(p, txnAdding, p.addPartitionsRequest(parts), code, p.addPartitions, func(*kmsg.AddPartitionsToTxnResponse) {
 		cur.added = true
 		p.state = txnProducing
 		p.produce()
@@ -520,20 +536,8 @@ func (p *TxnProducer) endTxn() {
 		cur.endSent = true
 	}
 	p.event(TxnEvent{Kind: TxnEndSent, Commit: commit, Coordinator: p.coordinator})
-	p.c.Do(p.coordinator, req, 0, func(r kmsg.Response, err error) {
-		if p.state != txnEnding || p.cur != cur {
-			return
-		}
-		resp, ok := r.(*kmsg.EndTxnResponse)
-		if err != nil || !ok {
-			p.refind(txnEnding)
-			return
-		}
-		if resp.ErrorCode != 0 {
-			p.coordinatorError(resp.ErrorCode, txnEnding, p.endTxn)
-			return
-		}
-		p.failures = 0
+	code := func(resp *kmsg.EndTxnResponse) int16 { return resp.ErrorCode }
+	askCoordinator(p, txnEnding, req, code, p.endTxn, func(resp *kmsg.EndTxnResponse) {
 		p.event(TxnEvent{Kind: TxnEnded, Commit: commit})
 		if resp.ProducerID >= 0 {
 			p.setEpoch(resp.ProducerID, resp.ProducerEpoch)

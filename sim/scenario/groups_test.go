@@ -1,7 +1,6 @@
 package scenario
 
 import (
-	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -61,15 +60,16 @@ var groupsRegressionSeeds = []uint64{
 // groupsSeedsInMakeTest is how many consecutive seeds `make test` runs.
 const groupsSeedsInMakeTest = 300
 
+// groupsShape is the groups scenario's shape in its sweeps.
+var groupsShape = logShape{kind: kindGroups}
+
 func runGroupsSeed(t *testing.T, seed uint64) *logHarness {
 	t.Helper()
-	return runLogSeedWith(t, seed, logShape{kind: kindGroups}, logBugs{})
+	return runLogSeedWith(t, seed, groupsShape, logBugs{})
 }
 
 func TestGroupsRegressionSeeds(t *testing.T) {
-	for _, seed := range groupsRegressionSeeds {
-		t.Run(fmt.Sprint(seed), func(t *testing.T) { runGroupsSeed(t, seed) })
-	}
+	runRegressionSeeds(t, groupsShape, groupsRegressionSeeds)
 }
 
 // groupsSeedChunks is how many parallel subtests TestGroupsSeeds splits
@@ -93,33 +93,20 @@ func TestGroupsSeeds(t *testing.T) {
 	t.Parallel()
 	n := sweepSeeds(groupsSeedsInMakeTest)
 	figures := make([]groupsFigures, groupsSeedChunks)
-	t.Run("chunks", func(t *testing.T) {
-		for c := range figures {
-			t.Run(fmt.Sprint(c), func(t *testing.T) {
-				t.Parallel()
-				f := &figures[c]
-				for seed := uint64(1 + c); seed <= n; seed += groupsSeedChunks {
-					h := runGroupsSeed(t, seed)
-					f.hostile.add(h)
-					g := h.group
-					f.gens += len(g.owners)
-					f.commits += g.commitsAcked
-					f.refused += g.commitsRefused
-					f.assignments += g.assignments
-					f.actions += g.actions
-					f.incremental += g.incremental
-					f.resets += g.resets
-					f.protocols[g.protocols]++
-					if g.strikes.kills+g.strikes.cuts > 0 {
-						f.struck++
-					}
-					if seed%10 == 0 {
-						a := h.s.Summarize("groups")
-						b, _ := runLog(Options{Seed: seed}, logShape{kind: kindGroups}, logBugs{})
-						require.Equal(t, a.TraceHash, b.TraceHash, "groups seed %d gave two traces", seed)
-					}
-				}
-			})
+	sweepLogSeeds(t, groupsShape, n, groupsSeedChunks, nil, func(c int, h *logHarness) {
+		f := &figures[c]
+		f.hostile.add(h)
+		g := h.group
+		f.gens += len(g.owners)
+		f.commits += g.commitsAcked
+		f.refused += g.commitsRefused
+		f.assignments += g.assignments
+		f.actions += g.actions
+		f.incremental += g.incremental
+		f.resets += g.resets
+		f.protocols[g.protocols]++
+		if g.strikes.kills+g.strikes.cuts > 0 {
+			f.struck++
 		}
 	})
 	var sum groupsFigures
@@ -150,7 +137,7 @@ func TestGroupsSeeds(t *testing.T) {
 // OffsetFetch, so the resets of the workload are real and (k) reads the
 // coordinator's answers.
 func TestGroupsCommitCheckSeesResets(t *testing.T) {
-	shape, bugs := logShape{kind: kindGroups}, logBugs{groups: groupBugs{forgetResets: true}}
+	shape, bugs := groupsShape, logBugs{groups: groupBugs{forgetResets: true}}
 	require.NotZero(t, logBugFails(t, shape, bugs, 20, 60, "(k) commits hold"), "no seed caught the forgotten reset")
 }
 

@@ -2,13 +2,13 @@ package scenario
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/strata-log/strata/linearizability"
+	"github.com/strata-log/strata/sim"
 )
 
 // kraftSeed names one seed of one kraft shape ("kraft", "kraft5").
@@ -232,53 +232,47 @@ func kraftBugFails(t *testing.T, bugs kraftBugs, n uint64, want string) uint64 {
 // several checks first.
 func kraftBugFailsAny(t *testing.T, bugs kraftBugs, n uint64, wants ...string) uint64 {
 	t.Helper()
-	for seed := uint64(1); seed <= n; seed++ {
+	return firstFailure(t, 1, n, func(seed uint64) sim.Summary {
 		if isKnownFailingKRaft("kraft", seed) {
-			continue
+			return sim.Summary{} // not run: counts as a pass
 		}
 		sum, _ := runKRaftWith(Options{Seed: seed}, kraftShape3, bugs)
-		if sum.Err != nil {
-			require.True(t, slices.ContainsFunc(wants, func(w string) bool { return strings.Contains(sum.Err.Error(), w) }),
-				"seed %d failed for another reason than %v: %v", seed, wants, sum.Err)
-			t.Logf("seed %d: %v", seed, sum.Err)
-			return seed
-		}
+		return sum
+	}, wants...)
+}
+
+// TestKRaftChecksCatchViewBugs plants one bug per check and requires a
+// failure of that check within a few seeds of the kraft shape.
+func TestKRaftChecksCatchViewBugs(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		bugs kraftBugs
+		n    uint64
+		want string
+	}{
+		// A client that records a CreateTopics as successful as soon as
+		// it sends it: creating a topic that already exists then
+		// "succeeds", which no linearization explains.
+		{"early ack", kraftBugs{ackCreateEarly: true}, 5, "linearizability"},
+		// Describe reads from a follower's image (what a broker's
+		// metadata cache gives): a follower applies a commit only after
+		// the leader answered the client, so a read right after a create
+		// or delete can miss it.
+		{"follower reads", kraftBugs{followerReads: true}, 20, "linearizability"},
+		// A view of c2's log in which one batch differs from the other
+		// members' batch under the same (epoch, end offset) key.
+		{"divergent batch", kraftBugs{divergentBatch: true}, 3, "log matching"},
+		// A view in which a leading member's last batch disappears at
+		// every other check.
+		{"truncating leader", kraftBugs{leaderTruncates: true}, 3, "leader append-only"},
+		// A view in which a newly elected leader lacks the last batch
+		// known committed.
+		{"stale leader", kraftBugs{staleLeader: true}, 10, "leader completeness"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.NotZero(t, kraftBugFails(t, tc.bugs, tc.n, tc.want), "no seed caught the %s", tc.name)
+		})
 	}
-	return 0
-}
-
-// TestKRaftLinearizabilityCatchesEarlyAck plants a client that records a
-// CreateTopics as successful as soon as it sends it: creating a topic that
-// already exists then "succeeds", which no linearization explains.
-func TestKRaftLinearizabilityCatchesEarlyAck(t *testing.T) {
-	require.NotZero(t, kraftBugFails(t, kraftBugs{ackCreateEarly: true}, 5, "linearizability"), "no seed caught the early-ack bug")
-}
-
-// TestKRaftLinearizabilityCatchesFollowerReads plants describe reads from a
-// follower's image (what a broker's metadata cache gives): a follower
-// applies a commit only after the leader answered the client, so a read
-// right after a create or delete can miss it.
-func TestKRaftLinearizabilityCatchesFollowerReads(t *testing.T) {
-	require.NotZero(t, kraftBugFails(t, kraftBugs{followerReads: true}, 20, "linearizability"), "no seed caught the follower-read bug")
-}
-
-// TestKRaftLogMatchingCatchesDivergentBatch plants a view of c2's log in
-// which one batch differs from the other members' batch under the same
-// (epoch, end offset) key.
-func TestKRaftLogMatchingCatchesDivergentBatch(t *testing.T) {
-	require.NotZero(t, kraftBugFails(t, kraftBugs{divergentBatch: true}, 3, "log matching"), "no seed caught the divergent batch")
-}
-
-// TestKRaftAppendOnlyCatchesLeaderTruncation plants a view in which a
-// leading member's last batch disappears at every other check.
-func TestKRaftAppendOnlyCatchesLeaderTruncation(t *testing.T) {
-	require.NotZero(t, kraftBugFails(t, kraftBugs{leaderTruncates: true}, 3, "leader append-only"), "no seed caught the truncating leader")
-}
-
-// TestKRaftLeaderCompletenessCatchesStaleLeader plants a view in which a
-// newly elected leader lacks the last batch known committed.
-func TestKRaftLeaderCompletenessCatchesStaleLeader(t *testing.T) {
-	require.NotZero(t, kraftBugFails(t, kraftBugs{staleLeader: true}, 10, "leader completeness"), "no seed caught the stale leader")
 }
 
 // TestKRaftTransitionCheckersSeeEveryMember plants views in which c2's

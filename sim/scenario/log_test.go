@@ -2,10 +2,13 @@ package scenario
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/strata-log/strata/sim"
 )
 
 // logRegressionSeeds are log seeds that once failed, pinned before their
@@ -122,11 +125,6 @@ func isKnownFailingLog(seed uint64) bool {
 	return false
 }
 
-func runLogSeed(t *testing.T, seed uint64) *logHarness {
-	t.Helper()
-	return runLogSeedWith(t, seed, logShape{}, logBugs{})
-}
-
 // runLogSeedWith runs one seed of the scenario shape says, with bugs, and fails the test with its summary if it fails.
 func runLogSeedWith(t *testing.T, seed uint64, shape logShape, bugs logBugs) *logHarness {
 	t.Helper()
@@ -139,40 +137,74 @@ func runLogSeedWith(t *testing.T, seed uint64, shape logShape, bugs logBugs) *lo
 	return h
 }
 
-func TestLogRegressionSeeds(t *testing.T) {
-	for _, seed := range logRegressionSeeds {
-		t.Run(fmt.Sprint(seed), func(t *testing.T) { runLogSeed(t, seed) })
+// runRegressionSeeds runs each of seeds of the scenario shape says as a
+// subtest named by the seed; each must pass.
+func runRegressionSeeds(t *testing.T, shape logShape, seeds []uint64) {
+	for _, seed := range seeds {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) { runLogSeedWith(t, seed, shape, logBugs{}) })
 	}
 }
 
-// TestLogSeeds runs seeds 1..logSeedsInMakeTest: every run must pass,
-// and every tenth seed runs twice, whose two runs must agree on the
-// trace hash, the events and the faults (the determinism check, as the
-// replicated seeds do; TestDeterminism and make sim-sweep check more).
+// sweepLogSeeds runs seeds 1..n of the scenario shape says in chunks
+// parallel subtests (chunk c runs seeds c+1, c+1+chunks, ...; each seed
+// is its own simulator, nothing is shared) and hands every run's harness
+// to visit with its chunk; every run must pass. A seed skip gives a reason
+// for ("" for none) is left out and logged. Every tenth seed runs twice,
+// whose two runs must agree on the trace hash, the events and the faults
+// (the determinism check; TestDeterminism and make sim-sweep check more).
+func sweepLogSeeds(t *testing.T, shape logShape, n uint64, chunks int, skip func(seed uint64) string, visit func(chunk int, h *logHarness)) {
+	t.Run("chunks", func(t *testing.T) {
+		for c := range chunks {
+			t.Run(fmt.Sprint(c), func(t *testing.T) {
+				t.Parallel()
+				for seed := uint64(1 + c); seed <= n; seed += uint64(chunks) {
+					if skip != nil {
+						if why := skip(seed); why != "" {
+							t.Logf("%s seed %d skipped: %s", shape.name(), seed, why)
+							continue
+						}
+					}
+					h := runLogSeedWith(t, seed, shape, logBugs{})
+					visit(c, h)
+					if seed%10 == 0 {
+						a := h.s.Summarize(shape.name())
+						b, _ := runLog(Options{Seed: seed}, shape, logBugs{})
+						require.Equal(t, a.TraceHash, b.TraceHash, "%s seed %d gave two traces", shape.name(), seed)
+						require.Equal(t, a.Events, b.Events, "%s seed %d", shape.name(), seed)
+						require.Equal(t, a.Faults, b.Faults, "%s seed %d", shape.name(), seed)
+					}
+				}
+			})
+		}
+	})
+}
+
+func TestLogRegressionSeeds(t *testing.T) {
+	runRegressionSeeds(t, logShape{}, logRegressionSeeds)
+}
+
+// TestLogSeeds runs seeds 1..logSeedsInMakeTest (sweepLogSeeds): every
+// run must pass, and every tenth seed runs twice and must give the same
+// trace.
 func TestLogSeeds(t *testing.T) {
 	t.Parallel()
 	acked, attempts, modelChecked := 0, 0, 0
 	var hostile hostileTally
 	n := sweepSeeds(logSeedsInMakeTest)
-	for seed := uint64(1); seed <= n; seed++ {
+	skip := func(seed uint64) string {
 		if isKnownFailingLog(seed) {
-			continue
+			return "an open bug (logKnownFailingSeeds)"
 		}
-		h := runLogSeed(t, seed)
+		return ""
+	}
+	sweepLogSeeds(t, logShape{}, n, 1, skip, func(_ int, h *logHarness) {
 		hostile.add(h)
 		acked += h.hist.Acked()
 		if h.model.checked && h.model.err == nil {
 			modelChecked++
 		}
 		attempts += len(h.hist.Attempts())
-		if seed%10 == 0 {
-			a := h.s.Summarize("log")
-			b, _ := runLog(Options{Seed: seed}, logShape{}, logBugs{})
-			require.Equal(t, a.TraceHash, b.TraceHash, "log seed %d gave two traces", seed)
-			require.Equal(t, a.Events, b.Events, "log seed %d", seed)
-			require.Equal(t, a.Faults, b.Faults, "log seed %d", seed)
-		}
-	}
+	})
 	// A workload that acknowledges nothing checks nothing.
 	require.Positive(t, acked, "no record acknowledged in any seed")
 	t.Logf("%d seeds, every tenth run twice: %d records acknowledged, %d produce attempts, %d checked by the model", n, acked, attempts, modelChecked)
@@ -195,19 +227,32 @@ func TestLogNoFaultsDeliversEverything(t *testing.T) {
 	}
 }
 
+// firstFailure runs seeds from..to with run until one fails, requires
+// that its failure names one of wants, logs it and returns the seed; 0 if
+// every run passed.
+func firstFailure(t *testing.T, from, to uint64, run func(seed uint64) sim.Summary, wants ...string) uint64 {
+	t.Helper()
+	for seed := from; seed <= to; seed++ {
+		sum := run(seed)
+		if sum.Err == nil {
+			continue
+		}
+		require.True(t, slices.ContainsFunc(wants, func(w string) bool { return strings.Contains(sum.Err.Error(), w) }),
+			"seed %d failed for another reason than %v: %v", seed, wants, sum.Err)
+		t.Logf("seed %d: %v", seed, sum.Err)
+		return seed
+	}
+	return 0
+}
+
 // logBugFails runs seeds from..to with bugs planted and returns the first
 // seed whose run fails with an error containing want, or 0.
 func logBugFails(t *testing.T, shape logShape, bugs logBugs, from, to uint64, want string) uint64 {
 	t.Helper()
-	for seed := from; seed <= to; seed++ {
+	return firstFailure(t, from, to, func(seed uint64) sim.Summary {
 		sum, _ := runLog(Options{Seed: seed}, shape, bugs)
-		if sum.Err != nil {
-			require.Contains(t, sum.Err.Error(), want, "seed %d failed for another reason", seed)
-			t.Logf("seed %d: %v", seed, sum.Err)
-			return seed
-		}
-	}
-	return 0
+		return sum
+	}, want)
 }
 
 // TestLogDurabilityCatchesPageCacheMode creates the topics in Kafka's

@@ -1,7 +1,6 @@
 package scenario
 
 import (
-	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -21,15 +20,11 @@ var replicated5RegressionSeeds = []uint64{
 // over 3- and 5-broker clusters.
 const replicated5SeedsInMakeTest = 200
 
-func runReplicated5Seed(t *testing.T, seed uint64) *logHarness {
-	t.Helper()
-	return runLogSeedWith(t, seed, logShape{kind: kindReplicated5, damageLogs: true}, logBugs{})
-}
+// replicated5Shape is the replicated5 scenario's shape in its sweeps.
+var replicated5Shape = logShape{kind: kindReplicated5, damageLogs: true}
 
 func TestReplicated5RegressionSeeds(t *testing.T) {
-	for _, seed := range replicated5RegressionSeeds {
-		t.Run(fmt.Sprint(seed), func(t *testing.T) { runReplicated5Seed(t, seed) })
-	}
+	runRegressionSeeds(t, replicated5Shape, replicated5RegressionSeeds)
 }
 
 // TestReplicated5Seeds runs seeds 1..replicated5SeedsInMakeTest; every
@@ -40,8 +35,7 @@ func TestReplicated5Seeds(t *testing.T) {
 	t.Parallel()
 	acked, twoDown, modelChecked, struck := 0, 0, 0, 0
 	n := sweepSeeds(replicated5SeedsInMakeTest)
-	for seed := uint64(1); seed <= n; seed++ {
-		h := runReplicated5Seed(t, seed)
+	sweepLogSeeds(t, replicated5Shape, n, 1, nil, func(_ int, h *logHarness) {
 		acked += h.hist.Acked()
 		if h.maxDown >= 2 {
 			twoDown++
@@ -52,13 +46,7 @@ func TestReplicated5Seeds(t *testing.T) {
 		if h.strikes.kills+h.strikes.cuts > 0 {
 			struck++
 		}
-		if seed%10 == 0 {
-			a := h.s.Summarize("replicated5")
-			b, _ := runLog(Options{Seed: seed}, logShape{kind: kindReplicated5, damageLogs: true}, logBugs{})
-			require.Equal(t, a.TraceHash, b.TraceHash, "replicated5 seed %d gave two traces", seed)
-			require.Equal(t, a.Events, b.Events, "replicated5 seed %d", seed)
-		}
-	}
+	})
 	require.Positive(t, acked, "no record acknowledged in any seed")
 	exercised(t, twoDown > 0, "no seed had two nodes down at once")
 	t.Logf("%d seeds: %d records acknowledged, %d with two or more nodes down at once, %d checked by the model, %d struck the controller during an ISR change",

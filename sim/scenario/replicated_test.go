@@ -2,10 +2,11 @@ package scenario
 
 import (
 	"fmt"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/strata-log/strata/sim"
 )
 
 // replicatedRegressionSeeds are replicated seeds that once failed, each
@@ -119,15 +120,11 @@ var replicatedRegressionSeeds = []uint64{
 // runs.
 const replicatedSeedsInMakeTest = 300
 
-func runReplicatedSeed(t *testing.T, seed uint64) *logHarness {
-	t.Helper()
-	return runLogSeedWith(t, seed, logShape{kind: kindReplicated, damageLogs: true}, logBugs{})
-}
+// replicatedShape is the replicated scenario's shape in its sweeps.
+var replicatedShape = logShape{kind: kindReplicated, damageLogs: true}
 
 func TestReplicatedRegressionSeeds(t *testing.T) {
-	for _, seed := range replicatedRegressionSeeds {
-		t.Run(fmt.Sprint(seed), func(t *testing.T) { runReplicatedSeed(t, seed) })
-	}
+	runRegressionSeeds(t, replicatedShape, replicatedRegressionSeeds)
 }
 
 // TestReplicatedSeeds runs seeds 1..replicatedSeedsInMakeTest; every tenth
@@ -137,8 +134,7 @@ func TestReplicatedSeeds(t *testing.T) {
 	acked, struck, kills, cuts, modelChecked := 0, 0, 0, 0, 0
 	var hostile hostileTally
 	n := sweepSeeds(replicatedSeedsInMakeTest)
-	for seed := uint64(1); seed <= n; seed++ {
-		h := runReplicatedSeed(t, seed)
+	sweepLogSeeds(t, replicatedShape, n, 1, nil, func(_ int, h *logHarness) {
 		hostile.add(h)
 		acked += h.hist.Acked()
 		if h.strikes.kills+h.strikes.cuts > 0 {
@@ -148,12 +144,7 @@ func TestReplicatedSeeds(t *testing.T) {
 		if h.model.checked && h.model.err == nil {
 			modelChecked++
 		}
-		if seed%10 == 0 {
-			a := h.s.Summarize("replicated")
-			b, _ := runLog(Options{Seed: seed}, logShape{kind: kindReplicated, damageLogs: true}, logBugs{})
-			require.Equal(t, a.TraceHash, b.TraceHash, "replicated seed %d gave two traces", seed)
-		}
-	}
+	})
 	require.Positive(t, acked, "no record acknowledged in any seed")
 	exercised(t, struck > 0, "no seed struck the controller during an ISR change")
 	t.Logf("%d seeds: %d records acknowledged, %d checked by the model; %d seeds struck the active controller while an ISR change was in flight (%d kills, %d isolations)",
@@ -168,17 +159,11 @@ func TestReplicatedSeeds(t *testing.T) {
 // seeds; the default durable mode passes every seed above. `make
 // sim-compare` runs both campaigns side by side.
 func TestReplicatedPageCacheModeLoses(t *testing.T) {
-	for seed := uint64(1); seed <= 20; seed++ {
-		sum := Replicated(Options{Seed: seed, PageCache: true})
-		if sum.Err == nil {
-			continue
-		}
-		msg := sum.Err.Error()
-		require.True(t, strings.Contains(msg, "(a)") || strings.Contains(msg, "(b)"), "seed %d failed for another reason: %s", seed, msg)
-		t.Logf("page-cache mode lost acknowledged records at seed %d: %.160s", seed, msg)
-		return
-	}
-	t.Fatal("20 seeds in page-cache mode lost nothing: the campaign does not exercise correlated power loss")
+	seed := firstFailure(t, 1, 20, func(seed uint64) sim.Summary {
+		return Replicated(Options{Seed: seed, PageCache: true})
+	}, "(a)", "(b)")
+	require.NotZero(t, seed, "20 seeds in page-cache mode lost nothing: the campaign does not exercise correlated power loss")
+	t.Logf("page-cache mode lost acknowledged records at seed %d", seed)
 }
 
 // TestReplicatedChecksCatchViewBugs: a replica whose bytes below the high

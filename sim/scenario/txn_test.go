@@ -1,7 +1,6 @@
 package scenario
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -173,15 +172,16 @@ var txnRegressionSeeds = []uint64{
 	252,
 }
 
+// txnShape is the txn scenario's shape in its sweeps.
+var txnShape = logShape{kind: kindTxn, damageLogs: true}
+
 func runTxnSeed(t *testing.T, seed uint64) *logHarness {
 	t.Helper()
-	return runLogSeedWith(t, seed, logShape{kind: kindTxn, damageLogs: true}, logBugs{})
+	return runLogSeedWith(t, seed, txnShape, logBugs{})
 }
 
 func TestTxnRegressionSeeds(t *testing.T) {
-	for _, seed := range txnRegressionSeeds {
-		t.Run(fmt.Sprint(seed), func(t *testing.T) { runTxnSeed(t, seed) })
-	}
+	runRegressionSeeds(t, txnShape, txnRegressionSeeds)
 }
 
 // txnOpenSeeds fail on a bug found and not fixed yet; TestTxnSeeds
@@ -215,42 +215,31 @@ func TestTxnSeeds(t *testing.T) {
 	t.Parallel()
 	n := sweepSeeds(txnSeedsInMakeTest)
 	figures := make([]txnFigures, txnSeedChunks)
-	t.Run("chunks", func(t *testing.T) {
-		for c := range figures {
-			t.Run(fmt.Sprint(c), func(t *testing.T) {
-				t.Parallel()
-				f := &figures[c]
-				for seed := uint64(1 + c); seed <= n; seed += txnSeedChunks {
-					if slices.Contains(txnOpenSeeds, seed) {
-						t.Logf("txn seed %d skipped: an open bug (txnOpenSeeds)", seed)
-						continue
-					}
-					h := runTxnSeed(t, seed)
-					f.hostile.add(h)
-					x := h.txn
-					f.committed += x.committed
-					f.aborted += x.aborted
-					f.unknown += x.unknown
-					f.fenced += x.fenced
-					f.crashes += x.crashes
-					f.skipped += x.skipped
-					if x.strikes.kills+x.strikes.cuts > 0 {
-						f.struck++
-					}
-					f.etlCommitted += x.etl.committed
-					f.etlRewinds += x.etl.rewinds
-					f.staleSent += x.stale.sent
-					f.staleFenced += x.stale.fenced
-					f.graphNodes += x.graphNodes
-					f.graphEdges += x.graphEdges
-					if seed%10 == 0 {
-						a := h.s.Summarize("txn")
-						b, _ := runLog(Options{Seed: seed}, logShape{kind: kindTxn, damageLogs: true}, logBugs{})
-						require.Equal(t, a.TraceHash, b.TraceHash, "txn seed %d gave two traces", seed)
-					}
-				}
-			})
+	skip := func(seed uint64) string {
+		if slices.Contains(txnOpenSeeds, seed) {
+			return "an open bug (txnOpenSeeds)"
 		}
+		return ""
+	}
+	sweepLogSeeds(t, txnShape, n, txnSeedChunks, skip, func(c int, h *logHarness) {
+		f := &figures[c]
+		f.hostile.add(h)
+		x := h.txn
+		f.committed += x.committed
+		f.aborted += x.aborted
+		f.unknown += x.unknown
+		f.fenced += x.fenced
+		f.crashes += x.crashes
+		f.skipped += x.skipped
+		if x.strikes.kills+x.strikes.cuts > 0 {
+			f.struck++
+		}
+		f.etlCommitted += x.etl.committed
+		f.etlRewinds += x.etl.rewinds
+		f.staleSent += x.stale.sent
+		f.staleFenced += x.stale.fenced
+		f.graphNodes += x.graphNodes
+		f.graphEdges += x.graphEdges
 	})
 	var s txnFigures
 	for _, f := range figures {
@@ -298,14 +287,14 @@ func TestTxnKafka17754(t *testing.T) {
 // read_committed answer fail (n) once a committed transaction's record
 // is passed without being delivered.
 func TestTxnLostWriteCheckFires(t *testing.T) {
-	shape, bugs := logShape{kind: kindTxn, damageLogs: true}, logBugs{txn: txnBugs{dropCommitted: true}}
+	shape, bugs := txnShape, logBugs{txn: txnBugs{dropCommitted: true}}
 	require.NotZero(t, logBugFails(t, shape, bugs, 1, 20, "(n) lost write"), "no seed caught the dropped record")
 }
 
 // TestTxnDuplicateCheckFires: readers that see a record again at a later
 // offset fail (o).
 func TestTxnDuplicateCheckFires(t *testing.T) {
-	shape, bugs := logShape{kind: kindTxn, damageLogs: true}, logBugs{txn: txnBugs{repeatRecord: true}}
+	shape, bugs := txnShape, logBugs{txn: txnBugs{repeatRecord: true}}
 	require.NotZero(t, logBugFails(t, shape, bugs, 1, 20, "(o) duplicate"), "no seed caught the repeated record")
 }
 
@@ -315,7 +304,7 @@ func TestTxnDuplicateCheckFires(t *testing.T) {
 // (t) reports the duplicate (seed 26 at this commit; other seeds may
 // fail otherwise, e.g. (s), and are not counted).
 func TestTxnETLCheckFires(t *testing.T) {
-	shape, bugs := logShape{kind: kindTxn, damageLogs: true}, logBugs{txn: txnBugs{offsetsDefaultISR: true}}
+	shape, bugs := txnShape, logBugs{txn: txnBugs{offsetsDefaultISR: true}}
 	found := 0
 	for seed := uint64(1); seed <= 20 && found == 0; seed++ {
 		sum, _ := runLog(Options{Seed: seed}, shape, bugs)
@@ -330,7 +319,7 @@ func TestTxnETLCheckFires(t *testing.T) {
 // TestTxnCycleCheckFires: a graph with a wr edge reversed has a cycle,
 // which (u) reports as G1c.
 func TestTxnCycleCheckFires(t *testing.T) {
-	shape, bugs := logShape{kind: kindTxn, damageLogs: true}, logBugs{txn: txnBugs{reverseEdge: true}}
+	shape, bugs := txnShape, logBugs{txn: txnBugs{reverseEdge: true}}
 	require.NotZero(t, logBugFails(t, shape, bugs, 1, 20, "(u) G1c"), "no seed caught the reversed edge")
 }
 
@@ -338,7 +327,7 @@ func TestTxnCycleCheckFires(t *testing.T) {
 // one passes, its bug is fixed and it moves to txnRegressionSeeds.
 func TestTxnOpenSeedsStillFail(t *testing.T) {
 	for _, seed := range txnOpenSeeds {
-		sum, _ := runLog(Options{Seed: seed}, logShape{kind: kindTxn, damageLogs: true}, logBugs{})
+		sum, _ := runLog(Options{Seed: seed}, txnShape, logBugs{})
 		require.Error(t, sum.Err, "txn seed %d passes: move it to txnRegressionSeeds", seed)
 		want, ok := txnOpenFailures[seed]
 		require.True(t, ok, "txn seed %d: no failure named in txnOpenFailures", seed)
