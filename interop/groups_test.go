@@ -55,6 +55,12 @@ func (s *seenSet) covers(ends map[int32]int64) bool {
 	return true
 }
 
+// await waits until every offset below each end was seen.
+func (s *seenSet) await(t *testing.T, ends map[int32]int64, msgAndArgs ...any) {
+	t.Helper()
+	require.Eventually(t, func() bool { return s.covers(ends) }, opTimeout, 50*time.Millisecond, msgAndArgs...)
+}
+
 // produceRoundRobin produces n records spread over topic's partitions and
 // returns the log ends.
 func produceRoundRobin(t *testing.T, addr, topic string, n int) map[int32]int64 {
@@ -149,10 +155,10 @@ func TestSaramaConsumerGroup(t *testing.T) {
 		require.NoError(t, m.g.Close())
 	}
 	members := []*member{start(), start(), start()}
-	require.Eventually(t, func() bool { return seen.covers(ends) }, opTimeout, 50*time.Millisecond, "the group never consumed every record")
+	seen.await(t, ends, "the group never consumed every record")
 	stop(members[2])
 	ends = produceRoundRobin(t, addr, "s-orders", 120)
-	require.Eventually(t, func() bool { return seen.covers(ends) }, opTimeout, 50*time.Millisecond, "the two left never consumed every record")
+	seen.await(t, ends, "the two left never consumed every record")
 	requireCommitted(t, addr, "s-group", "s-orders", ends)
 	stop(members[0])
 	stop(members[1])
@@ -202,10 +208,10 @@ func TestKafkaGoConsumerGroup(t *testing.T) {
 		require.NoError(t, m.r.Close())
 	}
 	a, b := start(), start()
-	require.Eventually(t, func() bool { return seen.covers(ends) }, opTimeout, 50*time.Millisecond, "the group never consumed every record")
+	seen.await(t, ends, "the group never consumed every record")
 	stop(b)
 	ends = produceRoundRobin(t, addr, "k-orders", 80)
-	require.Eventually(t, func() bool { return seen.covers(ends) }, opTimeout, 50*time.Millisecond, "the one left never consumed every record")
+	seen.await(t, ends, "the one left never consumed every record")
 	requireCommitted(t, addr, "k-group", "k-orders", ends)
 	stop(a)
 }

@@ -181,7 +181,7 @@ func testSaramaClusterAdmin(t *testing.T, addr string, version sarama.KafkaVersi
 		}
 	}
 	t.Cleanup(stop)
-	require.Eventually(t, func() bool { return seen.covers(ends) }, opTimeout, 50*time.Millisecond, "the group never consumed every record")
+	seen.await(t, ends, "the group never consumed every record")
 	requireCommitted(t, addr, group, topic, ends)
 
 	groups, err := adm.ListConsumerGroups()

@@ -358,11 +358,7 @@ func ctpLoop(t *testing.T, total int64, interval time.Duration,
 func ctpTransactional(t *testing.T, addr, in, out, group string, interval time.Duration, total int64) ctpResult {
 	t.Helper()
 	sess, err := kgo.NewGroupTransactSession(append(benchProducerOpts(5*time.Millisecond),
-		kgo.SeedBrokers(addr), kgo.DialTimeout(5*time.Second), kgo.RetryTimeout(opTimeout),
-		kgo.TransactionalID(group), kgo.TransactionTimeout(30*time.Second),
-		kgo.ConsumerGroup(group), kgo.ConsumeTopics(in),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.RequireStableFetchOffsets(),
-		kgo.DefaultProduceTopic(out))...)
+		etlSessionOpts([]string{addr}, group, group, in, out)...)...)
 	require.NoError(t, err)
 	defer sess.Close()
 	return ctpLoop(t, total, interval,
