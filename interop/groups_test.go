@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -77,13 +76,21 @@ func produceRoundRobin(t *testing.T, addr, topic string, n int) map[int32]int64 
 	return out
 }
 
+// startGroupTopic starts a node with a topic of partitions partitions and
+// produces records records to it round robin; it returns the node's
+// address and the topic's end offsets.
+func startGroupTopic(t *testing.T, topic string, partitions int32, records int) (string, map[int32]int64) {
+	t.Helper()
+	addr := startNode(t, t.TempDir()).Addr()
+	createTopic(t, newAdmin(t, addr), topic, partitions, nil)
+	return addr, produceRoundRobin(t, addr, topic, records)
+}
+
 // requireCommitted waits until the group's committed offsets reach ends.
 func requireCommitted(t *testing.T, addr, group, topic string, ends map[int32]int64) {
 	t.Helper()
 	adm := newAdmin(t, addr)
-	require.Eventually(t, func() bool {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
+	eventually(t, 100*time.Millisecond, func(ctx context.Context) bool {
 		offs, err := adm.FetchOffsets(ctx, group)
 		if err != nil {
 			return false
@@ -95,7 +102,7 @@ func requireCommitted(t *testing.T, addr, group, topic string, ends map[int32]in
 			}
 		}
 		return true
-	}, opTimeout, 100*time.Millisecond, "group %s never committed the log ends %v", group, ends)
+	}, "group %s never committed the log ends %v", group, ends)
 }
 
 type saramaHandler struct{ seen *seenSet }
@@ -114,12 +121,8 @@ func (h saramaHandler) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sara
 // assignor) share a topic; one closes; every record is consumed and
 // committed.
 func TestSaramaConsumerGroup(t *testing.T) {
-	saramaLog.set(newTestLog(t))
-	defer saramaLog.set(nil)
-	n := startNode(t, t.TempDir())
-	addr := n.Addr()
-	createTopic(t, newAdmin(t, addr), "s-orders", 6, nil)
-	ends := produceRoundRobin(t, addr, "s-orders", 300)
+	saramaLog.logTo(t)
+	addr, ends := startGroupTopic(t, "s-orders", 6, 300)
 
 	cfg := saramaConfig(sarama.V3_6_0_0)
 	cfg.Consumer.Offsets.Initial = sarama.OffsetOldest
@@ -167,10 +170,7 @@ func TestSaramaConsumerGroup(t *testing.T) {
 // TestKafkaGoConsumerGroup: two kafka-go readers with a GroupID share a
 // topic; one closes; every record is consumed and committed.
 func TestKafkaGoConsumerGroup(t *testing.T) {
-	n := startNode(t, t.TempDir())
-	addr := n.Addr()
-	createTopic(t, newAdmin(t, addr), "k-orders", 4, nil)
-	ends := produceRoundRobin(t, addr, "k-orders", 200)
+	addr, ends := startGroupTopic(t, "k-orders", 4, 200)
 	seen := &seenSet{}
 	type member struct {
 		r      *kafka.Reader
@@ -222,10 +222,7 @@ func TestKafkaGoConsumerGroup(t *testing.T) {
 // records produced since.
 func TestKcatConsumerGroup(t *testing.T) {
 	kcat := kcatPath(t)
-	n := startNode(t, t.TempDir())
-	addr := n.Addr()
-	createTopic(t, newAdmin(t, addr), "kc-orders", 4, nil)
-	ends := produceRoundRobin(t, addr, "kc-orders", 200)
+	addr, ends := startGroupTopic(t, "kc-orders", 4, 200)
 	// Each member exits at the end of its partitions (-e) after at most
 	// 200 records, committing on close; without a commit it starts at
 	// the earliest offset (kcat's -o would override the commits).
@@ -246,22 +243,10 @@ func TestKcatConsumerGroup(t *testing.T) {
 		}()
 		return out
 	}
-	parse := func(b []byte) []kcatMessage {
-		var ms []kcatMessage
-		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-			if line == "" {
-				continue
-			}
-			var m kcatMessage
-			require.NoError(t, json.Unmarshal([]byte(line), &m), "kcat line %q", line)
-			ms = append(ms, m)
-		}
-		return ms
-	}
 	seen := &seenSet{}
 	a, b := member(), member()
 	for _, ch := range []<-chan []byte{a, b} {
-		for _, m := range parse(<-ch) {
+		for _, m := range kcatMessages(t, <-ch) {
 			seen.add(m.Partition, m.Offset)
 		}
 	}
@@ -270,7 +255,7 @@ func TestKcatConsumerGroup(t *testing.T) {
 
 	before := ends
 	ends = produceRoundRobin(t, addr, "kc-orders", 40)
-	got := parse(<-member())
+	got := kcatMessages(t, <-member())
 	require.Len(t, got, 40, "a new member starts from the group's commits")
 	for _, m := range got {
 		require.GreaterOrEqual(t, m.Offset, before[m.Partition])
@@ -284,10 +269,7 @@ func TestKcatConsumerGroup(t *testing.T) {
 // and a later member reads only what was produced since.
 func TestConfluentKafkaPythonConsumerGroup(t *testing.T) {
 	python := confluentPython(t)
-	n := startNode(t, t.TempDir())
-	addr := n.Addr()
-	createTopic(t, newAdmin(t, addr), "py-orders", 4, nil)
-	ends := produceRoundRobin(t, addr, "py-orders", 160)
+	addr, ends := startGroupTopic(t, "py-orders", 4, 160)
 	type pyOffset struct {
 		Partition int32 `json:"partition"`
 		Offset    int64 `json:"offset"`

@@ -36,8 +36,7 @@ func saramaTxnConfig(id string) *sarama.Config {
 // are transformed into another topic in a transaction that also commits
 // the group's offsets (AddMessageToTxn), and both become visible together.
 func TestSaramaTransactions(t *testing.T) {
-	saramaLog.set(newTestLog(t))
-	t.Cleanup(func() { saramaLog.set(nil) })
+	saramaLog.logTo(t)
 	n := startNode(t, t.TempDir())
 	addr := n.Addr()
 	adm := newAdmin(t, addr)
