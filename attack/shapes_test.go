@@ -57,6 +57,23 @@ func workers(ctx context.Context, n int, f func(ctx context.Context, w int)) {
 	wg.Wait()
 }
 
+// brokerWorkers runs n workers (see workers), each on a connection of its
+// own from address from to the node's broker listener, dialed again each
+// time f returns. A dial that fails is a finding; the worker dials again
+// after pause.
+func brokerWorkers(ctx context.Context, r *run, n int, from string, pause time.Duration, f func(ctx context.Context, w int, conn net.Conn)) {
+	workers(ctx, n, func(ctx context.Context, w int) {
+		conn, err := dialFrom(from, r.node.BrokerAddr)
+		if err != nil {
+			r.finding("dial: %v", err)
+			sleepCtx(ctx, pause)
+			return
+		}
+		defer conn.Close()
+		f(ctx, w, conn)
+	})
+}
+
 // remaining is the time left before ctx's deadline (at least 100 ms).
 func remaining(ctx context.Context) time.Duration {
 	dl, ok := ctx.Deadline()
@@ -398,13 +415,7 @@ func attackMalformedBatches(ctx context.Context, r *run) string {
 	var goodN atomic.Int64
 	shapes := recordtest.Malformed(time.Now().UnixMilli())
 	attempt := r.malformedRuns.Add(1)
-	workers(ctx, 4, func(ctx context.Context, w int) {
-		conn, err := dialFrom(fromMalformed, r.node.BrokerAddr)
-		if err != nil {
-			r.finding("dial: %v", err)
-			return
-		}
-		defer conn.Close()
+	brokerWorkers(ctx, r, 4, fromMalformed, 0, func(ctx context.Context, w int, conn net.Conn) {
 		rng := rand.New(rand.NewPCG(r.seed, uint64(attempt-1)<<32|uint64(w)))
 		for round := 0; ctx.Err() == nil; round++ {
 			type sent struct {
@@ -500,13 +511,7 @@ func attackBombs(ctx context.Context, r *run) string {
 	var seen codes
 	var sentBytes, sentReqs atomic.Int64
 	bs := bombs()
-	workers(ctx, 3, func(ctx context.Context, w int) {
-		conn, err := dialFrom(fromBombs, r.node.BrokerAddr)
-		if err != nil {
-			r.finding("dial: %v", err)
-			return
-		}
-		defer conn.Close()
+	brokerWorkers(ctx, r, 3, fromBombs, 0, func(ctx context.Context, w int, conn net.Conn) {
 		rng := rand.New(rand.NewPCG(r.seed, 100+uint64(w)))
 		for ctx.Err() == nil {
 			var reqs []kmsg.Request
@@ -601,71 +606,19 @@ func (d *durations) summary() string {
 // the read timeout is checked in intervals, and the machine is shared.
 const closeSlack = 2 * time.Second
 
-// attackPartialFrames: ten connections each announce a 100 MiB frame,
-// send 1 MiB + 1 byte of it and stall (finding 4: the node went to 1 GB
-// RSS and /healthz took 7 s); each must be closed by the read timeout, and
-// is opened again at once.
-func attackPartialFrames(ctx context.Context, r *run) string {
+// stalled runs n connections from address from, each written by send (in
+// a goroutine of its own: the node may stop reading, which is the point)
+// until the node closes it, which it must do within the read timeout; each
+// is opened again at once. It returns how long the node took to close
+// them; what names a connection that was not closed, for the finding.
+func stalled(ctx context.Context, r *run, n int, from, what string, send func(ctx context.Context, conn net.Conn)) string {
 	var closed durations
-	body := append(binary.BigEndian.AppendUint32(nil, 100<<20), bytes.Repeat([]byte{0xa5}, 1<<20+1)...)
-	workers(ctx, 10, func(ctx context.Context, w int) {
-		conn, err := dialFrom(fromPartial, r.node.BrokerAddr)
-		if err != nil {
-			r.finding("dial: %v", err)
-			sleepCtx(ctx, 100*time.Millisecond)
-			return
-		}
-		defer conn.Close()
-		start := time.Now()
-		go func() { _, _ = conn.Write(body) }() // the node may stop reading: that is the point
-		stop := context.AfterFunc(ctx, func() { _ = conn.Close() })
-		defer stop()
-		took, err := waitClosed(conn, start, readTimeout+closeSlack)
-		if ctx.Err() != nil {
-			return
-		}
-		if err != nil {
-			r.finding("a stalled 100 MiB frame: %v", err)
-			return
-		}
-		closed.add(took)
-	})
-	return "stalled frames: " + closed.summary()
-}
-
-// attackTrickle: five connections each send a Metadata request for 100
-// topics (about 3 KiB) at ten bytes a second (finding 6: one byte a second
-// was never timed out); each must be closed by the read timeout and is
-// opened again.
-func attackTrickle(ctx context.Context, r *run) string {
-	var closed durations
-	var names []string
-	for i := range 100 {
-		names = append(names, fmt.Sprintf("trickled-topic-name-%04d", i))
-	}
-	frame := encode(metadataRequest(1, names...), 1, "trickle")
-	workers(ctx, 5, func(ctx context.Context, w int) {
-		conn, err := dialFrom(fromTrickle, r.node.BrokerAddr)
-		if err != nil {
-			r.finding("dial: %v", err)
-			sleepCtx(ctx, 100*time.Millisecond)
-			return
-		}
-		defer conn.Close()
+	brokerWorkers(ctx, r, n, from, 100*time.Millisecond, func(ctx context.Context, _ int, conn net.Conn) {
 		start := time.Now()
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			for i := range frame {
-				if _, err := conn.Write(frame[i : i+1]); err != nil {
-					return
-				}
-				select {
-				case <-ctx.Done():
-					return
-				case <-time.After(100 * time.Millisecond):
-				}
-			}
+			send(ctx, conn)
 		}()
 		stop := context.AfterFunc(ctx, func() { _ = conn.Close() })
 		defer stop()
@@ -676,12 +629,47 @@ func attackTrickle(ctx context.Context, r *run) string {
 			return
 		}
 		if err != nil {
-			r.finding("a trickled frame: %v", err)
+			r.finding("%s: %v", what, err)
 			return
 		}
 		closed.add(took)
 	})
-	return "tricklers: " + closed.summary()
+	return closed.summary()
+}
+
+// attackPartialFrames: ten connections each announce a 100 MiB frame,
+// send 1 MiB + 1 byte of it and stall (finding 4: the node went to 1 GB
+// RSS and /healthz took 7 s); each must be closed by the read timeout, and
+// is opened again at once.
+func attackPartialFrames(ctx context.Context, r *run) string {
+	body := append(binary.BigEndian.AppendUint32(nil, 100<<20), bytes.Repeat([]byte{0xa5}, 1<<20+1)...)
+	return "stalled frames: " + stalled(ctx, r, 10, fromPartial, "a stalled 100 MiB frame", func(_ context.Context, conn net.Conn) {
+		_, _ = conn.Write(body)
+	})
+}
+
+// attackTrickle: five connections each send a Metadata request for 100
+// topics (about 3 KiB) at ten bytes a second (finding 6: one byte a second
+// was never timed out); each must be closed by the read timeout and is
+// opened again.
+func attackTrickle(ctx context.Context, r *run) string {
+	var names []string
+	for i := range 100 {
+		names = append(names, fmt.Sprintf("trickled-topic-name-%04d", i))
+	}
+	frame := encode(metadataRequest(1, names...), 1, "trickle")
+	return "tricklers: " + stalled(ctx, r, 5, fromTrickle, "a trickled frame", func(ctx context.Context, conn net.Conn) {
+		for i := range frame {
+			if _, err := conn.Write(frame[i : i+1]); err != nil {
+				return
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	})
 }
 
 // --- idle sockets up to max.connections (finding 6) ---
@@ -776,13 +764,7 @@ func attackIdleSockets(ctx context.Context, r *run, v *victim) string {
 func attackMetadataFlood(ctx context.Context, r *run) string {
 	var answers, partitions, parsed atomic.Int64
 	const pipelined = 500
-	workers(ctx, 4, func(ctx context.Context, w int) {
-		conn, err := dialFrom(fromMetadata, r.node.BrokerAddr)
-		if err != nil {
-			r.finding("dial: %v", err)
-			return
-		}
-		defer conn.Close()
+	brokerWorkers(ctx, r, 4, fromMetadata, 0, func(ctx context.Context, w int, conn net.Conn) {
 		stop := context.AfterFunc(ctx, func() { _ = conn.Close() })
 		defer stop()
 		req := metadataRequest(1)
@@ -839,13 +821,7 @@ func attackMetadataFlood(ctx context.Context, r *run) string {
 // then the connection closes).
 func attackBadRequests(ctx context.Context, r *run) string {
 	var counts [3]atomic.Int64
-	workers(ctx, 2, func(ctx context.Context, w int) {
-		conn, err := dialFrom(fromBad, r.node.BrokerAddr)
-		if err != nil {
-			r.finding("dial: %v", err)
-			return
-		}
-		defer conn.Close()
+	brokerWorkers(ctx, r, 2, fromBad, 0, func(ctx context.Context, w int, conn net.Conn) {
 		for ctx.Err() == nil {
 			if !badCreateTopics(r, conn) || !unknownReplicaFetch(r, conn) {
 				return

@@ -18,14 +18,22 @@ import (
 // KIP-848 consumer groups with kgo's ServerSideBalancer: the coordinator
 // assigns, members reconcile by heartbeat.
 
-// start848Node runs a node whose consumer-protocol sessions time out in 3 s
-// and whose members heartbeat every 250 ms, so a test sees a dead member
-// go quickly.
-func start848Node(t *testing.T) *testNode {
-	return startNodeWith(t, t.TempDir(), func(c *node.Config) {
-		c.ConsumerMinSessionTimeoutMs, c.BrokerListener.Groups.Coordinator.ConsumerSessionTimeout = 1000, 3*time.Second
-		c.ConsumerMinHeartbeatIntervalMs, c.BrokerListener.Groups.Coordinator.ConsumerHeartbeatInterval = 100, 250*time.Millisecond
-	})
+// config848 makes consumer-protocol sessions time out in 3 s and members
+// heartbeat every 250 ms, so a test sees a dead member go quickly.
+func config848(c *node.Config) {
+	c.ConsumerMinSessionTimeoutMs, c.BrokerListener.Groups.Coordinator.ConsumerSessionTimeout = 1000, 3*time.Second
+	c.ConsumerMinHeartbeatIntervalMs, c.BrokerListener.Groups.Coordinator.ConsumerHeartbeatInterval = 100, 250*time.Millisecond
+}
+
+// start848Topic starts a node of config848 with a topic of partitions
+// partitions, and returns the node's address, an admin client and the set
+// its members record what they consume in.
+func start848Topic(t *testing.T, topic string, partitions int32) (string, *kadm.Client, *seenSet) {
+	t.Helper()
+	addr := startNodeWith(t, t.TempDir(), config848).Addr()
+	adm := newAdmin(t, addr)
+	createTopic(t, adm, topic, partitions, nil)
+	return addr, adm, &seenSet{}
 }
 
 // killableDialer makes a client's connections, and cuts them all (and
@@ -115,13 +123,24 @@ func describe848(t *testing.T, adm *kadm.Client, group string) kadm.DescribedCon
 	return gs[group]
 }
 
+// awaitGroup waits until group is described without an error and
+// accepted by ok, and returns it.
+func awaitGroup(t *testing.T, adm *kadm.Client, group string, ok func(kadm.DescribedConsumerGroup) bool, msgAndArgs ...any) kadm.DescribedConsumerGroup {
+	t.Helper()
+	var g kadm.DescribedConsumerGroup
+	require.Eventually(t, func() bool {
+		g = describe848(t, adm, group)
+		return g.Err == nil && ok(g)
+	}, opTimeout, 100*time.Millisecond, msgAndArgs...)
+	return g
+}
+
 // requireStableShares waits until group is Stable with members members,
 // each assigned perMember partitions and accepted by ok (nil: any).
 func requireStableShares(t *testing.T, adm *kadm.Client, group string, members, perMember int, ok func(kadm.ConsumerGroupMember) bool, msg string) {
 	t.Helper()
-	require.Eventually(t, func() bool {
-		g := describe848(t, adm, group)
-		if g.Err != nil || g.State != "Stable" || len(g.Members) != members {
+	awaitGroup(t, adm, group, func(g kadm.DescribedConsumerGroup) bool {
+		if g.State != "Stable" || len(g.Members) != members {
 			return false
 		}
 		for _, m := range g.Members {
@@ -134,39 +153,32 @@ func requireStableShares(t *testing.T, adm *kadm.Client, group string, members, 
 			}
 		}
 		return true
-	}, opTimeout, 100*time.Millisecond, msg)
+	}, msg)
 }
 
 // Three members share a topic of six partitions; one leaves cleanly, one
 // is killed (its session times out); every record is consumed and the
 // committed offsets end at the log ends.
 func TestKgoConsumerProtocolGroup(t *testing.T) {
-	n := start848Node(t)
-	addr := n.Addr()
-	adm := newAdmin(t, addr)
-	createTopic(t, adm, "kip848", 6, nil)
-	seen := &seenSet{}
+	addr, adm, seen := start848Topic(t, "kip848", 6)
 
 	a := startMember848(t, addr, "g848", seen, kgo.ConsumeTopics("kip848"))
 	b := startMember848(t, addr, "g848", seen, kgo.ConsumeTopics("kip848"))
 	c := startMember848(t, addr, "g848", seen, kgo.ConsumeTopics("kip848"))
 	ends := produceRoundRobin(t, addr, "kip848", 120)
-	require.Eventually(t, func() bool { return seen.covers(ends) }, opTimeout, 50*time.Millisecond, "not every record consumed")
+	seen.await(t, ends, "not every record consumed")
 
 	// The coordinator spreads the six partitions over the three members.
 	requireStableShares(t, adm, "g848", 3, 2, nil, "the group never became stable with two partitions each")
 
 	a.close() // leaves (epoch -1)
 	ends = produceRoundRobin(t, addr, "kip848", 60)
-	require.Eventually(t, func() bool { return seen.covers(ends) }, opTimeout, 50*time.Millisecond, "records after a member left not consumed")
+	seen.await(t, ends, "records after a member left not consumed")
 
 	b.dialer.kill() // gone without leaving: its session times out
 	ends = produceRoundRobin(t, addr, "kip848", 60)
-	require.Eventually(t, func() bool { return seen.covers(ends) }, opTimeout, 50*time.Millisecond, "records after a member died not consumed")
-	require.Eventually(t, func() bool {
-		g := describe848(t, adm, "g848")
-		return g.Err == nil && len(g.Members) == 1
-	}, opTimeout, 100*time.Millisecond, "the killed member was never removed")
+	seen.await(t, ends, "records after a member died not consumed")
+	awaitGroup(t, adm, "g848", func(g kadm.DescribedConsumerGroup) bool { return len(g.Members) == 1 }, "the killed member was never removed")
 	requireCommitted(t, addr, "g848", "kip848", ends)
 
 	// ListGroups shows its type.
@@ -179,22 +191,17 @@ func TestKgoConsumerProtocolGroup(t *testing.T) {
 
 // A member subscribed by regex gets a topic created after it joined.
 func TestKgoConsumerProtocolRegex(t *testing.T) {
-	n := start848Node(t)
-	addr := n.Addr()
-	adm := newAdmin(t, addr)
-	createTopic(t, adm, "re-a", 2, nil)
-	seen := &seenSet{}
+	addr, adm, seen := start848Topic(t, "re-a", 2)
 	startMember848(t, addr, "g848re", seen, kgo.ConsumeTopics("re-.*"), kgo.ConsumeRegex(),
 		kgo.MetadataMinAge(100*time.Millisecond), kgo.MetadataMaxAge(500*time.Millisecond))
 	endsA := produceRoundRobin(t, addr, "re-a", 10)
-	require.Eventually(t, func() bool { return seen.covers(endsA) }, opTimeout, 50*time.Millisecond, "re-a not consumed")
+	seen.await(t, endsA, "re-a not consumed")
 
 	createTopic(t, adm, "re-b", 1, nil)
 	endsB := produceRoundRobin(t, addr, "re-b", 10)
-	require.Eventually(t, func() bool {
-		g := describe848(t, adm, "g848re")
-		return g.Err == nil && len(g.Members) == 1 && len(g.Members[0].Assignment["re-b"]) == 1
-	}, opTimeout, 100*time.Millisecond, "the regex member was never assigned re-b")
+	awaitGroup(t, adm, "g848re", func(g kadm.DescribedConsumerGroup) bool {
+		return len(g.Members) == 1 && len(g.Members[0].Assignment["re-b"]) == 1
+	}, "the regex member was never assigned re-b")
 	// re-b's records are consumed once its offsets are committed at its
 	// end (seenSet keys by partition only, so it cannot tell re-a's
 	// partition 0 from re-b's).
@@ -208,11 +215,7 @@ func TestKgoConsumerProtocolRegex(t *testing.T) {
 // member goes on from the committed offsets.
 func TestKgoConsumerProtocolRestart(t *testing.T) {
 	dir := t.TempDir()
-	cfg := func(c *node.Config) {
-		c.ConsumerMinSessionTimeoutMs, c.BrokerListener.Groups.Coordinator.ConsumerSessionTimeout = 1000, 3*time.Second
-		c.ConsumerMinHeartbeatIntervalMs, c.BrokerListener.Groups.Coordinator.ConsumerHeartbeatInterval = 100, 250*time.Millisecond
-	}
-	n := startNodeWith(t, dir, cfg)
+	n := startNodeWith(t, dir, config848)
 	adm := newAdmin(t, n.Addr())
 	createTopic(t, adm, "kip848r", 3, nil)
 	seen := &seenSet{}
@@ -223,13 +226,9 @@ func TestKgoConsumerProtocolRestart(t *testing.T) {
 	a.dialer.kill()
 	n.stop(t)
 
-	n = startNodeWith(t, dir, cfg)
+	n = startNodeWith(t, dir, config848)
 	adm = newAdmin(t, n.Addr())
-	var replayed kadm.DescribedConsumerGroup
-	require.Eventually(t, func() bool {
-		replayed = describe848(t, adm, "g848r")
-		return replayed.Err == nil
-	}, opTimeout, 100*time.Millisecond, "the group was never served after the restart")
+	replayed := awaitGroup(t, adm, "g848r", func(kadm.DescribedConsumerGroup) bool { return true }, "the group was never served after the restart")
 	// Replayed with its member, whose session (3 s) starts at the load.
 	require.Len(t, replayed.Members, 1)
 	require.Equal(t, memberID, replayed.Members[0].MemberID)
@@ -255,25 +254,19 @@ func TestKgoConsumerProtocolRestart(t *testing.T) {
 // its partitions wait for its next incarnation, which takes them over
 // without a new group epoch.
 func TestKgoConsumerProtocolStaticMember(t *testing.T) {
-	n := start848Node(t)
-	addr := n.Addr()
-	adm := newAdmin(t, addr)
-	createTopic(t, adm, "kip848s", 4, nil)
-	seen := &seenSet{}
+	addr, adm, seen := start848Topic(t, "kip848s", 4)
 	s1 := startMember848(t, addr, "g848s", seen, kgo.ConsumeTopics("kip848s"), kgo.InstanceID("i1"))
 	startMember848(t, addr, "g848s", seen, kgo.ConsumeTopics("kip848s"))
 	ends := produceRoundRobin(t, addr, "kip848s", 40)
-	require.Eventually(t, func() bool { return seen.covers(ends) }, opTimeout, 50*time.Millisecond, "not every record consumed")
-	var before kadm.DescribedConsumerGroup
-	require.Eventually(t, func() bool {
-		before = describe848(t, adm, "g848s")
-		return before.Err == nil && before.State == "Stable" && len(before.Members) == 2
-	}, opTimeout, 100*time.Millisecond, "the group never became stable")
+	seen.await(t, ends, "not every record consumed")
+	before := awaitGroup(t, adm, "g848s", func(g kadm.DescribedConsumerGroup) bool {
+		return g.State == "Stable" && len(g.Members) == 2
+	}, "the group never became stable")
 
 	s1.close()
 	s2 := startMember848(t, addr, "g848s", seen, kgo.ConsumeTopics("kip848s"), kgo.InstanceID("i1"))
 	more := produceRoundRobin(t, addr, "kip848s", 40)
-	require.Eventually(t, func() bool { return seen.covers(more) }, opTimeout, 50*time.Millisecond, "records after the restart not consumed")
+	seen.await(t, more, "records after the restart not consumed")
 	after := describe848(t, adm, "g848s")
 	require.NoError(t, after.Err)
 	require.Len(t, after.Members, 2)

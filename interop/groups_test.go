@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -55,6 +54,12 @@ func (s *seenSet) covers(ends map[int32]int64) bool {
 	return true
 }
 
+// await waits until every offset below each end was seen.
+func (s *seenSet) await(t *testing.T, ends map[int32]int64, msgAndArgs ...any) {
+	t.Helper()
+	require.Eventually(t, func() bool { return s.covers(ends) }, opTimeout, 50*time.Millisecond, msgAndArgs...)
+}
+
 // produceRoundRobin produces n records spread over topic's partitions and
 // returns the log ends.
 func produceRoundRobin(t *testing.T, addr, topic string, n int) map[int32]int64 {
@@ -71,13 +76,21 @@ func produceRoundRobin(t *testing.T, addr, topic string, n int) map[int32]int64 
 	return out
 }
 
+// startGroupTopic starts a node with a topic of partitions partitions and
+// produces records records to it round robin; it returns the node's
+// address and the topic's end offsets.
+func startGroupTopic(t *testing.T, topic string, partitions int32, records int) (string, map[int32]int64) {
+	t.Helper()
+	addr := startNode(t, t.TempDir()).Addr()
+	createTopic(t, newAdmin(t, addr), topic, partitions, nil)
+	return addr, produceRoundRobin(t, addr, topic, records)
+}
+
 // requireCommitted waits until the group's committed offsets reach ends.
 func requireCommitted(t *testing.T, addr, group, topic string, ends map[int32]int64) {
 	t.Helper()
 	adm := newAdmin(t, addr)
-	require.Eventually(t, func() bool {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
+	eventually(t, 100*time.Millisecond, func(ctx context.Context) bool {
 		offs, err := adm.FetchOffsets(ctx, group)
 		if err != nil {
 			return false
@@ -89,7 +102,7 @@ func requireCommitted(t *testing.T, addr, group, topic string, ends map[int32]in
 			}
 		}
 		return true
-	}, opTimeout, 100*time.Millisecond, "group %s never committed the log ends %v", group, ends)
+	}, "group %s never committed the log ends %v", group, ends)
 }
 
 type saramaHandler struct{ seen *seenSet }
@@ -108,12 +121,8 @@ func (h saramaHandler) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sara
 // assignor) share a topic; one closes; every record is consumed and
 // committed.
 func TestSaramaConsumerGroup(t *testing.T) {
-	saramaLog.set(newTestLog(t))
-	defer saramaLog.set(nil)
-	n := startNode(t, t.TempDir())
-	addr := n.Addr()
-	createTopic(t, newAdmin(t, addr), "s-orders", 6, nil)
-	ends := produceRoundRobin(t, addr, "s-orders", 300)
+	saramaLog.logTo(t)
+	addr, ends := startGroupTopic(t, "s-orders", 6, 300)
 
 	cfg := saramaConfig(sarama.V3_6_0_0)
 	cfg.Consumer.Offsets.Initial = sarama.OffsetOldest
@@ -149,10 +158,10 @@ func TestSaramaConsumerGroup(t *testing.T) {
 		require.NoError(t, m.g.Close())
 	}
 	members := []*member{start(), start(), start()}
-	require.Eventually(t, func() bool { return seen.covers(ends) }, opTimeout, 50*time.Millisecond, "the group never consumed every record")
+	seen.await(t, ends, "the group never consumed every record")
 	stop(members[2])
 	ends = produceRoundRobin(t, addr, "s-orders", 120)
-	require.Eventually(t, func() bool { return seen.covers(ends) }, opTimeout, 50*time.Millisecond, "the two left never consumed every record")
+	seen.await(t, ends, "the two left never consumed every record")
 	requireCommitted(t, addr, "s-group", "s-orders", ends)
 	stop(members[0])
 	stop(members[1])
@@ -161,10 +170,7 @@ func TestSaramaConsumerGroup(t *testing.T) {
 // TestKafkaGoConsumerGroup: two kafka-go readers with a GroupID share a
 // topic; one closes; every record is consumed and committed.
 func TestKafkaGoConsumerGroup(t *testing.T) {
-	n := startNode(t, t.TempDir())
-	addr := n.Addr()
-	createTopic(t, newAdmin(t, addr), "k-orders", 4, nil)
-	ends := produceRoundRobin(t, addr, "k-orders", 200)
+	addr, ends := startGroupTopic(t, "k-orders", 4, 200)
 	seen := &seenSet{}
 	type member struct {
 		r      *kafka.Reader
@@ -202,10 +208,10 @@ func TestKafkaGoConsumerGroup(t *testing.T) {
 		require.NoError(t, m.r.Close())
 	}
 	a, b := start(), start()
-	require.Eventually(t, func() bool { return seen.covers(ends) }, opTimeout, 50*time.Millisecond, "the group never consumed every record")
+	seen.await(t, ends, "the group never consumed every record")
 	stop(b)
 	ends = produceRoundRobin(t, addr, "k-orders", 80)
-	require.Eventually(t, func() bool { return seen.covers(ends) }, opTimeout, 50*time.Millisecond, "the one left never consumed every record")
+	seen.await(t, ends, "the one left never consumed every record")
 	requireCommitted(t, addr, "k-group", "k-orders", ends)
 	stop(a)
 }
@@ -216,10 +222,7 @@ func TestKafkaGoConsumerGroup(t *testing.T) {
 // records produced since.
 func TestKcatConsumerGroup(t *testing.T) {
 	kcat := kcatPath(t)
-	n := startNode(t, t.TempDir())
-	addr := n.Addr()
-	createTopic(t, newAdmin(t, addr), "kc-orders", 4, nil)
-	ends := produceRoundRobin(t, addr, "kc-orders", 200)
+	addr, ends := startGroupTopic(t, "kc-orders", 4, 200)
 	// Each member exits at the end of its partitions (-e) after at most
 	// 200 records, committing on close; without a commit it starts at
 	// the earliest offset (kcat's -o would override the commits).
@@ -240,22 +243,10 @@ func TestKcatConsumerGroup(t *testing.T) {
 		}()
 		return out
 	}
-	parse := func(b []byte) []kcatMessage {
-		var ms []kcatMessage
-		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-			if line == "" {
-				continue
-			}
-			var m kcatMessage
-			require.NoError(t, json.Unmarshal([]byte(line), &m), "kcat line %q", line)
-			ms = append(ms, m)
-		}
-		return ms
-	}
 	seen := &seenSet{}
 	a, b := member(), member()
 	for _, ch := range []<-chan []byte{a, b} {
-		for _, m := range parse(<-ch) {
+		for _, m := range kcatMessages(t, <-ch) {
 			seen.add(m.Partition, m.Offset)
 		}
 	}
@@ -264,7 +255,7 @@ func TestKcatConsumerGroup(t *testing.T) {
 
 	before := ends
 	ends = produceRoundRobin(t, addr, "kc-orders", 40)
-	got := parse(<-member())
+	got := kcatMessages(t, <-member())
 	require.Len(t, got, 40, "a new member starts from the group's commits")
 	for _, m := range got {
 		require.GreaterOrEqual(t, m.Offset, before[m.Partition])
@@ -278,10 +269,7 @@ func TestKcatConsumerGroup(t *testing.T) {
 // and a later member reads only what was produced since.
 func TestConfluentKafkaPythonConsumerGroup(t *testing.T) {
 	python := confluentPython(t)
-	n := startNode(t, t.TempDir())
-	addr := n.Addr()
-	createTopic(t, newAdmin(t, addr), "py-orders", 4, nil)
-	ends := produceRoundRobin(t, addr, "py-orders", 160)
+	addr, ends := startGroupTopic(t, "py-orders", 4, 160)
 	type pyOffset struct {
 		Partition int32 `json:"partition"`
 		Offset    int64 `json:"offset"`

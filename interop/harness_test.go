@@ -145,6 +145,17 @@ func createTopic(t *testing.T, adm *kadm.Client, topic string, partitions int32,
 	waitServed(t, adm, topic)
 }
 
+// eventually waits up to opTimeout, checking every tick, until cond holds;
+// each call of cond has 2 s for its requests.
+func eventually(t *testing.T, tick time.Duration, cond func(ctx context.Context) bool, msgAndArgs ...any) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		return cond(ctx)
+	}, opTimeout, tick, msgAndArgs...)
+}
+
 // waitServed waits until every partition of topic answers ListOffsets
 // without an error. A broker lists a new partition's leader in Metadata
 // (from the metadata image) a few milliseconds before that leader has
@@ -153,12 +164,10 @@ func createTopic(t *testing.T, adm *kadm.Client, topic string, partitions int32,
 // acks=0 batch is dropped (with its connection closed, as Kafka does).
 func waitServed(t *testing.T, adm *kadm.Client, topic string) {
 	t.Helper()
-	require.Eventually(t, func() bool {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
+	eventually(t, pollInterval, func(ctx context.Context) bool {
 		ends, err := adm.ListEndOffsets(ctx, topic)
 		return err == nil && ends.Error() == nil
-	}, opTimeout, pollInterval, "the partitions of %s never answered ListOffsets", topic)
+	}, "the partitions of %s never answered ListOffsets", topic)
 }
 
 // waitLeaders waits until Metadata lists topic with partitions
@@ -166,9 +175,7 @@ func waitServed(t *testing.T, adm *kadm.Client, topic string) {
 func waitLeaders(t *testing.T, adm *kadm.Client, topic string, partitions int32) kadm.TopicDetail {
 	t.Helper()
 	var td kadm.TopicDetail
-	require.Eventually(t, func() bool {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
+	eventually(t, pollInterval, func(ctx context.Context) bool {
 		md, err := adm.Metadata(ctx, topic)
 		if err != nil {
 			return false
@@ -183,7 +190,7 @@ func waitLeaders(t *testing.T, adm *kadm.Client, topic string, partitions int32)
 			}
 		}
 		return true
-	}, opTimeout, pollInterval, "topic %s never had %d partitions with leaders", topic, partitions)
+	}, "topic %s never had %d partitions with leaders", topic, partitions)
 	return td
 }
 

@@ -45,6 +45,17 @@ var librdkafkaCodecs = []struct {
 	{"zstd", 4, map[string]any{"acks": "all"}, true},
 }
 
+// requireStoredCompressed runs the subtest "stored-compressed": every
+// batch librdkafka wrote to topic with the codec of id is stored
+// compressed, which is skipped for lz4.
+func requireStoredCompressed(t *testing.T, addr, topic string, partitions int32, codec string, id int16) {
+	t.Helper()
+	t.Run("stored-compressed", func(t *testing.T) {
+		skipLZ4(t, codec)
+		requireCodec(t, addr, topic, partitions, id, true)
+	})
+}
+
 // skipLZ4 skips the check that librdkafka's lz4 batches are stored
 // compressed.
 func skipLZ4(t *testing.T, codec string) {
@@ -120,18 +131,28 @@ func (m kcatMessage) rec() rec {
 func kcatConsume(t *testing.T, kcat, addr string, count int, args ...string) []rec {
 	t.Helper()
 	args = append([]string{"-C", "-J", "-b", addr, "-c", strconv.Itoa(count), "-e", "-q", "-m", "10"}, args...)
-	out := runTool(t, nil, kcat, args...)
 	var got []rec
+	for _, m := range kcatMessages(t, runTool(t, nil, kcat, args...)) {
+		r := m.rec()
+		require.Equal(t, "create", m.TSType, "timestamp type of %v", r)
+		got = append(got, r)
+	}
+	return got
+}
+
+// kcatMessages parses the lines of `kcat -J`.
+func kcatMessages(t *testing.T, out []byte) []kcatMessage {
+	t.Helper()
+	var ms []kcatMessage
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		if line == "" {
 			continue
 		}
 		var m kcatMessage
 		require.NoError(t, json.Unmarshal([]byte(line), &m), "kcat line %q", line)
-		require.Equal(t, "create", m.TSType, "timestamp type of %q", line)
-		got = append(got, m.rec())
+		ms = append(ms, m)
 	}
-	return got
+	return ms
 }
 
 // TestKcat drives librdkafka through Debian's kcat against one node:
@@ -176,10 +197,7 @@ func TestKcat(t *testing.T) {
 				// kgo tells null from empty: nothing is null here.
 				check.nullsDistinct = true
 				requireSameRecords(t, rs, consumeKgo(t, []string{n.Addr()}, topic, atStart(partitions), len(rs)), zeros(partitions), check)
-				t.Run("stored-compressed", func(t *testing.T) {
-					skipLZ4(t, c.codec)
-					requireCodec(t, n.Addr(), topic, partitions, c.id, true)
-				})
+				requireStoredCompressed(t, n.Addr(), topic, partitions, c.codec, c.id)
 			})
 		}
 	})
@@ -411,10 +429,7 @@ func TestConfluentKafkaPython(t *testing.T) {
 			}
 			got := consume(t, topic, map[int32]int64{0: offsetBeginning, 1: offsetBeginning}, len(rs))
 			requireSameRecords(t, rs, got, zeros(partitions), checkOpts{nullsDistinct: true, offsetsKnown: c.acked, from: from, to: to})
-			t.Run("stored-compressed", func(t *testing.T) {
-				skipLZ4(t, c.codec)
-				requireCodec(t, n.Addr(), topic, partitions, c.id, true)
-			})
+			requireStoredCompressed(t, n.Addr(), topic, partitions, c.codec, c.id)
 			for p := range int32(partitions) {
 				for _, batch := range rawBatches(t, n.Addr(), topic, p) {
 					require.Equal(t, c.config["enable.idempotence"] == true, batch.ProducerID >= 0, "producer id %d of a stored batch", batch.ProducerID)

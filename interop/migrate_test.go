@@ -9,6 +9,30 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
+// startClassicMember is a classic cooperative-sticky kgo member of group,
+// consuming topic.
+func startClassicMember(t *testing.T, addr, group, topic string, seen *seenSet) *member848 {
+	t.Helper()
+	return startGroupMember(t, addr, group, seen, kgo.ConsumeTopics(topic),
+		kgo.Balancers(kgo.CooperativeStickyBalancer()),
+		kgo.SessionTimeout(6*time.Second), kgo.HeartbeatInterval(250*time.Millisecond))
+}
+
+// awaitClassicMembers waits until the consumer group has three members,
+// classic of them classic members.
+func awaitClassicMembers(t *testing.T, adm *kadm.Client, group string, classic int, msgAndArgs ...any) {
+	t.Helper()
+	awaitGroup(t, adm, group, func(g kadm.DescribedConsumerGroup) bool {
+		n := 0
+		for _, m := range g.Members {
+			if m.MemberType == 0 {
+				n++
+			}
+		}
+		return len(g.Members) == 3 && n == classic
+	}, msgAndArgs...)
+}
+
 // The online upgrade (group.consumer.migration.policy, bidirectional by
 // default): a rolling restart of three classic cooperative-sticky kgo
 // members to kgo members of the consumer protocol, one at a time. The
@@ -17,41 +41,21 @@ import (
 // Heartbeat until each is replaced. Throughout, every record produced is
 // consumed, and the committed offsets end at the log ends.
 func TestKgoOnlineUpgradeToConsumerProtocol(t *testing.T) {
-	n := start848Node(t)
-	addr := n.Addr()
-	adm := newAdmin(t, addr)
-	createTopic(t, adm, "migrate", 6, nil)
-	seen := &seenSet{}
-	classic := func() *member848 {
-		return startGroupMember(t, addr, "gmigrate", seen, kgo.ConsumeTopics("migrate"),
-			kgo.Balancers(kgo.CooperativeStickyBalancer()),
-			kgo.SessionTimeout(6*time.Second), kgo.HeartbeatInterval(250*time.Millisecond))
-	}
+	addr, adm, seen := start848Topic(t, "migrate", 6)
+	classic := func() *member848 { return startClassicMember(t, addr, "gmigrate", "migrate", seen) }
 	members := []*member848{classic(), classic(), classic()}
 	ends := produceRoundRobin(t, addr, "migrate", 120)
-	require.Eventually(t, func() bool { return seen.covers(ends) }, opTimeout, 50*time.Millisecond, "the classic group did not consume every record")
+	seen.await(t, ends, "the classic group did not consume every record")
 
 	for i := range members {
 		members[i].close() // LeaveGroup (classic) or epoch -1 (consumer)
 		members[i] = startMember848(t, addr, "gmigrate", seen, kgo.ConsumeTopics("migrate"))
 		ends = produceRoundRobin(t, addr, "migrate", 60)
-		require.Eventually(t, func() bool { return seen.covers(ends) }, opTimeout, 50*time.Millisecond,
+		seen.await(t, ends,
 			"records after replacing member %d not consumed", i)
 		// The group is a consumer group from the first replacement on:
 		// i+1 consumer-protocol members, the others classic ones.
-		require.Eventually(t, func() bool {
-			g := describe848(t, adm, "gmigrate")
-			if g.Err != nil || len(g.Members) != 3 {
-				return false
-			}
-			classicMembers := 0
-			for _, m := range g.Members {
-				if m.MemberType == 0 {
-					classicMembers++
-				}
-			}
-			return classicMembers == 2-i
-		}, opTimeout, 100*time.Millisecond, "the group never had %d classic and %d consumer members", 2-i, i+1)
+		awaitClassicMembers(t, adm, "gmigrate", 2-i, "the group never had %d classic and %d consumer members", 2-i, i+1)
 	}
 
 	// Every member is a consumer-protocol member now, the group stable
@@ -59,7 +63,7 @@ func TestKgoOnlineUpgradeToConsumerProtocol(t *testing.T) {
 	requireStableShares(t, adm, "gmigrate", 3, 2, func(m kadm.ConsumerGroupMember) bool { return m.MemberType == 1 },
 		"the upgraded group never became stable with two partitions each")
 	ends = produceRoundRobin(t, addr, "migrate", 60)
-	require.Eventually(t, func() bool { return seen.covers(ends) }, opTimeout, 50*time.Millisecond, "records after the upgrade not consumed")
+	seen.await(t, ends, "records after the upgrade not consumed")
 	requireCommitted(t, addr, "gmigrate", "migrate", ends)
 }
 
@@ -69,43 +73,25 @@ func TestKgoOnlineUpgradeToConsumerProtocol(t *testing.T) {
 // member leaves, the group becomes a classic group again (with a
 // rebalance). Every record is consumed; the offsets end at the log ends.
 func TestKgoOnlineDowngradeToClassicProtocol(t *testing.T) {
-	n := start848Node(t)
-	addr := n.Addr()
-	adm := newAdmin(t, addr)
-	createTopic(t, adm, "downgrade", 6, nil)
-	seen := &seenSet{}
+	addr, adm, seen := start848Topic(t, "downgrade", 6)
 	members := []*member848{}
 	for range 3 {
 		members = append(members, startMember848(t, addr, "gdown", seen, kgo.ConsumeTopics("downgrade")))
 	}
 	ends := produceRoundRobin(t, addr, "downgrade", 120)
-	require.Eventually(t, func() bool { return seen.covers(ends) }, opTimeout, 50*time.Millisecond, "the consumer group did not consume every record")
+	seen.await(t, ends, "the consumer group did not consume every record")
 
 	for i := range members {
 		members[i].close()
-		members[i] = startGroupMember(t, addr, "gdown", seen, kgo.ConsumeTopics("downgrade"),
-			kgo.Balancers(kgo.CooperativeStickyBalancer()),
-			kgo.SessionTimeout(6*time.Second), kgo.HeartbeatInterval(250*time.Millisecond))
+		members[i] = startClassicMember(t, addr, "gdown", "downgrade", seen)
 		ends = produceRoundRobin(t, addr, "downgrade", 60)
-		require.Eventually(t, func() bool { return seen.covers(ends) }, opTimeout, 50*time.Millisecond,
+		seen.await(t, ends,
 			"records after replacing member %d not consumed", i)
 		if i == len(members)-1 {
 			break
 		}
 		// Still a consumer group, with i+1 classic members in it.
-		require.Eventually(t, func() bool {
-			g := describe848(t, adm, "gdown")
-			if g.Err != nil || len(g.Members) != 3 {
-				return false
-			}
-			classicMembers := 0
-			for _, m := range g.Members {
-				if m.MemberType == 0 {
-					classicMembers++
-				}
-			}
-			return classicMembers == i+1
-		}, opTimeout, 100*time.Millisecond, "the consumer group never had %d classic members", i+1)
+		awaitClassicMembers(t, adm, "gdown", i+1, "the consumer group never had %d classic members", i+1)
 	}
 
 	// A classic group again: DescribeGroups sees its three members.
@@ -119,6 +105,6 @@ func TestKgoOnlineDowngradeToClassicProtocol(t *testing.T) {
 		return g.Err == nil && g.State == "Stable" && len(g.Members) == 3
 	}, opTimeout, 100*time.Millisecond, "the group never became a stable classic group of three")
 	ends = produceRoundRobin(t, addr, "downgrade", 60)
-	require.Eventually(t, func() bool { return seen.covers(ends) }, opTimeout, 50*time.Millisecond, "records after the downgrade not consumed")
+	seen.await(t, ends, "records after the downgrade not consumed")
 	requireCommitted(t, addr, "gdown", "downgrade", ends)
 }

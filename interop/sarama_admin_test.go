@@ -39,8 +39,7 @@ func saramaAdminConfig(version sarama.KafkaVersion) *sarama.Config {
 // consumer groups, at a recent Kafka version and at sarama's default
 // (issue 22, finding 11).
 func TestSaramaClusterAdmin(t *testing.T) {
-	saramaLog.set(newTestLog(t))
-	defer saramaLog.set(nil)
+	saramaLog.logTo(t)
 	n := startNode(t, t.TempDir())
 	addr := n.Addr()
 	for _, v := range saramaVersions {
@@ -181,7 +180,7 @@ func testSaramaClusterAdmin(t *testing.T, addr string, version sarama.KafkaVersi
 		}
 	}
 	t.Cleanup(stop)
-	require.Eventually(t, func() bool { return seen.covers(ends) }, opTimeout, 50*time.Millisecond, "the group never consumed every record")
+	seen.await(t, ends, "the group never consumed every record")
 	requireCommitted(t, addr, group, topic, ends)
 
 	groups, err := adm.ListConsumerGroups()
@@ -237,8 +236,7 @@ func testSaramaClusterAdmin(t *testing.T, addr string, version sarama.KafkaVersi
 // forwarded to the active controller (NOT_CONTROLLER before there is one,
 // which sarama retries).
 func TestSaramaClusterAdminWhileStarting(t *testing.T) {
-	saramaLog.set(newTestLog(t))
-	defer saramaLog.set(nil)
+	saramaLog.logTo(t)
 	cfg := node.DefaultConfig()
 	cfg.Listener, cfg.ControllerListener, cfg.MetricsListener = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
 	cfg.LogDir = t.TempDir()

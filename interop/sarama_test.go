@@ -53,6 +53,12 @@ func (s *logSink) set(w io.Writer) {
 	s.w = w
 }
 
+// logTo sends what is written to t's log until t and its cleanups end.
+func (s *logSink) logTo(t *testing.T) {
+	s.set(newTestLog(t))
+	t.Cleanup(func() { s.set(nil) })
+}
+
 func (s *logSink) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -186,8 +192,7 @@ func intCounts(rs []rec) map[int32]int {
 // the partition consumer from the oldest offset, an offset and the newest.
 func TestSarama(t *testing.T) {
 	// sarama's log (connections, retries) goes to the test's log.
-	saramaLog.set(newTestLog(t))
-	t.Cleanup(func() { saramaLog.set(nil) })
+	saramaLog.logTo(t)
 	n := startNode(t, t.TempDir())
 	adm := newAdmin(t, n.Addr())
 	const partitions = 2

@@ -36,8 +36,7 @@ func saramaTxnConfig(id string) *sarama.Config {
 // are transformed into another topic in a transaction that also commits
 // the group's offsets (AddMessageToTxn), and both become visible together.
 func TestSaramaTransactions(t *testing.T) {
-	saramaLog.set(newTestLog(t))
-	t.Cleanup(func() { saramaLog.set(nil) })
+	saramaLog.logTo(t)
 	n := startNode(t, t.TempDir())
 	addr := n.Addr()
 	adm := newAdmin(t, addr)
@@ -69,18 +68,8 @@ func TestSaramaTransactions(t *testing.T) {
 		require.Equal(t, sarama.ProducerTxnFlagReady, producer.TxnStatus(), "transaction %d ended", i)
 	}
 
-	// The last transaction committed on both partitions: reading as many
-	// committed records as were committed reads past the aborted one.
-	got := consumeKgo(t, []string{addr}, "sarama-txn", atStart(2), len(committed), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
-	seen := map[string]bool{}
-	for _, r := range got {
-		require.True(t, committed[string(r.Value)], "read_committed returned %q, which was aborted", r.Value)
-		require.False(t, seen[string(r.Value)], "read twice: %q", r.Value)
-		seen[string(r.Value)] = true
-	}
-	require.Len(t, seen, len(committed))
-	everything := consumeKgo(t, []string{addr}, "sarama-txn", atStart(2), all, kgo.FetchIsolationLevel(kgo.ReadUncommitted()))
-	require.Len(t, everything, all, "read_uncommitted returns aborted records too")
+	// The last transaction committed on both partitions.
+	requireReadCommitted(t, addr, "sarama-txn", 2, committed, all)
 
 	t.Run("consume-transform-produce", func(t *testing.T) {
 		createTopic(t, adm, "sarama-etl-in", 1, nil)

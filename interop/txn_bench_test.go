@@ -68,9 +68,20 @@ const (
 	benchTxnWait = time.Minute
 )
 
-func txnBenchRuns(t *testing.T) int {
+// txnBench is what every exactly-once benchmark starts with: its number of
+// runs, its node with an admin client, and the values of its records.
+type txnBench struct {
+	runs   int
+	node   txnBenchNode
+	adm    *kadm.Client
+	values [][]byte
+}
+
+func startTxnBench(t *testing.T) txnBench {
 	t.Helper()
-	return proccluster.BenchRuns(t, "STRATA_TXN_BENCH_RUNS", "bench-txn")
+	runs := proccluster.BenchRuns(t, "STRATA_TXN_BENCH_RUNS", "bench-txn")
+	n := startTxnBenchNode(t)
+	return txnBench{runs: runs, node: n, adm: newAdmin(t, n.addr), values: benchValues(t)}
 }
 
 // txnBenchNode is the benchmarks' node: one combined broker+controller
@@ -160,6 +171,27 @@ func newBenchClient(t *testing.T, addr string, opts ...kgo.Opt) *kgo.Client {
 	return cl
 }
 
+// produceErrors keeps the first error kgo reports to a produce promise.
+type produceErrors struct{ first atomic.Pointer[error] }
+
+// promise is a kgo produce promise that keeps the first error.
+func (e *produceErrors) promise(_ *kgo.Record, err error) {
+	if err != nil {
+		e.first.CompareAndSwap(nil, &err)
+	}
+}
+
+// failed reports whether a produce has failed.
+func (e *produceErrors) failed() bool { return e.first.Load() != nil }
+
+// require fails t with the first error, if there was one.
+func (e *produceErrors) require(t *testing.T, msgAndArgs ...any) {
+	t.Helper()
+	if p := e.first.Load(); p != nil {
+		require.NoError(t, *p, msgAndArgs...)
+	}
+}
+
 func deleteTopics(t *testing.T, adm *kadm.Client, topics ...string) {
 	t.Helper()
 	_, err := adm.DeleteTopics(ctxFor(t, opTimeout), topics...)
@@ -175,39 +207,40 @@ func produceThroughput(t *testing.T, addr, topic string, values [][]byte, d time
 	defer cl.Close()
 	ctx := ctxFor(t, d+benchTxnWait)
 	var ackedBytes atomic.Int64
-	var failed atomic.Pointer[error]
+	var errs produceErrors
 	promise := func(r *kgo.Record, err error) {
-		if err != nil {
-			failed.CompareAndSwap(nil, &err)
-			return
+		errs.promise(r, err)
+		if err == nil {
+			ackedBytes.Add(int64(len(r.Value)))
 		}
-		ackedBytes.Add(int64(len(r.Value)))
 	}
 	start := time.Now()
 	var sent int64
-	for i := 0; sent < benchProduceBytesMax && time.Since(start) < d && failed.Load() == nil; i++ {
+	for i := 0; sent < benchProduceBytesMax && time.Since(start) < d && !errs.failed(); i++ {
 		v := values[i%len(values)]
 		cl.Produce(ctx, &kgo.Record{Value: v}, promise)
 		sent += int64(len(v))
 	}
 	require.NoError(t, cl.Flush(ctx))
 	elapsed := time.Since(start)
-	if p := failed.Load(); p != nil {
-		require.NoError(t, *p)
-	}
+	errs.require(t)
 	return float64(ackedBytes.Load()) / (1 << 20) / elapsed.Seconds(), ackedBytes.Load()
 }
 
-// benchMode is one mode of a benchmark; rotate visits a run's modes
-// starting at a different one each run.
+// benchMode is one mode of a benchmark.
 type benchMode struct {
 	name string
 	opts []kgo.Opt
 }
 
-func rotate[T any](xs []T, run int) []T {
-	k := run % len(xs)
-	return append(slices.Clone(xs[k:]), xs[:k]...)
+// rotation is the order in which run visits a benchmark's n modes (their
+// indexes): starting at a different one each run.
+func rotation(n, run int) []int {
+	order := make([]int, n)
+	for i := range order {
+		order[i] = (run + i) % n
+	}
+	return order
 }
 
 // TestIdempotentProduceBenchmark: idempotent produce throughput as a
@@ -215,11 +248,8 @@ func rotate[T any](xs []T, run int) []T {
 // (6 partitions, RF 1) and the same records (1 KiB), acks=all in every
 // mode. A fresh topic per mode and run.
 func TestIdempotentProduceBenchmark(t *testing.T) {
-	runs := txnBenchRuns(t)
-	n := startTxnBenchNode(t)
-	addr := n.addr
-	adm := newAdmin(t, addr)
-	values := benchValues(t)
+	b := startTxnBench(t)
+	runs, n, addr, adm, values := b.runs, b.node, b.node.addr, b.adm, b.values
 	modes := []benchMode{
 		{name: "idempotent"},
 		{name: "non-idempotent, 1 in flight (kgo's default)", opts: []kgo.Opt{kgo.DisableIdempotentWrite()}},
@@ -228,8 +258,9 @@ func TestIdempotentProduceBenchmark(t *testing.T) {
 	modes = slices.DeleteFunc(modes, func(m benchMode) bool { return !benchOnly(m.name) })
 	mibs, cpu := map[string][]float64{}, map[string][]float64{}
 	for run := 0; run < runs; run++ {
-		for _, m := range rotate(modes, run) {
-			topic := fmt.Sprintf("idem-%d-%d", run, slices.IndexFunc(modes, func(x benchMode) bool { return x.name == m.name }))
+		for _, i := range rotation(len(modes), run) {
+			m := modes[i]
+			topic := fmt.Sprintf("idem-%d-%d", run, i)
 			createTopic(t, adm, topic, benchTxnPartitions, nil)
 			before := n.cpuSeconds(t)
 			got, bytes := produceThroughput(t, addr, topic, values, benchProducePhase, m.opts...)
@@ -276,12 +307,7 @@ func ctpLoop(t *testing.T, total int64, interval time.Duration,
 	t.Helper()
 	ctx := ctxFor(t, benchCTPPhase+benchTxnWait)
 	var res ctpResult
-	var failed atomic.Pointer[error]
-	promise := func(_ *kgo.Record, err error) {
-		if err != nil {
-			failed.CompareAndSwap(nil, &err)
-		}
-	}
+	var errs produceErrors
 	var start, intervalStart time.Time
 	var open bool
 	var inTxn, inTxnBytes int64
@@ -306,7 +332,7 @@ func ctpLoop(t *testing.T, total int64, interval time.Duration,
 				}
 			}
 			fetches.EachRecord(func(r *kgo.Record) {
-				produce(ctx, &kgo.Record{Key: r.Key, Value: r.Value}, promise)
+				produce(ctx, &kgo.Record{Key: r.Key, Value: r.Value}, errs.promise)
 				inTxn++
 				inTxnBytes += int64(len(r.Value))
 			})
@@ -314,9 +340,7 @@ func ctpLoop(t *testing.T, total int64, interval time.Duration,
 		if open && (stopping || time.Since(intervalStart) >= interval) {
 			committed, err := end(ctx)
 			require.NoError(t, err, "committing")
-			if p := failed.Load(); p != nil {
-				require.NoError(t, *p, "produce")
-			}
+			errs.require(t, "produce")
 			require.True(t, committed, "a transaction was aborted (a rebalance?)")
 			res.records += inTxn
 			res.bytes += inTxnBytes
@@ -334,11 +358,7 @@ func ctpLoop(t *testing.T, total int64, interval time.Duration,
 func ctpTransactional(t *testing.T, addr, in, out, group string, interval time.Duration, total int64) ctpResult {
 	t.Helper()
 	sess, err := kgo.NewGroupTransactSession(append(benchProducerOpts(5*time.Millisecond),
-		kgo.SeedBrokers(addr), kgo.DialTimeout(5*time.Second), kgo.RetryTimeout(opTimeout),
-		kgo.TransactionalID(group), kgo.TransactionTimeout(30*time.Second),
-		kgo.ConsumerGroup(group), kgo.ConsumeTopics(in),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.RequireStableFetchOffsets(),
-		kgo.DefaultProduceTopic(out))...)
+		etlSessionOpts([]string{addr}, group, group, in, out)...)...)
 	require.NoError(t, err)
 	defer sess.Close()
 	return ctpLoop(t, total, interval,
@@ -371,11 +391,8 @@ func ctpPlain(t *testing.T, addr, in, out, group string, interval time.Duration,
 // pipeline of the run reads it from the start in a group of its own and
 // writes an output topic of its own.
 func TestTransactBenchmark(t *testing.T) {
-	runs := txnBenchRuns(t)
-	n := startTxnBenchNode(t)
-	addr := n.addr
-	adm := newAdmin(t, addr)
-	values := benchValues(t)
+	b := startTxnBench(t)
+	runs, addr, adm, values := b.runs, b.node.addr, b.adm, b.values
 	type pipeline struct {
 		name     string
 		interval time.Duration
@@ -393,21 +410,15 @@ func TestTransactBenchmark(t *testing.T) {
 		createTopic(t, adm, in, benchTxnPartitions, nil)
 		fill := newBenchClient(t, addr, append(benchProducerOpts(5*time.Millisecond), kgo.DefaultProduceTopic(in))...)
 		ctx := ctxFor(t, benchTxnWait)
-		var failed atomic.Pointer[error]
-		for i := 0; i < benchCTPInputRecords && failed.Load() == nil; i++ {
-			fill.Produce(ctx, &kgo.Record{Key: []byte(strconv.Itoa(i)), Value: values[i%len(values)]}, func(_ *kgo.Record, err error) {
-				if err != nil {
-					failed.CompareAndSwap(nil, &err)
-				}
-			})
+		var errs produceErrors
+		for i := 0; i < benchCTPInputRecords && !errs.failed(); i++ {
+			fill.Produce(ctx, &kgo.Record{Key: []byte(strconv.Itoa(i)), Value: values[i%len(values)]}, errs.promise)
 		}
 		require.NoError(t, fill.Flush(ctx))
 		fill.Close()
-		if p := failed.Load(); p != nil {
-			require.NoError(t, *p, "filling the input")
-		}
-		for _, p := range rotate(pipelines, run) {
-			i := slices.IndexFunc(pipelines, func(x pipeline) bool { return x.name == p.name })
+		errs.require(t, "filling the input")
+		for _, i := range rotation(len(pipelines), run) {
+			p := pipelines[i]
 			out := fmt.Sprintf("ctp-out-%d-%d", run, i)
 			createTopic(t, adm, out, benchTxnPartitions, nil)
 			res := p.run(t, addr, in, out, fmt.Sprintf("ctp-%d-%d", run, i), p.interval, benchCTPInputRecords)
@@ -570,12 +581,7 @@ func runLatencyMode(t *testing.T, addr, topic string, m latencyMode, values [][]
 	cl := newBenchClient(t, addr, opts...)
 	defer cl.Close()
 	ctx := ctxFor(t, benchLatencyPhase+benchTxnWait)
-	var failed atomic.Pointer[error]
-	promise := func(_ *kgo.Record, err error) {
-		if err != nil {
-			failed.CompareAndSwap(nil, &err)
-		}
-	}
+	var errs produceErrors
 	sent := &sendTimes{}
 	stop := make(chan struct{})
 	start := time.Now()
@@ -583,11 +589,11 @@ func runLatencyMode(t *testing.T, addr, topic string, m latencyMode, values [][]
 	produce := func(i int) {
 		at := time.Now()
 		key := strconv.Itoa(sent.add(at))
-		cl.Produce(ctx, &kgo.Record{Key: []byte(key), Value: values[i%len(values)]}, promise)
+		cl.Produce(ctx, &kgo.Record{Key: []byte(key), Value: values[i%len(values)]}, errs.promise)
 	}
 	interval := time.Second / benchLatencyRate
 	var txnStart time.Time
-	for i := 0; time.Since(start) < benchLatencyPhase && failed.Load() == nil; i++ {
+	for i := 0; time.Since(start) < benchLatencyPhase && !errs.failed(); i++ {
 		if m.perTxn {
 			require.NoError(t, cl.BeginTransaction())
 			produce(i)
@@ -613,9 +619,7 @@ func runLatencyMode(t *testing.T, addr, topic string, m latencyMode, values [][]
 	if !txnStart.IsZero() {
 		require.NoError(t, cl.EndTransaction(ctx, kgo.TryCommit))
 	}
-	if p := failed.Load(); p != nil {
-		require.NoError(t, *p, "produce")
-	}
+	errs.require(t, "produce")
 	close(stop)
 	select {
 	case lat := <-lats:
@@ -633,11 +637,8 @@ func runLatencyMode(t *testing.T, addr, topic string, m latencyMode, values [][]
 // behind a plain producer at 1,000 records/s. Linger 0, 1 KiB records,
 // one partition, a fresh topic per mode and run.
 func TestTxnLatencyBenchmark(t *testing.T) {
-	runs := txnBenchRuns(t)
-	n := startTxnBenchNode(t)
-	addr := n.addr
-	adm := newAdmin(t, addr)
-	values := benchValues(t)
+	b := startTxnBench(t)
+	runs, addr, adm, values := b.runs, b.node.addr, b.adm, b.values
 	modes := []latencyMode{
 		{name: "read_uncommitted, plain producer at 1000 records/s (baseline)"},
 		{name: "read_committed, one record per transaction", transaction: true, perTxn: true},
@@ -647,8 +648,8 @@ func TestTxnLatencyBenchmark(t *testing.T) {
 	}
 	p50, p99, count, retries := map[string][]float64{}, map[string][]float64{}, map[string][]float64{}, map[string][]float64{}
 	for run := 0; run < runs; run++ {
-		for _, m := range rotate(modes, run) {
-			i := slices.IndexFunc(modes, func(x latencyMode) bool { return x.name == m.name })
+		for _, i := range rotation(len(modes), run) {
+			m := modes[i]
 			topic := fmt.Sprintf("lat-%d-%d", run, i)
 			createTopic(t, adm, topic, 1, nil)
 			lat, retried := runLatencyMode(t, addr, topic, m, values)

@@ -73,10 +73,17 @@ func testKgoTransactions(t *testing.T, n *testNode) {
 	}
 	cl.Close()
 
-	// The last transaction committed on every partition: reading
-	// committed records until there are as many as were committed reads
-	// each partition past every aborted one.
-	got := consumeKgo(t, []string{addr}, "txn", atStart(3), len(committed), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	requireReadCommitted(t, addr, "txn", 3, committed, all)
+}
+
+// requireReadCommitted reads topic's partitions after transactions of
+// all records, the last of which committed on every partition: reading
+// committed records until there are as many as were committed reads each
+// partition past every aborted one, and must read each committed value
+// once and no other; read_uncommitted reads all, aborted ones too.
+func requireReadCommitted(t *testing.T, addr, topic string, partitions int32, committed map[string]bool, all int) {
+	t.Helper()
+	got := consumeKgo(t, []string{addr}, topic, atStart(partitions), len(committed), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
 	seen := map[string]bool{}
 	for _, r := range got {
 		require.True(t, committed[string(r.Value)], "read_committed returned %q, which was aborted", r.Value)
@@ -85,7 +92,7 @@ func testKgoTransactions(t *testing.T, n *testNode) {
 	}
 	require.Len(t, seen, len(committed))
 
-	everything := consumeKgo(t, []string{addr}, "txn", atStart(3), all, kgo.FetchIsolationLevel(kgo.ReadUncommitted()))
+	everything := consumeKgo(t, []string{addr}, topic, atStart(partitions), all, kgo.FetchIsolationLevel(kgo.ReadUncommitted()))
 	require.Len(t, everything, all, "read_uncommitted returns aborted records too")
 }
 
@@ -97,6 +104,24 @@ func testKgoTransactions(t *testing.T, n *testNode) {
 func etlInstance(t *testing.T, addr, src, dst string, stop func(processed int) bool, midway bool) int {
 	t.Helper()
 	return runETL(t, etlOpts{addrs: []string{addr}, src: src, dst: dst, stop: stop, midway: midway, timeout: 2 * opTimeout})
+}
+
+// etlSessionOpts are the options of a consume-transform-produce
+// GroupTransactSession of addrs: transactional id txnID in group, reading
+// src read_committed (with stable offsets) and writing dst.
+func etlSessionOpts(addrs []string, txnID, group, src, dst string) []kgo.Opt {
+	return []kgo.Opt{
+		kgo.SeedBrokers(addrs...),
+		kgo.DialTimeout(5 * time.Second),
+		kgo.RetryTimeout(opTimeout),
+		kgo.TransactionalID(txnID),
+		kgo.TransactionTimeout(30 * time.Second),
+		kgo.ConsumerGroup(group),
+		kgo.ConsumeTopics(src),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.RequireStableFetchOffsets(),
+		kgo.DefaultProduceTopic(dst),
+	}
 }
 
 // etlOpts configure runETL: each of faults runs once, in order, with the
@@ -124,19 +149,8 @@ func runETL(t *testing.T, o etlOpts) int {
 	t.Helper()
 	src, dst, stop, midway := o.src, o.dst, o.stop, o.midway
 	newSession := func() *kgo.GroupTransactSession {
-		sess, err := kgo.NewGroupTransactSession(
-			kgo.SeedBrokers(o.addrs...),
-			kgo.DialTimeout(5*time.Second),
-			kgo.RetryTimeout(opTimeout),
-			kgo.TransactionalID("etl"),
-			kgo.TransactionTimeout(30*time.Second),
-			kgo.ConsumerGroup("etl-group"),
-			kgo.ConsumeTopics(src),
-			kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-			kgo.RequireStableFetchOffsets(),
-			kgo.DefaultProduceTopic(dst),
-			kgo.FetchMaxWait(200*time.Millisecond),
-		)
+		sess, err := kgo.NewGroupTransactSession(append(etlSessionOpts(o.addrs, "etl", "etl-group", src, dst),
+			kgo.FetchMaxWait(200*time.Millisecond))...)
 		require.NoError(t, err)
 		return sess
 	}

@@ -73,20 +73,9 @@ func testKgoGroupTransactSessionChurn(t *testing.T, n *testNode) {
 	// member runs one member until it has committed txns transactions
 	// (-1: until every input record is transformed) and leaves.
 	member := func(name string, txns int) {
-		opts := []kgo.Opt{
-			kgo.SeedBrokers(addr),
-			kgo.DialTimeout(5 * time.Second),
-			kgo.RetryTimeout(opTimeout),
-			kgo.TransactionalID("churn-" + name),
-			kgo.TransactionTimeout(30 * time.Second),
-			kgo.ConsumerGroup("churn-group"),
-			kgo.ConsumeTopics(src),
-			kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-			kgo.RequireStableFetchOffsets(),
-			kgo.DefaultProduceTopic(dst),
-			kgo.FetchMaxWait(100 * time.Millisecond),
-			kgo.SessionTimeout(10 * time.Second),
-		}
+		opts := append(etlSessionOpts([]string{addr}, "churn-"+name, "churn-group", src, dst),
+			kgo.FetchMaxWait(100*time.Millisecond),
+			kgo.SessionTimeout(10*time.Second))
 		if consumerProtocol {
 			opts = append(opts, kgo.ServerSideBalancer())
 		}
