@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"time"
 
@@ -18,11 +17,7 @@ import (
 )
 
 func init() {
-	register("consume", "print a topic's records to stdout, one value per line, like kafka-console-consumer.sh", func(args []string) int {
-		ctx, stop := cli.InterruptContext()
-		defer stop()
-		return consumeCommand(ctx, args, os.Stdout, os.Stderr)
-	})
+	registerStreams("consume", "print a topic's records to stdout, one value per line, like kafka-console-consumer.sh", withoutStdin(consumeCommand))
 }
 
 // consumeCommand is `strata consume`: it reads --topic's partitions (all,

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,11 +16,7 @@ import (
 )
 
 func init() {
-	register("group", "list, describe (with lag), delete consumer groups and reset their offsets, like kafka-consumer-groups.sh", func(args []string) int {
-		ctx, stop := cli.InterruptContext()
-		defer stop()
-		return groupCommand(ctx, args, os.Stdout, os.Stderr)
-	})
+	registerStreams("group", "list, describe (with lag), delete consumer groups and reset their offsets, like kafka-consumer-groups.sh", withoutStdin(groupCommand))
 }
 
 // groupSubcommands are the subcommands of `strata group` by name.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"text/tabwriter"
 
@@ -14,11 +13,7 @@ import (
 )
 
 func init() {
-	register("offsets", "list a topic's offsets per partition (earliest, latest, max-timestamp or by time), like kafka-get-offsets.sh", func(args []string) int {
-		ctx, stop := cli.InterruptContext()
-		defer stop()
-		return offsetsCommand(ctx, args, os.Stdout, os.Stderr)
-	})
+	registerStreams("offsets", "list a topic's offsets per partition (earliest, latest, max-timestamp or by time), like kafka-get-offsets.sh", withoutStdin(offsetsCommand))
 }
 
 // offsetsCommand is `strata offsets`: ListOffsets for each partition of

@@ -8,7 +8,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"sync"
 	"time"
 
@@ -19,11 +18,7 @@ import (
 )
 
 func init() {
-	register("produce", "write stdin to a topic, one record per line, like kafka-console-producer.sh", func(args []string) int {
-		ctx, stop := cli.InterruptContext()
-		defer stop()
-		return produceCommand(ctx, args, os.Stdin, os.Stdout, os.Stderr)
-	})
+	registerStreams("produce", "write stdin to a topic, one record per line, like kafka-console-producer.sh", produceCommand)
 }
 
 // Defaults and bounds of `strata produce`.

@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,11 +20,7 @@ import (
 )
 
 func init() {
-	register("topic", "create, list, describe, alter and delete topics, like kafka-topics.sh", func(args []string) int {
-		ctx, stop := cli.InterruptContext()
-		defer stop()
-		return topicCommand(ctx, args, os.Stdout, os.Stderr)
-	})
+	registerStreams("topic", "create, list, describe, alter and delete topics, like kafka-topics.sh", withoutStdin(topicCommand))
 }
 
 // Defaults of `strata topic create`.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -15,11 +14,7 @@ import (
 )
 
 func init() {
-	register("txn", "list, describe and abort transactions and describe producers, like kafka-transactions.sh", func(args []string) int {
-		ctx, stop := cli.InterruptContext()
-		defer stop()
-		return txnCommand(ctx, args, os.Stdout, os.Stderr)
-	})
+	registerStreams("txn", "list, describe and abort transactions and describe producers, like kafka-transactions.sh", withoutStdin(txnCommand))
 }
 
 // txnSubcommands are the subcommands of `strata txn` by name.
