@@ -19,27 +19,23 @@ func init() {
 	registerStreams("group", "list, describe (with lag), delete consumer groups and reset their offsets, like kafka-consumer-groups.sh", withoutStdin(groupCommand))
 }
 
-// groupSubcommands are the subcommands of `strata group` by name.
-var groupSubcommands = map[string]func(ctx context.Context, args []string, stdout, stderr io.Writer) int{
-	"list":          groupList,
-	"describe":      groupDescribe,
-	"delete":        groupDelete,
-	"reset-offsets": groupResetOffsets,
-}
-
 // groupCommand is `strata group list|describe|delete|reset-offsets`.
-func groupCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	usage := func() {
-		fmt.Fprint(stderr, "Usage:\n\n"+
-			"  strata group list\n"+
-			"  strata group describe GROUP [GROUP ...]\n"+
-			"  strata group delete GROUP [GROUP ...]\n"+
-			"  strata group reset-offsets GROUP --topic T (--to-earliest | --to-latest | --to-datetime TIME | --to-offset N) [--execute]\n\n"+
-			"Administers consumer groups over the Kafka protocol, like kafka-consumer-groups.sh; every subcommand takes\n"+
-			"--bootstrap-server (default "+cli.DefaultBootstrapServer+") and --timeout. Run 'strata group describe -h' for a subcommand's flags.\n")
-	}
-	return runSubcommand(ctx, "group", groupSubcommands, usage, args, stdout, stderr)
-}
+var groupCommand = subcommands{
+	name: "group",
+	usage: "Usage:\n\n" +
+		"  strata group list\n" +
+		"  strata group describe GROUP [GROUP ...]\n" +
+		"  strata group delete GROUP [GROUP ...]\n" +
+		"  strata group reset-offsets GROUP --topic T (--to-earliest | --to-latest | --to-datetime TIME | --to-offset N) [--execute]\n\n" +
+		"Administers consumer groups over the Kafka protocol, like kafka-consumer-groups.sh; every subcommand takes\n" +
+		"--bootstrap-server (default " + cli.DefaultBootstrapServer + ") and --timeout. Run 'strata group describe -h' for a subcommand's flags.\n",
+	subs: map[string]func(ctx context.Context, args []string, stdout, stderr io.Writer) int{
+		"list":          groupList,
+		"describe":      groupDescribe,
+		"delete":        groupDelete,
+		"reset-offsets": groupResetOffsets,
+	},
+}.run
 
 // groupList is `strata group list`: every group of every broker.
 func groupList(ctx context.Context, args []string, stdout, stderr io.Writer) int {

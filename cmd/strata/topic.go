@@ -32,47 +32,50 @@ const (
 	defaultReplicationFactor = -1
 )
 
-// topicSubcommands are the subcommands of `strata topic` by name.
-var topicSubcommands = map[string]func(ctx context.Context, args []string, stdout, stderr io.Writer) int{
-	"create":   topicCreate,
-	"list":     topicList,
-	"describe": topicDescribe,
-	"alter":    topicAlter,
-	"delete":   topicDelete,
-}
-
 // topicCommand is `strata topic create|list|describe|alter|delete`.
-func topicCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	usage := func() {
-		fmt.Fprint(stderr, "Usage:\n\n"+
-			"  strata topic create NAME [--partitions N] [--replication-factor R] [--config key=value ...]\n"+
-			"  strata topic list [--internal]\n"+
-			"  strata topic describe [NAME ...] [--internal]\n"+
-			"  strata topic alter NAME [--config key=value ...] [--delete-config key ...] [--partitions N]\n"+
-			"  strata topic delete NAME [NAME ...]\n\n"+
-			"Administers topics over the Kafka protocol, like kafka-topics.sh; every subcommand takes\n"+
-			"--bootstrap-server (default "+cli.DefaultBootstrapServer+") and --timeout. Run 'strata topic create -h' for a subcommand's flags.\n")
-	}
-	return runSubcommand(ctx, "topic", topicSubcommands, usage, args, stdout, stderr)
+var topicCommand = subcommands{
+	name: "topic",
+	usage: "Usage:\n\n" +
+		"  strata topic create NAME [--partitions N] [--replication-factor R] [--config key=value ...]\n" +
+		"  strata topic list [--internal]\n" +
+		"  strata topic describe [NAME ...] [--internal]\n" +
+		"  strata topic alter NAME [--config key=value ...] [--delete-config key ...] [--partitions N]\n" +
+		"  strata topic delete NAME [NAME ...]\n\n" +
+		"Administers topics over the Kafka protocol, like kafka-topics.sh; every subcommand takes\n" +
+		"--bootstrap-server (default " + cli.DefaultBootstrapServer + ") and --timeout. Run 'strata topic create -h' for a subcommand's flags.\n",
+	subs: map[string]func(ctx context.Context, args []string, stdout, stderr io.Writer) int{
+		"create":   topicCreate,
+		"list":     topicList,
+		"describe": topicDescribe,
+		"alter":    topicAlter,
+		"delete":   topicDelete,
+	},
+}.run
+
+// subcommands is a command made of subcommands: `strata <name> <sub> ...`.
+type subcommands struct {
+	name string
+	// usage is printed on -h and on a missing or unknown subcommand.
+	usage string
+	subs  map[string]func(ctx context.Context, args []string, stdout, stderr io.Writer) int
 }
 
-// runSubcommand runs `strata <name> <sub> ...` from subs, or prints usage.
-func runSubcommand(ctx context.Context, name string, subs map[string]func(ctx context.Context, args []string, stdout, stderr io.Writer) int,
-	usage func(), args []string, stdout, stderr io.Writer) int {
+// run runs the subcommand args[0] with the rest of args, or prints usage.
+func (s subcommands) run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		usage()
+		fmt.Fprint(stderr, s.usage)
 		return exitUsage
 	}
 	sub, args := args[0], args[1:]
 	switch sub {
 	case "help", "-h", "-help", "--help":
-		usage()
+		fmt.Fprint(stderr, s.usage)
 		return exitOK
 	}
-	run, ok := subs[sub]
+	run, ok := s.subs[sub]
 	if !ok {
-		fmt.Fprintf(stderr, "strata %s: unknown subcommand %q\n\n", name, sub)
-		usage()
+		fmt.Fprintf(stderr, "strata %s: unknown subcommand %q\n\n", s.name, sub)
+		fmt.Fprint(stderr, s.usage)
 		return exitUsage
 	}
 	return run(ctx, args, stdout, stderr)

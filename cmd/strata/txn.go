@@ -17,31 +17,27 @@ func init() {
 	registerStreams("txn", "list, describe and abort transactions and describe producers, like kafka-transactions.sh", withoutStdin(txnCommand))
 }
 
-// txnSubcommands are the subcommands of `strata txn` by name.
-var txnSubcommands = map[string]func(ctx context.Context, args []string, stdout, stderr io.Writer) int{
-	"list":         txnList,
-	"describe":     txnDescribe,
-	"producers":    txnProducers,
-	"find-hanging": txnFindHanging,
-	"abort":        txnAbort,
-}
-
 // txnCommand is `strata txn list|describe|producers|find-hanging|abort`.
-func txnCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	usage := func() {
-		fmt.Fprint(stderr, "Usage:\n\n"+
-			"  strata txn list [--state STATE] [--producer-id ID]\n"+
-			"  strata txn describe TRANSACTIONAL-ID [TRANSACTIONAL-ID ...]\n"+
-			"  strata txn producers --topic T [--partition P]\n"+
-			"  strata txn find-hanging [--topic T] [--max-transaction-timeout 15m]\n"+
-			"  strata txn abort --topic T --partition P --start-offset OFFSET\n\n"+
-			"Inspects transactions and producers over the Kafka protocol (ListTransactions, DescribeTransactions,\n"+
-			"DescribeProducers) and aborts a hanging transaction on a partition (WriteTxnMarkers, KIP-664), like\n"+
-			"kafka-transactions.sh; every subcommand takes --bootstrap-server (default "+cli.DefaultBootstrapServer+") and --timeout.\n"+
-			"Run 'strata txn abort -h' for a subcommand's flags.\n")
-	}
-	return runSubcommand(ctx, "txn", txnSubcommands, usage, args, stdout, stderr)
-}
+var txnCommand = subcommands{
+	name: "txn",
+	usage: "Usage:\n\n" +
+		"  strata txn list [--state STATE] [--producer-id ID]\n" +
+		"  strata txn describe TRANSACTIONAL-ID [TRANSACTIONAL-ID ...]\n" +
+		"  strata txn producers --topic T [--partition P]\n" +
+		"  strata txn find-hanging [--topic T] [--max-transaction-timeout 15m]\n" +
+		"  strata txn abort --topic T --partition P --start-offset OFFSET\n\n" +
+		"Inspects transactions and producers over the Kafka protocol (ListTransactions, DescribeTransactions,\n" +
+		"DescribeProducers) and aborts a hanging transaction on a partition (WriteTxnMarkers, KIP-664), like\n" +
+		"kafka-transactions.sh; every subcommand takes --bootstrap-server (default " + cli.DefaultBootstrapServer + ") and --timeout.\n" +
+		"Run 'strata txn abort -h' for a subcommand's flags.\n",
+	subs: map[string]func(ctx context.Context, args []string, stdout, stderr io.Writer) int{
+		"list":         txnList,
+		"describe":     txnDescribe,
+		"producers":    txnProducers,
+		"find-hanging": txnFindHanging,
+		"abort":        txnAbort,
+	},
+}.run
 
 // txnList is `strata txn list`: every transactional id of every
 // coordinator, with its producer id and state.
