@@ -1,10 +1,10 @@
 package main
 
 import (
-	"os"
+	"context"
+	"io"
 
 	"github.com/strata-log/strata/internal/bench"
-	"github.com/strata-log/strata/internal/cli"
 )
 
 // kfakeBaseline starts `strata bench`'s kfake target; bench_kfake.go sets
@@ -13,14 +13,8 @@ import (
 var kfakeBaseline bench.Kfake
 
 func init() {
-	register("bench", bench.Summary, func(args []string) int {
-		ctx, stop := cli.InterruptContext()
-		defer stop()
-		return bench.Command(ctx, args, os.Stdout, os.Stderr, kfakeBaseline)
-	})
-	register("bench-flood", bench.FloodSummary, func(args []string) int {
-		ctx, stop := cli.InterruptContext()
-		defer stop()
-		return bench.FloodCommand(ctx, args, os.Stdin, os.Stdout, os.Stderr)
-	})
+	registerStreams("bench", bench.Summary, withoutStdin(func(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+		return bench.Command(ctx, args, stdout, stderr, kfakeBaseline)
+	}))
+	registerStreams("bench-flood", bench.FloodSummary, bench.FloodCommand)
 }

@@ -149,25 +149,9 @@ type cliRunner struct {
 	addr string
 }
 
-// clientCommands are the in-process entry points of the client commands.
-var clientCommands = map[string]func(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int{
-	"topic": func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
-		return topicCommand(ctx, args, stdout, stderr)
-	},
-	"produce": produceCommand,
-	"consume": func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
-		return consumeCommand(ctx, args, stdout, stderr)
-	},
-	"offsets": func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
-		return offsetsCommand(ctx, args, stdout, stderr)
-	},
-	"group": func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
-		return groupCommand(ctx, args, stdout, stderr)
-	},
-	"txn": func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
-		return txnCommand(ctx, args, stdout, stderr)
-	},
-}
+// clientCommands are the commands that talk to a cluster; each is run in
+// process through its registered streams entry point.
+var clientCommands = []string{"topic", "produce", "consume", "offsets", "group", "txn"}
 
 // runIn runs `strata <args>` with --bootstrap-server appended, stdin as
 // its input, bounded by cliTestTimeout, and returns the exit code,
@@ -177,7 +161,7 @@ func (r cliRunner) runIn(stdin io.Reader, args ...string) (int, string, string) 
 	ctx, cancel := context.WithTimeout(context.Background(), cliTestTimeout)
 	defer cancel()
 	var out, errOut bytes.Buffer
-	code := clientCommands[args[0]](ctx, append(args[1:], "--bootstrap-server", r.addr), stdin, &out, &errOut)
+	code := commands[args[0]].streams(ctx, append(args[1:], "--bootstrap-server", r.addr), stdin, &out, &errOut)
 	require.NoError(r.t, ctx.Err(), "strata %q did not finish within %v", args, cliTestTimeout)
 	return code, out.String(), errOut.String()
 }
@@ -637,14 +621,14 @@ func testUsageErrors(r cliRunner) {
 		require.NotEmpty(t, errOut, "%q says why", args)
 	}
 	// A bad address (run appends a good one, which would win).
-	for name, run := range clientCommands {
+	for _, name := range clientCommands {
 		args := []string{"--bootstrap-server", "no-port", "--topic", "a"}
 		switch name {
 		case "topic", "group", "txn":
 			args = []string{"list", "--bootstrap-server", "no-port"}
 		}
 		var out, errOut bytes.Buffer
-		code := run(context.Background(), args, strings.NewReader(""), &out, &errOut)
+		code := commands[name].streams(context.Background(), args, strings.NewReader(""), &out, &errOut)
 		require.Equal(t, exitUsage, code, "%s: %s", name, errOut.String())
 		require.Contains(t, errOut.String(), `bad address "no-port"`, name)
 	}

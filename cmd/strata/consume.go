@@ -3,11 +3,9 @@ package main
 import (
 	"bufio"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"time"
 
@@ -18,11 +16,7 @@ import (
 )
 
 func init() {
-	register("consume", "print a topic's records to stdout, one value per line, like kafka-console-consumer.sh", func(args []string) int {
-		ctx, stop := cli.InterruptContext()
-		defer stop()
-		return consumeCommand(ctx, args, os.Stdout, os.Stderr)
-	})
+	registerStreams("consume", "print a topic's records to stdout, one value per line, like kafka-console-consumer.sh", withoutStdin(consumeCommand))
 }
 
 // consumeCommand is `strata consume`: it reads --topic's partitions (all,
@@ -31,16 +25,11 @@ func init() {
 // --timeout without a record, or Ctrl-C (ctx), all of which exit 0. It
 // exits 1 on an unknown topic or partition and on a fetch error.
 func consumeCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("strata consume", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, "Usage: strata consume --topic T [flags]\n\n"+
-			"Prints records to stdout, one value per line, like kafka-console-consumer.sh; a null value prints\n"+
+	fs, cmd := cli.NewFlagSet("consume", "consume --topic T [flags]",
+		"Prints records to stdout, one value per line, like kafka-console-consumer.sh; a null value prints\n"+
 			"as null. The start is the end of each partition (only new records) unless --from-beginning,\n"+
 			"--offset or --offset-time says otherwise. Stops after --max-messages, after --timeout without a\n"+
-			"record, or on Ctrl-C, and then prints how many records it printed to stderr.\n\n")
-		fs.PrintDefaults()
-	}
+			"record, or on Ctrl-C, and then prints how many records it printed to stderr.", stderr)
 	bootstrap := cli.BootstrapFlag(fs)
 	topic := fs.String("topic", "", "the `topic` to consume (required)")
 	partition := fs.Int("partition", -1, "consume only this `partition`; -1 reads them all")
@@ -52,16 +41,9 @@ func consumeCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 	printKey := fs.Bool("print-key", false, "print each record's key (null when it has none) and the separator before the value")
 	printOffset := fs.Bool("print-offset", false, "print Partition:P and Offset:O, each followed by the separator, before the key and value")
 	keySep := fs.String("key-separator", "\t", "the `separator` after the key and the offset fields")
-	extra, err := cli.ParseInterleaved(fs, args)
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
-	}
-	usageErr := func(format string, args ...any) int {
-		fmt.Fprintf(stderr, "strata consume: %s\n", fmt.Sprintf(format, args...))
-		return exitUsage
+	extra, code, ok := cli.ParseArgs(fs, args)
+	if !ok {
+		return code
 	}
 	starts := 0
 	offsetGiven := false
@@ -83,33 +65,30 @@ func consumeCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 	case *offsetTime != "":
 		ms, err := parseOffsetTime(*offsetTime)
 		if err != nil {
-			return usageErr("--offset-time: %v", err)
+			return cmd.UsageError("--offset-time: %v", err)
 		}
 		start = kgo.NewOffset().AfterMilli(ms)
 	}
 	addrs, addrErr := cli.ParseAddrs(*bootstrap)
 	switch {
 	case len(extra) > 0:
-		return usageErr("unexpected arguments %q", extra)
+		return cmd.UsageError("unexpected arguments %q", extra)
 	case *topic == "":
-		return usageErr("--topic is required")
+		return cmd.UsageError("--topic is required")
 	case starts > 1:
-		return usageErr("give at most one of --from-beginning, --offset and --offset-time")
+		return cmd.UsageError("give at most one of --from-beginning, --offset and --offset-time")
 	case offsetGiven && *offset < 0:
-		return usageErr("--offset must be at least 0, got %d", *offset)
+		return cmd.UsageError("--offset must be at least 0, got %d", *offset)
 	case *partition < -1 || *partition > 1<<31-1:
-		return usageErr("--partition must be a partition number, got %d", *partition)
+		return cmd.UsageError("--partition must be a partition number, got %d", *partition)
 	case *maxMessages < 0:
-		return usageErr("--max-messages must be at least 0")
+		return cmd.UsageError("--max-messages must be at least 0")
 	case *idle < 0:
-		return usageErr("--timeout must be at least 0")
+		return cmd.UsageError("--timeout must be at least 0")
 	case addrErr != nil:
-		return usageErr("%v", addrErr)
+		return cmd.UsageError("%v", addrErr)
 	}
-	fail := func(err error) int {
-		fmt.Fprintf(stderr, "strata consume: %s\n", cli.KafkaError(err, ""))
-		return exitError
-	}
+	fail := func(err error) int { return cmd.Fail("%s", cli.KafkaError(err, "")) }
 
 	partitions, err := consumePartitions(ctx, addrs, *topic, int32(*partition))
 	if err != nil {

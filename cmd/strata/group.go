@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,49 +16,41 @@ import (
 )
 
 func init() {
-	register("group", "list, describe (with lag), delete consumer groups and reset their offsets, like kafka-consumer-groups.sh", func(args []string) int {
-		ctx, stop := cli.InterruptContext()
-		defer stop()
-		return groupCommand(ctx, args, os.Stdout, os.Stderr)
-	})
-}
-
-// groupSubcommands are the subcommands of `strata group` by name.
-var groupSubcommands = map[string]func(ctx context.Context, args []string, stdout, stderr io.Writer) int{
-	"list":          groupList,
-	"describe":      groupDescribe,
-	"delete":        groupDelete,
-	"reset-offsets": groupResetOffsets,
+	registerStreams("group", "list, describe (with lag), delete consumer groups and reset their offsets, like kafka-consumer-groups.sh", withoutStdin(groupCommand))
 }
 
 // groupCommand is `strata group list|describe|delete|reset-offsets`.
-func groupCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	usage := func() {
-		fmt.Fprint(stderr, "Usage:\n\n"+
-			"  strata group list\n"+
-			"  strata group describe GROUP [GROUP ...]\n"+
-			"  strata group delete GROUP [GROUP ...]\n"+
-			"  strata group reset-offsets GROUP --topic T (--to-earliest | --to-latest | --to-datetime TIME | --to-offset N) [--execute]\n\n"+
-			"Administers consumer groups over the Kafka protocol, like kafka-consumer-groups.sh; every subcommand takes\n"+
-			"--bootstrap-server (default "+cli.DefaultBootstrapServer+") and --timeout. Run 'strata group describe -h' for a subcommand's flags.\n")
-	}
-	return runSubcommand(ctx, "group", groupSubcommands, usage, args, stdout, stderr)
-}
+var groupCommand = subcommands{
+	name: "group",
+	usage: "Usage:\n\n" +
+		"  strata group list\n" +
+		"  strata group describe GROUP [GROUP ...]\n" +
+		"  strata group delete GROUP [GROUP ...]\n" +
+		"  strata group reset-offsets GROUP --topic T (--to-earliest | --to-latest | --to-datetime TIME | --to-offset N) [--execute]\n\n" +
+		"Administers consumer groups over the Kafka protocol, like kafka-consumer-groups.sh; every subcommand takes\n" +
+		"--bootstrap-server (default " + cli.DefaultBootstrapServer + ") and --timeout. Run 'strata group describe -h' for a subcommand's flags.\n",
+	subs: map[string]func(ctx context.Context, args []string, stdout, stderr io.Writer) int{
+		"list":          groupList,
+		"describe":      groupDescribe,
+		"delete":        groupDelete,
+		"reset-offsets": groupResetOffsets,
+	},
+}.run
 
 // groupList is `strata group list`: every group of every broker.
 func groupList(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs, af := newAdminFlagSet("group list", "group list [flags]", "Lists the consumer groups (ListGroups on every broker).", stderr)
-	extra, code, ok := af.parse(fs, args)
+	extra, code, ok := cli.ParseArgs(fs, args)
 	if !ok {
 		return code
 	}
 	if len(extra) > 0 {
-		return af.usageError(stderr, "unexpected arguments %q", extra)
+		return af.UsageError("unexpected arguments %q", extra)
 	}
-	return af.run(ctx, stderr, func(ctx context.Context, adm *kadm.Client) int {
+	return af.run(ctx, func(ctx context.Context, adm *kadm.Client) int {
 		listed, err := adm.ListGroups(ctx)
 		if err != nil {
-			return af.fail(stderr, "%s", cli.KafkaError(err, ""))
+			return af.Fail("%s", cli.KafkaError(err, ""))
 		}
 		tw := tabwriter.NewWriter(stdout, 0, 8, 2, ' ', 0)
 		fmt.Fprintln(tw, "GROUP\tSTATE\tPROTOCOL-TYPE\tCOORDINATOR")
@@ -77,24 +68,24 @@ func groupDescribe(ctx context.Context, args []string, stdout, stderr io.Writer)
 	fs, af := newAdminFlagSet("group describe", "group describe GROUP [GROUP ...] [flags]",
 		"Describes consumer groups: state, members and their partitions, and per partition the committed\n"+
 			"offset, the log end offset and the lag (log end minus committed; the whole log when nothing is committed).", stderr)
-	names, code, ok := af.parseNames(fs, args, stderr, "name at least one group")
+	names, code, ok := af.parseNames(fs, args, "name at least one group")
 	if !ok {
 		return code
 	}
-	return af.run(ctx, stderr, func(ctx context.Context, adm *kadm.Client) int {
+	return af.run(ctx, func(ctx context.Context, adm *kadm.Client) int {
 		described, err := adm.DescribeGroups(ctx, names...)
 		if err != nil {
-			return af.fail(stderr, "%s", cli.KafkaError(err, ""))
+			return af.Fail("%s", cli.KafkaError(err, ""))
 		}
 		code := exitOK
 		for _, name := range names {
 			g, ok := described[name]
 			switch {
 			case !ok:
-				code = af.fail(stderr, "%s: no answer", name)
+				code = af.Fail("%s: no answer", name)
 				continue
 			case g.Err != nil:
-				code = af.fail(stderr, "%s: %s", name, cli.KafkaError(g.Err, ""))
+				code = af.Fail("%s: %s", name, cli.KafkaError(g.Err, ""))
 				continue
 			}
 			// Kafka 4 describes a consumer-protocol (KIP-848) group as
@@ -110,7 +101,7 @@ func groupDescribe(ctx context.Context, args []string, stdout, stderr io.Writer)
 				err = fetched.Error()
 			}
 			if err != nil {
-				code = af.fail(stderr, "%s: %s", name, cli.KafkaError(err, ""))
+				code = af.Fail("%s: %s", name, cli.KafkaError(err, ""))
 				continue
 			}
 			var topics []string
@@ -128,7 +119,7 @@ func groupDescribe(ctx context.Context, args []string, stdout, stderr io.Writer)
 			if len(topics) > 0 {
 				ends, err = adm.ListEndOffsets(ctx, topics...)
 				if err != nil {
-					code = af.fail(stderr, "%s: %s", name, cli.KafkaError(err, ""))
+					code = af.Fail("%s: %s", name, cli.KafkaError(err, ""))
 					continue
 				}
 			}
@@ -173,7 +164,7 @@ func printConsumerGroup(ctx context.Context, adm *kadm.Client, g kadm.DescribedC
 		err = fetched.Error()
 	}
 	if err != nil {
-		return af.fail(stderr, "%s: %s", g.Group, cli.KafkaError(err, ""))
+		return af.Fail("%s: %s", g.Group, cli.KafkaError(err, ""))
 	}
 	owner := map[string]map[int32]*kadm.ConsumerGroupMember{}
 	var topics []string
@@ -203,7 +194,7 @@ func printConsumerGroup(ctx context.Context, adm *kadm.Client, g kadm.DescribedC
 	var ends kadm.ListedOffsets
 	if len(topics) > 0 {
 		if ends, err = adm.ListEndOffsets(ctx, topics...); err != nil {
-			return af.fail(stderr, "%s: %s", g.Group, cli.KafkaError(err, ""))
+			return af.Fail("%s: %s", g.Group, cli.KafkaError(err, ""))
 		}
 	}
 	fmt.Fprintf(stdout, "GROUP %s  state %s  protocol consumer (assignor %s, epoch %d)  coordinator %d  members %d\n",
@@ -241,23 +232,23 @@ func printConsumerGroup(ctx context.Context, adm *kadm.Client, g kadm.DescribedC
 func groupDelete(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs, af := newAdminFlagSet("group delete", "group delete GROUP [GROUP ...] [flags]",
 		"Deletes groups without members, with their committed offsets (DeleteGroups).", stderr)
-	names, code, ok := af.parseNames(fs, args, stderr, "name at least one group")
+	names, code, ok := af.parseNames(fs, args, "name at least one group")
 	if !ok {
 		return code
 	}
-	return af.run(ctx, stderr, func(ctx context.Context, adm *kadm.Client) int {
+	return af.run(ctx, func(ctx context.Context, adm *kadm.Client) int {
 		deleted, err := adm.DeleteGroups(ctx, names...)
 		if err != nil {
-			return af.fail(stderr, "%s", cli.KafkaError(err, ""))
+			return af.Fail("%s", cli.KafkaError(err, ""))
 		}
 		code := exitOK
 		for _, name := range names {
 			r, ok := deleted[name]
 			switch {
 			case !ok:
-				code = af.fail(stderr, "%s: no answer", name)
+				code = af.Fail("%s: no answer", name)
 			case r.Err != nil:
-				code = af.fail(stderr, "%s: %s", name, cli.KafkaError(r.Err, ""))
+				code = af.Fail("%s: %s", name, cli.KafkaError(r.Err, ""))
 			default:
 				fmt.Fprintf(stdout, "deleted group %s\n", name)
 			}
@@ -281,7 +272,7 @@ func groupResetOffsets(ctx context.Context, args []string, stdout, stderr io.Wri
 	datetime := fs.String("to-datetime", "", "to the first offset at or after this `time`")
 	toOffset := fs.Int64("to-offset", -1, "to this `offset`")
 	execute := fs.Bool("execute", false, "commit the new offsets (without it: a dry run)")
-	names, code, ok := af.parse(fs, args)
+	names, code, ok := cli.ParseArgs(fs, args)
 	if !ok {
 		return code
 	}
@@ -293,13 +284,13 @@ func groupResetOffsets(ctx context.Context, args []string, stdout, stderr io.Wri
 	}
 	switch {
 	case len(names) != 1:
-		return af.usageError(stderr, "name one group")
+		return af.UsageError("name one group")
 	case *topic == "":
-		return af.usageError(stderr, "--topic is required")
+		return af.UsageError("--topic is required")
 	case chosen != 1:
-		return af.usageError(stderr, "give exactly one of --to-earliest, --to-latest, --to-datetime, --to-offset")
+		return af.UsageError("give exactly one of --to-earliest, --to-latest, --to-datetime, --to-offset")
 	case *partition < -1 || *partition > 1<<31-1:
-		return af.usageError(stderr, "--partition must be a partition number, got %d", *partition)
+		return af.UsageError("--partition must be a partition number, got %d", *partition)
 	}
 	var ms int64
 	if *datetime != "" {
@@ -308,39 +299,39 @@ func groupResetOffsets(ctx context.Context, args []string, stdout, stderr io.Wri
 		} else if n, err := strconv.ParseInt(*datetime, 10, 64); err == nil && n >= 0 {
 			ms = n
 		} else {
-			return af.usageError(stderr, "--to-datetime must be RFC 3339 or unix milliseconds, got %q", *datetime)
+			return af.UsageError("--to-datetime must be RFC 3339 or unix milliseconds, got %q", *datetime)
 		}
 	}
 	group := names[0]
-	return af.run(ctx, stderr, func(ctx context.Context, adm *kadm.Client) int {
+	return af.run(ctx, func(ctx context.Context, adm *kadm.Client) int {
 		if err := cli.RequireAPIs(ctx, adm, kmsg.OffsetCommit, kmsg.ListOffsets); err != nil {
-			return af.fail(stderr, "%v", err)
+			return af.Fail("%v", err)
 		}
 		td, err := cli.DescribeTopic(ctx, adm, *topic)
 		if err != nil {
-			return af.fail(stderr, "%s", cli.KafkaError(err, ""))
+			return af.Fail("%s", cli.KafkaError(err, ""))
 		}
 		partitions, err := cli.SelectPartitions(td, int32(*partition))
 		if err != nil {
-			return af.fail(stderr, "%s", cli.KafkaError(err, ""))
+			return af.Fail("%s", cli.KafkaError(err, ""))
 		}
 		starts, err := adm.ListStartOffsets(ctx, *topic)
 		if err != nil {
-			return af.fail(stderr, "%s", cli.KafkaError(err, ""))
+			return af.Fail("%s", cli.KafkaError(err, ""))
 		}
 		ends, err := adm.ListEndOffsets(ctx, *topic)
 		if err != nil {
-			return af.fail(stderr, "%s", cli.KafkaError(err, ""))
+			return af.Fail("%s", cli.KafkaError(err, ""))
 		}
 		var byTime kadm.ListedOffsets
 		if *datetime != "" {
 			if byTime, err = adm.ListOffsetsAfterMilli(ctx, ms, *topic); err != nil {
-				return af.fail(stderr, "%s", cli.KafkaError(err, ""))
+				return af.Fail("%s", cli.KafkaError(err, ""))
 			}
 		}
 		current, err := adm.FetchOffsets(ctx, group)
 		if err != nil {
-			return af.fail(stderr, "%s", cli.KafkaError(err, ""))
+			return af.Fail("%s", cli.KafkaError(err, ""))
 		}
 		plan := kadm.Offsets{}
 		tw := tabwriter.NewWriter(stdout, 0, 8, 2, ' ', 0)
@@ -349,7 +340,7 @@ func groupResetOffsets(ctx context.Context, args []string, stdout, stderr io.Wri
 			s, okS := starts.Lookup(*topic, p)
 			e, okE := ends.Lookup(*topic, p)
 			if !okS || !okE || s.Err != nil || e.Err != nil {
-				return af.fail(stderr, "partition %d: cannot list its offsets", p)
+				return af.Fail("partition %d: cannot list its offsets", p)
 			}
 			var to int64
 			switch {
@@ -360,7 +351,7 @@ func groupResetOffsets(ctx context.Context, args []string, stdout, stderr io.Wri
 			case *datetime != "":
 				lo, ok := byTime.Lookup(*topic, p)
 				if !ok || lo.Err != nil {
-					return af.fail(stderr, "partition %d: cannot list the offset for the time", p)
+					return af.Fail("partition %d: cannot list the offset for the time", p)
 				}
 				to = lo.Offset
 			default:
@@ -380,10 +371,10 @@ func groupResetOffsets(ctx context.Context, args []string, stdout, stderr io.Wri
 		}
 		committed, err := adm.CommitOffsets(ctx, group, plan)
 		if err != nil {
-			return af.fail(stderr, "%s", cli.KafkaError(err, ""))
+			return af.Fail("%s", cli.KafkaError(err, ""))
 		}
 		if err := committed.Error(); err != nil {
-			return af.fail(stderr, "%s (a group with members cannot be reset: stop its consumers)", cli.KafkaError(err, ""))
+			return af.Fail("%s (a group with members cannot be reset: stop its consumers)", cli.KafkaError(err, ""))
 		}
 		fmt.Fprintf(stdout, "committed the new offsets of group %s\n", group)
 		return exitOK

@@ -10,6 +10,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -25,7 +26,15 @@ type command struct {
 	name    string
 	summary string
 	run     func(args []string) int
+	// streams is the in-process entry point of a command added by
+	// registerStreams, nil for the others: run calls it with the
+	// process's standard streams, tests with their own.
+	streams streamCommand
 }
+
+// streamCommand is a subcommand that runs until its work is done or ctx is
+// cancelled, reading stdin and writing stdout and stderr.
+type streamCommand func(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int
 
 // commands holds every registered subcommand by name. It is only written by
 // init functions, before main runs.
@@ -34,10 +43,32 @@ var commands = map[string]command{}
 // register adds a subcommand. It panics on a duplicate name: two files
 // claiming one name is a build mistake, not a runtime condition.
 func register(name, summary string, run func(args []string) int) {
-	if _, dup := commands[name]; dup {
-		panic("strata: subcommand registered twice: " + name)
+	add(command{name: name, summary: summary, run: run})
+}
+
+// registerStreams adds a subcommand that runs on the process's standard
+// streams until it is done or Ctrl-C cancels its context.
+func registerStreams(name, summary string, streams streamCommand) {
+	add(command{name: name, summary: summary, streams: streams, run: func(args []string) int {
+		ctx, stop := cli.InterruptContext()
+		defer stop()
+		return streams(ctx, args, os.Stdin, os.Stdout, os.Stderr)
+	}})
+}
+
+// withoutStdin is a streamCommand that runs run, which reads no input.
+func withoutStdin(run func(ctx context.Context, args []string, stdout, stderr io.Writer) int) streamCommand {
+	return func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
+		return run(ctx, args, stdout, stderr)
 	}
-	commands[name] = command{name: name, summary: summary, run: run}
+}
+
+// add adds c to commands, panicking on a duplicate name.
+func add(c command) {
+	if _, dup := commands[c.name]; dup {
+		panic("strata: subcommand registered twice: " + c.name)
+	}
+	commands[c.name] = c
 }
 
 // Exit codes (internal/cli's, which the commands in their own packages

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"text/tabwriter"
 
@@ -14,11 +13,7 @@ import (
 )
 
 func init() {
-	register("offsets", "list a topic's offsets per partition (earliest, latest, max-timestamp or by time), like kafka-get-offsets.sh", func(args []string) int {
-		ctx, stop := cli.InterruptContext()
-		defer stop()
-		return offsetsCommand(ctx, args, os.Stdout, os.Stderr)
-	})
+	registerStreams("offsets", "list a topic's offsets per partition (earliest, latest, max-timestamp or by time), like kafka-get-offsets.sh", withoutStdin(offsetsCommand))
 }
 
 // offsetsCommand is `strata offsets`: ListOffsets for each partition of
@@ -33,38 +28,38 @@ func offsetsCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 	topic := fs.String("topic", "", "the `topic` (required)")
 	partition := fs.Int("partition", -1, "only this `partition`; -1 lists them all")
 	at := fs.String("time", "latest", "which offset: earliest, latest, max-timestamp or a `time` in unix milliseconds")
-	extra, code, ok := af.parse(fs, args)
+	extra, code, ok := cli.ParseArgs(fs, args)
 	if !ok {
 		return code
 	}
 	var ms int64
 	switch {
 	case len(extra) > 0:
-		return af.usageError(stderr, "unexpected arguments %q", extra)
+		return af.UsageError("unexpected arguments %q", extra)
 	case *topic == "":
-		return af.usageError(stderr, "--topic is required")
+		return af.UsageError("--topic is required")
 	case *partition < -1 || *partition > 1<<31-1:
-		return af.usageError(stderr, "--partition must be a partition number, got %d", *partition)
+		return af.UsageError("--partition must be a partition number, got %d", *partition)
 	}
 	switch *at {
 	case "earliest", "latest", "max-timestamp":
 	default:
 		var err error
 		if ms, err = strconv.ParseInt(*at, 10, 64); err != nil || ms < 0 {
-			return af.usageError(stderr, "--time must be earliest, latest, max-timestamp or unix milliseconds, got %q", *at)
+			return af.UsageError("--time must be earliest, latest, max-timestamp or unix milliseconds, got %q", *at)
 		}
 	}
-	return af.run(ctx, stderr, func(ctx context.Context, adm *kadm.Client) int {
+	return af.run(ctx, func(ctx context.Context, adm *kadm.Client) int {
 		if err := cli.RequireAPIs(ctx, adm, kmsg.ListOffsets); err != nil {
-			return af.fail(stderr, "%v", err)
+			return af.Fail("%v", err)
 		}
 		td, err := cli.DescribeTopic(ctx, adm, *topic)
 		if err != nil {
-			return af.fail(stderr, "%s", cli.KafkaError(err, ""))
+			return af.Fail("%s", cli.KafkaError(err, ""))
 		}
 		partitions, err := cli.SelectPartitions(td, int32(*partition))
 		if err != nil {
-			return af.fail(stderr, "%s", cli.KafkaError(err, ""))
+			return af.Fail("%s", cli.KafkaError(err, ""))
 		}
 		var listed kadm.ListedOffsets
 		switch *at {
@@ -78,7 +73,7 @@ func offsetsCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 			listed, err = adm.ListOffsetsAfterMilli(ctx, ms, *topic)
 		}
 		if err != nil {
-			return af.fail(stderr, "%s", cli.KafkaError(err, ""))
+			return af.Fail("%s", cli.KafkaError(err, ""))
 		}
 		code := exitOK
 		tw := tabwriter.NewWriter(stdout, 0, 8, 2, ' ', 0)
@@ -87,10 +82,10 @@ func offsetsCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 			lo, ok := listed.Lookup(*topic, p)
 			switch {
 			case !ok:
-				code = af.fail(stderr, "partition %d: no answer", p)
+				code = af.Fail("partition %d: no answer", p)
 				continue
 			case lo.Err != nil:
-				code = af.fail(stderr, "partition %d: %s", p, cli.KafkaError(lo.Err, ""))
+				code = af.Fail("partition %d: %s", p, cli.KafkaError(lo.Err, ""))
 				continue
 			}
 			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\n", lo.Topic, lo.Partition, lo.Offset, lo.Timestamp, lo.LeaderEpoch)

@@ -5,10 +5,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"os"
 	"sync"
 	"time"
 
@@ -19,11 +17,7 @@ import (
 )
 
 func init() {
-	register("produce", "write stdin to a topic, one record per line, like kafka-console-producer.sh", func(args []string) int {
-		ctx, stop := cli.InterruptContext()
-		defer stop()
-		return produceCommand(ctx, args, os.Stdin, os.Stdout, os.Stderr)
-	})
+	registerStreams("produce", "write stdin to a topic, one record per line, like kafka-console-producer.sh", produceCommand)
 }
 
 // Defaults and bounds of `strata produce`.
@@ -70,15 +64,10 @@ var produceAcks = map[string]kgo.Acks{
 // EOF it flushes and prints a summary to stderr. Ctrl-C (ctx) stops
 // reading; what was read is still delivered.
 func produceCommand(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("strata produce", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, "Usage: strata produce --topic T [flags] < lines\n\n"+
-			"Produces one record per line of stdin, like kafka-console-producer.sh. At EOF it flushes and\n"+
+	fs, c := cli.NewFlagSet("produce", "produce --topic T [flags] < lines",
+		"Produces one record per line of stdin, like kafka-console-producer.sh. At EOF it flushes and\n"+
 			"prints a summary (records, bytes of keys and values, partitions) to stderr; it exits 1 if any\n"+
-			"record failed, printing the first error with Kafka's error name.\n\n")
-		fs.PrintDefaults()
-	}
+			"record failed, printing the first error with Kafka's error name.", stderr)
 	bootstrap := cli.BootstrapFlag(fs)
 	topic := fs.String("topic", "", "the `topic` to produce to (required)")
 	keySep := fs.String("key-separator", "", "split each line at the first `SEP`: the key before it, the value after (default: no key; a line without SEP is an error)")
@@ -89,37 +78,30 @@ func produceCommand(ctx context.Context, args []string, stdin io.Reader, stdout,
 	fs.Var(&headers, "header", "a `key=value` header on every record (repeatable)")
 	maxLine := fs.Int("max-line-bytes", defaultMaxLineBytes, "the longest input line in `bytes`; a longer one stops the command")
 	deliveryTimeout := fs.Duration("delivery-timeout", defaultDeliveryTimeout, "fail a record not acknowledged this long after it was read")
-	extra, err := cli.ParseInterleaved(fs, args)
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
-	}
-	usageErr := func(format string, args ...any) int {
-		fmt.Fprintf(stderr, "strata produce: %s\n", fmt.Sprintf(format, args...))
-		return exitUsage
+	extra, code, ok := cli.ParseArgs(fs, args)
+	if !ok {
+		return code
 	}
 	codec, codecOK := produceCodecs[*compression]
 	ack, ackOK := produceAcks[*acks]
 	addrs, addrErr := cli.ParseAddrs(*bootstrap)
 	switch {
 	case len(extra) > 0:
-		return usageErr("unexpected arguments %q", extra)
+		return c.UsageError("unexpected arguments %q", extra)
 	case *topic == "":
-		return usageErr("--topic is required")
+		return c.UsageError("--topic is required")
 	case !codecOK:
-		return usageErr("--compression must be none, gzip, snappy, lz4 or zstd, got %q", *compression)
+		return c.UsageError("--compression must be none, gzip, snappy, lz4 or zstd, got %q", *compression)
 	case !ackOK:
-		return usageErr("--acks must be all, 1 or 0, got %q", *acks)
+		return c.UsageError("--acks must be all, 1 or 0, got %q", *acks)
 	case *partition < -1 || *partition > 1<<31-1:
-		return usageErr("--partition must be a partition number, got %d", *partition)
+		return c.UsageError("--partition must be a partition number, got %d", *partition)
 	case *maxLine < 1:
-		return usageErr("--max-line-bytes must be positive")
+		return c.UsageError("--max-line-bytes must be positive")
 	case *deliveryTimeout <= 0:
-		return usageErr("--delivery-timeout must be positive")
+		return c.UsageError("--delivery-timeout must be positive")
 	case addrErr != nil:
-		return usageErr("%v", addrErr)
+		return c.UsageError("%v", addrErr)
 	}
 
 	idempotent := *acks == "all" || *acks == "-1"
@@ -141,16 +123,14 @@ func produceCommand(ctx context.Context, args []string, stdin io.Reader, stdout,
 	}
 	cl, err := cli.NewKafkaClient(addrs, opts...)
 	if err != nil {
-		fmt.Fprintf(stderr, "strata produce: %v\n", err)
-		return exitError
+		return c.Fail("%v", err)
 	}
 	defer cl.Close()
 	checkCtx, cancel := context.WithTimeout(ctx, cli.DefaultAdminTimeout)
 	err = cli.RequireAPIs(checkCtx, kadm.NewClient(cl), needs...)
 	cancel()
 	if err != nil {
-		fmt.Fprintf(stderr, "strata produce: %v\n", err)
-		return exitError
+		return c.Fail("%v", err)
 	}
 
 	var recHeaders []kgo.RecordHeader

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -67,11 +66,8 @@ func quorumCommand(args []string, stdout, stderr io.Writer) int {
 	status := fs.Bool("status", false, "print the summary (the default of 'status')")
 	human := fs.Bool("human-readable", false, "print timestamps as how long ago, like Kafka's --human-readable")
 	timeout := fs.Duration("timeout", defaultQuorumTimeout, "give up after this long")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
+	if code, ok := cli.Parse(fs, args); !ok {
+		return code
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "strata quorum %s: unexpected arguments %q\n", sub, fs.Args())

@@ -10,6 +10,7 @@ import (
 
 	"github.com/strata-log/strata/core/kraft"
 	"github.com/strata-log/strata/core/quorum"
+	"github.com/strata-log/strata/internal/cli"
 )
 
 // resetStateCommand is `strata quorum reset-state`: it rewrites the
@@ -25,11 +26,8 @@ func resetStateCommand(args []string, stdout, stderr io.Writer) int {
 	dir := fs.String("dir", "", "the member's metadata log directory, `<log.dirs>/__cluster_metadata-0` (or log.dirs itself)")
 	epoch := fs.Int64("epoch", -1, "the epoch to resume at: 1 + the largest epoch any voter's metadata log ends in or its usable quorum-state holds")
 	force := fs.Bool("force", false, "rewrite the file even when it is usable")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
+	if code, ok := cli.Parse(fs, args); !ok {
+		return code
 	}
 	if fs.NArg() > 0 || *dir == "" {
 		fmt.Fprintln(stderr, "strata quorum reset-state: give --dir <log.dirs>/__cluster_metadata-0 and --epoch N")

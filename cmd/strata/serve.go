@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	crand "crypto/rand"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -12,6 +11,7 @@ import (
 	"slices"
 	"syscall"
 
+	"github.com/strata-log/strata/internal/cli"
 	"github.com/strata-log/strata/node"
 )
 
@@ -76,11 +76,8 @@ func serve(args []string) int {
 	clusterID := fs.String("cluster-id", "", "the cluster `id` a fresh data directory is formatted with (every node of a cluster needs the same one; 'strata random-uuid' prints one); default: a random id for a single node")
 	keyFlags(fs)
 	help = slices.ContainsFunc(args, func(a string) bool { return a == "-h" || a == "-help" || a == "--help" || a == "--h" })
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
+	if code, ok := cli.Parse(fs, args); !ok {
+		return code
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(fs.Output(), "strata serve: unexpected arguments %q\n", fs.Args())

@@ -3,11 +3,9 @@ package main
 import (
 	"context"
 	"encoding/base64"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,11 +19,7 @@ import (
 )
 
 func init() {
-	register("topic", "create, list, describe, alter and delete topics, like kafka-topics.sh", func(args []string) int {
-		ctx, stop := cli.InterruptContext()
-		defer stop()
-		return topicCommand(ctx, args, os.Stdout, os.Stderr)
-	})
+	registerStreams("topic", "create, list, describe, alter and delete topics, like kafka-topics.sh", withoutStdin(topicCommand))
 }
 
 // Defaults of `strata topic create`.
@@ -37,47 +31,50 @@ const (
 	defaultReplicationFactor = -1
 )
 
-// topicSubcommands are the subcommands of `strata topic` by name.
-var topicSubcommands = map[string]func(ctx context.Context, args []string, stdout, stderr io.Writer) int{
-	"create":   topicCreate,
-	"list":     topicList,
-	"describe": topicDescribe,
-	"alter":    topicAlter,
-	"delete":   topicDelete,
-}
-
 // topicCommand is `strata topic create|list|describe|alter|delete`.
-func topicCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	usage := func() {
-		fmt.Fprint(stderr, "Usage:\n\n"+
-			"  strata topic create NAME [--partitions N] [--replication-factor R] [--config key=value ...]\n"+
-			"  strata topic list [--internal]\n"+
-			"  strata topic describe [NAME ...] [--internal]\n"+
-			"  strata topic alter NAME [--config key=value ...] [--delete-config key ...] [--partitions N]\n"+
-			"  strata topic delete NAME [NAME ...]\n\n"+
-			"Administers topics over the Kafka protocol, like kafka-topics.sh; every subcommand takes\n"+
-			"--bootstrap-server (default "+cli.DefaultBootstrapServer+") and --timeout. Run 'strata topic create -h' for a subcommand's flags.\n")
-	}
-	return runSubcommand(ctx, "topic", topicSubcommands, usage, args, stdout, stderr)
+var topicCommand = subcommands{
+	name: "topic",
+	usage: "Usage:\n\n" +
+		"  strata topic create NAME [--partitions N] [--replication-factor R] [--config key=value ...]\n" +
+		"  strata topic list [--internal]\n" +
+		"  strata topic describe [NAME ...] [--internal]\n" +
+		"  strata topic alter NAME [--config key=value ...] [--delete-config key ...] [--partitions N]\n" +
+		"  strata topic delete NAME [NAME ...]\n\n" +
+		"Administers topics over the Kafka protocol, like kafka-topics.sh; every subcommand takes\n" +
+		"--bootstrap-server (default " + cli.DefaultBootstrapServer + ") and --timeout. Run 'strata topic create -h' for a subcommand's flags.\n",
+	subs: map[string]func(ctx context.Context, args []string, stdout, stderr io.Writer) int{
+		"create":   topicCreate,
+		"list":     topicList,
+		"describe": topicDescribe,
+		"alter":    topicAlter,
+		"delete":   topicDelete,
+	},
+}.run
+
+// subcommands is a command made of subcommands: `strata <name> <sub> ...`.
+type subcommands struct {
+	name string
+	// usage is printed on -h and on a missing or unknown subcommand.
+	usage string
+	subs  map[string]func(ctx context.Context, args []string, stdout, stderr io.Writer) int
 }
 
-// runSubcommand runs `strata <name> <sub> ...` from subs, or prints usage.
-func runSubcommand(ctx context.Context, name string, subs map[string]func(ctx context.Context, args []string, stdout, stderr io.Writer) int,
-	usage func(), args []string, stdout, stderr io.Writer) int {
+// run runs the subcommand args[0] with the rest of args, or prints usage.
+func (s subcommands) run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		usage()
+		fmt.Fprint(stderr, s.usage)
 		return exitUsage
 	}
 	sub, args := args[0], args[1:]
 	switch sub {
 	case "help", "-h", "-help", "--help":
-		usage()
+		fmt.Fprint(stderr, s.usage)
 		return exitOK
 	}
-	run, ok := subs[sub]
+	run, ok := s.subs[sub]
 	if !ok {
-		fmt.Fprintf(stderr, "strata %s: unknown subcommand %q\n\n", name, sub)
-		usage()
+		fmt.Fprintf(stderr, "strata %s: unknown subcommand %q\n\n", s.name, sub)
+		fmt.Fprint(stderr, s.usage)
 		return exitUsage
 	}
 	return run(ctx, args, stdout, stderr)
@@ -85,73 +82,46 @@ func runSubcommand(ctx context.Context, name string, subs map[string]func(ctx co
 
 // adminFlags are the flags every admin command has.
 type adminFlags struct {
-	name      string // "topic create", for messages
+	cli.Command
 	bootstrap *string
 	timeout   *time.Duration
 	// cl is the client run made, for requests kadm has no call for.
 	cl *kgo.Client
 }
 
-// newAdminFlagSet is a flag set named "strata <name>" with
-// --bootstrap-server and --timeout, and a usage that prints synopsis and
-// about above the flags.
+// newAdminFlagSet is cli.NewFlagSet with --bootstrap-server and
+// --timeout.
 func newAdminFlagSet(name, synopsis, about string, stderr io.Writer) (*flag.FlagSet, *adminFlags) {
-	fs := flag.NewFlagSet("strata "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: strata %s\n\n%s\n\n", synopsis, about)
-		fs.PrintDefaults()
-	}
-	af := &adminFlags{name: name}
+	fs, c := cli.NewFlagSet(name, synopsis, about, stderr)
+	af := &adminFlags{Command: c}
 	af.bootstrap = cli.BootstrapFlag(fs)
 	af.timeout = fs.Duration("timeout", cli.DefaultAdminTimeout, "give up after this long")
 	return fs, af
 }
 
-// parse parses args into fs and returns the positional arguments, or an
-// exit code when the command should stop: exitOK for -h, exitUsage for a
-// bad flag.
-func (af *adminFlags) parse(fs *flag.FlagSet, args []string) ([]string, int, bool) {
-	positional, err := cli.ParseInterleaved(fs, args)
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil, exitOK, false
-		}
-		return nil, exitUsage, false
-	}
-	return positional, 0, true
-}
-
-// parseNames is parse for a command that takes one or more names:
-// none is a usage error, with missing as its message.
-func (af *adminFlags) parseNames(fs *flag.FlagSet, args []string, stderr io.Writer, missing string) ([]string, int, bool) {
-	names, code, ok := af.parse(fs, args)
+// parseNames is cli.ParseArgs for a command that takes one or more
+// names: none is a usage error, with missing as its message.
+func (af *adminFlags) parseNames(fs *flag.FlagSet, args []string, missing string) ([]string, int, bool) {
+	names, code, ok := cli.ParseArgs(fs, args)
 	if ok && len(names) == 0 {
-		return nil, af.usageError(stderr, "%s", missing), false
+		return nil, af.UsageError("%s", missing), false
 	}
 	return names, code, ok
 }
 
-// usageError prints a command-line mistake and returns exitUsage.
-func (af *adminFlags) usageError(stderr io.Writer, format string, args ...any) int {
-	fmt.Fprintf(stderr, "strata %s: %s\n", af.name, fmt.Sprintf(format, args...))
-	return exitUsage
-}
-
 // run connects an admin client and calls do with a context bounded by
 // --timeout; do returns the exit code.
-func (af *adminFlags) run(ctx context.Context, stderr io.Writer, do func(ctx context.Context, adm *kadm.Client) int) int {
+func (af *adminFlags) run(ctx context.Context, do func(ctx context.Context, adm *kadm.Client) int) int {
 	if *af.timeout <= 0 {
-		return af.usageError(stderr, "--timeout must be positive")
+		return af.UsageError("--timeout must be positive")
 	}
 	addrs, err := cli.ParseAddrs(*af.bootstrap)
 	if err != nil {
-		return af.usageError(stderr, "%v", err)
+		return af.UsageError("%v", err)
 	}
 	cl, err := cli.NewKafkaClient(addrs)
 	if err != nil {
-		fmt.Fprintf(stderr, "strata %s: %v\n", af.name, err)
-		return exitError
+		return af.Fail("%v", err)
 	}
 	defer cl.Close()
 	af.cl = cl
@@ -162,12 +132,6 @@ func (af *adminFlags) run(ctx context.Context, stderr io.Writer, do func(ctx con
 	return do(ctx, adm)
 }
 
-// fail prints a failed step and returns exitError.
-func (af *adminFlags) fail(stderr io.Writer, format string, args ...any) int {
-	fmt.Fprintf(stderr, "strata %s: %s\n", af.name, fmt.Sprintf(format, args...))
-	return exitError
-}
-
 func topicCreate(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs, af := newAdminFlagSet("topic create", "topic create NAME [flags]",
 		"Creates a topic (CreateTopics). Broker errors are printed with Kafka's error name.", stderr)
@@ -175,26 +139,26 @@ func topicCreate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	rf := fs.Int("replication-factor", defaultReplicationFactor, "replicas per partition; -1 takes the broker's default")
 	var configs cli.KeyValues
 	fs.Var(&configs, "config", "a topic config `key=value` (repeatable), e.g. retention.ms=3600000")
-	names, code, ok := af.parse(fs, args)
+	names, code, ok := cli.ParseArgs(fs, args)
 	if !ok {
 		return code
 	}
 	switch {
 	case len(names) != 1:
-		return af.usageError(stderr, "give exactly one topic name, got %q", names)
+		return af.UsageError("give exactly one topic name, got %q", names)
 	case *partitions < 1 || *partitions > 1<<31-1:
-		return af.usageError(stderr, "--partitions must be at least 1, got %d", *partitions)
+		return af.UsageError("--partitions must be at least 1, got %d", *partitions)
 	case *rf != -1 && (*rf < 1 || *rf > 1<<15-1):
-		return af.usageError(stderr, "--replication-factor must be -1 (the broker's default) or at least 1, got %d", *rf)
+		return af.UsageError("--replication-factor must be -1 (the broker's default) or at least 1, got %d", *rf)
 	}
 	cfg := map[string]*string{}
 	for _, kv := range configs {
 		cfg[kv.Key] = &kv.Value
 	}
-	return af.run(ctx, stderr, func(ctx context.Context, adm *kadm.Client) int {
+	return af.run(ctx, func(ctx context.Context, adm *kadm.Client) int {
 		resp, err := adm.CreateTopic(ctx, int32(*partitions), int16(*rf), cfg, names[0])
 		if err != nil {
-			return af.fail(stderr, "topic %q: %s", names[0], cli.KafkaError(err, resp.ErrMessage))
+			return af.Fail("topic %q: %s", names[0], cli.KafkaError(err, resp.ErrMessage))
 		}
 		fmt.Fprintf(stdout, "Created topic %s.\n", names[0])
 		return exitOK
@@ -205,17 +169,17 @@ func topicList(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs, af := newAdminFlagSet("topic list", "topic list [flags]",
 		"Lists the topics with their partition count and replication factor.", stderr)
 	internal := fs.Bool("internal", false, "include internal topics (and say which are)")
-	extra, code, ok := af.parse(fs, args)
+	extra, code, ok := cli.ParseArgs(fs, args)
 	if !ok {
 		return code
 	}
 	if len(extra) > 0 {
-		return af.usageError(stderr, "unexpected arguments %q", extra)
+		return af.UsageError("unexpected arguments %q", extra)
 	}
-	return af.run(ctx, stderr, func(ctx context.Context, adm *kadm.Client) int {
+	return af.run(ctx, func(ctx context.Context, adm *kadm.Client) int {
 		topics, err := listTopics(ctx, adm, *internal)
 		if err != nil {
-			return af.fail(stderr, "%s", cli.KafkaError(err, ""))
+			return af.Fail("%s", cli.KafkaError(err, ""))
 		}
 		tw := tabwriter.NewWriter(stdout, 0, 8, 2, ' ', 0)
 		header := "TOPIC\tPARTITIONS\tREPLICATION-FACTOR"
@@ -260,11 +224,11 @@ func topicDescribe(ctx context.Context, args []string, stdout, stderr io.Writer)
 	for _, name := range []string{"unavailable", "unavailable-partitions"} {
 		fs.BoolVar(&unavailable, name, false, "only partitions without a leader")
 	}
-	names, code, ok := af.parse(fs, args)
+	names, code, ok := cli.ParseArgs(fs, args)
 	if !ok {
 		return code
 	}
-	return af.run(ctx, stderr, func(ctx context.Context, adm *kadm.Client) int {
+	return af.run(ctx, func(ctx context.Context, adm *kadm.Client) int {
 		var topics kadm.TopicDetails
 		var err error
 		if len(names) > 0 {
@@ -273,27 +237,27 @@ func topicDescribe(ctx context.Context, args []string, stdout, stderr io.Writer)
 			topics, err = listTopics(ctx, adm, *internal)
 		}
 		if err != nil {
-			return af.fail(stderr, "%s", cli.KafkaError(err, ""))
+			return af.Fail("%s", cli.KafkaError(err, ""))
 		}
 		code := exitOK
 		var found []string
 		for _, td := range topics.Sorted() {
 			if td.Err != nil {
-				code = af.fail(stderr, "topic %q: %s", td.Topic, cli.KafkaError(td.Err, ""))
+				code = af.Fail("topic %q: %s", td.Topic, cli.KafkaError(td.Err, ""))
 				continue
 			}
 			found = append(found, td.Topic)
 		}
 		configs, cfgErr := describedConfigs(ctx, adm, found)
 		if cfgErr != nil {
-			code = af.fail(stderr, "configs: %s", cli.KafkaError(cfgErr, ""))
+			code = af.Fail("configs: %s", cli.KafkaError(cfgErr, ""))
 		}
 		elrs := describeELRs(ctx, af.cl, found)
 		for _, name := range found {
 			td := topics[name]
 			rc := configs[name]
 			if rc.Err != nil {
-				code = af.fail(stderr, "topic %q configs: %s", name, cli.KafkaError(rc.Err, rc.ErrMessage))
+				code = af.Fail("topic %q configs: %s", name, cli.KafkaError(rc.Err, rc.ErrMessage))
 			}
 			if !underReplicated && !underMinISR && !unavailable {
 				printTopicDescription(stdout, td, rc.Configs, elrs)
@@ -403,20 +367,20 @@ func topicAlter(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	fs.Var(&set, "config", "set a topic config, `key=value` (repeatable)")
 	fs.Var(&del, "delete-config", "delete a topic config back to its default, `key` (repeatable)")
 	partitions := fs.Int("partitions", 0, "raise the partition count to `N` (default: unchanged)")
-	names, code, ok := af.parse(fs, args)
+	names, code, ok := cli.ParseArgs(fs, args)
 	if !ok {
 		return code
 	}
 	switch {
 	case len(names) != 1:
-		return af.usageError(stderr, "give exactly one topic name, got %q", names)
+		return af.UsageError("give exactly one topic name, got %q", names)
 	case len(set) == 0 && len(del) == 0 && *partitions == 0:
-		return af.usageError(stderr, "nothing to alter: give --config, --delete-config or --partitions")
+		return af.UsageError("nothing to alter: give --config, --delete-config or --partitions")
 	case *partitions < 0 || *partitions > 1<<31-1:
-		return af.usageError(stderr, "--partitions must be positive, got %d", *partitions)
+		return af.UsageError("--partitions must be positive, got %d", *partitions)
 	}
 	topic := names[0]
-	return af.run(ctx, stderr, func(ctx context.Context, adm *kadm.Client) int {
+	return af.run(ctx, func(ctx context.Context, adm *kadm.Client) int {
 		if len(set)+len(del) > 0 {
 			var alters []kadm.AlterConfig
 			for _, kv := range set {
@@ -426,32 +390,32 @@ func topicAlter(ctx context.Context, args []string, stdout, stderr io.Writer) in
 				alters = append(alters, kadm.AlterConfig{Op: kadm.DeleteConfig, Name: k})
 			}
 			if err := cli.RequireAPIs(ctx, adm, kmsg.IncrementalAlterConfigs); err != nil {
-				return af.fail(stderr, "topic %q configs: %v", topic, err)
+				return af.Fail("topic %q configs: %v", topic, err)
 			}
 			resps, err := adm.AlterTopicConfigs(ctx, alters, topic)
 			if err != nil {
-				return af.fail(stderr, "topic %q configs: %s", topic, cli.KafkaError(err, ""))
+				return af.Fail("topic %q configs: %s", topic, cli.KafkaError(err, ""))
 			}
 			resp, err := resps.On(topic, nil)
 			if err == nil {
 				err = resp.Err
 			}
 			if err != nil {
-				return af.fail(stderr, "topic %q configs: %s", topic, cli.KafkaError(err, resp.ErrMessage))
+				return af.Fail("topic %q configs: %s", topic, cli.KafkaError(err, resp.ErrMessage))
 			}
 			fmt.Fprintf(stdout, "Altered configs of topic %s.\n", topic)
 		}
 		if *partitions > 0 {
 			resps, err := adm.UpdatePartitions(ctx, *partitions, topic)
 			if err != nil {
-				return af.fail(stderr, "topic %q partitions: %s", topic, cli.KafkaError(err, ""))
+				return af.Fail("topic %q partitions: %s", topic, cli.KafkaError(err, ""))
 			}
 			resp, err := resps.On(topic, nil)
 			if err == nil {
 				err = resp.Err
 			}
 			if err != nil {
-				return af.fail(stderr, "topic %q partitions: %s", topic, cli.KafkaError(err, resp.ErrMessage))
+				return af.Fail("topic %q partitions: %s", topic, cli.KafkaError(err, resp.ErrMessage))
 			}
 			fmt.Fprintf(stdout, "Topic %s now has %d partitions.\n", topic, *partitions)
 		}
@@ -462,14 +426,14 @@ func topicAlter(ctx context.Context, args []string, stdout, stderr io.Writer) in
 func topicDelete(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs, af := newAdminFlagSet("topic delete", "topic delete NAME [NAME ...] [flags]",
 		"Deletes topics (DeleteTopics); each topic's outcome is printed, and any failure exits 1.", stderr)
-	names, code, ok := af.parseNames(fs, args, stderr, "give at least one topic name")
+	names, code, ok := af.parseNames(fs, args, "give at least one topic name")
 	if !ok {
 		return code
 	}
-	return af.run(ctx, stderr, func(ctx context.Context, adm *kadm.Client) int {
+	return af.run(ctx, func(ctx context.Context, adm *kadm.Client) int {
 		resps, err := adm.DeleteTopics(ctx, names...)
 		if err != nil {
-			return af.fail(stderr, "%s", cli.KafkaError(err, ""))
+			return af.Fail("%s", cli.KafkaError(err, ""))
 		}
 		code := exitOK
 		for _, name := range names {
@@ -478,7 +442,7 @@ func topicDelete(ctx context.Context, args []string, stdout, stderr io.Writer) i
 				err = resp.Err
 			}
 			if err != nil {
-				code = af.fail(stderr, "topic %q: %s", name, cli.KafkaError(err, resp.ErrMessage))
+				code = af.Fail("topic %q: %s", name, cli.KafkaError(err, resp.ErrMessage))
 				continue
 			}
 			fmt.Fprintf(stdout, "Deleted topic %s.\n", name)

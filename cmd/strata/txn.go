@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -15,38 +14,30 @@ import (
 )
 
 func init() {
-	register("txn", "list, describe and abort transactions and describe producers, like kafka-transactions.sh", func(args []string) int {
-		ctx, stop := cli.InterruptContext()
-		defer stop()
-		return txnCommand(ctx, args, os.Stdout, os.Stderr)
-	})
-}
-
-// txnSubcommands are the subcommands of `strata txn` by name.
-var txnSubcommands = map[string]func(ctx context.Context, args []string, stdout, stderr io.Writer) int{
-	"list":         txnList,
-	"describe":     txnDescribe,
-	"producers":    txnProducers,
-	"find-hanging": txnFindHanging,
-	"abort":        txnAbort,
+	registerStreams("txn", "list, describe and abort transactions and describe producers, like kafka-transactions.sh", withoutStdin(txnCommand))
 }
 
 // txnCommand is `strata txn list|describe|producers|find-hanging|abort`.
-func txnCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	usage := func() {
-		fmt.Fprint(stderr, "Usage:\n\n"+
-			"  strata txn list [--state STATE] [--producer-id ID]\n"+
-			"  strata txn describe TRANSACTIONAL-ID [TRANSACTIONAL-ID ...]\n"+
-			"  strata txn producers --topic T [--partition P]\n"+
-			"  strata txn find-hanging [--topic T] [--max-transaction-timeout 15m]\n"+
-			"  strata txn abort --topic T --partition P --start-offset OFFSET\n\n"+
-			"Inspects transactions and producers over the Kafka protocol (ListTransactions, DescribeTransactions,\n"+
-			"DescribeProducers) and aborts a hanging transaction on a partition (WriteTxnMarkers, KIP-664), like\n"+
-			"kafka-transactions.sh; every subcommand takes --bootstrap-server (default "+cli.DefaultBootstrapServer+") and --timeout.\n"+
-			"Run 'strata txn abort -h' for a subcommand's flags.\n")
-	}
-	return runSubcommand(ctx, "txn", txnSubcommands, usage, args, stdout, stderr)
-}
+var txnCommand = subcommands{
+	name: "txn",
+	usage: "Usage:\n\n" +
+		"  strata txn list [--state STATE] [--producer-id ID]\n" +
+		"  strata txn describe TRANSACTIONAL-ID [TRANSACTIONAL-ID ...]\n" +
+		"  strata txn producers --topic T [--partition P]\n" +
+		"  strata txn find-hanging [--topic T] [--max-transaction-timeout 15m]\n" +
+		"  strata txn abort --topic T --partition P --start-offset OFFSET\n\n" +
+		"Inspects transactions and producers over the Kafka protocol (ListTransactions, DescribeTransactions,\n" +
+		"DescribeProducers) and aborts a hanging transaction on a partition (WriteTxnMarkers, KIP-664), like\n" +
+		"kafka-transactions.sh; every subcommand takes --bootstrap-server (default " + cli.DefaultBootstrapServer + ") and --timeout.\n" +
+		"Run 'strata txn abort -h' for a subcommand's flags.\n",
+	subs: map[string]func(ctx context.Context, args []string, stdout, stderr io.Writer) int{
+		"list":         txnList,
+		"describe":     txnDescribe,
+		"producers":    txnProducers,
+		"find-hanging": txnFindHanging,
+		"abort":        txnAbort,
+	},
+}.run
 
 // txnList is `strata txn list`: every transactional id of every
 // coordinator, with its producer id and state.
@@ -55,21 +46,21 @@ func txnList(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var states cli.StringList
 	fs.Var(&states, "state", "only transactions in this `state` (Empty, Ongoing, PrepareCommit, PrepareAbort, CompleteCommit, CompleteAbort, Dead, PrepareEpochFence; repeatable)")
 	pid := fs.Int64("producer-id", -1, "only the transactional id with this producer `id`")
-	extra, code, ok := af.parse(fs, args)
+	extra, code, ok := cli.ParseArgs(fs, args)
 	if !ok {
 		return code
 	}
 	if len(extra) > 0 {
-		return af.usageError(stderr, "unexpected arguments %q", extra)
+		return af.UsageError("unexpected arguments %q", extra)
 	}
 	var pids []int64
 	if *pid >= 0 {
 		pids = []int64{*pid}
 	}
-	return af.run(ctx, stderr, func(ctx context.Context, adm *kadm.Client) int {
+	return af.run(ctx, func(ctx context.Context, adm *kadm.Client) int {
 		listed, err := adm.ListTransactions(ctx, pids, states)
 		if err != nil {
-			return af.fail(stderr, "%s", cli.KafkaError(err, ""))
+			return af.Fail("%s", cli.KafkaError(err, ""))
 		}
 		tw := tabwriter.NewWriter(stdout, 0, 8, 2, ' ', 0)
 		fmt.Fprintln(tw, "TRANSACTIONAL-ID\tCOORDINATOR\tPRODUCER-ID\tSTATE")
@@ -87,14 +78,14 @@ func txnDescribe(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	fs, af := newAdminFlagSet("txn describe", "txn describe TRANSACTIONAL-ID [TRANSACTIONAL-ID ...] [flags]",
 		"Describes transactions at their coordinators (FindCoordinator, DescribeTransactions): producer id and\n"+
 			"epoch, state, timeout, start time and the partitions of the ongoing transaction.", stderr)
-	ids, code, ok := af.parseNames(fs, args, stderr, "name at least one transactional id")
+	ids, code, ok := af.parseNames(fs, args, "name at least one transactional id")
 	if !ok {
 		return code
 	}
-	return af.run(ctx, stderr, func(ctx context.Context, adm *kadm.Client) int {
+	return af.run(ctx, func(ctx context.Context, adm *kadm.Client) int {
 		described, err := adm.DescribeTransactions(ctx, ids...)
 		if err != nil && len(described) == 0 {
-			return af.fail(stderr, "%s", cli.KafkaError(err, ""))
+			return af.Fail("%s", cli.KafkaError(err, ""))
 		}
 		failed := false
 		tw := tabwriter.NewWriter(stdout, 0, 8, 2, ' ', 0)
@@ -149,17 +140,17 @@ func txnProducers(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			"the first offset of its open transaction (-1 for none).", stderr)
 	topic := fs.String("topic", "", "the `topic` (required)")
 	partition := fs.Int("partition", -1, "only this `partition` (default all)")
-	extra, code, ok := af.parse(fs, args)
+	extra, code, ok := cli.ParseArgs(fs, args)
 	if !ok {
 		return code
 	}
 	if len(extra) > 0 {
-		return af.usageError(stderr, "unexpected arguments %q", extra)
+		return af.UsageError("unexpected arguments %q", extra)
 	}
 	if *topic == "" {
-		return af.usageError(stderr, "--topic is required")
+		return af.UsageError("--topic is required")
 	}
-	return af.run(ctx, stderr, func(ctx context.Context, adm *kadm.Client) int {
+	return af.run(ctx, func(ctx context.Context, adm *kadm.Client) int {
 		described, code := describeProducers(ctx, adm, af, stderr, *topic, int32(*partition))
 		if code != exitOK {
 			return code
@@ -191,17 +182,17 @@ func txnProducers(ctx context.Context, args []string, stdout, stderr io.Writer) 
 func describeProducers(ctx context.Context, adm *kadm.Client, af *adminFlags, stderr io.Writer, topic string, partition int32) ([]kadm.DescribedProducersPartition, int) {
 	td, err := cli.DescribeTopic(ctx, adm, topic)
 	if err != nil {
-		return nil, af.fail(stderr, "%s", cli.KafkaError(err, ""))
+		return nil, af.Fail("%s", cli.KafkaError(err, ""))
 	}
 	parts, err := cli.SelectPartitions(td, partition)
 	if err != nil {
-		return nil, af.usageError(stderr, "%v", err)
+		return nil, af.UsageError("%v", err)
 	}
 	set := kadm.TopicsSet{}
 	set.Add(topic, parts...)
 	described, err := adm.DescribeProducers(ctx, set)
 	if err != nil && len(described) == 0 {
-		return nil, af.fail(stderr, "%s", cli.KafkaError(err, ""))
+		return nil, af.Fail("%s", cli.KafkaError(err, ""))
 	}
 	var out []kadm.DescribedProducersPartition
 	for _, t := range described.Sorted() {
@@ -260,24 +251,24 @@ func txnFindHanging(ctx context.Context, args []string, stdout, stderr io.Writer
 			"stable offset back; 'strata txn abort' ends it.", stderr)
 	topic := fs.String("topic", "", "only this `topic` (default every topic)")
 	maxTimeout := fs.Duration("max-transaction-timeout", defaultMaxTransactionTimeout, "the cluster's transaction.max.timeout.ms: younger transactions may still be live")
-	extra, code, ok := af.parse(fs, args)
+	extra, code, ok := cli.ParseArgs(fs, args)
 	if !ok {
 		return code
 	}
 	if len(extra) > 0 {
-		return af.usageError(stderr, "unexpected arguments %q", extra)
+		return af.UsageError("unexpected arguments %q", extra)
 	}
 	if *maxTimeout < 0 {
-		return af.usageError(stderr, "--max-transaction-timeout must not be negative")
+		return af.UsageError("--max-transaction-timeout must not be negative")
 	}
-	return af.run(ctx, stderr, func(ctx context.Context, adm *kadm.Client) int {
+	return af.run(ctx, func(ctx context.Context, adm *kadm.Client) int {
 		var topics []string
 		if *topic != "" {
 			topics = []string{*topic}
 		} else {
 			tds, err := adm.ListTopics(ctx)
 			if err != nil {
-				return af.fail(stderr, "%s", cli.KafkaError(err, ""))
+				return af.Fail("%s", cli.KafkaError(err, ""))
 			}
 			topics = tds.Names()
 			slices.Sort(topics)
@@ -306,7 +297,7 @@ func txnFindHanging(ctx context.Context, args []string, stdout, stderr io.Writer
 		}
 		hanging, err := hangingOf(ctx, adm, open)
 		if err != nil {
-			return af.fail(stderr, "%s", cli.KafkaError(err, ""))
+			return af.Fail("%s", cli.KafkaError(err, ""))
 		}
 		tw := tabwriter.NewWriter(stdout, 0, 8, 2, ' ', 0)
 		fmt.Fprintln(tw, "TOPIC\tPARTITION\tLEADER\tPRODUCER-ID\tPRODUCER-EPOCH\tCOORDINATOR-EPOCH\tSTART-OFFSET\tLAST-TIMESTAMP\tTRANSACTIONAL-ID")
@@ -390,28 +381,28 @@ func txnAbort(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	topic := fs.String("topic", "", "the `topic` (required)")
 	partition := fs.Int("partition", -1, "the `partition` (required)")
 	start := fs.Int64("start-offset", -1, "the first `offset` of the open transaction (required; TXN-START-OFFSET of 'strata txn producers')")
-	extra, code, ok := af.parse(fs, args)
+	extra, code, ok := cli.ParseArgs(fs, args)
 	if !ok {
 		return code
 	}
 	switch {
 	case len(extra) > 0:
-		return af.usageError(stderr, "unexpected arguments %q", extra)
+		return af.UsageError("unexpected arguments %q", extra)
 	case *topic == "":
-		return af.usageError(stderr, "--topic is required")
+		return af.UsageError("--topic is required")
 	case *partition < 0:
-		return af.usageError(stderr, "--partition is required")
+		return af.UsageError("--partition is required")
 	case *start < 0:
-		return af.usageError(stderr, "--start-offset is required")
+		return af.UsageError("--start-offset is required")
 	}
-	return af.run(ctx, stderr, func(ctx context.Context, adm *kadm.Client) int {
+	return af.run(ctx, func(ctx context.Context, adm *kadm.Client) int {
 		described, code := describeProducers(ctx, adm, af, stderr, *topic, int32(*partition))
 		if code != exitOK {
 			return code
 		}
 		p := described[0]
 		if p.Err != nil {
-			return af.fail(stderr, "%s-%d: %s", p.Topic, p.Partition, cli.KafkaError(p.Err, p.ErrMessage))
+			return af.Fail("%s-%d: %s", p.Topic, p.Partition, cli.KafkaError(p.Err, p.ErrMessage))
 		}
 		var found *kadm.DescribedProducer
 		for _, ap := range sortedProducers(p) {
@@ -421,7 +412,7 @@ func txnAbort(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			}
 		}
 		if found == nil {
-			return af.fail(stderr, "%s-%d has no open transaction starting at offset %d ('strata txn producers --topic %s --partition %d' lists them)",
+			return af.Fail("%s-%d has no open transaction starting at offset %d ('strata txn producers --topic %s --partition %d' lists them)",
 				*topic, *partition, *start, *topic, *partition)
 		}
 		m := kadm.TxnMarkers{ProducerID: found.ProducerID, ProducerEpoch: found.ProducerEpoch, Commit: false,
@@ -429,7 +420,7 @@ func txnAbort(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		m.Topics.Add(*topic, int32(*partition))
 		res, err := adm.WriteTxnMarkers(ctx, m)
 		if err != nil {
-			return af.fail(stderr, "WriteTxnMarkers: %s", cli.KafkaError(err, ""))
+			return af.Fail("WriteTxnMarkers: %s", cli.KafkaError(err, ""))
 		}
 		var perr error
 		answered := false
@@ -439,9 +430,9 @@ func txnAbort(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		})
 		switch {
 		case !answered:
-			return af.fail(stderr, "WriteTxnMarkers: the leader did not answer for %s-%d", *topic, *partition)
+			return af.Fail("WriteTxnMarkers: the leader did not answer for %s-%d", *topic, *partition)
 		case perr != nil:
-			return af.fail(stderr, "WriteTxnMarkers: %s-%d: %s", *topic, *partition, cli.KafkaError(perr, ""))
+			return af.Fail("WriteTxnMarkers: %s-%d: %s", *topic, *partition, cli.KafkaError(perr, ""))
 		}
 		fmt.Fprintf(stdout, "aborted the transaction of producer %d (epoch %d) on %s-%d from offset %d\n",
 			found.ProducerID, found.ProducerEpoch, *topic, *partition, *start)

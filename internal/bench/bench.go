@@ -107,11 +107,8 @@ const kfakeMissing = "this strata binary was built without kfake (the kfake targ
 // out of the defaults, and naming it is an error). It returns the exit
 // code.
 func Command(ctx context.Context, args []string, stdout, stderr io.Writer, kfake Kfake) int {
-	fs := flag.NewFlagSet("strata bench", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, "Usage: strata bench [flags]\n\n"+
-			"Runs one workload against three targets in turn and prints a table with ratios:\n"+
+	fs, cmd := cli.NewFlagSet("bench", "bench [flags]",
+		"Runs one workload against three targets in turn and prints a table with ratios:\n"+
 			"  strata  a Strata node the bench starts as a child process (or --bootstrap-server)\n"+
 			"  kfake   franz-go's in-memory fake Kafka, in process: no disk, no fsync\n"+
 			"  fsync   the disk's ceiling: write + fdatasync in a loop, in the bench's temp dir\n"+
@@ -128,9 +125,7 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer, kfake
 			"replication factor N and min.insync.replicas N-1, and the fsync ceiling runs N loops at once.\n"+
 			"Two more targets start nodes of their own: memory (one node's RSS at rest, with idle\n"+
 			"connections, under a flood) and idle (--targets idle: each node's CPU and RSS doing nothing,\n"+
-			"without and with --idle-partitions partitions).\n\n")
-		fs.PrintDefaults()
-	}
+			"without and with --idle-partitions partitions).", stderr)
 	targets := fs.String("targets", strings.Join(defaultBenchTargets, ","), "which targets to run, comma-separated, of "+strings.Join(benchTargets, ","))
 	bootstrap := fs.String("bootstrap-server", "", "bench the broker at `host:port` as the strata target instead of starting a node (no CPU figures)")
 	duration := fs.Duration("duration", defaultBenchDuration, "phase 1 (produce) and the fsync loop run this long")
@@ -157,11 +152,8 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer, kfake
 	readyTimeout := fs.Duration("ready-timeout", defaultBenchReadyTimeout, "how long the node may take to list a broker and a controller")
 	dir := fs.String("dir", "", "make the temp dir (node data, fsync files) under this `directory` (default: the system's)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return cli.ExitOK
-		}
-		return cli.ExitUsage
+	if code, ok := cli.Parse(fs, args); !ok {
+		return code
 	}
 	o := benchOptions{
 		bootstrap: *bootstrap,
@@ -195,20 +187,17 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer, kfake
 		err = o.validate(fs.NArg())
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "strata bench: %v\n", err)
-		return cli.ExitUsage
+		return cmd.UsageError("%v", err)
 	}
 	report, err := runBench(ctx, o, stderr)
 	if err != nil {
-		fmt.Fprintf(stderr, "strata bench: %v\n", err)
-		return cli.ExitError
+		return cmd.Fail("%v", err)
 	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(report); err != nil {
-			fmt.Fprintf(stderr, "strata bench: %v\n", err)
-			return cli.ExitError
+			return cmd.Fail("%v", err)
 		}
 	} else {
 		report.print(stdout)
@@ -216,8 +205,7 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer, kfake
 	code := cli.ExitOK
 	for _, t := range report.Targets {
 		if t.Error != "" {
-			fmt.Fprintf(stderr, "strata bench: %s failed: %s\n", t.Name, t.Error)
-			code = cli.ExitError
+			code = cmd.Fail("%s failed: %s", t.Name, t.Error)
 		}
 	}
 	return code

@@ -264,11 +264,8 @@ func FloodCommand(ctx context.Context, args []string, stdin io.Reader, stdout, s
 	recordBytes := fs.Int("record-bytes", defaultBenchRecordBytes, "each record's text value, in `bytes`")
 	producer := fs.String("producer", producerKgo, "the `client`: kgo, or raw (batches compressed once and sent again and again)")
 	rawBatchBytes := fs.Int("raw-batch-bytes", benchBatchMaxBytes, "the raw producer's batches hold up to this many `bytes` of records")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return cli.ExitOK
-		}
-		return cli.ExitUsage
+	if code, ok := cli.Parse(fs, args); !ok {
+		return code
 	}
 	seeds, err := cli.ParseAddrs(*bootstrap)
 	if err == nil {

@@ -10,9 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/strata-log/strata/core/record"
-	"github.com/strata-log/strata/internal/bench/kfakebaseline"
 	"github.com/strata-log/strata/internal/cli"
-	"github.com/strata-log/strata/internal/proccluster"
 )
 
 // requireSlowBenchTests skips the slow end-to-end bench tests unless
@@ -30,16 +28,11 @@ func requireSlowBenchTests(t *testing.T) {
 // kfake: two producers, phase 4 with one flooding client in a process of
 // its own (the test binary as strata).
 func hostileTestOptions(t *testing.T, producer, compression string) benchOptions {
-	return benchOptions{
-		kfake:   kfakebaseline.Start,
-		targets: []string{targetKfake},
-		workload: kafkaWorkload{partitions: 6, recordBytes: 1024, duration: 300 * time.Millisecond, maxProduceBytes: 32 << 20,
-			latencyDuration: 300 * time.Millisecond, latencyRate: 200, compression: compression, producer: producer, producers: 2,
-			floodProducers: 1, rawBatchMaxBytes: 64 << 10},
-		runs:        1,
-		dir:         t.TempDir(),
-		nodeCommand: []string{proccluster.Binary(t)},
-	}
+	o := benchTestOptions(t, targetKfake)
+	w := &o.workload
+	w.compression, w.producer, w.producers = compression, producer, 2
+	w.floodProducers, w.rawBatchMaxBytes = 1, 64<<10
+	return o
 }
 
 // TestBenchCompressedWithFlood: with kgo's default compression the
@@ -51,9 +44,7 @@ func hostileTestOptions(t *testing.T, producer, compression string) benchOptions
 // run by `make bench-hostile` (STRATA_BENCH_SLOW_TESTS=1).
 func TestBenchCompressedWithFlood(t *testing.T) {
 	requireSlowBenchTests(t)
-	proccluster.Binary(t) // built before the test's clock starts
-	ctx, cancel := context.WithTimeout(context.Background(), benchTestTimeout)
-	defer cancel()
+	ctx := processTestContext(t)
 	var progress bytes.Buffer
 	report, err := runBench(ctx, hostileTestOptions(t, producerKgo, compressionDefault), &progress)
 	require.NoError(t, err)
@@ -94,9 +85,7 @@ func TestBenchCompressedWithFlood(t *testing.T) {
 // acknowledged and read back record for record, in phase 1 and as the
 // flood.
 func TestBenchRawProducer(t *testing.T) {
-	proccluster.Binary(t) // built before the test's clock starts
-	ctx, cancel := context.WithTimeout(context.Background(), benchTestTimeout)
-	defer cancel()
+	ctx := processTestContext(t)
 	var progress bytes.Buffer
 	report, err := runBench(ctx, hostileTestOptions(t, producerRaw, "zstd"), &progress)
 	require.NoError(t, err, progress.String())
@@ -147,18 +136,14 @@ func TestRawBatches(t *testing.T) {
 }
 
 func TestBenchHostileUsage(t *testing.T) {
-	for _, args := range [][]string{
+	requireUsageErrors(t, [][]string{
 		{"--compression", "brotli"},
 		{"--flood-compression", "brotli"},
 		{"--values", "zeros"},
 		{"--producers", "0"},
 		{"--producer", "librdkafka"},
 		{"--flood-producers", "-1"},
-	} {
-		var out, errOut bytes.Buffer
-		require.Equal(t, cli.ExitUsage, Command(context.Background(), args, &out, &errOut, kfakebaseline.Start), "%q", args)
-		require.NotEmpty(t, errOut.String(), "%q says why", args)
-	}
+	})
 	var out, errOut bytes.Buffer
 	require.Equal(t, cli.ExitUsage, FloodCommand(context.Background(), []string{"--bootstrap-server", "127.0.0.1:1"}, bytes.NewReader(nil), &out, &errOut))
 	require.Contains(t, errOut.String(), "--topic")
@@ -172,9 +157,7 @@ func TestBenchHostileUsage(t *testing.T) {
 // Outside `make test`'s budget like TestBenchCompressedWithFlood.
 func TestBenchStrataNoOffloadRaw(t *testing.T) {
 	requireSlowBenchTests(t)
-	proccluster.Binary(t) // built before the test's clock starts
-	ctx, cancel := context.WithTimeout(context.Background(), benchTestTimeout)
-	defer cancel()
+	ctx := processTestContext(t)
 	o := hostileTestOptions(t, producerRaw, "zstd")
 	o.targets = []string{targetNoOffload}
 	o.readyTimeout = 20 * time.Second

@@ -25,6 +25,58 @@ const benchTestTimeout = 30 * time.Second
 var benchTestArgs = []string{"--duration", "300ms", "--latency-duration", "300ms", "--latency-rate", "200",
 	"--max-produce-bytes", strconv.Itoa(32 << 20), "--fsync-write-bytes", strconv.Itoa(64 << 10)}
 
+// processTestContext builds the strata binary, before the test's clock
+// starts, and returns a context bounded by benchTestTimeout that ends
+// with the test.
+func processTestContext(t *testing.T) context.Context {
+	t.Helper()
+	proccluster.Binary(t)
+	ctx, cancel := context.WithTimeout(t.Context(), benchTestTimeout)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// benchTestWorkload is benchTestArgs' workload as options: a few hundred
+// milliseconds a phase.
+func benchTestWorkload() kafkaWorkload {
+	return kafkaWorkload{partitions: 6, recordBytes: 1024, duration: 300 * time.Millisecond, maxProduceBytes: 32 << 20,
+		latencyDuration: 300 * time.Millisecond, latencyRate: 200}
+}
+
+// benchTestOptions runs targets once with benchTestWorkload, in the
+// test's temp dir, with this build as the strata binary.
+func benchTestOptions(t *testing.T, targets ...string) benchOptions {
+	return benchOptions{
+		kfake:       kfakebaseline.Start,
+		targets:     targets,
+		workload:    benchTestWorkload(),
+		runs:        1,
+		dir:         t.TempDir(),
+		nodeCommand: []string{proccluster.Binary(t)},
+	}
+}
+
+// nodeTestOptions is benchTestOptions for targets that start nodes (and
+// the fsync loop) as the tests need: a 64 KiB fsync write, and 20 s for
+// a node to be ready.
+func nodeTestOptions(t *testing.T, targets ...string) benchOptions {
+	o := benchTestOptions(t, targets...)
+	o.fsyncWriteBytes = 64 << 10
+	o.readyTimeout = 20 * time.Second
+	return o
+}
+
+// requireUsageErrors requires that the bench command exits with a usage
+// error, saying why, on each of argss.
+func requireUsageErrors(t *testing.T, argss [][]string) {
+	t.Helper()
+	for _, args := range argss {
+		var out, errOut bytes.Buffer
+		require.Equal(t, cli.ExitUsage, Command(context.Background(), args, &out, &errOut, kfakebaseline.Start), "%q", args)
+		require.NotEmpty(t, errOut.String(), "%q says why", args)
+	}
+}
+
 func TestBenchKfakeAndFsync(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), benchTestTimeout)
 	defer cancel()
@@ -103,19 +155,8 @@ func TestBenchStrataChild(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a real process")
 	}
-	proccluster.Binary(t) // built before the test's clock starts
-	ctx, cancel := context.WithTimeout(context.Background(), benchTestTimeout)
-	defer cancel()
-	o := benchOptions{
-		kfake:           kfakebaseline.Start,
-		targets:         []string{targetStrata},
-		workload:        kafkaWorkload{partitions: 6, recordBytes: 1024, duration: 300 * time.Millisecond, maxProduceBytes: 32 << 20, latencyDuration: 300 * time.Millisecond, latencyRate: 200},
-		fsyncWriteBytes: 64 << 10,
-		runs:            1,
-		readyTimeout:    20 * time.Second,
-		dir:             t.TempDir(),
-		nodeCommand:     []string{proccluster.Binary(t)},
-	}
+	ctx := processTestContext(t)
+	o := nodeTestOptions(t, targetStrata)
 	var progress bytes.Buffer
 	report, err := runBench(ctx, o, &progress)
 	require.NoError(t, err)
@@ -142,21 +183,11 @@ func TestBenchReplicated(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real processes")
 	}
-	proccluster.Binary(t) // built before the test's clock starts
-	ctx, cancel := context.WithTimeout(context.Background(), benchTestTimeout)
-	defer cancel()
-	o := benchOptions{
-		kfake:           kfakebaseline.Start,
-		targets:         []string{targetStrata, targetFsync, targetIdle},
-		workload:        kafkaWorkload{partitions: 2, recordBytes: 1024, duration: 300 * time.Millisecond, maxProduceBytes: 16 << 20, latencyDuration: 300 * time.Millisecond, latencyRate: 200},
-		nodes:           2,
-		idle:            idleWorkload{partitions: 40, duration: 300 * time.Millisecond, settle: 100 * time.Millisecond},
-		fsyncWriteBytes: 64 << 10,
-		runs:            1,
-		readyTimeout:    20 * time.Second,
-		dir:             t.TempDir(),
-		nodeCommand:     []string{proccluster.Binary(t)},
-	}
+	ctx := processTestContext(t)
+	o := nodeTestOptions(t, targetStrata, targetFsync, targetIdle)
+	o.workload.partitions, o.workload.maxProduceBytes = 2, 16<<20
+	o.nodes = 2
+	o.idle = idleWorkload{partitions: 40, duration: 300 * time.Millisecond, settle: 100 * time.Millisecond}
 	var progress bytes.Buffer
 	report, err := runBench(ctx, o, &progress)
 	require.NoError(t, err)
@@ -200,9 +231,7 @@ func TestBenchNodeStartStop(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a real process")
 	}
-	proccluster.Binary(t) // built before the test's clock starts
-	ctx, cancel := context.WithTimeout(context.Background(), benchTestTimeout)
-	defer cancel()
+	ctx := processTestContext(t)
 	dir := t.TempDir()
 	n, err := startBenchNode(ctx, []string{proccluster.Binary(t)}, nil, dir, nil, 20*time.Second)
 	require.NoError(t, err)
@@ -220,9 +249,7 @@ func TestBenchNodeNotReady(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a real process")
 	}
-	proccluster.Binary(t) // built before the test's clock starts
-	ctx, cancel := context.WithTimeout(context.Background(), benchTestTimeout)
-	defer cancel()
+	ctx := processTestContext(t)
 
 	// The node elects itself after the election timeout (at least a
 	// second): it cannot be ready within 300 ms.
@@ -275,7 +302,7 @@ func benchNodeChildren(t *testing.T, dir string) []string {
 }
 
 func TestBenchUsage(t *testing.T) {
-	for _, args := range [][]string{
+	requireUsageErrors(t, [][]string{
 		{"extra"},
 		{"--no-such-flag"},
 		{"--targets", "strata,redpanda"},
@@ -290,11 +317,7 @@ func TestBenchUsage(t *testing.T) {
 		{"--bootstrap-server", "127.0.0.1:9092", "--node-arg", "a=b"},
 		{"--bootstrap-server", "no-port"},
 		{"--node-arg", "novalue"},
-	} {
-		var out, errOut bytes.Buffer
-		require.Equal(t, cli.ExitUsage, Command(context.Background(), args, &out, &errOut, kfakebaseline.Start), "%q", args)
-		require.NotEmpty(t, errOut.String(), "%q says why", args)
-	}
+	})
 	var out, errOut bytes.Buffer
 	require.Equal(t, cli.ExitOK, Command(context.Background(), []string{"-h"}, &out, &errOut, kfakebaseline.Start))
 	require.Contains(t, errOut.String(), "fdatasync")

@@ -19,9 +19,6 @@ package top
 import (
 	"bytes"
 	"context"
-	"errors"
-	"flag"
-	"fmt"
 	"io"
 	"strings"
 	"time"
@@ -81,16 +78,11 @@ const Summary = "a live view of a running cluster: quorum, brokers and busiest t
 
 // Command is `strata top` with args after its name; it returns the exit code.
 func Command(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("strata top", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, "Usage: strata top [flags]\n\n"+
-			"A live view of one cluster, redrawn every --interval until Ctrl-C: the metadata quorum, a row\n"+
+	fs, cmd := cli.NewFlagSet("top", "top [flags]",
+		"A live view of one cluster, redrawn every --interval until Ctrl-C: the metadata quorum, a row\n"+
 			"per broker (partitions, connections, requests, bytes and messages per second, produce and\n"+
 			"fetch p99 latency) and the busiest topics. Broker metrics are scraped from each node's\n"+
-			"Prometheus endpoint: --metrics, or else the broker's metrics.listener config (DescribeConfigs).\n\n")
-		fs.PrintDefaults()
-	}
+			"Prometheus endpoint: --metrics, or else the broker's metrics.listener config (DescribeConfigs).", stderr)
 	bootstrap := cli.BootstrapFlag(fs)
 	metricsFlag := fs.String("metrics", "", "the nodes' Prometheus endpoints, `[id=]host:port|url[,...]`; without id= they go to the brokers in id order (default: each broker's metrics.listener)")
 	interval := fs.Duration("interval", defaultTopInterval, "time between frames, over which rates and p99 are computed")
@@ -98,42 +90,34 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	iterations := fs.Int("iterations", 0, "stop after this many frames; 0 runs until Ctrl-C")
 	topics := fs.Int("topics", defaultTopTopics, "topic rows shown, busiest (bytes in) first; 0 hides the table")
 	timeout := fs.Duration("timeout", defaultTopTimeout, "bound of one frame's gathering; the first frame must reach the cluster within it")
-	usageError := func(format string, args ...any) int {
-		fmt.Fprintf(stderr, "strata top: %s\n", fmt.Sprintf(format, args...))
-		return cli.ExitUsage
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return cli.ExitOK
-		}
-		return cli.ExitUsage
+	if code, ok := cli.Parse(fs, args); !ok {
+		return code
 	}
 	switch {
 	case fs.NArg() > 0:
-		return usageError("unexpected arguments %q", fs.Args())
+		return cmd.UsageError("unexpected arguments %q", fs.Args())
 	case *interval < minTopInterval:
-		return usageError("--interval must be at least %v, got %v", minTopInterval, *interval)
+		return cmd.UsageError("--interval must be at least %v, got %v", minTopInterval, *interval)
 	case *iterations < 0:
-		return usageError("--iterations must be 0 (until Ctrl-C) or more, got %d", *iterations)
+		return cmd.UsageError("--iterations must be 0 (until Ctrl-C) or more, got %d", *iterations)
 	case *once && *iterations > 0:
-		return usageError("give at most one of --once and --iterations")
+		return cmd.UsageError("give at most one of --once and --iterations")
 	case *topics < 0:
-		return usageError("--topics must be 0 or more, got %d", *topics)
+		return cmd.UsageError("--topics must be 0 or more, got %d", *topics)
 	case *timeout <= 0:
-		return usageError("--timeout must be positive")
+		return cmd.UsageError("--timeout must be positive")
 	}
 	explicit, err := parseMetricsFlag(*metricsFlag)
 	if err != nil {
-		return usageError("%v", err)
+		return cmd.UsageError("%v", err)
 	}
 	addrs, err := cli.ParseAddrs(*bootstrap)
 	if err != nil {
-		return usageError("%v", err)
+		return cmd.UsageError("%v", err)
 	}
 	cl, err := cli.NewKafkaClient(addrs)
 	if err != nil {
-		fmt.Fprintf(stderr, "strata top: %v\n", err)
-		return cli.ExitError
+		return cmd.Fail("%v", err)
 	}
 	defer cl.Close()
 	g := newTopGatherer(cl, strings.Join(addrs, ","), explicit, *timeout)
@@ -143,8 +127,7 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		opts.iterations = 1
 	}
 	if err := runTop(ctx, g, opts, stdout); err != nil {
-		fmt.Fprintf(stderr, "strata top: %v\n", err)
-		return cli.ExitError
+		return cmd.Fail("%v", err)
 	}
 	return cli.ExitOK
 }
