@@ -2,68 +2,20 @@ package attack
 
 import (
 	"context"
-	crand "crypto/rand"
 	"fmt"
-	"net"
-	"path/filepath"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/core/quorum"
 	"github.com/strata-log/strata/internal/proccluster"
-	"github.com/strata-log/strata/node"
 )
 
 // quorumForgeryDuration is how long the three voters are attacked.
 const quorumForgeryDuration = 3 * time.Second
-
-// freePort is a free port on 127.0.0.1 (free when asked; the node binds
-// it a moment later). Controller listeners need fixed ports: the voters
-// name each other by them, before and after a restart.
-func freePort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
-	return l.Addr().String()
-}
-
-// quorumState asks a broker (which forwards it) for the metadata quorum's
-// leader and epoch.
-func quorumState(ctx context.Context, addr string) (leader, epoch int32, err error) {
-	req := kmsg.NewPtrDescribeQuorumRequest()
-	rt := kmsg.NewDescribeQuorumRequestTopic()
-	rt.Topic = "__cluster_metadata"
-	rt.Partitions = []kmsg.DescribeQuorumRequestTopicPartition{kmsg.NewDescribeQuorumRequestTopicPartition()}
-	req.Topics = []kmsg.DescribeQuorumRequestTopic{rt}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DialTimeout(time.Second), kgo.RequestRetries(0))
-	if err != nil {
-		return -1, -1, err
-	}
-	defer cl.Close()
-	resp, err := req.RequestWith(ctx, cl)
-	if err != nil {
-		return -1, -1, err
-	}
-	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
-		return -1, -1, err
-	}
-	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
-		return -1, -1, fmt.Errorf("DescribeQuorum answered %d topics", len(resp.Topics))
-	}
-	p := resp.Topics[0].Partitions[0]
-	if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
-		return -1, -1, err
-	}
-	return p.LeaderID, p.LeaderEpoch, nil
-}
 
 // waitLeader waits until the broker at addr reports a quorum leader.
 func waitLeader(t *testing.T, addr string) (leader, epoch int32) {
@@ -71,7 +23,7 @@ func waitLeader(t *testing.T, addr string) (leader, epoch int32) {
 	require.Eventually(t, func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
-		l, e, err := quorumState(ctx, addr)
+		l, e, err := proccluster.QuorumState(ctx, addr)
 		leader, epoch = l, e
 		return err == nil && l >= 0
 	}, opTimeout, 50*time.Millisecond, "the quorum elected no leader")
@@ -90,43 +42,11 @@ func TestAttackQuorum(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts three node processes")
 	}
-	clusterID, err := node.NewClusterID(crand.Reader)
-	require.NoError(t, err)
-	dir := t.TempDir()
 	const n = 3
-	ctrl := make([]string, n)
-	var voters []string
-	for i := range ctrl {
-		ctrl[i] = freePort(t)
-		voters = append(voters, fmt.Sprintf("%d@%s", i+1, ctrl[i]))
-	}
-	nodes := make([]*proccluster.Node, n)
-	for i := range nodes {
-		nodes[i] = proccluster.NewNode(t, dir, int32(i+1), []string{
-			fmt.Sprintf("node.id=%d", i+1),
-			"process.roles=broker,controller",
-			"listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://" + ctrl[i],
-			"controller.quorum.voters=" + strings.Join(voters, ","),
-			"log.dirs=" + filepath.Join(dir, fmt.Sprintf("node-%d", i+1)),
-			"metrics.listener=127.0.0.1:0",
-			"auto.create.topics.enable=false",
-		})
-	}
-	startAll := func() {
-		for _, p := range nodes {
-			p.Start(t, clusterID)
-		}
-		for _, p := range nodes {
-			p.WaitReady(t)
-		}
-	}
-	startAll()
-	addrs := func() []string {
-		var out []string
-		for _, p := range nodes {
-			out = append(out, p.BrokerAddr)
-		}
-		return out
+	cluster := proccluster.StartCombined(t, n, "auto.create.topics.enable=false")
+	nodes := cluster.Nodes
+	for _, p := range nodes {
+		p.WaitReady(t)
 	}
 	leader, epoch := waitLeader(t, nodes[0].BrokerAddr)
 	t.Logf("quorum leader %d at epoch %d", leader, epoch)
@@ -137,7 +57,7 @@ func TestAttackQuorum(t *testing.T) {
 	created, err := adm.CreateTopic(ctx, 3, 3, nil, "replicated")
 	require.NoError(t, err)
 	require.NoError(t, created.Err)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs()...), kgo.DialTimeout(dialTimeout), kgo.DefaultProduceTopic("replicated"),
+	cl, err := kgo.NewClient(kgo.SeedBrokers(cluster.BrokerAddrs()...), kgo.DialTimeout(dialTimeout), kgo.DefaultProduceTopic("replicated"),
 		kgo.RecordDeliveryTimeout(opTimeout))
 	require.NoError(t, err)
 	defer cl.Close()
@@ -168,7 +88,7 @@ func TestAttackQuorum(t *testing.T) {
 			e := int32(0)
 			for ctx.Err() == nil {
 				var err error
-				e, err = sendForgeries(r, fromController, ctrl[w], to, peer, e, clusterID, &seen)
+				e, err = sendForgeries(r, fromController, nodes[w].CtrlAddr, to, peer, e, cluster.ClusterID, &seen)
 				if err != nil {
 					r.finding("dial node %d's controller listener: %v", to, err)
 					return
@@ -210,8 +130,11 @@ func TestAttackQuorum(t *testing.T) {
 		p.Stop(t)
 		requireCleanStop(t, p)
 	}
-	startAll()
 	for _, p := range nodes {
+		cluster.Restart(p.ID)
+	}
+	for _, p := range nodes {
+		p.WaitReady(t)
 		requireCleanStart(t, p)
 	}
 	l3, e3 := waitLeader(t, nodes[0].BrokerAddr)
@@ -219,7 +142,7 @@ func TestAttackQuorum(t *testing.T) {
 	require.Less(t, e3, int32(quorum.MaxEpoch/2), "the epoch after the restart")
 	t.Logf("after restarting all three: leader %d at epoch %d", l3, e3)
 
-	cl2, err := kgo.NewClient(kgo.SeedBrokers(addrs()...), kgo.DialTimeout(dialTimeout),
+	cl2, err := kgo.NewClient(kgo.SeedBrokers(cluster.BrokerAddrs()...), kgo.DialTimeout(dialTimeout),
 		kgo.ConsumeTopics("replicated"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	require.NoError(t, err)
 	defer cl2.Close()

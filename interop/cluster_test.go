@@ -1,7 +1,6 @@
 package interop
 
 import (
-	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -44,37 +43,6 @@ func startProcessCluster(t *testing.T, n int, extraProps ...string) *proccluster
 		return true
 	}, clusterReadyTimeout, 50*time.Millisecond, "not every broker's Metadata lists the %d brokers", n)
 	return c
-}
-
-// describeQuorumLeader asks a broker (which forwards it) for the metadata
-// quorum's leader.
-func describeQuorumLeader(t *testing.T, addr string) (int32, error) {
-	t.Helper()
-	req := kmsg.NewPtrDescribeQuorumRequest()
-	rt := kmsg.NewDescribeQuorumRequestTopic()
-	rt.Topic = "__cluster_metadata"
-	rt.Partitions = []kmsg.DescribeQuorumRequestTopicPartition{kmsg.NewDescribeQuorumRequestTopicPartition()}
-	req.Topics = []kmsg.DescribeQuorumRequestTopic{rt}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DialTimeout(time.Second), kgo.RequestRetries(0))
-	if err != nil {
-		return -1, err
-	}
-	defer cl.Close()
-	resp, err := req.RequestWith(ctxFor(t, 2*time.Second), cl)
-	if err != nil {
-		return -1, err
-	}
-	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
-		return -1, err
-	}
-	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
-		return -1, fmt.Errorf("DescribeQuorum answered %d topics", len(resp.Topics))
-	}
-	part := resp.Topics[0].Partitions[0]
-	if err := kerr.ErrorForCode(part.ErrorCode); err != nil {
-		return -1, err
-	}
-	return part.LeaderID, nil
 }
 
 // produceHook records which brokers a client sent Produce requests to.
@@ -162,7 +130,7 @@ func TestThreeNodeCluster(t *testing.T) {
 	var quorumLeader int32
 	require.Eventually(t, func() bool {
 		var err error
-		quorumLeader, err = describeQuorumLeader(t, nodes[0].BrokerAddr)
+		quorumLeader, _, err = proccluster.QuorumState(ctxFor(t, 2*time.Second), nodes[0].BrokerAddr)
 		return err == nil && quorumLeader > 0
 	}, clusterReadyTimeout, 50*time.Millisecond, "no quorum leader")
 	victim := c.Node(quorumLeader)

@@ -74,6 +74,17 @@ func produceKgo(t *testing.T, addrs []string, topic string, rs []rec, opts ...kg
 	cl.Close()
 }
 
+// writeRecords creates topic with o.partitions partitions and writes n
+// records generated from seed with o to it (produceKgo, with opts), and
+// returns them with their offsets.
+func writeRecords(t *testing.T, adm *kadm.Client, addrs []string, topic string, seed uint64, n int, o genOpts, opts ...kgo.Opt) []rec {
+	t.Helper()
+	createTopic(t, adm, topic, o.partitions, nil)
+	rs := genRecords(seed, n, o)
+	produceKgo(t, addrs, topic, rs, opts...)
+	return rs
+}
+
 // consumeKgo reads want records from topic's partitions starting at
 // offsets, with a new client, and fails on a fetch error or if they do not
 // all arrive within opTimeout.
@@ -253,9 +264,8 @@ func TestFranzGo(t *testing.T) {
 	// One topic for the consume and offsets cases: two partitions of
 	// records with explicit timestamps and a 300 KiB record.
 	const cTopic, cParts = "franz-consume", 2
-	createTopic(t, adm, cTopic, cParts, nil)
-	crs := genRecords(100, 200, genOpts{partitions: cParts, nulls: true, timestamps: true, big: 300 << 10})
-	produceKgo(t, addrs, cTopic, crs, kgo.ProducerBatchCompression(kgo.Lz4Compression()))
+	crs := writeRecords(t, adm, addrs, cTopic, 100, 200, genOpts{partitions: cParts, nulls: true, timestamps: true, big: 300 << 10},
+		kgo.ProducerBatchCompression(kgo.Lz4Compression()))
 	cBy := byPartition(crs)
 
 	t.Run("consume/earliest", func(t *testing.T) {
@@ -486,9 +496,7 @@ func franzAdmin(t *testing.T, addr string, nodeID int32) {
 		_, b := md.Topics["adm-b"]
 		return !a && !b
 	}, opTimeout, pollInterval, "deleted topics still listed")
-	createTopic(t, adm, "adm-a", 1, nil)
-	fresh := genRecords(8, 5, genOpts{partitions: 1, nulls: true})
-	produceKgo(t, []string{addr}, "adm-a", fresh)
+	fresh := writeRecords(t, adm, []string{addr}, "adm-a", 8, 5, genOpts{partitions: 1, nulls: true})
 	require.Equal(t, int64(0), fresh[0].Offset, "a re-created topic starts empty")
 	got = consumeKgo(t, []string{addr}, "adm-a", atStart(1), len(fresh))
 	requireSameRecords(t, fresh, got, zeros(1), checkOpts{nullsDistinct: true, offsetsKnown: true, from: time.Now().Add(-time.Minute), to: time.Now()})
@@ -566,9 +574,7 @@ func franzConfigs(t *testing.T, addr string) {
 func franzDeleteRecords(t *testing.T, addr string) {
 	adm := newAdmin(t, addr)
 	ctx := ctxFor(t, opTimeout)
-	createTopic(t, adm, "delrec", 2, nil)
-	rs := genRecords(9, 40, genOpts{partitions: 2, nulls: true, timestamps: true})
-	produceKgo(t, []string{addr}, "delrec", rs)
+	rs := writeRecords(t, adm, []string{addr}, "delrec", 9, 40, genOpts{partitions: 2, nulls: true, timestamps: true})
 	os := kadm.Offsets{}
 	os.AddOffset("delrec", 0, 12, -1)
 	deleted, err := adm.DeleteRecords(ctx, os)
@@ -600,9 +606,7 @@ func franzDeleteRecords(t *testing.T, addr string) {
 func franzDescribe(t *testing.T, addr string, nodeID int32) {
 	adm := newAdmin(t, addr)
 	ctx := ctxFor(t, opTimeout)
-	createTopic(t, adm, "desc", 2, nil)
-	rs := genRecords(10, 30, genOpts{partitions: 2})
-	produceKgo(t, []string{addr}, "desc", rs)
+	rs := writeRecords(t, adm, []string{addr}, "desc", 10, 30, genOpts{partitions: 2})
 	cl := newClient(t, []string{addr})
 
 	dc := kmsg.NewPtrDescribeClusterRequest()

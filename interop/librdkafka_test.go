@@ -204,9 +204,8 @@ func TestKcat(t *testing.T) {
 
 	t.Run("consume", func(t *testing.T) {
 		const topic = "kcat-consume"
-		createTopic(t, adm, topic, partitions, nil)
-		rs := genRecords(550, 80, genOpts{partitions: partitions, printable: true, timestamps: true})
-		produceKgo(t, []string{n.Addr()}, topic, rs, kgo.ProducerBatchCompression(kgo.ZstdCompression()))
+		rs := writeRecords(t, adm, []string{n.Addr()}, topic, 550, 80, genOpts{partitions: partitions, printable: true, timestamps: true},
+			kgo.ProducerBatchCompression(kgo.ZstdCompression()))
 		by := byPartition(rs)
 		check := checkOpts{offsetsKnown: true}
 
@@ -440,9 +439,8 @@ func TestConfluentKafkaPython(t *testing.T) {
 
 	t.Run("consume-offsets", func(t *testing.T) {
 		const topic = "confluent-offsets"
-		createTopic(t, adm, topic, partitions, nil)
-		rs := genRecords(650, 60, genOpts{partitions: partitions, nulls: true, timestamps: true})
-		produceKgo(t, []string{n.Addr()}, topic, rs, kgo.ProducerBatchCompression(kgo.SnappyCompression()))
+		rs := writeRecords(t, adm, []string{n.Addr()}, topic, 650, 60, genOpts{partitions: partitions, nulls: true, timestamps: true},
+			kgo.ProducerBatchCompression(kgo.SnappyCompression()))
 		by := byPartition(rs)
 		start := map[int32]int64{0: 9, 1: 21}
 		got := consume(t, topic, start, len(by[0])-9+len(by[1])-21)

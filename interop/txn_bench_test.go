@@ -77,6 +77,8 @@ type txnBench struct {
 	values [][]byte
 }
 
+// startTxnBench skips the test unless STRATA_TXN_BENCH_RUNS asks for runs
+// (proccluster.BenchRuns), and starts its node.
 func startTxnBench(t *testing.T) txnBench {
 	t.Helper()
 	runs := proccluster.BenchRuns(t, "STRATA_TXN_BENCH_RUNS", "bench-txn")

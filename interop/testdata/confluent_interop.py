@@ -87,6 +87,19 @@ def produce(req):
     return {"records": results}
 
 
+def poll(c, what):
+    """Polls consumer c once: a record, or None for none yet or the end
+    of a partition; an error fails the request."""
+    msg = c.poll(0.2)
+    if msg is None:
+        return None
+    if msg.error() is not None:
+        if msg.error().code() == confluent_kafka.KafkaError._PARTITION_EOF:
+            return None
+        fail("%s: %s" % (what, msg.error()))
+    return msg
+
+
 def consume(req):
     conf = {
         "bootstrap.servers": req["bootstrap"],
@@ -104,13 +117,9 @@ def consume(req):
     while len(out) < req["count"]:
         if time.monotonic() > deadline:
             fail("read %d of %d records within %ss" % (len(out), req["count"], req["timeout"]))
-        msg = c.poll(0.2)
+        msg = poll(c, "consume")
         if msg is None:
             continue
-        if msg.error() is not None:
-            if msg.error().code() == confluent_kafka.KafkaError._PARTITION_EOF:
-                continue
-            fail("consume: %s" % msg.error())
         ts_type, ts = msg.timestamp()
         out.append({
             "partition": msg.partition(),
@@ -144,13 +153,9 @@ def group(req):
             fail("group member still reading after %ss" % req["timeout"])
         if last is not None and now - last > req["idle"]:
             break
-        msg = c.poll(0.2)
+        msg = poll(c, "group consume")
         if msg is None:
             continue
-        if msg.error() is not None:
-            if msg.error().code() == confluent_kafka.KafkaError._PARTITION_EOF:
-                continue
-            fail("group consume: %s" % msg.error())
         last = time.monotonic()
         out.append({"partition": msg.partition(), "offset": msg.offset()})
     c.close()  # commits the stored offsets
