@@ -378,17 +378,21 @@ func (b *Broker) fillCurrentLeader(img *meta.Image, topic string, partition int3
 			return
 		}
 	}
-	if reg, ok := img.Broker(leader); ok {
-		if ep, ok := reg.Endpoint(brokerListener); ok {
-			nb := kmsg.NewProduceResponseBroker()
-			nb.NodeID, nb.Host, nb.Port = leader, ep.Host, int32(ep.Port)
-			if reg.Rack != "" {
-				rack := reg.Rack
-				nb.Rack = &rack
-			}
-			*brokers = append(*brokers, nb)
-		}
+	if ep, ok := leaderEndpoint(img, leader); ok {
+		nb := kmsg.NewProduceResponseBroker()
+		nb.NodeID, nb.Host, nb.Port, nb.Rack = ep.id, ep.host, ep.port, ep.rack
+		*brokers = append(*brokers, nb)
 	}
+}
+
+// leaderEndpoint is the endpoint of a partition's leader that a
+// NOT_LEADER_OR_FOLLOWER answer names (KIP-951), false if img has none.
+func leaderEndpoint(img *meta.Image, leader int32) (brokerEndpoint, bool) {
+	reg, ok := img.Broker(leader)
+	if !ok {
+		return brokerEndpoint{}, false
+	}
+	return endpointOf(reg)
 }
 
 // currentLeader is a partition's leader and leader epoch in img.
