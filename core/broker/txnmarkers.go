@@ -78,21 +78,16 @@ func (tm *txnMarkers) SendMarkers(m txn.Markers, done func([]txn.MarkerResult)) 
 	}
 	for _, leader := range leaders {
 		parts := byLeader[leader]
-		answered := false
-		answer := func(res []txn.MarkerResult) {
-			if answered || finished {
+		b.peers().ask(img.Broker, leader, markerRequest(m, parts), markerRequestTimeout, func(r kmsg.Response, timedOut bool) {
+			if finished {
 				return
 			}
-			answered = true
-			results = append(results, res...)
+			if !timedOut {
+				resp, _ := r.(*kmsg.WriteTxnMarkersResponse)
+				results = append(results, markerResults(resp, parts)...)
+			}
 			waiting--
 			finish()
-		}
-		timer := b.e.AfterFunc(markerRequestTimeout, func() { answer(nil) })
-		b.peers().send(img.Broker, leader, markerRequest(m, parts), func(r kmsg.Response) {
-			timer.Stop()
-			resp, _ := r.(*kmsg.WriteTxnMarkersResponse)
-			answer(markerResults(resp, parts))
 		})
 	}
 }

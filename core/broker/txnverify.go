@@ -249,13 +249,15 @@ func (b *Broker) sendTxnVerification(id string, pid int64, epoch int16, parts []
 		t.Topics = append(t.Topics, rt)
 	}
 	req.Transactions = append(req.Transactions, t)
-	answered := false
 	started := b.e.Monotonic()
-	answer := func(errs []*kerr.Error) {
-		if answered {
-			return
+	b.peers().ask(b.image().Broker, coordinator, req, verifyRequestTimeout, func(r kmsg.Response, timedOut bool) {
+		var errs []*kerr.Error
+		if timedOut {
+			errs = all(kerr.NetworkException)
+		} else {
+			resp, _ := r.(*kmsg.AddPartitionsToTxnResponse)
+			errs = verifyResults(resp, id, parts)
 		}
-		answered = true
 		if m := b.metrics; m != nil {
 			m.verifyTime.Observe(float64(b.e.Monotonic()-started) / float64(time.Millisecond))
 			for _, err := range errs {
@@ -265,12 +267,6 @@ func (b *Broker) sendTxnVerification(id string, pid int64, epoch int16, parts []
 			}
 		}
 		done(errs)
-	}
-	timer := b.e.AfterFunc(verifyRequestTimeout, func() { answer(all(kerr.NetworkException)) })
-	b.peers().send(b.image().Broker, coordinator, req, func(r kmsg.Response) {
-		timer.Stop()
-		resp, _ := r.(*kmsg.AddPartitionsToTxnResponse)
-		answer(verifyResults(resp, id, parts))
 	})
 }
 
