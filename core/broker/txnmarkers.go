@@ -101,13 +101,9 @@ func markerRequest(m txn.Markers, parts []txn.TopicPartition) *kmsg.WriteTxnMark
 	if m.TransactionVersion > 0 {
 		req.Version, mk.TransactionVersion = 2, m.TransactionVersion
 	}
-	for _, tp := range parts {
-		if n := len(mk.Topics); n > 0 && mk.Topics[n-1].Topic == tp.Topic {
-			mk.Topics[n-1].Partitions = append(mk.Topics[n-1].Partitions, tp.Partition)
-			continue
-		}
+	for topic, partitions := range txn.ByTopic(parts) {
 		t := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
-		t.Topic, t.Partitions = tp.Topic, []int32{tp.Partition}
+		t.Topic, t.Partitions = topic, partitions
 		mk.Topics = append(mk.Topics, t)
 	}
 	req.Markers = append(req.Markers, mk)

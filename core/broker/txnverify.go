@@ -239,13 +239,9 @@ func (b *Broker) sendTxnVerification(id string, pid int64, epoch int16, parts []
 	req.Version = addPartitionsToTxnVerifyVersion
 	t := kmsg.NewAddPartitionsToTxnRequestTransaction()
 	t.TransactionalID, t.ProducerID, t.ProducerEpoch, t.VerifyOnly = id, pid, epoch, !add
-	for _, tp := range parts {
-		if n := len(t.Topics); n > 0 && t.Topics[n-1].Topic == tp.Topic {
-			t.Topics[n-1].Partitions = append(t.Topics[n-1].Partitions, tp.Partition)
-			continue
-		}
+	for topic, partitions := range txn.ByTopic(parts) {
 		rt := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
-		rt.Topic, rt.Partitions = tp.Topic, []int32{tp.Partition}
+		rt.Topic, rt.Partitions = topic, partitions
 		t.Topics = append(t.Topics, rt)
 	}
 	req.Transactions = append(req.Transactions, t)
