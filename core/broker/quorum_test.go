@@ -24,6 +24,13 @@ func (m *fakeMetadata) Submit(req kmsg.Request, done func(kmsg.Response, error))
 	m.pending = append(m.pending, done)
 }
 
+// answerOldest answers the oldest request still pending with resp.
+func (m *fakeMetadata) answerOldest(resp kmsg.Response) {
+	done := m.pending[0]
+	m.pending = m.pending[1:]
+	done(resp, nil)
+}
+
 func TestControllerRequestsKeepResponseOrder(t *testing.T) {
 	md := &fakeMetadata{img: meta.Empty()}
 	_, e := newTestBroker(t, func(c *Config) { c.Metadata = md })
@@ -249,11 +256,7 @@ func TestInflightBoundsPauseAndResumeTheConnection(t *testing.T) {
 	// Answers drain the queue in order and resume the conn.
 	for i := 0; i < 3; i++ {
 		require.NotEmpty(t, md.pending)
-		done := md.pending[0]
-		md.pending = md.pending[1:]
-		resp := kmsg.NewPtrDescribeQuorumResponse()
-		resp.Version = 2
-		done(resp, nil)
+		md.answerOldest(describeQuorumRequest(2).ResponseKind())
 		e.run()
 	}
 	require.False(t, c.paused)
@@ -267,11 +270,7 @@ func TestInflightBoundsPauseAndResumeTheConnection(t *testing.T) {
 	other.deliver(dq(5))
 	require.True(t, other.paused)
 	for len(md.pending) > 0 {
-		done := md.pending[0]
-		md.pending = md.pending[1:]
-		resp := kmsg.NewPtrDescribeQuorumResponse()
-		resp.Version = 2
-		done(resp, nil)
+		md.answerOldest(describeQuorumRequest(2).ResponseKind())
 		e.run()
 	}
 	require.False(t, c.paused)
