@@ -52,7 +52,7 @@ func TestServerTransactionCoordinator(t *testing.T) {
 
 	c := h.findTxnCoordinator("tx")
 	require.Equal(t, int32(1), c.NodeID)
-	for _, v := range versionsOf(t, kmsg.FindCoordinator)[1:] { // v0 has no key type
+	for _, v := range broker.Versions(t, kmsg.FindCoordinator)[1:] { // v0 has no key type
 		req := kmsg.NewPtrFindCoordinatorRequest()
 		req.Version, req.CoordinatorType = v, 1
 		req.CoordinatorKey, req.CoordinatorKeys = "tx", []string{"tx", "other"}
