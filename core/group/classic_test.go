@@ -3,9 +3,11 @@ package group
 import (
 	"errors"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/datadriven"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -38,21 +40,34 @@ func newRig(t *testing.T, cfg Config) *rig {
 
 func (r *rig) newShard(cfg Config) *Shard {
 	cfg.Write = func(recs []Record, done func(error)) {
-		err := r.failWrites
-		if err == nil {
-			r.written = append(r.written, recs...)
-		}
-		r.e.AfterFunc(r.writeDelay, func() { done(err) })
+		r.write(func() { r.written = append(r.written, recs...) }, done)
 	}
 	if cfg.WriteTxn == nil {
 		// Transactional offsets are kept out of written (their replay
 		// is txnoffsets_test.go's).
-		cfg.WriteTxn = func(_ TxnWrite, _ []Record, done func(error)) {
-			err := r.failWrites
-			r.e.AfterFunc(r.writeDelay, func() { done(err) })
-		}
+		cfg.WriteTxn = func(_ TxnWrite, _ []Record, done func(error)) { r.write(func() {}, done) }
 	}
 	return NewShard(r.e, slog.New(slog.DiscardHandler), cfg)
+}
+
+// write is the rig's Writer: keep stores the records unless writes fail,
+// and done has the outcome after writeDelay.
+func (r *rig) write(keep func(), done func(error)) {
+	err := r.failWrites
+	if err == nil {
+		keep()
+	}
+	r.e.AfterFunc(r.writeDelay, func() { done(err) })
+}
+
+// runScripts runs each testdata script whose name contains part on a
+// fresh rig, cmd(t) serving its commands.
+func runScripts(t *testing.T, part string, cmd func(t *testing.T) func(*testing.T, *datadriven.TestData) string) {
+	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+		if strings.Contains(path, part) {
+			datadriven.RunTest(t, path, cmd(t))
+		}
+	})
 }
 
 func (r *rig) run(d time.Duration) {

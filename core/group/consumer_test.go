@@ -58,13 +58,7 @@ func newConsumerRig(t *testing.T) *consumerRig {
 //	policy, classic-join m=, classic-sync, classic-beat, classic-leave
 //	                  classic members by alias (migrate_test.go)
 func TestConsumerScripts(t *testing.T) {
-	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
-		if !strings.Contains(path, "consumer_") {
-			return
-		}
-		c := newConsumerRig(t)
-		datadriven.RunTest(t, path, c.cmd)
-	})
+	runScripts(t, "consumer_", func(t *testing.T) func(*testing.T, *datadriven.TestData) string { return newConsumerRig(t).cmd })
 }
 
 func (c *consumerRig) cmd(t *testing.T, d *datadriven.TestData) string {
