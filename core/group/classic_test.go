@@ -3,11 +3,9 @@ package group
 import (
 	"errors"
 	"log/slog"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/cockroachdb/datadriven"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -58,16 +56,6 @@ func (r *rig) write(keep func(), done func(error)) {
 		keep()
 	}
 	r.e.AfterFunc(r.writeDelay, func() { done(err) })
-}
-
-// runScripts runs each testdata script whose name contains part on a
-// fresh rig, cmd(t) serving its commands.
-func runScripts(t *testing.T, part string, cmd func(t *testing.T) func(*testing.T, *datadriven.TestData) string) {
-	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
-		if strings.Contains(path, part) {
-			datadriven.RunTest(t, path, cmd(t))
-		}
-	})
 }
 
 func (r *rig) run(d time.Duration) {

@@ -37,6 +37,16 @@ func newConsumerRig(t *testing.T) *consumerRig {
 	return &consumerRig{rig: newRig(t, cfg), group: "g"}
 }
 
+// runScripts runs each testdata script whose name contains part on a
+// fresh rig, cmd(t) serving its commands.
+func runScripts(t *testing.T, part string, cmd func(t *testing.T) func(*testing.T, *datadriven.TestData) string) {
+	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+		if strings.Contains(path, part) {
+			datadriven.RunTest(t, path, cmd(t))
+		}
+	})
+}
+
 // TestConsumerScripts runs testdata/consumer_*.txt: KIP-848 heartbeats
 // against a shard whose writes commit after a millisecond.
 //
