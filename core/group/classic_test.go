@@ -63,6 +63,17 @@ func (r *rig) run(d time.Duration) {
 	require.NoError(r.t, r.s.RunFor(d))
 }
 
+// await sends a request with send, lets the shard's writes (10 ms)
+// finish, and returns its answer.
+func await[R any](r *rig, send func(done func(*R))) *R {
+	r.t.Helper()
+	var got *R
+	send(func(resp *R) { got = resp })
+	r.run(10 * time.Millisecond)
+	require.NotNil(r.t, got)
+	return got
+}
+
 // replayed is a new shard loaded from everything written.
 func (r *rig) replayed(cfg Config) *Shard {
 	r.t.Helper()

@@ -122,10 +122,7 @@ func (c *consumerRig) cmd(t *testing.T, d *datadriven.TestData) string {
 		rp.Offset = 7
 		rt.Partitions = append(rt.Partitions, rp)
 		req.Topics = append(req.Topics, rt)
-		var got *kmsg.OffsetCommitResponse
-		c.shard.Commit(req, nil, func(r *kmsg.OffsetCommitResponse) { got = r })
-		c.run(10 * time.Millisecond)
-		require.NotNil(t, got)
+		got := await(c.rig, func(done func(*kmsg.OffsetCommitResponse)) { c.shard.Commit(req, nil, done) })
 		return errName(got.Topics[0].Partitions[0].ErrorCode) + "\n"
 	case "txn-commit":
 		req := kmsg.NewPtrTxnOffsetCommitRequest()
@@ -138,10 +135,7 @@ func (c *consumerRig) cmd(t *testing.T, d *datadriven.TestData) string {
 		rt.Topic = c.topics[0].Name
 		rt.Partitions = append(rt.Partitions, kmsg.NewTxnOffsetCommitRequestTopicPartition())
 		req.Topics = append(req.Topics, rt)
-		var got *kmsg.TxnOffsetCommitResponse
-		c.shard.TxnCommit(req, nil, func(r *kmsg.TxnOffsetCommitResponse) { got = r })
-		c.run(10 * time.Millisecond)
-		require.NotNil(t, got)
+		got := await(c.rig, func(done func(*kmsg.TxnOffsetCommitResponse)) { c.shard.TxnCommit(req, nil, done) })
 		return errName(got.Topics[0].Partitions[0].ErrorCode) + "\n"
 	case "fetch":
 		var member string
@@ -154,16 +148,14 @@ func (c *consumerRig) cmd(t *testing.T, d *datadriven.TestData) string {
 		}
 		return fmt.Sprintf("ok, %d topics\n", len(out.Topics))
 	case "classic-join":
-		var got *kmsg.JoinGroupResponse
-		c.shard.Join(joinReq(c.group, "", nil, "m"), Client{ID: "classic"}, func(r *kmsg.JoinGroupResponse) { got = r })
-		c.run(10 * time.Millisecond)
-		require.NotNil(t, got)
+		got := await(c.rig, func(done func(*kmsg.JoinGroupResponse)) {
+			c.shard.Join(joinReq(c.group, "", nil, "m"), Client{ID: "classic"}, done)
+		})
 		if got.ErrorCode == kerr.MemberIDRequired.Code {
 			member := got.MemberID
-			got = nil
-			c.shard.Join(joinReq(c.group, member, nil, "m"), Client{ID: "classic"}, func(r *kmsg.JoinGroupResponse) { got = r })
-			c.run(10 * time.Millisecond)
-			require.NotNil(t, got)
+			got = await(c.rig, func(done func(*kmsg.JoinGroupResponse)) {
+				c.shard.Join(joinReq(c.group, member, nil, "m"), Client{ID: "classic"}, done)
+			})
 		}
 		if got.ErrorCode != 0 {
 			return errName(got.ErrorCode) + "\n"

@@ -113,10 +113,7 @@ func (r *txnRig) cmd(t *testing.T, d *datadriven.TestData) string {
 			rt.Partitions = append(rt.Partitions, rp)
 			req.Topics = append(req.Topics, rt)
 		}
-		var got *kmsg.TxnOffsetCommitResponse
-		r.shard.TxnCommit(req, nil, func(resp *kmsg.TxnOffsetCommitResponse) { got = resp })
-		r.run(10 * time.Millisecond)
-		require.NotNil(t, got)
+		got := await(r.rig, func(done func(*kmsg.TxnOffsetCommitResponse)) { r.shard.TxnCommit(req, nil, done) })
 		var b strings.Builder
 		for _, rt := range got.Topics {
 			for _, rp := range rt.Partitions {
@@ -136,10 +133,7 @@ func (r *txnRig) cmd(t *testing.T, d *datadriven.TestData) string {
 			rt.Partitions = append(rt.Partitions, rp)
 			req.Topics = append(req.Topics, rt)
 		}
-		var got *kmsg.OffsetCommitResponse
-		r.shard.Commit(req, nil, func(resp *kmsg.OffsetCommitResponse) { got = resp })
-		r.run(10 * time.Millisecond)
-		require.NotNil(t, got)
+		got := await(r.rig, func(done func(*kmsg.OffsetCommitResponse)) { r.shard.Commit(req, nil, done) })
 		var b strings.Builder
 		for _, rt := range got.Topics {
 			for _, rp := range rt.Partitions {
