@@ -70,8 +70,14 @@ func fetchCommittedIn(h *simServer, version int16, topic string, partition int32
 // readCommittedRequest is a read_committed Fetch at version of one
 // partition from offset, without a session and without waiting.
 func readCommittedRequest(version int16, topic string, partition int32, offset int64) *kmsg.FetchRequest {
+	return fetchRequest(version, 1, topic, partition, offset)
+}
+
+// fetchRequest is a Fetch at version and isolation level of one partition
+// from offset, without a session and without waiting.
+func fetchRequest(version int16, isolation int8, topic string, partition int32, offset int64) *kmsg.FetchRequest {
 	req := kmsg.NewPtrFetchRequest()
-	req.Version, req.MaxWaitMillis, req.MinBytes, req.MaxBytes, req.IsolationLevel = version, 0, 1, 1<<20, 1
+	req.Version, req.MaxWaitMillis, req.MinBytes, req.MaxBytes, req.IsolationLevel = version, 0, 1, 1<<20, isolation
 	req.SessionEpoch = -1
 	rt := kmsg.NewFetchRequestTopic()
 	rt.Topic = topic

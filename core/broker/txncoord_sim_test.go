@@ -167,7 +167,7 @@ func TestServerTransactionCoordinator(t *testing.T) {
 // PrepareCommit (or CompleteCommit once markers are served), answers the
 // client's retried EndTxn, and sends the markers again.
 func TestTxnCoordinatorFailoverMidCommit(t *testing.T) {
-	x := newSimCluster(t, 7, func(c *server.Config) { c.BrokerListener.Txns.StatePartitions = 3 })
+	x := newSimCluster(t, 7, 3, func(c *server.Config) { c.BrokerListener.Txns.StatePartitions = 3 })
 	x.CreateTopic(1, "t", 2, 3, nil)
 	coord := x.txnCoordinator(1, "tx")
 	init := x.initTxn(coord, "tx")

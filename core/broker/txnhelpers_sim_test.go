@@ -2,14 +2,12 @@ package broker_test
 
 import (
 	"fmt"
-	"testing"
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/core/record"
-	"github.com/strata-log/strata/core/server"
 	"github.com/strata-log/strata/sim/servertest"
 )
 
@@ -105,30 +103,6 @@ func coordinatorRetriable(code int16) bool {
 	return code == kerr.CoordinatorLoadInProgress.Code || code == kerr.NotCoordinator.Code || code == kerr.CoordinatorNotAvailable.Code
 }
 
-// simCluster is a three-node servertest cluster, topics of up to three
-// replicas, with the broker tests' helpers to drive a transaction through
-// any of its nodes.
-type simCluster struct {
-	*servertest.Cluster
-	t *testing.T
-}
-
-func newSimCluster(t *testing.T, seed uint64, tweak func(*server.Config)) *simCluster {
-	t.Helper()
-	return &simCluster{servertest.StartCluster(t, seed, 3, func(c *server.Config) {
-		c.Quorum.Controller.MaxReplicationFactor = 3
-		tweak(c)
-	}), t}
-}
-
-// do sends req to node and fails the test on a transport error.
-func (x *simCluster) do(node int, req kmsg.Request) kmsg.Response {
-	x.t.Helper()
-	resp, err := x.Do(node, req)
-	require.NoError(x.t, err)
-	return resp
-}
-
 // txnCoordinator asks node via for id's transaction coordinator until one
 // that is up is named, and returns it.
 func (x *simCluster) txnCoordinator(via int, id string) int {
@@ -162,19 +136,6 @@ func (x *simCluster) addPartitions(coord int, id string, init *kmsg.InitProducer
 	for _, rp := range x.do(coord, add).(*kmsg.AddPartitionsToTxnResponse).Topics[0].Partitions {
 		require.Zero(x.t, rp.ErrorCode, "%s-%d: %v", topic, rp.Partition, kerr.ErrorForCode(rp.ErrorCode))
 	}
-}
-
-// partitionNotLedBy is the first of topic's partitions whose leader is
-// not node, and its leader.
-func (x *simCluster) partitionNotLedBy(node int, topic string, partitions int32) (int32, int) {
-	x.t.Helper()
-	for p := range partitions {
-		if l := x.LeaderOf(topic, p); l != node {
-			return p, l
-		}
-	}
-	require.FailNow(x.t, "every partition led by the coordinator")
-	return -1, 0
 }
 
 // addOffsetsRequest is an AddOffsetsToTxn v4 of group's offsets.
