@@ -86,6 +86,14 @@ func (x *simCluster) fetchAll(node int, topic string) []string {
 	}
 }
 
+// replicatedTopic creates topic, one partition of three replicas and
+// min.insync.replicas=2, and returns its leader.
+func (x *simCluster) replicatedTopic(topic string) int {
+	x.t.Helper()
+	x.CreateTopic(1, topic, 1, 3, map[string]string{"min.insync.replicas": "2"})
+	return x.LeaderOf(topic, 0)
+}
+
 // partitionNotLedBy is the first of topic's partitions whose leader is
 // not node, and its leader.
 func (x *simCluster) partitionNotLedBy(node int, topic string, partitions int32) (int32, int) {

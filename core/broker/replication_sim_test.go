@@ -22,8 +22,7 @@ import (
 // up as a follower.
 func TestReplicatedPartitionSurvivesItsLeader(t *testing.T) {
 	x := newSimCluster(t, 1, 3, nil)
-	x.CreateTopic(1, "r", 1, 3, map[string]string{"min.insync.replicas": "2"})
-	leader := x.LeaderOf("r", 0)
+	leader := x.replicatedTopic("r")
 	var acked []string
 	for i := range 10 {
 		v := fmt.Sprintf("v%d", i)
@@ -153,8 +152,7 @@ func contains(s []int32, v int32) bool {
 // once, not after broker.session.timeout.ms.
 func TestControlledShutdownMovesLeadershipFirst(t *testing.T) {
 	x := newSimCluster(t, 3, 3, nil)
-	x.CreateTopic(1, "r", 1, 3, map[string]string{"min.insync.replicas": "2"})
-	leader := x.LeaderOf("r", 0)
+	leader := x.replicatedTopic("r")
 	require.Zero(t, x.produceTo(leader, "r", "a").ErrorCode)
 	took := x.Stop(leader)
 	require.Less(t, took, 5*time.Second, "the shutdown waited for the leadership to move and the others to see it (their heartbeats, every 2 s), not for a session timeout")
@@ -180,8 +178,7 @@ func TestControlledShutdownMovesLeadershipFirst(t *testing.T) {
 // broker no longer hosts the partition, and every record is still there.
 func TestReassignmentCatchesUpBeforeTheOldReplicaLeaves(t *testing.T) {
 	x := newSimCluster(t, 4, 4, nil)
-	x.CreateTopic(1, "r", 1, 3, map[string]string{"min.insync.replicas": "2"})
-	leader := x.LeaderOf("r", 0)
+	leader := x.replicatedTopic("r")
 	var values []string
 	for i := range 20 {
 		v := fmt.Sprintf("v%d", i)

@@ -17,8 +17,7 @@ import (
 // The test writes the markers itself, so partition verification is off.
 func TestReplicatedTransactionsSurviveTheLeader(t *testing.T) {
 	x := newSimCluster(t, 13, 3, noTxnVerification)
-	x.CreateTopic(1, "tx", 1, 3, map[string]string{"min.insync.replicas": "2"})
-	leader := x.LeaderOf("tx", 0)
+	leader := x.replicatedTopic("tx")
 	txnBatch := func(node int, pid int64, seq int32, v string) {
 		t.Helper()
 		raw := x.batch([]record.BuilderOption{record.WithProducer(pid, 0, seq), record.WithTransactional()}, v)
