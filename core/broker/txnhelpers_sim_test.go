@@ -38,6 +38,13 @@ func addPartitionsRequest(id string, pid int64, epoch int16, topic string, parti
 	return req
 }
 
+// addOffsetsRequest is an AddOffsetsToTxn v4 of group's offsets.
+func addOffsetsRequest(id string, pid int64, epoch int16, group string) *kmsg.AddOffsetsToTxnRequest {
+	req := kmsg.NewPtrAddOffsetsToTxnRequest()
+	req.Version, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Group = 4, id, pid, epoch, group
+	return req
+}
+
 // endTxnRequest is an EndTxn at version.
 func endTxnRequest(version int16, id string, pid int64, epoch int16, commit bool) *kmsg.EndTxnRequest {
 	req := kmsg.NewPtrEndTxnRequest()
@@ -136,11 +143,4 @@ func (x *simCluster) addPartitions(coord int, id string, init *kmsg.InitProducer
 	for _, rp := range x.do(coord, add).(*kmsg.AddPartitionsToTxnResponse).Topics[0].Partitions {
 		require.Zero(x.t, rp.ErrorCode, "%s-%d: %v", topic, rp.Partition, kerr.ErrorForCode(rp.ErrorCode))
 	}
-}
-
-// addOffsetsRequest is an AddOffsetsToTxn v4 of group's offsets.
-func addOffsetsRequest(id string, pid int64, epoch int16, group string) *kmsg.AddOffsetsToTxnRequest {
-	req := kmsg.NewPtrAddOffsetsToTxnRequest()
-	req.Version, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Group = 4, id, pid, epoch, group
-	return req
 }
