@@ -67,9 +67,7 @@ func TestServerTransactionCoordinator(t *testing.T) {
 			require.Zero(t, c.ErrorCode, "v%d %s", v, c.Key)
 		}
 	}
-	empty := kmsg.NewPtrFindCoordinatorRequest()
-	empty.Version, empty.CoordinatorType, empty.CoordinatorKeys = 4, 1, []string{""}
-	require.Equal(t, kerr.InvalidRequest.Code, h.Do(empty).(*kmsg.FindCoordinatorResponse).Coordinators[0].ErrorCode)
+	require.Equal(t, kerr.InvalidRequest.Code, h.Do(txnCoordinatorRequest("")).(*kmsg.FindCoordinatorResponse).Coordinators[0].ErrorCode)
 
 	tooLong := h.initTxn("tx", 16*60*1000)
 	require.Equal(t, kerr.InvalidTransactionTimeout.Code, tooLong.ErrorCode)
