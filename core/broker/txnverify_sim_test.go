@@ -194,11 +194,7 @@ func TestProduceVerificationCoordinatorDown(t *testing.T) {
 // produce (Kafka's coordinator does): without AddOffsetsToTxn the offsets
 // are refused and nothing is pending; after it they are written.
 func TestTxnOffsetCommitVerification(t *testing.T) {
-	h := newSimServer(t, nil)
-	h.CreateTopic("t", 2, nil)
-	init := h.newProducer("tx")
-	h.groupCoordinatorReady("g")
-	pid, epoch := init.ProducerID, init.ProducerEpoch
+	h, pid, epoch := newTxnOffsetsServer(t)
 
 	// The producer never added the group's offsets partition:
 	// TRANSACTION_ABORTABLE for v4 clients, INVALID_TXN_STATE before.
