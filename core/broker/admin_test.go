@@ -272,11 +272,7 @@ func TestMetadataAutoCreate(t *testing.T) {
 		resp = roundTrip[*kmsg.MetadataResponse](t, e, metadataFor(v, true, "new"))
 		require.Equal(t, lna, resp.Topics[0].ErrorCode)
 		require.Len(t, md.reqs, 1, "v%d: de-duplicated", v)
-		cr := ct.ResponseKind().(*kmsg.CreateTopicsResponse)
-		rt := kmsg.NewCreateTopicsResponseTopic()
-		rt.Topic, rt.ErrorCode = "new", kerr.InvalidReplicationFactor.Code
-		cr.Topics = append(cr.Topics, rt)
-		md.pending[0](cr, nil)
+		md.pending[0](createTopicsAnswer(ct, "new", kerr.InvalidReplicationFactor.Code), nil)
 		e.run()
 		require.Contains(t, e.logBuf.String(), "auto-creating a topic failed")
 		roundTrip[*kmsg.MetadataResponse](t, e, metadataFor(v, true, "new"))

@@ -5,8 +5,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/strata-log/strata/core/env"
 )
 
 // maxDeleteRecordsWait bounds how long a DeleteRecords waits for its
@@ -26,25 +24,7 @@ const maxDeleteRecordsWait = 5 * time.Minute
 func handleDeleteRecords(b *Broker, r *request) {
 	req := r.body.(*kmsg.DeleteRecordsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteRecordsResponse)
-	pending := 1 // released after the loop, so a synchronous result cannot finish early
-	answered := false
-	var timer env.Timer
-	answer := func() {
-		if answered {
-			return
-		}
-		answered = true
-		if timer != nil {
-			timer.Stop()
-		}
-		r.respond(resp)
-	}
-	finish := func() {
-		pending--
-		if pending == 0 {
-			answer()
-		}
-	}
+	pa := newPartsAnswer(func() { r.respond(resp) })
 	timedOut := fmt.Errorf("%w: the records may still be deleted", errRequestTimedOut)
 	resp.Topics = make([]kmsg.DeleteRecordsResponseTopic, len(req.Topics))
 	for i := range req.Topics {
@@ -64,9 +44,9 @@ func handleDeleteRecords(b *Broker, r *request) {
 				continue
 			}
 			rp.ErrorCode = b.code(timedOut) // until the partition answers
-			pending++
+			pa.add()
 			part.DeleteRecords(tp.Offset, func(low int64, err error) {
-				if answered {
+				if pa.answered {
 					return
 				}
 				rp.ErrorCode, rp.LowWatermark = b.code(err), low
@@ -74,16 +54,12 @@ func handleDeleteRecords(b *Broker, r *request) {
 					rp.LowWatermark = -1
 					b.log.Debug("DeleteRecords failed", "topic", t.Topic, "partition", tp.Partition, "err", err)
 				}
-				finish()
+				pa.done()
 			})
 		}
 	}
-	if pending > 1 && req.TimeoutMillis > 0 {
-		wait := min(time.Duration(req.TimeoutMillis)*time.Millisecond, maxDeleteRecordsWait)
-		timer = b.e.AfterFunc(wait, func() {
-			timer = nil
-			answer()
-		})
+	if pa.pending > 1 && req.TimeoutMillis > 0 {
+		pa.timeoutAfter(b.e, min(time.Duration(req.TimeoutMillis)*time.Millisecond, maxDeleteRecordsWait), nil)
 	}
-	finish()
+	pa.done()
 }

@@ -315,15 +315,9 @@ func (b *Broker) fetchCurrentLeader(img *meta.Image, topic string, partition int
 	if resp.Version < 16 || slices.ContainsFunc(resp.Brokers, func(br kmsg.FetchResponseBroker) bool { return br.NodeID == leader }) {
 		return
 	}
-	if reg, ok := img.Broker(leader); ok {
-		if ep, ok := reg.Endpoint(brokerListener); ok {
-			nb := kmsg.NewFetchResponseBroker()
-			nb.NodeID, nb.Host, nb.Port = leader, ep.Host, int32(ep.Port)
-			if reg.Rack != "" {
-				rack := reg.Rack
-				nb.Rack = &rack
-			}
-			resp.Brokers = append(resp.Brokers, nb)
-		}
+	if ep, ok := leaderEndpoint(img, leader); ok {
+		nb := kmsg.NewFetchResponseBroker()
+		nb.NodeID, nb.Host, nb.Port, nb.Rack = ep.id, ep.host, ep.port, ep.rack
+		resp.Brokers = append(resp.Brokers, nb)
 	}
 }

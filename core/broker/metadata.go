@@ -181,13 +181,28 @@ func (b *Broker) brokerList(img *meta.Image) []kmsg.MetadataResponseBroker {
 	return out
 }
 
-// brokerEndpoint is one broker as Metadata and DescribeCluster list it.
+// brokerEndpoint is one broker as Metadata and DescribeCluster list it
+// and a NOT_LEADER_OR_FOLLOWER answer names it.
 type brokerEndpoint struct {
 	id     int32
 	host   string
 	port   int32
 	rack   *string
 	fenced bool
+}
+
+// endpointOf is reg's brokerListener endpoint, false if it has none.
+func endpointOf(reg meta.BrokerRegistration) (brokerEndpoint, bool) {
+	ep, ok := reg.Endpoint(brokerListener)
+	if !ok {
+		return brokerEndpoint{}, false
+	}
+	be := brokerEndpoint{id: reg.ID, host: ep.Host, port: int32(ep.Port), fenced: reg.Fenced}
+	if reg.Rack != "" {
+		rack := reg.Rack
+		be.rack = &rack
+	}
+	return be, true
 }
 
 // brokerEndpoints lists every registered broker of img that is unfenced
@@ -211,7 +226,7 @@ func (b *Broker) brokerEndpoints(img *meta.Image, fenced bool) []brokerEndpoint 
 		if reg.Fenced && !fenced && reg.ID != b.cfg.NodeID {
 			continue
 		}
-		ep, ok := reg.Endpoint(brokerListener)
+		be, ok := endpointOf(reg)
 		if !ok {
 			continue
 		}
@@ -223,11 +238,6 @@ func (b *Broker) brokerEndpoints(img *meta.Image, fenced bool) []brokerEndpoint 
 			brokers = append(brokers, self) // listed from its configuration
 			selfListed = true
 			continue
-		}
-		be := brokerEndpoint{id: reg.ID, host: ep.Host, port: int32(ep.Port), fenced: reg.Fenced}
-		if reg.Rack != "" {
-			rack := reg.Rack
-			be.rack = &rack
 		}
 		brokers = append(brokers, be)
 		selfListed = selfListed || reg.ID == b.cfg.NodeID

@@ -3,6 +3,7 @@ package broker
 import (
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -61,6 +62,24 @@ func (pc *peerClients) send(lookup brokerLookup, id int32, req kmsg.Request, don
 	}); err != nil {
 		b.e.Post(func() { done(nil) })
 	}
+}
+
+// ask is send with a deadline: answer runs once, with the response (nil
+// as for send) or, when none came within timeout, with timedOut (a later
+// response is then dropped).
+func (pc *peerClients) ask(lookup brokerLookup, id int32, req kmsg.Request, timeout time.Duration, answer func(resp kmsg.Response, timedOut bool)) {
+	answered := false
+	once := func(resp kmsg.Response, timedOut bool) {
+		if !answered {
+			answered = true
+			answer(resp, timedOut)
+		}
+	}
+	timer := pc.b.e.AfterFunc(timeout, func() { once(nil, true) })
+	pc.send(lookup, id, req, func(r kmsg.Response) {
+		timer.Stop()
+		once(r, false)
+	})
 }
 
 // closeAll closes every peer connection.

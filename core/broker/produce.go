@@ -7,7 +7,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/strata-log/strata/core/env"
 	"github.com/strata-log/strata/core/meta"
 	"github.com/strata-log/strata/core/producer"
 	"github.com/strata-log/strata/core/record"
@@ -37,18 +36,8 @@ func handleProduce(b *Broker, r *request) {
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	now := b.e.Now()
 	img := b.image()
-	pending := 1 // released after the loop, so a synchronous result cannot finish early
-	failed, answered := false, false
-	var timeout env.Timer
-	finish := func() {
-		pending--
-		if pending > 0 || answered {
-			return
-		}
-		answered = true
-		if timeout != nil {
-			timeout.Stop()
-		}
+	failed := false
+	pa := newPartsAnswer(func() {
 		countProduceErrors(r, resp)
 		if req.Acks == 0 {
 			r.noResponse()
@@ -59,7 +48,7 @@ func handleProduce(b *Broker, r *request) {
 			return
 		}
 		r.respond(resp)
-	}
+	})
 	var appends []produceAppend // the partitions passed to their Partition, in request order
 	repeated := repeatedPartitions(req)
 	resp.Topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))
@@ -106,13 +95,13 @@ func handleProduce(b *Broker, r *request) {
 				setErr(err)
 				continue
 			}
-			pending++
+			pa.add()
 			rp.ErrorCode = kerr.RequestTimedOut.Code // until the partition answers
 			appends = append(appends, produceAppend{part: part, payload: tp.Records, rp: rp, setErr: setErr})
 		}
 	}
 	if len(appends) == 0 {
-		finish()
+		pa.done()
 		return
 	}
 	// Every batch is validated record by record (decompressed and
@@ -134,17 +123,17 @@ func handleProduce(b *Broker, r *request) {
 		}
 	}, func() time.Duration { return validationCharge(cost, appends, limits) }, func() {
 		b.putValidator(v, appends)
-		b.appendProduced(r, req, resp, now, appends, &answered, &timeout, finish)
+		b.appendProduced(r, req, resp, now, appends, pa)
 	})
 }
 
 // appendProduced is the loop's part of a Produce request once its batches
 // are validated: invalid batches are answered, the others appended (after
 // the transaction coordinator's answer where KIP-890 asks one), and the
-// request waits for durability at most its timeout. finish is called once
-// per append and once more at the end.
+// request waits for durability at most its timeout. pa is done once per
+// append and once more at the end.
 func (b *Broker) appendProduced(r *request, req *kmsg.ProduceRequest, resp *kmsg.ProduceResponse, now time.Time,
-	appends []produceAppend, answered *bool, timeout *env.Timer, finish func()) {
+	appends []produceAppend, pa *partsAnswer) {
 	appendOne := func(a produceAppend, now time.Time, verify bool, v *producer.Verification) {
 		tm := a.part.Metrics()
 		tm.Produces.Inc()
@@ -152,7 +141,7 @@ func (b *Broker) appendProduced(r *request, req *kmsg.ProduceRequest, resp *kmsg
 			if res.Err != nil {
 				tm.FailedProduces.Inc()
 			}
-			if *answered {
+			if pa.answered {
 				return // timed out: the client was told, and retries
 			}
 			a.rp.ErrorCode = 0
@@ -161,7 +150,7 @@ func (b *Broker) appendProduced(r *request, req *kmsg.ProduceRequest, resp *kmsg
 			} else {
 				a.rp.BaseOffset, a.rp.LogAppendTime, a.rp.LogStartOffset = res.BaseOffset, res.LogAppendTime, res.LogStartOffset
 			}
-			finish()
+			pa.done()
 		}
 		if verify {
 			a.part.ProduceValidatedVerified(a.vb, req.Acks, now, v, answer)
@@ -193,13 +182,13 @@ func (b *Broker) appendProduced(r *request, req *kmsg.ProduceRequest, resp *kmsg
 		}
 		b.verifyTxnBatches(*req.TransactionID, req.Version, parts, payloads, now, func(i int, res txnVerification) {
 			a := appends[i]
-			if *answered {
+			if pa.answered {
 				return // timed out while verifying: nothing is appended
 			}
 			if res.err != nil {
 				a.rp.ErrorCode = 0
 				a.setErr(res.err)
-				finish()
+				pa.done()
 				return
 			}
 			appendOne(a, b.e.Now(), true, res.v) // the broker's time of the append, as for any batch
@@ -223,18 +212,11 @@ func (b *Broker) appendProduced(r *request, req *kmsg.ProduceRequest, resp *kmsg
 			// failure.
 			wait = defaultProduceTimeout
 		}
-		*timeout = b.e.AfterFunc(wait, func() {
-			*timeout = nil
-			if *answered {
-				return
-			}
-			*answered = true
+		pa.timeoutAfter(b.e, wait, func() {
 			b.log.Debug("produce timed out waiting for durability", "remote", r.cn.remote, "timeout", wait)
-			countProduceErrors(r, resp)
-			r.respond(resp)
 		})
 	}
-	finish()
+	pa.done()
 }
 
 // produceAppend is one partition of a produce request to append.
@@ -378,17 +360,21 @@ func (b *Broker) fillCurrentLeader(img *meta.Image, topic string, partition int3
 			return
 		}
 	}
-	if reg, ok := img.Broker(leader); ok {
-		if ep, ok := reg.Endpoint(brokerListener); ok {
-			nb := kmsg.NewProduceResponseBroker()
-			nb.NodeID, nb.Host, nb.Port = leader, ep.Host, int32(ep.Port)
-			if reg.Rack != "" {
-				rack := reg.Rack
-				nb.Rack = &rack
-			}
-			*brokers = append(*brokers, nb)
-		}
+	if ep, ok := leaderEndpoint(img, leader); ok {
+		nb := kmsg.NewProduceResponseBroker()
+		nb.NodeID, nb.Host, nb.Port, nb.Rack = ep.id, ep.host, ep.port, ep.rack
+		*brokers = append(*brokers, nb)
 	}
+}
+
+// leaderEndpoint is the endpoint of a partition's leader that a
+// NOT_LEADER_OR_FOLLOWER answer names (KIP-951), false if img has none.
+func leaderEndpoint(img *meta.Image, leader int32) (brokerEndpoint, bool) {
+	reg, ok := img.Broker(leader)
+	if !ok {
+		return brokerEndpoint{}, false
+	}
+	return endpointOf(reg)
 }
 
 // currentLeader is a partition's leader and leader epoch in img.

@@ -104,33 +104,34 @@ func TestProduceRecordErrorsOfTopicRules(t *testing.T) {
 	h := newSimServer(t, nil)
 	h.CreateTopic("c", 1, map[string]string{"cleanup.policy": "compact", "message.timestamp.after.max.ms": "60000"})
 	now := h.ClientEnv().Now().UnixMilli()
+	// refused sends a batch whose second record breaks a rule of the topic.
+	refused := func(batch []byte, code int16, message string) {
+		t.Helper()
+		p := h.Do(produceBatches(9, producePart{"c", 0, batch})).(*kmsg.ProduceResponse).Topics[0].Partitions[0]
+		require.Equal(t, code, p.ErrorCode)
+		require.Len(t, p.ErrorRecords, 1)
+		require.Equal(t, int32(1), p.ErrorRecords[0].RelativeOffset)
+		require.Contains(t, *p.ErrorRecords[0].ErrorMessage, message)
+	}
 	b := record.NewBuilder(record.WithCompression(record.CodecZstd))
 	b.Append(now, []byte("k"), []byte("v"))
 	b.Append(now, nil, []byte("v"))
 	keyless, err := b.AppendTo(nil)
 	require.NoError(t, err)
-	p := h.Do(produceBatches(9, producePart{"c", 0, keyless})).(*kmsg.ProduceResponse).Topics[0].Partitions[0]
-	require.Equal(t, kerr.InvalidRecord.Code, p.ErrorCode)
-	require.Len(t, p.ErrorRecords, 1)
-	require.Equal(t, int32(1), p.ErrorRecords[0].RelativeOffset)
-	require.Contains(t, *p.ErrorRecords[0].ErrorMessage, "Compacted topic cannot accept message without key")
+	refused(keyless, kerr.InvalidRecord.Code, "Compacted topic cannot accept message without key")
 
 	b = record.NewBuilder()
 	b.Append(now, []byte("a"), []byte("v"))
 	b.Append(now+3_600_000, []byte("b"), []byte("v"))
 	future, err := b.AppendTo(nil)
 	require.NoError(t, err)
-	p = h.Do(produceBatches(9, producePart{"c", 0, future})).(*kmsg.ProduceResponse).Topics[0].Partitions[0]
-	require.Equal(t, kerr.InvalidTimestamp.Code, p.ErrorCode)
-	require.Len(t, p.ErrorRecords, 1)
-	require.Equal(t, int32(1), p.ErrorRecords[0].RelativeOffset)
-	require.Contains(t, *p.ErrorRecords[0].ErrorMessage, "is out of range")
+	refused(future, kerr.InvalidTimestamp.Code, "is out of range")
 
 	b = record.NewBuilder()
 	b.Append(now, []byte("a"), []byte("v"))
 	ok, err := b.AppendTo(nil)
 	require.NoError(t, err)
-	p = h.Do(produceBatches(9, producePart{"c", 0, ok})).(*kmsg.ProduceResponse).Topics[0].Partitions[0]
+	p := h.Do(produceBatches(9, producePart{"c", 0, ok})).(*kmsg.ProduceResponse).Topics[0].Partitions[0]
 	require.Zero(t, p.ErrorCode)
 	require.Zero(t, p.BaseOffset, "nothing of the refused batches was stored")
 }

@@ -24,6 +24,22 @@ func (m *fakeMetadata) Submit(req kmsg.Request, done func(kmsg.Response, error))
 	m.pending = append(m.pending, done)
 }
 
+// createTopicsAnswer is the controller's answer to req for one topic.
+func createTopicsAnswer(req *kmsg.CreateTopicsRequest, topic string, code int16) *kmsg.CreateTopicsResponse {
+	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
+	rt := kmsg.NewCreateTopicsResponseTopic()
+	rt.Topic, rt.ErrorCode = topic, code
+	resp.Topics = append(resp.Topics, rt)
+	return resp
+}
+
+// answerOldest answers the oldest request still pending with resp.
+func (m *fakeMetadata) answerOldest(resp kmsg.Response) {
+	done := m.pending[0]
+	m.pending = m.pending[1:]
+	done(resp, nil)
+}
+
 func TestControllerRequestsKeepResponseOrder(t *testing.T) {
 	md := &fakeMetadata{img: meta.Empty()}
 	_, e := newTestBroker(t, func(c *Config) { c.Metadata = md })
@@ -42,11 +58,7 @@ func TestControllerRequestsKeepResponseOrder(t *testing.T) {
 	require.Empty(t, c.sent, "Metadata waits behind the CreateTopics in flight")
 	require.Len(t, md.reqs, 1)
 
-	resp := create.ResponseKind().(*kmsg.CreateTopicsResponse)
-	rt := kmsg.NewCreateTopicsResponseTopic()
-	rt.Topic, rt.ErrorCode = "t1", kerr.TopicAlreadyExists.Code
-	resp.Topics = append(resp.Topics, rt)
-	md.pending[0](resp, nil)
+	md.pending[0](createTopicsAnswer(create, "t1", kerr.TopicAlreadyExists.Code), nil)
 	e.run()
 	require.Len(t, c.sent, 2, "both answered, in order")
 
@@ -249,11 +261,7 @@ func TestInflightBoundsPauseAndResumeTheConnection(t *testing.T) {
 	// Answers drain the queue in order and resume the conn.
 	for i := 0; i < 3; i++ {
 		require.NotEmpty(t, md.pending)
-		done := md.pending[0]
-		md.pending = md.pending[1:]
-		resp := kmsg.NewPtrDescribeQuorumResponse()
-		resp.Version = 2
-		done(resp, nil)
+		md.answerOldest(describeQuorumRequest(2).ResponseKind())
 		e.run()
 	}
 	require.False(t, c.paused)
@@ -267,11 +275,7 @@ func TestInflightBoundsPauseAndResumeTheConnection(t *testing.T) {
 	other.deliver(dq(5))
 	require.True(t, other.paused)
 	for len(md.pending) > 0 {
-		done := md.pending[0]
-		md.pending = md.pending[1:]
-		resp := kmsg.NewPtrDescribeQuorumResponse()
-		resp.Version = 2
-		done(resp, nil)
+		md.answerOldest(describeQuorumRequest(2).ResponseKind())
 		e.run()
 	}
 	require.False(t, c.paused)

@@ -17,44 +17,65 @@ import (
 	"github.com/strata-log/strata/sim/servertest"
 )
 
-func replicatedCluster(t *testing.T, seed uint64) *servertest.Cluster {
-	return servertest.StartCluster(t, seed, 3, func(c *server.Config) { c.Quorum.Controller.MaxReplicationFactor = 3 })
+// simCluster is a servertest cluster whose topics may have three
+// replicas, with the broker tests' own helpers.
+type simCluster struct {
+	*servertest.Cluster
+	t *testing.T
 }
 
-func produceTo(t *testing.T, x *servertest.Cluster, node int, topic string, values ...string) kmsg.ProduceResponseTopicPartition {
+// newSimCluster starts n nodes; tweak, if not nil, edits each one's
+// config further.
+func newSimCluster(t *testing.T, seed uint64, n int, tweak func(*server.Config)) *simCluster {
 	t.Helper()
-	b := record.NewBuilder()
+	return &simCluster{servertest.StartCluster(t, seed, n, func(c *server.Config) {
+		c.Quorum.Controller.MaxReplicationFactor = 3
+		if tweak != nil {
+			tweak(c)
+		}
+	}), t}
+}
+
+// do sends req to node and fails the test on a transport error.
+func (x *simCluster) do(node int, req kmsg.Request) kmsg.Response {
+	x.t.Helper()
+	resp, err := x.Do(node, req)
+	require.NoError(x.t, err)
+	return resp
+}
+
+// batch builds one batch of values (nil keys) stamped with the client's
+// clock.
+func (x *simCluster) batch(opts []record.BuilderOption, values ...string) []byte {
+	x.t.Helper()
+	b := record.NewBuilder(opts...)
 	for _, v := range values {
 		b.Append(x.ClientEnv().Now().UnixMilli(), nil, []byte(v))
 	}
-	batch, err := b.AppendTo(nil)
-	require.NoError(t, err)
-	resp, err := x.Do(node, servertest.ProduceRequest(topic, 0, batch))
-	require.NoError(t, err)
-	return resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0]
+	out, err := b.AppendTo(nil)
+	require.NoError(x.t, err)
+	return out
 }
 
-func fetchAll(t *testing.T, x *servertest.Cluster, node int, topic string) []string {
-	t.Helper()
+// produceTo sends values as one batch to partition 0 of topic at node and
+// returns the partition's answer.
+func (x *simCluster) produceTo(node int, topic string, values ...string) kmsg.ProduceResponseTopicPartition {
+	x.t.Helper()
+	return x.do(node, servertest.ProduceRequest(topic, 0, x.batch(nil, values...))).(*kmsg.ProduceResponse).Topics[0].Partitions[0]
+}
+
+// fetchAll reads partition 0 of topic at node from the start to its end.
+func (x *simCluster) fetchAll(node int, topic string) []string {
+	x.t.Helper()
 	var values []string
 	for off := int64(0); ; {
-		req := kmsg.NewPtrFetchRequest()
-		req.Version, req.MaxWaitMillis, req.MinBytes, req.MaxBytes, req.SessionEpoch = 11, 0, 1, 1<<20, -1
-		rt := kmsg.NewFetchRequestTopic()
-		rt.Topic = topic
-		rp := kmsg.NewFetchRequestTopicPartition()
-		rp.FetchOffset, rp.PartitionMaxBytes = off, 1<<20
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
-		resp, err := x.Do(node, req)
-		require.NoError(t, err)
-		p := resp.(*kmsg.FetchResponse).Topics[0].Partitions[0]
-		require.Zero(t, p.ErrorCode, "fetch: %v", kerr.ErrorForCode(p.ErrorCode))
+		p := x.do(node, fetchRequest(11, 0, topic, 0, off)).(*kmsg.FetchResponse).Topics[0].Partitions[0]
+		require.Zero(x.t, p.ErrorCode, "fetch: %v", kerr.ErrorForCode(p.ErrorCode))
 		sp := record.NewSplitter(p.RecordBatches, len(p.RecordBatches)+1, record.CheckStored)
 		n := 0
 		for sp.Next() {
 			rd := record.NewRecordReader(record.NewDecompressor(1 << 20))
-			require.NoError(t, rd.Reset(sp.Batch()))
+			require.NoError(x.t, rd.Reset(sp.Batch()))
 			for rd.Next() {
 				if rd.Record().Offset >= off {
 					values = append(values, string(rd.Record().Value))
@@ -63,11 +84,32 @@ func fetchAll(t *testing.T, x *servertest.Cluster, node int, topic string) []str
 				}
 			}
 		}
-		require.NoError(t, sp.Err())
+		require.NoError(x.t, sp.Err())
 		if n == 0 {
 			return values
 		}
 	}
+}
+
+// replicatedTopic creates topic, one partition of three replicas and
+// min.insync.replicas=2, and returns its leader.
+func (x *simCluster) replicatedTopic(topic string) int {
+	x.t.Helper()
+	x.CreateTopic(1, topic, 1, 3, map[string]string{"min.insync.replicas": "2"})
+	return x.LeaderOf(topic, 0)
+}
+
+// partitionNotLedBy is the first of topic's partitions whose leader is
+// not node, and its leader.
+func (x *simCluster) partitionNotLedBy(node int, topic string, partitions int32) (int32, int) {
+	x.t.Helper()
+	for p := range partitions {
+		if l := x.LeaderOf(topic, p); l != node {
+			return p, l
+		}
+	}
+	require.FailNow(x.t, "every partition led by node", "%d", node)
+	return -1, 0
 }
 
 // RF=3, min.insync.replicas=2: acks=all produces are answered once every
@@ -76,13 +118,12 @@ func fetchAll(t *testing.T, x *servertest.Cluster, node int, topic string) []str
 // record, producing resumes there, and the old leader, restarted, catches
 // up as a follower.
 func TestReplicatedPartitionSurvivesItsLeader(t *testing.T) {
-	x := replicatedCluster(t, 1)
-	x.CreateTopic(1, "r", 1, 3, map[string]string{"min.insync.replicas": "2"})
-	leader := x.LeaderOf("r", 0)
+	x := newSimCluster(t, 1, 3, nil)
+	leader := x.replicatedTopic("r")
 	var acked []string
 	for i := range 10 {
 		v := fmt.Sprintf("v%d", i)
-		got := produceTo(t, x, leader, "r", v)
+		got := x.produceTo(leader, "r", v)
 		require.Zero(t, got.ErrorCode, "produce %d: %v", i, kerr.ErrorForCode(got.ErrorCode))
 		require.Equal(t, int64(i), got.BaseOffset)
 		acked = append(acked, v)
@@ -92,7 +133,7 @@ func TestReplicatedPartitionSurvivesItsLeader(t *testing.T) {
 		require.NotNil(t, p, "node %d hosts a replica", i)
 		require.Equal(t, int64(10), p.LogEndOffset(), "node %d's replica has every acknowledged record", i)
 	}
-	require.Equal(t, acked, fetchAll(t, x, leader, "r"))
+	require.Equal(t, acked, x.fetchAll(leader, "r"))
 	sessions, _ := x.Metrics[leader-1].Value(metrics.FetchSessions)
 	require.Equal(t, float64(2), sessions, "each follower fetches in a session (KIP-227)")
 
@@ -103,18 +144,18 @@ func TestReplicatedPartitionSurvivesItsLeader(t *testing.T) {
 	t.Logf("leader %d killed; %d leads %v later", leader, next, x.Sim.Now()-killedAt)
 	require.Less(t, x.Sim.Now()-killedAt, 2*time.Second,
 		"a follower's refused redial gets the dead broker fenced at once, not after broker.session.timeout.ms")
-	require.Equal(t, acked, fetchAll(t, x, next, "r"), "the new leader serves every acknowledged record")
+	require.Equal(t, acked, x.fetchAll(next, "r"), "the new leader serves every acknowledged record")
 	for i := 10; i < 15; i++ {
 		v := fmt.Sprintf("v%d", i)
 		var got kmsg.ProduceResponseTopicPartition
 		x.RunUntil("a produce accepted", func() bool {
-			got = produceTo(t, x, next, "r", v)
+			got = x.produceTo(next, "r", v)
 			return got.ErrorCode == 0
 		})
 		require.Equal(t, int64(i), got.BaseOffset)
 		acked = append(acked, v)
 	}
-	require.Equal(t, acked, fetchAll(t, x, next, "r"))
+	require.Equal(t, acked, x.fetchAll(next, "r"))
 
 	isr := func() []int32 {
 		ti, _ := x.Servers[next-1].Image().TopicByName("r")
@@ -128,7 +169,7 @@ func TestReplicatedPartitionSurvivesItsLeader(t *testing.T) {
 		return p != nil && p.Online() && p.LogEndOffset() == 15
 	})
 	x.RunUntil("the old leader back in the ISR", func() bool { return len(isr()) == 3 })
-	got := produceTo(t, x, next, "r", "v15")
+	got := x.produceTo(next, "r", "v15")
 	require.Zero(t, got.ErrorCode)
 	require.NoError(t, x.Sim.RunFor(time.Second))
 	require.Equal(t, int64(16), x.Partition(leader, "r", 0).LogEndOffset())
@@ -139,7 +180,7 @@ func TestReplicatedPartitionSurvivesItsLeader(t *testing.T) {
 // the ISR through AlterPartition, and acks=all produces complete with the
 // rest; once the link heals it catches up and the leader adds it back.
 func TestLaggingFollowerLeavesAndRejoinsTheISR(t *testing.T) {
-	x := replicatedCluster(t, 2)
+	x := newSimCluster(t, 2, 3, nil)
 	x.CreateTopic(1, "r", 6, 3, map[string]string{"min.insync.replicas": "2"})
 	ctrl := 0
 	for i := 1; i <= 3; i++ {
@@ -149,14 +190,7 @@ func TestLaggingFollowerLeavesAndRejoinsTheISR(t *testing.T) {
 	}
 	// A partition led away from the controller's node; its follower is
 	// the third node.
-	part, leader := int32(-1), 0
-	for p := range int32(6) {
-		if l := x.LeaderOf("r", p); l != ctrl {
-			part, leader = p, l
-			break
-		}
-	}
-	require.GreaterOrEqual(t, part, int32(0))
+	part, leader := x.partitionNotLedBy(ctrl, "r", 6)
 	follower := 6 - ctrl - leader
 	isr := func() []int32 {
 		ti, _ := x.Servers[ctrl-1].Image().TopicByName("r")
@@ -165,13 +199,7 @@ func TestLaggingFollowerLeavesAndRejoinsTheISR(t *testing.T) {
 	}
 	require.Len(t, isr(), 3)
 	produce := func(v string) kmsg.ProduceResponseTopicPartition {
-		b := record.NewBuilder()
-		b.Append(x.ClientEnv().Now().UnixMilli(), nil, []byte(v))
-		batch, err := b.AppendTo(nil)
-		require.NoError(t, err)
-		resp, err := x.Do(leader, servertest.ProduceRequest("r", part, batch))
-		require.NoError(t, err)
-		return resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0]
+		return x.do(leader, servertest.ProduceRequest("r", part, x.batch(nil, v))).(*kmsg.ProduceResponse).Topics[0].Partitions[0]
 	}
 	require.Zero(t, produce("a").ErrorCode)
 
@@ -220,10 +248,9 @@ func contains(s []int32, v int32) bool {
 // broker stops only then, and producing resumes on the new leaders at
 // once, not after broker.session.timeout.ms.
 func TestControlledShutdownMovesLeadershipFirst(t *testing.T) {
-	x := replicatedCluster(t, 3)
-	x.CreateTopic(1, "r", 1, 3, map[string]string{"min.insync.replicas": "2"})
-	leader := x.LeaderOf("r", 0)
-	require.Zero(t, produceTo(t, x, leader, "r", "a").ErrorCode)
+	x := newSimCluster(t, 3, 3, nil)
+	leader := x.replicatedTopic("r")
+	require.Zero(t, x.produceTo(leader, "r", "a").ErrorCode)
 	took := x.Stop(leader)
 	require.Less(t, took, 5*time.Second, "the shutdown waited for the leadership to move and the others to see it (their heartbeats, every 2 s), not for a session timeout")
 	next := 0
@@ -237,9 +264,9 @@ func TestControlledShutdownMovesLeadershipFirst(t *testing.T) {
 	}
 	require.Positive(t, next)
 	x.RunUntil("the new leader online", func() bool { return x.LeaderOf("r", 0) == next })
-	got := produceTo(t, x, next, "r", "b")
+	got := x.produceTo(next, "r", "b")
 	require.Zero(t, got.ErrorCode, "%v", kerr.ErrorForCode(got.ErrorCode))
-	require.Equal(t, []string{"a", "b"}, fetchAll(t, x, next, "r"))
+	require.Equal(t, []string{"a", "b"}, x.fetchAll(next, "r"))
 	t.Logf("controlled shutdown of leader %d took %v; %d leads", leader, took, next)
 }
 
@@ -247,13 +274,12 @@ func TestControlledShutdownMovesLeadershipFirst(t *testing.T) {
 // before the old one leaves; then the assignment is the target, the removed
 // broker no longer hosts the partition, and every record is still there.
 func TestReassignmentCatchesUpBeforeTheOldReplicaLeaves(t *testing.T) {
-	x := servertest.StartCluster(t, 4, 4, func(c *server.Config) { c.Quorum.Controller.MaxReplicationFactor = 3 })
-	x.CreateTopic(1, "r", 1, 3, map[string]string{"min.insync.replicas": "2"})
-	leader := x.LeaderOf("r", 0)
+	x := newSimCluster(t, 4, 4, nil)
+	leader := x.replicatedTopic("r")
 	var values []string
 	for i := range 20 {
 		v := fmt.Sprintf("v%d", i)
-		require.Zero(t, produceTo(t, x, leader, "r", v).ErrorCode)
+		require.Zero(t, x.produceTo(leader, "r", v).ErrorCode)
 		values = append(values, v)
 	}
 	partition := func() meta.Partition {
@@ -287,9 +313,7 @@ func TestReassignmentCatchesUpBeforeTheOldReplicaLeaves(t *testing.T) {
 	rp.Partition, rp.Replicas = 0, target
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	resp, err := x.Do(1, req)
-	require.NoError(t, err)
-	got := resp.(*kmsg.AlterPartitionAssignmentsResponse).Topics[0].Partitions[0]
+	got := x.do(1, req).(*kmsg.AlterPartitionAssignmentsResponse).Topics[0].Partitions[0]
 	require.Zero(t, got.ErrorCode, "%v", kerr.ErrorForCode(got.ErrorCode))
 
 	x.RunUntil("the reassignment complete", func() bool {
@@ -302,11 +326,10 @@ func TestReassignmentCatchesUpBeforeTheOldReplicaLeaves(t *testing.T) {
 	require.Equal(t, int64(20), x.Partition(int(outside), "r", 0).LogEndOffset(), "the new replica caught up")
 	x.RunUntil("the removed replica gone", func() bool { return x.Partition(int(removed), "r", 0) == nil })
 
-	list, err := x.Do(1, kmsg.NewPtrListPartitionReassignmentsRequest())
-	require.NoError(t, err)
+	list := x.do(1, kmsg.NewPtrListPartitionReassignmentsRequest())
 	require.Empty(t, list.(*kmsg.ListPartitionReassignmentsResponse).Topics, "none in progress")
 
 	leader = x.LeaderOf("r", 0)
-	require.Zero(t, produceTo(t, x, leader, "r", "after").ErrorCode)
-	require.Equal(t, append(values, "after"), fetchAll(t, x, leader, "r"))
+	require.Zero(t, x.produceTo(leader, "r", "after").ErrorCode)
+	require.Equal(t, append(values, "after"), x.fetchAll(leader, "r"))
 }

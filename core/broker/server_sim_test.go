@@ -53,28 +53,6 @@ func (h *simServer) listOffset(topic string, partition int32, timestamp int64) i
 	return got.Offset
 }
 
-func versionsOf(t *testing.T, key kmsg.Key) []int16 {
-	t.Helper()
-	api, ok := broker.APIs().Lookup(key.Int16())
-	require.True(t, ok, "%s not served", key)
-	var vs []int16
-	for v := api.MinVersion; v <= api.MaxVersion; v++ {
-		vs = append(vs, v)
-	}
-	return vs
-}
-
-func findConfig(t *testing.T, rr kmsg.DescribeConfigsResponseResource, name string) kmsg.DescribeConfigsResponseResourceConfig {
-	t.Helper()
-	for _, c := range rr.Configs {
-		if c.Name == name {
-			return c
-		}
-	}
-	t.Fatalf("%s not described", name)
-	return kmsg.DescribeConfigsResponseResourceConfig{}
-}
-
 func describeTopic(h *simServer, version int16, topic string, keys ...string) kmsg.DescribeConfigsResponseResource {
 	req := kmsg.NewPtrDescribeConfigsRequest()
 	req.Version, req.IncludeSynonyms = version, true
@@ -93,18 +71,18 @@ func TestServerDescribeConfigsIsWhatPartitionsApply(t *testing.T) {
 		c.Partitions.StaticTopicDefaults = map[string]string{"segment.bytes": "4096", "retention.bytes": "1000000"}
 	})
 	h.CreateTopic("t", 1, map[string]string{"retention.ms": "3600000"})
-	for _, v := range versionsOf(t, kmsg.DescribeConfigs) {
+	for _, v := range broker.Versions(t, kmsg.DescribeConfigs) {
 		rr := describeTopic(h, v, "t")
 		require.Zero(t, rr.ErrorCode)
-		seg := findConfig(t, rr, "segment.bytes")
+		seg := broker.ConfigByName(t, rr, "segment.bytes")
 		require.Equal(t, "4096", *seg.Value)
 		require.Equal(t, kmsg.ConfigSourceStaticBrokerConfig, seg.Source)
 		require.Equal(t, "log.segment.bytes", seg.ConfigSynonyms[0].Name)
 		require.Equal(t, kmsg.ConfigSourceDefaultConfig, seg.ConfigSynonyms[1].Source)
-		ret := findConfig(t, rr, "retention.ms")
+		ret := broker.ConfigByName(t, rr, "retention.ms")
 		require.Equal(t, "3600000", *ret.Value)
 		require.Equal(t, kmsg.ConfigSourceDynamicTopicConfig, ret.Source)
-		require.Equal(t, kmsg.ConfigSourceDefaultConfig, findConfig(t, rr, "cleanup.policy").Source)
+		require.Equal(t, kmsg.ConfigSourceDefaultConfig, broker.ConfigByName(t, rr, "cleanup.policy").Source)
 	}
 	lc := h.Partition("t", 0).Log().Config()
 	require.Equal(t, int64(4096), lc.SegmentBytes)
@@ -125,7 +103,7 @@ func TestServerAlterConfigsReachPartitions(t *testing.T) {
 	h.CreateTopic("t", 1, nil)
 	h.produce("t", 0, 3, 10)
 	segment := int64(2048)
-	for _, v := range versionsOf(t, kmsg.IncrementalAlterConfigs) {
+	for _, v := range broker.Versions(t, kmsg.IncrementalAlterConfigs) {
 		segment += 1024
 		req := kmsg.NewPtrIncrementalAlterConfigsRequest()
 		req.Version = v
@@ -141,9 +119,9 @@ func TestServerAlterConfigsReachPartitions(t *testing.T) {
 			p := h.Partition("t", 0)
 			return p.Online() && p.Log().Config().SegmentBytes == segment
 		})
-		require.Equal(t, fmt.Sprint(segment), *findConfig(t, describeTopic(h, 4, "t", "segment.bytes"), "segment.bytes").Value)
+		require.Equal(t, fmt.Sprint(segment), *broker.ConfigByName(t, describeTopic(h, 4, "t", "segment.bytes"), "segment.bytes").Value)
 	}
-	for _, v := range versionsOf(t, kmsg.AlterConfigs) {
+	for _, v := range broker.Versions(t, kmsg.AlterConfigs) {
 		retention := time.Duration(v+1) * time.Hour
 		req := kmsg.NewPtrAlterConfigsRequest()
 		req.Version = v
@@ -212,7 +190,7 @@ func TestServerDeleteRecords(t *testing.T) {
 		return h.Do(req).(*kmsg.DeleteRecordsResponse).Topics[0].Partitions
 	}
 	want := int64(0)
-	for _, v := range versionsOf(t, kmsg.DeleteRecords) {
+	for _, v := range broker.Versions(t, kmsg.DeleteRecords) {
 		want += 3
 		got := deleteRecords(v, 15_000, want, 0)
 		require.Zero(t, got[0].ErrorCode, "v%d: %v", v, kerr.ErrorForCode(got[0].ErrorCode))
@@ -240,7 +218,7 @@ func TestServerOffsetForLeaderEpoch(t *testing.T) {
 	h.CreateTopic("t", 1, nil)
 	h.produce("t", 0, 5, 10)
 	epoch := h.Partition("t", 0).LeaderEpoch()
-	for _, v := range versionsOf(t, kmsg.OffsetForLeaderEpoch) {
+	for _, v := range broker.Versions(t, kmsg.OffsetForLeaderEpoch) {
 		req := kmsg.NewPtrOffsetForLeaderEpochRequest()
 		req.Version, req.ReplicaID = v, -1
 		rt := kmsg.NewOffsetForLeaderEpochRequestTopic()
@@ -277,7 +255,7 @@ func TestServerDescribeLogDirs(t *testing.T) {
 	h.CreateTopic("b", 1, nil)
 	h.produce("a", 1, 10, 100)
 	h.Node.Disk().SetFaults(sim.DiskFaults{CapacityBytes: 1 << 30})
-	for _, v := range versionsOf(t, kmsg.DescribeLogDirs) {
+	for _, v := range broker.Versions(t, kmsg.DescribeLogDirs) {
 		for _, filter := range []bool{false, true} {
 			req := kmsg.NewPtrDescribeLogDirsRequest()
 			req.Version = v

@@ -9,8 +9,6 @@ import (
 
 	"github.com/strata-log/strata/core/producer"
 	"github.com/strata-log/strata/core/record"
-	"github.com/strata-log/strata/core/server"
-	"github.com/strata-log/strata/sim/servertest"
 )
 
 // Markers replicate like any batch: followers replay them into their
@@ -18,27 +16,12 @@ import (
 // same ongoing transactions, last stable offset and aborted list.
 // The test writes the markers itself, so partition verification is off.
 func TestReplicatedTransactionsSurviveTheLeader(t *testing.T) {
-	x := servertest.StartCluster(t, 13, 3, func(c *server.Config) {
-		c.Quorum.Controller.MaxReplicationFactor = 3
-		noTxnVerification(c)
-	})
-	x.CreateTopic(1, "tx", 1, 3, map[string]string{"min.insync.replicas": "2"})
-	leader := x.LeaderOf("tx", 0)
-	do := func(node int, req kmsg.Request) kmsg.Response {
-		t.Helper()
-		resp, err := x.Do(node, req)
-		require.NoError(t, err)
-		return resp
-	}
+	x := newSimCluster(t, 13, 3, noTxnVerification)
+	leader := x.replicatedTopic("tx")
 	txnBatch := func(node int, pid int64, seq int32, v string) {
 		t.Helper()
-		b := record.NewBuilder(record.WithProducer(pid, 0, seq), record.WithTransactional())
-		b.Append(x.ClientEnv().Now().UnixMilli(), nil, []byte(v))
-		raw, err := b.AppendTo(nil)
-		require.NoError(t, err)
-		req := servertest.ProduceRequest("tx", 0, raw)
-		req.TransactionID = kmsg.StringPtr("t")
-		got := do(node, req).(*kmsg.ProduceResponse).Topics[0].Partitions[0]
+		raw := x.batch([]record.BuilderOption{record.WithProducer(pid, 0, seq), record.WithTransactional()}, v)
+		got := x.do(node, txnProduceRequest(9, "t", "tx", 0, raw)).(*kmsg.ProduceResponse).Topics[0].Partitions[0]
 		require.Zero(t, got.ErrorCode, "%v", kerr.ErrorForCode(got.ErrorCode))
 	}
 	marker := func(node int, pid int64, commit bool) int16 {
@@ -51,7 +34,7 @@ func TestReplicatedTransactionsSurviveTheLeader(t *testing.T) {
 		mt.Topic, mt.Partitions = "tx", []int32{0}
 		m.Topics = append(m.Topics, mt)
 		req.Markers = append(req.Markers, m)
-		return do(node, req).(*kmsg.WriteTxnMarkersResponse).Markers[0].Topics[0].Partitions[0].ErrorCode
+		return x.do(node, req).(*kmsg.WriteTxnMarkersResponse).Markers[0].Topics[0].Partitions[0].ErrorCode
 	}
 	txnBatch(leader, 1, 0, "c0")              // 0
 	txnBatch(leader, 2, 0, "a0")              // 1

@@ -185,14 +185,10 @@ func handleDescribeTransactions(b *Broker, r *request) {
 			if e == nil {
 				st.State, st.TimeoutMillis, st.StartTimestamp = s.State.String(), s.TimeoutMillis, s.StartTimestamp
 				st.ProducerID, st.ProducerEpoch = s.ProducerID, s.ProducerEpoch
-				for _, tp := range s.Partitions {
-					if n := len(st.Topics); n == 0 || st.Topics[n-1].Topic != tp.Topic {
-						t := kmsg.NewDescribeTransactionsResponseTransactionStateTopic()
-						t.Topic = tp.Topic
-						st.Topics = append(st.Topics, t)
-					}
-					t := &st.Topics[len(st.Topics)-1]
-					t.Partitions = append(t.Partitions, tp.Partition)
+				for topic, partitions := range txn.ByTopic(s.Partitions) {
+					t := kmsg.NewDescribeTransactionsResponseTransactionStateTopic()
+					t.Topic, t.Partitions = topic, partitions
+					st.Topics = append(st.Topics, t)
 				}
 			}
 		}

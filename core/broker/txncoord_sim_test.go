@@ -52,7 +52,7 @@ func TestServerTransactionCoordinator(t *testing.T) {
 
 	c := h.findTxnCoordinator("tx")
 	require.Equal(t, int32(1), c.NodeID)
-	for _, v := range versionsOf(t, kmsg.FindCoordinator)[1:] { // v0 has no key type
+	for _, v := range broker.Versions(t, kmsg.FindCoordinator)[1:] { // v0 has no key type
 		req := kmsg.NewPtrFindCoordinatorRequest()
 		req.Version, req.CoordinatorType = v, 1
 		req.CoordinatorKey, req.CoordinatorKeys = "tx", []string{"tx", "other"}
@@ -67,9 +67,7 @@ func TestServerTransactionCoordinator(t *testing.T) {
 			require.Zero(t, c.ErrorCode, "v%d %s", v, c.Key)
 		}
 	}
-	empty := kmsg.NewPtrFindCoordinatorRequest()
-	empty.Version, empty.CoordinatorType, empty.CoordinatorKeys = 4, 1, []string{""}
-	require.Equal(t, kerr.InvalidRequest.Code, h.Do(empty).(*kmsg.FindCoordinatorResponse).Coordinators[0].ErrorCode)
+	require.Equal(t, kerr.InvalidRequest.Code, h.Do(txnCoordinatorRequest("")).(*kmsg.FindCoordinatorResponse).Coordinators[0].ErrorCode)
 
 	tooLong := h.initTxn("tx", 16*60*1000)
 	require.Equal(t, kerr.InvalidTransactionTimeout.Code, tooLong.ErrorCode)
@@ -167,7 +165,7 @@ func TestServerTransactionCoordinator(t *testing.T) {
 // PrepareCommit (or CompleteCommit once markers are served), answers the
 // client's retried EndTxn, and sends the markers again.
 func TestTxnCoordinatorFailoverMidCommit(t *testing.T) {
-	x := newSimCluster(t, 7, func(c *server.Config) { c.BrokerListener.Txns.StatePartitions = 3 })
+	x := newSimCluster(t, 7, 3, func(c *server.Config) { c.BrokerListener.Txns.StatePartitions = 3 })
 	x.CreateTopic(1, "t", 2, 3, nil)
 	coord := x.txnCoordinator(1, "tx")
 	init := x.initTxn(coord, "tx")

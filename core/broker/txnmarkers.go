@@ -78,21 +78,16 @@ func (tm *txnMarkers) SendMarkers(m txn.Markers, done func([]txn.MarkerResult)) 
 	}
 	for _, leader := range leaders {
 		parts := byLeader[leader]
-		answered := false
-		answer := func(res []txn.MarkerResult) {
-			if answered || finished {
+		b.peers().ask(img.Broker, leader, markerRequest(m, parts), markerRequestTimeout, func(r kmsg.Response, timedOut bool) {
+			if finished {
 				return
 			}
-			answered = true
-			results = append(results, res...)
+			if !timedOut {
+				resp, _ := r.(*kmsg.WriteTxnMarkersResponse)
+				results = append(results, markerResults(resp, parts)...)
+			}
 			waiting--
 			finish()
-		}
-		timer := b.e.AfterFunc(markerRequestTimeout, func() { answer(nil) })
-		b.peers().send(img.Broker, leader, markerRequest(m, parts), func(r kmsg.Response) {
-			timer.Stop()
-			resp, _ := r.(*kmsg.WriteTxnMarkersResponse)
-			answer(markerResults(resp, parts))
 		})
 	}
 }
@@ -106,13 +101,9 @@ func markerRequest(m txn.Markers, parts []txn.TopicPartition) *kmsg.WriteTxnMark
 	if m.TransactionVersion > 0 {
 		req.Version, mk.TransactionVersion = 2, m.TransactionVersion
 	}
-	for _, tp := range parts {
-		if n := len(mk.Topics); n > 0 && mk.Topics[n-1].Topic == tp.Topic {
-			mk.Topics[n-1].Partitions = append(mk.Topics[n-1].Partitions, tp.Partition)
-			continue
-		}
+	for topic, partitions := range txn.ByTopic(parts) {
 		t := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
-		t.Topic, t.Partitions = tp.Topic, []int32{tp.Partition}
+		t.Topic, t.Partitions = topic, partitions
 		mk.Topics = append(mk.Topics, t)
 	}
 	req.Markers = append(req.Markers, mk)

@@ -22,6 +22,18 @@ func (h *simServer) groupCoordinatorReady(group string) {
 	})
 }
 
+// newTxnOffsetsServer is a server with topic t (two partitions), group
+// g's coordinator ready and a producer of transactional id tx, whose id
+// and epoch it returns.
+func newTxnOffsetsServer(t *testing.T) (*simServer, int64, int16) {
+	t.Helper()
+	h := newSimServer(t, nil)
+	h.CreateTopic("t", 2, nil)
+	init := h.newProducer("tx")
+	h.groupCoordinatorReady("g")
+	return h, init.ProducerID, init.ProducerEpoch
+}
+
 // fetchOffsets is an OffsetFetch v8 of t-0 and t-1.
 func (h *simServer) fetchOffsets(group string, stable bool) kmsg.OffsetFetchResponseGroup {
 	req := kmsg.NewPtrOffsetFetchRequest()
@@ -72,11 +84,7 @@ func offsetsOf(g kmsg.OffsetFetchResponseGroup) (offsets []int64, codes []int16)
 // same offsets, and a transaction left pending across it is still
 // pending and then committed.
 func TestServerTxnOffsetCommit(t *testing.T) {
-	h := newSimServer(t, nil)
-	h.CreateTopic("t", 2, nil)
-	init := h.newProducer("tx")
-	h.groupCoordinatorReady("g")
-	pid, epoch := init.ProducerID, init.ProducerEpoch
+	h, pid, epoch := newTxnOffsetsServer(t)
 
 	addOffsets := func(epoch int16) {
 		require.Zero(t, h.Do(addOffsetsRequest("tx", pid, epoch, "g")).(*kmsg.AddOffsetsToTxnResponse).ErrorCode)

@@ -239,23 +239,21 @@ func (b *Broker) sendTxnVerification(id string, pid int64, epoch int16, parts []
 	req.Version = addPartitionsToTxnVerifyVersion
 	t := kmsg.NewAddPartitionsToTxnRequestTransaction()
 	t.TransactionalID, t.ProducerID, t.ProducerEpoch, t.VerifyOnly = id, pid, epoch, !add
-	for _, tp := range parts {
-		if n := len(t.Topics); n > 0 && t.Topics[n-1].Topic == tp.Topic {
-			t.Topics[n-1].Partitions = append(t.Topics[n-1].Partitions, tp.Partition)
-			continue
-		}
+	for topic, partitions := range txn.ByTopic(parts) {
 		rt := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
-		rt.Topic, rt.Partitions = tp.Topic, []int32{tp.Partition}
+		rt.Topic, rt.Partitions = topic, partitions
 		t.Topics = append(t.Topics, rt)
 	}
 	req.Transactions = append(req.Transactions, t)
-	answered := false
 	started := b.e.Monotonic()
-	answer := func(errs []*kerr.Error) {
-		if answered {
-			return
+	b.peers().ask(b.image().Broker, coordinator, req, verifyRequestTimeout, func(r kmsg.Response, timedOut bool) {
+		var errs []*kerr.Error
+		if timedOut {
+			errs = all(kerr.NetworkException)
+		} else {
+			resp, _ := r.(*kmsg.AddPartitionsToTxnResponse)
+			errs = verifyResults(resp, id, parts)
 		}
-		answered = true
 		if m := b.metrics; m != nil {
 			m.verifyTime.Observe(float64(b.e.Monotonic()-started) / float64(time.Millisecond))
 			for _, err := range errs {
@@ -265,12 +263,6 @@ func (b *Broker) sendTxnVerification(id string, pid int64, epoch int16, parts []
 			}
 		}
 		done(errs)
-	}
-	timer := b.e.AfterFunc(verifyRequestTimeout, func() { answer(all(kerr.NetworkException)) })
-	b.peers().send(b.image().Broker, coordinator, req, func(r kmsg.Response) {
-		timer.Stop()
-		resp, _ := r.(*kmsg.AddPartitionsToTxnResponse)
-		answer(verifyResults(resp, id, parts))
 	})
 }
 

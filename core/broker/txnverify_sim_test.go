@@ -136,7 +136,7 @@ func TestProduceVerification(t *testing.T) {
 // is killed and another broker coordinates the id (from the replicated
 // __transaction_state) the same batch is verified and appended.
 func TestProduceVerificationCoordinatorDown(t *testing.T) {
-	x := newSimCluster(t, 21, func(c *server.Config) { c.BrokerListener.Txns.StatePartitions = 1 })
+	x := newSimCluster(t, 21, 3, func(c *server.Config) { c.BrokerListener.Txns.StatePartitions = 1 })
 	x.CreateTopic(1, "t", 3, 1, nil) // one replica: the cuts below touch only the verification
 	coord := x.txnCoordinator(1, "tx")
 	init := x.initTxn(coord, "tx")
@@ -160,10 +160,7 @@ func TestProduceVerificationCoordinatorDown(t *testing.T) {
 
 	// A partition led by another broker than the coordinator.
 	partition, leader := x.partitionNotLedBy(coord, "t", 3)
-	b := record.NewBuilder(record.WithProducer(init.ProducerID, init.ProducerEpoch, 0), record.WithTransactional())
-	b.Append(x.ClientEnv().Now().UnixMilli(), nil, []byte("v0"))
-	batch, err := b.AppendTo(nil)
-	require.NoError(t, err)
+	batch := x.batch([]record.BuilderOption{record.WithProducer(init.ProducerID, init.ProducerEpoch, 0), record.WithTransactional()}, "v0")
 	send := func() kmsg.ProduceResponseTopicPartition {
 		t.Helper()
 		// The payload is written in place by an append: send a copy.
@@ -197,11 +194,7 @@ func TestProduceVerificationCoordinatorDown(t *testing.T) {
 // produce (Kafka's coordinator does): without AddOffsetsToTxn the offsets
 // are refused and nothing is pending; after it they are written.
 func TestTxnOffsetCommitVerification(t *testing.T) {
-	h := newSimServer(t, nil)
-	h.CreateTopic("t", 2, nil)
-	init := h.newProducer("tx")
-	h.groupCoordinatorReady("g")
-	pid, epoch := init.ProducerID, init.ProducerEpoch
+	h, pid, epoch := newTxnOffsetsServer(t)
 
 	// The producer never added the group's offsets partition:
 	// TRANSACTION_ABORTABLE for v4 clients, INVALID_TXN_STATE before.
@@ -368,7 +361,7 @@ func TestImplicitAdds(t *testing.T) {
 // batch skipped verification, went into the open transaction and was
 // committed with it.)
 func TestImplicitAddRacesTheMarker(t *testing.T) {
-	x := newSimCluster(t, 23, func(c *server.Config) {
+	x := newSimCluster(t, 23, 3, func(c *server.Config) {
 		// One replica of everything: the clog below holds no
 		// replication, only the coordinator's requests and answers.
 		c.BrokerListener.Txns.StatePartitions, c.BrokerListener.Txns.StateReplicationFactor = 1, 1
@@ -393,11 +386,7 @@ func TestImplicitAddRacesTheMarker(t *testing.T) {
 	init := x.initTxn(coord, "race")
 	partition, leader := x.partitionNotLedBy(coord, "t", 3)
 	batch := func(epoch int16, seq int32, v string) []byte {
-		b := record.NewBuilder(record.WithProducer(init.ProducerID, epoch, seq), record.WithTransactional())
-		b.Append(x.ClientEnv().Now().UnixMilli(), nil, []byte(v))
-		out, err := b.AppendTo(nil)
-		require.NoError(t, err)
-		return out
+		return x.batch([]record.BuilderOption{record.WithProducer(init.ProducerID, epoch, seq), record.WithTransactional()}, v)
 	}
 	// produce retries a retriable answer, as a client does, until the
 	// batch is appended.

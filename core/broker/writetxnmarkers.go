@@ -4,8 +4,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/strata-log/strata/core/env"
-
 	"github.com/strata-log/strata/core/producer"
 )
 
@@ -30,20 +28,7 @@ func handleWriteTxnMarkers(b *Broker, r *request) {
 	req := r.body.(*kmsg.WriteTxnMarkersRequest)
 	resp := req.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
 	now := b.e.Now()
-	pending := 1 // released after the loop, so a synchronous result cannot finish early
-	answered := false
-	var timeout env.Timer
-	finish := func() {
-		pending--
-		if pending > 0 || answered {
-			return
-		}
-		answered = true
-		if timeout != nil {
-			timeout.Stop()
-		}
-		r.respond(resp)
-	}
+	pa := newPartsAnswer(func() { r.respond(resp) })
 	resp.Markers = make([]kmsg.WriteTxnMarkersResponseMarker, len(req.Markers))
 	for i := range req.Markers {
 		m := &req.Markers[i]
@@ -67,7 +52,7 @@ func handleWriteTxnMarkers(b *Broker, r *request) {
 					rp.ErrorCode = b.code(err)
 					continue
 				}
-				pending++
+				pa.add()
 				rp.ErrorCode = kerr.RequestTimedOut.Code // until the partition answers
 				topic, pid, commit := t.Topic, m.ProducerID, m.Committed
 				part.WriteTxnMarker(marker, now, func(err error) {
@@ -79,23 +64,17 @@ func handleWriteTxnMarkers(b *Broker, r *request) {
 							gs.Shard.TxnEnded(pid, commit)
 						}
 					}
-					if answered {
+					if pa.answered {
 						return
 					}
 					rp.ErrorCode = b.code(err)
-					finish()
+					pa.done()
 				})
 			}
 		}
 	}
-	if pending > 1 {
-		timeout = b.e.AfterFunc(defaultProduceTimeout, func() {
-			timeout = nil
-			if !answered {
-				answered = true
-				r.respond(resp)
-			}
-		})
+	if pa.pending > 1 {
+		pa.timeoutAfter(b.e, defaultProduceTimeout, nil)
 	}
-	finish()
+	pa.done()
 }

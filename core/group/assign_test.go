@@ -83,10 +83,7 @@ func TestConsumerGroupMaxSize(t *testing.T) {
 		req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
 		req.Version, req.Group, req.MemberID, req.RebalanceTimeoutMillis = 1, "g", member, 1000
 		req.SubscribedTopicNames, req.Topics = []string{"t"}, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
-		var got *kmsg.ConsumerGroupHeartbeatResponse
-		r.shard.ConsumerHeartbeat(req, Client{}, func(resp *kmsg.ConsumerGroupHeartbeatResponse) { got = resp })
-		r.run(10e6)
-		require.NotNil(t, got)
+		got := await(r, func(done func(*kmsg.ConsumerGroupHeartbeatResponse)) { r.shard.ConsumerHeartbeat(req, Client{}, done) })
 		return got.ErrorCode
 	}
 	require.Zero(t, beat("a"))
@@ -167,10 +164,7 @@ func TestConsumerAssignorsConfig(t *testing.T) {
 		req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
 		req.Version, req.Group, req.MemberID, req.RebalanceTimeoutMillis = 1, "g", "a", 1000
 		req.SubscribedTopicNames, req.Topics, req.ServerAssignor = []string{"t"}, []kmsg.ConsumerGroupHeartbeatRequestTopic{}, assignor
-		var got *kmsg.ConsumerGroupHeartbeatResponse
-		r.shard.ConsumerHeartbeat(req, Client{}, func(resp *kmsg.ConsumerGroupHeartbeatResponse) { got = resp })
-		r.run(10e6)
-		require.NotNil(t, got)
+		got := await(r, func(done func(*kmsg.ConsumerGroupHeartbeatResponse)) { r.shard.ConsumerHeartbeat(req, Client{}, done) })
 		return got.ErrorCode
 	}
 	require.Equal(t, kerr.UnsupportedAssignor.Code, beat(kmsg.StringPtr(AssignorUniform)))

@@ -202,15 +202,21 @@ type Client struct {
 	Host string // the remote address, as DescribeGroups shows it
 }
 
+// failWith is an early answer of a request: fail(e) sets e's code in
+// resp's code field and replies resp.
+func failWith[R any](resp R, code *int16, reply func(R)) func(e *kerr.Error) {
+	return func(e *kerr.Error) {
+		*code = e.Code
+		reply(resp)
+	}
+}
+
 // Join handles JoinGroup; reply runs once, now or when the rebalance
 // completes.
 func (s *Shard) Join(req *kmsg.JoinGroupRequest, c Client, reply func(*kmsg.JoinGroupResponse)) {
 	resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
 	resp.Generation = -1
-	fail := func(e *kerr.Error) {
-		resp.ErrorCode = e.Code
-		reply(resp)
-	}
+	fail := failWith(resp, &resp.ErrorCode, reply)
 	if e := s.status.Err(); e != nil {
 		fail(e)
 		return
@@ -739,10 +745,7 @@ func (g *Group) fillJoin(m *member, r *kmsg.JoinGroupResponse) {
 // assignment is written.
 func (s *Shard) Sync(req *kmsg.SyncGroupRequest, reply func(*kmsg.SyncGroupResponse)) {
 	resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
-	fail := func(e *kerr.Error) {
-		resp.ErrorCode = e.Code
-		reply(resp)
-	}
+	fail := failWith(resp, &resp.ErrorCode, reply)
 	if e := s.status.Err(); e != nil {
 		fail(e)
 		return

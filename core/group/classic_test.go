@@ -38,26 +38,40 @@ func newRig(t *testing.T, cfg Config) *rig {
 
 func (r *rig) newShard(cfg Config) *Shard {
 	cfg.Write = func(recs []Record, done func(error)) {
-		err := r.failWrites
-		if err == nil {
-			r.written = append(r.written, recs...)
-		}
-		r.e.AfterFunc(r.writeDelay, func() { done(err) })
+		r.write(func() { r.written = append(r.written, recs...) }, done)
 	}
 	if cfg.WriteTxn == nil {
 		// Transactional offsets are kept out of written (their replay
 		// is txnoffsets_test.go's).
-		cfg.WriteTxn = func(_ TxnWrite, _ []Record, done func(error)) {
-			err := r.failWrites
-			r.e.AfterFunc(r.writeDelay, func() { done(err) })
-		}
+		cfg.WriteTxn = func(_ TxnWrite, _ []Record, done func(error)) { r.write(func() {}, done) }
 	}
 	return NewShard(r.e, slog.New(slog.DiscardHandler), cfg)
+}
+
+// write is the rig's Writer: keep stores the records unless writes fail,
+// and done has the outcome after writeDelay.
+func (r *rig) write(keep func(), done func(error)) {
+	err := r.failWrites
+	if err == nil {
+		keep()
+	}
+	r.e.AfterFunc(r.writeDelay, func() { done(err) })
 }
 
 func (r *rig) run(d time.Duration) {
 	r.t.Helper()
 	require.NoError(r.t, r.s.RunFor(d))
+}
+
+// await sends a request with send, lets the shard's writes (10 ms)
+// finish, and returns its answer.
+func await[R any](r *rig, send func(done func(*R))) *R {
+	r.t.Helper()
+	var got *R
+	send(func(resp *R) { got = resp })
+	r.run(10 * time.Millisecond)
+	require.NotNil(r.t, got)
+	return got
 }
 
 // replayed is a new shard loaded from everything written.

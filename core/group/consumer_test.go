@@ -37,6 +37,16 @@ func newConsumerRig(t *testing.T) *consumerRig {
 	return &consumerRig{rig: newRig(t, cfg), group: "g"}
 }
 
+// runScripts runs each testdata script whose name contains part on a
+// fresh rig, cmd(t) serving its commands.
+func runScripts(t *testing.T, part string, cmd func(t *testing.T) func(*testing.T, *datadriven.TestData) string) {
+	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+		if strings.Contains(path, part) {
+			datadriven.RunTest(t, path, cmd(t))
+		}
+	})
+}
+
 // TestConsumerScripts runs testdata/consumer_*.txt: KIP-848 heartbeats
 // against a shard whose writes commit after a millisecond.
 //
@@ -58,13 +68,7 @@ func newConsumerRig(t *testing.T) *consumerRig {
 //	policy, classic-join m=, classic-sync, classic-beat, classic-leave
 //	                  classic members by alias (migrate_test.go)
 func TestConsumerScripts(t *testing.T) {
-	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
-		if !strings.Contains(path, "consumer_") {
-			return
-		}
-		c := newConsumerRig(t)
-		datadriven.RunTest(t, path, c.cmd)
-	})
+	runScripts(t, "consumer_", func(t *testing.T) func(*testing.T, *datadriven.TestData) string { return newConsumerRig(t).cmd })
 }
 
 func (c *consumerRig) cmd(t *testing.T, d *datadriven.TestData) string {
@@ -118,10 +122,7 @@ func (c *consumerRig) cmd(t *testing.T, d *datadriven.TestData) string {
 		rp.Offset = 7
 		rt.Partitions = append(rt.Partitions, rp)
 		req.Topics = append(req.Topics, rt)
-		var got *kmsg.OffsetCommitResponse
-		c.shard.Commit(req, nil, func(r *kmsg.OffsetCommitResponse) { got = r })
-		c.run(10 * time.Millisecond)
-		require.NotNil(t, got)
+		got := await(c.rig, func(done func(*kmsg.OffsetCommitResponse)) { c.shard.Commit(req, nil, done) })
 		return errName(got.Topics[0].Partitions[0].ErrorCode) + "\n"
 	case "txn-commit":
 		req := kmsg.NewPtrTxnOffsetCommitRequest()
@@ -134,10 +135,7 @@ func (c *consumerRig) cmd(t *testing.T, d *datadriven.TestData) string {
 		rt.Topic = c.topics[0].Name
 		rt.Partitions = append(rt.Partitions, kmsg.NewTxnOffsetCommitRequestTopicPartition())
 		req.Topics = append(req.Topics, rt)
-		var got *kmsg.TxnOffsetCommitResponse
-		c.shard.TxnCommit(req, nil, func(r *kmsg.TxnOffsetCommitResponse) { got = r })
-		c.run(10 * time.Millisecond)
-		require.NotNil(t, got)
+		got := await(c.rig, func(done func(*kmsg.TxnOffsetCommitResponse)) { c.shard.TxnCommit(req, nil, done) })
 		return errName(got.Topics[0].Partitions[0].ErrorCode) + "\n"
 	case "fetch":
 		var member string
@@ -150,16 +148,14 @@ func (c *consumerRig) cmd(t *testing.T, d *datadriven.TestData) string {
 		}
 		return fmt.Sprintf("ok, %d topics\n", len(out.Topics))
 	case "classic-join":
-		var got *kmsg.JoinGroupResponse
-		c.shard.Join(joinReq(c.group, "", nil, "m"), Client{ID: "classic"}, func(r *kmsg.JoinGroupResponse) { got = r })
-		c.run(10 * time.Millisecond)
-		require.NotNil(t, got)
+		got := await(c.rig, func(done func(*kmsg.JoinGroupResponse)) {
+			c.shard.Join(joinReq(c.group, "", nil, "m"), Client{ID: "classic"}, done)
+		})
 		if got.ErrorCode == kerr.MemberIDRequired.Code {
 			member := got.MemberID
-			got = nil
-			c.shard.Join(joinReq(c.group, member, nil, "m"), Client{ID: "classic"}, func(r *kmsg.JoinGroupResponse) { got = r })
-			c.run(10 * time.Millisecond)
-			require.NotNil(t, got)
+			got = await(c.rig, func(done func(*kmsg.JoinGroupResponse)) {
+				c.shard.Join(joinReq(c.group, member, nil, "m"), Client{ID: "classic"}, done)
+			})
 		}
 		if got.ErrorCode != 0 {
 			return errName(got.ErrorCode) + "\n"

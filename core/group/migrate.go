@@ -228,10 +228,7 @@ func sortedNames(names []string) []string {
 // classicJoinConsumer is rule M2: a JoinGroup into a consumer group.
 func (g *Group) classicJoinConsumer(req *kmsg.JoinGroupRequest, c Client, resp *kmsg.JoinGroupResponse, reply func(*kmsg.JoinGroupResponse)) {
 	cg := g.consumer
-	fail := func(e *kerr.Error) {
-		resp.ErrorCode = e.Code
-		reply(resp)
-	}
+	fail := failWith(resp, &resp.ErrorCode, reply)
 	protocol, meta, ok := consumerProtocol(req.Protocols)
 	if req.ProtocolType != "consumer" || !ok {
 		fail(kerr.InconsistentGroupProtocol)
@@ -307,10 +304,7 @@ func (g *Group) classicJoinConsumer(req *kmsg.JoinGroupRequest, c Client, resp *
 // classicSyncConsumer is rule M3.
 func (g *Group) classicSyncConsumer(req *kmsg.SyncGroupRequest, resp *kmsg.SyncGroupResponse, reply func(*kmsg.SyncGroupResponse)) {
 	m := g.consumer.byID[req.MemberID]
-	fail := func(e *kerr.Error) {
-		resp.ErrorCode = e.Code
-		reply(resp)
-	}
+	fail := failWith(resp, &resp.ErrorCode, reply)
 	switch {
 	case m == nil || m.classic == nil:
 		fail(kerr.UnknownMemberID)

@@ -44,18 +44,10 @@ func newTxnRig(t *testing.T) *txnRig {
 func (r *txnRig) newTxnShard() *Shard {
 	cfg := testCfg
 	cfg.Write = func(recs []Record, done func(error)) {
-		err := r.failWrites
-		if err == nil {
-			r.log = append(r.log, txnLogEntry{recs: recs, producerID: -1})
-		}
-		r.e.AfterFunc(r.writeDelay, func() { done(err) })
+		r.write(func() { r.log = append(r.log, txnLogEntry{recs: recs, producerID: -1}) }, done)
 	}
 	cfg.WriteTxn = func(w TxnWrite, recs []Record, done func(error)) {
-		err := r.failWrites
-		if err == nil {
-			r.log = append(r.log, txnLogEntry{recs: recs, producerID: w.ProducerID})
-		}
-		r.e.AfterFunc(r.writeDelay, func() { done(err) })
+		r.write(func() { r.log = append(r.log, txnLogEntry{recs: recs, producerID: w.ProducerID}) }, done)
 	}
 	return NewShard(r.e, slog.New(slog.DiscardHandler), cfg)
 }
@@ -93,13 +85,7 @@ func (r *txnRig) replayedTxn() *Shard {
 //	replay                     a new shard replays the log: same state?
 //	fail-writes, heal-writes
 func TestTxnOffsetScripts(t *testing.T) {
-	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
-		if !strings.Contains(path, "txn_offsets") {
-			return
-		}
-		r := newTxnRig(t)
-		datadriven.RunTest(t, path, r.cmd)
-	})
+	runScripts(t, "txn_offsets", func(t *testing.T) func(*testing.T, *datadriven.TestData) string { return newTxnRig(t).cmd })
 }
 
 func (r *txnRig) cmd(t *testing.T, d *datadriven.TestData) string {
@@ -127,10 +113,7 @@ func (r *txnRig) cmd(t *testing.T, d *datadriven.TestData) string {
 			rt.Partitions = append(rt.Partitions, rp)
 			req.Topics = append(req.Topics, rt)
 		}
-		var got *kmsg.TxnOffsetCommitResponse
-		r.shard.TxnCommit(req, nil, func(resp *kmsg.TxnOffsetCommitResponse) { got = resp })
-		r.run(10 * time.Millisecond)
-		require.NotNil(t, got)
+		got := await(r.rig, func(done func(*kmsg.TxnOffsetCommitResponse)) { r.shard.TxnCommit(req, nil, done) })
 		var b strings.Builder
 		for _, rt := range got.Topics {
 			for _, rp := range rt.Partitions {
@@ -150,10 +133,7 @@ func (r *txnRig) cmd(t *testing.T, d *datadriven.TestData) string {
 			rt.Partitions = append(rt.Partitions, rp)
 			req.Topics = append(req.Topics, rt)
 		}
-		var got *kmsg.OffsetCommitResponse
-		r.shard.Commit(req, nil, func(resp *kmsg.OffsetCommitResponse) { got = resp })
-		r.run(10 * time.Millisecond)
-		require.NotNil(t, got)
+		got := await(r.rig, func(done func(*kmsg.OffsetCommitResponse)) { r.shard.Commit(req, nil, done) })
 		var b strings.Builder
 		for _, rt := range got.Topics {
 			for _, rp := range rt.Partitions {

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"iter"
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -37,6 +38,25 @@ func compareTP(a, b TopicPartition) int {
 
 func (tp TopicPartition) String() string { return fmt.Sprintf("%s-%d", tp.Topic, tp.Partition) }
 
+// ByTopic yields each run of parts in one topic, in order, as the topic
+// and the run's partitions: the shape of the topic lists in Kafka's
+// transaction requests and records (parts sorted by topic make one run a
+// topic).
+func ByTopic(parts []TopicPartition) iter.Seq2[string, []int32] {
+	return func(yield func(string, []int32) bool) {
+		for i := 0; i < len(parts); {
+			topic := parts[i].Topic
+			var partitions []int32
+			for ; i < len(parts) && parts[i].Topic == topic; i++ {
+				partitions = append(partitions, parts[i].Partition)
+			}
+			if !yield(topic, partitions) {
+				return
+			}
+		}
+	}
+}
+
 func encodeKey(id string) []byte {
 	k := kmsg.NewTxnMetadataKey()
 	k.Version, k.TransactionalID = keyVersion, id
@@ -55,13 +75,9 @@ func (st *txnState) record(id string) Record {
 	if st.tv2 {
 		v.ClientTransactionVersion = 2
 	}
-	for _, tp := range st.partitions {
-		if n := len(v.Topics); n > 0 && v.Topics[n-1].Topic == tp.Topic {
-			v.Topics[n-1].Partitions = append(v.Topics[n-1].Partitions, tp.Partition)
-			continue
-		}
+	for topic, partitions := range ByTopic(st.partitions) {
 		t := kmsg.NewTxnMetadataValueTopic()
-		t.Topic, t.Partitions = tp.Topic, []int32{tp.Partition}
+		t.Topic, t.Partitions = topic, partitions
 		v.Topics = append(v.Topics, t)
 	}
 	return Record{Key: encodeKey(id), Value: v.AppendTo(nil)}

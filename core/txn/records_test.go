@@ -60,15 +60,29 @@ func FuzzReplay(f *testing.F) {
 	})
 }
 
+// loadedWith is a new shard that replayed id's state as its one record.
+func (r *rig) loadedWith(id string, st *txnState) *Shard {
+	r.t.Helper()
+	sh := r.newShard()
+	rec := st.record(id)
+	require.NoError(r.t, sh.Replay(rec.Key, rec.Value))
+	sh.Loaded()
+	return sh
+}
+
+// producerAnswer is what InitProducerId and EndTxn answer.
+type producerAnswer struct {
+	pid   int64
+	epoch int16
+	err   *kerr.Error
+}
+
 // A compacted log keeps only an id's last record: the epoch before it is
 // not known (a KIP-360 retry naming it is fenced), and the state is the
 // record's.
 func TestReplayAfterCompaction(t *testing.T) {
 	r := newRig(t)
-	sh := r.newShard()
-	rec := (&txnState{producerID: 4, prevProducerID: -1, nextProducerID: -1, epoch: 5, lastEpoch: -1, timeoutMs: 1000, state: StateCompleteCommit, startMs: -1}).record("t1")
-	require.NoError(t, sh.Replay(rec.Key, rec.Value))
-	sh.Loaded()
+	sh := r.loadedWith("t1", &txnState{producerID: 4, prevProducerID: -1, nextProducerID: -1, epoch: 5, lastEpoch: -1, timeoutMs: 1000, state: StateCompleteCommit, startMs: -1})
 	tx := sh.txns["t1"]
 	require.Equal(t, int16(5), tx.epoch)
 	require.Equal(t, int16(-1), tx.lastEpoch)
@@ -85,19 +99,11 @@ func TestReplayAfterCompaction(t *testing.T) {
 // retry naming the old id and epoch gets the new id again.
 func TestEpochExhaustionRotatesTheProducerID(t *testing.T) {
 	r := newRig(t)
-	sh := r.newShard()
-	rec := (&txnState{producerID: 4, prevProducerID: -1, nextProducerID: -1, epoch: maxEpoch, lastEpoch: -1, timeoutMs: 1000, state: StateCompleteAbort, startMs: -1}).record("t1")
-	require.NoError(t, sh.Replay(rec.Key, rec.Value))
-	sh.Loaded()
+	sh := r.loadedWith("t1", &txnState{producerID: 4, prevProducerID: -1, nextProducerID: -1, epoch: maxEpoch, lastEpoch: -1, timeoutMs: 1000, state: StateCompleteAbort, startMs: -1})
 	r.shard = sh
-	type answer struct {
-		pid   int64
-		epoch int16
-		err   *kerr.Error
-	}
-	init := func(pid int64, epoch int16) *answer {
-		var a *answer
-		sh.InitProducerID("t1", 1000, pid, epoch, func(p int64, e int16, err *kerr.Error) { a = &answer{p, e, err} })
+	init := func(pid int64, epoch int16) *producerAnswer {
+		var a *producerAnswer
+		sh.InitProducerID("t1", 1000, pid, epoch, func(p int64, e int16, err *kerr.Error) { a = &producerAnswer{p, e, err} })
 		r.run(10 * time.Millisecond)
 		require.NotNil(t, a)
 		return a
@@ -120,11 +126,8 @@ func TestEpochExhaustionRotatesTheProducerID(t *testing.T) {
 // gets the same answer.
 func TestEndTxnRotatesAnExhaustedProducerID(t *testing.T) {
 	r := newRig(t)
-	sh := r.newShard()
-	rec := (&txnState{producerID: 4, prevProducerID: -1, nextProducerID: -1, epoch: maxEpoch, lastEpoch: -1, timeoutMs: 1000,
-		state: StateCompleteCommit, startMs: -1, tv2: true}).record("t1")
-	require.NoError(t, sh.Replay(rec.Key, rec.Value))
-	sh.Loaded()
+	sh := r.loadedWith("t1", &txnState{producerID: 4, prevProducerID: -1, nextProducerID: -1, epoch: maxEpoch, lastEpoch: -1, timeoutMs: 1000,
+		state: StateCompleteCommit, startMs: -1, tv2: true})
 	r.shard = sh
 	add := func(pid int64, epoch int16) *kerr.Error {
 		var got []*kerr.Error
@@ -133,21 +136,16 @@ func TestEndTxnRotatesAnExhaustedProducerID(t *testing.T) {
 		require.Len(t, got, 1)
 		return got[0]
 	}
-	type answer struct {
-		pid   int64
-		epoch int16
-		err   *kerr.Error
-	}
-	end := func(pid int64, epoch int16) *answer {
-		var a *answer
-		sh.EndTxn("t1", pid, epoch, true, true, func(p int64, e int16, err *kerr.Error) { a = &answer{p, e, err} })
+	end := func(pid int64, epoch int16) *producerAnswer {
+		var a *producerAnswer
+		sh.EndTxn("t1", pid, epoch, true, true, func(p int64, e int16, err *kerr.Error) { a = &producerAnswer{p, e, err} })
 		r.run(10 * time.Millisecond)
 		require.NotNil(t, a)
 		return a
 	}
 	require.Nil(t, add(4, maxEpoch))
 	got := end(4, maxEpoch)
-	require.Equal(t, answer{1000, 0, nil}, *got)
+	require.Equal(t, producerAnswer{1000, 0, nil}, *got)
 	require.Len(t, r.sent, 1)
 	require.Equal(t, int64(4), r.sent[0].m.ProducerID)
 	require.Equal(t, int16(maxEpoch+1), r.sent[0].m.ProducerEpoch)
