@@ -40,9 +40,9 @@ test: vet fmt-check
 	$(GO) test -tags strata_plant -count=1 -timeout 10m -run 'TestPlanted' ./sim/scenario/
 
 ## chaos: the seeded real-process campaign (docs/simulation.md): three `strata serve` processes, each in its own
-## network namespace, under the nemesis's drawn mix of kill -9, SIGSTOP, partitions, one-way cuts and tc clogs for
-## DURATION while a kgo producer and consumer run, then the heal, a liveness probe, a final read and the replicated
-## scenario's checks on the client's history. SEED=N replays a seed's mix and schedule (a seed from the clock when
+## network namespace with its data on a tmpfs of its own, under the nemesis's drawn mix of kill -9, SIGSTOP,
+## partitions, one-way cuts, tc clogs and full disks for DURATION while a kgo producer and consumer run, then the
+## heal, a liveness probe, a final read and the replicated scenario's checks on the client's history. SEED=N replays a seed's mix and schedule (a seed from the clock when
 ## unset, printed); needs root and iproute2 (skips without them, fails under CI=true). make test runs a 30 s one
 DURATION      ?= 60s
 CHAOS_TIMEOUT ?= 30m
