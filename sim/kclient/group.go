@@ -413,6 +413,19 @@ func (gm *GroupMember) rejoinKeeping(why error) {
 	gm.joinAgain()
 }
 
+// addOwned adds owned to meta's owned partitions (version 2), a topic
+// entry for each run of one topic.
+func addOwned(meta *kmsg.ConsumerMemberMetadata, owned []TopicPartition) {
+	for _, tp := range owned {
+		if n := len(meta.OwnedPartitions); n == 0 || meta.OwnedPartitions[n-1].Topic != tp.Topic {
+			op := kmsg.NewConsumerMemberMetadataOwnedPartition()
+			op.Topic = tp.Topic
+			meta.OwnedPartitions = append(meta.OwnedPartitions, op)
+		}
+		meta.OwnedPartitions[len(meta.OwnedPartitions)-1].Partitions = append(meta.OwnedPartitions[len(meta.OwnedPartitions)-1].Partitions, tp.Partition)
+	}
+}
+
 // join sends JoinGroup.
 func (gm *GroupMember) join() {
 	gm.state = memberJoining
@@ -425,14 +438,7 @@ func (gm *GroupMember) join() {
 		// v2: what the member owns and in which generation, for the
 		// sticky assignor to keep it there.
 		meta.Version, meta.Generation = 2, gm.generation
-		for _, tp := range gm.assigned {
-			if n := len(meta.OwnedPartitions); n == 0 || meta.OwnedPartitions[n-1].Topic != tp.Topic {
-				op := kmsg.NewConsumerMemberMetadataOwnedPartition()
-				op.Topic = tp.Topic
-				meta.OwnedPartitions = append(meta.OwnedPartitions, op)
-			}
-			meta.OwnedPartitions[len(meta.OwnedPartitions)-1].Partitions = append(meta.OwnedPartitions[len(meta.OwnedPartitions)-1].Partitions, tp.Partition)
-		}
+		addOwned(&meta, gm.assigned)
 	}
 	req := kmsg.NewPtrJoinGroupRequest()
 	req.Group, req.MemberID, req.InstanceID = gm.cfg.Group, gm.memberID, gm.instance()
