@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -366,12 +367,7 @@ func (t *txnRun) etlCheck() error {
 	made := map[txnPlace][]string{}
 	for q := int32(0); q < etlPartitions; q++ {
 		st := t.final.parts[kclient.TopicPartition{Topic: etlTopic, Partition: q}]
-		offs := make([]int64, 0, len(st.delivered))
-		for off := range st.delivered { //determinism:unordered sorted below
-			offs = append(offs, off)
-		}
-		slices.Sort(offs)
-		for _, off := range offs {
+		for _, off := range slices.Sorted(maps.Keys(st.delivered)) {
 			v := st.delivered[off]
 			in, ok := t.etl.source[v]
 			if !ok {
@@ -391,12 +387,7 @@ func (t *txnRun) etlCheck() error {
 	}
 	for p := int32(0); p < txnPartitions; p++ {
 		st := t.final.parts[kclient.TopicPartition{Topic: txnTopic, Partition: p}]
-		offs := make([]int64, 0, len(st.delivered))
-		for off := range st.delivered { //determinism:unordered sorted below
-			offs = append(offs, off)
-		}
-		slices.Sort(offs)
-		for _, off := range offs {
+		for _, off := range slices.Sorted(maps.Keys(st.delivered)) {
 			if off >= t.etl.final[p] {
 				break
 			}
