@@ -124,18 +124,14 @@ func (t *txnRun) startEtl(w *etlWorker) {
 	w.rd = &txnReader{name: w.name, parts: map[kclient.TopicPartition]*txnReadState{}}
 	t.readers = append(t.readers, w.rd)
 	w.proc = h.s.AddProcess(w.name, func(e env.Env) {
-		w.e, w.up, w.cur = e, true, nil
-		w.inc = w.proc.Incarnation()
-		w.ending, w.stale = staleEnd{}, staleEnd{}
+		w.restart(e)
 		w.assigned, w.fetching, w.buf = false, false, nil
-		w.c = kclient.New(e, kclient.Config{ClientID: w.name, Bootstrap: h.bootstrap(), MaxVersions: kclient.TxnMaxVersions()})
-		w.c.AddTopics(txnTopic, etlTopic)
+		w.c = t.newClient(e, w.name)
 		w.rd.e = e
 		w.rd.parts = map[kclient.TopicPartition]*txnReadState{}
 		w.rd.cn = kclient.NewConsumer(w.c, kclient.ConsumerConfig{Topics: []string{txnTopic}, Manual: true, ReadCommitted: true,
 			MaxWait: 100 * time.Millisecond, OnFetch: func(ev kclient.FetchEvent) { t.etlFetch(w, ev) }})
-		w.p = kclient.NewTxnProducer(w.c, kclient.TxnProducerConfig{TransactionalID: w.tid, Timeout: txnTimeout, ImplicitAdds: t.implicitAdds(),
-			Pipelined: true, OnEvent: func(ev kclient.TxnEvent) { t.onEvent(&w.txnProducerProc, ev) }})
+		w.p = t.newProducer(w.c, &w.txnProducerProc, true)
 		t.etlTick(w)
 	})
 	h.clients = append(h.clients, w.proc)
