@@ -447,17 +447,7 @@ func (d *Disk) crash() {
 
 // syncLatency draws the latency of one Sync or SyncDir, stall included.
 func (d *Disk) syncLatency(what string) time.Duration {
-	lo, hi := d.faults.SyncLatencyMin, d.faults.SyncLatencyMax
-	if lo <= 0 && hi <= 0 {
-		lo, hi = defaultSyncLatencyMin, defaultSyncLatencyMax
-	}
-	if lo < 0 {
-		lo = 0
-	}
-	if hi < lo {
-		hi = lo
-	}
-	lat := lo + time.Duration(d.rng.Int64N(int64(hi-lo)+1))
+	lat := drawLatency(d.rng, d.faults.SyncLatencyMin, d.faults.SyncLatencyMax, defaultSyncLatencyMin, defaultSyncLatencyMax)
 	if p := d.faults.StallProbability; p > 0 && d.rng.Float64() < p {
 		stall := d.faults.StallLatency
 		if stall <= 0 {
