@@ -198,18 +198,10 @@ type GroupMember struct {
 
 // NewGroupMember returns a member of cfg.Group on c; it starts at once.
 func NewGroupMember(c *Client, cfg GroupConfig) *GroupMember {
-	if cfg.SessionTimeout <= 0 {
-		cfg.SessionTimeout = DefaultSessionTimeout
-	}
-	if cfg.RebalanceTimeout <= 0 {
-		cfg.RebalanceTimeout = DefaultRebalanceTimeout
-	}
-	if cfg.HeartbeatInterval <= 0 {
-		cfg.HeartbeatInterval = DefaultHeartbeatInterval
-	}
-	if cfg.CommitInterval <= 0 {
-		cfg.CommitInterval = DefaultCommitInterval
-	}
+	cfg.SessionTimeout = orDefault(cfg.SessionTimeout, DefaultSessionTimeout)
+	cfg.RebalanceTimeout = orDefault(cfg.RebalanceTimeout, DefaultRebalanceTimeout)
+	cfg.HeartbeatInterval = orDefault(cfg.HeartbeatInterval, DefaultHeartbeatInterval)
+	cfg.CommitInterval = orDefault(cfg.CommitInterval, DefaultCommitInterval)
 	cc := cfg.Consumer
 	cc.Topics, cc.Manual = cfg.Topics, true
 	gm := &GroupMember{c: c, cfg: cfg, coordinator: -1, generation: -1, committed: map[TopicPartition]int64{}}

@@ -174,9 +174,7 @@ type txnCur struct {
 // v3 (Config.MaxVersions; TxnMaxVersions): v4+ is the brokers' batched
 // form.
 func NewTxnProducer(c *Client, cfg TxnProducerConfig) *TxnProducer {
-	if cfg.Timeout <= 0 {
-		cfg.Timeout = 10 * time.Second
-	}
+	cfg.Timeout = orDefault(cfg.Timeout, 10*time.Second)
 	p := &TxnProducer{c: c, e: c.Env(), cfg: cfg, coordinator: -1, pid: -1, epoch: -1, seq: map[TopicPartition]int32{}}
 	p.find()
 	return p
