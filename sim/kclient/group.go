@@ -315,35 +315,27 @@ func (gm *GroupMember) find() {
 	}
 	gm.state = memberFinding
 	gm.epoch++
-	req := kmsg.NewPtrFindCoordinatorRequest()
-	req.CoordinatorKey = gm.cfg.Group
-	req.CoordinatorKeys = []string{gm.cfg.Group}
 	epoch := gm.epoch
-	gm.c.DoAny(req, func(r kmsg.Response, err error) {
+	gm.c.DoAny(findCoordinatorRequest(0, gm.cfg.Group), func(r kmsg.Response, err error) {
 		if gm.state == memberClosed || gm.epoch != epoch {
 			return
 		}
 		resp, ok := r.(*kmsg.FindCoordinatorResponse)
+		var c kmsg.FindCoordinatorResponseCoordinator
+		if ok && err == nil {
+			c, ok = coordinatorIn(resp)
+		}
 		if err != nil || !ok {
 			gm.retry(gm.find)
 			return
 		}
-		code, node, host, port := resp.ErrorCode, resp.NodeID, resp.Host, resp.Port
-		if resp.Version >= 4 {
-			if len(resp.Coordinators) != 1 {
-				gm.retry(gm.find)
-				return
-			}
-			c := resp.Coordinators[0]
-			code, node, host, port = c.ErrorCode, c.NodeID, c.Host, c.Port
-		}
-		if code != 0 || node < 0 {
-			gm.event(GroupEvent{Kind: GroupError, Err: fmt.Errorf("FindCoordinator: %s", codeName(code))})
+		if c.ErrorCode != 0 || c.NodeID < 0 {
+			gm.event(GroupEvent{Kind: GroupError, Err: fmt.Errorf("FindCoordinator: %s", codeName(c.ErrorCode))})
 			gm.retry(gm.find)
 			return
 		}
-		gm.c.learnBroker(node, host, port)
-		gm.coordinator = node
+		gm.c.learnBroker(c.NodeID, c.Host, c.Port)
+		gm.coordinator = c.NodeID
 		gm.join()
 	})
 }
@@ -896,9 +888,7 @@ func (gm *GroupMember) heartbeat() {
 // the assignment (the Java client's markCoordinatorUnknown), then goes on
 // heartbeating.
 func (gm *GroupMember) refind(epoch uint64) {
-	req := kmsg.NewPtrFindCoordinatorRequest()
-	req.CoordinatorKey = gm.cfg.Group
-	req.CoordinatorKeys = []string{gm.cfg.Group}
+	req := findCoordinatorRequest(0, gm.cfg.Group)
 	gm.failures++
 	gm.c.e.AfterFunc(gm.c.backoff(gm.failures), func() {
 		if gm.state == memberClosed || gm.epoch != epoch {

@@ -252,34 +252,21 @@ func (p *TxnProducer) findThen(then txnState) {
 	if prev != txnAdding && prev != txnProducing && prev != txnOffsetting && prev != txnEnding {
 		p.state = txnFinding
 	}
-	req := kmsg.NewPtrFindCoordinatorRequest()
-	req.CoordinatorType = 1
-	req.CoordinatorKey = p.cfg.TransactionalID
-	req.CoordinatorKeys = []string{p.cfg.TransactionalID}
-	p.c.DoAny(req, func(r kmsg.Response, err error) {
+	p.c.DoAny(findCoordinatorRequest(1, p.cfg.TransactionalID), func(r kmsg.Response, err error) {
 		if p.state == txnClosed {
 			return
 		}
 		resp, ok := r.(*kmsg.FindCoordinatorResponse)
-		if err != nil || !ok {
+		var c kmsg.FindCoordinatorResponseCoordinator
+		if ok && err == nil {
+			c, ok = coordinatorIn(resp)
+		}
+		if err != nil || !ok || c.ErrorCode != 0 || c.NodeID < 0 {
 			p.again(func() { p.findThen(then) })
 			return
 		}
-		code, node, host, port := resp.ErrorCode, resp.NodeID, resp.Host, resp.Port
-		if resp.Version >= 4 {
-			if len(resp.Coordinators) != 1 {
-				p.again(func() { p.findThen(then) })
-				return
-			}
-			c := resp.Coordinators[0]
-			code, node, host, port = c.ErrorCode, c.NodeID, c.Host, c.Port
-		}
-		if code != 0 || node < 0 {
-			p.again(func() { p.findThen(then) })
-			return
-		}
-		p.c.learnBroker(node, host, port)
-		p.coordinator = node
+		p.c.learnBroker(c.NodeID, c.Host, c.Port)
+		p.coordinator = c.NodeID
 		p.failures = 0
 		switch then {
 		case txnIniting:
