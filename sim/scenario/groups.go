@@ -243,7 +243,7 @@ func (g *groupRun) start() {
 // pauses. A member that is down comes back by itself.
 func (g *groupRun) scheduleAction() {
 	h := g.h
-	gap := groupActionGapMin + time.Duration(g.r.Int64N(int64(groupActionGapMax-groupActionGapMin)))
+	gap := drawBetween(g.r, groupActionGapMin, groupActionGapMax)
 	h.s.After(gap, "groups:action", func() {
 		if h.phase != logFaults {
 			return
@@ -468,7 +468,7 @@ func (g *groupRun) scheduleReset() {
 		return
 	}
 	g.resetRand = r
-	at := groupResetFirstMin + time.Duration(r.Int64N(int64(groupResetFirstMax-groupResetFirstMin)))
+	at := drawBetween(r, groupResetFirstMin, groupResetFirstMax)
 	g.h.s.After(at, "groups:reset", g.tryReset)
 }
 

@@ -10,6 +10,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"sort"
 	"strconv"
 	"strings"
@@ -234,4 +235,9 @@ func superviseRestart(s *sim.Sim, p *sim.Process, scheduled *uint64, name string
 		}
 	})
 	return true
+}
+
+// drawBetween draws a duration from [lo, hi) with r.
+func drawBetween(r *rand.Rand, lo, hi time.Duration) time.Duration {
+	return lo + time.Duration(r.Int64N(int64(hi-lo)))
 }

@@ -358,7 +358,7 @@ func (t *txnRun) newProducer(c *kclient.Client, tp *txnProducerProc, pipelined b
 // the fault phase.
 func (t *txnRun) tick(tp *txnProducerProc) {
 	inc := tp.inc
-	gap := txnGapMin + time.Duration(t.r.Int64N(int64(txnGapMax-txnGapMin)))
+	gap := drawBetween(t.r, txnGapMin, txnGapMax)
 	tp.e.AfterFunc(gap, func() {
 		if tp.inc != inc || !tp.up {
 			return
@@ -540,7 +540,7 @@ func (t *txnRun) strikeCoordinator(tp *txnProducerProc, ev kclient.TxnEvent) {
 // same transactional id).
 func (t *txnRun) scheduleCrash() {
 	h := t.h
-	gap := txnCrashGapMin + time.Duration(t.r.Int64N(int64(txnCrashGapMax-txnCrashGapMin)))
+	gap := drawBetween(t.r, txnCrashGapMin, txnCrashGapMax)
 	h.s.After(gap, "txn:crash", func() {
 		if h.phase != logFaults {
 			return

@@ -140,7 +140,7 @@ func (t *txnRun) startEtl(w *etlWorker) {
 
 func (t *txnRun) etlTick(w *etlWorker) {
 	inc := w.inc
-	gap := etlGapMin + time.Duration(t.r.Int64N(int64(etlGapMax-etlGapMin)))
+	gap := drawBetween(t.r, etlGapMin, etlGapMax)
 	w.e.AfterFunc(gap, func() {
 		if w.inc != inc || !w.up {
 			return
