@@ -148,11 +148,7 @@ func (p *TxnProducer) pump() {
 			p.startEnd()
 			return
 		}
-		if cur.offsets != nil {
-			p.sendOffsets()
-			return
-		}
-		p.startEnd()
+		p.afterWrites()
 		return
 	}
 	var leaders []int32 // the leaders of unsent batches, in write order

@@ -426,15 +426,21 @@ func (p *TxnProducer) addPartitions() {
 	})
 }
 
+// afterWrites goes on once the transaction's writes are done: its
+// offsets, if it commits some, then the EndTxn.
+func (p *TxnProducer) afterWrites() {
+	if p.cur.offsets != nil {
+		p.sendOffsets()
+		return
+	}
+	p.startEnd()
+}
+
 // produce sends the current write (built once, resent as it is).
 func (p *TxnProducer) produce() {
 	cur := p.cur
 	if cur.next >= len(cur.writes) {
-		if cur.offsets != nil {
-			p.sendOffsets()
-			return
-		}
-		p.startEnd()
+		p.afterWrites()
 		return
 	}
 	w := cur.writes[cur.next]
