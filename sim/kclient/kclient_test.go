@@ -19,6 +19,7 @@ import (
 	"github.com/strata-log/strata/core/server"
 	"github.com/strata-log/strata/sim"
 	"github.com/strata-log/strata/sim/kclient"
+	"github.com/strata-log/strata/sim/simtest"
 )
 
 // cluster is three combined broker+controller servers in a simulation and
@@ -70,11 +71,7 @@ func (cl *cluster) run(d time.Duration) { require.NoError(cl.t, cl.s.RunFor(d)) 
 // until runs until cond holds, failing after limit of virtual time.
 func (cl *cluster) until(limit time.Duration, what string, cond func() bool) {
 	cl.t.Helper()
-	deadline := cl.s.Now() + limit
-	for !cond() {
-		require.Less(cl.t, cl.s.Now(), deadline, "timed out waiting for %s", what)
-		cl.run(10 * time.Millisecond)
-	}
+	simtest.RunUntil(cl.t, cl.s, what, limit, 10*time.Millisecond, cond)
 }
 
 // idempotentProducer is an idempotent acks=all producer on the client
