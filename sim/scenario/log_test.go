@@ -167,11 +167,8 @@ func sweepLogSeeds(t *testing.T, shape logShape, n uint64, chunks int, skip func
 					h := runLogSeedWith(t, seed, shape, logBugs{})
 					visit(c, h)
 					if seed%10 == 0 {
-						a := h.s.Summarize(shape.name())
 						b, _ := runLog(Options{Seed: seed}, shape, logBugs{})
-						require.Equal(t, a.TraceHash, b.TraceHash, "%s seed %d gave two traces", shape.name(), seed)
-						require.Equal(t, a.Events, b.Events, "%s seed %d", shape.name(), seed)
-						require.Equal(t, a.Faults, b.Faults, "%s seed %d", shape.name(), seed)
+						requireSameRun(t, h.s.Summarize(shape.name()), b)
 					}
 				}
 			})
