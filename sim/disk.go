@@ -318,13 +318,7 @@ func (d *Disk) Stats() DiskStats {
 func (d *Disk) Files() []string { return collectFiles(d.root, false) }
 
 // ReadFile returns a copy of a file's current (page-cache) content.
-func (d *Disk) ReadFile(name string) ([]byte, bool) {
-	n := d.resolve(name, false)
-	if n == nil || n.isDir {
-		return nil, false
-	}
-	return append([]byte{}, n.data...), true
-}
+func (d *Disk) ReadFile(name string) ([]byte, bool) { return d.readFile(name, false) }
 
 // DurableFiles lists the paths of the files that a crash now could not
 // remove: those reachable from the root through durable directory entries,
@@ -334,12 +328,18 @@ func (d *Disk) DurableFiles() []string { return collectFiles(d.root, true) }
 // ReadDurable returns a copy of the durable content of the file reachable
 // under name through durable directory entries: what a crash now keeps at
 // least (a torn tail may add to it).
-func (d *Disk) ReadDurable(name string) ([]byte, bool) {
-	n := d.resolve(name, true)
+func (d *Disk) ReadDurable(name string) ([]byte, bool) { return d.readFile(name, true) }
+
+// readFile is ReadDurable if durable, else ReadFile.
+func (d *Disk) readFile(name string, durable bool) ([]byte, bool) {
+	n := d.resolve(name, durable)
 	if n == nil || n.isDir {
 		return nil, false
 	}
-	return append([]byte{}, n.durable...), true
+	if durable {
+		return append([]byte{}, n.durable...), true
+	}
+	return append([]byte{}, n.data...), true
 }
 
 // Failed reports whether the filesystem has failed: a SyncDir failed since
