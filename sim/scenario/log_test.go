@@ -148,10 +148,10 @@ func runRegressionSeeds(t *testing.T, shape logShape, seeds []uint64) {
 // sweepLogSeeds runs seeds 1..n of the scenario shape says in chunks
 // parallel subtests (chunk c runs seeds c+1, c+1+chunks, ...; each seed
 // is its own simulator, nothing is shared) and hands every run's harness
-// to visit with its chunk; every run must pass. A seed skip gives a reason
-// for ("" for none) is left out and logged. Every tenth seed runs twice,
-// whose two runs must agree on the trace hash, the events and the faults
-// (the determinism check; TestDeterminism and make sim-sweep check more).
+// to visit with its chunk; every run must pass. A seed for which skip
+// (nil: none) gives a reason, not "", is left out and the reason logged.
+// Every tenth seed runs twice, and the two runs must agree
+// (requireSameRun; TestDeterminism and make sim-sweep check more).
 func sweepLogSeeds(t *testing.T, shape logShape, n uint64, chunks int, skip func(seed uint64) string, visit func(chunk int, h *logHarness)) {
 	t.Run("chunks", func(t *testing.T) {
 		for c := range chunks {
