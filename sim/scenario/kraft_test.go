@@ -2,7 +2,6 @@ package scenario
 
 import (
 	"fmt"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -137,11 +136,7 @@ func kraftShapeNamed(t *testing.T, name string) kraftShape {
 func runKRaftSeed(t *testing.T, scenario string, seed uint64) *kraftHarness {
 	t.Helper()
 	sum, h := runKRaftWith(Options{Seed: seed}, kraftShapeNamed(t, scenario), kraftBugs{})
-	if sum.Err != nil {
-		var b strings.Builder
-		sum.Print(&b)
-		t.Fatalf("%s seed %d failed:\n%s", scenario, seed, b.String())
-	}
+	requirePassed(t, sum)
 	return h
 }
 

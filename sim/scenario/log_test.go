@@ -129,11 +129,7 @@ func isKnownFailingLog(seed uint64) bool {
 func runLogSeedWith(t *testing.T, seed uint64, shape logShape, bugs logBugs) *logHarness {
 	t.Helper()
 	sum, h := runLog(Options{Seed: seed}, shape, bugs)
-	if sum.Err != nil {
-		var b strings.Builder
-		sum.Print(&b)
-		t.Fatalf("%s seed %d failed:\n%s", shape.name(), seed, b.String())
-	}
+	requirePassed(t, sum)
 	return h
 }
 

@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -36,6 +37,16 @@ func exercised(t *testing.T, ok bool, what string) {
 		return
 	}
 	t.Fatal(what)
+}
+
+// requirePassed fails t with the summary of a run that failed.
+func requirePassed(t *testing.T, sum sim.Summary) {
+	t.Helper()
+	if sum.Err != nil {
+		var b strings.Builder
+		sum.Print(&b)
+		t.Fatalf("%s seed %d failed:\n%s", sum.Scenario, sum.Seed, b.String())
+	}
 }
 
 // runTwice runs seed of the named scenario twice, requires the two runs
