@@ -932,6 +932,25 @@ func (gm *GroupMember) scheduleCommit() {
 	})
 }
 
+// OffsetCommitRequest is an OffsetCommit of commits' offsets (Code
+// unused) for group, as an admin sends it (generation -1, no member); a
+// run of commits of one topic shares its topic entry.
+func OffsetCommitRequest(group string, commits []GroupCommit) *kmsg.OffsetCommitRequest {
+	req := kmsg.NewPtrOffsetCommitRequest()
+	req.Group, req.Generation = group, -1
+	for _, c := range commits {
+		if n := len(req.Topics); n == 0 || req.Topics[n-1].Topic != c.Topic {
+			rt := kmsg.NewOffsetCommitRequestTopic()
+			rt.Topic = c.Topic
+			req.Topics = append(req.Topics, rt)
+		}
+		rp := kmsg.NewOffsetCommitRequestTopicPartition()
+		rp.Partition, rp.Offset, rp.LeaderEpoch = c.Partition, c.Offset, -1
+		req.Topics[len(req.Topics)-1].Partitions = append(req.Topics[len(req.Topics)-1].Partitions, rp)
+	}
+	return req
+}
+
 // commit commits the position of every assigned partition that moved on
 // since its last commit, then runs then (whatever the outcome; errors
 // that end the generation are the heartbeat's to act on, as in the Java
@@ -941,8 +960,6 @@ func (gm *GroupMember) commit(then func()) {
 		gm.c.e.Post(then)
 		return
 	}
-	req := kmsg.NewPtrOffsetCommitRequest()
-	req.Group, req.MemberID, req.InstanceID, req.Generation = gm.cfg.Group, gm.memberID, gm.instance(), gm.generation
 	var commits []GroupCommit
 	for _, tp := range gm.assigned {
 		pos, _ := gm.cn.Position(tp.Topic, tp.Partition)
@@ -950,19 +967,13 @@ func (gm *GroupMember) commit(then func()) {
 			continue
 		}
 		commits = append(commits, GroupCommit{Topic: tp.Topic, Partition: tp.Partition, Offset: pos})
-		if n := len(req.Topics); n == 0 || req.Topics[n-1].Topic != tp.Topic {
-			rt := kmsg.NewOffsetCommitRequestTopic()
-			rt.Topic = tp.Topic
-			req.Topics = append(req.Topics, rt)
-		}
-		rp := kmsg.NewOffsetCommitRequestTopicPartition()
-		rp.Partition, rp.Offset, rp.LeaderEpoch = tp.Partition, pos, -1
-		req.Topics[len(req.Topics)-1].Partitions = append(req.Topics[len(req.Topics)-1].Partitions, rp)
 	}
 	if len(commits) == 0 {
 		gm.c.e.Post(then)
 		return
 	}
+	req := OffsetCommitRequest(gm.cfg.Group, commits)
+	req.MemberID, req.InstanceID, req.Generation = gm.memberID, gm.instance(), gm.generation
 	gm.committing = true
 	gen, id, coord, epoch := gm.generation, gm.memberID, gm.coordinator, gm.epoch
 	sent := gm.c.e.Monotonic()
