@@ -320,12 +320,8 @@ func (gm *GroupMember) find() {
 		if gm.state == memberClosed || gm.epoch != epoch {
 			return
 		}
-		resp, ok := r.(*kmsg.FindCoordinatorResponse)
-		var c kmsg.FindCoordinatorResponseCoordinator
-		if ok && err == nil {
-			c, ok = coordinatorIn(resp)
-		}
-		if err != nil || !ok {
+		c, ok := coordinatorIn(r, err)
+		if !ok {
 			gm.retry(gm.find)
 			return
 		}

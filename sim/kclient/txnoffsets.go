@@ -143,7 +143,7 @@ func FindCoordinator(c *Client, keyType int8, key string, done func(node int32, 
 			done(-1, fmt.Errorf("FindCoordinator: %v", err))
 			return
 		}
-		x, ok := coordinatorIn(resp)
+		x, ok := coordinatorIn(resp, nil)
 		if !ok {
 			done(-1, fmt.Errorf("FindCoordinator: %d coordinators answered", len(resp.Coordinators)))
 			return
@@ -168,10 +168,14 @@ func findCoordinatorRequest(keyType int8, key string) *kmsg.FindCoordinatorReque
 	return req
 }
 
-// coordinatorIn is the coordinator a FindCoordinator answer names: its
-// top-level fields, or from v4 its one entry; false for a v4+ answer
-// with other than one.
-func coordinatorIn(resp *kmsg.FindCoordinatorResponse) (kmsg.FindCoordinatorResponseCoordinator, bool) {
+// coordinatorIn is the coordinator a FindCoordinator answer (r, or the
+// request's error err) names: its top-level fields, or from v4 its one
+// entry; false for a lost answer or a v4+ one with other than one.
+func coordinatorIn(r kmsg.Response, err error) (kmsg.FindCoordinatorResponseCoordinator, bool) {
+	resp, ok := r.(*kmsg.FindCoordinatorResponse)
+	if err != nil || !ok {
+		return kmsg.FindCoordinatorResponseCoordinator{}, false
+	}
 	if resp.Version < 4 {
 		x := kmsg.NewFindCoordinatorResponseCoordinator()
 		x.ErrorCode, x.NodeID, x.Host, x.Port = resp.ErrorCode, resp.NodeID, resp.Host, resp.Port

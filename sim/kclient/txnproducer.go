@@ -256,12 +256,8 @@ func (p *TxnProducer) findThen(then txnState) {
 		if p.state == txnClosed {
 			return
 		}
-		resp, ok := r.(*kmsg.FindCoordinatorResponse)
-		var c kmsg.FindCoordinatorResponseCoordinator
-		if ok && err == nil {
-			c, ok = coordinatorIn(resp)
-		}
-		if err != nil || !ok || c.ErrorCode != 0 || c.NodeID < 0 {
+		c, ok := coordinatorIn(r, err)
+		if !ok || c.ErrorCode != 0 || c.NodeID < 0 {
 			p.again(func() { p.findThen(then) })
 			return
 		}
