@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
+	"github.com/stretchr/testify/require"
 )
 
 // outcome is how a test operation ends: a KVOutput, or one of the unknown
@@ -41,6 +42,20 @@ type testOp struct {
 
 func op(client int, in KVInput, out outcome, call, ret int) testOp {
 	return testOp{client: client, in: in, out: out, call: call, ret: ret}
+}
+
+// describeCase is an operation and how its model describes it.
+type describeCase struct {
+	in, out any
+	want    string
+}
+
+// checkDescribes requires m to describe each case's operation as it says.
+func checkDescribes(t *testing.T, m porcupine.Model, cases []describeCase) {
+	t.Helper()
+	for _, c := range cases {
+		require.Equal(t, c.want, m.DescribeOperation(c.in, c.out), "DescribeOperation(%+v, %+v)", c.in, c.out)
+	}
 }
 
 // recordOps builds a History from ops.
@@ -319,11 +334,7 @@ func TestKVModel(t *testing.T) {
 
 func TestKVDescribeOperation(t *testing.T) {
 	m := KVModel()
-	tests := []struct {
-		in   KVInput
-		out  any
-		want string
-	}{
+	checkDescribes(t, m, []describeCase{
 		{KVPut("t", "1"), done, `Put("t", "1") -> ok`},
 		{KVGet("t"), found("1"), `Get("t") -> "1"`},
 		{KVGet("t"), missing, `Get("t") -> not found`},
@@ -333,12 +344,7 @@ func TestKVDescribeOperation(t *testing.T) {
 		{KVCreateIfAbsent("t", "1"), exists, `CreateIfAbsent("t", "1") -> key already exists`},
 		{KVPut("t", "1"), Unknown{Reason: TimedOut}, `Put("t", "1") -> ? (timeout)`},
 		{KVDelete("t"), Unknown{Reason: Failed}, `Delete("t") -> ? (failed)`},
-	}
-	for _, tt := range tests {
-		if got := m.DescribeOperation(tt.in, tt.out); got != tt.want {
-			t.Errorf("DescribeOperation(%+v, %+v) = %s, want %s", tt.in, tt.out, got, tt.want)
-		}
-	}
+	})
 	if got := m.DescribeState(kvState{}); got != "absent" {
 		t.Errorf("DescribeState(absent) = %s", got)
 	}
@@ -379,6 +385,18 @@ func TestKVPartitionOrdersByFirstAppearance(t *testing.T) {
 	}
 }
 
+// xorshift returns a draw of an int below m from a fixed xorshift, the
+// same sequence on every run (so a generated history is too).
+func xorshift() func(m int) int {
+	x := uint64(0x9e3779b97f4a7c15)
+	return func(m int) int {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+		return int(x % uint64(m))
+	}
+}
+
 // oneKeyHistory returns n operations on one key, about half puts and half
 // gets, up to four at a time concurrent, with unknown of the puts timing out
 // (half of those taking effect). If stale, a read of a value never written
@@ -387,14 +405,7 @@ func oneKeyHistory(n, unknown int, stale bool) *History {
 	h := NewHistory()
 	var value string
 	present := false
-	// A fixed xorshift keeps the history the same on every run.
-	x := uint64(0x9e3779b97f4a7c15)
-	next := func(m int) int {
-		x ^= x << 13
-		x ^= x >> 7
-		x ^= x << 17
-		return int(x % uint64(m))
-	}
+	next := xorshift()
 	every := n
 	if unknown > 0 {
 		every = n / unknown

@@ -220,11 +220,7 @@ func TestPartitionLogModel(t *testing.T) {
 
 func TestPartitionLogModelDescribes(t *testing.T) {
 	m := PartitionLogModel()
-	tests := []struct {
-		in   any
-		out  any
-		want string
-	}{
+	checkDescribes(t, m, []describeCase{
 		{LogAppend(tp0, "v"), LogOutput{Offset: 3}, `Append(t-0, "v") -> 3`},
 		{LogAppend(tp0, "v"), Unknown{Reason: TimedOut}, `Append(t-0, "v") -> ? (timeout)`},
 		{LogAppend(tp0, "v"), logInferred{offset: 4, reason: Failed}, `Append(t-0, "v") -> ? (failed), read at 4`},
@@ -237,10 +233,7 @@ func TestPartitionLogModelDescribes(t *testing.T) {
 		{logReads{partition: tp0, records: recs(0, "a", "b", "c", "d", "e", "f", "g")}, nil, `Read(t-0, 0..6) -> "a" "b" "c" … "e" "f" "g"`},
 		{logReads{partition: tp0, records: []LogRecord{{0, "a"}, {2, "b"}, {4, "c"}, {6, "d"}, {8, "e"}, {10, "f"}, {12, "g"}}}, nil,
 			`Read(t-0, 0, 2, 4, …, 8, 10, 12) -> "a" "b" "c" … "e" "f" "g"`},
-	}
-	for _, tt := range tests {
-		require.Equal(t, tt.want, m.DescribeOperation(tt.in, tt.out))
-	}
+	})
 	s := m.Init()
 	require.Equal(t, "0 records", m.DescribeState(s))
 	_, s = m.Step(s, logArm{partition: tp0, claimed: &logClaims{}}, Unknown{Reason: TimedOut})
@@ -354,13 +347,7 @@ func TestLogOpsFetched(t *testing.T) {
 func manyUnknownAppends(n int, stale bool) *LogOps {
 	var o LogOps
 	var log []string
-	x := uint64(0x9e3779b97f4a7c15)
-	next := func(m int) int {
-		x ^= x << 13
-		x ^= x >> 7
-		x ^= x << 17
-		return int(x % uint64(m))
-	}
+	next := xorshift()
 	for i := range 2 * n {
 		at := time.Duration(i * 10)
 		call := max(0, at-time.Duration(next(30)))

@@ -153,9 +153,15 @@ func (b *Bucket) rng(p *Process) *rand.Rand {
 }
 
 func (b *Bucket) latency(r *rand.Rand) time.Duration {
-	lo, hi := b.faults.LatencyMin, b.faults.LatencyMax
+	return drawLatency(r, b.faults.LatencyMin, b.faults.LatencyMax, defaultBucketLatencyMin, defaultBucketLatencyMax)
+}
+
+// drawLatency draws a latency uniformly from [lo, hi]: a negative lo
+// counts as 0 and a hi below lo as lo, and the defaults [defLo, defHi]
+// stand for a range with neither bound set (both at or below 0).
+func drawLatency(r *rand.Rand, lo, hi, defLo, defHi time.Duration) time.Duration {
 	if lo <= 0 && hi <= 0 {
-		lo, hi = defaultBucketLatencyMin, defaultBucketLatencyMax
+		lo, hi = defLo, defHi
 	}
 	if lo < 0 {
 		lo = 0

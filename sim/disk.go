@@ -318,13 +318,7 @@ func (d *Disk) Stats() DiskStats {
 func (d *Disk) Files() []string { return collectFiles(d.root, false) }
 
 // ReadFile returns a copy of a file's current (page-cache) content.
-func (d *Disk) ReadFile(name string) ([]byte, bool) {
-	n := d.resolve(name, false)
-	if n == nil || n.isDir {
-		return nil, false
-	}
-	return append([]byte{}, n.data...), true
-}
+func (d *Disk) ReadFile(name string) ([]byte, bool) { return d.readFile(name, false) }
 
 // DurableFiles lists the paths of the files that a crash now could not
 // remove: those reachable from the root through durable directory entries,
@@ -334,12 +328,18 @@ func (d *Disk) DurableFiles() []string { return collectFiles(d.root, true) }
 // ReadDurable returns a copy of the durable content of the file reachable
 // under name through durable directory entries: what a crash now keeps at
 // least (a torn tail may add to it).
-func (d *Disk) ReadDurable(name string) ([]byte, bool) {
-	n := d.resolve(name, true)
+func (d *Disk) ReadDurable(name string) ([]byte, bool) { return d.readFile(name, true) }
+
+// readFile is ReadDurable if durable, else ReadFile.
+func (d *Disk) readFile(name string, durable bool) ([]byte, bool) {
+	n := d.resolve(name, durable)
 	if n == nil || n.isDir {
 		return nil, false
 	}
-	return append([]byte{}, n.durable...), true
+	if durable {
+		return append([]byte{}, n.durable...), true
+	}
+	return append([]byte{}, n.data...), true
 }
 
 // Failed reports whether the filesystem has failed: a SyncDir failed since
@@ -447,17 +447,7 @@ func (d *Disk) crash() {
 
 // syncLatency draws the latency of one Sync or SyncDir, stall included.
 func (d *Disk) syncLatency(what string) time.Duration {
-	lo, hi := d.faults.SyncLatencyMin, d.faults.SyncLatencyMax
-	if lo <= 0 && hi <= 0 {
-		lo, hi = defaultSyncLatencyMin, defaultSyncLatencyMax
-	}
-	if lo < 0 {
-		lo = 0
-	}
-	if hi < lo {
-		hi = lo
-	}
-	lat := lo + time.Duration(d.rng.Int64N(int64(hi-lo)+1))
+	lat := drawLatency(d.rng, d.faults.SyncLatencyMin, d.faults.SyncLatencyMax, defaultSyncLatencyMin, defaultSyncLatencyMax)
 	if p := d.faults.StallProbability; p > 0 && d.rng.Float64() < p {
 		stall := d.faults.StallLatency
 		if stall <= 0 {

@@ -308,24 +308,27 @@ func (m *diskModel) applyWrite(id, wid int, off int64, n int) {
 }
 
 func (m *diskModel) write(t *rapid.T) {
-	id, f := m.drawOpen(t)
-	if f == nil {
-		return
-	}
-	off := rapid.Int64Range(0, modelMaxOffset).Draw(t, "off")
-	n := rapid.IntRange(1, modelMaxWrite).Draw(t, "len")
-	wid := m.newWriteID()
-	if wid == 0 {
-		return
-	}
-	if m.refused(t, "write", f.WriteAt(bytes.Repeat([]byte{byte(wid)}, n), off)) {
-		m.nextID--
-		return
-	}
-	m.applyWrite(id, wid, off, n)
+	m.writeBytes(t, "write", func(_ int, f env.File, data []byte) (int64, error) {
+		off := rapid.Int64Range(0, modelMaxOffset).Draw(t, "off")
+		return off, f.WriteAt(data, off)
+	})
 }
 
 func (m *diskModel) append(t *rapid.T) {
+	m.writeBytes(t, "append", func(id int, f env.File, data []byte) (int64, error) {
+		off, err := f.Append(data)
+		if err == nil && off != int64(len(m.files[id].data)) {
+			t.Fatalf("append at %d, model size %d", off, len(m.files[id].data))
+		}
+		return off, err
+	})
+}
+
+// writeBytes draws an open file and a write of a fresh id's bytes to it,
+// which do makes (file id, handle, bytes) and returns the offset of; the
+// model takes the write unless the failed filesystem refused it, which
+// gives the id back.
+func (m *diskModel) writeBytes(t *rapid.T, op string, do func(id int, f env.File, data []byte) (int64, error)) {
 	id, f := m.drawOpen(t)
 	if f == nil {
 		return
@@ -335,13 +338,10 @@ func (m *diskModel) append(t *rapid.T) {
 	if wid == 0 {
 		return
 	}
-	off, err := f.Append(bytes.Repeat([]byte{byte(wid)}, n))
-	if m.refused(t, "append", err) {
+	off, err := do(id, f, bytes.Repeat([]byte{byte(wid)}, n))
+	if m.refused(t, op, err) {
 		m.nextID--
 		return
-	}
-	if off != int64(len(m.files[id].data)) {
-		t.Fatalf("append at %d, model size %d", off, len(m.files[id].data))
 	}
 	m.applyWrite(id, wid, off, n)
 }

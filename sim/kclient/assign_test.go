@@ -27,14 +27,7 @@ func assignRig(topics map[string]int32) *GroupMember {
 func joinMember(id string, gen int32, topics []string, owned ...TopicPartition) kmsg.JoinGroupResponseMember {
 	meta := kmsg.NewConsumerMemberMetadata()
 	meta.Version, meta.Topics, meta.Generation = 2, topics, gen
-	for _, tp := range owned {
-		if n := len(meta.OwnedPartitions); n == 0 || meta.OwnedPartitions[n-1].Topic != tp.Topic {
-			op := kmsg.NewConsumerMemberMetadataOwnedPartition()
-			op.Topic = tp.Topic
-			meta.OwnedPartitions = append(meta.OwnedPartitions, op)
-		}
-		meta.OwnedPartitions[len(meta.OwnedPartitions)-1].Partitions = append(meta.OwnedPartitions[len(meta.OwnedPartitions)-1].Partitions, tp.Partition)
-	}
+	addOwned(&meta, owned)
 	m := kmsg.NewJoinGroupResponseMember()
 	m.MemberID, m.ProtocolMetadata = id, meta.AppendTo(nil)
 	return m

@@ -51,19 +51,21 @@ type Config struct {
 	MaxVersions map[int16]int16
 }
 
+// orDefault is v, or def for a setting left unset (zero or negative).
+func orDefault[T ~int | ~int32 | ~int64](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
+}
+
 func (c Config) withDefaults() Config {
-	if c.RequestTimeout <= 0 {
-		c.RequestTimeout = DefaultRequestTimeout
-	}
-	if c.RetryBackoff <= 0 {
-		c.RetryBackoff = DefaultRetryBackoff
-	}
+	c.RequestTimeout = orDefault(c.RequestTimeout, DefaultRequestTimeout)
+	c.RetryBackoff = orDefault(c.RetryBackoff, DefaultRetryBackoff)
 	if c.RetryBackoffMax < c.RetryBackoff {
 		c.RetryBackoffMax = max(DefaultRetryBackoffMax, c.RetryBackoff)
 	}
-	if c.MetadataMaxAge <= 0 {
-		c.MetadataMaxAge = DefaultMetadataMaxAge
-	}
+	c.MetadataMaxAge = orDefault(c.MetadataMaxAge, DefaultMetadataMaxAge)
 	return c
 }
 

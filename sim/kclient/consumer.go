@@ -210,15 +210,9 @@ func (cn *Consumer) Stats() ConsumerStats { return cn.stats }
 
 // NewConsumer returns a consumer on c; it starts at once.
 func NewConsumer(c *Client, cfg ConsumerConfig) *Consumer {
-	if cfg.MaxWait <= 0 {
-		cfg.MaxWait = DefaultMaxWait
-	}
-	if cfg.MaxBytes <= 0 {
-		cfg.MaxBytes = DefaultMaxBytes
-	}
-	if cfg.PartitionMaxBytes <= 0 {
-		cfg.PartitionMaxBytes = DefaultPartitionMaxBytes
-	}
+	cfg.MaxWait = orDefault(cfg.MaxWait, DefaultMaxWait)
+	cfg.MaxBytes = orDefault(cfg.MaxBytes, DefaultMaxBytes)
+	cfg.PartitionMaxBytes = orDefault(cfg.PartitionMaxBytes, DefaultPartitionMaxBytes)
 	cn := &Consumer{c: c, e: c.e, cfg: cfg, dec: record.NewDecompressor(maxDecompressedBytes), sessions: map[TopicPartition]int{}}
 	cn.rr = record.NewRecordReader(cn.dec)
 	c.OnMetadata(cn.drain)

@@ -198,18 +198,10 @@ type GroupMember struct {
 
 // NewGroupMember returns a member of cfg.Group on c; it starts at once.
 func NewGroupMember(c *Client, cfg GroupConfig) *GroupMember {
-	if cfg.SessionTimeout <= 0 {
-		cfg.SessionTimeout = DefaultSessionTimeout
-	}
-	if cfg.RebalanceTimeout <= 0 {
-		cfg.RebalanceTimeout = DefaultRebalanceTimeout
-	}
-	if cfg.HeartbeatInterval <= 0 {
-		cfg.HeartbeatInterval = DefaultHeartbeatInterval
-	}
-	if cfg.CommitInterval <= 0 {
-		cfg.CommitInterval = DefaultCommitInterval
-	}
+	cfg.SessionTimeout = orDefault(cfg.SessionTimeout, DefaultSessionTimeout)
+	cfg.RebalanceTimeout = orDefault(cfg.RebalanceTimeout, DefaultRebalanceTimeout)
+	cfg.HeartbeatInterval = orDefault(cfg.HeartbeatInterval, DefaultHeartbeatInterval)
+	cfg.CommitInterval = orDefault(cfg.CommitInterval, DefaultCommitInterval)
 	cc := cfg.Consumer
 	cc.Topics, cc.Manual = cfg.Topics, true
 	gm := &GroupMember{c: c, cfg: cfg, coordinator: -1, generation: -1, committed: map[TopicPartition]int64{}}
@@ -323,35 +315,23 @@ func (gm *GroupMember) find() {
 	}
 	gm.state = memberFinding
 	gm.epoch++
-	req := kmsg.NewPtrFindCoordinatorRequest()
-	req.CoordinatorKey = gm.cfg.Group
-	req.CoordinatorKeys = []string{gm.cfg.Group}
 	epoch := gm.epoch
-	gm.c.DoAny(req, func(r kmsg.Response, err error) {
+	gm.c.DoAny(findCoordinatorRequest(0, gm.cfg.Group), func(r kmsg.Response, err error) {
 		if gm.state == memberClosed || gm.epoch != epoch {
 			return
 		}
-		resp, ok := r.(*kmsg.FindCoordinatorResponse)
-		if err != nil || !ok {
+		c, ok := coordinatorIn(r, err)
+		if !ok {
 			gm.retry(gm.find)
 			return
 		}
-		code, node, host, port := resp.ErrorCode, resp.NodeID, resp.Host, resp.Port
-		if resp.Version >= 4 {
-			if len(resp.Coordinators) != 1 {
-				gm.retry(gm.find)
-				return
-			}
-			c := resp.Coordinators[0]
-			code, node, host, port = c.ErrorCode, c.NodeID, c.Host, c.Port
-		}
-		if code != 0 || node < 0 {
-			gm.event(GroupEvent{Kind: GroupError, Err: fmt.Errorf("FindCoordinator: %s", codeName(code))})
+		if c.ErrorCode != 0 || c.NodeID < 0 {
+			gm.event(GroupEvent{Kind: GroupError, Err: fmt.Errorf("FindCoordinator: %s", codeName(c.ErrorCode))})
 			gm.retry(gm.find)
 			return
 		}
-		gm.c.learnBroker(node, host, port)
-		gm.coordinator = node
+		gm.c.learnBroker(c.NodeID, c.Host, c.Port)
+		gm.coordinator = c.NodeID
 		gm.join()
 	})
 }
@@ -413,6 +393,19 @@ func (gm *GroupMember) rejoinKeeping(why error) {
 	gm.joinAgain()
 }
 
+// addOwned adds owned to meta's owned partitions (version 2), a topic
+// entry for each run of one topic.
+func addOwned(meta *kmsg.ConsumerMemberMetadata, owned []TopicPartition) {
+	for _, tp := range owned {
+		if n := len(meta.OwnedPartitions); n == 0 || meta.OwnedPartitions[n-1].Topic != tp.Topic {
+			op := kmsg.NewConsumerMemberMetadataOwnedPartition()
+			op.Topic = tp.Topic
+			meta.OwnedPartitions = append(meta.OwnedPartitions, op)
+		}
+		meta.OwnedPartitions[len(meta.OwnedPartitions)-1].Partitions = append(meta.OwnedPartitions[len(meta.OwnedPartitions)-1].Partitions, tp.Partition)
+	}
+}
+
 // join sends JoinGroup.
 func (gm *GroupMember) join() {
 	gm.state = memberJoining
@@ -425,14 +418,7 @@ func (gm *GroupMember) join() {
 		// v2: what the member owns and in which generation, for the
 		// sticky assignor to keep it there.
 		meta.Version, meta.Generation = 2, gm.generation
-		for _, tp := range gm.assigned {
-			if n := len(meta.OwnedPartitions); n == 0 || meta.OwnedPartitions[n-1].Topic != tp.Topic {
-				op := kmsg.NewConsumerMemberMetadataOwnedPartition()
-				op.Topic = tp.Topic
-				meta.OwnedPartitions = append(meta.OwnedPartitions, op)
-			}
-			meta.OwnedPartitions[len(meta.OwnedPartitions)-1].Partitions = append(meta.OwnedPartitions[len(meta.OwnedPartitions)-1].Partitions, tp.Partition)
-		}
+		addOwned(&meta, gm.assigned)
 	}
 	req := kmsg.NewPtrJoinGroupRequest()
 	req.Group, req.MemberID, req.InstanceID = gm.cfg.Group, gm.memberID, gm.instance()
@@ -898,9 +884,7 @@ func (gm *GroupMember) heartbeat() {
 // the assignment (the Java client's markCoordinatorUnknown), then goes on
 // heartbeating.
 func (gm *GroupMember) refind(epoch uint64) {
-	req := kmsg.NewPtrFindCoordinatorRequest()
-	req.CoordinatorKey = gm.cfg.Group
-	req.CoordinatorKeys = []string{gm.cfg.Group}
+	req := findCoordinatorRequest(0, gm.cfg.Group)
 	gm.failures++
 	gm.c.e.AfterFunc(gm.c.backoff(gm.failures), func() {
 		if gm.state == memberClosed || gm.epoch != epoch {
@@ -944,6 +928,25 @@ func (gm *GroupMember) scheduleCommit() {
 	})
 }
 
+// OffsetCommitRequest is an OffsetCommit of commits' offsets (Code
+// unused) for group, as an admin sends it (generation -1, no member); a
+// run of commits of one topic shares its topic entry.
+func OffsetCommitRequest(group string, commits []GroupCommit) *kmsg.OffsetCommitRequest {
+	req := kmsg.NewPtrOffsetCommitRequest()
+	req.Group, req.Generation = group, -1
+	for _, c := range commits {
+		if n := len(req.Topics); n == 0 || req.Topics[n-1].Topic != c.Topic {
+			rt := kmsg.NewOffsetCommitRequestTopic()
+			rt.Topic = c.Topic
+			req.Topics = append(req.Topics, rt)
+		}
+		rp := kmsg.NewOffsetCommitRequestTopicPartition()
+		rp.Partition, rp.Offset, rp.LeaderEpoch = c.Partition, c.Offset, -1
+		req.Topics[len(req.Topics)-1].Partitions = append(req.Topics[len(req.Topics)-1].Partitions, rp)
+	}
+	return req
+}
+
 // commit commits the position of every assigned partition that moved on
 // since its last commit, then runs then (whatever the outcome; errors
 // that end the generation are the heartbeat's to act on, as in the Java
@@ -953,8 +956,6 @@ func (gm *GroupMember) commit(then func()) {
 		gm.c.e.Post(then)
 		return
 	}
-	req := kmsg.NewPtrOffsetCommitRequest()
-	req.Group, req.MemberID, req.InstanceID, req.Generation = gm.cfg.Group, gm.memberID, gm.instance(), gm.generation
 	var commits []GroupCommit
 	for _, tp := range gm.assigned {
 		pos, _ := gm.cn.Position(tp.Topic, tp.Partition)
@@ -962,19 +963,13 @@ func (gm *GroupMember) commit(then func()) {
 			continue
 		}
 		commits = append(commits, GroupCommit{Topic: tp.Topic, Partition: tp.Partition, Offset: pos})
-		if n := len(req.Topics); n == 0 || req.Topics[n-1].Topic != tp.Topic {
-			rt := kmsg.NewOffsetCommitRequestTopic()
-			rt.Topic = tp.Topic
-			req.Topics = append(req.Topics, rt)
-		}
-		rp := kmsg.NewOffsetCommitRequestTopicPartition()
-		rp.Partition, rp.Offset, rp.LeaderEpoch = tp.Partition, pos, -1
-		req.Topics[len(req.Topics)-1].Partitions = append(req.Topics[len(req.Topics)-1].Partitions, rp)
 	}
 	if len(commits) == 0 {
 		gm.c.e.Post(then)
 		return
 	}
+	req := OffsetCommitRequest(gm.cfg.Group, commits)
+	req.MemberID, req.InstanceID, req.Generation = gm.memberID, gm.instance(), gm.generation
 	gm.committing = true
 	gen, id, coord, epoch := gm.generation, gm.memberID, gm.coordinator, gm.epoch
 	sent := gm.c.e.Monotonic()

@@ -19,6 +19,7 @@ import (
 	"github.com/strata-log/strata/core/server"
 	"github.com/strata-log/strata/sim"
 	"github.com/strata-log/strata/sim/kclient"
+	"github.com/strata-log/strata/sim/simtest"
 )
 
 // cluster is three combined broker+controller servers in a simulation and
@@ -70,11 +71,7 @@ func (cl *cluster) run(d time.Duration) { require.NoError(cl.t, cl.s.RunFor(d)) 
 // until runs until cond holds, failing after limit of virtual time.
 func (cl *cluster) until(limit time.Duration, what string, cond func() bool) {
 	cl.t.Helper()
-	deadline := cl.s.Now() + limit
-	for !cond() {
-		require.Less(cl.t, cl.s.Now(), deadline, "timed out waiting for %s", what)
-		cl.run(10 * time.Millisecond)
-	}
+	simtest.RunUntil(cl.t, cl.s, what, limit, 10*time.Millisecond, cond)
 }
 
 // idempotentProducer is an idempotent acks=all producer on the client
@@ -310,6 +307,20 @@ func TestIncrementalFetchRepeatsErrors(t *testing.T) {
 	}
 }
 
+// ackedProducer is a cluster of seed with topic t (one partition), whose
+// client (cfg) has an idempotent producer that had n batches of t-0
+// acknowledged, and the log of what it saw.
+func ackedProducer(t *testing.T, seed uint64, cfg kclient.Config, n int) (*cluster, *log, *kclient.Producer) {
+	t.Helper()
+	cl := newCluster(t, seed, cfg)
+	cl.createTopic(kclient.TopicSpec{Name: "t", Partitions: 1, ReplicationFactor: 1})
+	l := newLog()
+	p := cl.idempotentProducer(l)
+	p.Produce("t", 0, n)
+	cl.awaitAcks(p)
+	return cl, l, p
+}
+
 // rogueWrite appends a batch of one record under another producer's id,
 // epoch and sequence, as a zombie of that producer would.
 func (cl *cluster) rogueWrite(topic string, partition int32, pid int64, epoch int16, seq int32, value string) int16 {
@@ -339,12 +350,7 @@ func (cl *cluster) rogueWrite(topic string, partition int32, pid int64, epoch in
 // producer bumps its epoch (KIP-360), restarts at sequence 0 and
 // rebuilds the batch with new values.
 func TestIdempotentProducerBumpsEpochOnSequenceGap(t *testing.T) {
-	cl := newCluster(t, 5, kclient.Config{})
-	cl.createTopic(kclient.TopicSpec{Name: "t", Partitions: 1, ReplicationFactor: 1})
-	l := newLog()
-	p := cl.idempotentProducer(l)
-	p.Produce("t", 0, 3)
-	cl.awaitAcks(p)
+	cl, l, p := ackedProducer(t, 5, kclient.Config{}, 3)
 	pid, epoch := p.ProducerID()
 	require.Equal(t, int16(0), cl.rogueWrite("t", 0, pid, epoch, 3, "zombie"))
 	p.Produce("t", 0, 2)
@@ -373,12 +379,7 @@ func TestIdempotentProducerBumpsEpochOnSequenceGap(t *testing.T) {
 // fences the producer; its next batch is refused INVALID_PRODUCER_EPOCH
 // and it starts over with a new producer id.
 func TestIdempotentProducerFencedGetsNewID(t *testing.T) {
-	cl := newCluster(t, 6, kclient.Config{})
-	cl.createTopic(kclient.TopicSpec{Name: "t", Partitions: 1, ReplicationFactor: 1})
-	l := newLog()
-	p := cl.idempotentProducer(l)
-	p.Produce("t", 0, 1)
-	cl.awaitAcks(p)
+	cl, l, p := ackedProducer(t, 6, kclient.Config{}, 1)
 	pid, _ := p.ProducerID()
 	require.Equal(t, int16(0), cl.rogueWrite("t", 0, pid, 7, 0, "zombie"))
 	p.Produce("t", 0, 1)
@@ -395,13 +396,8 @@ func TestIdempotentProducerFencedGetsNewID(t *testing.T) {
 // which got both, writes the batch once and acknowledges the retry with
 // the original offset.
 func TestTimedOutBatchIsRetriedOnce(t *testing.T) {
-	cl := newCluster(t, 7, kclient.Config{RequestTimeout: time.Second})
-	cl.createTopic(kclient.TopicSpec{Name: "t", Partitions: 1, ReplicationFactor: 1})
+	cl, l, p := ackedProducer(t, 7, kclient.Config{RequestTimeout: time.Second}, 1)
 	leader, _, _ := cl.client.Leader("t", 0)
-	l := newLog()
-	p := cl.idempotentProducer(l)
-	p.Produce("t", 0, 1)
-	cl.awaitAcks(p)
 	cl.s.Network().ClogLink("client", fmt.Sprintf("n%d", leader), 2500*time.Millisecond)
 	p.Produce("t", 0, 3)
 	cl.awaitAcks(p)

@@ -296,6 +296,21 @@ func (p *Producer) restartSequences() {
 	}
 }
 
+// encodeBatch encodes values as one batch built with opts, every record
+// stamped now (e's clock) and the i-th keyed "k<i>".
+func encodeBatch(e env.Env, values [][]byte, opts ...record.BuilderOption) []byte {
+	rb := record.NewBuilder(opts...)
+	ts := e.Now().UnixMilli()
+	for i, v := range values {
+		rb.Append(ts, []byte(fmt.Sprintf("k%d", i)), v)
+	}
+	raw, err := rb.AppendTo(nil)
+	if err != nil {
+		panic(fmt.Sprintf("kclient: building a batch: %v", err))
+	}
+	return raw
+}
+
 // build encodes b for its next send: for an idempotent producer with the
 // partition's next sequences, for a plain one afresh for every send.
 func (p *Producer) build(pp *ppart, b *pbatch) {
@@ -322,16 +337,7 @@ func (p *Producer) build(pp *ppart, b *pbatch) {
 	if p.cfg.Idempotent {
 		opts = append(opts, record.WithProducer(b.info.ProducerID, b.info.ProducerEpoch, b.info.BaseSequence))
 	}
-	rb := record.NewBuilder(opts...)
-	ts := p.e.Now().UnixMilli()
-	for i, v := range b.values {
-		rb.Append(ts, []byte(fmt.Sprintf("k%d", i)), v)
-	}
-	raw, err := rb.AppendTo(nil)
-	if err != nil {
-		panic(fmt.Sprintf("kclient: building a batch: %v", err))
-	}
-	b.raw, b.built = raw, true
+	b.raw, b.built = encodeBatch(p.e, b.values, opts...), true
 	p.event(ProduceEvent{Kind: Built, Batch: b.info, Values: b.values})
 }
 

@@ -137,32 +137,54 @@ func (p *TxnProducer) commitOffsets() {
 // a group, 1: a transactional id) once; done gets its node id, or an
 // error for a lost answer or an error code (the caller retries).
 func FindCoordinator(c *Client, keyType int8, key string, done func(node int32, err error)) {
-	req := kmsg.NewPtrFindCoordinatorRequest()
-	req.CoordinatorType = keyType
-	req.CoordinatorKey = key
-	req.CoordinatorKeys = []string{key}
-	c.DoAny(req, func(r kmsg.Response, err error) {
+	c.DoAny(findCoordinatorRequest(keyType, key), func(r kmsg.Response, err error) {
 		resp, ok := r.(*kmsg.FindCoordinatorResponse)
 		if err != nil || !ok {
 			done(-1, fmt.Errorf("FindCoordinator: %v", err))
 			return
 		}
-		code, node, host, port := resp.ErrorCode, resp.NodeID, resp.Host, resp.Port
-		if resp.Version >= 4 {
-			if len(resp.Coordinators) != 1 {
-				done(-1, fmt.Errorf("FindCoordinator: %d coordinators answered", len(resp.Coordinators)))
-				return
-			}
-			x := resp.Coordinators[0]
-			code, node, host, port = x.ErrorCode, x.NodeID, x.Host, x.Port
-		}
-		if code != 0 || node < 0 {
-			done(-1, fmt.Errorf("FindCoordinator: %s", codeName(code)))
+		x, ok := coordinatorIn(resp, nil)
+		if !ok {
+			done(-1, fmt.Errorf("FindCoordinator: %d coordinators answered", len(resp.Coordinators)))
 			return
 		}
-		c.learnBroker(node, host, port)
-		done(node, nil)
+		if x.ErrorCode != 0 || x.NodeID < 0 {
+			done(-1, fmt.Errorf("FindCoordinator: %s", codeName(x.ErrorCode)))
+			return
+		}
+		c.learnBroker(x.NodeID, x.Host, x.Port)
+		done(x.NodeID, nil)
 	})
+}
+
+// findCoordinatorRequest asks for the coordinator of key, of keyType (0:
+// a group, 1: a transactional id), in the v4+ batched form and the older
+// one.
+func findCoordinatorRequest(keyType int8, key string) *kmsg.FindCoordinatorRequest {
+	req := kmsg.NewPtrFindCoordinatorRequest()
+	req.CoordinatorType = keyType
+	req.CoordinatorKey = key
+	req.CoordinatorKeys = []string{key}
+	return req
+}
+
+// coordinatorIn is the coordinator a FindCoordinator answer (r, or the
+// request's error err) names: its top-level fields, or from v4 its one
+// entry; false for a lost answer or a v4+ one with other than one.
+func coordinatorIn(r kmsg.Response, err error) (kmsg.FindCoordinatorResponseCoordinator, bool) {
+	resp, ok := r.(*kmsg.FindCoordinatorResponse)
+	if err != nil || !ok {
+		return kmsg.FindCoordinatorResponseCoordinator{}, false
+	}
+	if resp.Version < 4 {
+		x := kmsg.NewFindCoordinatorResponseCoordinator()
+		x.ErrorCode, x.NodeID, x.Host, x.Port = resp.ErrorCode, resp.NodeID, resp.Host, resp.Port
+		return x, true
+	}
+	if len(resp.Coordinators) != 1 {
+		return kmsg.FindCoordinatorResponseCoordinator{}, false
+	}
+	return resp.Coordinators[0], true
 }
 
 // FetchStableOffsets asks the coordinator of group for its committed

@@ -148,11 +148,7 @@ func (p *TxnProducer) pump() {
 			p.startEnd()
 			return
 		}
-		if cur.offsets != nil {
-			p.sendOffsets()
-			return
-		}
-		p.startEnd()
+		p.afterWrites()
 		return
 	}
 	var leaders []int32 // the leaders of unsent batches, in write order
@@ -423,15 +419,7 @@ func produceAnswer(resp *kmsg.ProduceResponse, at [2]int, partition int32) (code
 // partition's next sequence.
 func (p *TxnProducer) buildBatch(tp TopicPartition, values [][]byte) []byte {
 	seq := p.seq[tp]
-	rb := record.NewBuilder(record.WithProducer(p.pid, p.epoch, seq), record.WithTransactional())
-	ts := p.e.Now().UnixMilli()
-	for i, v := range values {
-		rb.Append(ts, []byte(fmt.Sprintf("k%d", i)), v)
-	}
-	raw, err := rb.AppendTo(nil)
-	if err != nil {
-		panic(fmt.Sprintf("kclient: building a batch: %v", err))
-	}
+	raw := encodeBatch(p.e, values, record.WithProducer(p.pid, p.epoch, seq), record.WithTransactional())
 	p.seq[tp] = record.IncrementSequence(seq, int32(len(values)))
 	return raw
 }

@@ -174,9 +174,7 @@ type txnCur struct {
 // v3 (Config.MaxVersions; TxnMaxVersions): v4+ is the brokers' batched
 // form.
 func NewTxnProducer(c *Client, cfg TxnProducerConfig) *TxnProducer {
-	if cfg.Timeout <= 0 {
-		cfg.Timeout = 10 * time.Second
-	}
+	cfg.Timeout = orDefault(cfg.Timeout, 10*time.Second)
 	p := &TxnProducer{c: c, e: c.Env(), cfg: cfg, coordinator: -1, pid: -1, epoch: -1, seq: map[TopicPartition]int32{}}
 	p.find()
 	return p
@@ -254,34 +252,17 @@ func (p *TxnProducer) findThen(then txnState) {
 	if prev != txnAdding && prev != txnProducing && prev != txnOffsetting && prev != txnEnding {
 		p.state = txnFinding
 	}
-	req := kmsg.NewPtrFindCoordinatorRequest()
-	req.CoordinatorType = 1
-	req.CoordinatorKey = p.cfg.TransactionalID
-	req.CoordinatorKeys = []string{p.cfg.TransactionalID}
-	p.c.DoAny(req, func(r kmsg.Response, err error) {
+	p.c.DoAny(findCoordinatorRequest(1, p.cfg.TransactionalID), func(r kmsg.Response, err error) {
 		if p.state == txnClosed {
 			return
 		}
-		resp, ok := r.(*kmsg.FindCoordinatorResponse)
-		if err != nil || !ok {
+		c, ok := coordinatorIn(r, err)
+		if !ok || c.ErrorCode != 0 || c.NodeID < 0 {
 			p.again(func() { p.findThen(then) })
 			return
 		}
-		code, node, host, port := resp.ErrorCode, resp.NodeID, resp.Host, resp.Port
-		if resp.Version >= 4 {
-			if len(resp.Coordinators) != 1 {
-				p.again(func() { p.findThen(then) })
-				return
-			}
-			c := resp.Coordinators[0]
-			code, node, host, port = c.ErrorCode, c.NodeID, c.Host, c.Port
-		}
-		if code != 0 || node < 0 {
-			p.again(func() { p.findThen(then) })
-			return
-		}
-		p.c.learnBroker(node, host, port)
-		p.coordinator = node
+		p.c.learnBroker(c.NodeID, c.Host, c.Port)
+		p.coordinator = c.NodeID
 		p.failures = 0
 		switch then {
 		case txnIniting:
@@ -441,15 +422,21 @@ func (p *TxnProducer) addPartitions() {
 	})
 }
 
+// afterWrites goes on once the transaction's writes are done: its
+// offsets, if it commits some, then the EndTxn.
+func (p *TxnProducer) afterWrites() {
+	if p.cur.offsets != nil {
+		p.sendOffsets()
+		return
+	}
+	p.startEnd()
+}
+
 // produce sends the current write (built once, resent as it is).
 func (p *TxnProducer) produce() {
 	cur := p.cur
 	if cur.next >= len(cur.writes) {
-		if cur.offsets != nil {
-			p.sendOffsets()
-			return
-		}
-		p.startEnd()
+		p.afterWrites()
 		return
 	}
 	w := cur.writes[cur.next]

@@ -243,7 +243,7 @@ func (g *groupRun) start() {
 // pauses. A member that is down comes back by itself.
 func (g *groupRun) scheduleAction() {
 	h := g.h
-	gap := groupActionGapMin + time.Duration(g.r.Int64N(int64(groupActionGapMax-groupActionGapMin)))
+	gap := drawBetween(g.r, groupActionGapMin, groupActionGapMax)
 	h.s.After(gap, "groups:action", func() {
 		if h.phase != logFaults {
 			return
@@ -468,7 +468,7 @@ func (g *groupRun) scheduleReset() {
 		return
 	}
 	g.resetRand = r
-	at := groupResetFirstMin + time.Duration(r.Int64N(int64(groupResetFirstMax-groupResetFirstMin)))
+	at := drawBetween(r, groupResetFirstMin, groupResetFirstMax)
 	g.h.s.After(at, "groups:reset", g.tryReset)
 }
 
@@ -510,8 +510,6 @@ func (g *groupRun) resetCommit(try int) {
 			again()
 			return
 		}
-		creq := kmsg.NewPtrOffsetCommitRequest()
-		creq.Group, creq.Generation = groupName, -1
 		if g.resetTo == nil {
 			// Drawn once: a retry asks for the same offsets.
 			g.resetTo = map[linearizability.LogPartition]int64{}
@@ -522,19 +520,13 @@ func (g *groupRun) resetCommit(try int) {
 			}
 		}
 		want := g.resetTo
+		var commits []kclient.GroupCommit
 		for _, p := range h.partitions() {
-			if _, ok := want[p]; !ok {
-				continue
+			if off, ok := want[p]; ok {
+				commits = append(commits, kclient.GroupCommit{Topic: p.Topic, Partition: p.Partition, Offset: off})
 			}
-			if n := len(creq.Topics); n == 0 || creq.Topics[n-1].Topic != p.Topic {
-				rt := kmsg.NewOffsetCommitRequestTopic()
-				rt.Topic = p.Topic
-				creq.Topics = append(creq.Topics, rt)
-			}
-			rp := kmsg.NewOffsetCommitRequestTopicPartition()
-			rp.Partition, rp.Offset, rp.LeaderEpoch = p.Partition, want[p], -1
-			creq.Topics[len(creq.Topics)-1].Partitions = append(creq.Topics[len(creq.Topics)-1].Partitions, rp)
 		}
+		creq := kclient.OffsetCommitRequest(groupName, commits)
 		if len(want) == 0 {
 			return
 		}

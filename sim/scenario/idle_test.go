@@ -14,13 +14,7 @@ import (
 func TestDeterminism(t *testing.T) {
 	seen := map[uint64]uint64{}
 	for seed := uint64(1000); seed < 1020; seed++ {
-		a, err := Run("idle", Options{Seed: seed})
-		require.NoError(t, err)
-		b, err := Run("idle", Options{Seed: seed})
-		require.NoError(t, err)
-		require.Equal(t, a.TraceHash, b.TraceHash, "seed %d gave two traces", seed)
-		require.Equal(t, a.Events, b.Events)
-		require.Equal(t, a.Faults, b.Faults)
+		a := runTwice(t, "idle", seed)
 		if other, dup := seen[a.TraceHash]; dup {
 			t.Fatalf("seeds %d and %d gave the same trace hash %016x", other, seed, a.TraceHash)
 		}

@@ -553,22 +553,7 @@ func (h *kraftHarness) logReader(i int, m *kraft.Member, ckpt quorum.OffsetAndEp
 // restarted meanwhile: what a process supervisor does with a member that
 // stopped on a fatal error (a failed fsync).
 func (h *kraftHarness) superviseRestart(i int) {
-	p := h.procs[i]
-	inc := p.Incarnation()
-	if h.restarts[i] == inc+1 {
-		return
-	}
-	h.restarts[i] = inc + 1
-	h.s.Trace(h.name(i) + ":supervisor-restart")
-	h.s.After(kraftSupervisorDelay, "supervisor:restart", func() {
-		if p.Incarnation() == inc && p.Up() {
-			// A node that stopped on a fatal error exits and its
-			// supervisor (systemd) starts it again: a process restart,
-			// the machine's page cache intact.
-			p.Kill()
-			p.Start()
-		}
-	})
+	superviseRestart(h.s, h.procs[i], &h.restarts[i], h.name(i), kraftSupervisorDelay)
 }
 
 // active returns the running member whose controller is active in the

@@ -2,7 +2,6 @@ package scenario
 
 import (
 	"fmt"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -137,11 +136,7 @@ func kraftShapeNamed(t *testing.T, name string) kraftShape {
 func runKRaftSeed(t *testing.T, scenario string, seed uint64) *kraftHarness {
 	t.Helper()
 	sum, h := runKRaftWith(Options{Seed: seed}, kraftShapeNamed(t, scenario), kraftBugs{})
-	if sum.Err != nil {
-		var b strings.Builder
-		sum.Print(&b)
-		t.Fatalf("%s seed %d failed:\n%s", scenario, seed, b.String())
-	}
+	requirePassed(t, sum)
 	return h
 }
 
@@ -183,13 +178,7 @@ func TestKRaft5Seeds(t *testing.T) {
 func TestKRaftDeterminism(t *testing.T) {
 	for _, scenario := range []string{"kraft", "kraft5"} {
 		for seed := uint64(2000); seed < 2005; seed++ {
-			a, err := Run(scenario, Options{Seed: seed})
-			require.NoError(t, err)
-			b, err := Run(scenario, Options{Seed: seed})
-			require.NoError(t, err)
-			require.Equal(t, a.TraceHash, b.TraceHash, "%s seed %d gave two traces", scenario, seed)
-			require.Equal(t, a.Events, b.Events)
-			require.Equal(t, a.Faults, b.Faults)
+			runTwice(t, scenario, seed)
 		}
 	}
 }

@@ -648,20 +648,9 @@ func (h *logHarness) scheduleSupervisor() {
 // restarted meanwhile: a process supervisor (systemd) restarting a node
 // that stopped on a fatal error, with the machine's page cache intact.
 func (h *logHarness) superviseRestart(i int) {
-	p := h.procs[i]
-	inc := p.Incarnation()
-	if h.restarts[i] == inc+1 {
-		return
+	if superviseRestart(h.s, h.procs[i], &h.restarts[i], h.names[i], logSupervisorDly) {
+		h.supervised++
 	}
-	h.restarts[i] = inc + 1
-	h.supervised++
-	h.s.Trace(h.names[i] + ":supervisor-restart")
-	h.s.After(logSupervisorDly, "supervisor:restart", func() {
-		if p.Incarnation() == inc && p.Up() {
-			p.Kill()
-			p.Start()
-		}
-	})
 }
 
 // powerCycle cuts the power of every node at once and starts them again:

@@ -90,7 +90,7 @@ func (h *logHarness) strike(st *controllerStrikes, target int, kind, why string)
 			} else {
 				p.Crash()
 			}
-			down := strikeDownMin + time.Duration(st.r.Int64N(int64(strikeDownMax-strikeDownMin)))
+			down := drawBetween(st.r, strikeDownMin, strikeDownMax)
 			h.s.After(down, "log:strike-restart", func() {
 				if p.Incarnation() == inc && !p.Up() {
 					p.Start()
@@ -106,7 +106,7 @@ func (h *logHarness) strike(st *controllerStrikes, target int, kind, why string)
 				}
 			}
 			cut := h.s.Network().Partition([]string{h.names[target]}, others)
-			h.s.After(strikeCutMin+time.Duration(st.r.Int64N(int64(strikeCutMax-strikeCutMin))), "log:strike-heal", cut.Heal)
+			h.s.After(drawBetween(st.r, strikeCutMin, strikeCutMax), "log:strike-heal", cut.Heal)
 		}
 	})
 }

@@ -129,11 +129,7 @@ func isKnownFailingLog(seed uint64) bool {
 func runLogSeedWith(t *testing.T, seed uint64, shape logShape, bugs logBugs) *logHarness {
 	t.Helper()
 	sum, h := runLog(Options{Seed: seed}, shape, bugs)
-	if sum.Err != nil {
-		var b strings.Builder
-		sum.Print(&b)
-		t.Fatalf("%s seed %d failed:\n%s", shape.name(), seed, b.String())
-	}
+	requirePassed(t, sum)
 	return h
 }
 
@@ -148,10 +144,10 @@ func runRegressionSeeds(t *testing.T, shape logShape, seeds []uint64) {
 // sweepLogSeeds runs seeds 1..n of the scenario shape says in chunks
 // parallel subtests (chunk c runs seeds c+1, c+1+chunks, ...; each seed
 // is its own simulator, nothing is shared) and hands every run's harness
-// to visit with its chunk; every run must pass. A seed skip gives a reason
-// for ("" for none) is left out and logged. Every tenth seed runs twice,
-// whose two runs must agree on the trace hash, the events and the faults
-// (the determinism check; TestDeterminism and make sim-sweep check more).
+// to visit with its chunk; every run must pass. A seed for which skip
+// (nil: none) gives a reason, not "", is left out and the reason logged.
+// Every tenth seed runs twice, and the two runs must agree
+// (requireSameRun; TestDeterminism and make sim-sweep check more).
 func sweepLogSeeds(t *testing.T, shape logShape, n uint64, chunks int, skip func(seed uint64) string, visit func(chunk int, h *logHarness)) {
 	t.Run("chunks", func(t *testing.T) {
 		for c := range chunks {
@@ -167,11 +163,8 @@ func sweepLogSeeds(t *testing.T, shape logShape, n uint64, chunks int, skip func
 					h := runLogSeedWith(t, seed, shape, logBugs{})
 					visit(c, h)
 					if seed%10 == 0 {
-						a := h.s.Summarize(shape.name())
 						b, _ := runLog(Options{Seed: seed}, shape, logBugs{})
-						require.Equal(t, a.TraceHash, b.TraceHash, "%s seed %d gave two traces", shape.name(), seed)
-						require.Equal(t, a.Events, b.Events, "%s seed %d", shape.name(), seed)
-						require.Equal(t, a.Faults, b.Faults, "%s seed %d", shape.name(), seed)
+						requireSameRun(t, h.s.Summarize(shape.name()), b)
 					}
 				}
 			})

@@ -10,6 +10,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"sort"
 	"strconv"
 	"strings"
@@ -211,4 +212,32 @@ func replicaFilesSurvivable(name string) bool {
 
 func indexFilesSurvivable(name string) bool {
 	return strings.HasSuffix(name, ".index") || strings.HasSuffix(name, ".timeindex")
+}
+
+// superviseRestart restarts p, named name, after delay unless it
+// restarted meanwhile, and reports whether it scheduled the restart:
+// what a process supervisor (systemd) does with a node that stopped on a
+// fatal error (a failed fsync). The node's process exits and starts
+// again, the machine's page cache intact. *scheduled is the incarnation
+// a restart is scheduled for, plus one (0 for none), so that a node is
+// restarted once per incarnation.
+func superviseRestart(s *sim.Sim, p *sim.Process, scheduled *uint64, name string, delay time.Duration) bool {
+	inc := p.Incarnation()
+	if *scheduled == inc+1 {
+		return false
+	}
+	*scheduled = inc + 1
+	s.Trace(name + ":supervisor-restart")
+	s.After(delay, "supervisor:restart", func() {
+		if p.Incarnation() == inc && p.Up() {
+			p.Kill()
+			p.Start()
+		}
+	})
+	return true
+}
+
+// drawBetween draws a duration from [lo, hi) with r.
+func drawBetween(r *rand.Rand, lo, hi time.Duration) time.Duration {
+	return lo + time.Duration(r.Int64N(int64(hi-lo)))
 }

@@ -1,6 +1,13 @@
 package scenario
 
-import "testing"
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/strata-log/strata/sim"
+)
 
 // shortSeeds is how many consecutive seeds each sweep runs under -short
 // (make check, the fast tier): every scenario's first seeds, in seconds;
@@ -30,4 +37,35 @@ func exercised(t *testing.T, ok bool, what string) {
 		return
 	}
 	t.Fatal(what)
+}
+
+// requirePassed fails t with the summary of a run that failed.
+func requirePassed(t *testing.T, sum sim.Summary) {
+	t.Helper()
+	if sum.Err != nil {
+		var b strings.Builder
+		sum.Print(&b)
+		t.Fatalf("%s seed %d failed:\n%s", sum.Scenario, sum.Seed, b.String())
+	}
+}
+
+// runTwice runs seed of the named scenario twice, requires the two runs
+// to agree (requireSameRun) and returns the first's summary.
+func runTwice(t *testing.T, scenario string, seed uint64) sim.Summary {
+	t.Helper()
+	a, err := Run(scenario, Options{Seed: seed})
+	require.NoError(t, err)
+	b, err := Run(scenario, Options{Seed: seed})
+	require.NoError(t, err)
+	requireSameRun(t, a, b)
+	return a
+}
+
+// requireSameRun requires two runs of one seed to agree on the trace
+// hash, the events and the faults (the determinism check).
+func requireSameRun(t *testing.T, a, b sim.Summary) {
+	t.Helper()
+	require.Equal(t, a.TraceHash, b.TraceHash, "%s seed %d gave two traces", b.Scenario, b.Seed)
+	require.Equal(t, a.Events, b.Events, "%s seed %d", b.Scenario, b.Seed)
+	require.Equal(t, a.Faults, b.Faults, "%s seed %d", b.Scenario, b.Seed)
 }

@@ -152,11 +152,10 @@ type txnProducerProc struct {
 	e    env.Env
 	p    *kclient.TxnProducer
 	// inc names the incarnation's transactions.
-	inc  uint64
-	n    int
-	cur  *txnRecord
-	up   bool
-	busy bool
+	inc uint64
+	n   int
+	cur *txnRecord
+	up  bool
 	// etl is set for an ETL worker's producer (txn_etl.go).
 	etl *etlWorker
 	// ending is the EndTxn of cur as last sent; stale the one of the
@@ -324,24 +323,42 @@ func (t *txnRun) start() {
 func (t *txnRun) startProducer(tp *txnProducerProc) {
 	h := t.h
 	tp.proc = h.s.AddProcess(tp.name, func(e env.Env) {
-		tp.e, tp.up, tp.busy, tp.cur = e, true, false, nil
-		tp.inc = tp.proc.Incarnation()
-		tp.ending, tp.stale = staleEnd{}, staleEnd{}
-		c := kclient.New(e, kclient.Config{ClientID: tp.name, Bootstrap: h.bootstrap(), MaxVersions: kclient.TxnMaxVersions()})
-		c.AddTopics(txnTopic, etlTopic)
-		tp.p = kclient.NewTxnProducer(c, kclient.TxnProducerConfig{TransactionalID: tp.tid, Timeout: txnTimeout, ImplicitAdds: t.implicitAdds(),
-			OnEvent: func(ev kclient.TxnEvent) { t.onEvent(tp, ev) }})
+		tp.restart(e)
+		tp.p = t.newProducer(t.newClient(e, tp.name), tp, false)
 		t.tick(tp)
 	})
 	h.clients = append(h.clients, tp.proc)
 	tp.proc.Start()
 }
 
+// restart takes up a new incarnation of tp's process, on e: no
+// transaction in progress and no EndTxn to deliver late.
+func (tp *txnProducerProc) restart(e env.Env) {
+	tp.e, tp.up, tp.cur = e, true, nil
+	tp.inc = tp.proc.Incarnation()
+	tp.ending, tp.stale = staleEnd{}, staleEnd{}
+}
+
+// newClient is a client of the process e, named name, that knows the txn
+// and ETL topics and caps its versions for a transactional producer.
+func (t *txnRun) newClient(e env.Env, name string) *kclient.Client {
+	c := kclient.New(e, kclient.Config{ClientID: name, Bootstrap: t.h.bootstrap(), MaxVersions: kclient.TxnMaxVersions()})
+	c.AddTopics(txnTopic, etlTopic)
+	return c
+}
+
+// newProducer is tp's transactional producer on c (pipelined: franz-go's
+// way, see TxnProducerConfig.Pipelined), its events to onEvent.
+func (t *txnRun) newProducer(c *kclient.Client, tp *txnProducerProc, pipelined bool) *kclient.TxnProducer {
+	return kclient.NewTxnProducer(c, kclient.TxnProducerConfig{TransactionalID: tp.tid, Timeout: txnTimeout, ImplicitAdds: t.implicitAdds(),
+		Pipelined: pipelined, OnEvent: func(ev kclient.TxnEvent) { t.onEvent(tp, ev) }})
+}
+
 // tick begins the producer's next transaction when it is ready, during
 // the fault phase.
 func (t *txnRun) tick(tp *txnProducerProc) {
 	inc := tp.inc
-	gap := txnGapMin + time.Duration(t.r.Int64N(int64(txnGapMax-txnGapMin)))
+	gap := drawBetween(t.r, txnGapMin, txnGapMax)
 	tp.e.AfterFunc(gap, func() {
 		if tp.inc != inc || !tp.up {
 			return
@@ -523,7 +540,7 @@ func (t *txnRun) strikeCoordinator(tp *txnProducerProc, ev kclient.TxnEvent) {
 // same transactional id).
 func (t *txnRun) scheduleCrash() {
 	h := t.h
-	gap := txnCrashGapMin + time.Duration(t.r.Int64N(int64(txnCrashGapMax-txnCrashGapMin)))
+	gap := drawBetween(t.r, txnCrashGapMin, txnCrashGapMax)
 	h.s.After(gap, "txn:crash", func() {
 		if h.phase != logFaults {
 			return

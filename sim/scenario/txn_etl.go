@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -123,18 +124,14 @@ func (t *txnRun) startEtl(w *etlWorker) {
 	w.rd = &txnReader{name: w.name, parts: map[kclient.TopicPartition]*txnReadState{}}
 	t.readers = append(t.readers, w.rd)
 	w.proc = h.s.AddProcess(w.name, func(e env.Env) {
-		w.e, w.up, w.cur = e, true, nil
-		w.inc = w.proc.Incarnation()
-		w.ending, w.stale = staleEnd{}, staleEnd{}
+		w.restart(e)
 		w.assigned, w.fetching, w.buf = false, false, nil
-		w.c = kclient.New(e, kclient.Config{ClientID: w.name, Bootstrap: h.bootstrap(), MaxVersions: kclient.TxnMaxVersions()})
-		w.c.AddTopics(txnTopic, etlTopic)
+		w.c = t.newClient(e, w.name)
 		w.rd.e = e
 		w.rd.parts = map[kclient.TopicPartition]*txnReadState{}
 		w.rd.cn = kclient.NewConsumer(w.c, kclient.ConsumerConfig{Topics: []string{txnTopic}, Manual: true, ReadCommitted: true,
 			MaxWait: 100 * time.Millisecond, OnFetch: func(ev kclient.FetchEvent) { t.etlFetch(w, ev) }})
-		w.p = kclient.NewTxnProducer(w.c, kclient.TxnProducerConfig{TransactionalID: w.tid, Timeout: txnTimeout, ImplicitAdds: t.implicitAdds(),
-			Pipelined: true, OnEvent: func(ev kclient.TxnEvent) { t.onEvent(&w.txnProducerProc, ev) }})
+		w.p = t.newProducer(w.c, &w.txnProducerProc, true)
 		t.etlTick(w)
 	})
 	h.clients = append(h.clients, w.proc)
@@ -143,7 +140,7 @@ func (t *txnRun) startEtl(w *etlWorker) {
 
 func (t *txnRun) etlTick(w *etlWorker) {
 	inc := w.inc
-	gap := etlGapMin + time.Duration(t.r.Int64N(int64(etlGapMax-etlGapMin)))
+	gap := drawBetween(t.r, etlGapMin, etlGapMax)
 	w.e.AfterFunc(gap, func() {
 		if w.inc != inc || !w.up {
 			return
@@ -366,12 +363,7 @@ func (t *txnRun) etlCheck() error {
 	made := map[txnPlace][]string{}
 	for q := int32(0); q < etlPartitions; q++ {
 		st := t.final.parts[kclient.TopicPartition{Topic: etlTopic, Partition: q}]
-		offs := make([]int64, 0, len(st.delivered))
-		for off := range st.delivered { //determinism:unordered sorted below
-			offs = append(offs, off)
-		}
-		slices.Sort(offs)
-		for _, off := range offs {
+		for _, off := range slices.Sorted(maps.Keys(st.delivered)) {
 			v := st.delivered[off]
 			in, ok := t.etl.source[v]
 			if !ok {
@@ -391,12 +383,7 @@ func (t *txnRun) etlCheck() error {
 	}
 	for p := int32(0); p < txnPartitions; p++ {
 		st := t.final.parts[kclient.TopicPartition{Topic: txnTopic, Partition: p}]
-		offs := make([]int64, 0, len(st.delivered))
-		for off := range st.delivered { //determinism:unordered sorted below
-			offs = append(offs, off)
-		}
-		slices.Sort(offs)
-		for _, off := range offs {
+		for _, off := range slices.Sorted(maps.Keys(st.delivered)) {
 			if off >= t.etl.final[p] {
 				break
 			}
