@@ -116,6 +116,15 @@ func (c *Cluster) registeredBrokers() []int32 {
 	return ids
 }
 
+// waitBrokersRegistered waits until every broker of c logged its
+// registration, and returns their client listeners.
+func (c *Cluster) waitBrokersRegistered() []string {
+	c.t.Helper()
+	seeds := c.BrokerAddrs()
+	c.WaitFor(clusterStartTimeout, "every broker registered", func() bool { return len(c.registeredBrokers()) == len(seeds) })
+	return seeds
+}
+
 // createTopicDirect sends CreateTopics (one partition, replication factor
 // 1) to each broker in turn, not routed by a client's idea of the
 // controller, and reports whether one created it (or found it created by
@@ -153,7 +162,7 @@ type failoverResult struct {
 // survivors' controller listeners every failoverPollInterval) and until a
 // CreateTopics through a surviving broker succeeds.
 func measureFailover(t *testing.T, run int, checkAllRegistered bool, extra ...string) failoverResult {
-	c := Start(t, []Spec{{1, "broker,controller"}, {2, "broker,controller"}, {3, "broker,controller"}}, Options{Props: extra})
+	c := StartCombined(t, 3, extra...)
 	before := c.healthyQuorum()
 	leader := c.Node(before.LeaderID)
 	require.NotNil(t, leader)

@@ -26,13 +26,8 @@ func TestReplicationProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real processes")
 	}
-	specs := []Spec{{1, "broker,controller"}, {2, "broker,controller"}, {3, "broker,controller"}}
-	c := Start(t, specs, Options{Props: []string{"broker.session.timeout.ms=4000", "replica.lag.time.max.ms=5000"}})
-	c.WaitFor(clusterStartTimeout, "every broker registered", func() bool { return len(c.registeredBrokers()) == 3 })
-	var seeds []string
-	for _, p := range c.Nodes {
-		seeds = append(seeds, p.BrokerAddr)
-	}
+	c := StartCombined(t, 3, "broker.session.timeout.ms=4000", "replica.lag.time.max.ms=5000")
+	seeds := c.waitBrokersRegistered()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	admCl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
@@ -186,13 +181,8 @@ func TestPartitionFailoverProcesses(t *testing.T) {
 	var took []time.Duration
 	for run := 1; run <= runs; run++ {
 		t.Run(fmt.Sprintf("run-%d", run), func(t *testing.T) {
-			specs := []Spec{{1, "broker,controller"}, {2, "broker,controller"}, {3, "broker,controller"}}
-			c := Start(t, specs, Options{})
-			c.WaitFor(clusterStartTimeout, "every broker registered", func() bool { return len(c.registeredBrokers()) == 3 })
-			var seeds []string
-			for _, p := range c.Nodes {
-				seeds = append(seeds, p.BrokerAddr)
-			}
+			c := StartCombined(t, 3)
+			seeds := c.waitBrokersRegistered()
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
 			cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic("f"),
