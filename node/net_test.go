@@ -53,9 +53,16 @@ func echoServer(t *testing.T, n *Net, l *Loop) (env.Listener, chan closeEvent) {
 
 func dialRaw(t *testing.T, addr string) net.Conn {
 	t.Helper()
-	c, err := net.DialTimeout("tcp", addr, testTimeout)
+	return dialRawWithin(t, addr, testTimeout)
+}
+
+// dialRawWithin opens a plain TCP connection to addr, closed when the
+// test ends, whose dial and every read and write must be done within d.
+func dialRawWithin(t *testing.T, addr string, d time.Duration) net.Conn {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, d)
 	require.NoError(t, err)
-	require.NoError(t, c.SetDeadline(time.Now().Add(testTimeout)))
+	require.NoError(t, c.SetDeadline(time.Now().Add(d)))
 	t.Cleanup(func() { _ = c.Close() })
 	return c
 }
