@@ -28,14 +28,11 @@ func offsetsCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 	topic := fs.String("topic", "", "the `topic` (required)")
 	partition := fs.Int("partition", -1, "only this `partition`; -1 lists them all")
 	at := fs.String("time", "latest", "which offset: earliest, latest, max-timestamp or a `time` in unix milliseconds")
-	extra, code, ok := cli.ParseArgs(fs, args)
-	if !ok {
+	if code, ok := af.ParseFlags(fs, args); !ok {
 		return code
 	}
 	var ms int64
 	switch {
-	case len(extra) > 0:
-		return af.UsageError("unexpected arguments %q", extra)
 	case *topic == "":
 		return af.UsageError("--topic is required")
 	case *partition < -1 || *partition > 1<<31-1:

@@ -169,12 +169,8 @@ func topicList(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs, af := newAdminFlagSet("topic list", "topic list [flags]",
 		"Lists the topics with their partition count and replication factor.", stderr)
 	internal := fs.Bool("internal", false, "include internal topics (and say which are)")
-	extra, code, ok := cli.ParseArgs(fs, args)
-	if !ok {
+	if code, ok := af.ParseFlags(fs, args); !ok {
 		return code
-	}
-	if len(extra) > 0 {
-		return af.UsageError("unexpected arguments %q", extra)
 	}
 	return af.run(ctx, func(ctx context.Context, adm *kadm.Client) int {
 		topics, err := listTopics(ctx, adm, *internal)

@@ -46,12 +46,8 @@ func txnList(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var states cli.StringList
 	fs.Var(&states, "state", "only transactions in this `state` (Empty, Ongoing, PrepareCommit, PrepareAbort, CompleteCommit, CompleteAbort, Dead, PrepareEpochFence; repeatable)")
 	pid := fs.Int64("producer-id", -1, "only the transactional id with this producer `id`")
-	extra, code, ok := cli.ParseArgs(fs, args)
-	if !ok {
+	if code, ok := af.ParseFlags(fs, args); !ok {
 		return code
-	}
-	if len(extra) > 0 {
-		return af.UsageError("unexpected arguments %q", extra)
 	}
 	var pids []int64
 	if *pid >= 0 {
@@ -140,12 +136,8 @@ func txnProducers(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			"the first offset of its open transaction (-1 for none).", stderr)
 	topic := fs.String("topic", "", "the `topic` (required)")
 	partition := fs.Int("partition", -1, "only this `partition` (default all)")
-	extra, code, ok := cli.ParseArgs(fs, args)
-	if !ok {
+	if code, ok := af.ParseFlags(fs, args); !ok {
 		return code
-	}
-	if len(extra) > 0 {
-		return af.UsageError("unexpected arguments %q", extra)
 	}
 	if *topic == "" {
 		return af.UsageError("--topic is required")
@@ -251,12 +243,8 @@ func txnFindHanging(ctx context.Context, args []string, stdout, stderr io.Writer
 			"stable offset back; 'strata txn abort' ends it.", stderr)
 	topic := fs.String("topic", "", "only this `topic` (default every topic)")
 	maxTimeout := fs.Duration("max-transaction-timeout", defaultMaxTransactionTimeout, "the cluster's transaction.max.timeout.ms: younger transactions may still be live")
-	extra, code, ok := cli.ParseArgs(fs, args)
-	if !ok {
+	if code, ok := af.ParseFlags(fs, args); !ok {
 		return code
-	}
-	if len(extra) > 0 {
-		return af.UsageError("unexpected arguments %q", extra)
 	}
 	if *maxTimeout < 0 {
 		return af.UsageError("--max-transaction-timeout must not be negative")
@@ -381,13 +369,10 @@ func txnAbort(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	topic := fs.String("topic", "", "the `topic` (required)")
 	partition := fs.Int("partition", -1, "the `partition` (required)")
 	start := fs.Int64("start-offset", -1, "the first `offset` of the open transaction (required; TXN-START-OFFSET of 'strata txn producers')")
-	extra, code, ok := cli.ParseArgs(fs, args)
-	if !ok {
+	if code, ok := af.ParseFlags(fs, args); !ok {
 		return code
 	}
 	switch {
-	case len(extra) > 0:
-		return af.UsageError("unexpected arguments %q", extra)
 	case *topic == "":
 		return af.UsageError("--topic is required")
 	case *partition < 0:

@@ -59,6 +59,16 @@ func ParseArgs(fs *flag.FlagSet, args []string) ([]string, int, bool) {
 	return positional, code, ok
 }
 
+// ParseFlags is ParseArgs for a command that takes flags alone: a
+// positional argument is a usage error.
+func (c Command) ParseFlags(fs *flag.FlagSet, args []string) (int, bool) {
+	extra, code, ok := ParseArgs(fs, args)
+	if ok && len(extra) > 0 {
+		return c.UsageError("unexpected arguments %q", extra), false
+	}
+	return code, ok
+}
+
 // parseCode is Parse's answer for a parse error.
 func parseCode(err error) (int, bool) {
 	switch {
