@@ -64,38 +64,23 @@ func groupDescribe(ctx context.Context, args []string, stdout, stderr io.Writer)
 	fs, af := newAdminFlagSet("group describe", "group describe GROUP [GROUP ...] [flags]",
 		"Describes consumer groups: state, members and their partitions, and per partition the committed\n"+
 			"offset, the log end offset and the lag (log end minus committed; the whole log when nothing is committed).", stderr)
-	names, code, ok := af.parseNames(fs, args, "name at least one group")
-	if !ok {
-		return code
-	}
-	return af.run(ctx, func(ctx context.Context, adm *kadm.Client) int {
-		described, err := adm.DescribeGroups(ctx, names...)
-		if err != nil {
-			return af.Fail("%s", cli.KafkaError(err, ""))
-		}
-		code := exitOK
-		for _, name := range names {
+	return runNames(ctx, af, fs, args, "name at least one group", (*kadm.Client).DescribeGroups,
+		func(ctx context.Context, adm *kadm.Client, described kadm.DescribedGroups, name string) int {
 			g, ok := described[name]
 			switch {
 			case !ok:
-				code = af.Fail("%s: no answer", name)
-				continue
+				return af.Fail("%s: no answer", name)
 			case g.Err != nil:
-				code = af.Fail("%s: %s", name, cli.KafkaError(g.Err, ""))
-				continue
+				return af.Fail("%s: %s", name, cli.KafkaError(g.Err, ""))
 			}
 			// Kafka 4 describes a consumer-protocol (KIP-848) group as
 			// Dead (or, as kfake, Empty): ConsumerGroupDescribe knows it.
 			if cg, ok := describeConsumerGroup(ctx, adm, name); ok {
-				if c := printConsumerGroup(ctx, adm, cg, stdout, stderr, af); c != exitOK {
-					code = c
-				}
-				continue
+				return printConsumerGroup(ctx, adm, cg, stdout, stderr, af)
 			}
 			fetched, topics, err := fetchCommitted(ctx, adm, name)
 			if err != nil {
-				code = af.Fail("%s: %s", name, cli.KafkaError(err, ""))
-				continue
+				return af.Fail("%s: %s", name, cli.KafkaError(err, ""))
 			}
 			for _, t := range g.AssignedPartitions().Topics() {
 				if !slices.Contains(topics, t) {
@@ -106,8 +91,7 @@ func groupDescribe(ctx context.Context, args []string, stdout, stderr io.Writer)
 			if len(topics) > 0 {
 				ends, err = adm.ListEndOffsets(ctx, topics...)
 				if err != nil {
-					code = af.Fail("%s: %s", name, cli.KafkaError(err, ""))
-					continue
+					return af.Fail("%s: %s", name, cli.KafkaError(err, ""))
 				}
 			}
 			lag := kadm.CalculateGroupLagWithStartOffsets(g, fetched, nil, ends)
@@ -121,9 +105,8 @@ func groupDescribe(ctx context.Context, args []string, stdout, stderr io.Writer)
 				rows = append(rows, r)
 			}
 			printLagTable(stdout, rows)
-		}
-		return code
-	})
+			return exitOK
+		})
 }
 
 // fetchCommitted is group's committed offsets and their topics, in
@@ -253,29 +236,18 @@ func printConsumerGroup(ctx context.Context, adm *kadm.Client, g kadm.DescribedC
 func groupDelete(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs, af := newAdminFlagSet("group delete", "group delete GROUP [GROUP ...] [flags]",
 		"Deletes groups without members, with their committed offsets (DeleteGroups).", stderr)
-	names, code, ok := af.parseNames(fs, args, "name at least one group")
-	if !ok {
-		return code
-	}
-	return af.run(ctx, func(ctx context.Context, adm *kadm.Client) int {
-		deleted, err := adm.DeleteGroups(ctx, names...)
-		if err != nil {
-			return af.Fail("%s", cli.KafkaError(err, ""))
-		}
-		code := exitOK
-		for _, name := range names {
+	return runNames(ctx, af, fs, args, "name at least one group", (*kadm.Client).DeleteGroups,
+		func(_ context.Context, _ *kadm.Client, deleted kadm.DeleteGroupResponses, name string) int {
 			r, ok := deleted[name]
 			switch {
 			case !ok:
-				code = af.Fail("%s: no answer", name)
+				return af.Fail("%s: no answer", name)
 			case r.Err != nil:
-				code = af.Fail("%s: %s", name, cli.KafkaError(r.Err, ""))
-			default:
-				fmt.Fprintf(stdout, "deleted group %s\n", name)
+				return af.Fail("%s: %s", name, cli.KafkaError(r.Err, ""))
 			}
-		}
-		return code
-	})
+			fmt.Fprintf(stdout, "deleted group %s\n", name)
+			return exitOK
+		})
 }
 
 // groupResetOffsets is `strata group reset-offsets`: a dry run unless
@@ -325,14 +297,7 @@ func groupResetOffsets(ctx context.Context, args []string, stdout, stderr io.Wri
 	}
 	group := names[0]
 	return af.run(ctx, func(ctx context.Context, adm *kadm.Client) int {
-		if err := cli.RequireAPIs(ctx, adm, kmsg.OffsetCommit, kmsg.ListOffsets); err != nil {
-			return af.Fail("%v", err)
-		}
-		td, err := cli.DescribeTopic(ctx, adm, *topic)
-		if err != nil {
-			return af.Fail("%s", cli.KafkaError(err, ""))
-		}
-		partitions, err := cli.SelectPartitions(td, int32(*partition))
+		partitions, err := cli.TopicPartitions(ctx, adm, *topic, int32(*partition), kmsg.OffsetCommit, kmsg.ListOffsets)
 		if err != nil {
 			return af.Fail("%s", cli.KafkaError(err, ""))
 		}

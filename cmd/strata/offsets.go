@@ -47,14 +47,7 @@ func offsetsCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 		}
 	}
 	return af.run(ctx, func(ctx context.Context, adm *kadm.Client) int {
-		if err := cli.RequireAPIs(ctx, adm, kmsg.ListOffsets); err != nil {
-			return af.Fail("%v", err)
-		}
-		td, err := cli.DescribeTopic(ctx, adm, *topic)
-		if err != nil {
-			return af.Fail("%s", cli.KafkaError(err, ""))
-		}
-		partitions, err := cli.SelectPartitions(td, int32(*partition))
+		partitions, err := cli.TopicPartitions(ctx, adm, *topic, int32(*partition), kmsg.ListOffsets)
 		if err != nil {
 			return af.Fail("%s", cli.KafkaError(err, ""))
 		}
