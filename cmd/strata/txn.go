@@ -83,18 +83,17 @@ func txnDescribe(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		if err != nil && len(described) == 0 {
 			return af.Fail("%s", cli.KafkaError(err, ""))
 		}
-		failed := false
+		code := exitOK
 		tw := tabwriter.NewWriter(stdout, 0, 8, 2, ' ', 0)
 		fmt.Fprintln(tw, "TRANSACTIONAL-ID\tCOORDINATOR\tPRODUCER-ID\tPRODUCER-EPOCH\tSTATE\tTIMEOUT-MS\tSTART-TIME\tDURATION\tPARTITIONS")
 		for _, id := range ids {
 			d, ok := described[id]
 			if !ok || d.Err != nil {
-				failed = true
 				why := "no answer"
 				if ok {
 					why = cli.KafkaError(d.Err, "")
 				}
-				fmt.Fprintf(stderr, "strata txn describe: %s: %s\n", id, why)
+				code = af.Fail("%s: %s", id, why)
 				continue
 			}
 			start, dur := "-", "-"
@@ -106,10 +105,7 @@ func txnDescribe(ctx context.Context, args []string, stdout, stderr io.Writer) i
 				d.State, d.TimeoutMillis, start, dur, formatTopicsSet(d.Topics))
 		}
 		_ = tw.Flush()
-		if failed {
-			return exitError
-		}
-		return exitOK
+		return code
 	})
 }
 
@@ -147,25 +143,14 @@ func txnProducers(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		if code != exitOK {
 			return code
 		}
-		failed := false
 		tw := tabwriter.NewWriter(stdout, 0, 8, 2, ' ', 0)
 		fmt.Fprintln(tw, "TOPIC\tPARTITION\tLEADER\tPRODUCER-ID\tPRODUCER-EPOCH\tLAST-SEQUENCE\tLAST-TIMESTAMP\tCOORDINATOR-EPOCH\tTXN-START-OFFSET")
-		for _, p := range described {
-			if p.Err != nil {
-				failed = true
-				fmt.Fprintf(stderr, "strata txn producers: %s-%d: %s\n", p.Topic, p.Partition, cli.KafkaError(p.Err, p.ErrMessage))
-				continue
-			}
-			for _, ap := range sortedProducers(p) {
-				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%s\t%d\t%d\n", ap.Topic, ap.Partition, p.Leader, ap.ProducerID, ap.ProducerEpoch,
-					ap.LastSequence, formatMillis(ap.LastTimestamp), ap.CoordinatorEpoch, ap.CurrentTxnStartOffset)
-			}
-		}
+		code = eachProducer(af, described, func(p kadm.DescribedProducersPartition, ap kadm.DescribedProducer) {
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%s\t%d\t%d\n", ap.Topic, ap.Partition, p.Leader, ap.ProducerID, ap.ProducerEpoch,
+				ap.LastSequence, formatMillis(ap.LastTimestamp), ap.CoordinatorEpoch, ap.CurrentTxnStartOffset)
+		})
 		_ = tw.Flush()
-		if failed {
-			return exitError
-		}
-		return exitOK
+		return code
 	})
 }
 
@@ -198,6 +183,23 @@ func describeProducers(ctx context.Context, adm *kadm.Client, af *adminFlags, st
 	}
 	slices.SortFunc(out, func(a, b kadm.DescribedProducersPartition) int { return int(a.Partition - b.Partition) })
 	return out, exitOK
+}
+
+// eachProducer calls fn with the active producers of each of described's
+// partitions, in order, and reports each partition whose leader answered
+// with an error instead; it returns exitError if it reported one.
+func eachProducer(af *adminFlags, described []kadm.DescribedProducersPartition, fn func(p kadm.DescribedProducersPartition, ap kadm.DescribedProducer)) int {
+	code := exitOK
+	for _, p := range described {
+		if p.Err != nil {
+			code = af.Fail("%s-%d: %s", p.Topic, p.Partition, cli.KafkaError(p.Err, p.ErrMessage))
+			continue
+		}
+		for _, ap := range sortedProducers(p) {
+			fn(p, ap)
+		}
+	}
+	return code
 }
 
 // sortedProducers is a partition's producers by producer id.
@@ -263,24 +265,20 @@ func txnFindHanging(ctx context.Context, args []string, stdout, stderr io.Writer
 		}
 		var open []kadm.DescribedProducer
 		var leaders = map[string]int32{}
-		failed := false
+		code := exitOK
 		for _, t := range topics {
-			described, code := describeProducers(ctx, adm, af, stderr, t, -1)
-			if code != exitOK {
-				return code
+			described, c := describeProducers(ctx, adm, af, stderr, t, -1)
+			if c != exitOK {
+				return c
 			}
-			for _, p := range described {
-				if p.Err != nil {
-					failed = true
-					fmt.Fprintf(stderr, "strata txn find-hanging: %s-%d: %s\n", p.Topic, p.Partition, cli.KafkaError(p.Err, p.ErrMessage))
-					continue
+			c = eachProducer(af, described, func(p kadm.DescribedProducersPartition, ap kadm.DescribedProducer) {
+				if ap.CurrentTxnStartOffset >= 0 && time.Since(time.UnixMilli(ap.LastTimestamp)) >= *maxTimeout {
+					open = append(open, ap)
+					leaders[fmt.Sprintf("%s-%d", ap.Topic, ap.Partition)] = p.Leader
 				}
-				for _, ap := range sortedProducers(p) {
-					if ap.CurrentTxnStartOffset >= 0 && time.Since(time.UnixMilli(ap.LastTimestamp)) >= *maxTimeout {
-						open = append(open, ap)
-						leaders[fmt.Sprintf("%s-%d", ap.Topic, ap.Partition)] = p.Leader
-					}
-				}
+			})
+			if c != exitOK {
+				code = c
 			}
 		}
 		hanging, err := hangingOf(ctx, adm, open)
@@ -295,10 +293,7 @@ func txnFindHanging(ctx context.Context, args []string, stdout, stderr io.Writer
 				ap.ProducerID, ap.ProducerEpoch, ap.CoordinatorEpoch, ap.CurrentTxnStartOffset, formatMillis(ap.LastTimestamp), h.txnID)
 		}
 		_ = tw.Flush()
-		if failed {
-			return exitError
-		}
-		return exitOK
+		return code
 	})
 }
 
