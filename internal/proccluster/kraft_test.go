@@ -125,6 +125,16 @@ func (c *Cluster) waitBrokersRegistered() []string {
 	return seeds
 }
 
+// createReplicatedTopic creates topic (partitions partitions, RF 3,
+// min.insync.replicas 2) through adm, retrying until it succeeds.
+func (c *Cluster) createReplicatedTopic(ctx context.Context, adm *kadm.Client, topic string, partitions int32) {
+	c.t.Helper()
+	c.WaitFor(clusterStartTimeout, "the topic created", func() bool {
+		resp, err := adm.CreateTopic(ctx, partitions, 3, map[string]*string{"min.insync.replicas": kadmString("2")}, topic)
+		return err == nil && resp.Err == nil
+	})
+}
+
 // createTopicDirect sends CreateTopics (one partition, replication factor
 // 1) to each broker in turn, not routed by a client's idea of the
 // controller, and reports whether one created it (or found it created by

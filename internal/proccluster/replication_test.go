@@ -34,10 +34,7 @@ func TestReplicationProcesses(t *testing.T) {
 	require.NoError(t, err)
 	defer admCl.Close()
 	adm := kadm.NewClient(admCl)
-	c.WaitFor(clusterStartTimeout, "the topic created", func() bool {
-		resp, err := adm.CreateTopic(ctx, 2, 3, map[string]*string{"min.insync.replicas": kadmString("2")}, "replicated")
-		return err == nil && resp.Err == nil
-	})
+	c.createReplicatedTopic(ctx, adm, "replicated", 2)
 	leaderOf := func(partition int32) int32 {
 		md, err := adm.Metadata(ctx, "replicated")
 		if err != nil {
@@ -194,10 +191,7 @@ func TestPartitionFailoverProcesses(t *testing.T) {
 			require.NoError(t, err)
 			defer cl.Close()
 			adm := kadm.NewClient(cl)
-			c.WaitFor(clusterStartTimeout, "the topic created", func() bool {
-				resp, err := adm.CreateTopic(ctx, 1, 3, map[string]*string{"min.insync.replicas": kadmString("2")}, "f")
-				return err == nil && resp.Err == nil
-			})
+			c.createReplicatedTopic(ctx, adm, "f", 1)
 			for i := range 100 {
 				require.NoError(t, cl.ProduceSync(ctx, &kgo.Record{Partition: 0, Value: []byte(strconv.Itoa(i))}).FirstErr())
 			}
