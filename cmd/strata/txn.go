@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -208,15 +209,7 @@ func sortedProducers(p kadm.DescribedProducersPartition) []kadm.DescribedProduce
 	for _, ap := range p.ActiveProducers {
 		out = append(out, ap)
 	}
-	slices.SortFunc(out, func(a, b kadm.DescribedProducer) int {
-		switch {
-		case a.ProducerID < b.ProducerID:
-			return -1
-		case a.ProducerID > b.ProducerID:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(out, func(a, b kadm.DescribedProducer) int { return cmp.Compare(a.ProducerID, b.ProducerID) })
 	return out
 }
 

@@ -231,10 +231,9 @@ func quorumRows(s *topSnapshot) []quorumRow {
 	if q == nil {
 		return nil
 	}
-	leader, _ := q.LeaderState()
 	var rows []quorumRow
-	add := func(r kmsg.DescribeQuorumResponseTopicPartitionReplicaState, role string) {
-		row := quorumRow{ID: r.ReplicaID, Role: role, LogEndOffset: r.LogEndOffset, Lag: max(0, leader.LogEndOffset-r.LogEndOffset)}
+	for _, r := range q.Replicas() {
+		row := quorumRow{ID: r.ReplicaID, Role: strings.ToLower(r.Role), LogEndOffset: r.LogEndOffset, Lag: r.Lag}
 		if n := s.node(r.ReplicaID); n != nil {
 			epoch, ok := n.Metrics.Gauge(metrics.RaftEpoch)
 			row.Epoch = metricValue{V: epoch, Known: ok}
@@ -242,15 +241,6 @@ func quorumRows(s *topSnapshot) []quorumRow {
 			row.HighWatermark = metricValue{V: hw, Known: ok}
 		}
 		rows = append(rows, row)
-	}
-	add(leader, "leader")
-	for _, v := range q.CurrentVoters {
-		if v.ReplicaID != q.LeaderID {
-			add(v, "follower")
-		}
-	}
-	for _, o := range q.Observers {
-		add(o, "observer")
 	}
 	return rows
 }
