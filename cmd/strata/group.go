@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/strata-log/strata/internal/cli"
@@ -48,8 +47,7 @@ func groupList(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		if err != nil {
 			return af.Fail("%s", cli.KafkaError(err, ""))
 		}
-		tw := tabwriter.NewWriter(stdout, 0, 8, 2, ' ', 0)
-		fmt.Fprintln(tw, "GROUP\tSTATE\tPROTOCOL-TYPE\tCOORDINATOR")
+		tw := cli.NewTable(stdout, "GROUP\tSTATE\tPROTOCOL-TYPE\tCOORDINATOR")
 		for _, g := range listed.Sorted() {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\n", g.Group, g.State, g.ProtocolType, g.Coordinator)
 		}
@@ -143,8 +141,7 @@ type lagRow struct {
 // printLagTable prints rows as `strata group describe` does, "-" for
 // what is missing.
 func printLagTable(w io.Writer, rows []lagRow) {
-	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "TOPIC\tPARTITION\tCOMMITTED\tLOG-END\tLAG\tMEMBER\tCLIENT-ID\tHOST")
+	tw := cli.NewTable(w, "TOPIC\tPARTITION\tCOMMITTED\tLOG-END\tLAG\tMEMBER\tCLIENT-ID\tHOST")
 	for _, r := range rows {
 		committed := "-"
 		if r.committed >= 0 {
@@ -320,8 +317,7 @@ func groupResetOffsets(ctx context.Context, args []string, stdout, stderr io.Wri
 			return af.Fail("%s", cli.KafkaError(err, ""))
 		}
 		plan := kadm.Offsets{}
-		tw := tabwriter.NewWriter(stdout, 0, 8, 2, ' ', 0)
-		fmt.Fprintln(tw, "TOPIC\tPARTITION\tCURRENT\tNEW")
+		tw := cli.NewTable(stdout, "TOPIC\tPARTITION\tCURRENT\tNEW")
 		for _, p := range partitions {
 			s, okS := starts.Lookup(*topic, p)
 			e, okE := ends.Lookup(*topic, p)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"text/tabwriter"
 
 	"github.com/strata-log/strata/internal/cli"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -66,8 +65,7 @@ func offsetsCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 			return af.Fail("%s", cli.KafkaError(err, ""))
 		}
 		code := exitOK
-		tw := tabwriter.NewWriter(stdout, 0, 8, 2, ' ', 0)
-		fmt.Fprintln(tw, "TOPIC\tPARTITION\tOFFSET\tTIMESTAMP\tLEADER-EPOCH")
+		tw := cli.NewTable(stdout, "TOPIC\tPARTITION\tOFFSET\tTIMESTAMP\tLEADER-EPOCH")
 		for _, p := range partitions {
 			lo, ok := listed.Lookup(*topic, p)
 			switch {

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/strata-log/strata/internal/cli"
@@ -203,12 +202,11 @@ func topicList(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		if err != nil {
 			return af.Fail("%s", cli.KafkaError(err, ""))
 		}
-		tw := tabwriter.NewWriter(stdout, 0, 8, 2, ' ', 0)
 		header := "TOPIC\tPARTITIONS\tREPLICATION-FACTOR"
 		if *internal {
 			header += "\tINTERNAL"
 		}
-		fmt.Fprintln(tw, header)
+		tw := cli.NewTable(stdout, header)
 		for _, td := range topics.Sorted() {
 			row := fmt.Sprintf("%s\t%d\t%d", td.Topic, len(td.Partitions), td.Partitions.NumReplicas())
 			if *internal {

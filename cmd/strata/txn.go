@@ -7,7 +7,6 @@ import (
 	"io"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/strata-log/strata/internal/cli"
@@ -59,8 +58,7 @@ func txnList(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			return af.Fail("%s", cli.KafkaError(err, ""))
 		}
-		tw := tabwriter.NewWriter(stdout, 0, 8, 2, ' ', 0)
-		fmt.Fprintln(tw, "TRANSACTIONAL-ID\tCOORDINATOR\tPRODUCER-ID\tSTATE")
+		tw := cli.NewTable(stdout, "TRANSACTIONAL-ID\tCOORDINATOR\tPRODUCER-ID\tSTATE")
 		for _, t := range listed.Sorted() {
 			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\n", t.TxnID, t.Coordinator, t.ProducerID, t.State)
 		}
@@ -85,8 +83,7 @@ func txnDescribe(ctx context.Context, args []string, stdout, stderr io.Writer) i
 			return af.Fail("%s", cli.KafkaError(err, ""))
 		}
 		code := exitOK
-		tw := tabwriter.NewWriter(stdout, 0, 8, 2, ' ', 0)
-		fmt.Fprintln(tw, "TRANSACTIONAL-ID\tCOORDINATOR\tPRODUCER-ID\tPRODUCER-EPOCH\tSTATE\tTIMEOUT-MS\tSTART-TIME\tDURATION\tPARTITIONS")
+		tw := cli.NewTable(stdout, "TRANSACTIONAL-ID\tCOORDINATOR\tPRODUCER-ID\tPRODUCER-EPOCH\tSTATE\tTIMEOUT-MS\tSTART-TIME\tDURATION\tPARTITIONS")
 		for _, id := range ids {
 			d, ok := described[id]
 			if !ok || d.Err != nil {
@@ -144,8 +141,7 @@ func txnProducers(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		if code != exitOK {
 			return code
 		}
-		tw := tabwriter.NewWriter(stdout, 0, 8, 2, ' ', 0)
-		fmt.Fprintln(tw, "TOPIC\tPARTITION\tLEADER\tPRODUCER-ID\tPRODUCER-EPOCH\tLAST-SEQUENCE\tLAST-TIMESTAMP\tCOORDINATOR-EPOCH\tTXN-START-OFFSET")
+		tw := cli.NewTable(stdout, "TOPIC\tPARTITION\tLEADER\tPRODUCER-ID\tPRODUCER-EPOCH\tLAST-SEQUENCE\tLAST-TIMESTAMP\tCOORDINATOR-EPOCH\tTXN-START-OFFSET")
 		code = eachProducer(af, described, func(p kadm.DescribedProducersPartition, ap kadm.DescribedProducer) {
 			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%s\t%d\t%d\n", ap.Topic, ap.Partition, p.Leader, ap.ProducerID, ap.ProducerEpoch,
 				ap.LastSequence, formatMillis(ap.LastTimestamp), ap.CoordinatorEpoch, ap.CurrentTxnStartOffset)
@@ -278,8 +274,7 @@ func txnFindHanging(ctx context.Context, args []string, stdout, stderr io.Writer
 		if err != nil {
 			return af.Fail("%s", cli.KafkaError(err, ""))
 		}
-		tw := tabwriter.NewWriter(stdout, 0, 8, 2, ' ', 0)
-		fmt.Fprintln(tw, "TOPIC\tPARTITION\tLEADER\tPRODUCER-ID\tPRODUCER-EPOCH\tCOORDINATOR-EPOCH\tSTART-OFFSET\tLAST-TIMESTAMP\tTRANSACTIONAL-ID")
+		tw := cli.NewTable(stdout, "TOPIC\tPARTITION\tLEADER\tPRODUCER-ID\tPRODUCER-EPOCH\tCOORDINATOR-EPOCH\tSTART-OFFSET\tLAST-TIMESTAMP\tTRANSACTIONAL-ID")
 		for _, h := range hanging {
 			ap := h.producer
 			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\n", ap.Topic, ap.Partition, leaders[fmt.Sprintf("%s-%d", ap.Topic, ap.Partition)],

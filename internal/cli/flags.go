@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"text/tabwriter"
 )
 
 // Command is one strata command's voice: the messages it prints to
@@ -79,4 +80,12 @@ func parseCode(err error) (int, bool) {
 	default:
 		return ExitUsage, false
 	}
+}
+
+// NewTable is a table of the commands' layout (columns two spaces apart)
+// on w with header, tab-separated, as its first line. Flush prints it.
+func NewTable(w io.Writer, header string) *tabwriter.Writer {
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, header)
+	return tw
 }

@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -310,8 +309,7 @@ func renderQuorumSection(w io.Writer, f *topFrame) {
 		return
 	}
 	fmt.Fprintf(w, "\nquorum  leader %s  epoch %d  high watermark %d\n", nodeID(q.LeaderID), q.LeaderEpoch, q.HighWatermark)
-	tw := newTopTable(w)
-	fmt.Fprintln(tw, "NODE\tROLE\tLOG-END\tLAG\tEPOCH\tHW")
+	tw := cli.NewTable(w, "NODE\tROLE\tLOG-END\tLAG\tEPOCH\tHW")
 	for _, r := range f.Members {
 		fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%s\t%s\n", r.ID, r.Role, r.LogEndOffset, r.Lag, formatCount(r.Epoch), formatCount(r.HighWatermark))
 	}
@@ -320,8 +318,7 @@ func renderQuorumSection(w io.Writer, f *topFrame) {
 
 func renderBrokerSection(w io.Writer, f *topFrame) {
 	fmt.Fprintln(w)
-	tw := newTopTable(w)
-	fmt.Fprintln(tw, "NODE\tADDRESS\tROLE\tPARTITIONS\tLEADERS\tURP\tOFFLINE\tCONNS\tREQ/S\tIN/S\tOUT/S\tMSG-IN/S\tPRODUCE-P99-MS\tFETCH-P99-MS")
+	tw := cli.NewTable(w, "NODE\tADDRESS\tROLE\tPARTITIONS\tLEADERS\tURP\tOFFLINE\tCONNS\tREQ/S\tIN/S\tOUT/S\tMSG-IN/S\tPRODUCE-P99-MS\tFETCH-P99-MS")
 	sinceStart, idle := false, false
 	for _, r := range f.Nodes {
 		role := cmp.Or(r.Role, "-")
@@ -354,8 +351,7 @@ func renderTopicSection(w io.Writer, f *topFrame) {
 	if len(f.Topics) == 0 {
 		return
 	}
-	tw := newTopTable(w)
-	fmt.Fprintln(tw, "TOPIC\tPARTITIONS\tURP\tLEADERLESS\tIN/S\tOUT/S\tMSG-IN/S")
+	tw := cli.NewTable(w, "TOPIC\tPARTITIONS\tURP\tLEADERLESS\tIN/S\tOUT/S\tMSG-IN/S")
 	for _, t := range f.Topics {
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\t%s\n", t.Name, t.Partitions, t.UnderReplicated, t.Leaderless,
 			formatBytesRate(t.BytesIn), formatBytesRate(t.BytesOut), formatRate(t.MessagesIn))
@@ -371,10 +367,6 @@ func renderNotesSection(w io.Writer, f *topFrame) {
 	for _, n := range f.Notes {
 		fmt.Fprintf(w, "  %s\n", n)
 	}
-}
-
-func newTopTable(w io.Writer) *tabwriter.Writer {
-	return tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 }
 
 func nodeID(id int32) string {
