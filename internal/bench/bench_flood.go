@@ -433,17 +433,7 @@ func newRawFlood(ctx context.Context, seeds []string, topic string, producers in
 }
 
 func (f *rawFlood) run(ctx context.Context, _ [][]byte) error {
-	errs := make([]error, len(f.producers))
-	var wg sync.WaitGroup
-	for i, p := range f.producers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = p.run(ctx, func() bool { return true })
-		}()
-	}
-	wg.Wait()
-	return errors.Join(errs...)
+	return inParallel(len(f.producers), func(i int) error { return f.producers[i].run(ctx, func() bool { return true }) })
 }
 
 func (f *rawFlood) progress() floodProgress {
