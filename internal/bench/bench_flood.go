@@ -365,13 +365,12 @@ type kgoFlood struct {
 
 func newKgoFlood(seeds []string, topic string, producers int, compression string) (*kgoFlood, error) {
 	f := &kgoFlood{}
-	for range producers {
-		cl, err := cli.NewKafkaClient(seeds, append(producerOpts(topic, benchLinger, compression), kgo.WithHooks(&f.stats))...)
-		if err != nil {
-			f.close()
-			return nil, err
-		}
-		f.clients = append(f.clients, cl)
+	var err error
+	f.clients, err = openEach(producers, func() (*kgo.Client, error) {
+		return cli.NewKafkaClient(seeds, append(producerOpts(topic, benchLinger, compression), kgo.WithHooks(&f.stats))...)
+	}, (*kgo.Client).Close)
+	if err != nil {
+		return nil, err
 	}
 	return f, nil
 }
@@ -420,16 +419,11 @@ func newRawFlood(ctx context.Context, seeds []string, topic string, producers in
 	if err != nil {
 		return nil, err
 	}
-	f := &rawFlood{}
-	for range producers {
-		p, err := newRawProducer(ctx, seeds, topic, batches)
-		if err != nil {
-			f.close()
-			return nil, err
-		}
-		f.producers = append(f.producers, p)
+	ps, err := openEach(producers, func() (*rawProducer, error) { return newRawProducer(ctx, seeds, topic, batches) }, (*rawProducer).close)
+	if err != nil {
+		return nil, err
 	}
-	return f, nil
+	return &rawFlood{producers: ps}, nil
 }
 
 func (f *rawFlood) run(ctx context.Context, _ [][]byte) error {

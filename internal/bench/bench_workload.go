@@ -350,6 +350,23 @@ func inParallel(n int, fn func(i int) error) error {
 	return errors.Join(errs...)
 }
 
+// openEach opens n with open; when one fails, it closes those it opened
+// and returns the error.
+func openEach[T any](n int, open func() (T, error), close func(T)) ([]T, error) {
+	var out []T
+	for range n {
+		t, err := open()
+		if err != nil {
+			for _, o := range out {
+				close(o)
+			}
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
 // failure keeps the first error of a phase's promises.
 type failure struct {
 	once sync.Once
