@@ -64,12 +64,9 @@ func groupDescribe(ctx context.Context, args []string, stdout, stderr io.Writer)
 			"offset, the log end offset and the lag (log end minus committed; the whole log when nothing is committed).", stderr)
 	return runNames(ctx, af, fs, args, "name at least one group", (*kadm.Client).DescribeGroups,
 		func(ctx context.Context, adm *kadm.Client, described kadm.DescribedGroups, name string) int {
-			g, ok := described[name]
-			switch {
-			case !ok:
-				return af.Fail("%s: no answer", name)
-			case g.Err != nil:
-				return af.Fail("%s: %s", name, cli.KafkaError(g.Err, ""))
+			g, code, ok := answerFor(af, described, name, func(g kadm.DescribedGroup) error { return g.Err })
+			if !ok {
+				return code
 			}
 			// Kafka 4 describes a consumer-protocol (KIP-848) group as
 			// Dead (or, as kfake, Empty): ConsumerGroupDescribe knows it.
@@ -235,12 +232,8 @@ func groupDelete(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		"Deletes groups without members, with their committed offsets (DeleteGroups).", stderr)
 	return runNames(ctx, af, fs, args, "name at least one group", (*kadm.Client).DeleteGroups,
 		func(_ context.Context, _ *kadm.Client, deleted kadm.DeleteGroupResponses, name string) int {
-			r, ok := deleted[name]
-			switch {
-			case !ok:
-				return af.Fail("%s: no answer", name)
-			case r.Err != nil:
-				return af.Fail("%s: %s", name, cli.KafkaError(r.Err, ""))
+			if _, code, ok := answerFor(af, deleted, name, func(r kadm.DeleteGroupResponse) error { return r.Err }); !ok {
+				return code
 			}
 			fmt.Fprintf(stdout, "deleted group %s\n", name)
 			return exitOK

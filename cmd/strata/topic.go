@@ -134,6 +134,19 @@ func runNames[T any](ctx context.Context, af *adminFlags, fs *flag.FlagSet, args
 	})
 }
 
+// answerFor is answers' entry for name. When there is none, or it holds
+// an error (errOf), it reports that and returns false and the exit code.
+func answerFor[V any](af *adminFlags, answers map[string]V, name string, errOf func(V) error) (V, int, bool) {
+	v, ok := answers[name]
+	switch {
+	case !ok:
+		return v, af.Fail("%s: no answer", name), false
+	case errOf(v) != nil:
+		return v, af.Fail("%s: %s", name, cli.KafkaError(errOf(v), "")), false
+	}
+	return v, exitOK, true
+}
+
 // run connects an admin client and calls do with a context bounded by
 // --timeout; do returns the exit code.
 func (af *adminFlags) run(ctx context.Context, do func(ctx context.Context, adm *kadm.Client) int) int {

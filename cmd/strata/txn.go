@@ -85,13 +85,9 @@ func txnDescribe(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		code := exitOK
 		tw := cli.NewTable(stdout, "TRANSACTIONAL-ID\tCOORDINATOR\tPRODUCER-ID\tPRODUCER-EPOCH\tSTATE\tTIMEOUT-MS\tSTART-TIME\tDURATION\tPARTITIONS")
 		for _, id := range ids {
-			d, ok := described[id]
-			if !ok || d.Err != nil {
-				why := "no answer"
-				if ok {
-					why = cli.KafkaError(d.Err, "")
-				}
-				code = af.Fail("%s: %s", id, why)
+			d, c, ok := answerFor(af, described, id, func(d kadm.DescribedTransaction) error { return d.Err })
+			if !ok {
+				code = c
 				continue
 			}
 			start, dur := "-", "-"
