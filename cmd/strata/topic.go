@@ -109,9 +109,10 @@ func (af *adminFlags) parseNames(fs *flag.FlagSet, args []string, missing string
 }
 
 // runNames runs an admin command on one or more names (none is a usage
-// error, with missing as its message): ask is one request about them
-// all, and each reports on one name from its answer and returns its exit
-// code. The command exits with the last failing code, if any.
+// error, with missing as its message): ask, a kadm.Client method such as
+// (*kadm.Client).DeleteGroups, is one request about them all, and each
+// reports on one name from its answer and returns its exit code. The
+// command exits with the last failing code, if any.
 func runNames[T any](ctx context.Context, af *adminFlags, fs *flag.FlagSet, args []string, missing string,
 	ask func(adm *kadm.Client, ctx context.Context, names ...string) (T, error),
 	each func(ctx context.Context, adm *kadm.Client, answer T, name string) int) int {
