@@ -402,6 +402,6 @@ func TestKRaftSplitRolesProcesses(t *testing.T) {
 	// The quorum through the broker (DescribeQuorum forwarded).
 	code, out, errOut := runStrata(t, "quorum", "status", "--bootstrap-server", broker.BrokerAddr)
 	require.Equal(t, cli.ExitOK, code, errOut)
-	require.Equal(t, "[1,2,3]", statusField(t, out, "CurrentVoters"))
-	require.Equal(t, "[4]", statusField(t, out, "CurrentObservers"))
+	require.Equal(t, "[1,2,3]", StatusField(t, out, "CurrentVoters"))
+	require.Equal(t, "[4]", StatusField(t, out, "CurrentObservers"))
 }
