@@ -26,6 +26,25 @@ func baseOf(c Config) base {
 		LogDir: c.LogDir, SocketRequestMaxBytes: c.SocketRequestMaxBytes, MaxConnections: c.BrokerListener.MaxConnections}
 }
 
+// mustSet sets the key, value pairs of kv on cfg in turn: each key must
+// be known and its value valid.
+func mustSet(t *testing.T, cfg *Config, kv ...string) {
+	t.Helper()
+	for i := 0; i < len(kv); i += 2 {
+		known, err := cfg.Set(kv[i], kv[i+1])
+		require.True(t, known, kv[i])
+		require.NoError(t, err, kv[i])
+	}
+}
+
+// requireInvalid sets kv on cfg as mustSet does and requires Validate
+// to fail with an error that contains want.
+func requireInvalid(t *testing.T, cfg *Config, want string, kv ...string) {
+	t.Helper()
+	mustSet(t, cfg, kv...)
+	require.ErrorContains(t, cfg.Validate(), want)
+}
+
 func TestConfigSetAndValidate(t *testing.T) {
 	cfg := DefaultConfig()
 	require.NoError(t, cfg.Validate())
@@ -34,36 +53,26 @@ func TestConfigSetAndValidate(t *testing.T) {
 	require.Equal(t, []kraft.Voter{{ID: 1, Addr: "127.0.0.1:9093"}}, cfg.voters())
 	require.Equal(t, "127.0.0.1:9093", cfg.controllerListen())
 
-	for key, value := range map[string]string{
-		"node.id":                  "12",
-		"listeners":                "plaintext://[::1]:0",
-		"advertised.listeners":     "PLAINTEXT://kafka.example:19092",
-		"log.dirs":                 " /srv/strata ",
-		"socket.request.max.bytes": "1024",
-		"max.connections":          "50",
-	} {
-		known, err := cfg.Set(key, value)
-		require.True(t, known, key)
-		require.NoError(t, err, key)
-	}
+	mustSet(t, &cfg,
+		"node.id", "12",
+		"listeners", "plaintext://[::1]:0",
+		"advertised.listeners", "PLAINTEXT://kafka.example:19092",
+		"log.dirs", " /srv/strata ",
+		"socket.request.max.bytes", "1024",
+		"max.connections", "50",
+	)
 	require.Equal(t, base{NodeID: 12, Listener: "[::1]:0", AdvertisedListener: "kafka.example:19092",
 		LogDir: "/srv/strata", SocketRequestMaxBytes: 1024, MaxConnections: 50}, baseOf(cfg))
 	require.ErrorContains(t, cfg.Validate(), "needs the controller listener CONTROLLER://host:port in listeners",
 		"a combined node's listeners must name the controller listener, as in Kafka")
-	_, err := cfg.Set("listeners", "plaintext://[::1]:0,CONTROLLER://[::1]:19093")
-	require.NoError(t, err)
+	mustSet(t, &cfg, "listeners", "plaintext://[::1]:0,CONTROLLER://[::1]:19093")
 	require.NoError(t, cfg.Validate())
-	_, err = cfg.Set("broker.session.timeout.ms", "1500")
-	require.NoError(t, err)
+	mustSet(t, &cfg, "broker.session.timeout.ms", "1500")
 	require.ErrorContains(t, cfg.Validate(), `broker.session.timeout.ms="1500": want at least 4000 ms`, "shorter than two heartbeats")
-	_, err = cfg.Set("broker.session.timeout.ms", "4000")
-	require.NoError(t, err)
+	mustSet(t, &cfg, "broker.session.timeout.ms", "4000")
 	require.NoError(t, cfg.Validate())
-	_, err = cfg.Set("controller.quorum.voters", "1@[::1]:19093")
-	require.NoError(t, err)
-	require.ErrorContains(t, cfg.Validate(), "node.id 12 is not a voter")
-	_, err = cfg.Set("controller.quorum.voters", "12@[::1]:19093")
-	require.NoError(t, err)
+	requireInvalid(t, &cfg, "node.id 12 is not a voter", "controller.quorum.voters", "1@[::1]:19093")
+	mustSet(t, &cfg, "controller.quorum.voters", "12@[::1]:19093")
 	require.NoError(t, cfg.Validate())
 
 	known, err := cfg.Set("num.network.threads", "3")
@@ -104,11 +113,8 @@ func TestConfigSetAndValidate(t *testing.T) {
 
 	// 0.0.0.0 can be bound but not advertised, as in Kafka.
 	wild := DefaultConfig()
-	_, err = wild.Set("listeners", "PLAINTEXT://0.0.0.0:9092,CONTROLLER://0.0.0.0:9093")
-	require.NoError(t, err)
-	require.ErrorContains(t, wild.Validate(), "advertised.listeners")
-	_, err = wild.Set("advertised.listeners", "PLAINTEXT://10.1.2.3:9092")
-	require.NoError(t, err)
+	requireInvalid(t, &wild, "advertised.listeners", "listeners", "PLAINTEXT://0.0.0.0:9092,CONTROLLER://0.0.0.0:9093")
+	mustSet(t, &wild, "advertised.listeners", "PLAINTEXT://10.1.2.3:9092")
 	require.NoError(t, wild.Validate())
 }
 
@@ -135,39 +141,26 @@ func TestLoadConfigFile(t *testing.T) {
 
 func TestControllerListenerConfig(t *testing.T) {
 	cfg := DefaultConfig()
-	_, err := cfg.Set("listeners", "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:19093")
-	require.NoError(t, err)
+	mustSet(t, &cfg, "listeners", "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:19093")
 	require.NoError(t, cfg.Validate())
 	require.Equal(t, "127.0.0.1:19093", cfg.controllerListen())
 
-	_, err = cfg.Set("listeners", "PLAINTEXT://127.0.0.1:9092,CTRL://127.0.0.1:19093")
-	require.NoError(t, err)
-	require.ErrorContains(t, cfg.Validate(), "listeners")
-	_, err = cfg.Set("controller.listener.names", "CTRL")
-	require.NoError(t, err)
+	requireInvalid(t, &cfg, "listeners", "listeners", "PLAINTEXT://127.0.0.1:9092,CTRL://127.0.0.1:19093")
+	mustSet(t, &cfg, "controller.listener.names", "CTRL")
 	require.NoError(t, cfg.Validate())
 
 	// Valid on its own (a controller-only node's listeners), but not for
 	// the default combined roles.
-	_, err = cfg.Set("listeners", "CTRL://127.0.0.1:9093")
-	require.NoError(t, err)
-	require.ErrorContains(t, cfg.Validate(), "process.roles=broker,controller needs a PLAINTEXT://host:port client listener")
+	requireInvalid(t, &cfg, "process.roles=broker,controller needs a PLAINTEXT://host:port client listener", "listeners", "CTRL://127.0.0.1:9093")
 }
 
 func TestProcessRoles(t *testing.T) {
-	set := func(t *testing.T, cfg *Config, kv ...string) {
-		t.Helper()
-		for i := 0; i < len(kv); i += 2 {
-			_, err := cfg.Set(kv[i], kv[i+1])
-			require.NoError(t, err, kv[i])
-		}
-	}
 	voters := "1@127.0.0.1:19093,2@127.0.0.1:29093,3@127.0.0.1:39093"
 
 	t.Run("any order, normalized", func(t *testing.T) {
 		for _, roles := range []string{"broker,controller", "controller,broker", " Controller , BROKER "} {
 			cfg := DefaultConfig()
-			set(t, &cfg, "process.roles", roles)
+			mustSet(t, &cfg, "process.roles", roles)
 			require.Equal(t, []string{"broker", "controller"}, cfg.Roles(), roles)
 			require.True(t, cfg.IsBroker())
 			require.True(t, cfg.IsController())
@@ -192,7 +185,7 @@ func TestProcessRoles(t *testing.T) {
 
 	t.Run("controller-only", func(t *testing.T) {
 		cfg := DefaultConfig()
-		set(t, &cfg, "process.roles", "controller", "node.id", "2", "controller.quorum.voters", voters,
+		mustSet(t, &cfg, "process.roles", "controller", "node.id", "2", "controller.quorum.voters", voters,
 			"listeners", "CONTROLLER://127.0.0.1:29093")
 		require.NoError(t, cfg.Validate())
 		require.Equal(t, "127.0.0.1:29093", cfg.controllerListen())
@@ -200,48 +193,39 @@ func TestProcessRoles(t *testing.T) {
 		// With listeners unset, the default is the controller listener
 		// alone.
 		def := DefaultConfig()
-		set(t, &def, "process.roles", "controller")
+		mustSet(t, &def, "process.roles", "controller")
 		require.NoError(t, def.Validate())
 
-		set(t, &cfg, "listeners", "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:29093")
-		require.ErrorContains(t, cfg.Validate(), "a controller-only node (process.roles=controller) has only the controller listener")
-		set(t, &cfg, "listeners", "CONTROLLER://127.0.0.1:29093", "node.id", "4")
-		require.ErrorContains(t, cfg.Validate(), "node.id 4 is not a voter; with process.roles=controller it must be")
-		set(t, &cfg, "node.id", "2", "controller.listener.names", "CTRL")
-		require.ErrorContains(t, cfg.Validate(), "neither PLAINTEXT nor the controller listener")
-		set(t, &cfg, "listeners", "PLAINTEXT://127.0.0.1:9092")
-		require.ErrorContains(t, cfg.Validate(), "needs the controller listener CTRL://host:port in listeners")
+		requireInvalid(t, &cfg, "a controller-only node (process.roles=controller) has only the controller listener", "listeners", "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:29093")
+		requireInvalid(t, &cfg, "node.id 4 is not a voter; with process.roles=controller it must be", "listeners", "CONTROLLER://127.0.0.1:29093", "node.id", "4")
+		requireInvalid(t, &cfg, "neither PLAINTEXT nor the controller listener", "node.id", "2", "controller.listener.names", "CTRL")
+		requireInvalid(t, &cfg, "needs the controller listener CTRL://host:port in listeners", "listeners", "PLAINTEXT://127.0.0.1:9092")
 	})
 
 	t.Run("broker-only", func(t *testing.T) {
 		cfg := DefaultConfig()
-		set(t, &cfg, "process.roles", "broker", "node.id", "4")
-		require.ErrorContains(t, cfg.Validate(), "a broker-only node (process.roles=broker) needs the controller quorum's voters")
-		set(t, &cfg, "controller.quorum.voters", voters)
+		requireInvalid(t, &cfg, "a broker-only node (process.roles=broker) needs the controller quorum's voters", "process.roles", "broker", "node.id", "4")
+		mustSet(t, &cfg, "controller.quorum.voters", voters)
 		require.NoError(t, cfg.Validate(), "listeners unset: the default is the client listener alone")
-		set(t, &cfg, "listeners", "PLAINTEXT://127.0.0.1:49092")
+		mustSet(t, &cfg, "listeners", "PLAINTEXT://127.0.0.1:49092")
 		require.NoError(t, cfg.Validate())
 
-		set(t, &cfg, "listeners", "PLAINTEXT://127.0.0.1:49092,CONTROLLER://127.0.0.1:49093")
-		require.ErrorContains(t, cfg.Validate(), "must not have the controller listener CONTROLLER in listeners")
-		set(t, &cfg, "listeners", "PLAINTEXT://127.0.0.1:49092", "node.id", "3")
-		require.ErrorContains(t, cfg.Validate(), "node.id 3 is a voter, so its process.roles must include controller")
-		set(t, &cfg, "node.id", "4", "listeners", "CONTROLLER://127.0.0.1:49093")
-		require.ErrorContains(t, cfg.Validate(), "must not have the controller listener")
-		set(t, &cfg, "controller.listener.names", "CONTROLLER", "listeners", "PLAINTEXT://127.0.0.1:49092")
+		requireInvalid(t, &cfg, "must not have the controller listener CONTROLLER in listeners", "listeners", "PLAINTEXT://127.0.0.1:49092,CONTROLLER://127.0.0.1:49093")
+		requireInvalid(t, &cfg, "node.id 3 is a voter, so its process.roles must include controller", "listeners", "PLAINTEXT://127.0.0.1:49092", "node.id", "3")
+		requireInvalid(t, &cfg, "must not have the controller listener", "node.id", "4", "listeners", "CONTROLLER://127.0.0.1:49093")
+		mustSet(t, &cfg, "controller.listener.names", "CONTROLLER", "listeners", "PLAINTEXT://127.0.0.1:49092")
 		cfg.Listener = ""
 		require.ErrorContains(t, cfg.Validate(), "needs a PLAINTEXT://host:port client listener")
 	})
 
 	t.Run("quorum timeouts", func(t *testing.T) {
 		cfg := DefaultConfig()
-		set(t, &cfg, "controller.quorum.election.timeout.ms", "150", "controller.quorum.fetch.timeout.ms", "600")
+		mustSet(t, &cfg, "controller.quorum.election.timeout.ms", "150", "controller.quorum.fetch.timeout.ms", "600")
 		require.NoError(t, cfg.Validate())
 		q := cfg.Quorum.Quorum
 		require.Equal(t, 150*time.Millisecond, q.ElectionTimeout)
 		require.Equal(t, 600*time.Millisecond, q.FetchTimeout)
-		set(t, &cfg, "controller.quorum.fetch.timeout.ms", "500")
-		require.ErrorContains(t, cfg.Validate(), "must exceed the leader's fetch max wait (500 ms)")
+		requireInvalid(t, &cfg, "must exceed the leader's fetch max wait (500 ms)", "controller.quorum.fetch.timeout.ms", "500")
 		_, err := cfg.Set("controller.quorum.election.timeout.ms", "-5")
 		require.ErrorContains(t, err, "controller.quorum.election.timeout.ms=")
 		_, err = cfg.Set("controller.quorum.fetch.timeout.ms", "99999999999")
@@ -251,41 +235,30 @@ func TestProcessRoles(t *testing.T) {
 
 func TestControllerPortMismatchWarning(t *testing.T) {
 	cfg := DefaultConfig()
-	_, err := cfg.Set("controller.quorum.voters", "1@127.0.0.1:19093")
-	require.NoError(t, err)
-	_, err = cfg.Set("listeners", "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093")
-	require.NoError(t, err)
+	mustSet(t, &cfg, "controller.quorum.voters", "1@127.0.0.1:19093")
+	mustSet(t, &cfg, "listeners", "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093")
 	require.Contains(t, controllerPortMismatch(cfg), "is not on this node's port")
-	_, err = cfg.Set("listeners", "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:19093")
-	require.NoError(t, err)
+	mustSet(t, &cfg, "listeners", "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:19093")
 	require.Empty(t, controllerPortMismatch(cfg))
 }
 
 func TestTopicDefaultKeys(t *testing.T) {
-	set := func(cfg *Config, kv ...string) {
-		t.Helper()
-		for i := 0; i < len(kv); i += 2 {
-			known, err := cfg.Set(kv[i], kv[i+1])
-			require.True(t, known, kv[i])
-			require.NoError(t, err, kv[i])
-		}
-	}
 	cfg := DefaultConfig()
 	require.Empty(t, cfg.Partitions.StaticTopicDefaults, "nothing set: the table defaults apply")
 	require.False(t, cfg.BrokerListener.AutoTopicCreationDisabled)
 	require.Equal(t, int32(1), cfg.BrokerListener.DefaultNumPartitions)
 
 	// Kafka's precedence: ms over minutes over hours, whatever the order.
-	set(&cfg, "log.retention.hours", "2")
+	mustSet(t, &cfg, "log.retention.hours", "2")
 	require.Equal(t, "7200000", cfg.Partitions.StaticTopicDefaults["retention.ms"])
-	set(&cfg, "log.retention.ms", "1234", "log.retention.minutes", "3")
+	mustSet(t, &cfg, "log.retention.ms", "1234", "log.retention.minutes", "3")
 	require.Equal(t, "1234", cfg.Partitions.StaticTopicDefaults["retention.ms"])
 	cfg = DefaultConfig()
-	set(&cfg, "log.retention.hours", "2", "log.retention.minutes", "3")
+	mustSet(t, &cfg, "log.retention.hours", "2", "log.retention.minutes", "3")
 	require.Equal(t, "180000", cfg.Partitions.StaticTopicDefaults["retention.ms"])
-	set(&cfg, "log.retention.minutes", "-1")
+	mustSet(t, &cfg, "log.retention.minutes", "-1")
 	require.Equal(t, "-1", cfg.Partitions.StaticTopicDefaults["retention.ms"], "negative: forever")
-	set(&cfg, "log.roll.hours", "1", "log.segment.bytes", "4096", "log.cleanup.policy", "compact",
+	mustSet(t, &cfg, "log.roll.hours", "1", "log.segment.bytes", "4096", "log.cleanup.policy", "compact",
 		"message.max.bytes", "2000", "min.insync.replicas", "2", "num.partitions", "6", "auto.create.topics.enable", "FALSE",
 		"log.retention.check.interval.ms", "1000", "producer.id.expiration.ms", "60000",
 		"queued.max.request.bytes", "1048576", "max.incremental.fetch.session.cache.slots", "0")
@@ -348,8 +321,7 @@ func TestTopicDefaultKeysRefuseBadValues(t *testing.T) {
 	}
 	// A roll in hours past what segment.ms allows is caught once converted.
 	cfg := DefaultConfig()
-	_, err := cfg.Set("log.roll.ms", "1")
-	require.NoError(t, err)
+	mustSet(t, &cfg, "log.roll.ms", "1")
 	require.NoError(t, cfg.Validate())
 }
 
@@ -358,16 +330,13 @@ func TestTopicDefaultKeysRefuseBadValues(t *testing.T) {
 func TestConsumerGroupKeys(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.LogDir = t.TempDir()
-	for k, v := range map[string]string{
-		"group.consumer.assignors":              "range, uniform",
-		"group.consumer.min.session.timeout.ms": "10000",
-		"group.consumer.session.timeout.ms":     "10000",
-		"group.consumer.heartbeat.interval.ms":  "6000",
-		"group.consumer.max.size":               "3",
-	} {
-		_, err := cfg.Set(k, v)
-		require.NoError(t, err, k)
-	}
+	mustSet(t, &cfg,
+		"group.consumer.assignors", "range, uniform",
+		"group.consumer.min.session.timeout.ms", "10000",
+		"group.consumer.session.timeout.ms", "10000",
+		"group.consumer.heartbeat.interval.ms", "6000",
+		"group.consumer.max.size", "3",
+	)
 	require.NoError(t, cfg.Validate())
 	gc := cfg.BrokerListener.Groups.Coordinator
 	require.Equal(t, []string{"range", "uniform"}, gc.ConsumerAssignors)
@@ -388,14 +357,9 @@ func TestConsumerGroupKeys(t *testing.T) {
 	}
 	_, err := cfg.Set("group.consumer.migration.policy", "sideways")
 	require.ErrorIs(t, err, ErrInvalidConfig)
-	_, err = cfg.Set("group.consumer.session.timeout.ms", "90000")
-	require.NoError(t, err)
-	require.ErrorContains(t, cfg.Validate(), "group.consumer.session.timeout.ms")
-	_, err = cfg.Set("group.consumer.session.timeout.ms", "45000")
-	require.NoError(t, err)
-	_, err = cfg.Set("group.consumer.heartbeat.interval.ms", "1000")
-	require.NoError(t, err)
-	require.ErrorContains(t, cfg.Validate(), "group.consumer.heartbeat.interval.ms")
+	requireInvalid(t, &cfg, "group.consumer.session.timeout.ms", "group.consumer.session.timeout.ms", "90000")
+	mustSet(t, &cfg, "group.consumer.session.timeout.ms", "45000")
+	requireInvalid(t, &cfg, "group.consumer.heartbeat.interval.ms", "group.consumer.heartbeat.interval.ms", "1000")
 }
 
 // TestConnectionBoundKeys: the keys of issue 22's connection bounds parse
@@ -408,16 +372,13 @@ func TestConnectionBoundKeys(t *testing.T) {
 	require.Equal(t, connlimit.Config{MaxConnections: 10000, MaxIdle: 10 * time.Minute}, limits,
 		"Kafka's defaults: per-ip unbounded, idle 10 minutes")
 
-	for key, value := range map[string]string{
-		server.KeyConnectionsMaxIdleMs:         "5000",
-		server.KeyMaxConnectionsPerIP:          "3",
-		server.KeyMaxConnectionsPerIPOverrides: " localhost:7 , 10.1.2.3:0,::1:9",
-		KeySocketRequestReadTimeoutMs:          "1500",
-		KeySocketRequestMinBytesPerSec:         "100",
-	} {
-		_, err := cfg.Set(key, value)
-		require.NoError(t, err, key)
-	}
+	mustSet(t, &cfg,
+		server.KeyConnectionsMaxIdleMs, "5000",
+		server.KeyMaxConnectionsPerIP, "3",
+		server.KeyMaxConnectionsPerIPOverrides, " localhost:7 , 10.1.2.3:0,::1:9",
+		KeySocketRequestReadTimeoutMs, "1500",
+		KeySocketRequestMinBytesPerSec, "100",
+	)
 	require.NoError(t, cfg.Validate())
 	require.Equal(t, int64(1500), cfg.SocketRequestReadTimeoutMs)
 	require.Equal(t, 100, cfg.SocketRequestMinBytesPerSec)
@@ -430,14 +391,11 @@ func TestConnectionBoundKeys(t *testing.T) {
 	require.Equal(t, 9, limits.PerHostOverrides["::1"])
 
 	// Kafka's 0: only the overrides' hosts, and only with overrides.
-	_, err = cfg.Set(server.KeyMaxConnectionsPerIP, "0")
-	require.NoError(t, err)
+	mustSet(t, &cfg, server.KeyMaxConnectionsPerIP, "0")
 	limits, err = cfg.connLimits()
 	require.NoError(t, err)
 	require.Negative(t, limits.MaxPerHost)
-	_, err = cfg.Set(server.KeyMaxConnectionsPerIPOverrides, "")
-	require.NoError(t, err)
-	require.ErrorContains(t, cfg.Validate(), "max.connections.per.ip")
+	requireInvalid(t, &cfg, "max.connections.per.ip", server.KeyMaxConnectionsPerIPOverrides, "")
 
 	for key, value := range map[string]string{
 		server.KeyMaxConnectionsPerIPOverrides: "hostwithoutcount",
@@ -453,8 +411,7 @@ func TestConnectionBoundKeys(t *testing.T) {
 	c := DefaultConfig()
 	_, err = c.Set(server.KeyMaxConnectionsPerIPOverrides, "a:1,a:2")
 	require.ErrorContains(t, err, "twice")
-	_, err = c.Set(server.KeyMaxConnectionsPerIPOverrides, "no-such-host.invalid:1")
-	require.NoError(t, err)
+	mustSet(t, &c, server.KeyMaxConnectionsPerIPOverrides, "no-such-host.invalid:1")
 	_, err = c.connLimits()
 	require.ErrorContains(t, err, "cannot resolve", "an unknown host stops start-up, as in Kafka")
 }

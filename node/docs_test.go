@@ -13,21 +13,29 @@ import (
 	"github.com/strata-log/strata/core/server"
 )
 
+// operationsSection is docs/operations.md from heading up to the next
+// "## " heading.
+func operationsSection(t *testing.T, heading string) string {
+	t.Helper()
+	text, err := os.ReadFile("../docs/operations.md")
+	require.NoError(t, err)
+	doc := string(text)
+	start := strings.Index(doc, heading)
+	require.GreaterOrEqual(t, start, 0, "docs/operations.md has no %q section", heading)
+	section := doc[start:]
+	if end := strings.Index(section, "\n## "); end >= 0 {
+		section = section[:end]
+	}
+	return section
+}
+
 // TestOperationsDocListsEveryKey keeps docs/operations.md's
 // server.properties tables and the rows (core/server's broker keys and
 // node's) in step: every row is documented with its default and its valid
 // values (the row's check's words, as the topic config table has them),
 // and every documented key is a row's.
 func TestOperationsDocListsEveryKey(t *testing.T) {
-	text, err := os.ReadFile("../docs/operations.md")
-	require.NoError(t, err)
-	doc := string(text)
-	start := strings.Index(doc, "## server.properties keys")
-	require.GreaterOrEqual(t, start, 0, "docs/operations.md has no server.properties section")
-	section := doc[start:]
-	if end := strings.Index(section[1:], "\n## "); end >= 0 {
-		section = section[:end+1]
-	}
+	section := operationsSection(t, "## server.properties keys")
 	row := regexp.MustCompile("(?m)^\\| (`[^|]*) \\| ([^|]*) \\| ([^|]*) \\|")
 	tick := regexp.MustCompile("`([^`]*)`")
 	documented := map[string]string{} // key -> default cell
@@ -82,15 +90,7 @@ func TestConfigKeysAreUnique(t *testing.T) {
 // table and the catalog in step: every family is documented with its
 // type and labels, and every documented name is in the catalog.
 func TestOperationsDocListsEveryMetric(t *testing.T) {
-	text, err := os.ReadFile("../docs/operations.md")
-	require.NoError(t, err)
-	doc := string(text)
-	start := strings.Index(doc, "### Every metric")
-	require.GreaterOrEqual(t, start, 0, "docs/operations.md has no metric table")
-	section := doc[start:]
-	if end := strings.Index(section, "\n## "); end >= 0 {
-		section = section[:end]
-	}
+	section := operationsSection(t, "### Every metric")
 	row := regexp.MustCompile("(?m)^\\| `([a-z0-9_]+)` \\| ([a-z]+) \\| ([^|]*) \\|")
 	documented := map[string][]string{}
 	for _, m := range row.FindAllStringSubmatch(section, -1) {

@@ -183,11 +183,7 @@ func TestE2EFranzGoMetadataAndApiVersions(t *testing.T) {
 // rawConn opens a plain TCP connection to the node.
 func rawConn(t *testing.T, addr string) net.Conn {
 	t.Helper()
-	c, err := net.DialTimeout("tcp", addr, e2eTimeout)
-	require.NoError(t, err)
-	require.NoError(t, c.SetDeadline(time.Now().Add(e2eTimeout)))
-	t.Cleanup(func() { _ = c.Close() })
-	return c
+	return node.DialRawWithin(t, addr, e2eTimeout)
 }
 
 // requireClosedByNode reads until the node closes the connection, failing

@@ -68,7 +68,7 @@ func metadataRTTFrom(t *testing.T, from, addr string) time.Duration {
 	defer c.Close()
 	_, err := c.Write(withSize(metadataRequest(7)))
 	require.NoError(t, err)
-	resp := readFrame(t, c)
+	resp := node.ReadRawFrame(t, c)
 	require.Equal(t, uint32(7), binary.BigEndian.Uint32(resp), "correlation id")
 	return time.Since(start)
 }
@@ -111,17 +111,6 @@ func requireResponsiveFrom(t *testing.T, n *node.Node, from string) {
 
 func withSize(frame []byte) []byte {
 	return append(binary.BigEndian.AppendUint32(nil, uint32(len(frame))), frame...)
-}
-
-func readFrame(t *testing.T, c net.Conn) []byte {
-	t.Helper()
-	var size [4]byte
-	_, err := io.ReadFull(c, size[:])
-	require.NoError(t, err)
-	frame := make([]byte, binary.BigEndian.Uint32(size[:]))
-	_, err = io.ReadFull(c, frame)
-	require.NoError(t, err)
-	return frame
 }
 
 // requireClosedWithin waits for the node to close c, at most d from now.
@@ -267,7 +256,7 @@ func TestHostileTrickle(t *testing.T) {
 		require.NoError(t, err)
 		time.Sleep(time.Second / 3)
 	}
-	resp := readFrame(t, slow)
+	resp := node.ReadRawFrame(t, slow)
 	require.Equal(t, uint32(2), binary.BigEndian.Uint32(resp))
 }
 
@@ -303,7 +292,7 @@ func TestHostileIdleSocketsAtMaxConnections(t *testing.T) {
 	for i := range 6 {
 		_, err := busy.Write(withSize(metadataRequest(int32(i))))
 		require.NoError(t, err)
-		readFrame(t, busy)
+		node.ReadRawFrame(t, busy)
 		time.Sleep(400 * time.Millisecond)
 	}
 	requireOpen(t, busy)
@@ -367,7 +356,7 @@ func TestHostileValidThenBadFrame(t *testing.T) {
 		burst = append(burst, make([]byte, 256<<10)...)        // nor read: left in the socket
 		_, err := c.Write(burst)
 		require.NoError(t, err)
-		resp := readFrame(t, c)
+		resp := node.ReadRawFrame(t, c)
 		require.Equal(t, uint32(100+i), binary.BigEndian.Uint32(resp), "the request before the bad frame is answered")
 		requireClosedByNode(t, c)
 	}

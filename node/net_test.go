@@ -53,9 +53,16 @@ func echoServer(t *testing.T, n *Net, l *Loop) (env.Listener, chan closeEvent) {
 
 func dialRaw(t *testing.T, addr string) net.Conn {
 	t.Helper()
-	c, err := net.DialTimeout("tcp", addr, testTimeout)
+	return dialRawWithin(t, addr, testTimeout)
+}
+
+// dialRawWithin opens a plain TCP connection to addr, closed when the
+// test ends, whose dial and every read and write must be done within d.
+func dialRawWithin(t *testing.T, addr string, d time.Duration) net.Conn {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, d)
 	require.NoError(t, err)
-	require.NoError(t, c.SetDeadline(time.Now().Add(testTimeout)))
+	require.NoError(t, c.SetDeadline(time.Now().Add(d)))
 	t.Cleanup(func() { _ = c.Close() })
 	return c
 }
@@ -65,6 +72,13 @@ func writeRawFrame(t *testing.T, c net.Conn, frame []byte) {
 	buf := binary.BigEndian.AppendUint32(nil, uint32(len(frame)))
 	_, err := c.Write(append(buf, frame...))
 	require.NoError(t, err)
+}
+
+// requireEcho writes payload as a frame on c and requires it back.
+func requireEcho(t *testing.T, c net.Conn, payload string) {
+	t.Helper()
+	writeRawFrame(t, c, []byte(payload))
+	require.Equal(t, []byte(payload), readRawFrame(t, c))
 }
 
 func readRawFrame(t *testing.T, c net.Conn) []byte {
@@ -163,8 +177,7 @@ func TestNetOversizedFrameClosesConnAndListenerKeepsAccepting(t *testing.T) {
 
 		// The listener still serves.
 		c2 := dialRaw(t, ln.Addr())
-		writeRawFrame(t, c2, []byte("still here"))
-		require.Equal(t, []byte("still here"), readRawFrame(t, c2))
+		requireEcho(t, c2, "still here")
 		require.NoError(t, c2.Close())
 		ev = waitFor(t, closes, "OnClose of the good conn")
 		require.ErrorIs(t, ev.err, env.ErrConnReset)
@@ -210,8 +223,7 @@ func TestNetOnCloseOnceAfterPeerClose(t *testing.T) {
 	n, l := newTestNet(t, 0)
 	ln, closes := echoServer(t, n, l)
 	raw := dialRaw(t, ln.Addr())
-	writeRawFrame(t, raw, []byte("hi"))
-	require.Equal(t, []byte("hi"), readRawFrame(t, raw))
+	requireEcho(t, raw, "hi")
 	require.NoError(t, raw.Close())
 	ev := waitFor(t, closes, "OnClose")
 	require.ErrorIs(t, ev.err, env.ErrConnReset)
@@ -228,8 +240,7 @@ func TestNetListenerClose(t *testing.T) {
 	n, l := newTestNet(t, 0)
 	ln, _ := echoServer(t, n, l)
 	established := dialRaw(t, ln.Addr())
-	writeRawFrame(t, established, []byte("a"))
-	require.Equal(t, []byte("a"), readRawFrame(t, established))
+	requireEcho(t, established, "a")
 	onLoop(t, l, func() {
 		require.NoError(t, ln.Close())
 		require.ErrorIs(t, ln.Close(), env.ErrClosed)
@@ -237,8 +248,7 @@ func TestNetListenerClose(t *testing.T) {
 	_, err := net.DialTimeout("tcp", ln.Addr(), time.Second)
 	require.Error(t, err, "closed listener still accepts")
 	// Established conns are unaffected.
-	writeRawFrame(t, established, []byte("b"))
-	require.Equal(t, []byte("b"), readRawFrame(t, established))
+	requireEcho(t, established, "b")
 }
 
 // TestNetBackPressure: while the loop does not handle a conn's frames, the
@@ -247,8 +257,7 @@ func TestNetBackPressure(t *testing.T) {
 	n, l := newTestNet(t, 0)
 	ln, _ := echoServer(t, n, l)
 	raw := dialRaw(t, ln.Addr())
-	writeRawFrame(t, raw, []byte("warm-up"))
-	require.Equal(t, []byte("warm-up"), readRawFrame(t, raw))
+	requireEcho(t, raw, "warm-up")
 
 	release := make(chan struct{})
 	l.Post(func() { <-release }) // block the loop
@@ -276,8 +285,7 @@ func TestNetCloseStopsEverything(t *testing.T) {
 	n := NewNet(l, NetConfig{}, slog.New(slog.DiscardHandler))
 	ln, closes := echoServer(t, n, l)
 	raw := dialRaw(t, ln.Addr())
-	writeRawFrame(t, raw, []byte("a"))
-	require.Equal(t, []byte("a"), readRawFrame(t, raw))
+	requireEcho(t, raw, "a")
 	done := make(chan struct{})
 	go func() { n.Close(); close(done) }()
 	waitFor(t, done, "Net.Close")
@@ -353,9 +361,7 @@ func TestNetSlowFrameClosesConn(t *testing.T) {
 	require.Less(t, time.Since(start), 2*time.Second)
 
 	quiet := dialRaw(t, ln.Addr())
-	writeRawFrame(t, quiet, []byte("one"))
-	require.Equal(t, []byte("one"), readRawFrame(t, quiet))
+	requireEcho(t, quiet, "one")
 	time.Sleep(time.Second) // silent between frames
-	writeRawFrame(t, quiet, []byte("two"))
-	require.Equal(t, []byte("two"), readRawFrame(t, quiet))
+	requireEcho(t, quiet, "two")
 }

@@ -60,9 +60,7 @@ func startCLINode(t *testing.T, tweak func(*node.Config)) *node.Node {
 func testTxnHanging(t *testing.T) {
 	n := startCLINode(t, func(cfg *node.Config) { cfg.BrokerListener.Txns.NoPartitionVerification = true })
 	r := cliRunner{t: t, addr: n.Addr()}
-	topic := topicName(t, "hang")
-	r.ok("", "topic", "create", topic, "--partitions", "1")
-	r.ok("a\n", "produce", "--topic", topic, "--partition", "0")
+	topic := r.topicWithRecords("hang", 1, "a\n")
 
 	ctx, cancel := context.WithTimeout(context.Background(), cliTestTimeout)
 	defer cancel()
@@ -122,10 +120,8 @@ func testTxnHanging(t *testing.T) {
 // stable offset passes it and read_committed sees none of it.
 func testTxn(r cliRunner) {
 	t := r.t
-	topic := topicName(t, "txn")
+	topic := r.topicWithRecords("txn", 2, "a\nb\n")
 	id := topicName(t, "tid")
-	r.ok("", "topic", "create", topic, "--partitions", "2")
-	r.ok("a\nb\n", "produce", "--topic", topic, "--partition", "0")
 	ctx, cancel := context.WithTimeout(context.Background(), cliTestTimeout)
 	defer cancel()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(r.addr), kgo.TransactionalID(id), kgo.DefaultProduceTopic(topic),

@@ -50,23 +50,11 @@ func startKfake(t *testing.T) string {
 // IncrementalAlterConfigs requests whose every topic carries a config key
 // Strata does not know with INVALID_CONFIG, as Kafka does.
 func rejectUnknownTopicConfigs(c *kfake.Cluster) {
-	unknown := func(names []string) string {
-		for _, n := range names {
-			if _, ok := config.TopicRow(n); !ok {
-				return n
-			}
-		}
-		return ""
-	}
 	c.ControlKey(kmsg.IncrementalAlterConfigs.Int16(), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
 		req := kreq.(*kmsg.IncrementalAlterConfigsRequest)
 		resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
 		for _, r := range req.Resources {
-			var names []string
-			for _, cfg := range r.Configs {
-				names = append(names, cfg.Name)
-			}
-			bad := unknown(names)
+			bad := unknownTopicConfig(r.Configs, func(c kmsg.IncrementalAlterConfigsRequestResourceConfig) string { return c.Name })
 			if r.ResourceType != kmsg.ConfigResourceTypeTopic || bad == "" {
 				return nil, nil, false
 			}
@@ -82,11 +70,7 @@ func rejectUnknownTopicConfigs(c *kfake.Cluster) {
 		req := kreq.(*kmsg.CreateTopicsRequest)
 		resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
 		for _, rt := range req.Topics {
-			var names []string
-			for _, cfg := range rt.Configs {
-				names = append(names, cfg.Name)
-			}
-			bad := unknown(names)
+			bad := unknownTopicConfig(rt.Configs, func(c kmsg.CreateTopicsRequestTopicConfig) string { return c.Name })
 			if bad == "" {
 				return nil, nil, false
 			}
@@ -98,6 +82,17 @@ func rejectUnknownTopicConfigs(c *kfake.Cluster) {
 		c.KeepControl()
 		return resp, nil, true
 	})
+}
+
+// unknownTopicConfig is the first of configs whose name (by name) is no
+// topic config key Strata knows, or "".
+func unknownTopicConfig[C any](configs []C, name func(C) string) string {
+	for _, c := range configs {
+		if _, ok := config.TopicRow(name(c)); !ok {
+			return name(c)
+		}
+	}
+	return ""
 }
 
 // TestCLIKfake runs the client commands against kfake.
@@ -184,6 +179,17 @@ func (r cliRunner) ok(stdin string, args ...string) string {
 func topicName(t *testing.T, suffix string) string {
 	name := regexp.MustCompile(`[^a-zA-Z0-9]+`).ReplaceAllString(t.Name(), "-")
 	return fmt.Sprintf("%s-%s-%d", strings.ToLower(name), suffix, time.Now().UnixNano()%1_000_000)
+}
+
+// topicWithRecords creates a topic named for the test with suffix, of
+// partitions partitions, and produces records, one a line, to its
+// partition 0.
+func (r cliRunner) topicWithRecords(suffix string, partitions int, records string) string {
+	r.t.Helper()
+	topic := topicName(r.t, suffix)
+	r.ok("", "topic", "create", topic, "--partitions", strconv.Itoa(partitions))
+	r.ok(records, "produce", "--topic", topic, "--partition", "0")
+	return topic
 }
 
 // testCLI checks the client commands (topic, produce, consume, offsets)
@@ -700,10 +706,8 @@ func (l *lockedBuffer) String() string {
 // is described with its member, committed offsets and lag.
 func testConsumerProtocolGroup(r cliRunner) {
 	t := r.t
-	topic := topicName(t, "g")
+	topic := r.topicWithRecords("g", 1, "a\nb\nc\n")
 	group := topicName(t, "grp848")
-	r.ok("", "topic", "create", topic, "--partitions", "1")
-	r.ok("a\nb\nc\n", "produce", "--topic", topic, "--partition", "0")
 	cl, err := kgo.NewClient(kgo.SeedBrokers(r.addr), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
 		kgo.ServerSideBalancer(), kgo.DisableAutoCommit(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	require.NoError(t, err)

@@ -134,14 +134,7 @@ func consumePartitions(ctx context.Context, addrs []string, topic string, partit
 	ctx, cancel := context.WithTimeout(ctx, cli.DefaultAdminTimeout)
 	defer cancel()
 	adm := kadm.NewClient(cl)
-	if err := cli.RequireAPIs(ctx, adm, kmsg.Fetch, kmsg.ListOffsets); err != nil {
-		return nil, err
-	}
-	td, err := cli.DescribeTopic(ctx, adm, topic)
-	if err != nil {
-		return nil, err
-	}
-	return cli.SelectPartitions(td, partition)
+	return cli.TopicPartitions(ctx, adm, topic, partition, kmsg.Fetch, kmsg.ListOffsets)
 }
 
 // parseOffsetTime is --offset-time in unix milliseconds.

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/strata-log/strata/internal/cli"
@@ -40,20 +39,15 @@ var groupCommand = subcommands{
 // groupList is `strata group list`: every group of every broker.
 func groupList(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs, af := newAdminFlagSet("group list", "group list [flags]", "Lists the consumer groups (ListGroups on every broker).", stderr)
-	extra, code, ok := cli.ParseArgs(fs, args)
-	if !ok {
+	if code, ok := af.ParseFlags(fs, args); !ok {
 		return code
-	}
-	if len(extra) > 0 {
-		return af.UsageError("unexpected arguments %q", extra)
 	}
 	return af.run(ctx, func(ctx context.Context, adm *kadm.Client) int {
 		listed, err := adm.ListGroups(ctx)
 		if err != nil {
 			return af.Fail("%s", cli.KafkaError(err, ""))
 		}
-		tw := tabwriter.NewWriter(stdout, 0, 8, 2, ' ', 0)
-		fmt.Fprintln(tw, "GROUP\tSTATE\tPROTOCOL-TYPE\tCOORDINATOR")
+		tw := cli.NewTable(stdout, "GROUP\tSTATE\tPROTOCOL-TYPE\tCOORDINATOR")
 		for _, g := range listed.Sorted() {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\n", g.Group, g.State, g.ProtocolType, g.Coordinator)
 		}
@@ -68,47 +62,20 @@ func groupDescribe(ctx context.Context, args []string, stdout, stderr io.Writer)
 	fs, af := newAdminFlagSet("group describe", "group describe GROUP [GROUP ...] [flags]",
 		"Describes consumer groups: state, members and their partitions, and per partition the committed\n"+
 			"offset, the log end offset and the lag (log end minus committed; the whole log when nothing is committed).", stderr)
-	names, code, ok := af.parseNames(fs, args, "name at least one group")
-	if !ok {
-		return code
-	}
-	return af.run(ctx, func(ctx context.Context, adm *kadm.Client) int {
-		described, err := adm.DescribeGroups(ctx, names...)
-		if err != nil {
-			return af.Fail("%s", cli.KafkaError(err, ""))
-		}
-		code := exitOK
-		for _, name := range names {
-			g, ok := described[name]
-			switch {
-			case !ok:
-				code = af.Fail("%s: no answer", name)
-				continue
-			case g.Err != nil:
-				code = af.Fail("%s: %s", name, cli.KafkaError(g.Err, ""))
-				continue
+	return runNames(ctx, af, fs, args, "name at least one group", (*kadm.Client).DescribeGroups,
+		func(ctx context.Context, adm *kadm.Client, described kadm.DescribedGroups, name string) int {
+			g, code, ok := answerFor(af, described, name, func(g kadm.DescribedGroup) error { return g.Err })
+			if !ok {
+				return code
 			}
 			// Kafka 4 describes a consumer-protocol (KIP-848) group as
 			// Dead (or, as kfake, Empty): ConsumerGroupDescribe knows it.
 			if cg, ok := describeConsumerGroup(ctx, adm, name); ok {
-				if c := printConsumerGroup(ctx, adm, cg, stdout, stderr, af); c != exitOK {
-					code = c
-				}
-				continue
+				return printConsumerGroup(ctx, adm, cg, stdout, stderr, af)
 			}
-			fetched, err := adm.FetchOffsets(ctx, name)
-			if err == nil {
-				err = fetched.Error()
-			}
+			fetched, topics, err := fetchCommitted(ctx, adm, name)
 			if err != nil {
-				code = af.Fail("%s: %s", name, cli.KafkaError(err, ""))
-				continue
-			}
-			var topics []string
-			for _, o := range fetched.Sorted() {
-				if !slices.Contains(topics, o.Topic) {
-					topics = append(topics, o.Topic)
-				}
+				return af.Fail("%s: %s", name, cli.KafkaError(err, ""))
 			}
 			for _, t := range g.AssignedPartitions().Topics() {
 				if !slices.Contains(topics, t) {
@@ -119,29 +86,71 @@ func groupDescribe(ctx context.Context, args []string, stdout, stderr io.Writer)
 			if len(topics) > 0 {
 				ends, err = adm.ListEndOffsets(ctx, topics...)
 				if err != nil {
-					code = af.Fail("%s: %s", name, cli.KafkaError(err, ""))
-					continue
+					return af.Fail("%s: %s", name, cli.KafkaError(err, ""))
 				}
 			}
 			lag := kadm.CalculateGroupLagWithStartOffsets(g, fetched, nil, ends)
 			fmt.Fprintf(stdout, "GROUP %s  state %s  protocol %s  coordinator %d  members %d\n", g.Group, g.State, g.Protocol, g.Coordinator.NodeID, len(g.Members))
-			tw := tabwriter.NewWriter(stdout, 0, 8, 2, ' ', 0)
-			fmt.Fprintln(tw, "TOPIC\tPARTITION\tCOMMITTED\tLOG-END\tLAG\tMEMBER\tCLIENT-ID\tHOST")
+			var rows []lagRow
 			for _, l := range lag.Sorted() {
-				committed := "-"
-				if l.Commit.At >= 0 {
-					committed = strconv.FormatInt(l.Commit.At, 10)
+				r := lagRow{topic: l.Topic, partition: l.Partition, committed: l.Commit.At, end: l.End.Offset, lag: l.Lag}
+				if m := l.Member; m != nil {
+					r.assigned, r.member, r.client, r.host = true, m.MemberID, m.ClientID, m.ClientHost
 				}
-				member, client, host := "-", "-", "-"
-				if l.Member != nil {
-					member, client, host = l.Member.MemberID, l.Member.ClientID, l.Member.ClientHost
-				}
-				fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%d\t%s\t%s\t%s\n", l.Topic, l.Partition, committed, l.End.Offset, l.Lag, member, client, host)
+				rows = append(rows, r)
 			}
-			_ = tw.Flush()
+			printLagTable(stdout, rows)
+			return exitOK
+		})
+}
+
+// fetchCommitted is group's committed offsets and their topics, in
+// order.
+func fetchCommitted(ctx context.Context, adm *kadm.Client, group string) (kadm.OffsetResponses, []string, error) {
+	fetched, err := adm.FetchOffsets(ctx, group)
+	if err == nil {
+		err = fetched.Error()
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	var topics []string
+	for _, o := range fetched.Sorted() {
+		if !slices.Contains(topics, o.Topic) {
+			topics = append(topics, o.Topic)
 		}
-		return code
-	})
+	}
+	return fetched, topics, nil
+}
+
+// lagRow is one partition of a group's lag table.
+type lagRow struct {
+	topic     string
+	partition int32
+	committed int64 // -1: nothing committed
+	end, lag  int64
+	// assigned says whether a member holds the partition; member,
+	// client and host are then its id, client id and host.
+	assigned             bool
+	member, client, host string
+}
+
+// printLagTable prints rows as `strata group describe` does, "-" for
+// what is missing.
+func printLagTable(w io.Writer, rows []lagRow) {
+	tw := cli.NewTable(w, "TOPIC\tPARTITION\tCOMMITTED\tLOG-END\tLAG\tMEMBER\tCLIENT-ID\tHOST")
+	for _, r := range rows {
+		committed := "-"
+		if r.committed >= 0 {
+			committed = strconv.FormatInt(r.committed, 10)
+		}
+		member, client, host := "-", "-", "-"
+		if r.assigned {
+			member, client, host = r.member, r.client, r.host
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%d\t%s\t%s\t%s\n", r.topic, r.partition, committed, r.end, r.lag, member, client, host)
+	}
+	_ = tw.Flush()
 }
 
 // describeConsumerGroup describes a consumer-protocol group, if name is
@@ -159,20 +168,11 @@ func describeConsumerGroup(ctx context.Context, adm *kadm.Client, name string) (
 // prints a classic one: per partition the committed offset, the log end,
 // the lag and the member it is assigned to.
 func printConsumerGroup(ctx context.Context, adm *kadm.Client, g kadm.DescribedConsumerGroup, stdout, stderr io.Writer, af *adminFlags) int {
-	fetched, err := adm.FetchOffsets(ctx, g.Group)
-	if err == nil {
-		err = fetched.Error()
-	}
+	fetched, topics, err := fetchCommitted(ctx, adm, g.Group)
 	if err != nil {
 		return af.Fail("%s: %s", g.Group, cli.KafkaError(err, ""))
 	}
 	owner := map[string]map[int32]*kadm.ConsumerGroupMember{}
-	var topics []string
-	for _, o := range fetched.Sorted() {
-		if !slices.Contains(topics, o.Topic) {
-			topics = append(topics, o.Topic)
-		}
-	}
 	for i := range g.Members {
 		m := &g.Members[i]
 		for _, tp := range m.Assignment.Sorted() {
@@ -199,8 +199,6 @@ func printConsumerGroup(ctx context.Context, adm *kadm.Client, g kadm.DescribedC
 	}
 	fmt.Fprintf(stdout, "GROUP %s  state %s  protocol consumer (assignor %s, epoch %d)  coordinator %d  members %d\n",
 		g.Group, g.State, g.AssignorName, g.Epoch, g.Coordinator.NodeID, len(g.Members))
-	tw := tabwriter.NewWriter(stdout, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "TOPIC\tPARTITION\tCOMMITTED\tLOG-END\tLAG\tMEMBER\tCLIENT-ID\tHOST")
 	var listed []kadm.ListedOffset
 	ends.Each(func(e kadm.ListedOffset) {
 		if e.Err == nil {
@@ -213,18 +211,18 @@ func printConsumerGroup(ctx context.Context, adm *kadm.Client, g kadm.DescribedC
 		}
 		return int(a.Partition - b.Partition)
 	})
+	var rows []lagRow
 	for _, e := range listed {
-		committed, lag := "-", e.Offset
+		r := lagRow{topic: e.Topic, partition: e.Partition, committed: -1, end: e.Offset, lag: e.Offset}
 		if o, ok := fetched.Lookup(e.Topic, e.Partition); ok && o.At >= 0 {
-			committed, lag = strconv.FormatInt(o.At, 10), e.Offset-o.At
+			r.committed, r.lag = o.At, e.Offset-o.At
 		}
-		member, client, host := "-", "-", "-"
 		if m := owner[e.Topic][e.Partition]; m != nil {
-			member, client, host = m.MemberID, m.ClientID, m.ClientHost
+			r.assigned, r.member, r.client, r.host = true, m.MemberID, m.ClientID, m.ClientHost
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%d\t%s\t%s\t%s\n", e.Topic, e.Partition, committed, e.Offset, lag, member, client, host)
+		rows = append(rows, r)
 	}
-	_ = tw.Flush()
+	printLagTable(stdout, rows)
 	return exitOK
 }
 
@@ -232,29 +230,14 @@ func printConsumerGroup(ctx context.Context, adm *kadm.Client, g kadm.DescribedC
 func groupDelete(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs, af := newAdminFlagSet("group delete", "group delete GROUP [GROUP ...] [flags]",
 		"Deletes groups without members, with their committed offsets (DeleteGroups).", stderr)
-	names, code, ok := af.parseNames(fs, args, "name at least one group")
-	if !ok {
-		return code
-	}
-	return af.run(ctx, func(ctx context.Context, adm *kadm.Client) int {
-		deleted, err := adm.DeleteGroups(ctx, names...)
-		if err != nil {
-			return af.Fail("%s", cli.KafkaError(err, ""))
-		}
-		code := exitOK
-		for _, name := range names {
-			r, ok := deleted[name]
-			switch {
-			case !ok:
-				code = af.Fail("%s: no answer", name)
-			case r.Err != nil:
-				code = af.Fail("%s: %s", name, cli.KafkaError(r.Err, ""))
-			default:
-				fmt.Fprintf(stdout, "deleted group %s\n", name)
+	return runNames(ctx, af, fs, args, "name at least one group", (*kadm.Client).DeleteGroups,
+		func(_ context.Context, _ *kadm.Client, deleted kadm.DeleteGroupResponses, name string) int {
+			if _, code, ok := answerFor(af, deleted, name, func(r kadm.DeleteGroupResponse) error { return r.Err }); !ok {
+				return code
 			}
-		}
-		return code
-	})
+			fmt.Fprintf(stdout, "deleted group %s\n", name)
+			return exitOK
+		})
 }
 
 // groupResetOffsets is `strata group reset-offsets`: a dry run unless
@@ -304,14 +287,7 @@ func groupResetOffsets(ctx context.Context, args []string, stdout, stderr io.Wri
 	}
 	group := names[0]
 	return af.run(ctx, func(ctx context.Context, adm *kadm.Client) int {
-		if err := cli.RequireAPIs(ctx, adm, kmsg.OffsetCommit, kmsg.ListOffsets); err != nil {
-			return af.Fail("%v", err)
-		}
-		td, err := cli.DescribeTopic(ctx, adm, *topic)
-		if err != nil {
-			return af.Fail("%s", cli.KafkaError(err, ""))
-		}
-		partitions, err := cli.SelectPartitions(td, int32(*partition))
+		partitions, err := cli.TopicPartitions(ctx, adm, *topic, int32(*partition), kmsg.OffsetCommit, kmsg.ListOffsets)
 		if err != nil {
 			return af.Fail("%s", cli.KafkaError(err, ""))
 		}
@@ -334,8 +310,7 @@ func groupResetOffsets(ctx context.Context, args []string, stdout, stderr io.Wri
 			return af.Fail("%s", cli.KafkaError(err, ""))
 		}
 		plan := kadm.Offsets{}
-		tw := tabwriter.NewWriter(stdout, 0, 8, 2, ' ', 0)
-		fmt.Fprintln(tw, "TOPIC\tPARTITION\tCURRENT\tNEW")
+		tw := cli.NewTable(stdout, "TOPIC\tPARTITION\tCURRENT\tNEW")
 		for _, p := range partitions {
 			s, okS := starts.Lookup(*topic, p)
 			e, okE := ends.Lookup(*topic, p)

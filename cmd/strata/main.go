@@ -6,6 +6,9 @@
 //
 //	func init() { register("bench", "measure produce/consume throughput", runBench) }
 //
+// or, for a command that runs until Ctrl-C on the standard streams, with
+// registerStreams, which tests call in process with streams of their own.
+//
 // main only dispatches, so adding a subcommand never touches this file.
 package main
 

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"text/tabwriter"
 
 	"github.com/strata-log/strata/internal/cli"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -28,14 +27,11 @@ func offsetsCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 	topic := fs.String("topic", "", "the `topic` (required)")
 	partition := fs.Int("partition", -1, "only this `partition`; -1 lists them all")
 	at := fs.String("time", "latest", "which offset: earliest, latest, max-timestamp or a `time` in unix milliseconds")
-	extra, code, ok := cli.ParseArgs(fs, args)
-	if !ok {
+	if code, ok := af.ParseFlags(fs, args); !ok {
 		return code
 	}
 	var ms int64
 	switch {
-	case len(extra) > 0:
-		return af.UsageError("unexpected arguments %q", extra)
 	case *topic == "":
 		return af.UsageError("--topic is required")
 	case *partition < -1 || *partition > 1<<31-1:
@@ -50,14 +46,7 @@ func offsetsCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 		}
 	}
 	return af.run(ctx, func(ctx context.Context, adm *kadm.Client) int {
-		if err := cli.RequireAPIs(ctx, adm, kmsg.ListOffsets); err != nil {
-			return af.Fail("%v", err)
-		}
-		td, err := cli.DescribeTopic(ctx, adm, *topic)
-		if err != nil {
-			return af.Fail("%s", cli.KafkaError(err, ""))
-		}
-		partitions, err := cli.SelectPartitions(td, int32(*partition))
+		partitions, err := cli.TopicPartitions(ctx, adm, *topic, int32(*partition), kmsg.ListOffsets)
 		if err != nil {
 			return af.Fail("%s", cli.KafkaError(err, ""))
 		}
@@ -76,8 +65,7 @@ func offsetsCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 			return af.Fail("%s", cli.KafkaError(err, ""))
 		}
 		code := exitOK
-		tw := tabwriter.NewWriter(stdout, 0, 8, 2, ' ', 0)
-		fmt.Fprintln(tw, "TOPIC\tPARTITION\tOFFSET\tTIMESTAMP\tLEADER-EPOCH")
+		tw := cli.NewTable(stdout, "TOPIC\tPARTITION\tOFFSET\tTIMESTAMP\tLEADER-EPOCH")
 		for _, p := range partitions {
 			lo, ok := listed.Lookup(*topic, p)
 			switch {

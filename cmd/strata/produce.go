@@ -78,16 +78,13 @@ func produceCommand(ctx context.Context, args []string, stdin io.Reader, stdout,
 	fs.Var(&headers, "header", "a `key=value` header on every record (repeatable)")
 	maxLine := fs.Int("max-line-bytes", defaultMaxLineBytes, "the longest input line in `bytes`; a longer one stops the command")
 	deliveryTimeout := fs.Duration("delivery-timeout", defaultDeliveryTimeout, "fail a record not acknowledged this long after it was read")
-	extra, code, ok := cli.ParseArgs(fs, args)
-	if !ok {
+	if code, ok := c.ParseFlags(fs, args); !ok {
 		return code
 	}
 	codec, codecOK := produceCodecs[*compression]
 	ack, ackOK := produceAcks[*acks]
 	addrs, addrErr := cli.ParseAddrs(*bootstrap)
 	switch {
-	case len(extra) > 0:
-		return c.UsageError("unexpected arguments %q", extra)
 	case *topic == "":
 		return c.UsageError("--topic is required")
 	case !codecOK:

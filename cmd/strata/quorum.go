@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/strata-log/strata/internal/cli"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func init() {
@@ -130,7 +129,6 @@ func printStatus(w io.Writer, d *cli.QuorumDescription) {
 // leader, then the other voters, then the observers. human prints the
 // timestamps as "N ms ago" relative to now.
 func printReplication(w io.Writer, d *cli.QuorumDescription, now time.Time, human bool) {
-	leader, _ := d.LeaderState()
 	tw := tabwriter.NewWriter(w, 0, 8, 4, ' ', 0)
 	fmt.Fprintln(tw, "NodeId\tLogEndOffset\tLag\tLastFetchTimestamp\tLastCaughtUpTimestamp\tStatus")
 	stamp := func(ms int64) string {
@@ -143,18 +141,9 @@ func printReplication(w io.Writer, d *cli.QuorumDescription, now time.Time, huma
 			return strconv.FormatInt(max(0, now.UnixMilli()-ms), 10) + " ms ago"
 		}
 	}
-	row := func(r kmsg.DescribeQuorumResponseTopicPartitionReplicaState, status string) {
-		fmt.Fprintf(tw, "%d\t%d\t%d\t%s\t%s\t%s\n", r.ReplicaID, r.LogEndOffset, max(0, leader.LogEndOffset-r.LogEndOffset),
-			stamp(r.LastFetchTimestamp), stamp(r.LastCaughtUpTimestamp), status)
-	}
-	row(leader, "Leader")
-	for _, v := range d.CurrentVoters {
-		if v.ReplicaID != d.LeaderID {
-			row(v, "Follower")
-		}
-	}
-	for _, o := range d.Observers {
-		row(o, "Observer")
+	for _, r := range d.Replicas() {
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%s\t%s\t%s\n", r.ReplicaID, r.LogEndOffset, r.Lag,
+			stamp(r.LastFetchTimestamp), stamp(r.LastCaughtUpTimestamp), r.Role)
 	}
 	_ = tw.Flush()
 }

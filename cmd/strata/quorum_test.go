@@ -4,7 +4,6 @@ import (
 	"bytes"
 	crand "crypto/rand"
 	"fmt"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -25,13 +24,6 @@ func runQuorum(args ...string) (int, string, string) {
 	return code, out.String(), errOut.String()
 }
 
-func statusField(t *testing.T, out, name string) string {
-	t.Helper()
-	m := regexp.MustCompile(`(?m)^` + name + `:\s+(.*)$`).FindStringSubmatch(out)
-	require.NotNil(t, m, "%s in:\n%s", name, out)
-	return m[1]
-}
-
 func TestQuorumStatusSingleNode(t *testing.T) {
 	cfg := node.DefaultConfig()
 	cfg.Listener, cfg.ControllerListener, cfg.LogDir = "127.0.0.1:0", "127.0.0.1:0", t.TempDir()
@@ -41,13 +33,13 @@ func TestQuorumStatusSingleNode(t *testing.T) {
 
 	code, out, errOut := runQuorum("status", "--bootstrap-controller", n.ControllerAddr())
 	require.Equal(t, exitOK, code, errOut)
-	require.Equal(t, "1", statusField(t, out, "LeaderId"))
-	require.Equal(t, "[1]", statusField(t, out, "CurrentVoters"))
-	require.Equal(t, "[]", statusField(t, out, "CurrentObservers"))
-	require.Equal(t, "0", statusField(t, out, "MaxFollowerLag"))
-	require.Contains(t, statusField(t, out, "ClusterId"), "unknown")
-	require.Regexp(t, `^[1-9]\d*$`, statusField(t, out, "LeaderEpoch"))
-	require.Regexp(t, `^[1-9]\d*$`, statusField(t, out, "HighWatermark"))
+	require.Equal(t, "1", proccluster.StatusField(t, out, "LeaderId"))
+	require.Equal(t, "[1]", proccluster.StatusField(t, out, "CurrentVoters"))
+	require.Equal(t, "[]", proccluster.StatusField(t, out, "CurrentObservers"))
+	require.Equal(t, "0", proccluster.StatusField(t, out, "MaxFollowerLag"))
+	require.Contains(t, proccluster.StatusField(t, out, "ClusterId"), "unknown")
+	require.Regexp(t, `^[1-9]\d*$`, proccluster.StatusField(t, out, "LeaderEpoch"))
+	require.Regexp(t, `^[1-9]\d*$`, proccluster.StatusField(t, out, "HighWatermark"))
 
 	code, out, errOut = runQuorum("status", "--replication", "--bootstrap-controller", n.ControllerAddr())
 	require.Equal(t, exitOK, code, errOut)
@@ -61,7 +53,7 @@ func TestQuorumStatusSingleNode(t *testing.T) {
 
 	code, out, _ = runQuorum("describe", "--status", "--bootstrap-controller", n.ControllerAddr())
 	require.Equal(t, exitOK, code)
-	require.Equal(t, "1", statusField(t, out, "LeaderId"))
+	require.Equal(t, "1", proccluster.StatusField(t, out, "LeaderId"))
 
 	// Through the broker: it answers once core/broker forwards
 	// DescribeQuorum to the controller; until then the command says why
@@ -69,8 +61,8 @@ func TestQuorumStatusSingleNode(t *testing.T) {
 	start := time.Now()
 	code, out, errOut = runQuorum("status", "--bootstrap-server", n.Addr())
 	if code == exitOK {
-		require.Equal(t, n.ClusterID(), statusField(t, out, "ClusterId"))
-		require.Equal(t, "1", statusField(t, out, "LeaderId"))
+		require.Equal(t, n.ClusterID(), proccluster.StatusField(t, out, "ClusterId"))
+		require.Equal(t, "1", proccluster.StatusField(t, out, "LeaderId"))
 	} else {
 		require.Equal(t, exitError, code)
 		require.Contains(t, errOut, "does not offer DescribeQuorum")
@@ -177,8 +169,8 @@ func TestQuorumStatusFollowsLeader(t *testing.T) {
 	}, proccluster.InProcessTimeout, 50*time.Millisecond, "the observer is listed once it fetches")
 	code, out, errOut := runQuorum("status", "--bootstrap-controller", all)
 	require.Equal(t, exitOK, code, errOut)
-	require.Equal(t, fmt.Sprint(leader.NodeID()), statusField(t, out, "LeaderId"))
-	require.Equal(t, "[1,2,3]", statusField(t, out, "CurrentVoters"))
+	require.Equal(t, fmt.Sprint(leader.NodeID()), proccluster.StatusField(t, out, "LeaderId"))
+	require.Equal(t, "[1,2,3]", proccluster.StatusField(t, out, "CurrentVoters"))
 
 	code, out, errOut = runQuorum("status", "--replication", "--bootstrap-controller", all)
 	require.Equal(t, exitOK, code, errOut)

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/strata-log/strata/internal/cli"
@@ -109,6 +108,46 @@ func (af *adminFlags) parseNames(fs *flag.FlagSet, args []string, missing string
 	return names, code, ok
 }
 
+// runNames runs an admin command on one or more names (none is a usage
+// error, with missing as its message): ask, a kadm.Client method such as
+// (*kadm.Client).DeleteGroups, is one request about them all, and each
+// reports on one name from its answer and returns its exit code. The
+// command exits with the last failing code, if any.
+func runNames[T any](ctx context.Context, af *adminFlags, fs *flag.FlagSet, args []string, missing string,
+	ask func(adm *kadm.Client, ctx context.Context, names ...string) (T, error),
+	each func(ctx context.Context, adm *kadm.Client, answer T, name string) int) int {
+	names, code, ok := af.parseNames(fs, args, missing)
+	if !ok {
+		return code
+	}
+	return af.run(ctx, func(ctx context.Context, adm *kadm.Client) int {
+		answer, err := ask(adm, ctx, names...)
+		if err != nil {
+			return af.Fail("%s", cli.KafkaError(err, ""))
+		}
+		code := exitOK
+		for _, name := range names {
+			if c := each(ctx, adm, answer, name); c != exitOK {
+				code = c
+			}
+		}
+		return code
+	})
+}
+
+// answerFor is answers' entry for name. When there is none, or it holds
+// an error (errOf), it reports that and returns false and the exit code.
+func answerFor[V any](af *adminFlags, answers map[string]V, name string, errOf func(V) error) (V, int, bool) {
+	v, ok := answers[name]
+	switch {
+	case !ok:
+		return v, af.Fail("%s: no answer", name), false
+	case errOf(v) != nil:
+		return v, af.Fail("%s: %s", name, cli.KafkaError(errOf(v), "")), false
+	}
+	return v, exitOK, true
+}
+
 // run connects an admin client and calls do with a context bounded by
 // --timeout; do returns the exit code.
 func (af *adminFlags) run(ctx context.Context, do func(ctx context.Context, adm *kadm.Client) int) int {
@@ -169,24 +208,19 @@ func topicList(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs, af := newAdminFlagSet("topic list", "topic list [flags]",
 		"Lists the topics with their partition count and replication factor.", stderr)
 	internal := fs.Bool("internal", false, "include internal topics (and say which are)")
-	extra, code, ok := cli.ParseArgs(fs, args)
-	if !ok {
+	if code, ok := af.ParseFlags(fs, args); !ok {
 		return code
-	}
-	if len(extra) > 0 {
-		return af.UsageError("unexpected arguments %q", extra)
 	}
 	return af.run(ctx, func(ctx context.Context, adm *kadm.Client) int {
 		topics, err := listTopics(ctx, adm, *internal)
 		if err != nil {
 			return af.Fail("%s", cli.KafkaError(err, ""))
 		}
-		tw := tabwriter.NewWriter(stdout, 0, 8, 2, ' ', 0)
 		header := "TOPIC\tPARTITIONS\tREPLICATION-FACTOR"
 		if *internal {
 			header += "\tINTERNAL"
 		}
-		fmt.Fprintln(tw, header)
+		tw := cli.NewTable(stdout, header)
 		for _, td := range topics.Sorted() {
 			row := fmt.Sprintf("%s\t%d\t%d", td.Topic, len(td.Partitions), td.Partitions.NumReplicas())
 			if *internal {
@@ -426,29 +460,18 @@ func topicAlter(ctx context.Context, args []string, stdout, stderr io.Writer) in
 func topicDelete(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs, af := newAdminFlagSet("topic delete", "topic delete NAME [NAME ...] [flags]",
 		"Deletes topics (DeleteTopics); each topic's outcome is printed, and any failure exits 1.", stderr)
-	names, code, ok := af.parseNames(fs, args, "give at least one topic name")
-	if !ok {
-		return code
-	}
-	return af.run(ctx, func(ctx context.Context, adm *kadm.Client) int {
-		resps, err := adm.DeleteTopics(ctx, names...)
-		if err != nil {
-			return af.Fail("%s", cli.KafkaError(err, ""))
-		}
-		code := exitOK
-		for _, name := range names {
+	return runNames(ctx, af, fs, args, "give at least one topic name", (*kadm.Client).DeleteTopics,
+		func(_ context.Context, _ *kadm.Client, resps kadm.DeleteTopicResponses, name string) int {
 			resp, err := resps.On(name, nil)
 			if err == nil {
 				err = resp.Err
 			}
 			if err != nil {
-				code = af.Fail("topic %q: %s", name, cli.KafkaError(err, resp.ErrMessage))
-				continue
+				return af.Fail("topic %q: %s", name, cli.KafkaError(err, resp.ErrMessage))
 			}
 			fmt.Fprintf(stdout, "Deleted topic %s.\n", name)
-		}
-		return code
-	})
+			return exitOK
+		})
 }
 
 type topicPartition struct {

@@ -1,12 +1,12 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/strata-log/strata/internal/cli"
@@ -46,12 +46,8 @@ func txnList(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var states cli.StringList
 	fs.Var(&states, "state", "only transactions in this `state` (Empty, Ongoing, PrepareCommit, PrepareAbort, CompleteCommit, CompleteAbort, Dead, PrepareEpochFence; repeatable)")
 	pid := fs.Int64("producer-id", -1, "only the transactional id with this producer `id`")
-	extra, code, ok := cli.ParseArgs(fs, args)
-	if !ok {
+	if code, ok := af.ParseFlags(fs, args); !ok {
 		return code
-	}
-	if len(extra) > 0 {
-		return af.UsageError("unexpected arguments %q", extra)
 	}
 	var pids []int64
 	if *pid >= 0 {
@@ -62,8 +58,7 @@ func txnList(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			return af.Fail("%s", cli.KafkaError(err, ""))
 		}
-		tw := tabwriter.NewWriter(stdout, 0, 8, 2, ' ', 0)
-		fmt.Fprintln(tw, "TRANSACTIONAL-ID\tCOORDINATOR\tPRODUCER-ID\tSTATE")
+		tw := cli.NewTable(stdout, "TRANSACTIONAL-ID\tCOORDINATOR\tPRODUCER-ID\tSTATE")
 		for _, t := range listed.Sorted() {
 			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\n", t.TxnID, t.Coordinator, t.ProducerID, t.State)
 		}
@@ -87,18 +82,12 @@ func txnDescribe(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		if err != nil && len(described) == 0 {
 			return af.Fail("%s", cli.KafkaError(err, ""))
 		}
-		failed := false
-		tw := tabwriter.NewWriter(stdout, 0, 8, 2, ' ', 0)
-		fmt.Fprintln(tw, "TRANSACTIONAL-ID\tCOORDINATOR\tPRODUCER-ID\tPRODUCER-EPOCH\tSTATE\tTIMEOUT-MS\tSTART-TIME\tDURATION\tPARTITIONS")
+		code := exitOK
+		tw := cli.NewTable(stdout, "TRANSACTIONAL-ID\tCOORDINATOR\tPRODUCER-ID\tPRODUCER-EPOCH\tSTATE\tTIMEOUT-MS\tSTART-TIME\tDURATION\tPARTITIONS")
 		for _, id := range ids {
-			d, ok := described[id]
-			if !ok || d.Err != nil {
-				failed = true
-				why := "no answer"
-				if ok {
-					why = cli.KafkaError(d.Err, "")
-				}
-				fmt.Fprintf(stderr, "strata txn describe: %s: %s\n", id, why)
+			d, c, ok := answerFor(af, described, id, func(d kadm.DescribedTransaction) error { return d.Err })
+			if !ok {
+				code = c
 				continue
 			}
 			start, dur := "-", "-"
@@ -110,10 +99,7 @@ func txnDescribe(ctx context.Context, args []string, stdout, stderr io.Writer) i
 				d.State, d.TimeoutMillis, start, dur, formatTopicsSet(d.Topics))
 		}
 		_ = tw.Flush()
-		if failed {
-			return exitError
-		}
-		return exitOK
+		return code
 	})
 }
 
@@ -140,12 +126,8 @@ func txnProducers(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			"the first offset of its open transaction (-1 for none).", stderr)
 	topic := fs.String("topic", "", "the `topic` (required)")
 	partition := fs.Int("partition", -1, "only this `partition` (default all)")
-	extra, code, ok := cli.ParseArgs(fs, args)
-	if !ok {
+	if code, ok := af.ParseFlags(fs, args); !ok {
 		return code
-	}
-	if len(extra) > 0 {
-		return af.UsageError("unexpected arguments %q", extra)
 	}
 	if *topic == "" {
 		return af.UsageError("--topic is required")
@@ -155,25 +137,13 @@ func txnProducers(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		if code != exitOK {
 			return code
 		}
-		failed := false
-		tw := tabwriter.NewWriter(stdout, 0, 8, 2, ' ', 0)
-		fmt.Fprintln(tw, "TOPIC\tPARTITION\tLEADER\tPRODUCER-ID\tPRODUCER-EPOCH\tLAST-SEQUENCE\tLAST-TIMESTAMP\tCOORDINATOR-EPOCH\tTXN-START-OFFSET")
-		for _, p := range described {
-			if p.Err != nil {
-				failed = true
-				fmt.Fprintf(stderr, "strata txn producers: %s-%d: %s\n", p.Topic, p.Partition, cli.KafkaError(p.Err, p.ErrMessage))
-				continue
-			}
-			for _, ap := range sortedProducers(p) {
-				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%s\t%d\t%d\n", ap.Topic, ap.Partition, p.Leader, ap.ProducerID, ap.ProducerEpoch,
-					ap.LastSequence, formatMillis(ap.LastTimestamp), ap.CoordinatorEpoch, ap.CurrentTxnStartOffset)
-			}
-		}
+		tw := cli.NewTable(stdout, "TOPIC\tPARTITION\tLEADER\tPRODUCER-ID\tPRODUCER-EPOCH\tLAST-SEQUENCE\tLAST-TIMESTAMP\tCOORDINATOR-EPOCH\tTXN-START-OFFSET")
+		code = eachProducer(af, described, func(p kadm.DescribedProducersPartition, ap kadm.DescribedProducer) {
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%s\t%d\t%d\n", ap.Topic, ap.Partition, p.Leader, ap.ProducerID, ap.ProducerEpoch,
+				ap.LastSequence, formatMillis(ap.LastTimestamp), ap.CoordinatorEpoch, ap.CurrentTxnStartOffset)
+		})
 		_ = tw.Flush()
-		if failed {
-			return exitError
-		}
-		return exitOK
+		return code
 	})
 }
 
@@ -208,21 +178,30 @@ func describeProducers(ctx context.Context, adm *kadm.Client, af *adminFlags, st
 	return out, exitOK
 }
 
+// eachProducer calls fn with the active producers of each of described's
+// partitions, in order, and reports each partition whose leader answered
+// with an error instead; it returns exitError if it reported one.
+func eachProducer(af *adminFlags, described []kadm.DescribedProducersPartition, fn func(p kadm.DescribedProducersPartition, ap kadm.DescribedProducer)) int {
+	code := exitOK
+	for _, p := range described {
+		if p.Err != nil {
+			code = af.Fail("%s-%d: %s", p.Topic, p.Partition, cli.KafkaError(p.Err, p.ErrMessage))
+			continue
+		}
+		for _, ap := range sortedProducers(p) {
+			fn(p, ap)
+		}
+	}
+	return code
+}
+
 // sortedProducers is a partition's producers by producer id.
 func sortedProducers(p kadm.DescribedProducersPartition) []kadm.DescribedProducer {
 	out := make([]kadm.DescribedProducer, 0, len(p.ActiveProducers))
 	for _, ap := range p.ActiveProducers {
 		out = append(out, ap)
 	}
-	slices.SortFunc(out, func(a, b kadm.DescribedProducer) int {
-		switch {
-		case a.ProducerID < b.ProducerID:
-			return -1
-		case a.ProducerID > b.ProducerID:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(out, func(a, b kadm.DescribedProducer) int { return cmp.Compare(a.ProducerID, b.ProducerID) })
 	return out
 }
 
@@ -251,12 +230,8 @@ func txnFindHanging(ctx context.Context, args []string, stdout, stderr io.Writer
 			"stable offset back; 'strata txn abort' ends it.", stderr)
 	topic := fs.String("topic", "", "only this `topic` (default every topic)")
 	maxTimeout := fs.Duration("max-transaction-timeout", defaultMaxTransactionTimeout, "the cluster's transaction.max.timeout.ms: younger transactions may still be live")
-	extra, code, ok := cli.ParseArgs(fs, args)
-	if !ok {
+	if code, ok := af.ParseFlags(fs, args); !ok {
 		return code
-	}
-	if len(extra) > 0 {
-		return af.UsageError("unexpected arguments %q", extra)
 	}
 	if *maxTimeout < 0 {
 		return af.UsageError("--max-transaction-timeout must not be negative")
@@ -275,42 +250,34 @@ func txnFindHanging(ctx context.Context, args []string, stdout, stderr io.Writer
 		}
 		var open []kadm.DescribedProducer
 		var leaders = map[string]int32{}
-		failed := false
+		code := exitOK
 		for _, t := range topics {
-			described, code := describeProducers(ctx, adm, af, stderr, t, -1)
-			if code != exitOK {
-				return code
+			described, c := describeProducers(ctx, adm, af, stderr, t, -1)
+			if c != exitOK {
+				return c
 			}
-			for _, p := range described {
-				if p.Err != nil {
-					failed = true
-					fmt.Fprintf(stderr, "strata txn find-hanging: %s-%d: %s\n", p.Topic, p.Partition, cli.KafkaError(p.Err, p.ErrMessage))
-					continue
+			c = eachProducer(af, described, func(p kadm.DescribedProducersPartition, ap kadm.DescribedProducer) {
+				if ap.CurrentTxnStartOffset >= 0 && time.Since(time.UnixMilli(ap.LastTimestamp)) >= *maxTimeout {
+					open = append(open, ap)
+					leaders[fmt.Sprintf("%s-%d", ap.Topic, ap.Partition)] = p.Leader
 				}
-				for _, ap := range sortedProducers(p) {
-					if ap.CurrentTxnStartOffset >= 0 && time.Since(time.UnixMilli(ap.LastTimestamp)) >= *maxTimeout {
-						open = append(open, ap)
-						leaders[fmt.Sprintf("%s-%d", ap.Topic, ap.Partition)] = p.Leader
-					}
-				}
+			})
+			if c != exitOK {
+				code = c
 			}
 		}
 		hanging, err := hangingOf(ctx, adm, open)
 		if err != nil {
 			return af.Fail("%s", cli.KafkaError(err, ""))
 		}
-		tw := tabwriter.NewWriter(stdout, 0, 8, 2, ' ', 0)
-		fmt.Fprintln(tw, "TOPIC\tPARTITION\tLEADER\tPRODUCER-ID\tPRODUCER-EPOCH\tCOORDINATOR-EPOCH\tSTART-OFFSET\tLAST-TIMESTAMP\tTRANSACTIONAL-ID")
+		tw := cli.NewTable(stdout, "TOPIC\tPARTITION\tLEADER\tPRODUCER-ID\tPRODUCER-EPOCH\tCOORDINATOR-EPOCH\tSTART-OFFSET\tLAST-TIMESTAMP\tTRANSACTIONAL-ID")
 		for _, h := range hanging {
 			ap := h.producer
 			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\n", ap.Topic, ap.Partition, leaders[fmt.Sprintf("%s-%d", ap.Topic, ap.Partition)],
 				ap.ProducerID, ap.ProducerEpoch, ap.CoordinatorEpoch, ap.CurrentTxnStartOffset, formatMillis(ap.LastTimestamp), h.txnID)
 		}
 		_ = tw.Flush()
-		if failed {
-			return exitError
-		}
-		return exitOK
+		return code
 	})
 }
 
@@ -381,13 +348,10 @@ func txnAbort(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	topic := fs.String("topic", "", "the `topic` (required)")
 	partition := fs.Int("partition", -1, "the `partition` (required)")
 	start := fs.Int64("start-offset", -1, "the first `offset` of the open transaction (required; TXN-START-OFFSET of 'strata txn producers')")
-	extra, code, ok := cli.ParseArgs(fs, args)
-	if !ok {
+	if code, ok := af.ParseFlags(fs, args); !ok {
 		return code
 	}
 	switch {
-	case len(extra) > 0:
-		return af.UsageError("unexpected arguments %q", extra)
 	case *topic == "":
 		return af.UsageError("--topic is required")
 	case *partition < 0:

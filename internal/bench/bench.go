@@ -236,6 +236,30 @@ func parseTargets(s string) ([]string, error) {
 	return out, nil
 }
 
+// freshEachRun is the run of a target that starts its nodes afresh every
+// time: start starts them in dir-N for run N, measure measures them and
+// they are stopped; record takes the measurement when both went well.
+func freshEachRun[N interface{ stop() error }, R any](dir string, start func(ctx context.Context, dir string) (N, error),
+	measure func(ctx context.Context, nodes N) (R, error), record func(R)) func(ctx context.Context) error {
+	run := 0
+	return func(ctx context.Context) error {
+		run++
+		nodes, err := start(ctx, fmt.Sprintf("%s-%d", dir, run))
+		if err != nil {
+			return err
+		}
+		res, err := measure(ctx, nodes)
+		if serr := nodes.stop(); err == nil {
+			err = serr
+		}
+		if err != nil {
+			return err
+		}
+		record(res)
+		return nil
+	}
+}
+
 // plural is "1 strata node" or "3 strata nodes".
 func plural(n int, what string) string {
 	if n == 1 {
@@ -437,26 +461,15 @@ func runBench(ctx context.Context, o benchOptions, progress io.Writer) (*benchRe
 			// flood grew, so a reused node's "at rest" would be the
 			// previous run's peak.
 			t.About = fmt.Sprintf("a strata node of its own, started afresh for every run: RSS at rest, with %d idle connections, and under %d flooding producers", benchIdleConns, benchFloodProducers)
-			run := 0
-			targets = append(targets, benchTarget{report: t, teardown: func() {}, once: func(ctx context.Context) error {
-				run++
+			once := freshEachRun(dir+"/memory", func(ctx context.Context, dir string) (*benchNode, error) {
 				fmt.Fprintln(progress, "strata bench: starting a strata node for the memory target")
-				node, err := startBenchNode(ctx, o.nodeCommand, o.nodeEnv, fmt.Sprintf("%s/memory-%d", dir, run), o.nodeArgs, o.readyTimeout)
-				if err != nil {
-					return err
-				}
-				res, err := w.memory(ctx, node)
-				if serr := node.stop(); err == nil {
-					err = serr
-				}
-				if err != nil {
-					return err
-				}
+				return startBenchNode(ctx, o.nodeCommand, o.nodeEnv, dir, o.nodeArgs, o.readyTimeout)
+			}, w.memory, func(res memoryRun) {
 				t.MemoryRuns = append(t.MemoryRuns, res)
 				fmt.Fprintf(progress, "run %d/%d memory: RSS %.0f MiB at rest, %.0f MiB with %d idle connections, peak %.0f MiB under a %.0f MiB/s flood\n",
 					len(t.MemoryRuns), o.runs, res.RSSAtRestMiB, res.RSSWithConnsMiB, res.IdleConns, res.RSSFloodPeakMiB, res.FloodMiBPerSec)
-				return nil
-			}})
+			})
+			targets = append(targets, benchTarget{report: t, teardown: func() {}, once: once})
 			continue
 		case targetIdle:
 			if o.bootstrap != "" {
@@ -465,26 +478,17 @@ func runBench(ctx context.Context, o benchOptions, progress io.Writer) (*benchRe
 			}
 			t.About = fmt.Sprintf("%s of its own, started afresh for every run: each node's CPU and RSS over %v doing nothing, without and with %d partitions (RF %d); figures of the busiest node",
 				plural(o.nodes, "strata node"), o.idle.duration, o.idle.partitions, w.replicationFactor)
-			run := 0
-			targets = append(targets, benchTarget{report: t, teardown: func() {}, once: func(ctx context.Context) error {
-				run++
+			once := freshEachRun(dir+"/idle", func(ctx context.Context, dir string) (*benchCluster, error) {
 				fmt.Fprintf(progress, "strata bench: starting %s for the idle target\n", plural(o.nodes, "strata node"))
-				cluster, err := startBenchCluster(ctx, o.nodeCommand, o.nodeEnv, fmt.Sprintf("%s/idle-%d", dir, run), o.nodes, o.nodeArgs, o.readyTimeout)
-				if err != nil {
-					return err
-				}
-				res, err := o.idle.run(ctx, cluster, w.replicationFactor, w.minInsyncReplicas, progress)
-				if serr := cluster.stop(); err == nil {
-					err = serr
-				}
-				if err != nil {
-					return err
-				}
+				return startBenchCluster(ctx, o.nodeCommand, o.nodeEnv, dir, o.nodes, o.nodeArgs, o.readyTimeout)
+			}, func(ctx context.Context, c *benchCluster) (idleRun, error) {
+				return o.idle.run(ctx, c, w.replicationFactor, w.minInsyncReplicas, progress)
+			}, func(res idleRun) {
 				t.IdleRuns = append(t.IdleRuns, res)
 				fmt.Fprintf(progress, "run %d/%d idle: busiest node %.1f%% CPU, %.0f MiB RSS empty; %.1f%% CPU, %.0f MiB RSS with %d partitions\n",
 					len(t.IdleRuns), o.runs, maxCPU(res.Empty), maxRSS(res.Empty), maxCPU(res.Loaded), maxRSS(res.Loaded), res.Partitions)
-				return nil
-			}})
+			})
+			targets = append(targets, benchTarget{report: t, teardown: func() {}, once: once})
 			continue
 		case targetFsync:
 			loops := ""

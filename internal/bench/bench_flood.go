@@ -365,13 +365,12 @@ type kgoFlood struct {
 
 func newKgoFlood(seeds []string, topic string, producers int, compression string) (*kgoFlood, error) {
 	f := &kgoFlood{}
-	for range producers {
-		cl, err := cli.NewKafkaClient(seeds, append(producerOpts(topic, benchLinger, compression), kgo.WithHooks(&f.stats))...)
-		if err != nil {
-			f.close()
-			return nil, err
-		}
-		f.clients = append(f.clients, cl)
+	var err error
+	f.clients, err = openEach(producers, func() (*kgo.Client, error) {
+		return cli.NewKafkaClient(seeds, append(producerOpts(topic, benchLinger, compression), kgo.WithHooks(&f.stats))...)
+	}, (*kgo.Client).Close)
+	if err != nil {
+		return nil, err
 	}
 	return f, nil
 }
@@ -420,30 +419,15 @@ func newRawFlood(ctx context.Context, seeds []string, topic string, producers in
 	if err != nil {
 		return nil, err
 	}
-	f := &rawFlood{}
-	for range producers {
-		p, err := newRawProducer(ctx, seeds, topic, batches)
-		if err != nil {
-			f.close()
-			return nil, err
-		}
-		f.producers = append(f.producers, p)
+	ps, err := openEach(producers, func() (*rawProducer, error) { return newRawProducer(ctx, seeds, topic, batches) }, (*rawProducer).close)
+	if err != nil {
+		return nil, err
 	}
-	return f, nil
+	return &rawFlood{producers: ps}, nil
 }
 
 func (f *rawFlood) run(ctx context.Context, _ [][]byte) error {
-	errs := make([]error, len(f.producers))
-	var wg sync.WaitGroup
-	for i, p := range f.producers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = p.run(ctx, func() bool { return true })
-		}()
-	}
-	wg.Wait()
-	return errors.Join(errs...)
+	return inParallel(len(f.producers), func(i int) error { return f.producers[i].run(ctx, func() bool { return true }) })
 }
 
 func (f *rawFlood) progress() floodProgress {

@@ -3,12 +3,10 @@ package bench
 import (
 	"context"
 	crand "crypto/rand"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
-	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -55,19 +53,13 @@ func fsyncCeiling(ctx context.Context, dir string, writeBytes int, duration time
 		return res, fmt.Errorf("random data: %w", err)
 	}
 	lat := make([][]time.Duration, loops)
-	errs := make([]error, loops)
 	start := time.Now()
 	deadline := start.Add(duration)
-	var wg sync.WaitGroup
-	for i := range loops {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			lat[i], errs[i] = fsyncLoop(ctx, dir, fmt.Sprintf("fsync-ceiling-%d", i+1), buf, deadline)
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	err := inParallel(loops, func(i int) (err error) {
+		lat[i], err = fsyncLoop(ctx, dir, fmt.Sprintf("fsync-ceiling-%d", i+1), buf, deadline)
+		return err
+	})
+	if err != nil {
 		return res, err
 	}
 	if err := ctx.Err(); err != nil {

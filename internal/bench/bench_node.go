@@ -161,19 +161,12 @@ func (c *benchCluster) addrs() []string {
 // stops alone first moves its leaderships to the others (controlled
 // shutdown), which the last ones cannot do.
 func (c *benchCluster) stop() error {
-	errs := make([]error, len(c.nodes))
-	var wg sync.WaitGroup
-	for i, nd := range c.nodes {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := nd.stop(); err != nil {
-				errs[i] = fmt.Errorf("node %d: %w", i+1, err)
-			}
-		}()
-	}
-	wg.Wait()
-	return errors.Join(errs...)
+	return inParallel(len(c.nodes), func(i int) error {
+		if err := c.nodes[i].stop(); err != nil {
+			return fmt.Errorf("node %d: %w", i+1, err)
+		}
+		return nil
+	})
 }
 
 // cpuSeconds is the nodes' CPU time so far, summed.

@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -240,16 +239,7 @@ func (w kafkaWorkload) produceRaw(ctx context.Context, seeds []string, topic str
 		}
 		return n < w.maxProduceBytes && time.Now().Before(deadline)
 	}
-	errs := make([]error, len(producers))
-	var wg sync.WaitGroup
-	for i, p := range producers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = p.run(ctx, until)
-		}()
-	}
-	wg.Wait()
+	err = inParallel(len(producers), func(i int) error { return producers[i].run(ctx, until) })
 	elapsed := time.Since(start)
 	var records, bytes int64
 	var stats produceBatches
@@ -258,7 +248,7 @@ func (w kafkaWorkload) produceRaw(ctx context.Context, seeds []string, topic str
 		bytes += p.valueBytes.Load()
 		stats = stats.add(p.stats.get())
 	}
-	if err := errors.Join(errs...); err != nil {
+	if err != nil {
 		return throughput{}, produceBatches{}, fmt.Errorf("%w (%d records acknowledged before it)", err, records)
 	}
 	return newThroughput(records, bytes, elapsed), stats, nil

@@ -335,6 +335,38 @@ func producerOpts(topic string, linger time.Duration, codec string) []kgo.Opt {
 	}, compressionOpts(codec)...)
 }
 
+// inParallel runs fn(0) to fn(n-1) at once and joins their errors.
+func inParallel(n int, fn func(i int) error) error {
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = fn(i)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// openEach opens n with open; when one fails, it closes those it opened
+// and returns the error.
+func openEach[T any](n int, open func() (T, error), close func(T)) ([]T, error) {
+	var out []T
+	for range n {
+		t, err := open()
+		if err != nil {
+			for _, o := range out {
+				close(o)
+			}
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
 // failure keeps the first error of a phase's promises.
 type failure struct {
 	once sync.Once

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"text/tabwriter"
 )
 
 // Command is one strata command's voice: the messages it prints to
@@ -59,6 +60,16 @@ func ParseArgs(fs *flag.FlagSet, args []string) ([]string, int, bool) {
 	return positional, code, ok
 }
 
+// ParseFlags is ParseArgs for a command that takes flags alone: a
+// positional argument is a usage error.
+func (c Command) ParseFlags(fs *flag.FlagSet, args []string) (int, bool) {
+	extra, code, ok := ParseArgs(fs, args)
+	if ok && len(extra) > 0 {
+		return c.UsageError("unexpected arguments %q", extra), false
+	}
+	return code, ok
+}
+
 // parseCode is Parse's answer for a parse error.
 func parseCode(err error) (int, bool) {
 	switch {
@@ -69,4 +80,12 @@ func parseCode(err error) (int, bool) {
 	default:
 		return ExitUsage, false
 	}
+}
+
+// NewTable is a table of the commands' layout (columns two spaces apart)
+// on w with header, tab-separated, as its first line. Flush prints it.
+func NewTable(w io.Writer, header string) *tabwriter.Writer {
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, header)
+	return tw
 }

@@ -196,6 +196,19 @@ func SelectPartitions(td kadm.TopicDetail, partition int32) ([]int32, error) {
 	return []int32{partition}, nil
 }
 
+// TopicPartitions checks that the brokers offer keys (RequireAPIs) and
+// returns topic's partitions as SelectPartitions does.
+func TopicPartitions(ctx context.Context, adm *kadm.Client, topic string, partition int32, keys ...kmsg.Key) ([]int32, error) {
+	if err := RequireAPIs(ctx, adm, keys...); err != nil {
+		return nil, err
+	}
+	td, err := DescribeTopic(ctx, adm, topic)
+	if err != nil {
+		return nil, err
+	}
+	return SelectPartitions(td, partition)
+}
+
 // RequireAPIs checks that every broker that answers ApiVersions offers
 // the requests a command needs, so that a broker without one is a clear
 // error. Without the check the failure is obscure: franz-go reads a

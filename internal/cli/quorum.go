@@ -272,6 +272,37 @@ func (d *QuorumDescription) LeaderState() (kmsg.DescribeQuorumResponseTopicParti
 	return kmsg.DescribeQuorumResponseTopicPartitionReplicaState{}, false
 }
 
+// QuorumReplica is one replica of the quorum as describe --replication
+// lists it.
+type QuorumReplica struct {
+	kmsg.DescribeQuorumResponseTopicPartitionReplicaState
+	// Role is Leader, Follower or Observer.
+	Role string
+	// Lag is how far its log end trails the leader's, at least 0.
+	Lag int64
+}
+
+// Replicas are the leader (as LeaderState gives it), then the other
+// voters, then the observers, in the order of kafka-metadata-quorum.sh's
+// describe --replication.
+func (d *QuorumDescription) Replicas() []QuorumReplica {
+	leader, _ := d.LeaderState()
+	var out []QuorumReplica
+	add := func(r kmsg.DescribeQuorumResponseTopicPartitionReplicaState, role string) {
+		out = append(out, QuorumReplica{r, role, max(0, leader.LogEndOffset-r.LogEndOffset)})
+	}
+	add(leader, "Leader")
+	for _, v := range d.CurrentVoters {
+		if v.ReplicaID != d.LeaderID {
+			add(v, "Follower")
+		}
+	}
+	for _, o := range d.Observers {
+		add(o, "Observer")
+	}
+	return out
+}
+
 // maxFollowerLag is Kafka's MaxFollowerLag and MaxFollowerLagTimeMs: the
 // offsets and the milliseconds by which the voter with the smallest log end
 // offset trails the leader.

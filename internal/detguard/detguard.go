@@ -263,16 +263,26 @@ func (c *checker) isSortedCollector(call *ast.CallExpr) bool {
 }
 
 func (c *checker) isPkgFunc(call *ast.CallExpr, path string, names map[string]bool) bool {
+	p, name, ok := c.pkgFunc(call)
+	return ok && p == path && names[name]
+}
+
+// pkgFunc is the import path and the name of the package-level function
+// that call calls as pkg.Name(...), if it calls one.
+func (c *checker) pkgFunc(call *ast.CallExpr) (path, name string, ok bool) {
 	sel, ok := call.Fun.(*ast.SelectorExpr)
 	if !ok {
-		return false
+		return "", "", false
 	}
 	id, ok := sel.X.(*ast.Ident)
 	if !ok {
-		return false
+		return "", "", false
 	}
 	pn, ok := c.info.Uses[id].(*types.PkgName)
-	return ok && pn.Imported().Path() == path && names[sel.Sel.Name]
+	if !ok {
+		return "", "", false
+	}
+	return pn.Imported().Path(), sel.Sel.Name, true
 }
 
 func (c *checker) annotated(line int) (string, bool) {
@@ -368,16 +378,7 @@ func (c *checker) sortedAfter(obj types.Object, after token.Pos, body *ast.Block
 		if !ok || call.Pos() < after || len(call.Args) == 0 {
 			return true
 		}
-		sel, ok := call.Fun.(*ast.SelectorExpr)
-		if !ok {
-			return true
-		}
-		pkg, ok := sel.X.(*ast.Ident)
-		if !ok {
-			return true
-		}
-		pn, ok := c.info.Uses[pkg].(*types.PkgName)
-		if !ok || !sortFuncs[pn.Imported().Path()][sel.Sel.Name] {
+		if path, name, ok := c.pkgFunc(call); !ok || !sortFuncs[path][name] {
 			return true
 		}
 		if arg, ok := call.Args[0].(*ast.Ident); ok && c.info.ObjectOf(arg) == obj {

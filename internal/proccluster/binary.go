@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"sync"
 	"testing"
@@ -68,4 +69,14 @@ func Binary(t testing.TB) string {
 	})
 	require.NoError(t, binErr)
 	return binPath
+}
+
+// StatusField is the value of field name in the summary that `strata
+// quorum status` prints (name, a colon, spaces, the value); the test
+// fails without one.
+func StatusField(t testing.TB, out, name string) string {
+	t.Helper()
+	m := regexp.MustCompile(`(?m)^` + name + `:\s+(.*)$`).FindStringSubmatch(out)
+	require.NotNil(t, m, "%s in:\n%s", name, out)
+	return m[1]
 }

@@ -171,21 +171,20 @@ func (c *Cluster) netnsOf(id int32) *Netns {
 
 // BrokerAddrs are the client listeners of the nodes not in skip.
 func (c *Cluster) BrokerAddrs(skip ...int32) []string {
-	var out []string
-	for _, p := range c.Nodes {
-		if p.BrokerAddr != "" && !slices.Contains(skip, p.ID) {
-			out = append(out, p.BrokerAddr)
-		}
-	}
-	return out
+	return c.addrs(func(p *Node) string { return p.BrokerAddr }, skip)
 }
 
 // ControllerAddrs are the controller listeners of the nodes not in skip.
 func (c *Cluster) ControllerAddrs(skip ...int32) []string {
+	return c.addrs(func(p *Node) string { return p.CtrlAddr }, skip)
+}
+
+// addrs are the listeners (of) of the nodes that have one, not in skip.
+func (c *Cluster) addrs(of func(*Node) string, skip []int32) []string {
 	var out []string
 	for _, p := range c.Nodes {
-		if p.CtrlAddr != "" && !slices.Contains(skip, p.ID) {
-			out = append(out, p.CtrlAddr)
+		if a := of(p); a != "" && !slices.Contains(skip, p.ID) {
+			out = append(out, a)
 		}
 	}
 	return out

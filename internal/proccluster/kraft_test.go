@@ -116,6 +116,25 @@ func (c *Cluster) registeredBrokers() []int32 {
 	return ids
 }
 
+// waitBrokersRegistered waits until every broker of c logged its
+// registration, and returns their client listeners.
+func (c *Cluster) waitBrokersRegistered() []string {
+	c.t.Helper()
+	seeds := c.BrokerAddrs()
+	c.WaitFor(clusterStartTimeout, "every broker registered", func() bool { return len(c.registeredBrokers()) == len(seeds) })
+	return seeds
+}
+
+// createReplicatedTopic creates topic (partitions partitions, RF 3,
+// min.insync.replicas 2) through adm, retrying until it succeeds.
+func (c *Cluster) createReplicatedTopic(ctx context.Context, adm *kadm.Client, topic string, partitions int32) {
+	c.t.Helper()
+	c.WaitFor(clusterStartTimeout, "the topic created", func() bool {
+		resp, err := adm.CreateTopic(ctx, partitions, 3, map[string]*string{"min.insync.replicas": kadmString("2")}, topic)
+		return err == nil && resp.Err == nil
+	})
+}
+
 // createTopicDirect sends CreateTopics (one partition, replication factor
 // 1) to each broker in turn, not routed by a client's idea of the
 // controller, and reports whether one created it (or found it created by
@@ -153,7 +172,7 @@ type failoverResult struct {
 // survivors' controller listeners every failoverPollInterval) and until a
 // CreateTopics through a surviving broker succeeds.
 func measureFailover(t *testing.T, run int, checkAllRegistered bool, extra ...string) failoverResult {
-	c := Start(t, []Spec{{1, "broker,controller"}, {2, "broker,controller"}, {3, "broker,controller"}}, Options{Props: extra})
+	c := StartCombined(t, 3, extra...)
 	before := c.healthyQuorum()
 	leader := c.Node(before.LeaderID)
 	require.NotNil(t, leader)
@@ -383,6 +402,6 @@ func TestKRaftSplitRolesProcesses(t *testing.T) {
 	// The quorum through the broker (DescribeQuorum forwarded).
 	code, out, errOut := runStrata(t, "quorum", "status", "--bootstrap-server", broker.BrokerAddr)
 	require.Equal(t, cli.ExitOK, code, errOut)
-	require.Equal(t, "[1,2,3]", statusField(t, out, "CurrentVoters"))
-	require.Equal(t, "[4]", statusField(t, out, "CurrentObservers"))
+	require.Equal(t, "[1,2,3]", StatusField(t, out, "CurrentVoters"))
+	require.Equal(t, "[4]", StatusField(t, out, "CurrentObservers"))
 }

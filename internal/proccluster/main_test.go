@@ -6,7 +6,6 @@ import (
 	"errors"
 	"os"
 	"os/exec"
-	"regexp"
 	"testing"
 	"time"
 
@@ -44,14 +43,6 @@ func strataOK(t *testing.T, addr string, args ...string) string {
 	code, out, errOut := runStrata(t, append(args, "--bootstrap-server", addr)...)
 	require.Equal(t, 0, code, "strata %q: %s", args, errOut)
 	return out
-}
-
-// statusField is a field of `strata quorum status`'s summary.
-func statusField(t *testing.T, out, name string) string {
-	t.Helper()
-	m := regexp.MustCompile(`(?m)^` + name + `:\s+(.*)$`).FindStringSubmatch(out)
-	require.NotNil(t, m, "%s in:\n%s", name, out)
-	return m[1]
 }
 
 func TestMedianAndSpread(t *testing.T) {

@@ -54,11 +54,7 @@ type replicatedCluster struct {
 // options of the admin client (a dialer, say).
 func setUpReplicated(t *testing.T, c *Cluster, topic string, opts ...kgo.Opt) *replicatedCluster {
 	t.Helper()
-	c.WaitFor(clusterStartTimeout, "every broker registered", func() bool { return len(c.registeredBrokers()) == 3 })
-	r := &replicatedCluster{Cluster: c, topic: topic}
-	for _, p := range c.Nodes {
-		r.seeds = append(r.seeds, p.BrokerAddr)
-	}
+	r := &replicatedCluster{Cluster: c, topic: topic, seeds: c.waitBrokersRegistered()}
 	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(r.seeds...), kgo.DialTimeout(time.Second),
 		kgo.RetryTimeout(2 * time.Second)}, opts...)...)
 	require.NoError(t, err)
@@ -134,8 +130,7 @@ func TestReplicationFaultLoopProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real processes")
 	}
-	specs := []Spec{{1, "broker,controller"}, {2, "broker,controller"}, {3, "broker,controller"}}
-	c := Start(t, specs, Options{Props: replicationFaultProps})
+	c := StartCombined(t, 3, replicationFaultProps...)
 	r := setUpReplicated(t, c, "faults")
 
 	seed := time.Now().UnixNano()

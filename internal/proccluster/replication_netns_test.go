@@ -77,8 +77,7 @@ func TestReplicationNetnsIsolationProcesses(t *testing.T) {
 		// A fresh namespace has nothing listening: fixed ports.
 		3: {BrokerAddr: net.JoinHostPort(n.NS.String(), "9092"), CtrlAddr: net.JoinHostPort(n.NS.String(), "9093"), Netns: n},
 	}
-	specs := []Spec{{1, "broker,controller"}, {2, "broker,controller"}, {3, "broker,controller"}}
-	c := Start(t, specs, Options{Props: replicationFaultProps, Places: places})
+	c := Start(t, Combined(3), Options{Props: replicationFaultProps, Places: places})
 	r := setUpReplicated(t, c, "isolated", kgo.Dialer(n.ClientDialer()))
 	isolated := c.Node(3)
 

@@ -26,23 +26,15 @@ func TestReplicationProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real processes")
 	}
-	specs := []Spec{{1, "broker,controller"}, {2, "broker,controller"}, {3, "broker,controller"}}
-	c := Start(t, specs, Options{Props: []string{"broker.session.timeout.ms=4000", "replica.lag.time.max.ms=5000"}})
-	c.WaitFor(clusterStartTimeout, "every broker registered", func() bool { return len(c.registeredBrokers()) == 3 })
-	var seeds []string
-	for _, p := range c.Nodes {
-		seeds = append(seeds, p.BrokerAddr)
-	}
+	c := StartCombined(t, 3, "broker.session.timeout.ms=4000", "replica.lag.time.max.ms=5000")
+	seeds := c.waitBrokersRegistered()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	admCl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
 	require.NoError(t, err)
 	defer admCl.Close()
 	adm := kadm.NewClient(admCl)
-	c.WaitFor(clusterStartTimeout, "the topic created", func() bool {
-		resp, err := adm.CreateTopic(ctx, 2, 3, map[string]*string{"min.insync.replicas": kadmString("2")}, "replicated")
-		return err == nil && resp.Err == nil
-	})
+	c.createReplicatedTopic(ctx, adm, "replicated", 2)
 	leaderOf := func(partition int32) int32 {
 		md, err := adm.Metadata(ctx, "replicated")
 		if err != nil {
@@ -186,13 +178,8 @@ func TestPartitionFailoverProcesses(t *testing.T) {
 	var took []time.Duration
 	for run := 1; run <= runs; run++ {
 		t.Run(fmt.Sprintf("run-%d", run), func(t *testing.T) {
-			specs := []Spec{{1, "broker,controller"}, {2, "broker,controller"}, {3, "broker,controller"}}
-			c := Start(t, specs, Options{})
-			c.WaitFor(clusterStartTimeout, "every broker registered", func() bool { return len(c.registeredBrokers()) == 3 })
-			var seeds []string
-			for _, p := range c.Nodes {
-				seeds = append(seeds, p.BrokerAddr)
-			}
+			c := StartCombined(t, 3)
+			seeds := c.waitBrokersRegistered()
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
 			cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic("f"),
@@ -204,10 +191,7 @@ func TestPartitionFailoverProcesses(t *testing.T) {
 			require.NoError(t, err)
 			defer cl.Close()
 			adm := kadm.NewClient(cl)
-			c.WaitFor(clusterStartTimeout, "the topic created", func() bool {
-				resp, err := adm.CreateTopic(ctx, 1, 3, map[string]*string{"min.insync.replicas": kadmString("2")}, "f")
-				return err == nil && resp.Err == nil
-			})
+			c.createReplicatedTopic(ctx, adm, "f", 1)
 			for i := range 100 {
 				require.NoError(t, cl.ProduceSync(ctx, &kgo.Record{Partition: 0, Value: []byte(strconv.Itoa(i))}).FirstErr())
 			}

@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -231,10 +230,9 @@ func quorumRows(s *topSnapshot) []quorumRow {
 	if q == nil {
 		return nil
 	}
-	leader, _ := q.LeaderState()
 	var rows []quorumRow
-	add := func(r kmsg.DescribeQuorumResponseTopicPartitionReplicaState, role string) {
-		row := quorumRow{ID: r.ReplicaID, Role: role, LogEndOffset: r.LogEndOffset, Lag: max(0, leader.LogEndOffset-r.LogEndOffset)}
+	for _, r := range q.Replicas() {
+		row := quorumRow{ID: r.ReplicaID, Role: strings.ToLower(r.Role), LogEndOffset: r.LogEndOffset, Lag: r.Lag}
 		if n := s.node(r.ReplicaID); n != nil {
 			epoch, ok := n.Metrics.Gauge(metrics.RaftEpoch)
 			row.Epoch = metricValue{V: epoch, Known: ok}
@@ -242,15 +240,6 @@ func quorumRows(s *topSnapshot) []quorumRow {
 			row.HighWatermark = metricValue{V: hw, Known: ok}
 		}
 		rows = append(rows, row)
-	}
-	add(leader, "leader")
-	for _, v := range q.CurrentVoters {
-		if v.ReplicaID != q.LeaderID {
-			add(v, "follower")
-		}
-	}
-	for _, o := range q.Observers {
-		add(o, "observer")
 	}
 	return rows
 }
@@ -320,8 +309,7 @@ func renderQuorumSection(w io.Writer, f *topFrame) {
 		return
 	}
 	fmt.Fprintf(w, "\nquorum  leader %s  epoch %d  high watermark %d\n", nodeID(q.LeaderID), q.LeaderEpoch, q.HighWatermark)
-	tw := newTopTable(w)
-	fmt.Fprintln(tw, "NODE\tROLE\tLOG-END\tLAG\tEPOCH\tHW")
+	tw := cli.NewTable(w, "NODE\tROLE\tLOG-END\tLAG\tEPOCH\tHW")
 	for _, r := range f.Members {
 		fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%s\t%s\n", r.ID, r.Role, r.LogEndOffset, r.Lag, formatCount(r.Epoch), formatCount(r.HighWatermark))
 	}
@@ -330,8 +318,7 @@ func renderQuorumSection(w io.Writer, f *topFrame) {
 
 func renderBrokerSection(w io.Writer, f *topFrame) {
 	fmt.Fprintln(w)
-	tw := newTopTable(w)
-	fmt.Fprintln(tw, "NODE\tADDRESS\tROLE\tPARTITIONS\tLEADERS\tURP\tOFFLINE\tCONNS\tREQ/S\tIN/S\tOUT/S\tMSG-IN/S\tPRODUCE-P99-MS\tFETCH-P99-MS")
+	tw := cli.NewTable(w, "NODE\tADDRESS\tROLE\tPARTITIONS\tLEADERS\tURP\tOFFLINE\tCONNS\tREQ/S\tIN/S\tOUT/S\tMSG-IN/S\tPRODUCE-P99-MS\tFETCH-P99-MS")
 	sinceStart, idle := false, false
 	for _, r := range f.Nodes {
 		role := cmp.Or(r.Role, "-")
@@ -364,8 +351,7 @@ func renderTopicSection(w io.Writer, f *topFrame) {
 	if len(f.Topics) == 0 {
 		return
 	}
-	tw := newTopTable(w)
-	fmt.Fprintln(tw, "TOPIC\tPARTITIONS\tURP\tLEADERLESS\tIN/S\tOUT/S\tMSG-IN/S")
+	tw := cli.NewTable(w, "TOPIC\tPARTITIONS\tURP\tLEADERLESS\tIN/S\tOUT/S\tMSG-IN/S")
 	for _, t := range f.Topics {
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\t%s\n", t.Name, t.Partitions, t.UnderReplicated, t.Leaderless,
 			formatBytesRate(t.BytesIn), formatBytesRate(t.BytesOut), formatRate(t.MessagesIn))
@@ -381,10 +367,6 @@ func renderNotesSection(w io.Writer, f *topFrame) {
 	for _, n := range f.Notes {
 		fmt.Fprintf(w, "  %s\n", n)
 	}
-}
-
-func newTopTable(w io.Writer) *tabwriter.Writer {
-	return tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 }
 
 func nodeID(id int32) string {

@@ -69,45 +69,7 @@ kafka_server_replicamanager_offlinereplicacount 0
 # TYPE kafka_server_socketservermetrics_connection_count gauge
 kafka_server_socketservermetrics_connection_count 7
 `
-	topFixtureB = `# TYPE kafka_server_brokertopicmetrics_bytesin_total counter
-kafka_server_brokertopicmetrics_bytesin_total{topic="audit"} 7048
-kafka_server_brokertopicmetrics_bytesin_total{topic="orders"} 3.097152e+06
-# TYPE kafka_server_brokertopicmetrics_bytesout_total counter
-kafka_server_brokertopicmetrics_bytesout_total{topic="audit"} 0
-kafka_server_brokertopicmetrics_bytesout_total{topic="orders"} 6.194304e+06
-# TYPE kafka_server_brokertopicmetrics_messagesin_total counter
-kafka_server_brokertopicmetrics_messagesin_total{topic="audit"} 70
-kafka_server_brokertopicmetrics_messagesin_total{topic="orders"} 3000
-# TYPE kafka_network_requestmetrics_requests_total counter
-kafka_network_requestmetrics_requests_total{request="Fetch"} 440
-kafka_network_requestmetrics_requests_total{request="Metadata"} 10
-kafka_network_requestmetrics_requests_total{request="Produce"} 300
-# TYPE kafka_network_requestmetrics_totaltimems histogram
-kafka_network_requestmetrics_totaltimems_bucket{request="Fetch",le="250"} 100
-kafka_network_requestmetrics_totaltimems_bucket{request="Fetch",le="500"} 430
-kafka_network_requestmetrics_totaltimems_bucket{request="Fetch",le="+Inf"} 440
-kafka_network_requestmetrics_totaltimems_sum{request="Fetch"} 170000
-kafka_network_requestmetrics_totaltimems_count{request="Fetch"} 440
-kafka_network_requestmetrics_totaltimems_bucket{request="Produce",le="0.5"} 10
-kafka_network_requestmetrics_totaltimems_bucket{request="Produce",le="1"} 160
-kafka_network_requestmetrics_totaltimems_bucket{request="Produce",le="2.5"} 275
-kafka_network_requestmetrics_totaltimems_bucket{request="Produce",le="5"} 300
-kafka_network_requestmetrics_totaltimems_bucket{request="Produce",le="+Inf"} 300
-kafka_network_requestmetrics_totaltimems_sum{request="Produce"} 420
-kafka_network_requestmetrics_totaltimems_count{request="Produce"} 300
-# TYPE kafka_server_replicamanager_partitioncount gauge
-kafka_server_replicamanager_partitioncount 4
-# TYPE kafka_server_replicamanager_leadercount gauge
-kafka_server_replicamanager_leadercount 3
-# TYPE kafka_server_replicamanager_underreplicatedpartitions gauge
-kafka_server_replicamanager_underreplicatedpartitions 1
-# TYPE kafka_server_replicamanager_offlinereplicacount gauge
-kafka_server_replicamanager_offlinereplicacount 0
-# TYPE kafka_server_socketservermetrics_connection_count gauge
-kafka_server_socketservermetrics_connection_count 9
-`
-	// The quorum families of the active controller, and of a follower
-	// that is a fenced broker; appended to A or B.
+	// The quorum families of the active controller; appended to A or B.
 	topFixtureLeader = `# TYPE kafka_server_raftmetrics_current_state gauge
 kafka_server_raftmetrics_current_state{state="follower"} 0
 kafka_server_raftmetrics_current_state{state="leader"} 1
@@ -120,21 +82,42 @@ kafka_controller_kafkacontroller_activecontrollercount 1
 # TYPE strata_broker_fenced gauge
 strata_broker_fenced 0
 `
-	topFixtureFencedFollower = `# TYPE kafka_server_raftmetrics_current_state gauge
-kafka_server_raftmetrics_current_state{state="follower"} 1
-kafka_server_raftmetrics_current_state{state="leader"} 0
-# TYPE kafka_server_raftmetrics_current_epoch gauge
-kafka_server_raftmetrics_current_epoch 3
-# TYPE kafka_server_raftmetrics_high_watermark gauge
-kafka_server_raftmetrics_high_watermark 55
-# TYPE kafka_controller_kafkacontroller_activecontrollercount gauge
-kafka_controller_kafkacontroller_activecontrollercount 0
-# TYPE strata_broker_fenced gauge
-strata_broker_fenced 1
-`
 	// topFixtureInvalid is not the text format: a sample without a value.
 	topFixtureInvalid = "# TYPE kafka_server_replicamanager_partitioncount gauge\nkafka_server_replicamanager_partitioncount\n"
 )
+
+// topFixtureB is topFixtureA two seconds later: the counters and the
+// connection gauge that moved.
+var topFixtureB = strings.NewReplacer(
+	`bytesin_total{topic="audit"} 5000`, `bytesin_total{topic="audit"} 7048`,
+	`bytesin_total{topic="orders"} 1e+06`, `bytesin_total{topic="orders"} 3.097152e+06`,
+	`bytesout_total{topic="orders"} 2e+06`, `bytesout_total{topic="orders"} 6.194304e+06`,
+	`messagesin_total{topic="audit"} 50`, `messagesin_total{topic="audit"} 70`,
+	`messagesin_total{topic="orders"} 1000`, `messagesin_total{topic="orders"} 3000`,
+	`requests_total{request="Fetch"} 400`, `requests_total{request="Fetch"} 440`,
+	`requests_total{request="Produce"} 100`, `requests_total{request="Produce"} 300`,
+	`{request="Fetch",le="500"} 400`, `{request="Fetch",le="500"} 430`,
+	`{request="Fetch",le="+Inf"} 400`, `{request="Fetch",le="+Inf"} 440`,
+	`sum{request="Fetch"} 150000`, `sum{request="Fetch"} 170000`,
+	`count{request="Fetch"} 400`, `count{request="Fetch"} 440`,
+	`{request="Produce",le="1"} 60`, `{request="Produce",le="1"} 160`,
+	`{request="Produce",le="2.5"} 95`, `{request="Produce",le="2.5"} 275`,
+	`{request="Produce",le="5"} 100`, `{request="Produce",le="5"} 300`,
+	`{request="Produce",le="+Inf"} 100`, `{request="Produce",le="+Inf"} 300`,
+	`sum{request="Produce"} 130`, `sum{request="Produce"} 420`,
+	`count{request="Produce"} 100`, `count{request="Produce"} 300`,
+	`connection_count 7`, `connection_count 9`,
+).Replace(topFixtureA)
+
+// topFixtureFencedFollower is topFixtureLeader's families as a follower
+// that is a fenced broker reports them.
+var topFixtureFencedFollower = strings.NewReplacer(
+	`{state="follower"} 0`, `{state="follower"} 1`,
+	`{state="leader"} 1`, `{state="leader"} 0`,
+	`high_watermark 57`, `high_watermark 55`,
+	`activecontrollercount 1`, `activecontrollercount 0`,
+	`strata_broker_fenced 0`, `strata_broker_fenced 1`,
+).Replace(topFixtureLeader)
 
 func parseFixture(t *testing.T, parts ...string) *NodeMetrics {
 	t.Helper()
