@@ -179,35 +179,23 @@ func (p *Partition) IsLeader() bool {
 
 // HighWatermark, LogStartOffset and LogEndOffset are the log's, or -1 when
 // it is not open.
-func (p *Partition) HighWatermark() int64 {
-	if p.l == nil {
-		return -1
-	}
-	return p.l.HighWatermark()
-}
+func (p *Partition) HighWatermark() int64 { return p.ofLog((*log.Log).HighWatermark, -1) }
 
 // LogStartOffset is the first offset a read may ask for, or -1.
-func (p *Partition) LogStartOffset() int64 {
-	if p.l == nil {
-		return -1
-	}
-	return p.l.LogStartOffset()
-}
+func (p *Partition) LogStartOffset() int64 { return p.ofLog((*log.Log).LogStartOffset, -1) }
 
 // LogEndOffset is the offset of the next append, or -1.
-func (p *Partition) LogEndOffset() int64 {
-	if p.l == nil {
-		return -1
-	}
-	return p.l.LogEndOffset()
-}
+func (p *Partition) LogEndOffset() int64 { return p.ofLog((*log.Log).LogEndOffset, -1) }
 
 // Size is the log's size in bytes, 0 when it is not open.
-func (p *Partition) Size() int64 {
+func (p *Partition) Size() int64 { return p.ofLog((*log.Log).Size, 0) }
+
+// ofLog returns f of the log, or closed when it is not open.
+func (p *Partition) ofLog(f func(*log.Log) int64, closed int64) int64 {
 	if p.l == nil {
-		return 0
+		return closed
 	}
-	return p.l.Size()
+	return f(p.l)
 }
 
 // Watch registers f to run once, later on the loop, when the partition's
