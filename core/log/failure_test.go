@@ -64,7 +64,7 @@ func markers(r *rig) []string {
 // holds every batch a successful Flush acknowledged.
 func TestSyncFailureKillThenPowerLoss(t *testing.T) {
 	r := newFlushedRig(t, 11, 30) // several segments
-	r.appendN(t, 2, 60) // flushed beyond the checkpoint (a roll writes one)
+	r.appendN(t, 2, 60)           // flushed beyond the checkpoint (a roll writes one)
 	require.NoError(t, r.flush())
 	acked := r.l.LogEndOffset()
 	require.Less(t, r.l.RecoveryPoint(), acked, "the test wants flushed data beyond the recovery point")

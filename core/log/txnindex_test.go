@@ -159,7 +159,7 @@ func TestTxnIndexRejectsBadEntries(t *testing.T) {
 
 func TestTxnIndexTruncate(t *testing.T) {
 	r := newTxnRig(t, 4)
-	want := r.appendAborted(30, func(i int) int64 { return int64(i%3) })
+	want := r.appendAborted(30, func(i int) int64 { return int64(i % 3) })
 	require.NoError(t, r.flush())
 	to := want[17].LastOffset // the marker itself goes
 	require.NoError(t, r.Wait(func(done func(error)) { r.l.Truncate(to, done) }))
