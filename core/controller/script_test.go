@@ -2,6 +2,7 @@ package controller
 
 import (
 	"fmt"
+	"iter"
 	"strconv"
 	"strings"
 	"testing"
@@ -138,8 +139,7 @@ func (s *script) run(t *testing.T, d *datadriven.TestData) string {
 			f := strings.Fields(line)
 			rt := kmsg.NewCreatePartitionsRequestTopic()
 			rt.Topic = f[0]
-			for _, kv := range f[1:] {
-				k, v, _ := strings.Cut(kv, "=")
+			for k, v := range keyValues(f[1:]) {
 				switch k {
 				case "count":
 					rt.Count = int32(atoi(t, v))
@@ -167,8 +167,8 @@ func (s *script) run(t *testing.T, d *datadriven.TestData) string {
 			f := strings.Fields(line)
 			rt := kmsg.NewElectLeadersRequestTopic()
 			rt.Topic = f[0]
-			for _, kv := range f[1:] {
-				if k, v, _ := strings.Cut(kv, "="); k == "part" {
+			for k, v := range keyValues(f[1:]) {
+				if k == "part" {
 					rt.Partitions = append(rt.Partitions, int32(atoi(t, v)))
 				}
 			}
@@ -299,8 +299,7 @@ func (s *script) alterPartitionReq(t *testing.T, d *datadriven.TestData) *kmsg.A
 		rt := kmsg.NewAlterPartitionRequestTopic()
 		rt.Topic, rt.TopicID = f[0], s.topicID(f[0])
 		p := kmsg.NewAlterPartitionRequestTopicPartition()
-		for _, kv := range f[1:] {
-			k, v, _ := strings.Cut(kv, "=")
+		for k, v := range keyValues(f[1:]) {
 			switch k {
 			case "part":
 				p.Partition = int32(atoi(t, v))
@@ -385,6 +384,19 @@ func parseTopicSpec(t *testing.T, line string) topicSpec {
 		}
 	}
 	return ts
+}
+
+// keyValues yields the key and the value of each key=value field (a
+// field without "=" has an empty value).
+func keyValues(fields []string) iter.Seq2[string, string] {
+	return func(yield func(string, string) bool) {
+		for _, kv := range fields {
+			k, v, _ := strings.Cut(kv, "=")
+			if !yield(k, v) {
+				return
+			}
+		}
+	}
 }
 
 // parseAssignment parses "1,2/2,3" into [[1 2] [2 3]].
