@@ -186,9 +186,7 @@ type partitionKey struct {
 // grows by one, the leader epoch does not.
 func (c *Controller) alterPartition(req *kmsg.AlterPartitionRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.AlterPartitionResponse)
-	reg, ok := c.spec.Broker(req.BrokerID)
-	if !ok || reg.Epoch != req.BrokerEpoch {
-		resp.ErrorCode = kerr.StaleBrokerEpoch.Code
+	if _, ok := c.currentBroker(req.BrokerID, req.BrokerEpoch, &resp.ErrorCode); !ok {
 		return resp
 	}
 	seen := map[partitionKey]bool{}
@@ -197,6 +195,7 @@ func (c *Controller) alterPartition(req *kmsg.AlterPartitionRequest) kmsg.Respon
 		rt := kmsg.NewAlterPartitionResponseTopic()
 		rt.Topic, rt.TopidID = td.Topic, td.TopicID
 		var topic *meta.TopicImage
+		var ok bool
 		if req.Version >= 2 {
 			topic, ok = c.spec.TopicByID(td.TopicID)
 		} else {
