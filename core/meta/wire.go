@@ -1,7 +1,6 @@
 package meta
 
 import (
-
 	"github.com/twmb/franz-go/pkg/kbin"
 )
 
