@@ -52,9 +52,7 @@ func TestTransactionScripts(t *testing.T) {
 				return fmt.Sprintf("lso %d, high watermark %d, ongoing %v\n", p.LastStableOffset(), p.HighWatermark(), p.OngoingTxns())
 			case "read-committed":
 				from := int64(0)
-				if d.HasArg("from") {
-					d.ScanArgs(t, "from", &from)
-				}
+				coretest.ScanOptional(t, d, "from", &from)
 				return readCommitted(t, p, from)
 			case "list-offsets":
 				u, err := p.ListOffset(log.LatestTimestamp, -1)
@@ -79,9 +77,7 @@ func txnProduce(t *testing.T, r *rig, p *Partition, d *datadriven.TestData) stri
 	d.ScanArgs(t, "pid", &pid)
 	d.ScanArgs(t, "epoch", &epoch)
 	d.ScanArgs(t, "seq", &seq)
-	if d.HasArg("n") {
-		d.ScanArgs(t, "n", &n)
-	}
+	coretest.ScanOptional(t, d, "n", &n)
 	opts := []record.BuilderOption{record.WithProducer(int64(pid), int16(epoch), int32(seq))}
 	if d.HasArg("txn") {
 		opts = append(opts, record.WithTransactional())
