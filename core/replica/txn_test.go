@@ -40,8 +40,7 @@ import (
 func TestTransactionScripts(t *testing.T) {
 	coretest.RunScripts(t, "txn_*.txt", func(t *testing.T) coretest.Commands {
 		r := newRig(t, 13)
-		r.createTopic("tx", topicID(13), 1, nil)
-		p := r.online("tx", 0)
+		p := r.newTopic("tx", topicID(13))
 		return func(t *testing.T, d *datadriven.TestData) string {
 			switch d.Cmd {
 			case "produce":
@@ -211,8 +210,7 @@ func TestTxnCrashWithAnUnsyncedMarker(t *testing.T) {
 // survived.
 func crashDuringMarker(t *testing.T, seed uint64) bool {
 	r := newRig(t, seed)
-	r.createTopic("tx", topicID(15), 1, nil)
-	p := r.online("tx", 0)
+	p := r.newTopic("tx", topicID(15))
 	r.Proc.Disk().SetFaults(sim.DiskFaults{SyncLatencyMin: 50 * time.Millisecond, SyncLatencyMax: 50 * time.Millisecond})
 	for pid := int64(1); pid <= 2; pid++ {
 		res := r.produce(p, batch(t, 1, record.WithProducer(pid, 0, 0), record.WithTransactional()), -1)
