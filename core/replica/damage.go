@@ -108,10 +108,7 @@ func (p *Partition) damaged(from int64, err error) {
 	p.log.Error("DAMAGED partition log found while running: it goes offline, gives up its places through the controller, then drops the damaged segment and everything after it and fetches them again",
 		"from_offset", from, "err", err)
 	p.releaseOpenSlot()
-	if p.reopen != nil {
-		p.reopen.Stop()
-		p.reopen = nil
-	}
+	p.stopReopen()
 	p.state, p.failure = stateFailed, fmt.Errorf("damaged log: %w", err)
 	p.closeLog()
 	p.failAcks(fmt.Errorf("%w: %s: %w", ErrStorage, p.dir, err))

@@ -518,6 +518,14 @@ func (p *Partition) closeLog() {
 	}
 }
 
+// stopReopen cancels a pending reopen of the log.
+func (p *Partition) stopReopen() {
+	if p.reopen != nil {
+		p.reopen.Stop()
+		p.reopen = nil
+	}
+}
+
 // drop closes the partition for good at once, without a final flush (its
 // data is about to be deleted).
 func (p *Partition) drop() {
@@ -527,10 +535,7 @@ func (p *Partition) drop() {
 	p.releaseOpenSlot()
 	p.state = stateClosed
 	p.syncPartitionMetrics()
-	if p.reopen != nil {
-		p.reopen.Stop()
-		p.reopen = nil
-	}
+	p.stopReopen()
 	p.closeLog()
 	p.failAcks(fmt.Errorf("%w: %s was removed", ErrNotLeader, p.dir))
 	p.wake()
@@ -546,10 +551,7 @@ func (p *Partition) remove(done func()) {
 	}
 	p.releaseOpenSlot()
 	p.state = stateClosed
-	if p.reopen != nil {
-		p.reopen.Stop()
-		p.reopen = nil
-	}
+	p.stopReopen()
 	p.stopFlushTimer()
 	p.failAcks(fmt.Errorf("%w: %s is closing", ErrNotLeader, p.dir))
 	p.wake()
