@@ -363,36 +363,33 @@ func (c *simCluster) process(id NodeID) {
 			c.checkApplied(n, ev.committed)
 		}
 		if ev.due {
-			c.at(time.Millisecond, func() {
-				if n.up() && n.incarnation == inc {
-					n.raft.Tick(c.now)
-					c.snapshots++
-					if _, err := n.takeSnapshot(); err != nil {
-						c.t.Fatalf("node %s: snapshot: %v", id, err)
-					}
-					c.process(id)
+			c.stepLater(time.Millisecond, n, id, inc, func() bool { return true }, func() {
+				c.snapshots++
+				if _, err := n.takeSnapshot(); err != nil {
+					c.t.Fatalf("node %s: snapshot: %v", id, err)
 				}
 			})
 		}
 	})
 	for range len(n.persists) - persists {
-		c.at(c.diskDelay(), func() {
-			if n.up() && n.incarnation == inc && len(n.persists) > 0 {
-				n.raft.Tick(c.now)
-				n.ackPersist(1)
-				c.process(id)
-			}
-		})
+		c.stepLater(c.diskDelay(), n, id, inc, func() bool { return len(n.persists) > 0 }, func() { n.ackPersist(1) })
 	}
 	for range len(n.syncs) - syncs {
-		c.at(c.diskDelay(), func() {
-			if n.up() && n.incarnation == inc && len(n.syncs) > 0 {
-				n.raft.Tick(c.now)
-				n.ackSync(1)
-				c.process(id)
-			}
-		})
+		c.stepLater(c.diskDelay(), n, id, inc, func() bool { return len(n.syncs) > 0 }, func() { n.ackSync(1) })
 	}
+}
+
+// stepLater runs step on node id after delay, if the node is still up in
+// incarnation inc and ready: its Raft ticks first, and what step caused is
+// processed after.
+func (c *simCluster) stepLater(delay time.Duration, n *testNode, id NodeID, inc uint64, ready func() bool, step func()) {
+	c.at(delay, func() {
+		if n.up() && n.incarnation == inc && ready() {
+			n.raft.Tick(c.now)
+			step()
+			c.process(id)
+		}
+	})
 }
 
 func (c *simCluster) diskDelay() time.Duration {
