@@ -183,7 +183,9 @@ func (c *Controller) incrementalChanges(res kmsg.IncrementalAlterConfigsRequestR
 			if has {
 				base = cur
 			}
-			items := storedListItems(base)
+			// Loose: a value stored before the table refused empty items
+			// ("compact,,delete") keeps its other items.
+			items := config.SplitListLoose(base)
 			operands, err := config.SplitList(*cfg.Value)
 			if err != nil {
 				return nil, errorf(kerr.InvalidConfig, "Invalid value %s for configuration %s: %v", *cfg.Value, cfg.Name, err)
@@ -263,19 +265,6 @@ func (c *Controller) replacementChanges(res kmsg.AlterConfigsRequestResource) ([
 		}
 	}
 	return recs, nil
-}
-
-// storedListItems splits a stored list value, dropping empty items: a
-// value stored before the table refused them ("compact,,delete") keeps
-// its other items.
-func storedListItems(v string) []string {
-	var out []string
-	for it := range strings.SplitSeq(v, ",") {
-		if it = strings.TrimSpace(it); it != "" {
-			out = append(out, it)
-		}
-	}
-	return out
 }
 
 // duplicates returns the keys that occur more than once in items.
