@@ -86,23 +86,38 @@ func (x *offsetIndex) unwritten(dst []byte) []byte {
 // index: a partial entry, entries that do not strictly increase, or a
 // position beyond the log.
 func decodeOffsetIndex(buf []byte, size int64) ([]offsetEntry, error) {
-	if len(buf)%offsetIndexEntryBytes != 0 {
-		return nil, fmt.Errorf("size %d is not a multiple of %d", len(buf), offsetIndexEntryBytes)
+	parse := func(b []byte) offsetEntry {
+		return offsetEntry{rel: int32(binary.BigEndian.Uint32(b)), pos: int32(binary.BigEndian.Uint32(b[4:]))}
 	}
-	entries := make([]offsetEntry, 0, len(buf)/offsetIndexEntryBytes)
-	for i := 0; i < len(buf); i += offsetIndexEntryBytes {
-		e := offsetEntry{
-			rel: int32(binary.BigEndian.Uint32(buf[i:])),
-			pos: int32(binary.BigEndian.Uint32(buf[i+4:])),
-		}
+	return decodeEntries(buf, offsetIndexEntryBytes, parse, func(i int, e offsetEntry, prev *offsetEntry) error {
 		switch {
 		case e.rel < 0 || e.pos < 0:
-			return nil, fmt.Errorf("entry %d (%d, %d) is negative", len(entries), e.rel, e.pos)
+			return fmt.Errorf("entry %d (%d, %d) is negative", i, e.rel, e.pos)
 		case int64(e.pos) >= size:
-			return nil, fmt.Errorf("entry %d points at position %d, the log holds %d bytes", len(entries), e.pos, size)
-		case len(entries) > 0 && (e.rel <= entries[len(entries)-1].rel || e.pos <= entries[len(entries)-1].pos):
-			return nil, fmt.Errorf("entry %d (%d, %d) does not follow (%d, %d)", len(entries), e.rel, e.pos,
-				entries[len(entries)-1].rel, entries[len(entries)-1].pos)
+			return fmt.Errorf("entry %d points at position %d, the log holds %d bytes", i, e.pos, size)
+		case prev != nil && (e.rel <= prev.rel || e.pos <= prev.pos):
+			return fmt.Errorf("entry %d (%d, %d) does not follow (%d, %d)", i, e.rel, e.pos, prev.rel, prev.pos)
+		}
+		return nil
+	})
+}
+
+// decodeEntries parses buf as index entries of entryBytes bytes each,
+// which check accepts one by one (prev is the entry before, nil for the
+// first); a partial entry is an error.
+func decodeEntries[E any](buf []byte, entryBytes int, parse func([]byte) E, check func(i int, e E, prev *E) error) ([]E, error) {
+	if len(buf)%entryBytes != 0 {
+		return nil, fmt.Errorf("size %d is not a multiple of %d", len(buf), entryBytes)
+	}
+	entries := make([]E, 0, len(buf)/entryBytes)
+	for i := 0; i < len(buf); i += entryBytes {
+		e := parse(buf[i:])
+		var prev *E
+		if n := len(entries); n > 0 {
+			prev = &entries[n-1]
+		}
+		if err := check(len(entries), e, prev); err != nil {
+			return nil, err
 		}
 		entries = append(entries, e)
 	}

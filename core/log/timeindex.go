@@ -73,25 +73,18 @@ func (x *timeIndex) unwritten(dst []byte) []byte {
 // decodeTimeIndex parses a .timeindex file; maxRel bounds the relative
 // offsets (exclusive).
 func decodeTimeIndex(buf []byte, maxRel int64) ([]timeEntry, error) {
-	if len(buf)%timeIndexEntryBytes != 0 {
-		return nil, fmt.Errorf("size %d is not a multiple of %d", len(buf), timeIndexEntryBytes)
+	parse := func(b []byte) timeEntry {
+		return timeEntry{ts: int64(binary.BigEndian.Uint64(b)), rel: int32(binary.BigEndian.Uint32(b[8:]))}
 	}
-	entries := make([]timeEntry, 0, len(buf)/timeIndexEntryBytes)
-	for i := 0; i < len(buf); i += timeIndexEntryBytes {
-		e := timeEntry{
-			ts:  int64(binary.BigEndian.Uint64(buf[i:])),
-			rel: int32(binary.BigEndian.Uint32(buf[i+8:])),
-		}
+	return decodeEntries(buf, timeIndexEntryBytes, parse, func(i int, e timeEntry, prev *timeEntry) error {
 		switch {
 		case e.rel < 0 || int64(e.rel) >= maxRel:
-			return nil, fmt.Errorf("entry %d has offset %d outside the segment's %d", len(entries), e.rel, maxRel)
+			return fmt.Errorf("entry %d has offset %d outside the segment's %d", i, e.rel, maxRel)
 		case e.ts < 0:
-			return nil, fmt.Errorf("entry %d has timestamp %d", len(entries), e.ts)
-		case len(entries) > 0 && (e.ts <= entries[len(entries)-1].ts || e.rel < entries[len(entries)-1].rel):
-			return nil, fmt.Errorf("entry %d (%d, %d) does not follow (%d, %d)", len(entries), e.ts, e.rel,
-				entries[len(entries)-1].ts, entries[len(entries)-1].rel)
+			return fmt.Errorf("entry %d has timestamp %d", i, e.ts)
+		case prev != nil && (e.ts <= prev.ts || e.rel < prev.rel):
+			return fmt.Errorf("entry %d (%d, %d) does not follow (%d, %d)", i, e.ts, e.rel, prev.ts, prev.rel)
 		}
-		entries = append(entries, e)
-	}
-	return entries, nil
+		return nil
+	})
 }
