@@ -56,10 +56,14 @@ func newSnapCluster(t *testing.T, seed uint64, n, observers int) *snapCluster {
 }
 
 // snapshotFiles lists the snapshot files on member i's disk, oldest first.
-func (c *cluster) snapshotFiles(i int) []string {
+func (c *cluster) snapshotFiles(i int) []string { return c.filesEnding(i, ".checkpoint") }
+
+// filesEnding lists the files on member i's disk whose names end in
+// suffix, in name order.
+func (c *cluster) filesEnding(i int, suffix string) []string {
 	var out []string
 	for _, f := range c.procs[i].Disk().Files() {
-		if strings.HasSuffix(f, ".checkpoint") {
+		if strings.HasSuffix(f, suffix) {
 			out = append(out, f)
 		}
 	}
@@ -77,15 +81,7 @@ func snapshotEnd(t testing.TB, name string) int64 {
 }
 
 // segmentFiles lists the .log segment files on member i's disk.
-func (c *cluster) segmentFiles(i int) []string {
-	var out []string
-	for _, f := range c.procs[i].Disk().Files() {
-		if strings.HasSuffix(f, ".log") {
-			out = append(out, f)
-		}
-	}
-	return out
-}
+func (c *cluster) segmentFiles(i int) []string { return c.filesEnding(i, ".log") }
 
 func (c *cluster) createTopics(leader int, prefix string, n int) {
 	c.t.Helper()

@@ -281,6 +281,15 @@ func (p *Partition) releaseHeld() {
 	}
 }
 
+// servableAt is servable for a client request that carries the current
+// leader epoch it expects, which it then checks (checkEpoch).
+func (p *Partition) servableAt(currentLeaderEpoch int32) error {
+	if err := p.servable(); err != nil {
+		return err
+	}
+	return p.checkEpoch(currentLeaderEpoch)
+}
+
 // checkEpoch applies KIP-320's current leader epoch check (-1 skips it).
 func (p *Partition) checkEpoch(current int32) error {
 	switch {

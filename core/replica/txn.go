@@ -93,10 +93,7 @@ type CommittedRead struct {
 // the aborted batches (Kafka's FetchIsolation.TXN_COMMITTED).
 func (p *Partition) ReadCommitted(offset int64, maxBytes int, currentLeaderEpoch int32) (CommittedRead, error) {
 	res := CommittedRead{Read: log.ReadResult{FirstOffset: -1}, LastStableOffset: -1}
-	if err := p.servable(); err != nil {
-		return res, err
-	}
-	if err := p.checkEpoch(currentLeaderEpoch); err != nil {
+	if err := p.servableAt(currentLeaderEpoch); err != nil {
 		return res, err
 	}
 	l := p.l
