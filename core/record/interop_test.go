@@ -172,10 +172,7 @@ func TestInteropFranzGoDecodedByUs(t *testing.T) {
 	dec := NewDecompressor(DefaultMaxDecompressedBytes)
 	rapid.Check(t, func(t *rapid.T) {
 		s := genProducerSpec(t)
-		raw := kmsgBatch(t, &s)
-		b, err := ReadBatch(raw, MaxBatchSize)
-		require.NoError(t, err)
-		require.NoError(t, b.ValidateStored())
+		b := mustRead(t, kmsgBatch(t, &s))
 		if len(s.records) > 0 && (s.producerID == NoProducerID || (s.producerEpoch >= 0 && s.baseSequence >= 0)) {
 			require.NoError(t, b.ValidateForAppend(OriginClient))
 		}

@@ -155,10 +155,8 @@ func TestPropertyRoundTrip(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		s := genBatchSpec(t)
 		raw := buildSpec(t, &s)
-		b, err := ReadBatch(raw, MaxBatchSize)
-		require.NoError(t, err)
+		b := mustRead(t, raw)
 		require.Equal(t, len(raw), b.Size())
-		require.NoError(t, b.ValidateStored())
 
 		require.Equal(t, s.baseOffset, b.BaseOffset())
 		require.Equal(t, s.leaderEpoch, b.PartitionLeaderEpoch())
