@@ -134,6 +134,26 @@ func (n *testNode) drain(ackNow bool, emit func(Message), observe func(readyEven
 	}
 }
 
+// network is what a test cluster's network drops: messages between the
+// sides of a partition (group maps a node to its side; a node absent from
+// it reaches everyone) and on cut one-way links.
+type network struct {
+	group map[NodeID]int
+	cut   map[[2]NodeID]bool
+}
+
+func newNetwork() network { return network{cut: map[[2]NodeID]bool{}} }
+
+// reachable reports whether a message from a to b gets through.
+func (nw *network) reachable(a, b NodeID) bool {
+	if nw.cut[[2]NodeID{a, b}] {
+		return false
+	}
+	ga, oka := nw.group[a]
+	gb, okb := nw.group[b]
+	return !oka || !okb || ga == gb
+}
+
 // ackPersist completes the first k persist requests.
 func (n *testNode) ackPersist(k int) {
 	if last, ok := takeFirst(n, &n.persists, k); ok {

@@ -82,8 +82,7 @@ type simCluster struct {
 	dropRate, dupRate float64
 	maxDelay          time.Duration
 	slowDiskRate      float64
-	group             map[NodeID]int
-	cut               map[[2]NodeID]bool
+	network
 
 	// Invariant state.
 	leaderOf    map[int32]NodeID         // epoch -> its leader
@@ -177,7 +176,7 @@ func newSimCluster(t *testing.T, seed uint64, voters, observers int) *simCluster
 		leaderEnd: map[leaderKey]leaderMark{},
 		recordAt:  map[OffsetAndEpoch]flatRecord{},
 		proposed:  map[string]proposalTag{},
-		cut:       map[[2]NodeID]bool{},
+		network:   newNetwork(),
 		maxDelay:  5 * time.Millisecond,
 	}
 	for i := 1; i <= voters; i++ {
@@ -200,15 +199,6 @@ func newSimCluster(t *testing.T, seed uint64, voters, observers int) *simCluster
 func (c *simCluster) at(d time.Duration, f func()) {
 	c.seq++
 	heap.Push(&c.events, event{at: c.now + d, seq: c.seq, fire: f})
-}
-
-func (c *simCluster) reachable(a, b NodeID) bool {
-	if c.cut[[2]NodeID{a, b}] {
-		return false
-	}
-	ga, oka := c.group[a]
-	gb, okb := c.group[b]
-	return !oka || !okb || ga == gb
 }
 
 // checkDurable verifies the persistence contract on every message a node
