@@ -303,7 +303,7 @@ func errName(err error) string {
 // since reopened.
 func TestReportDamage(t *testing.T) {
 	var sent []*kmsg.AlterPartitionRequest
-	r := newAlterRig(t, 22, func(req *kmsg.AlterPartitionRequest, done func(kmsg.Response, error)) { sent = append(sent, req) })
+	r := newRecordingRig(t, 22, &sent)
 	r.createReplicated("t", topicID(1), []int32{1, 2, 3}, []int32{1, 2, 3}, 1, nil)
 	p := r.online("t", 0)
 	require.NoError(t, r.produce(p, batch(t, 2), 1).Err)
