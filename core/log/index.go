@@ -28,8 +28,31 @@ type offsetEntry struct {
 // entries are in the file, the rest are still to be appended (index
 // writes are batched; see Log.writeIndexes).
 type offsetIndex struct {
-	entries []offsetEntry
+	entryList[offsetEntry]
+}
+
+// entryList is the entries of an index in memory; the first written of
+// them are in its file.
+type entryList[E interface{ appendTo([]byte) []byte }] struct {
+	entries []E
 	written int
+}
+
+// last returns the last entry, if any.
+func (x *entryList[E]) last() (E, bool) {
+	if len(x.entries) == 0 {
+		var none E
+		return none, false
+	}
+	return x.entries[len(x.entries)-1], true
+}
+
+// unwritten encodes the entries not yet in the file.
+func (x *entryList[E]) unwritten(dst []byte) []byte {
+	for _, e := range x.entries[x.written:] {
+		dst = e.appendTo(dst)
+	}
+	return dst
 }
 
 // add appends an entry. Entries strictly increase in both fields.
@@ -40,13 +63,6 @@ func (x *offsetIndex) add(rel, pos int32) {
 			"offset index entry (%d, %d) does not follow (%d, %d)", rel, pos, last.rel, last.pos)
 	}
 	x.entries = append(x.entries, offsetEntry{rel: rel, pos: pos})
-}
-
-func (x *offsetIndex) last() (offsetEntry, bool) {
-	if len(x.entries) == 0 {
-		return offsetEntry{}, false
-	}
-	return x.entries[len(x.entries)-1], true
 }
 
 // floorOffset returns the index of the entry with the largest rel <= rel,
@@ -72,13 +88,9 @@ func (x *offsetIndex) truncateAtPosition(pos int64) {
 	x.truncate(x.floorPosition(pos-1) + 1)
 }
 
-// unwritten encodes the entries not yet in the file.
-func (x *offsetIndex) unwritten(dst []byte) []byte {
-	for _, e := range x.entries[x.written:] {
-		dst = binary.BigEndian.AppendUint32(dst, uint32(e.rel))
-		dst = binary.BigEndian.AppendUint32(dst, uint32(e.pos))
-	}
-	return dst
+// appendTo appends e's encoding in the .index file.
+func (e offsetEntry) appendTo(b []byte) []byte {
+	return binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint32(b, uint32(e.rel)), uint32(e.pos))
 }
 
 // decodeOffsetIndex parses an .index file of a segment whose log holds

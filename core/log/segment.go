@@ -257,8 +257,8 @@ func (l *Log) readIndexFiles(s *segment) (*offsetIndex, *timeIndex, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", segmentFile(s.base, timeIndexSuffix), err)
 	}
-	return &offsetIndex{entries: entries, written: len(entries)},
-		&timeIndex{entries: tentries, written: len(tentries)}, nil
+	return &offsetIndex{entryList[offsetEntry]{entries: entries, written: len(entries)}},
+		&timeIndex{entryList[timeEntry]{entries: tentries, written: len(tentries)}}, nil
 }
 
 // readWhole reads index file k of s stably through a short-lived handle

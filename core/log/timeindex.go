@@ -27,8 +27,7 @@ type timeEntry struct {
 // timeIndex is a segment's time index; see offsetIndex for how it mirrors
 // its file.
 type timeIndex struct {
-	entries []timeEntry
-	written int
+	entryList[timeEntry]
 }
 
 // maybeAdd appends (ts, rel) if ts exceeds the last entry's timestamp (or,
@@ -40,13 +39,6 @@ func (x *timeIndex) maybeAdd(ts int64, rel int32) {
 	}
 	assert.That(!ok || rel >= last.rel, "time index offset %d below the previous entry's %d", rel, last.rel)
 	x.entries = append(x.entries, timeEntry{ts: ts, rel: rel})
-}
-
-func (x *timeIndex) last() (timeEntry, bool) {
-	if len(x.entries) == 0 {
-		return timeEntry{}, false
-	}
-	return x.entries[len(x.entries)-1], true
 }
 
 // floor returns the index of the entry with the largest ts <= ts, or -1.
@@ -61,13 +53,9 @@ func (x *timeIndex) truncateAtOffset(rel int64) {
 	x.written = min(x.written, n)
 }
 
-// unwritten encodes the entries not yet in the file.
-func (x *timeIndex) unwritten(dst []byte) []byte {
-	for _, e := range x.entries[x.written:] {
-		dst = binary.BigEndian.AppendUint64(dst, uint64(e.ts))
-		dst = binary.BigEndian.AppendUint32(dst, uint32(e.rel))
-	}
-	return dst
+// appendTo appends e's encoding in the .timeindex file.
+func (e timeEntry) appendTo(b []byte) []byte {
+	return binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint64(b, uint64(e.ts)), uint32(e.rel))
 }
 
 // decodeTimeIndex parses a .timeindex file; maxRel bounds the relative
