@@ -47,6 +47,12 @@ func (x *entryList[E]) last() (E, bool) {
 	return x.entries[len(x.entries)-1], true
 }
 
+// truncate keeps the first n entries.
+func (x *entryList[E]) truncate(n int) {
+	x.entries = x.entries[:n]
+	x.written = min(x.written, n)
+}
+
 // unwritten encodes the entries not yet in the file.
 func (x *entryList[E]) unwritten(dst []byte) []byte {
 	for _, e := range x.entries[x.written:] {
@@ -75,12 +81,6 @@ func (x *offsetIndex) floorOffset(rel int64) int {
 // or -1.
 func (x *offsetIndex) floorPosition(pos int64) int {
 	return sort.Search(len(x.entries), func(i int) bool { return int64(x.entries[i].pos) > pos }) - 1
-}
-
-// truncate keeps the first n entries.
-func (x *offsetIndex) truncate(n int) {
-	x.entries = x.entries[:n]
-	x.written = min(x.written, n)
 }
 
 // truncateAtPosition drops the entries of batches at or after pos.

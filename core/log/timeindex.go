@@ -48,9 +48,7 @@ func (x *timeIndex) floor(ts int64) int {
 
 // truncateAtOffset drops the entries whose offset is rel or more.
 func (x *timeIndex) truncateAtOffset(rel int64) {
-	n := sort.Search(len(x.entries), func(i int) bool { return int64(x.entries[i].rel) >= rel })
-	x.entries = x.entries[:n]
-	x.written = min(x.written, n)
+	x.truncate(sort.Search(len(x.entries), func(i int) bool { return int64(x.entries[i].rel) >= rel }))
 }
 
 // appendTo appends e's encoding in the .timeindex file.
