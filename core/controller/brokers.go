@@ -224,6 +224,18 @@ func (c *Controller) checkFeatures(supported []meta.FeatureRange) *apiError {
 	return nil
 }
 
+// currentBroker returns the registration of broker id when epoch is its
+// current epoch; otherwise it sets *code to STALE_BROKER_EPOCH, the error
+// of the broker's whole request.
+func (c *Controller) currentBroker(id int32, epoch int64, code *int16) (meta.BrokerRegistration, bool) {
+	reg, ok := c.spec.Broker(id)
+	if !ok || reg.Epoch != epoch {
+		*code = kerr.StaleBrokerEpoch.Code
+		return reg, false
+	}
+	return reg, true
+}
+
 // heartbeat handles BrokerHeartbeat with Kafka's state transitions:
 //
 //   - fenced: wants shutdown → shut down now; caught up (its metadata
@@ -237,9 +249,8 @@ func (c *Controller) checkFeatures(supported []meta.FeatureRange) *apiError {
 // Every heartbeat with the current epoch renews the broker's session.
 func (c *Controller) heartbeat(req *kmsg.BrokerHeartbeatRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.BrokerHeartbeatResponse)
-	reg, ok := c.spec.Broker(req.BrokerID)
-	if !ok || reg.Epoch != req.BrokerEpoch {
-		resp.ErrorCode = kerr.StaleBrokerEpoch.Code
+	reg, ok := c.currentBroker(req.BrokerID, req.BrokerEpoch, &resp.ErrorCode)
+	if !ok {
 		return resp
 	}
 	s := c.sessions[reg.ID]

@@ -95,31 +95,41 @@ func (c *Controller) configResourceError(typ kmsg.ConfigResourceType, name strin
 // resources of the request share one batch. Only changes write records.
 func (c *Controller) incrementalAlterConfigs(req *kmsg.IncrementalAlterConfigsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
-	dup := duplicates(req.Resources, func(r kmsg.IncrementalAlterConfigsRequestResource) configKey {
+	resp.Resources = alterResources(c, req.Resources, req.ValidateOnly, func(r kmsg.IncrementalAlterConfigsRequestResource) configKey {
 		return configKey{r.ResourceType, r.ResourceName}
-	})
+	}, c.incrementalChanges)
+	return resp
+}
+
+// alterResources applies the resources of an (Incremental)AlterConfigs
+// request, each named by key: duplicates and unknown resources are
+// refused, the others' changes validate them and return their records,
+// which go into one batch (none for validate_only), each resource's all or
+// nothing. It returns the resources' results in order.
+func alterResources[R any](c *Controller, resources []R, validateOnly bool, key func(R) configKey, changes func(R) ([]meta.Record, *apiError)) []kmsg.IncrementalAlterConfigsResponseResource {
+	dup := duplicates(resources, key)
 	var b *batch
-	if !req.ValidateOnly {
+	if !validateOnly {
 		b = c.openBatch()
 	}
-	for _, res := range req.Resources {
-		e := c.alterResource(b, dup, configKey{res.ResourceType, res.ResourceName}, func() ([]meta.Record, *apiError) {
-			return c.incrementalChanges(res)
-		})
-		resp.Resources = append(resp.Resources, alterConfigsResult(res.ResourceType, res.ResourceName, e))
+	var results []kmsg.IncrementalAlterConfigsResponseResource
+	for _, res := range resources {
+		k := key(res)
+		e := c.alterResource(b, dup[k], k, func() ([]meta.Record, *apiError) { return changes(res) })
+		results = append(results, alterConfigsResult(k.typ, k.name, e))
 	}
 	if b != nil {
 		c.seal(b)
 	}
-	return resp
+	return results
 }
 
 // alterResource applies one resource of an (Incremental)AlterConfigs
-// request: duplicates and unknown resources are refused, otherwise changes
+// request: a duplicate or unknown resource is refused, otherwise changes
 // validates and returns the records, which go into b (nil for
 // validate_only) all or nothing.
-func (c *Controller) alterResource(b *batch, dup map[configKey]bool, key configKey, changes func() ([]meta.Record, *apiError)) *apiError {
-	if dup[key] {
+func (c *Controller) alterResource(b *batch, dup bool, key configKey, changes func() ([]meta.Record, *apiError)) *apiError {
+	if dup {
 		return errorf(kerr.InvalidRequest, "Duplicate resource.")
 	}
 	if e := c.configResourceError(key.typ, key.name); e != nil {
@@ -173,7 +183,9 @@ func (c *Controller) incrementalChanges(res kmsg.IncrementalAlterConfigsRequestR
 			if has {
 				base = cur
 			}
-			items := storedListItems(base)
+			// Loose: a value stored before the table refused empty items
+			// ("compact,,delete") keeps its other items.
+			items := config.SplitListLoose(base)
 			operands, err := config.SplitList(*cfg.Value)
 			if err != nil {
 				return nil, errorf(kerr.InvalidConfig, "Invalid value %s for configuration %s: %v", *cfg.Value, cfg.Name, err)
@@ -214,24 +226,13 @@ func (c *Controller) incrementalChanges(res kmsg.IncrementalAlterConfigsRequestR
 // deleted.
 func (c *Controller) alterConfigs(req *kmsg.AlterConfigsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
-	dup := duplicates(req.Resources, func(r kmsg.AlterConfigsRequestResource) configKey {
+	results := alterResources(c, req.Resources, req.ValidateOnly, func(r kmsg.AlterConfigsRequestResource) configKey {
 		return configKey{r.ResourceType, r.ResourceName}
-	})
-	var b *batch
-	if !req.ValidateOnly {
-		b = c.openBatch()
-	}
-	for _, res := range req.Resources {
-		e := c.alterResource(b, dup, configKey{res.ResourceType, res.ResourceName}, func() ([]meta.Record, *apiError) {
-			return c.replacementChanges(res)
-		})
-		rr := alterConfigsResult(res.ResourceType, res.ResourceName, e)
+	}, c.replacementChanges)
+	for _, rr := range results {
 		resp.Resources = append(resp.Resources, kmsg.AlterConfigsResponseResource{
 			ErrorCode: rr.ErrorCode, ErrorMessage: rr.ErrorMessage, ResourceType: rr.ResourceType, ResourceName: rr.ResourceName,
 		})
-	}
-	if b != nil {
-		c.seal(b)
 	}
 	return resp
 }
@@ -264,19 +265,6 @@ func (c *Controller) replacementChanges(res kmsg.AlterConfigsRequestResource) ([
 		}
 	}
 	return recs, nil
-}
-
-// storedListItems splits a stored list value, dropping empty items: a
-// value stored before the table refused them ("compact,,delete") keeps
-// its other items.
-func storedListItems(v string) []string {
-	var out []string
-	for it := range strings.SplitSeq(v, ",") {
-		if it = strings.TrimSpace(it); it != "" {
-			out = append(out, it)
-		}
-	}
-	return out
 }
 
 // duplicates returns the keys that occur more than once in items.

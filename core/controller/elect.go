@@ -57,24 +57,12 @@ func (c *Controller) electLeaders(req *kmsg.ElectLeadersRequest) kmsg.Response {
 		for _, id := range tg.partitions {
 			rp := kmsg.NewElectLeadersResponseTopicPartition()
 			rp.Partition = id
-			var e *kerr.Error
-			var msg string
-			var part meta.Partition
-			partOK := false
-			if topicOK {
-				part, partOK = ti.Partition(id)
-			}
-			switch {
-			case !partOK:
-				e, msg = kerr.UnknownTopicOrPartition, fmt.Sprintf("Partition %s-%d does not exist.", tg.topic, id)
-			case req.ElectionType == electPreferred:
-				e, msg = c.electPreferred(&b, ti, &part, acceptable)
-			default:
-				e, msg = c.electUnclean(&b, ti, &part, acceptable)
-			}
-			if e != nil {
-				rp.ErrorCode, rp.ErrorMessage = e.Code, &msg
-			}
+			rp.ErrorCode, rp.ErrorMessage = changePartition(ti, topicOK, tg.topic, id, func(part *meta.Partition) (*kerr.Error, string) {
+				if req.ElectionType == electPreferred {
+					return c.electPreferred(&b, ti, part, acceptable)
+				}
+				return c.electUnclean(&b, ti, part, acceptable)
+			})
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)

@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/core/assert"
+	"github.com/strata-log/strata/core/meta"
 	"github.com/strata-log/strata/core/protocol"
 )
 
@@ -56,6 +57,27 @@ func NotControllerResponse(req kmsg.Request) kmsg.Response {
 func ErrorResponse(req kmsg.Request, err *kerr.Error, msg string) kmsg.Response {
 	assert.That(Supports(req), "controller: ErrorResponse for unsupported request %T", req)
 	return protocol.ErrorResponse(req, err, msg)
+}
+
+// changePartition applies change to partition id of a topic (ti, when
+// topicOK) named topic, or refuses a partition that does not exist. It
+// returns the partition's error code and message for the response: 0 and
+// nil when change succeeded.
+func changePartition(ti *meta.TopicImage, topicOK bool, topic string, id int32, change func(*meta.Partition) (*kerr.Error, string)) (int16, *string) {
+	var part meta.Partition
+	ok := false
+	if topicOK {
+		part, ok = ti.Partition(id)
+	}
+	if !ok {
+		msg := fmt.Sprintf("Partition %s-%d does not exist.", topic, id)
+		return kerr.UnknownTopicOrPartition.Code, &msg
+	}
+	e, msg := change(&part)
+	if e == nil {
+		return 0, nil
+	}
+	return e.Code, &msg
 }
 
 // createTopicError is a CreateTopics response entry for a failed topic.

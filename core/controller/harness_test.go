@@ -420,15 +420,12 @@ func (h *harness) formatResponse(msg kmsg.Response) string {
 			if t.Topic != nil {
 				name = *t.Topic
 			}
-			fmt.Fprintf(&b, "\n  %s: %s", name, errName(t.ErrorCode))
+			writeResult(&b, name, t.ErrorCode, nil)
 		}
 	case *kmsg.CreatePartitionsResponse:
 		b.WriteString("CreatePartitions")
 		for _, t := range r.Topics {
-			fmt.Fprintf(&b, "\n  %s: %s", t.Topic, errName(t.ErrorCode))
-			if t.ErrorMessage != nil {
-				fmt.Fprintf(&b, " %q", *t.ErrorMessage)
-			}
+			writeResult(&b, t.Topic, t.ErrorCode, t.ErrorMessage)
 		}
 	case *kmsg.AlterPartitionResponse:
 		fmt.Fprintf(&b, "AlterPartition %s", errName(r.ErrorCode))
@@ -456,20 +453,26 @@ func (h *harness) formatResponse(msg kmsg.Response) string {
 	case *kmsg.IncrementalAlterConfigsResponse:
 		b.WriteString("IncrementalAlterConfigs")
 		for _, res := range r.Resources {
-			fmt.Fprintf(&b, "\n  %s: %s", res.ResourceName, errName(res.ErrorCode))
-			if res.ErrorMessage != nil {
-				fmt.Fprintf(&b, " %q", *res.ErrorMessage)
-			}
+			writeResult(&b, res.ResourceName, res.ErrorCode, res.ErrorMessage)
 		}
 	case *kmsg.AlterConfigsResponse:
 		b.WriteString("AlterConfigs")
 		for _, res := range r.Resources {
-			fmt.Fprintf(&b, "\n  %s: %s", res.ResourceName, errName(res.ErrorCode))
+			writeResult(&b, res.ResourceName, res.ErrorCode, nil)
 		}
 	default:
 		fmt.Fprintf(&b, "%T", msg)
 	}
 	return b.String()
+}
+
+// writeResult writes a response's line for one resource: its name, its
+// error and the error's message, if any.
+func writeResult(b *strings.Builder, name string, code int16, msg *string) {
+	fmt.Fprintf(b, "\n  %s: %s", name, errName(code))
+	if msg != nil {
+		fmt.Fprintf(b, " %q", *msg)
+	}
 }
 
 // newCluster returns a harness whose brokers 1..n are registered and

@@ -186,9 +186,7 @@ type partitionKey struct {
 // grows by one, the leader epoch does not.
 func (c *Controller) alterPartition(req *kmsg.AlterPartitionRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.AlterPartitionResponse)
-	reg, ok := c.spec.Broker(req.BrokerID)
-	if !ok || reg.Epoch != req.BrokerEpoch {
-		resp.ErrorCode = kerr.StaleBrokerEpoch.Code
+	if _, ok := c.currentBroker(req.BrokerID, req.BrokerEpoch, &resp.ErrorCode); !ok {
 		return resp
 	}
 	seen := map[partitionKey]bool{}
@@ -197,6 +195,7 @@ func (c *Controller) alterPartition(req *kmsg.AlterPartitionRequest) kmsg.Respon
 		rt := kmsg.NewAlterPartitionResponseTopic()
 		rt.Topic, rt.TopidID = td.Topic, td.TopicID
 		var topic *meta.TopicImage
+		var ok bool
 		if req.Version >= 2 {
 			topic, ok = c.spec.TopicByID(td.TopicID)
 		} else {
@@ -249,10 +248,15 @@ func (c *Controller) alterOnePartition(b **batch, req *kmsg.AlterPartitionReques
 		return c.forgetDamagedReplica(b, req, topic, &part, pd, newISR) // damage.go
 	}
 	if !slices.Contains(newISR, part.Leader) {
-		if recovering(&part) {
-			return c.handOffRecovery(b, req, topic, &part, pd, newISR)
+		// The leader resigns or hands off: fenced as any ISR change.
+		if e := checkAlterFencing(req, &part, pd); e != nil {
+			rp.ErrorCode = e.Code
+			return rp
 		}
-		return c.resignLeader(b, req, topic, &part, pd, newISR)
+		if recovering(&part) {
+			return c.handOffRecovery(b, topic, &part, pd, newISR)
+		}
+		return c.resignLeader(b, topic, &part, pd, newISR)
 	}
 	if e := c.checkAlterPartition(req, &part, pd, newISR, epochs); e != nil {
 		rp.ErrorCode = e.Code
@@ -357,13 +361,9 @@ func checkAlterFencing(req *kmsg.AlterPartitionRequest, part *meta.Partition, pd
 // ISR (and the ELR follows, KIP-966); when none is, the ISR stays (an ISR
 // never becomes empty) and the same leader leads again in the next epoch.
 // Kafka answers such a request INVALID_REQUEST; its brokers never send it.
-func (c *Controller) resignLeader(b **batch, req *kmsg.AlterPartitionRequest, topic *meta.TopicImage, part *meta.Partition, pd *kmsg.AlterPartitionRequestTopicPartition, newISR []int32) kmsg.AlterPartitionResponseTopicPartition {
+func (c *Controller) resignLeader(b **batch, topic *meta.TopicImage, part *meta.Partition, pd *kmsg.AlterPartitionRequestTopicPartition, newISR []int32) kmsg.AlterPartitionResponseTopicPartition {
 	rp := kmsg.NewAlterPartitionResponseTopicPartition()
 	rp.Partition = pd.Partition
-	if e := checkAlterFencing(req, part, pd); e != nil {
-		rp.ErrorCode = e.Code
-		return rp
-	}
 	rest := slices.DeleteFunc(slices.Clone(part.ISR), func(id int32) bool { return id == part.Leader })
 	if !slices.Equal(newISR, rest) {
 		rp.ErrorCode = kerr.InvalidRequest.Code
@@ -404,13 +404,9 @@ func recovering(p *meta.Partition) bool {
 // leads in the next epoch with an ISR of itself, the recovery done.
 // Strata's own request shape, as resignLeader's: Kafka's unclean recovery
 // (KIP-966) asks the replicas from the controller instead.
-func (c *Controller) handOffRecovery(b **batch, req *kmsg.AlterPartitionRequest, topic *meta.TopicImage, part *meta.Partition, pd *kmsg.AlterPartitionRequestTopicPartition, newISR []int32) kmsg.AlterPartitionResponseTopicPartition {
+func (c *Controller) handOffRecovery(b **batch, topic *meta.TopicImage, part *meta.Partition, pd *kmsg.AlterPartitionRequestTopicPartition, newISR []int32) kmsg.AlterPartitionResponseTopicPartition {
 	rp := kmsg.NewAlterPartitionResponseTopicPartition()
 	rp.Partition = pd.Partition
-	if e := checkAlterFencing(req, part, pd); e != nil {
-		rp.ErrorCode = e.Code
-		return rp
-	}
 	if len(newISR) != 1 || !slices.Contains(part.LastKnownELR, newISR[0]) || !slices.Contains(part.Replicas, newISR[0]) {
 		rp.ErrorCode = kerr.InvalidRequest.Code
 		return rp

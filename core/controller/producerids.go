@@ -14,9 +14,7 @@ import (
 // ProducerIdsRecord moves the next free id past them. Ids start at 0.
 func (c *Controller) allocateProducerIDs(req *kmsg.AllocateProducerIDsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.AllocateProducerIDsResponse)
-	reg, ok := c.spec.Broker(req.BrokerID)
-	if !ok || reg.Epoch != req.BrokerEpoch {
-		resp.ErrorCode = kerr.StaleBrokerEpoch.Code
+	if _, ok := c.currentBroker(req.BrokerID, req.BrokerEpoch, &resp.ErrorCode); !ok {
 		return resp
 	}
 	first := c.spec.ProducerIDs().NextProducerID

@@ -37,23 +37,12 @@ func (c *Controller) alterPartitionReassignments(req *kmsg.AlterPartitionAssignm
 		for _, pr := range t.Partitions {
 			rp := kmsg.NewAlterPartitionAssignmentsResponseTopicPartition()
 			rp.Partition = pr.Partition
-			var e *kerr.Error
-			var msg string
-			part, ok := meta.Partition{}, false
-			if topicOK {
-				part, ok = ti.Partition(pr.Partition)
-			}
-			switch {
-			case !ok:
-				e, msg = kerr.UnknownTopicOrPartition, fmt.Sprintf("Partition %s-%d does not exist.", t.Topic, pr.Partition)
-			case pr.Replicas == nil:
-				e, msg = c.cancelReassignment(&b, ti, &part)
-			default:
-				e, msg = c.startReassignment(&b, ti, &part, pr.Replicas)
-			}
-			if e != nil {
-				rp.ErrorCode, rp.ErrorMessage = e.Code, &msg
-			}
+			rp.ErrorCode, rp.ErrorMessage = changePartition(ti, topicOK, t.Topic, pr.Partition, func(part *meta.Partition) (*kerr.Error, string) {
+				if pr.Replicas == nil {
+					return c.cancelReassignment(&b, ti, part)
+				}
+				return c.startReassignment(&b, ti, part, pr.Replicas)
+			})
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"fmt"
+	"iter"
 	"strconv"
 	"strings"
 	"testing"
@@ -56,19 +57,13 @@ func (s *script) run(t *testing.T, d *datadriven.TestData) string {
 	case "init":
 		cfg := Config{}
 		seed := uint64(1)
-		if d.HasArg("seed") {
-			d.ScanArgs(t, "seed", &seed)
-		}
+		coretest.ScanOptional(t, d, "seed", &seed)
 		if d.HasArg("timeout") {
 			cfg.SessionTimeout = scanDuration(t, d, "timeout")
 		}
 		cfg.UncleanLeaderElection = d.HasArg("unclean")
-		if d.HasArg("cluster") {
-			d.ScanArgs(t, "cluster", &cfg.ClusterID)
-		}
-		if d.HasArg("max-records") {
-			d.ScanArgs(t, "max-records", &cfg.MaxRecordsPerBatch)
-		}
+		coretest.ScanOptional(t, d, "cluster", &cfg.ClusterID)
+		coretest.ScanOptional(t, d, "max-records", &cfg.MaxRecordsPerBatch)
 		s.h = newHarness(t, cfg, seed)
 		s.h.tb = t
 		s.shownProposals, s.shownResponses = 0, 0
@@ -76,18 +71,14 @@ func (s *script) run(t *testing.T, d *datadriven.TestData) string {
 		var id int
 		d.ScanArgs(t, "id", &id)
 		inc := "a"
-		if d.HasArg("inc") {
-			d.ScanArgs(t, "inc", &inc)
-		}
+		coretest.ScanOptional(t, d, "inc", &inc)
 		req := registration(int32(id), inc)
 		if d.HasArg("rack") {
 			var rack string
 			d.ScanArgs(t, "rack", &rack)
 			req.Rack = &rack
 		}
-		if d.HasArg("cluster") {
-			d.ScanArgs(t, "cluster", &req.ClusterID)
-		}
+		coretest.ScanOptional(t, d, "cluster", &req.ClusterID)
 		s.handle(t, req)
 	case "heartbeat":
 		var id int
@@ -96,13 +87,9 @@ func (s *script) run(t *testing.T, d *datadriven.TestData) string {
 		if b, ok := s.h.c.SpeculativeImage().Broker(int32(id)); ok {
 			epoch = b.Epoch
 		}
-		if d.HasArg("epoch") {
-			d.ScanArgs(t, "epoch", &epoch)
-		}
+		coretest.ScanOptional(t, d, "epoch", &epoch)
 		offset := s.h.committed
-		if d.HasArg("offset") {
-			d.ScanArgs(t, "offset", &offset)
-		}
+		coretest.ScanOptional(t, d, "offset", &offset)
 		s.handle(t, heartbeatReq(int32(id), epoch, offset, d.HasArg("fence"), d.HasArg("shutdown")))
 	case "tick":
 		s.h.now += scanDuration(t, d, "advance")
@@ -138,8 +125,7 @@ func (s *script) run(t *testing.T, d *datadriven.TestData) string {
 			f := strings.Fields(line)
 			rt := kmsg.NewCreatePartitionsRequestTopic()
 			rt.Topic = f[0]
-			for _, kv := range f[1:] {
-				k, v, _ := strings.Cut(kv, "=")
+			for k, v := range keyValues(f[1:]) {
 				switch k {
 				case "count":
 					rt.Count = int32(atoi(t, v))
@@ -167,8 +153,8 @@ func (s *script) run(t *testing.T, d *datadriven.TestData) string {
 			f := strings.Fields(line)
 			rt := kmsg.NewElectLeadersRequestTopic()
 			rt.Topic = f[0]
-			for _, kv := range f[1:] {
-				if k, v, _ := strings.Cut(kv, "="); k == "part" {
+			for k, v := range keyValues(f[1:]) {
+				if k == "part" {
 					rt.Partitions = append(rt.Partitions, int32(atoi(t, v)))
 				}
 			}
@@ -183,9 +169,7 @@ func (s *script) run(t *testing.T, d *datadriven.TestData) string {
 		if b, ok := s.h.c.SpeculativeImage().Broker(int32(broker)); ok {
 			req.BrokerEpoch = b.Epoch
 		}
-		if d.HasArg("epoch") {
-			d.ScanArgs(t, "epoch", &req.BrokerEpoch)
-		}
+		coretest.ScanOptional(t, d, "epoch", &req.BrokerEpoch)
 		s.handle(t, req)
 	case "alter-configs":
 		req := kmsg.NewPtrIncrementalAlterConfigsRequest()
@@ -222,9 +206,7 @@ func (s *script) run(t *testing.T, d *datadriven.TestData) string {
 		s.handle(t, req)
 	case "commit":
 		to := int64(len(s.h.log) - 1)
-		if d.HasArg("to") {
-			d.ScanArgs(t, "to", &to)
-		}
+		coretest.ScanOptional(t, d, "to", &to)
 		s.h.commit(to)
 		fmt.Fprintf(&out, "committed to %d\n", s.h.committed)
 	case "resign":
@@ -291,16 +273,13 @@ func (s *script) alterPartitionReq(t *testing.T, d *datadriven.TestData) *kmsg.A
 	if b, ok := s.h.c.SpeculativeImage().Broker(int32(broker)); ok {
 		req.BrokerEpoch = b.Epoch
 	}
-	if d.HasArg("broker-epoch") {
-		d.ScanArgs(t, "broker-epoch", &req.BrokerEpoch)
-	}
+	coretest.ScanOptional(t, d, "broker-epoch", &req.BrokerEpoch)
 	for _, line := range lines(d.Input) {
 		f := strings.Fields(line)
 		rt := kmsg.NewAlterPartitionRequestTopic()
 		rt.Topic, rt.TopicID = f[0], s.topicID(f[0])
 		p := kmsg.NewAlterPartitionRequestTopicPartition()
-		for _, kv := range f[1:] {
-			k, v, _ := strings.Cut(kv, "=")
+		for k, v := range keyValues(f[1:]) {
 			switch k {
 			case "part":
 				p.Partition = int32(atoi(t, v))
@@ -385,6 +364,19 @@ func parseTopicSpec(t *testing.T, line string) topicSpec {
 		}
 	}
 	return ts
+}
+
+// keyValues yields the key and the value of each key=value field (a
+// field without "=" has an empty value).
+func keyValues(fields []string) iter.Seq2[string, string] {
+	return func(yield func(string, string) bool) {
+		for _, kv := range fields {
+			k, v, _ := strings.Cut(kv, "=")
+			if !yield(k, v) {
+				return
+			}
+		}
+	}
 }
 
 // parseAssignment parses "1,2/2,3" into [[1 2] [2 3]].

@@ -43,11 +43,7 @@ func failovers(t *testing.T, stop func(c *cluster, i int)) []time.Duration {
 	var took []time.Duration
 	for seed := uint64(1); seed <= seeds; seed++ {
 		c := newCluster(t, seed, 3)
-		leader := c.waitLeader()
-		brokerEpoch := c.registerBroker(leader)
-		c.heartbeat(leader, brokerEpoch)
-		c.createTopic(leader, "alpha")
-		c.converge("alpha")
+		leader, brokerEpoch := c.leadWithTopic("alpha")
 		// Stop it at a different phase of the followers' fetch loop in
 		// each seed.
 		if err := c.s.RunFor(time.Duration(seed*137%1000) * time.Millisecond); err != nil {

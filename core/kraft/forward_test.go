@@ -19,6 +19,18 @@ func (c *cluster) follower(leader, voters int) int {
 	return (leader + 1) % voters
 }
 
+// forwardVoters is the number of voters of newForwardCluster's cluster.
+const forwardVoters = 3
+
+// newForwardCluster starts forwardVoters voters and one observer and waits
+// for a leader. It returns the cluster, the leader and the two members
+// whose Submit forwards to it: a follower and the observer.
+func newForwardCluster(t *testing.T, seed uint64) (c *cluster, leader, follower, observer int) {
+	c = newClusterWithObservers(t, seed, forwardVoters, 1)
+	leader = c.waitLeader()
+	return c, leader, c.follower(leader, forwardVoters), forwardVoters
+}
+
 // submitAsync submits req to member i; the returned func reports the
 // response once it has arrived (nil before).
 func (c *cluster) submitAsync(i int, req kmsg.Request) func() kmsg.Response {
@@ -65,86 +77,76 @@ func topicError(t testing.TB, r kmsg.Response) int16 {
 }
 
 func TestForwardFromFollowerAndObserver(t *testing.T) {
-	const voters, observers = 3, 1
-	for _, seed := range []uint64{1, 2, 3} {
-		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			c := newClusterWithObservers(t, seed, voters, observers)
-			leader := c.waitLeader()
-			follower, observer := c.follower(leader, voters), voters
-			// Wait until both know the leader, so Submit forwards.
-			c.runUntil(commitBound, "leader known", func() bool {
-				return c.members[follower].Status().Leader == quorum.NodeID(leader+1) &&
-					c.members[observer].Status().Leader == quorum.NodeID(leader+1)
-			})
-
-			// The broker registers through the observer (as a broker-only
-			// node does) and heartbeats through the follower.
-			brokerEpoch := c.registerBroker(observer)
-			c.heartbeat(follower, brokerEpoch)
-			c.createTopic(follower, "from-follower")
-			c.createTopic(observer, "from-observer")
-			c.converge("from-follower", "from-observer")
-			if got := topicError(t, c.do(observer, createTopicsRequest("from-follower"))); got != kerr.TopicAlreadyExists.Code {
-				t.Fatalf("second create answered %v, want TOPIC_ALREADY_EXISTS", kerr.ErrorForCode(got))
-			}
-
-			// DescribeQuorum through Submit is the leader's answer.
-			for _, i := range []int{follower, observer, leader} {
-				resp := c.do(i, describeQuorumRequest()).(*kmsg.DescribeQuorumResponse)
-				if resp.ErrorCode != 0 || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
-					t.Fatalf("%s: DescribeQuorum %+v", c.procs[i].Name(), resp)
-				}
-				p := resp.Topics[0].Partitions[0]
-				if p.ErrorCode != 0 || p.LeaderID != int32(leader+1) || len(p.CurrentVoters) != voters || p.HighWatermark <= 0 {
-					t.Fatalf("%s: DescribeQuorum partition %+v", c.procs[i].Name(), p)
-				}
-			}
+	forSeeds(t, func(t *testing.T, seed uint64) {
+		c, leader, follower, observer := newForwardCluster(t, seed)
+		// Wait until both know the leader, so Submit forwards.
+		c.runUntil(commitBound, "leader known", func() bool {
+			return c.members[follower].Status().Leader == quorum.NodeID(leader+1) &&
+				c.members[observer].Status().Leader == quorum.NodeID(leader+1)
 		})
-	}
+
+		// The broker registers through the observer (as a broker-only
+		// node does) and heartbeats through the follower.
+		brokerEpoch := c.registerBroker(observer)
+		c.heartbeat(follower, brokerEpoch)
+		c.createTopic(follower, "from-follower")
+		c.createTopic(observer, "from-observer")
+		c.converge("from-follower", "from-observer")
+		if got := topicError(t, c.do(observer, createTopicsRequest("from-follower"))); got != kerr.TopicAlreadyExists.Code {
+			t.Fatalf("second create answered %v, want TOPIC_ALREADY_EXISTS", kerr.ErrorForCode(got))
+		}
+
+		// DescribeQuorum through Submit is the leader's answer.
+		for _, i := range []int{follower, observer, leader} {
+			resp := c.do(i, describeQuorumRequest()).(*kmsg.DescribeQuorumResponse)
+			if resp.ErrorCode != 0 || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+				t.Fatalf("%s: DescribeQuorum %+v", c.procs[i].Name(), resp)
+			}
+			p := resp.Topics[0].Partitions[0]
+			if p.ErrorCode != 0 || p.LeaderID != int32(leader+1) || len(p.CurrentVoters) != forwardVoters || p.HighWatermark <= 0 {
+				t.Fatalf("%s: DescribeQuorum partition %+v", c.procs[i].Name(), p)
+			}
+		}
+	})
 }
 
 // TestForwardLeaderCrash crashes the leader while forwarded requests are in
 // flight: they fail with NOT_CONTROLLER (retriable) well before the
 // forward timeout, and a retry succeeds through the new leader.
 func TestForwardLeaderCrash(t *testing.T) {
-	const voters, observers = 3, 1
-	for _, seed := range []uint64{1, 2, 3} {
-		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			c := newClusterWithObservers(t, seed, voters, observers)
-			leader := c.waitLeader()
-			follower, observer := c.follower(leader, voters), voters
-			c.heartbeat(leader, c.registerBroker(leader))
-			// Warm the forwarding connections.
-			c.createTopic(follower, "warm-follower")
-			c.createTopic(observer, "warm-observer")
+	forSeeds(t, func(t *testing.T, seed uint64) {
+		c, leader, follower, observer := newForwardCluster(t, seed)
+		c.heartbeat(leader, c.registerBroker(leader))
+		// Warm the forwarding connections.
+		c.createTopic(follower, "warm-follower")
+		c.createTopic(observer, "warm-observer")
 
-			fromFollower := c.submitAsync(follower, createTopicsRequest("lost-follower"))
-			fromObserver := c.submitAsync(observer, createTopicsRequest("lost-observer"))
-			c.procs[leader].Crash()
-			c.runUntil(commitBound, "forwarded requests fail", func() bool {
-				return fromFollower() != nil && fromObserver() != nil
-			})
-			for _, r := range []kmsg.Response{fromFollower(), fromObserver()} {
-				if got := topicError(t, r); got != kerr.NotController.Code {
-					t.Fatalf("in-flight forwarded request answered %v, want NOT_CONTROLLER", kerr.ErrorForCode(got))
-				}
-			}
-
-			next := c.waitLeader()
-			if next == leader {
-				t.Fatalf("crashed c%d still leads", leader+1)
-			}
-			retryAt := observer
-			c.runUntil(electionBound, "observer learns the new leader", func() bool {
-				return c.members[retryAt].Status().Leader == quorum.NodeID(next+1)
-			})
-			// The outcome of the lost request was unknown; the retry
-			// either creates it or finds it.
-			if got := topicError(t, c.do(retryAt, createTopicsRequest("lost-observer"))); got != 0 && got != kerr.TopicAlreadyExists.Code {
-				t.Fatalf("retry answered %v", kerr.ErrorForCode(got))
-			}
+		fromFollower := c.submitAsync(follower, createTopicsRequest("lost-follower"))
+		fromObserver := c.submitAsync(observer, createTopicsRequest("lost-observer"))
+		c.procs[leader].Crash()
+		c.runUntil(commitBound, "forwarded requests fail", func() bool {
+			return fromFollower() != nil && fromObserver() != nil
 		})
-	}
+		for _, r := range []kmsg.Response{fromFollower(), fromObserver()} {
+			if got := topicError(t, r); got != kerr.NotController.Code {
+				t.Fatalf("in-flight forwarded request answered %v, want NOT_CONTROLLER", kerr.ErrorForCode(got))
+			}
+		}
+
+		next := c.waitLeader()
+		if next == leader {
+			t.Fatalf("crashed c%d still leads", leader+1)
+		}
+		retryAt := observer
+		c.runUntil(electionBound, "observer learns the new leader", func() bool {
+			return c.members[retryAt].Status().Leader == quorum.NodeID(next+1)
+		})
+		// The outcome of the lost request was unknown; the retry
+		// either creates it or finds it.
+		if got := topicError(t, c.do(retryAt, createTopicsRequest("lost-observer"))); got != 0 && got != kerr.TopicAlreadyExists.Code {
+			t.Fatalf("retry answered %v", kerr.ErrorForCode(got))
+		}
+	})
 }
 
 // TestForwardTimeout pauses the leader past the forward timeout (but not
@@ -200,29 +202,22 @@ func (c *cluster) roundTrip(addr string, frame []byte) (resp []byte, closed bool
 	c.t.Helper()
 	var failed error
 	finished := false
-	name := fmt.Sprintf("client-%d", len(c.s.Processes()))
-	c.s.AddProcess(name, func(e env.Env) {
-		e.Net().Dial(addr, func(conn env.Conn, err error) {
-			if err != nil {
-				failed = err
-				return
-			}
-			conn.OnFrame(func(f []byte) {
-				if !finished {
-					resp, finished = f, true
-					conn.Close()
-				}
-			})
-			conn.OnClose(func(error) {
-				if !finished {
-					closed, finished = true, true
-				}
-			})
-			if err := conn.Send(frame); err != nil {
-				failed = err
+	c.dialFromClient(addr, &failed, func(conn env.Conn) {
+		conn.OnFrame(func(f []byte) {
+			if !finished {
+				resp, finished = f, true
+				conn.Close()
 			}
 		})
-	}).Start()
+		conn.OnClose(func(error) {
+			if !finished {
+				closed, finished = true, true
+			}
+		})
+		if err := conn.Send(frame); err != nil {
+			failed = err
+		}
+	})
 	c.runUntil(commitBound, "round trip to "+addr, func() bool { return finished || failed != nil })
 	if failed != nil {
 		c.t.Fatalf("round trip to %s: %v", addr, failed)

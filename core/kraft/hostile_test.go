@@ -54,11 +54,7 @@ func voteAnswer(resp *kmsg.VoteResponse) (int16, bool) {
 // its epoch, and the quorum goes on serving, across a restart of all.
 func TestForgedMaxEpochVote(t *testing.T) {
 	c := newCluster(t, 11, 3)
-	leader := c.waitLeader()
-	brokerEpoch := c.registerBroker(leader)
-	c.heartbeat(leader, brokerEpoch)
-	c.createTopic(leader, "before")
-	c.converge("before")
+	leader, brokerEpoch := c.leadWithTopic("before")
 	epoch := c.members[leader].Status().Epoch
 
 	for i := range c.members {
@@ -128,11 +124,7 @@ func writeStateFile(t testing.TB, e env.Env, s quorum.QuorumState) {
 // its metadata intact.
 func TestUnusableStateFailsStartWithOneError(t *testing.T) {
 	c := newCluster(t, 12, 3)
-	leader := c.waitLeader()
-	brokerEpoch := c.registerBroker(leader)
-	c.heartbeat(leader, brokerEpoch)
-	c.createTopic(leader, "kept")
-	c.converge("kept")
+	leader, brokerEpoch := c.leadWithTopic("kept")
 	var lastEpoch int32
 	for _, m := range c.members {
 		lastEpoch = max(lastEpoch, m.LogView().EndOffset.Epoch)

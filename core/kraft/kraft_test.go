@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -44,6 +43,13 @@ type cluster struct {
 	// startFailed, if not nil, takes kraft.Start's error for member i
 	// (the test expects it); without it the test fails.
 	startFailed func(i int, err error)
+}
+
+// forSeeds runs test as a subtest for each of seeds 1, 2 and 3.
+func forSeeds(t *testing.T, test func(t *testing.T, seed uint64)) {
+	for _, seed := range []uint64{1, 2, 3} {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) { test(t, seed) })
+	}
 }
 
 func newCluster(t *testing.T, seed uint64, n int) *cluster {
@@ -212,6 +218,19 @@ func (c *cluster) heartbeat(leader int, brokerEpoch int64) {
 	}
 }
 
+// leadWithTopic waits for a leader, registers and unfences broker 100
+// through it and creates topic, converged on every running member
+// (observers included). It returns the leader and the broker's epoch.
+func (c *cluster) leadWithTopic(topic string) (leader int, brokerEpoch int64) {
+	c.t.Helper()
+	leader = c.waitLeader()
+	brokerEpoch = c.registerBroker(leader)
+	c.heartbeat(leader, brokerEpoch)
+	c.createTopic(leader, topic)
+	c.converge(topic)
+	return leader, brokerEpoch
+}
+
 func (c *cluster) createTopic(leader int, name string) {
 	c.t.Helper()
 	c.createTopicBatch(leader, []string{name}, 3)
@@ -267,114 +286,64 @@ func (c *cluster) converge(want ...string) {
 }
 
 func TestElectCreateFailover(t *testing.T) {
-	for _, seed := range []uint64{1, 2, 3} {
-		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			c := newCluster(t, seed, 3)
-			leader := c.waitLeader()
-			t.Logf("seed %d: c%d leads at %v", seed, leader+1, c.s.Now())
+	forSeeds(t, func(t *testing.T, seed uint64) {
+		c := newCluster(t, seed, 3)
+		leader := c.waitLeader()
+		t.Logf("seed %d: c%d leads at %v", seed, leader+1, c.s.Now())
 
-			brokerEpoch := c.registerBroker(leader)
-			c.heartbeat(leader, brokerEpoch)
-			c.createTopic(leader, "alpha")
-			c.converge("alpha")
+		brokerEpoch := c.registerBroker(leader)
+		c.heartbeat(leader, brokerEpoch)
+		c.createTopic(leader, "alpha")
+		c.converge("alpha")
 
-			c.procs[leader].Crash()
-			crashedAt := c.s.Now()
-			next := c.waitLeader()
-			if next == leader {
-				t.Fatalf("crashed member c%d still leads", leader+1)
-			}
-			t.Logf("seed %d: c%d leads %v after the crash", seed, next+1, c.s.Now()-crashedAt)
-			c.heartbeat(next, brokerEpoch)
-			c.createTopic(next, "beta")
+		c.procs[leader].Crash()
+		crashedAt := c.s.Now()
+		next := c.waitLeader()
+		if next == leader {
+			t.Fatalf("crashed member c%d still leads", leader+1)
+		}
+		t.Logf("seed %d: c%d leads %v after the crash", seed, next+1, c.s.Now()-crashedAt)
+		c.heartbeat(next, brokerEpoch)
+		c.createTopic(next, "beta")
 
-			c.procs[leader].Start()
-			c.converge("alpha", "beta")
-		})
-	}
+		c.procs[leader].Start()
+		c.converge("alpha", "beta")
+	})
 }
 
 func TestObserversConverge(t *testing.T) {
 	const voters, observers = 3, 2
-	for _, seed := range []uint64{1, 2, 3} {
-		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			c := newClusterWithObservers(t, seed, voters, observers)
-			leader := c.waitLeader()
-			brokerEpoch := c.registerBroker(leader)
-			c.heartbeat(leader, brokerEpoch)
-			c.createTopic(leader, "alpha")
-			c.converge("alpha") // every member, observers included: same digest
+	forSeeds(t, func(t *testing.T, seed uint64) {
+		c := newClusterWithObservers(t, seed, voters, observers)
+		leader, brokerEpoch := c.leadWithTopic("alpha")
 
-			for j := voters; j < voters+observers; j++ {
-				st := c.members[j].Status()
-				if st.Quorum.Voter || st.ActiveController || st.Leader != c.members[leader].Status().Leader {
-					t.Fatalf("observer %s: voter=%v active=%v leader=%d", c.procs[j].Name(), st.Quorum.Voter, st.ActiveController, st.Leader)
-				}
-				// An observer's Submit is forwarded to the leader.
-				c.createTopic(j, "gamma-"+c.procs[j].Name())
+		for j := voters; j < voters+observers; j++ {
+			st := c.members[j].Status()
+			if st.Quorum.Voter || st.ActiveController || st.Leader != c.members[leader].Status().Leader {
+				t.Fatalf("observer %s: voter=%v active=%v leader=%d", c.procs[j].Name(), st.Quorum.Voter, st.ActiveController, st.Leader)
 			}
+			// An observer's Submit is forwarded to the leader.
+			c.createTopic(j, "gamma-"+c.procs[j].Name())
+		}
 
-			c.procs[leader].Crash()
-			next := c.waitLeader()
-			if next == leader || next >= voters {
-				t.Fatalf("c%d leads after c%d crashed", next+1, leader+1)
-			}
-			c.heartbeat(next, brokerEpoch)
-			c.createTopic(next, "beta")
-			c.procs[leader].Start()
-			c.converge("alpha", "beta")
-		})
-	}
+		c.procs[leader].Crash()
+		next := c.waitLeader()
+		if next == leader || next >= voters {
+			t.Fatalf("c%d leads after c%d crashed", next+1, leader+1)
+		}
+		c.heartbeat(next, brokerEpoch)
+		c.createTopic(next, "beta")
+		c.procs[leader].Start()
+		c.converge("alpha", "beta")
+	})
 }
 
-// describeQuorumOverNet sends a framed DescribeQuorum v2 request from a
-// client process to addr over env.Net and returns the decoded response.
+// describeQuorumOverNet sends a DescribeQuorum v2 request from a client
+// process to addr over env.Net and returns the response, checked to hold
+// the one partition of the metadata log.
 func (c *cluster) describeQuorumOverNet(addr string) *kmsg.DescribeQuorumResponse {
 	c.t.Helper()
-	var got *kmsg.DescribeQuorumResponse
-	var failed error
-	name := fmt.Sprintf("client-%d", len(c.s.Processes()))
-	c.s.AddProcess(name, func(e env.Env) {
-		e.Net().Dial(addr, func(conn env.Conn, err error) {
-			if err != nil {
-				failed = err
-				return
-			}
-			req := kmsg.NewPtrDescribeQuorumRequest()
-			req.Version = 2
-			topic := kmsg.NewDescribeQuorumRequestTopic()
-			topic.Topic = quorum.MetadataTopic
-			part := kmsg.NewDescribeQuorumRequestTopicPartition()
-			part.Partition = quorum.MetadataPartition
-			topic.Partitions = []kmsg.DescribeQuorumRequestTopicPartition{part}
-			req.Topics = []kmsg.DescribeQuorumRequestTopic{topic}
-			const corr = 42
-			conn.OnFrame(func(frame []byte) {
-				r := kbin.Reader{Src: frame}
-				if id := r.Int32(); id != corr {
-					failed = fmt.Errorf("correlation id %d", id)
-					return
-				}
-				kmsg.SkipTags(&r) // flexible response header
-				resp := kmsg.NewPtrDescribeQuorumResponse()
-				resp.Version = req.Version
-				if err := resp.ReadFrom(r.Src); err != nil {
-					failed = err
-					return
-				}
-				got = resp
-				conn.Close()
-			})
-			frame := kmsg.NewRequestFormatter(kmsg.FormatterClientID("test")).AppendRequest(nil, req, corr)[4:]
-			if err := conn.Send(frame); err != nil {
-				failed = err
-			}
-		})
-	}).Start()
-	c.runUntil(commitBound, "DescribeQuorum from "+addr, func() bool { return got != nil || failed != nil })
-	if failed != nil {
-		c.t.Fatalf("DescribeQuorum from %s: %v", addr, failed)
-	}
+	got := c.requestOverNet(addr, describeQuorumRequest()).(*kmsg.DescribeQuorumResponse)
 	if len(got.Topics) != 1 || len(got.Topics[0].Partitions) != 1 {
 		c.t.Fatalf("DescribeQuorum from %s: %+v", addr, got)
 	}
@@ -438,45 +407,54 @@ func TestDescribeQuorum(t *testing.T) {
 }
 
 func TestCloseResignsFast(t *testing.T) {
-	for _, seed := range []uint64{1, 2, 3} {
-		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			c := newClusterWithObservers(t, seed, 3, 1)
-			leader := c.waitLeader()
-			brokerEpoch := c.registerBroker(leader)
-			c.heartbeat(leader, brokerEpoch)
-			c.createTopic(leader, "alpha")
-			c.converge("alpha")
+	forSeeds(t, func(t *testing.T, seed uint64) {
+		c := newClusterWithObservers(t, seed, 3, 1)
+		leader, brokerEpoch := c.leadWithTopic("alpha")
 
-			closed := false
-			start := c.s.Now()
-			c.members[leader].Close(func() { closed = true })
-			next := -1
-			c.runUntil(electionBound, "elect a successor", func() bool {
-				next = c.activeController()
-				return next >= 0 && next != leader
-			})
-			took := c.s.Now() - start
-			t.Logf("seed %d: c%d leads %v after c%d closed", seed, next+1, took, leader+1)
-			if took >= time.Second {
-				t.Fatalf("successor after %v, want < 1s (the fetch timeout is %v)", took, quorum.DefaultFetchTimeout)
-			}
-			c.runUntil(time.Second, "close completes", func() bool { return closed })
-			if st := c.members[leader].Status(); st.ActiveController || st.Err != nil {
-				t.Fatalf("closed member: %+v", st)
-			}
-			// The rest of the cluster still makes progress.
-			c.heartbeat(next, brokerEpoch)
-			c.createTopic(next, "beta")
-			c.runUntil(commitBound, "observer applies beta", func() bool {
-				_, ok := c.members[3].Image().TopicByName("beta")
-				return ok
-			})
+		closed := false
+		start := c.s.Now()
+		c.members[leader].Close(func() { closed = true })
+		next := -1
+		c.runUntil(electionBound, "elect a successor", func() bool {
+			next = c.activeController()
+			return next >= 0 && next != leader
 		})
-	}
+		took := c.s.Now() - start
+		t.Logf("seed %d: c%d leads %v after c%d closed", seed, next+1, took, leader+1)
+		if took >= time.Second {
+			t.Fatalf("successor after %v, want < 1s (the fetch timeout is %v)", took, quorum.DefaultFetchTimeout)
+		}
+		c.runUntil(time.Second, "close completes", func() bool { return closed })
+		if st := c.members[leader].Status(); st.ActiveController || st.Err != nil {
+			t.Fatalf("closed member: %+v", st)
+		}
+		// The rest of the cluster still makes progress.
+		c.heartbeat(next, brokerEpoch)
+		c.createTopic(next, "beta")
+		c.runUntil(commitBound, "observer applies beta", func() bool {
+			_, ok := c.members[3].Image().TopicByName("beta")
+			return ok
+		})
+	})
 }
 
 // testLog receives the members' log lines when set (for debugging a seed).
 var testLog io.Writer
+
+// dialFromClient starts a new client process that dials addr and hands
+// connected the connection, or sets *failed to the dial's error.
+func (c *cluster) dialFromClient(addr string, failed *error, connected func(env.Conn)) {
+	name := fmt.Sprintf("client-%d", len(c.s.Processes()))
+	c.s.AddProcess(name, func(e env.Env) {
+		e.Net().Dial(addr, func(conn env.Conn, err error) {
+			if err != nil {
+				*failed = err
+				return
+			}
+			connected(conn)
+		})
+	}).Start()
+}
 
 // requestOverNet sends req to a controller listener from a new client
 // process and returns the response.
@@ -484,19 +462,12 @@ func (c *cluster) requestOverNet(addr string, req kmsg.Request) kmsg.Response {
 	c.t.Helper()
 	var got kmsg.Response
 	var failed error
-	name := fmt.Sprintf("client-%d", len(c.s.Processes()))
-	c.s.AddProcess(name, func(e env.Env) {
-		e.Net().Dial(addr, func(conn env.Conn, err error) {
-			if err != nil {
-				failed = err
-				return
-			}
-			cl := wire.NewClient(conn, wire.ClientConfig{ClientID: "test"})
-			if err := cl.Do(req, func(r kmsg.Response, err error) { got, failed = r, err }); err != nil {
-				failed = err
-			}
-		})
-	}).Start()
+	c.dialFromClient(addr, &failed, func(conn env.Conn) {
+		cl := wire.NewClient(conn, wire.ClientConfig{ClientID: "test"})
+		if err := cl.Do(req, func(r kmsg.Response, err error) { got, failed = r, err }); err != nil {
+			failed = err
+		}
+	})
 	c.runUntil(commitBound, kmsg.NameForKey(req.Key())+" from "+addr, func() bool { return got != nil || failed != nil })
 	if failed != nil {
 		c.t.Fatalf("%s from %s: %v", kmsg.NameForKey(req.Key()), addr, failed)

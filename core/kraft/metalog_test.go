@@ -44,14 +44,21 @@ func (h *metaLogHarness) start() {
 	if h.err != nil {
 		h.t.Fatalf("open: %v", h.err)
 	}
-	settled := false
-	h.j.settle(func(err error) {
+	h.await("settle", h.j.settle)
+}
+
+// await starts what with start and runs until it calls back; an error
+// fails the test.
+func (h *metaLogHarness) await(what string, start func(done func(error))) {
+	h.t.Helper()
+	done := false
+	start(func(err error) {
 		if err != nil {
-			h.t.Errorf("settle: %v", err)
+			h.t.Errorf("%s: %v", what, err)
 		}
-		settled = true
+		done = true
 	})
-	h.runUntil("settle", func() bool { return settled })
+	h.runUntil(what, func() bool { return done })
 }
 
 func (h *metaLogHarness) run(d time.Duration) {
@@ -77,14 +84,7 @@ func (h *metaLogHarness) runUntil(what string, cond func() bool) {
 // sync syncs the log and runs until it is durable.
 func (h *metaLogHarness) sync() {
 	h.t.Helper()
-	done := false
-	h.j.sync(func(err error) {
-		if err != nil {
-			h.t.Errorf("sync: %v", err)
-		}
-		done = true
-	})
-	h.runUntil("sync", func() bool { return done })
+	h.await("sync", h.j.sync)
 }
 
 // testBatch is a batch of n records at base in epoch.

@@ -220,11 +220,7 @@ func (n *network) onResponse(p *peer, msg quorum.Message, resp kmsg.Response) {
 }
 
 func (n *network) accept(conn env.Conn) {
-	if n.closed {
-		conn.Close()
-		return
-	}
-	if !n.guard.Admit(conn.RemoteAddr()) {
+	if n.closed || !n.guard.Admit(conn.RemoteAddr()) {
 		conn.Close()
 		return
 	}

@@ -56,10 +56,14 @@ func newSnapCluster(t *testing.T, seed uint64, n, observers int) *snapCluster {
 }
 
 // snapshotFiles lists the snapshot files on member i's disk, oldest first.
-func (c *cluster) snapshotFiles(i int) []string {
+func (c *cluster) snapshotFiles(i int) []string { return c.filesEnding(i, ".checkpoint") }
+
+// filesEnding lists the files on member i's disk whose names end in
+// suffix, in name order.
+func (c *cluster) filesEnding(i int, suffix string) []string {
 	var out []string
 	for _, f := range c.procs[i].Disk().Files() {
-		if strings.HasSuffix(f, ".checkpoint") {
+		if strings.HasSuffix(f, suffix) {
 			out = append(out, f)
 		}
 	}
@@ -77,15 +81,7 @@ func snapshotEnd(t testing.TB, name string) int64 {
 }
 
 // segmentFiles lists the .log segment files on member i's disk.
-func (c *cluster) segmentFiles(i int) []string {
-	var out []string
-	for _, f := range c.procs[i].Disk().Files() {
-		if strings.HasSuffix(f, ".log") {
-			out = append(out, f)
-		}
-	}
-	return out
-}
+func (c *cluster) segmentFiles(i int) []string { return c.filesEnding(i, ".log") }
 
 func (c *cluster) createTopics(leader int, prefix string, n int) {
 	c.t.Helper()
@@ -128,105 +124,99 @@ func (c *cluster) checkTrimmed(i int) {
 // is trimmed behind them: the log start advances and old segments and
 // snapshots are deleted.
 func TestSnapshotsTrimLog(t *testing.T) {
-	for _, seed := range []uint64{1, 2, 3} {
-		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			c := newSnapCluster(t, seed, 3, 1)
-			leader := c.waitLeader()
-			c.heartbeat(leader, c.registerBroker(leader))
-			c.createTopics(leader, "t", 60)
-			c.converge("t-059")
-			if err := c.s.RunFor(100 * time.Millisecond); err != nil {
-				t.Fatal(err)
+	forSeeds(t, func(t *testing.T, seed uint64) {
+		c := newSnapCluster(t, seed, 3, 1)
+		leader := c.waitLeader()
+		c.heartbeat(leader, c.registerBroker(leader))
+		c.createTopics(leader, "t", 60)
+		c.converge("t-059")
+		if err := c.s.RunFor(100 * time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+		for i := range c.members {
+			c.checkTrimmed(i)
+			if segs := c.segmentFiles(i); segs[0] == "00000000000000000000.log" {
+				t.Fatalf("%s: segments %v: the first was not deleted", c.procs[i].Name(), segs)
 			}
-			for i := range c.members {
-				c.checkTrimmed(i)
-				if segs := c.segmentFiles(i); segs[0] == "00000000000000000000.log" {
-					t.Fatalf("%s: segments %v: the first was not deleted", c.procs[i].Name(), segs)
-				}
-				t.Logf("%s: log [%d, %d), snapshots %v, segments %v", c.procs[i].Name(),
-					c.members[i].Status().Quorum.LogStart, c.members[i].Status().Quorum.LogEnd.Offset, c.snapshotFiles(i), c.segmentFiles(i))
-			}
-		})
-	}
+			t.Logf("%s: log [%d, %d), snapshots %v, segments %v", c.procs[i].Name(),
+				c.members[i].Status().Quorum.LogStart, c.members[i].Status().Quorum.LogEnd.Offset, c.snapshotFiles(i), c.segmentFiles(i))
+		}
+	})
 }
 
 // (b) A restarted member loads its latest snapshot at start and replays
 // only the tail after it, to the image the others have.
 func TestRestartLoadsSnapshot(t *testing.T) {
-	for _, seed := range []uint64{1, 2, 3} {
-		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			c := newSnapCluster(t, seed, 3, 1)
-			leader := c.waitLeader()
-			brokerEpoch := c.registerBroker(leader)
-			c.heartbeat(leader, brokerEpoch)
-			c.createTopics(leader, "t", 30)
-			c.converge("t-029")
-			for _, i := range []int{(leader + 1) % 3, 3} { // a follower voter, the observer
-				snaps := c.snapshotFiles(i)
-				if len(snaps) == 0 {
-					t.Fatalf("%s has no snapshot", c.procs[i].Name())
-				}
-				c.procs[i].Crash()
-				c.createTopic(leader, fmt.Sprintf("during-%d", i))
-				snaps = c.snapshotFiles(i) // a crash may undo an unsynced deletion
-				latest := snapshotEnd(t, snaps[len(snaps)-1])
-				c.members[i] = nil
-				c.procs[i].Start()
-				c.runUntil(commitBound, "restart", func() bool { return c.members[i] != nil })
-				// At start the image is the snapshot's, before any replay.
-				if pos := c.started[i]; pos.Offset+1 != latest {
-					t.Fatalf("%s started with its image at %s, want the snapshot ending at %d", c.procs[i].Name(), pos, latest)
-				}
-				c.converge("t-029", fmt.Sprintf("during-%d", i))
+	forSeeds(t, func(t *testing.T, seed uint64) {
+		c := newSnapCluster(t, seed, 3, 1)
+		leader := c.waitLeader()
+		brokerEpoch := c.registerBroker(leader)
+		c.heartbeat(leader, brokerEpoch)
+		c.createTopics(leader, "t", 30)
+		c.converge("t-029")
+		for _, i := range []int{(leader + 1) % 3, 3} { // a follower voter, the observer
+			snaps := c.snapshotFiles(i)
+			if len(snaps) == 0 {
+				t.Fatalf("%s has no snapshot", c.procs[i].Name())
 			}
-			c.createTopic(leader, "after")
-			c.converge("after")
-		})
-	}
+			c.procs[i].Crash()
+			c.createTopic(leader, fmt.Sprintf("during-%d", i))
+			snaps = c.snapshotFiles(i) // a crash may undo an unsynced deletion
+			latest := snapshotEnd(t, snaps[len(snaps)-1])
+			c.members[i] = nil
+			c.procs[i].Start()
+			c.runUntil(commitBound, "restart", func() bool { return c.members[i] != nil })
+			// At start the image is the snapshot's, before any replay.
+			if pos := c.started[i]; pos.Offset+1 != latest {
+				t.Fatalf("%s started with its image at %s, want the snapshot ending at %d", c.procs[i].Name(), pos, latest)
+			}
+			c.converge("t-029", fmt.Sprintf("during-%d", i))
+		}
+		c.createTopic(leader, "after")
+		c.converge("after")
+	})
 }
 
 // (c) A member that was down while the others snapshotted and trimmed
 // past its log end catches up by FetchSnapshot and then the tail.
 func TestLaggingMemberFetchesSnapshot(t *testing.T) {
-	for _, seed := range []uint64{1, 2, 3} {
-		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			c := newSnapCluster(t, seed, 3, 1)
-			leader := c.waitLeader()
-			c.heartbeat(leader, c.registerBroker(leader))
-			c.createTopic(leader, "before")
-			c.converge("before")
-			lagging := []int{(leader + 1) % 3, 3}
-			ends := map[int]int64{}
-			for _, i := range lagging {
-				ends[i] = c.members[i].Status().Quorum.LogEnd.Offset
-				c.procs[i].Crash()
+	forSeeds(t, func(t *testing.T, seed uint64) {
+		c := newSnapCluster(t, seed, 3, 1)
+		leader := c.waitLeader()
+		c.heartbeat(leader, c.registerBroker(leader))
+		c.createTopic(leader, "before")
+		c.converge("before")
+		lagging := []int{(leader + 1) % 3, 3}
+		ends := map[int]int64{}
+		for _, i := range lagging {
+			ends[i] = c.members[i].Status().Quorum.LogEnd.Offset
+			c.procs[i].Crash()
+		}
+		c.createTopics(leader, "t", 60)
+		if err := c.s.RunFor(100 * time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+		start := c.members[leader].Status().Quorum.LogStart
+		for _, i := range lagging {
+			if ends[i] >= start {
+				t.Fatalf("%s ended at %d, the leader's log starts at %d: no snapshot needed", c.procs[i].Name(), ends[i], start)
 			}
-			c.createTopics(leader, "t", 60)
-			if err := c.s.RunFor(100 * time.Millisecond); err != nil {
-				t.Fatal(err)
+			c.procs[i].Start()
+		}
+		c.converge("before", "t-059")
+		for _, i := range lagging {
+			st := c.members[i].Status()
+			if len(c.snapshotFiles(i)) == 0 || st.Quorum.LogStart < start {
+				t.Fatalf("%s caught up with snapshots %v and log start %d (leader's %d)", c.procs[i].Name(), c.snapshotFiles(i), st.Quorum.LogStart, start)
 			}
-			start := c.members[leader].Status().Quorum.LogStart
-			for _, i := range lagging {
-				if ends[i] >= start {
-					t.Fatalf("%s ended at %d, the leader's log starts at %d: no snapshot needed", c.procs[i].Name(), ends[i], start)
-				}
-				c.procs[i].Start()
-			}
-			c.converge("before", "t-059")
-			for _, i := range lagging {
-				st := c.members[i].Status()
-				if len(c.snapshotFiles(i)) == 0 || st.Quorum.LogStart < start {
-					t.Fatalf("%s caught up with snapshots %v and log start %d (leader's %d)", c.procs[i].Name(), c.snapshotFiles(i), st.Quorum.LogStart, start)
-				}
-			}
-			// The fetched snapshot is durable: a restart starts from it.
-			for _, i := range lagging {
-				c.procs[i].Restart()
-			}
-			c.createTopic(leader, "after")
-			c.converge("before", "t-059", "after")
-		})
-	}
+		}
+		// The fetched snapshot is durable: a restart starts from it.
+		for _, i := range lagging {
+			c.procs[i].Restart()
+		}
+		c.createTopic(leader, "after")
+		c.converge("before", "t-059", "after")
+	})
 }
 
 // (d) Voters and an observer crashed while the log is being written (so

@@ -192,16 +192,12 @@ func (l *Log) dropGroup(g *cleanGroup) {
 func (g *cleanGroup) closeFiles(l *Log) {
 	for k, f := range g.files {
 		if f != nil {
-			if err := f.Close(); err != nil && !errors.Is(err, env.ErrClosed) {
-				l.logger.Warn("closing a cleaned file", "file", f.Name(), "err", err)
-			}
+			l.closeLogged(f, "closing a cleaned file")
 			g.files[k] = nil
 		}
 	}
 	if f := g.txnFile; f != nil {
-		if err := f.Close(); err != nil && !errors.Is(err, env.ErrClosed) {
-			l.logger.Warn("closing a cleaned file", "file", f.Name(), "err", err)
-		}
+		l.closeLogged(f, "closing a cleaned file")
 		g.txnFile = nil
 	}
 }

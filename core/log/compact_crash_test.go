@@ -67,7 +67,7 @@ var compactCrashRegressionSeeds = []uint64{
 // (STRATA_LOG_TEST_VERBOSE=1 prints the log's own logging).
 func TestCompactCrashRecovery(t *testing.T) {
 	// A longer sweep: STRATA_LOG_COMPACT_SEEDS=3000 go test -run TestCompactCrashRecovery ./core/log
-	crashSweep(t, compactCrashSeeds, "STRATA_LOG_COMPACT_SEEDS", compactCrashRegressionSeeds, runCompactCrashSeed, (*compactStats).add)
+	crashSweep(t, compactCrashSeeds, "STRATA_LOG_COMPACT_SEEDS", compactCrashRegressionSeeds, runCompactCrashSeed, addCounts[compactStats])
 }
 
 type compactStats struct {
@@ -75,27 +75,6 @@ type compactStats struct {
 	Cleanings, Swaps, RecordsRemoved, TombstonesRemoved, LiveChecks int
 	Retained, FullDisk, FlakyOpens, FlakyReads, TornTails, BitFlips int
 	FailedSyncs                                                     int
-}
-
-func (s *compactStats) add(o compactStats) {
-	s.Crashes += o.Crashes
-	s.AimedCrashes += o.AimedCrashes
-	s.Restarts += o.Restarts
-	s.FailedLogs += o.FailedLogs
-	s.Appends += o.Appends
-	s.Acked += o.Acked
-	s.Cleanings += o.Cleanings
-	s.Swaps += o.Swaps
-	s.RecordsRemoved += o.RecordsRemoved
-	s.TombstonesRemoved += o.TombstonesRemoved
-	s.LiveChecks += o.LiveChecks
-	s.Retained += o.Retained
-	s.FullDisk += o.FullDisk
-	s.FlakyOpens += o.FlakyOpens
-	s.FlakyReads += o.FlakyReads
-	s.TornTails += o.TornTails
-	s.BitFlips += o.BitFlips
-	s.FailedSyncs += o.FailedSyncs
 }
 
 // hrec is an appended record.
@@ -193,36 +172,24 @@ func (h *compactHarness) start(e env.Env) {
 	h.node = nil
 	// Every restart here is a power loss, so Open never meets a failed
 	// filesystem: an unavailable disk is one whose reads flip bits.
-	l := h.open(e, h.cfg, h.restart, &h.st.FlakyOpens)
-	if l == nil {
-		return
-	}
-	if err := h.checkRecovered(l); err != nil {
-		h.fail("after recovery: %v", err)
-		return
-	}
-	n := newCompactNode(h, e, l)
-	h.node = n
-	l.Flush(l.LogEndOffset(), func(err error) {
-		if err != nil {
-			n.failed(err)
-			return
+	h.startLoad(e, h.cfg, h.restart, &h.st.FlakyOpens, h.checkRecovered, func(l *log.Log) *crashLoad {
+		h.node = newCompactNode(h, e, l)
+		return &h.node.crashLoad
+	}, func(n *crashLoad) bool {
+		if !h.cfg.TxnIndex {
+			return true
 		}
-		if h.cfg.TxnIndex {
-			// The owner's part: the entries past the index end, then
-			// complete (the cleaner waits for it).
-			for _, t := range h.aborted {
-				if t.LastOffset >= l.AbortedIndexEnd() && t.LastOffset >= l.LogStartOffset() {
-					if !n.check(l.AppendAbortedTxn(t)) {
-						return
-					}
+		// The owner's part: the entries past the index end, then
+		// complete (the cleaner waits for it).
+		l := n.l
+		for _, t := range h.aborted {
+			if t.LastOffset >= l.AbortedIndexEnd() && t.LastOffset >= l.LogStartOffset() {
+				if !n.check(l.AppendAbortedTxn(t)) {
+					return false
 				}
 			}
-			if !n.check(l.CompleteAbortedIndex(l.LogEndOffset())) {
-				return
-			}
 		}
-		n.tick()
+		return n.check(l.CompleteAbortedIndex(l.LogEndOffset()))
 	})
 }
 
@@ -385,11 +352,7 @@ func (n *compactNode) step() {
 		n.startCleaner()
 	case r < 96:
 		if h.cfg.CleanupPolicy.Deletes() {
-			l.SetHighWatermark(l.LogEndOffset())
-			deleted, err := l.ApplyRetention(n.e.Now())
-			n.check(err)
-			h.st.Retained += deleted
-			h.maxLogStart = max(h.maxLogStart, l.LogStartOffset())
+			n.applyRetention(&h.st.Retained)
 		}
 	default:
 		n.read()

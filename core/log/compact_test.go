@@ -39,10 +39,18 @@ func (r *rig) fillKeys(m *keyModel, n, nKeys int, seed int) {
 	}
 }
 
-func TestCompactKeepsLatestPerKey(t *testing.T) {
-	r := newRig(t, 101, compactConfig())
+// newKeyedRig is a rig with compactConfig whose log fillKeys filled (n
+// batches over nKeys keys, drawn from fill), with its model.
+func newKeyedRig(t *testing.T, seed uint64, n, nKeys, fill int) (*rig, *keyModel) {
+	t.Helper()
+	r := newRig(t, seed, compactConfig())
 	m := newKeyModel()
-	r.fillKeys(m, 120, 15, 0)
+	r.fillKeys(m, n, nKeys, fill)
+	return r, m
+}
+
+func TestCompactKeepsLatestPerKey(t *testing.T) {
+	r, m := newKeyedRig(t, 101, 120, 15, 0)
 	before := len(r.l.Segments())
 	require.Greater(t, before, 4)
 	r.cleanable()
@@ -107,9 +115,7 @@ func TestCompactOffsetsPreservedAndMonotonic(t *testing.T) {
 }
 
 func TestCompactReadFromAnyOffset(t *testing.T) {
-	r := newRig(t, 103, compactConfig())
-	m := newKeyModel()
-	r.fillKeys(m, 100, 5, 2)
+	r, _ := newKeyedRig(t, 103, 100, 5, 2)
 	r.cleanable()
 	r.clean(1 << 20)
 	_, batches := readRecords(t, r.l)
@@ -191,9 +197,7 @@ func TestCompactTombstoneRetentionZero(t *testing.T) {
 }
 
 func TestCompactActiveSegmentUntouched(t *testing.T) {
-	r := newRig(t, 106, compactConfig())
-	m := newKeyModel()
-	r.fillKeys(m, 60, 4, 0)
+	r, m := newKeyedRig(t, 106, 60, 4, 0)
 	r.cleanable()
 	// The active segment gets updates of every key: they supersede the
 	// cleaned records but are neither mapped nor cleaned themselves.
@@ -358,9 +362,7 @@ func TestCompactKeepsTransactionalControlAndProducerBatches(t *testing.T) {
 }
 
 func TestCompactTruncationLowersTheCheckpoint(t *testing.T) {
-	r := newRig(t, 112, compactConfig())
-	m := newKeyModel()
-	r.fillKeys(m, 80, 5, 0)
+	r, _ := newKeyedRig(t, 112, 80, 5, 0)
 	r.cleanable()
 	r.clean(1 << 20)
 	f := r.l.CleanerInfo(r.Env.Now()).FirstDirtyOffset
@@ -517,9 +519,7 @@ func TestCompactParseCleanupPolicy(t *testing.T) {
 }
 
 func TestCompactStepsAreBounded(t *testing.T) {
-	r := newRig(t, 114, compactConfig())
-	m := newKeyModel()
-	r.fillKeys(m, 200, 10, 0)
+	r, m := newKeyedRig(t, 114, 200, 10, 0)
 	r.cleanable()
 	steps := r.clean(512)
 	require.Greater(t, steps, 20, "a small budget takes many steps")

@@ -71,30 +71,12 @@ var crashRegressionSeeds = []uint64{
 // Replay one seed with: go test ./core/log -run 'TestCrashRecovery/seed=N$' -v
 func TestCrashRecovery(t *testing.T) {
 	// A longer sweep: STRATA_LOG_CRASH_SEEDS=5000 go test -run TestCrashRecovery ./core/log
-	crashSweep(t, crashSeeds, "STRATA_LOG_CRASH_SEEDS", crashRegressionSeeds, runCrashSeed, (*crashStats).add)
+	crashSweep(t, crashSeeds, "STRATA_LOG_CRASH_SEEDS", crashRegressionSeeds, runCrashSeed, addCounts[crashStats])
 }
 
 type crashStats struct {
 	Restarts, Crashes, Kills, Reboots, FailedLogs, UnavailableOpens, Appends, Acked, Retained int
 	FullDisk, FlakyReads, TornTails, BitFlips, FailedSyncs, FailedFilesystems                 int
-}
-
-func (s *crashStats) add(o crashStats) {
-	s.Restarts += o.Restarts
-	s.Crashes += o.Crashes
-	s.Kills += o.Kills
-	s.Reboots += o.Reboots
-	s.FailedLogs += o.FailedLogs
-	s.UnavailableOpens += o.UnavailableOpens
-	s.Appends += o.Appends
-	s.Acked += o.Acked
-	s.Retained += o.Retained
-	s.FullDisk += o.FullDisk
-	s.FlakyReads += o.FlakyReads
-	s.TornTails += o.TornTails
-	s.BitFlips += o.BitFlips
-	s.FailedSyncs += o.FailedSyncs
-	s.FailedFilesystems += o.FailedFilesystems
 }
 
 // crashHarness is the checker: what the process appended and had
@@ -200,32 +182,20 @@ func (h *crashHarness) stop() {
 // start is the process's StartFunc: recover, check, then run the workload.
 func (h *crashHarness) start(e env.Env) {
 	h.node = nil
-	l := h.open(e, h.cfg, h.restart, &h.st.UnavailableOpens)
-	if l == nil {
-		return
-	}
-	if err := h.checkRecovered(l); err != nil {
-		h.fail("%v", err)
-		return
-	}
-
-	n := newCrashNode(h, e, l)
-	h.node = n
-	l.Flush(l.LogEndOffset(), func(err error) {
-		if err != nil {
-			n.failed(err)
-			return
-		}
+	h.startLoad(e, h.cfg, h.restart, &h.st.UnavailableOpens, h.checkRecovered, func(l *log.Log) *crashLoad {
+		h.node = newCrashNode(h, e, l)
+		return &h.node.crashLoad
+	}, func(n *crashLoad) bool {
 		h.history = h.history[:h.cutFrom] // what recovery cut is gone for good
-		if err := h.completeTxnIndex(l); err != nil {
+		if err := h.completeTxnIndex(n.l); err != nil {
 			if errors.Is(err, log.ErrLogFailed) {
 				n.failed(err)
-				return
+				return false
 			}
 			h.fail("%v", err)
-			return
+			return false
 		}
-		n.tick()
+		return true
 	})
 }
 
@@ -371,11 +341,7 @@ func (n *crashNode) step() {
 	case r < 84:
 		n.check(l.Roll())
 	case r < 92:
-		l.SetHighWatermark(l.LogEndOffset())
-		deleted, err := l.ApplyRetention(n.e.Now())
-		n.check(err)
-		h.st.Retained += deleted
-		h.maxLogStart = max(h.maxLogStart, l.LogStartOffset())
+		n.applyRetention(&h.st.Retained)
 	case r < 96:
 		l.SetHighWatermark(l.LogEndOffset())
 		start, end := l.LogStartOffset(), l.LogEndOffset()

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"reflect"
 	"strconv"
 	"sync"
 	"testing"
@@ -60,6 +61,16 @@ func crashSweep[S any](t *testing.T, sweep uint64, sweepVar string, regression [
 			add(&total, st)
 			mu.Unlock()
 		})
+	}
+}
+
+// addCounts adds each field of o, a seed's statistics (all counts), to
+// s's.
+func addCounts[S any](s *S, o S) {
+	sv, ov := reflect.ValueOf(s).Elem(), reflect.ValueOf(o)
+	for i := range sv.NumField() {
+		f := sv.Field(i)
+		f.SetInt(f.Int() + ov.Field(i).Int())
 	}
 }
 
@@ -191,6 +202,33 @@ func (w *crashWorld) open(e env.Env, cfg log.Config, restart func(after time.Dur
 		w.fail("open: %v", err)
 	}
 	return nil
+}
+
+// startLoad begins an incarnation's workload: it opens the log (open),
+// checks it with recovered (an error is a violation) and makes the
+// workload with newLoad; once what recovery changed is durable, settled
+// prepares the workload's log (false when that failed) and the workload
+// ticks.
+func (w *crashWorld) startLoad(e env.Env, cfg log.Config, restart func(after time.Duration), unavailable *int,
+	recovered func(*log.Log) error, newLoad func(*log.Log) *crashLoad, settled func(n *crashLoad) bool) {
+	l := w.open(e, cfg, restart, unavailable)
+	if l == nil {
+		return
+	}
+	if err := recovered(l); err != nil {
+		w.fail("after recovery: %v", err)
+		return
+	}
+	n := newLoad(l)
+	l.Flush(l.LogEndOffset(), func(err error) {
+		if err != nil {
+			n.failed(err)
+			return
+		}
+		if settled(n) {
+			n.tick()
+		}
+	})
 }
 
 // checkDurable checks a recovered log's bounds against what flushes
@@ -330,6 +368,17 @@ func (n *crashLoad) flush(acked *int) {
 			w.durableLogStart = max(w.durableLogStart, start)
 		}
 	})
+}
+
+// applyRetention applies retention to the whole log; retained counts the
+// segments it deleted.
+func (n *crashLoad) applyRetention(retained *int) {
+	l := n.l
+	l.SetHighWatermark(l.LogEndOffset())
+	deleted, err := l.ApplyRetention(n.e.Now())
+	n.check(err)
+	*retained += deleted
+	n.w.maxLogStart = max(n.w.maxLogStart, l.LogStartOffset())
 }
 
 // read reads somewhere in the log (what it reads the recovery checks).

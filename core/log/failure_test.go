@@ -30,6 +30,16 @@ func (r *rig) appendN(t *testing.T, n int, seed byte) {
 	}
 }
 
+// newFlushedRig is a rig with lagConfig whose log holds batches flushed
+// batches.
+func newFlushedRig(t *testing.T, seed uint64, batches int) *rig {
+	t.Helper()
+	r := newRig(t, seed, lagConfig())
+	r.appendN(t, batches, 1)
+	require.NoError(t, r.flush())
+	return r
+}
+
 // kill ends the incarnation with the machine up (the page cache stays) and
 // starts a new one; the log is not reopened.
 func (r *rig) kill() {
@@ -53,10 +63,8 @@ func markers(r *rig) []string {
 // writes), a restart, more flushed data and a power loss: Open succeeds and
 // holds every batch a successful Flush acknowledged.
 func TestSyncFailureKillThenPowerLoss(t *testing.T) {
-	r := newRig(t, 11, lagConfig())
-	r.appendN(t, 30, 1) // several segments
-	require.NoError(t, r.flush())
-	r.appendN(t, 2, 60) // flushed beyond the checkpoint (a roll writes one)
+	r := newFlushedRig(t, 11, 30) // several segments
+	r.appendN(t, 2, 60)           // flushed beyond the checkpoint (a roll writes one)
 	require.NoError(t, r.flush())
 	acked := r.l.LogEndOffset()
 	require.Less(t, r.l.RecoveryPoint(), acked, "the test wants flushed data beyond the recovery point")
@@ -106,9 +114,7 @@ func prefixBelow(bs []storedBatch, end int64) []storedBatch {
 // a page cache that shows the lost writes (the log used to fail only once
 // the whole step had reported; seed 63 of TestCrashRecovery).
 func TestFailedSyncMarksTheLogAtOnce(t *testing.T) {
-	r := newRig(t, 14, lagConfig())
-	r.appendN(t, 20, 1)
-	require.NoError(t, r.flush())
+	r := newFlushedRig(t, 14, 20)
 	durable := r.l.DurableOffset()
 	d := r.Proc.Disk()
 	d.SetFaults(sim.DiskFaults{SyncFailProbability: 1, SyncLatencyMin: 100 * time.Microsecond, SyncLatencyMax: 5 * time.Millisecond})
@@ -131,9 +137,7 @@ func TestFailedSyncMarksTheLogAtOnce(t *testing.T) {
 // A kill without a failure keeps what the page cache holds, flushed or
 // not.
 func TestKillKeepsPageCache(t *testing.T) {
-	r := newRig(t, 12, lagConfig())
-	r.appendN(t, 20, 1)
-	require.NoError(t, r.flush())
+	r := newFlushedRig(t, 12, 20)
 	r.appendN(t, 5, 50) // not flushed
 	want, end := readAll(t, r.l), r.l.LogEndOffset()
 	r.kill()
@@ -148,19 +152,12 @@ func TestKillKeepsPageCache(t *testing.T) {
 // its recovery point stays (the flushed-offset hint vouches for it), the
 // rest goes, and a power loss keeps it.
 func TestSettleFailureAfterKillKeepsFlushedData(t *testing.T) {
-	r := newRig(t, 13, lagConfig())
-	r.appendN(t, 30, 1)
-	require.NoError(t, r.flush())
+	r := newFlushedRig(t, 13, 30)
 	acked, want := r.flushPastRecoveryPoint(t)
 	r.appendN(t, 5, 100) // not flushed
 
 	r.kill()
-	r.openAndFailSettle(t, acked)
-
-	r.kill()
-	r.open()
-	require.Equal(t, acked, r.l.LogEndOffset())
-	require.Equal(t, want, readAll(t, r.l))
+	r.failSettleThenRecover(t, acked, want)
 	r.crash()
 	r.open()
 	require.Equal(t, want, readAll(t, r.l))
@@ -175,6 +172,18 @@ func (r *rig) openAndFailSettle(t *testing.T, acked int64) {
 	require.ErrorIs(t, r.flush(), log.ErrLogFailed)
 	r.Proc.Disk().SetFaults(sim.DiskFaults{})
 	require.Equal(t, []string{testDir + "/.sync-failed-" + itoa(acked)}, markers(r))
+}
+
+// failSettleThenRecover opens the log with a failing settle
+// (openAndFailSettle), kills the process and opens the log again, which
+// must hold what the flushes acknowledged: want, up to acked.
+func (r *rig) failSettleThenRecover(t *testing.T, acked int64, want []storedBatch) {
+	t.Helper()
+	r.openAndFailSettle(t, acked)
+	r.kill()
+	r.open()
+	require.Equal(t, acked, r.l.LogEndOffset())
+	require.Equal(t, want, readAll(t, r.l))
 }
 
 // flushPastRecoveryPoint appends and flushes two more batches, which
@@ -208,9 +217,7 @@ func diskSnapshot(d *sim.Disk) map[string]string {
 // it is retried, until the machine power-cycles; then Open recovers what
 // the flushes acknowledged.
 func TestOpenOnFailedFilesystemRetriesLater(t *testing.T) {
-	r := newRig(t, 15, lagConfig())
-	r.appendN(t, 20, 1)
-	require.NoError(t, r.flush())
+	r := newFlushedRig(t, 15, 20)
 	acked := r.l.LogEndOffset()
 	want := readAll(t, r.l)
 	_, err := r.l.Append(build(batchSpec{records: 1, valueSize: 10, seed: 99}), 0)
@@ -250,9 +257,7 @@ func TestOpenOnFailedFilesystemRetriesLater(t *testing.T) {
 // failure marker dropped every batch past the recovery point, acknowledged
 // ones included (log seed 194).
 func TestSettleFailureAfterPowerLossWithZeroedHintKeepsData(t *testing.T) {
-	r := newRig(t, 17, lagConfig())
-	r.appendN(t, 30, 1)
-	require.NoError(t, r.flush())
+	r := newFlushedRig(t, 17, 30)
 	acked, want := r.flushPastRecoveryPoint(t)
 
 	r.crash()
@@ -263,10 +268,7 @@ func TestSettleFailureAfterPowerLossWithZeroedHintKeepsData(t *testing.T) {
 	require.NoError(t, f.Truncate(22)) // the size survived, the page did not
 	require.NoError(t, f.Close())
 
-	r.openAndFailSettle(t, acked)
-	r.kill()
-	r.open()
-	require.Equal(t, want, readAll(t, r.l))
+	r.failSettleThenRecover(t, acked, want)
 }
 
 // A note a previous machine restart left on the disk outlives the next
@@ -278,9 +280,7 @@ func TestSettleFailureAfterPowerLossWithZeroedHintKeepsData(t *testing.T) {
 // a Raft voter lost committed entries). The note carries the boot it was
 // written in, and a note of another boot counts as the log end.
 func TestSettleFailureAfterRestartWithOldNoteKeepsData(t *testing.T) {
-	r := newRig(t, 19, lagConfig())
-	r.appendN(t, 30, 1)
-	require.NoError(t, r.flush())
+	r := newFlushedRig(t, 19, 30)
 	hint := testDir + "/.flushed-offset"
 	old, ok := r.Proc.Disk().ReadFile(hint)
 	require.True(t, ok)
@@ -294,27 +294,18 @@ func TestSettleFailureAfterRestartWithOldNoteKeepsData(t *testing.T) {
 	require.NoError(t, f.WriteAt(old, 0)) // the old note, as a restart may leave it
 	require.NoError(t, f.Close())
 
-	r.openAndFailSettle(t, acked)
-	r.kill()
-	r.open()
-	require.Equal(t, want, readAll(t, r.l))
+	r.failSettleThenRecover(t, acked, want)
 }
 
 // Within one boot the note is read from the page cache as last written, so
 // it is taken at its word even if it is lower than the log end: after a
 // kill, what lies beyond it may be only in the page cache.
 func TestHintOfThisBootIsTakenAtItsWord(t *testing.T) {
-	r := newRig(t, 21, lagConfig())
-	r.appendN(t, 10, 1)
-	require.NoError(t, r.flush())
+	r := newFlushedRig(t, 21, 10)
 	acked := r.l.LogEndOffset()
 	want := readAll(t, r.l)
 	r.appendN(t, 5, 50) // never flushed
 
 	r.kill()
-	r.openAndFailSettle(t, acked)
-	r.kill()
-	r.open()
-	require.Equal(t, acked, r.l.LogEndOffset())
-	require.Equal(t, want, readAll(t, r.l))
+	r.failSettleThenRecover(t, acked, want)
 }

@@ -28,8 +28,37 @@ type offsetEntry struct {
 // entries are in the file, the rest are still to be appended (index
 // writes are batched; see Log.writeIndexes).
 type offsetIndex struct {
-	entries []offsetEntry
+	entryList[offsetEntry]
+}
+
+// entryList is the entries of an index in memory; the first written of
+// them are in its file.
+type entryList[E interface{ appendTo([]byte) []byte }] struct {
+	entries []E
 	written int
+}
+
+// last returns the last entry, if any.
+func (x *entryList[E]) last() (E, bool) {
+	if len(x.entries) == 0 {
+		var none E
+		return none, false
+	}
+	return x.entries[len(x.entries)-1], true
+}
+
+// truncate keeps the first n entries.
+func (x *entryList[E]) truncate(n int) {
+	x.entries = x.entries[:n]
+	x.written = min(x.written, n)
+}
+
+// unwritten encodes the entries not yet in the file.
+func (x *entryList[E]) unwritten(dst []byte) []byte {
+	for _, e := range x.entries[x.written:] {
+		dst = e.appendTo(dst)
+	}
+	return dst
 }
 
 // add appends an entry. Entries strictly increase in both fields.
@@ -40,13 +69,6 @@ func (x *offsetIndex) add(rel, pos int32) {
 			"offset index entry (%d, %d) does not follow (%d, %d)", rel, pos, last.rel, last.pos)
 	}
 	x.entries = append(x.entries, offsetEntry{rel: rel, pos: pos})
-}
-
-func (x *offsetIndex) last() (offsetEntry, bool) {
-	if len(x.entries) == 0 {
-		return offsetEntry{}, false
-	}
-	return x.entries[len(x.entries)-1], true
 }
 
 // floorOffset returns the index of the entry with the largest rel <= rel,
@@ -61,24 +83,14 @@ func (x *offsetIndex) floorPosition(pos int64) int {
 	return sort.Search(len(x.entries), func(i int) bool { return int64(x.entries[i].pos) > pos }) - 1
 }
 
-// truncate keeps the first n entries.
-func (x *offsetIndex) truncate(n int) {
-	x.entries = x.entries[:n]
-	x.written = min(x.written, n)
-}
-
 // truncateAtPosition drops the entries of batches at or after pos.
 func (x *offsetIndex) truncateAtPosition(pos int64) {
 	x.truncate(x.floorPosition(pos-1) + 1)
 }
 
-// unwritten encodes the entries not yet in the file.
-func (x *offsetIndex) unwritten(dst []byte) []byte {
-	for _, e := range x.entries[x.written:] {
-		dst = binary.BigEndian.AppendUint32(dst, uint32(e.rel))
-		dst = binary.BigEndian.AppendUint32(dst, uint32(e.pos))
-	}
-	return dst
+// appendTo appends e's encoding in the .index file.
+func (e offsetEntry) appendTo(b []byte) []byte {
+	return binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint32(b, uint32(e.rel)), uint32(e.pos))
 }
 
 // decodeOffsetIndex parses an .index file of a segment whose log holds
@@ -86,23 +98,38 @@ func (x *offsetIndex) unwritten(dst []byte) []byte {
 // index: a partial entry, entries that do not strictly increase, or a
 // position beyond the log.
 func decodeOffsetIndex(buf []byte, size int64) ([]offsetEntry, error) {
-	if len(buf)%offsetIndexEntryBytes != 0 {
-		return nil, fmt.Errorf("size %d is not a multiple of %d", len(buf), offsetIndexEntryBytes)
+	parse := func(b []byte) offsetEntry {
+		return offsetEntry{rel: int32(binary.BigEndian.Uint32(b)), pos: int32(binary.BigEndian.Uint32(b[4:]))}
 	}
-	entries := make([]offsetEntry, 0, len(buf)/offsetIndexEntryBytes)
-	for i := 0; i < len(buf); i += offsetIndexEntryBytes {
-		e := offsetEntry{
-			rel: int32(binary.BigEndian.Uint32(buf[i:])),
-			pos: int32(binary.BigEndian.Uint32(buf[i+4:])),
-		}
+	return decodeEntries(buf, offsetIndexEntryBytes, parse, func(i int, e offsetEntry, prev *offsetEntry) error {
 		switch {
 		case e.rel < 0 || e.pos < 0:
-			return nil, fmt.Errorf("entry %d (%d, %d) is negative", len(entries), e.rel, e.pos)
+			return fmt.Errorf("entry %d (%d, %d) is negative", i, e.rel, e.pos)
 		case int64(e.pos) >= size:
-			return nil, fmt.Errorf("entry %d points at position %d, the log holds %d bytes", len(entries), e.pos, size)
-		case len(entries) > 0 && (e.rel <= entries[len(entries)-1].rel || e.pos <= entries[len(entries)-1].pos):
-			return nil, fmt.Errorf("entry %d (%d, %d) does not follow (%d, %d)", len(entries), e.rel, e.pos,
-				entries[len(entries)-1].rel, entries[len(entries)-1].pos)
+			return fmt.Errorf("entry %d points at position %d, the log holds %d bytes", i, e.pos, size)
+		case prev != nil && (e.rel <= prev.rel || e.pos <= prev.pos):
+			return fmt.Errorf("entry %d (%d, %d) does not follow (%d, %d)", i, e.rel, e.pos, prev.rel, prev.pos)
+		}
+		return nil
+	})
+}
+
+// decodeEntries parses buf as index entries of entryBytes bytes each,
+// which check accepts one by one (prev is the entry before, nil for the
+// first); a partial entry is an error.
+func decodeEntries[E any](buf []byte, entryBytes int, parse func([]byte) E, check func(i int, e E, prev *E) error) ([]E, error) {
+	if len(buf)%entryBytes != 0 {
+		return nil, fmt.Errorf("size %d is not a multiple of %d", len(buf), entryBytes)
+	}
+	entries := make([]E, 0, len(buf)/entryBytes)
+	for i := 0; i < len(buf); i += entryBytes {
+		e := parse(buf[i:])
+		var prev *E
+		if n := len(entries); n > 0 {
+			prev = &entries[n-1]
+		}
+		if err := check(len(entries), e, prev); err != nil {
+			return nil, err
 		}
 		entries = append(entries, e)
 	}

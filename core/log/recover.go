@@ -876,7 +876,7 @@ func (l *Log) epochMatches(e epochEntry, first bool, recoveryPoint int64, k int)
 		}
 		entries = offsetIndexPrefix(data, s.base, size, recoveryPoint)
 	}
-	x := offsetIndex{entries: entries}
+	x := offsetIndex{entryList[offsetEntry]{entries: entries}}
 	pos := int64(0)
 	if j := x.floorOffset(e.startOffset - s.base); j >= 0 {
 		pos = int64(entries[j].pos)

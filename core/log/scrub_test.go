@@ -199,15 +199,7 @@ func TestScrubFindsFlipsOutsideTheCRC(t *testing.T) {
 		require.Contains(t, res.Err.Error(), "past the next segment's base")
 	})
 	t.Run("leader epoch", func(t *testing.T) {
-		cfg := smallConfig()
-		cfg.SegmentBytes = 2048
-		r := newRig(t, 12, cfg)
-		for i := 0; i < 12; i++ {
-			_, err := r.l.Append(build(batchSpec{records: 1, valueSize: 40, timestamp: 1_700_000_000_000 + int64(i), seed: byte(i)}), int32(4+i/4))
-			require.NoError(t, err)
-		}
-		batches := readAll(t, r.l)
-		r.shutdown()
+		r, batches := epochRig(t, false)
 		target := batches[9] // epoch 6, after a batch of epoch 6
 		name, pos := storedAt(t, r, batches, target.base)
 		flipStored(t, r, name, pos+record.LogOverhead+3) // the epoch's low byte: 6 ^ 4 = 2
@@ -222,7 +214,7 @@ func TestScrubFindsFlipsOutsideTheCRC(t *testing.T) {
 	// and the leader could append nothing after it). The epoch
 	// checkpoint lists every durable batch's epoch.
 	t.Run("last batch's leader epoch, below the recovery point", func(t *testing.T) {
-		r, batches := epochRig(t)
+		r, batches := epochRig(t, true)
 		last := batches[len(batches)-1]
 		r.openBusy()
 		require.Greater(t, r.l.RecoveryPoint(), last.base)
@@ -237,7 +229,7 @@ func TestScrubFindsFlipsOutsideTheCRC(t *testing.T) {
 	t.Run("leader epoch of a later listed epoch, in order", func(t *testing.T) {
 		// Epoch 5's last batch relabelled 6: the batches around it are
 		// of epochs 5 and 6, so only the checkpoint tells.
-		r, batches := epochRig(t)
+		r, batches := epochRig(t, true)
 		target := batches[7]
 		name, pos := storedAt(t, r, batches, target.base)
 		writeStored(t, r, name, pos+record.LogOverhead, []byte{0, 0, 0, 6})
@@ -248,7 +240,7 @@ func TestScrubFindsFlipsOutsideTheCRC(t *testing.T) {
 		// flush cycle covering it, then the power went: the epoch
 		// checkpoint does not list 7, and the scrub cannot tell such a
 		// batch from damage.
-		r, batches := epochRig(t)
+		r, batches := epochRig(t, true)
 		last := batches[len(batches)-1]
 		name, pos := storedAt(t, r, batches, last.base)
 		extra := append([]byte(nil), last.bytes...)
@@ -258,7 +250,7 @@ func TestScrubFindsFlipsOutsideTheCRC(t *testing.T) {
 		requireScrubDamage(t, r, last.last+1, "lists no epoch past 6")
 	})
 	t.Run("a clean log of several epochs", func(t *testing.T) {
-		r, batches := epochRig(t)
+		r, batches := epochRig(t, true)
 		res, err := r.scrub()
 		require.NoError(t, err)
 		require.False(t, res.Damaged, "%v", res.Err)
@@ -286,7 +278,7 @@ func TestScrubFindsAMisdirectedBatchOverAnEpochStart(t *testing.T) {
 		{"at a later epoch's start", 4, 6, 4, 4},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r, batches := epochRig(t)
+			r, batches := epochRig(t, true)
 			over, misdir := batches[tc.over], batches[tc.misdir]
 			require.Less(t, misdir.base, batches[len(batches)-1].base, "a later batch of the log")
 			name, pos := storedAt(t, r, batches, over.base)
@@ -371,16 +363,19 @@ func writeStored(t *testing.T, r *rig, name string, pos int64, b []byte) {
 }
 
 // epochRig is a shut-down log of 12 one-record batches over small
-// segments, in leader epochs 4, 5 and 6 (four batches each), flushed after
-// each: every batch lies below the recovery point.
-func epochRig(t *testing.T) (*rig, []storedBatch) {
+// segments, in leader epochs 4, 5 and 6 (four batches each). With
+// flushEach it is flushed after each: every batch lies below the recovery
+// point.
+func epochRig(t *testing.T, flushEach bool) (*rig, []storedBatch) {
 	cfg := smallConfig()
 	cfg.SegmentBytes = 2048
 	r := newRig(t, 12, cfg)
 	for i := 0; i < 12; i++ {
 		_, err := r.l.Append(build(batchSpec{records: 1, valueSize: 40, timestamp: 1_700_000_000_000 + int64(i), seed: byte(i)}), int32(4+i/4))
 		require.NoError(t, err)
-		require.NoError(t, r.flush())
+		if flushEach {
+			require.NoError(t, r.flush())
+		}
 	}
 	batches := readAll(t, r.l)
 	r.shutdown()

@@ -117,14 +117,20 @@ func (l *Log) touch(s *segment) {
 	s.lastUse = l.useTick
 }
 
+// closeLogged closes f, logging a failure with msg; a file already closed
+// is no failure.
+func (l *Log) closeLogged(f env.File, msg string) {
+	if err := f.Close(); err != nil && !errors.Is(err, env.ErrClosed) {
+		l.logger.Warn(msg, "file", f.Name(), "err", err)
+	}
+}
+
 // closeFiles closes every handle of s and, unless it is the active
 // segment, drops its loaded indexes.
 func (l *Log) closeFiles(s *segment) {
 	for k, f := range s.files {
 		if f != nil {
-			if err := f.Close(); err != nil && !errors.Is(err, env.ErrClosed) {
-				l.logger.Warn("closing segment file", "file", f.Name(), "err", err)
-			}
+			l.closeLogged(f, "closing segment file")
 			s.files[k] = nil
 			l.openFiles--
 		}
@@ -146,9 +152,7 @@ func (l *Log) closeCleanIndexes(s *segment) {
 	}
 	for _, k := range []fileKind{kindIndex, kindTimeIndex} {
 		if f := s.files[k]; f != nil && !s.dirty[k] {
-			if err := f.Close(); err != nil && !errors.Is(err, env.ErrClosed) {
-				l.logger.Warn("closing segment file", "file", f.Name(), "err", err)
-			}
+			l.closeLogged(f, "closing segment file")
 			s.files[k] = nil
 			l.openFiles--
 		}
@@ -253,8 +257,8 @@ func (l *Log) readIndexFiles(s *segment) (*offsetIndex, *timeIndex, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", segmentFile(s.base, timeIndexSuffix), err)
 	}
-	return &offsetIndex{entries: entries, written: len(entries)},
-		&timeIndex{entries: tentries, written: len(tentries)}, nil
+	return &offsetIndex{entryList[offsetEntry]{entries: entries, written: len(entries)}},
+		&timeIndex{entryList[timeEntry]{entries: tentries, written: len(tentries)}}, nil
 }
 
 // readWhole reads index file k of s stably through a short-lived handle
@@ -358,28 +362,27 @@ func (l *Log) writeIndexes(s *segment) error {
 	if s.offsets == nil {
 		return nil
 	}
-	if s.offsets.written < len(s.offsets.entries) {
-		f, err := l.handle(s, kindIndex, true)
-		if err != nil {
-			return err
-		}
-		l.indexBuf = s.offsets.unwritten(l.indexBuf[:0])
-		if err := f.WriteAt(l.indexBuf, int64(s.offsets.written)*offsetIndexEntryBytes); err != nil {
-			return l.fail(fmt.Errorf("write %s: %w", f.Name(), err))
-		}
-		s.offsets.written = len(s.offsets.entries)
+	if err := l.writeIndex(s, kindIndex, &s.offsets.written, len(s.offsets.entries), offsetIndexEntryBytes, s.offsets.unwritten); err != nil {
+		return err
 	}
-	if s.times.written < len(s.times.entries) {
-		f, err := l.handle(s, kindTimeIndex, true)
-		if err != nil {
-			return err
-		}
-		l.indexBuf = s.times.unwritten(l.indexBuf[:0])
-		if err := f.WriteAt(l.indexBuf, int64(s.times.written)*timeIndexEntryBytes); err != nil {
-			return l.fail(fmt.Errorf("write %s: %w", f.Name(), err))
-		}
-		s.times.written = len(s.times.entries)
+	return l.writeIndex(s, kindTimeIndex, &s.times.written, len(s.times.entries), timeIndexEntryBytes, s.times.unwritten)
+}
+
+// writeIndex appends the entries of one index of s not yet in its file of
+// kind: *written of its entries are there, unwritten encodes the others.
+func (l *Log) writeIndex(s *segment, kind fileKind, written *int, entries int, entryBytes int64, unwritten func([]byte) []byte) error {
+	if *written >= entries {
+		return nil
 	}
+	f, err := l.handle(s, kind, true)
+	if err != nil {
+		return err
+	}
+	l.indexBuf = unwritten(l.indexBuf[:0])
+	if err := f.WriteAt(l.indexBuf, int64(*written)*entryBytes); err != nil {
+		return l.fail(fmt.Errorf("write %s: %w", f.Name(), err))
+	}
+	*written = entries
 	return nil
 }
 

@@ -27,8 +27,7 @@ type timeEntry struct {
 // timeIndex is a segment's time index; see offsetIndex for how it mirrors
 // its file.
 type timeIndex struct {
-	entries []timeEntry
-	written int
+	entryList[timeEntry]
 }
 
 // maybeAdd appends (ts, rel) if ts exceeds the last entry's timestamp (or,
@@ -42,13 +41,6 @@ func (x *timeIndex) maybeAdd(ts int64, rel int32) {
 	x.entries = append(x.entries, timeEntry{ts: ts, rel: rel})
 }
 
-func (x *timeIndex) last() (timeEntry, bool) {
-	if len(x.entries) == 0 {
-		return timeEntry{}, false
-	}
-	return x.entries[len(x.entries)-1], true
-}
-
 // floor returns the index of the entry with the largest ts <= ts, or -1.
 func (x *timeIndex) floor(ts int64) int {
 	return sort.Search(len(x.entries), func(i int) bool { return x.entries[i].ts > ts }) - 1
@@ -56,42 +48,29 @@ func (x *timeIndex) floor(ts int64) int {
 
 // truncateAtOffset drops the entries whose offset is rel or more.
 func (x *timeIndex) truncateAtOffset(rel int64) {
-	n := sort.Search(len(x.entries), func(i int) bool { return int64(x.entries[i].rel) >= rel })
-	x.entries = x.entries[:n]
-	x.written = min(x.written, n)
+	x.truncate(sort.Search(len(x.entries), func(i int) bool { return int64(x.entries[i].rel) >= rel }))
 }
 
-// unwritten encodes the entries not yet in the file.
-func (x *timeIndex) unwritten(dst []byte) []byte {
-	for _, e := range x.entries[x.written:] {
-		dst = binary.BigEndian.AppendUint64(dst, uint64(e.ts))
-		dst = binary.BigEndian.AppendUint32(dst, uint32(e.rel))
-	}
-	return dst
+// appendTo appends e's encoding in the .timeindex file.
+func (e timeEntry) appendTo(b []byte) []byte {
+	return binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint64(b, uint64(e.ts)), uint32(e.rel))
 }
 
 // decodeTimeIndex parses a .timeindex file; maxRel bounds the relative
 // offsets (exclusive).
 func decodeTimeIndex(buf []byte, maxRel int64) ([]timeEntry, error) {
-	if len(buf)%timeIndexEntryBytes != 0 {
-		return nil, fmt.Errorf("size %d is not a multiple of %d", len(buf), timeIndexEntryBytes)
+	parse := func(b []byte) timeEntry {
+		return timeEntry{ts: int64(binary.BigEndian.Uint64(b)), rel: int32(binary.BigEndian.Uint32(b[8:]))}
 	}
-	entries := make([]timeEntry, 0, len(buf)/timeIndexEntryBytes)
-	for i := 0; i < len(buf); i += timeIndexEntryBytes {
-		e := timeEntry{
-			ts:  int64(binary.BigEndian.Uint64(buf[i:])),
-			rel: int32(binary.BigEndian.Uint32(buf[i+8:])),
-		}
+	return decodeEntries(buf, timeIndexEntryBytes, parse, func(i int, e timeEntry, prev *timeEntry) error {
 		switch {
 		case e.rel < 0 || int64(e.rel) >= maxRel:
-			return nil, fmt.Errorf("entry %d has offset %d outside the segment's %d", len(entries), e.rel, maxRel)
+			return fmt.Errorf("entry %d has offset %d outside the segment's %d", i, e.rel, maxRel)
 		case e.ts < 0:
-			return nil, fmt.Errorf("entry %d has timestamp %d", len(entries), e.ts)
-		case len(entries) > 0 && (e.ts <= entries[len(entries)-1].ts || e.rel < entries[len(entries)-1].rel):
-			return nil, fmt.Errorf("entry %d (%d, %d) does not follow (%d, %d)", len(entries), e.ts, e.rel,
-				entries[len(entries)-1].ts, entries[len(entries)-1].rel)
+			return fmt.Errorf("entry %d has timestamp %d", i, e.ts)
+		case prev != nil && (e.ts <= prev.ts || e.rel < prev.rel):
+			return fmt.Errorf("entry %d (%d, %d) does not follow (%d, %d)", i, e.ts, e.rel, prev.ts, prev.rel)
 		}
-		entries = append(entries, e)
-	}
-	return entries, nil
+		return nil
+	})
 }

@@ -172,9 +172,7 @@ func (l *Log) txnHandle(s *segment, create bool) (env.File, error) {
 // closeTxnFile closes the .txnindex handle of s, if open.
 func (l *Log) closeTxnFile(s *segment) {
 	if f := s.txns.file; f != nil {
-		if err := f.Close(); err != nil && !errors.Is(err, env.ErrClosed) {
-			l.logger.Warn("closing segment file", "file", f.Name(), "err", err)
-		}
+		l.closeLogged(f, "closing segment file")
 		s.txns.file = nil
 		l.openFiles--
 	}

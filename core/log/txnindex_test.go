@@ -19,6 +19,15 @@ func txnConfig() log.Config {
 	return cfg
 }
 
+// newTxnRig is a rig whose log keeps a transaction index, completed on the
+// empty log.
+func newTxnRig(t *testing.T, seed uint64) *rig {
+	t.Helper()
+	r := newRig(t, seed, txnConfig())
+	require.NoError(t, r.l.CompleteAbortedIndex(0))
+	return r
+}
+
 // openTxn opens the log and completes its (empty or trusted) index, as
 // an owner with nothing to replay does.
 func (r *rig) openTxn() {
@@ -36,6 +45,19 @@ func (r *rig) appendMarker(pid, span int64) log.AbortedTxn {
 	t := log.AbortedTxn{ProducerID: pid, FirstOffset: max(0, info.LastOffset-span), LastOffset: info.LastOffset, LastStableOffset: info.LastOffset}
 	require.NoError(r.T, r.l.AppendAbortedTxn(t))
 	return t
+}
+
+// appendAborted appends n aborted transactions, each a data batch of two
+// records and a marker (appendMarker) of producer pid(i) spanning one
+// offset, and returns their index entries.
+func (r *rig) appendAborted(n int, pid func(i int) int64) []log.AbortedTxn {
+	r.T.Helper()
+	var out []log.AbortedTxn
+	for i := 0; i < n; i++ {
+		r.appendData(2)
+		out = append(out, r.appendMarker(pid(i), 1))
+	}
+	return out
 }
 
 func (r *rig) appendData(records int) {
@@ -136,13 +158,8 @@ func TestTxnIndexRejectsBadEntries(t *testing.T) {
 }
 
 func TestTxnIndexTruncate(t *testing.T) {
-	r := newRig(t, 4, txnConfig())
-	require.NoError(t, r.l.CompleteAbortedIndex(0))
-	var want []log.AbortedTxn
-	for i := 0; i < 30; i++ {
-		r.appendData(2)
-		want = append(want, r.appendMarker(int64(i%3), 1))
-	}
+	r := newTxnRig(t, 4)
+	want := r.appendAborted(30, func(i int) int64 { return int64(i % 3) })
 	require.NoError(t, r.flush())
 	to := want[17].LastOffset // the marker itself goes
 	require.NoError(t, r.Wait(func(done func(error)) { r.l.Truncate(to, done) }))
@@ -171,21 +188,13 @@ func TestTxnIndexTruncate(t *testing.T) {
 func TestTxnIndexCrashMidWrite(t *testing.T) {
 	for seed := uint64(1); seed <= 20; seed++ {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			r := newRig(t, seed, txnConfig())
-			require.NoError(t, r.l.CompleteAbortedIndex(0))
-			var want []log.AbortedTxn
-			for i := 0; i < 12; i++ {
-				r.appendData(2)
-				want = append(want, r.appendMarker(int64(i), 1))
-			}
+			r := newTxnRig(t, seed)
+			want := r.appendAborted(12, func(i int) int64 { return int64(i) })
 			require.NoError(t, r.Wait(r.l.Shutdown))
 			r.open() // a clean shutdown: complete to the end
 			require.NoError(t, r.l.CompleteAbortedIndex(r.l.LogEndOffset()))
 			durable := r.l.LogEndOffset()
-			for i := 0; i < 12; i++ {
-				r.appendData(2)
-				want = append(want, r.appendMarker(int64(i), 1))
-			}
+			want = append(want, r.appendAborted(12, func(i int) int64 { return int64(i) })...)
 			r.crash()
 			r.open()
 			end := r.l.AbortedIndexEnd()
@@ -242,13 +251,8 @@ func TestTxnIndexDamagedFile(t *testing.T) {
 	}
 	for name, c := range cases { //determinism:unordered subtests are independent
 		t.Run(name, func(t *testing.T) {
-			r := newRig(t, 7, txnConfig())
-			require.NoError(t, r.l.CompleteAbortedIndex(0))
-			var want []log.AbortedTxn
-			for i := 0; i < 30; i++ {
-				r.appendData(2)
-				want = append(want, r.appendMarker(int64(i), 1))
-			}
+			r := newTxnRig(t, 7)
+			want := r.appendAborted(30, func(i int) int64 { return int64(i) })
 			segs := r.l.Segments()
 			require.GreaterOrEqual(t, len(segs), 3)
 			victim := segs[1]
@@ -307,13 +311,8 @@ func TestTxnIndexTurnedOnLater(t *testing.T) {
 
 // Retention deletes a segment's index with it.
 func TestTxnIndexRetention(t *testing.T) {
-	r := newRig(t, 9, txnConfig())
-	require.NoError(t, r.l.CompleteAbortedIndex(0))
-	var want []log.AbortedTxn
-	for i := 0; i < 30; i++ {
-		r.appendData(2)
-		want = append(want, r.appendMarker(int64(i), 1))
-	}
+	r := newTxnRig(t, 9)
+	want := r.appendAborted(30, func(i int) int64 { return int64(i) })
 	require.NoError(t, r.flush())
 	r.l.SetHighWatermark(r.l.LogEndOffset())
 	segs := r.l.Segments()

@@ -95,22 +95,8 @@ func (td *topicDelta) build() *TopicImage {
 	if td.base != nil {
 		prev = td.base.partitions
 	}
-	changed := slices.Sorted(maps.Keys(td.parts))
-	out := make([]*Partition, 0, len(prev)+len(changed))
-	i, j := 0, 0
-	for i < len(prev) || j < len(changed) {
-		switch {
-		case j == len(changed) || (i < len(prev) && prev[i].ID < changed[j]):
-			out = append(out, prev[i])
-			i++
-		default:
-			if i < len(prev) && prev[i].ID == changed[j] {
-				i++
-			}
-			out = append(out, td.parts[changed[j]])
-			j++
-		}
-	}
+	out := mergeSorted(prev, func(p *Partition) int32 { return p.ID }, td.parts,
+		func(_ int32, p *Partition) (*Partition, bool) { return p, true })
 	return &TopicImage{name: td.name, id: td.id, partitions: out}
 }
 

@@ -374,16 +374,19 @@ func (r *PartitionRecord) String() string {
 		r.Leader, r.LeaderEpoch, r.PartitionEpoch, r.ELR, r.LastKnownELR)
 }
 
+// namedIDs is one of a partition's lists of broker ids, with its name.
+type namedIDs struct {
+	name string
+	ids  []int32
+}
+
 // String implements Record. Only the fields the record changes are listed.
 func (r *PartitionChangeRecord) String() string {
 	s := fmt.Sprintf("PartitionChangeRecord{topic=%v partition=%d", r.TopicID, r.Partition)
 	if r.Leader != nil {
 		s += fmt.Sprintf(" leader=%d", *r.Leader)
 	}
-	lists := []struct {
-		name string
-		ids  []int32
-	}{
+	lists := []namedIDs{
 		{"isr", r.ISR}, {"replicas", r.Replicas}, {"removing", r.RemovingReplicas},
 		{"adding", r.AddingReplicas}, {"elr", r.ELR}, {"lastKnownELR", r.LastKnownELR},
 	}

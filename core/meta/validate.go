@@ -128,10 +128,7 @@ func validatePartition(p *Partition) error {
 	if len(p.Replicas) == 0 {
 		return invalid(ErrInvalidPartition, "no replicas")
 	}
-	lists := []struct {
-		name string
-		ids  []int32
-	}{
+	lists := []namedIDs{
 		{"replicas", p.Replicas}, {"isr", p.ISR}, {"removing replicas", p.RemovingReplicas},
 		{"adding replicas", p.AddingReplicas}, {"elr", p.ELR}, {"last known elr", p.LastKnownELR},
 	}

@@ -1,8 +1,6 @@
 package meta
 
 import (
-	"math"
-
 	"github.com/twmb/franz-go/pkg/kbin"
 )
 
@@ -77,31 +75,19 @@ func (r *reader) finish() error {
 func (r *reader) int32() int32 { return r.kr.Varint() }
 func (r *reader) int64() int64 { return r.kr.Varlong() }
 
-func (r *reader) int16() int16 {
-	v := r.kr.Varint()
-	if v < math.MinInt16 || v > math.MaxInt16 {
-		r.fail("int16 out of range: %d", v)
-		return 0
-	}
-	return int16(v)
-}
+func (r *reader) int16() int16   { return narrow[int16](r, r.kr.Varint()) }
+func (r *reader) int8() int8     { return narrow[int8](r, r.kr.Varint()) }
+func (r *reader) uint16() uint16 { return narrow[uint16](r, r.kr.Uvarint()) }
 
-func (r *reader) int8() int8 {
-	v := r.kr.Varint()
-	if v < math.MinInt8 || v > math.MaxInt8 {
-		r.fail("int8 out of range: %d", v)
+// narrow returns the varint v as a T, or fails the read when a T cannot
+// hold it.
+func narrow[T, V int8 | int16 | uint16 | int32 | uint32](r *reader, v V) T {
+	if V(T(v)) != v {
+		var zero T
+		r.fail("%T out of range: %d", zero, v)
 		return 0
 	}
-	return int8(v)
-}
-
-func (r *reader) uint16() uint16 {
-	v := r.kr.Uvarint()
-	if v > math.MaxUint16 {
-		r.fail("uint16 out of range: %d", v)
-		return 0
-	}
-	return uint16(v)
+	return T(v)
 }
 
 func (r *reader) uuid() UUID { return r.kr.Uuid() }

@@ -103,9 +103,7 @@ func (s *script) run(t *testing.T, d *datadriven.TestData) string {
 		d.ScanArgs(t, "seq", &seq)
 		d.ScanArgs(t, "as", &name)
 		now := int64(0)
-		if d.HasArg("now") {
-			d.ScanArgs(t, "now", &now)
-		}
+		coretest.ScanOptional(t, d, "now", &now)
 		v := s.st.StartVerification(int64(pid), int16(epoch), int32(seq), d.HasArg("tv2"), now)
 		if s.verifications == nil {
 			s.verifications = map[string]*producer.Verification{}
@@ -135,9 +133,7 @@ func (s *script) run(t *testing.T, d *datadriven.TestData) string {
 		fmt.Fprintf(&out, "expired %v\n", s.st.Expire(time.UnixMilli(now)))
 	case "restart":
 		now := int64(0)
-		if d.HasArg("now") {
-			d.ScanArgs(t, "now", &now)
-		}
+		coretest.ScanOptional(t, d, "now", &now)
 		data := s.st.EncodeSnapshot()
 		ps, err := producer.DecodeSnapshot(data)
 		require.NoError(t, err)
@@ -187,9 +183,7 @@ func (s *script) marker(t *testing.T, d *datadriven.TestData, out *strings.Build
 	d.ScanArgs(t, "epoch", &epoch)
 	d.ScanArgs(t, "coord", &coord)
 	ts := int64(1000)
-	if d.HasArg("ts") {
-		d.ScanArgs(t, "ts", &ts)
-	}
+	coretest.ScanOptional(t, d, "ts", &ts)
 	m := producer.Marker{ProducerID: int64(pid), ProducerEpoch: int16(epoch), CoordinatorEpoch: int32(coord), Commit: d.HasArg("commit")}
 	require.True(t, m.Commit != d.HasArg("abort"), "commit or abort")
 	if err := s.st.CheckMarker(m); err != nil {
@@ -269,12 +263,8 @@ func scanBatch(t *testing.T, d *datadriven.TestData) batchSpec {
 	} else {
 		spec.noFields = true
 	}
-	if d.HasArg("n") {
-		d.ScanArgs(t, "n", &spec.records)
-	}
-	if d.HasArg("ts") {
-		d.ScanArgs(t, "ts", &spec.ts)
-	}
+	coretest.ScanOptional(t, d, "n", &spec.records)
+	coretest.ScanOptional(t, d, "ts", &spec.ts)
 	spec.txn, spec.control, spec.abort = d.HasArg("txn"), d.HasArg("control"), d.HasArg("abort")
 	if d.HasArg("coord") {
 		var coord int

@@ -69,6 +69,22 @@ func (r *rig) write(st *producer.State) error {
 	return r.Wait(func(done func(error)) { r.snap.Write(st, done) })
 }
 
+// slowWrite starts writing st on a disk whose syncs take 20 ms, so that
+// the write stays in flight a while; finish runs the simulator until the
+// write calls back and returns its error.
+func (r *rig) slowWrite(st *producer.State) (finish func() error) {
+	r.Proc.Disk().SetFaults(sim.DiskFaults{SyncLatencyMin: 20 * time.Millisecond, SyncLatencyMax: 20 * time.Millisecond})
+	var err error
+	done := false
+	r.snap.Write(st, func(e error) { done, err = true, e })
+	return func() error {
+		for !done {
+			r.Run(time.Millisecond)
+		}
+		return err
+	}
+}
+
 func (r *rig) load(start, max int64) (*producer.State, producer.LoadReport) {
 	r.T.Helper()
 	st, rep, err := r.snap.Load(start, max, r.Env.Now())
@@ -77,19 +93,16 @@ func (r *rig) load(start, max int64) (*producer.State, producer.LoadReport) {
 }
 
 // files lists the page-cache files of the partition directory.
-func (r *rig) files() []string {
-	var out []string
-	for _, f := range r.Proc.Disk().Files() {
-		if name, ok := strings.CutPrefix(f, partDir+"/"); ok {
-			out = append(out, name)
-		}
-	}
-	return out
-}
+func (r *rig) files() []string { return inPartDir(r.Proc.Disk().Files()) }
 
-func (r *rig) durableFiles() []string {
+// durableFiles lists the durable files of the partition directory.
+func (r *rig) durableFiles() []string { return inPartDir(r.Proc.Disk().DurableFiles()) }
+
+// inPartDir returns the names, within the partition directory, of the
+// paths that lie in it.
+func inPartDir(paths []string) []string {
 	var out []string
-	for _, f := range r.Proc.Disk().DurableFiles() {
+	for _, f := range paths {
 		if name, ok := strings.CutPrefix(f, partDir+"/"); ok {
 			out = append(out, name)
 		}
@@ -350,21 +363,15 @@ func TestDeleteAboveCancelsWritesAndIsDurable(t *testing.T) {
 	for _, off := range []int64{10, 30, 40} {
 		require.NoError(t, r.write(stateAt(t, off, 1)))
 	}
-	r.Proc.Disk().SetFaults(sim.DiskFaults{SyncLatencyMin: 20 * time.Millisecond, SyncLatencyMax: 20 * time.Millisecond})
-	var canceled error
-	done := false
-	r.snap.Write(stateAt(t, 50, 2), func(err error) { done, canceled = true, err })
+	finish := r.slowWrite(stateAt(t, 50, 2))
 	require.NoError(t, r.Wait(func(done func(error)) { r.snap.DeleteAbove(30, done) }))
 	require.Equal(t, []int64{10, 30}, r.snap.Offsets())
 	require.ElementsMatch(t, []string{snapName(10), snapName(30)}, r.durableFiles())
-	for !done {
-		r.Run(time.Millisecond)
-	}
-	require.ErrorIs(t, canceled, producer.ErrCanceled)
+	require.ErrorIs(t, finish(), producer.ErrCanceled)
 	require.Equal(t, []string{snapName(10), snapName(30)}, r.files(), "the canceled write left nothing")
 
 	// A new write at the canceled offset is independent of the old one.
-	r.snap.Write(stateAt(t, 50, 2), func(err error) { done, canceled = true, err })
+	r.snap.Write(stateAt(t, 50, 2), func(error) {})
 	require.NoError(t, r.Wait(func(done func(error)) { r.snap.DeleteAbove(-1, done) }))
 	require.Empty(t, r.snap.Offsets())
 	require.NoError(t, r.write(stateAt(t, 50, 3)))
@@ -374,17 +381,11 @@ func TestDeleteAboveCancelsWritesAndIsDurable(t *testing.T) {
 
 func TestDeleteAboveAfterRenameCancelsTheWrite(t *testing.T) {
 	r := newRig(t, 9)
-	r.Proc.Disk().SetFaults(sim.DiskFaults{SyncLatencyMin: 20 * time.Millisecond, SyncLatencyMax: 20 * time.Millisecond})
-	var got error
-	done := false
-	r.snap.Write(stateAt(t, 50, 2), func(err error) { done, got = true, err })
+	finish := r.slowWrite(stateAt(t, 50, 2))
 	r.Run(25 * time.Millisecond) // synced and renamed; the directory sync is in flight
 	require.Equal(t, []int64{50}, r.snap.Offsets())
 	require.NoError(t, r.Wait(func(done func(error)) { r.snap.DeleteAbove(49, done) }))
-	for !done {
-		r.Run(time.Millisecond)
-	}
-	require.ErrorIs(t, got, producer.ErrCanceled)
+	require.ErrorIs(t, finish(), producer.ErrCanceled)
 	require.Empty(t, r.files())
 	r.crash()
 	require.Empty(t, r.snap.Offsets())
@@ -443,15 +444,9 @@ func TestOpenSnapshotsListsOnlySnapshots(t *testing.T) {
 
 func TestClose(t *testing.T) {
 	r := newRig(t, 13)
-	r.Proc.Disk().SetFaults(sim.DiskFaults{SyncLatencyMin: 20 * time.Millisecond, SyncLatencyMax: 20 * time.Millisecond})
-	var got error
-	done := false
-	r.snap.Write(stateAt(t, 50, 2), func(err error) { done, got = true, err })
+	finish := r.slowWrite(stateAt(t, 50, 2))
 	r.snap.Close()
-	for !done {
-		r.Run(time.Millisecond)
-	}
-	require.ErrorIs(t, got, producer.ErrClosed)
+	require.ErrorIs(t, finish(), producer.ErrClosed)
 	require.Empty(t, r.files())
 	require.ErrorIs(t, r.write(stateAt(t, 60, 1)), producer.ErrClosed)
 	require.ErrorIs(t, r.Wait(func(done func(error)) { r.snap.DeleteAbove(0, done) }), producer.ErrClosed)

@@ -85,28 +85,32 @@ func (r *Raft) tickUnattached() {
 	r.tickFetcher()
 }
 
-// checkLeaderMessage checks a leader's BeginQuorumEpoch or
+// acceptLeaderMessage checks a leader's BeginQuorumEpoch or
 // EndQuorumEpoch at the boundary: sent by the voter it names as leader,
-// in an epoch neither too far ahead nor behind this node's. It returns
-// the error to answer with, or ErrNone.
-func (r *Raft) checkLeaderMessage(from, leader NodeID, epoch int32) ErrorCode {
+// in an epoch neither too far ahead nor behind this node's. It answers a
+// message that fails with respond and the error, and reports whether the
+// message passed.
+func (r *Raft) acceptLeaderMessage(from, leader NodeID, epoch int32, respond func(ErrorCode)) bool {
+	code := ErrNone
 	switch {
 	case from != leader || !r.isVoter(leader):
-		return ErrInconsistentVoterSet
+		code = ErrInconsistentVoterSet
 	case r.epochTooFar(epoch):
-		return ErrInvalidRequest
+		code = ErrInvalidRequest
 	case epoch < r.state.Epoch:
-		return ErrFencedLeaderEpoch
+		code = ErrFencedLeaderEpoch
 	}
-	return ErrNone
+	if code != ErrNone {
+		respond(code)
+	}
+	return code == ErrNone
 }
 
 func (r *Raft) handleBeginQuorumEpoch(from NodeID, req BeginQuorumEpochRequest) {
 	respond := func(code ErrorCode) {
 		r.reply(from, BeginQuorumEpochResponse{Error: code, Epoch: r.state.Epoch, LeaderID: r.leaderHint()})
 	}
-	if code := r.checkLeaderMessage(from, req.LeaderID, req.Epoch); code != ErrNone {
-		respond(code)
+	if !r.acceptLeaderMessage(from, req.LeaderID, req.Epoch, respond) {
 		return
 	}
 	if !r.mayFollow(req.Epoch, req.LeaderID) {

@@ -27,7 +27,7 @@ func keyIndex(k int16) uint8 {
 // fuzzCluster is three voters and an observer with a committed log and a
 // snapshot: leader 1, batches a, b (snapshotted), c.
 func fuzzCluster(t *testing.T) *interaction {
-	h := &interaction{nodes: map[NodeID]*testNode{}, cut: map[[2]NodeID]bool{}, held: map[NodeID]bool{}, quiet: true}
+	h := &interaction{nodes: map[NodeID]*testNode{}, network: newNetwork(), held: map[NodeID]bool{}, quiet: true}
 	cfg := Config{Voters: []NodeID{1, 2, 3}}
 	for _, id := range []NodeID{1, 2, 3, 4} {
 		h.nodes[id] = newTestNode(id, cfg, uint64(id))

@@ -134,27 +134,53 @@ func (n *testNode) drain(ackNow bool, emit func(Message), observe func(readyEven
 	}
 }
 
+// network is what a test cluster's network drops: messages between the
+// sides of a partition (group maps a node to its side; a node absent from
+// it reaches everyone) and on cut one-way links.
+type network struct {
+	group map[NodeID]int
+	cut   map[[2]NodeID]bool
+}
+
+func newNetwork() network { return network{cut: map[[2]NodeID]bool{}} }
+
+// reachable reports whether a message from a to b gets through.
+func (nw *network) reachable(a, b NodeID) bool {
+	if nw.cut[[2]NodeID{a, b}] {
+		return false
+	}
+	ga, oka := nw.group[a]
+	gb, okb := nw.group[b]
+	return !oka || !okb || ga == gb
+}
+
 // ackPersist completes the first k persist requests.
 func (n *testNode) ackPersist(k int) {
-	if k == 0 || n.raft == nil {
-		return
+	if last, ok := takeFirst(n, &n.persists, k); ok {
+		n.durableState = last.State
+		n.raft.StatePersisted(last.Seq)
 	}
-	last := n.persists[k-1]
-	n.durableState = last.State
-	n.persists = n.persists[k:]
-	n.raft.StatePersisted(last.Seq)
 }
 
 // ackSync completes the first k sync requests: the log image of the last
 // becomes the durable one.
 func (n *testNode) ackSync(k int) {
-	if k == 0 || n.raft == nil {
-		return
+	if last, ok := takeFirst(n, &n.syncs, k); ok {
+		n.durableLog = last.image
+		n.raft.LogSynced(last.seq)
 	}
-	last := n.syncs[k-1]
-	n.durableLog = last.image
-	n.syncs = n.syncs[k:]
-	n.raft.LogSynced(last.seq)
+}
+
+// takeFirst removes the first k of a running node's pending requests and
+// returns the last of them; false when there is nothing to complete.
+func takeFirst[T any](n *testNode, pending *[]T, k int) (T, bool) {
+	var last T
+	if k == 0 || n.raft == nil {
+		return last, false
+	}
+	last = (*pending)[k-1]
+	*pending = (*pending)[k:]
+	return last, true
 }
 
 // appliedEnd is the offset after the state machine's last applied record.

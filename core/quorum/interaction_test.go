@@ -50,7 +50,7 @@ import (
 func TestInteraction(t *testing.T) {
 	// The fuzz targets' corpora under testdata/fuzz are not scripts.
 	coretest.RunScripts(t, "*.txt", func(*testing.T) coretest.Commands {
-		h := &interaction{nodes: map[NodeID]*testNode{}, cut: map[[2]NodeID]bool{}, held: map[NodeID]bool{}}
+		h := &interaction{nodes: map[NodeID]*testNode{}, network: newNetwork(), held: map[NodeID]bool{}}
 		return h.run
 	})
 }
@@ -61,11 +61,7 @@ type interaction struct {
 	nodes   map[NodeID]*testNode
 	ids     []NodeID
 	pending []Message
-	// group maps a node to its side of a partition; nodes absent from it
-	// reach everyone.
-	group map[NodeID]int
-	// cut holds one-way links that drop everything.
-	cut map[[2]NodeID]bool
+	network
 	out strings.Builder
 	// quiet suppresses message lines (run).
 	quiet bool
@@ -327,16 +323,6 @@ func (h *interaction) tick(t *testing.T, d *datadriven.TestData) {
 			h.process(id)
 		}
 	}
-}
-
-// reachable reports whether a message from a to b gets through.
-func (h *interaction) reachable(a, b NodeID) bool {
-	if h.cut[[2]NodeID{a, b}] {
-		return false
-	}
-	ga, oka := h.group[a]
-	gb, okb := h.group[b]
-	return !oka || !okb || ga == gb
 }
 
 type matchFunc func(Message) bool

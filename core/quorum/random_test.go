@@ -82,8 +82,7 @@ type simCluster struct {
 	dropRate, dupRate float64
 	maxDelay          time.Duration
 	slowDiskRate      float64
-	group             map[NodeID]int
-	cut               map[[2]NodeID]bool
+	network
 
 	// Invariant state.
 	leaderOf    map[int32]NodeID         // epoch -> its leader
@@ -177,7 +176,7 @@ func newSimCluster(t *testing.T, seed uint64, voters, observers int) *simCluster
 		leaderEnd: map[leaderKey]leaderMark{},
 		recordAt:  map[OffsetAndEpoch]flatRecord{},
 		proposed:  map[string]proposalTag{},
-		cut:       map[[2]NodeID]bool{},
+		network:   newNetwork(),
 		maxDelay:  5 * time.Millisecond,
 	}
 	for i := 1; i <= voters; i++ {
@@ -200,15 +199,6 @@ func newSimCluster(t *testing.T, seed uint64, voters, observers int) *simCluster
 func (c *simCluster) at(d time.Duration, f func()) {
 	c.seq++
 	heap.Push(&c.events, event{at: c.now + d, seq: c.seq, fire: f})
-}
-
-func (c *simCluster) reachable(a, b NodeID) bool {
-	if c.cut[[2]NodeID{a, b}] {
-		return false
-	}
-	ga, oka := c.group[a]
-	gb, okb := c.group[b]
-	return !oka || !okb || ga == gb
 }
 
 // checkDurable verifies the persistence contract on every message a node
@@ -363,36 +353,33 @@ func (c *simCluster) process(id NodeID) {
 			c.checkApplied(n, ev.committed)
 		}
 		if ev.due {
-			c.at(time.Millisecond, func() {
-				if n.up() && n.incarnation == inc {
-					n.raft.Tick(c.now)
-					c.snapshots++
-					if _, err := n.takeSnapshot(); err != nil {
-						c.t.Fatalf("node %s: snapshot: %v", id, err)
-					}
-					c.process(id)
+			c.stepLater(time.Millisecond, n, id, inc, func() bool { return true }, func() {
+				c.snapshots++
+				if _, err := n.takeSnapshot(); err != nil {
+					c.t.Fatalf("node %s: snapshot: %v", id, err)
 				}
 			})
 		}
 	})
 	for range len(n.persists) - persists {
-		c.at(c.diskDelay(), func() {
-			if n.up() && n.incarnation == inc && len(n.persists) > 0 {
-				n.raft.Tick(c.now)
-				n.ackPersist(1)
-				c.process(id)
-			}
-		})
+		c.stepLater(c.diskDelay(), n, id, inc, func() bool { return len(n.persists) > 0 }, func() { n.ackPersist(1) })
 	}
 	for range len(n.syncs) - syncs {
-		c.at(c.diskDelay(), func() {
-			if n.up() && n.incarnation == inc && len(n.syncs) > 0 {
-				n.raft.Tick(c.now)
-				n.ackSync(1)
-				c.process(id)
-			}
-		})
+		c.stepLater(c.diskDelay(), n, id, inc, func() bool { return len(n.syncs) > 0 }, func() { n.ackSync(1) })
 	}
+}
+
+// stepLater runs step on node id after delay, if the node is still up in
+// incarnation inc and ready: its Raft ticks first, and what step caused is
+// processed after.
+func (c *simCluster) stepLater(delay time.Duration, n *testNode, id NodeID, inc uint64, ready func() bool, step func()) {
+	c.at(delay, func() {
+		if n.up() && n.incarnation == inc && ready() {
+			n.raft.Tick(c.now)
+			step()
+			c.process(id)
+		}
+	})
 }
 
 func (c *simCluster) diskDelay() time.Duration {

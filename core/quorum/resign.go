@@ -91,8 +91,7 @@ func (r *Raft) handleEndQuorumEpoch(from NodeID, req EndQuorumEpochRequest) {
 	respond := func(code ErrorCode) {
 		r.reply(from, EndQuorumEpochResponse{Error: code, Epoch: r.state.Epoch, LeaderID: r.leaderHint()})
 	}
-	if code := r.checkLeaderMessage(from, req.LeaderID, req.Epoch); code != ErrNone {
-		respond(code)
+	if !r.acceptLeaderMessage(from, req.LeaderID, req.Epoch, respond) {
 		return
 	}
 	switch {

@@ -41,12 +41,8 @@ func DescribeQuorumResponse(info QuorumInfo, err error, version int16, wallMilli
 			for _, r := range rs {
 				s := kmsg.NewDescribeQuorumResponseTopicPartitionReplicaState()
 				s.ReplicaID, s.LogEndOffset = int32(r.ID), r.LogEndOffset
-				if r.LastFetch >= 0 {
-					s.LastFetchTimestamp = wallMillis(r.LastFetch)
-				}
-				if r.LastCaughtUp >= 0 {
-					s.LastCaughtUpTimestamp = wallMillis(r.LastCaughtUp)
-				}
+				s.LastFetchTimestamp = knownTime(r.LastFetch, wallMillis)
+				s.LastCaughtUpTimestamp = knownTime(r.LastCaughtUp, wallMillis)
 				out = append(out, s)
 			}
 			return out
@@ -80,14 +76,11 @@ func QuorumInfoFromKmsg(resp *kmsg.DescribeQuorumResponse, monoFromWall func(int
 	conv := func(rs []kmsg.DescribeQuorumResponseTopicPartitionReplicaState) []ReplicaInfo {
 		var out []ReplicaInfo
 		for _, s := range rs {
-			ri := ReplicaInfo{ID: NodeID(s.ReplicaID), LogEndOffset: s.LogEndOffset, LastFetch: -1, LastCaughtUp: -1}
-			if s.LastFetchTimestamp >= 0 {
-				ri.LastFetch = monoFromWall(s.LastFetchTimestamp)
-			}
-			if s.LastCaughtUpTimestamp >= 0 {
-				ri.LastCaughtUp = monoFromWall(s.LastCaughtUpTimestamp)
-			}
-			out = append(out, ri)
+			out = append(out, ReplicaInfo{
+				ID: NodeID(s.ReplicaID), LogEndOffset: s.LogEndOffset,
+				LastFetch:    knownTime(s.LastFetchTimestamp, monoFromWall),
+				LastCaughtUp: knownTime(s.LastCaughtUpTimestamp, monoFromWall),
+			})
 		}
 		return out
 	}
@@ -95,4 +88,13 @@ func QuorumInfoFromKmsg(resp *kmsg.DescribeQuorumResponse, monoFromWall func(int
 		LeaderID: NodeID(p.LeaderID), Epoch: p.LeaderEpoch, HighWatermark: p.HighWatermark,
 		Voters: conv(p.CurrentVoters), Observers: conv(p.Observers),
 	}, nil
+}
+
+// knownTime converts a replica's time between the monotonic clock and wall
+// clock milliseconds; a negative time (never) stays -1.
+func knownTime[From, To time.Duration | int64](t From, conv func(From) To) To {
+	if t < 0 {
+		return -1
+	}
+	return conv(t)
 }

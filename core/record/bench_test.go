@@ -66,12 +66,21 @@ func BenchmarkValidateStored(b *testing.B) {
 func BenchmarkValidateForAppend(b *testing.B) {
 	raw := benchBatch(b, 1<<20, WithProducer(1, 0, 0))
 	b.SetBytes(int64(len(raw)))
+	loopProduce(b, raw, validateForAppend)
+}
+
+// validateForAppend is the header-only check of a client's batch.
+func validateForAppend(batch Batch) error { return batch.ValidateForAppend(OriginClient) }
+
+// loopProduce reads raw as a produce batch and checks it with validate,
+// for every iteration of b's loop.
+func loopProduce(b *testing.B, raw []byte, validate func(Batch) error) {
 	for b.Loop() {
 		batch, err := ReadProduceBatch(raw, MaxBatchSize)
 		if err != nil {
 			b.Fatal(err)
 		}
-		if err := batch.ValidateForAppend(OriginClient); err != nil {
+		if err := validate(batch); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -184,28 +193,15 @@ func BenchmarkValidateProduce(b *testing.B) {
 		require.NoError(b, err)
 		b.Run(c.name, func(b *testing.B) {
 			b.SetBytes(int64(sum.DecompressedBytes))
-			for b.Loop() {
-				batch, err := ReadProduceBatch(raw, MaxBatchSize)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if _, err := v.ValidateProduce(batch, limits); err != nil {
-					b.Fatal(err)
-				}
-			}
+			loopProduce(b, raw, func(batch Batch) error {
+				_, err := v.ValidateProduce(batch, limits)
+				return err
+			})
 			b.ReportMetric(float64(len(raw))/float64(sum.DecompressedBytes), "compressed/raw")
 		})
 		b.Run(c.name+"/baseline-header-only", func(b *testing.B) {
 			b.SetBytes(int64(sum.DecompressedBytes))
-			for b.Loop() {
-				batch, err := ReadProduceBatch(raw, MaxBatchSize)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if err := batch.ValidateForAppend(OriginClient); err != nil {
-					b.Fatal(err)
-				}
-			}
+			loopProduce(b, raw, validateForAppend)
 		})
 	}
 }

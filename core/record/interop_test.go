@@ -124,16 +124,7 @@ func readWithKmsg(t tb, raw []byte) (kmsg.RecordBatch, []kmsg.Record) {
 // genProducerSpec draws batches a producer could send: no gaps, no
 // delete horizon, no control flag, CreateTime.
 func genProducerSpec(t *rapid.T) batchSpec {
-	c := rapid.SampledFrom(allCodecs).Draw(t, "codec")
-	s := batchSpec{
-		codec:         c.codec,
-		rawSnappy:     c.rawSnappy,
-		baseOffset:    rapid.Int64Range(0, 1<<40).Draw(t, "baseOffset"),
-		leaderEpoch:   rapid.Int32Range(-1, 1000).Draw(t, "leaderEpoch"),
-		producerID:    rapid.Int64Range(-1, 1<<40).Draw(t, "producerID"),
-		producerEpoch: rapid.Int16().Draw(t, "producerEpoch"),
-		baseSequence:  rapid.Int32().Draw(t, "baseSequence"),
-	}
+	s := genBatchHeader(t, 1<<40, rapid.Int32Range(-1, 1000))
 	s.records = genRecords(t, false)
 	return s
 }
@@ -181,10 +172,7 @@ func TestInteropFranzGoDecodedByUs(t *testing.T) {
 	dec := NewDecompressor(DefaultMaxDecompressedBytes)
 	rapid.Check(t, func(t *rapid.T) {
 		s := genProducerSpec(t)
-		raw := kmsgBatch(t, &s)
-		b, err := ReadBatch(raw, MaxBatchSize)
-		require.NoError(t, err)
-		require.NoError(t, b.ValidateStored())
+		b := mustRead(t, kmsgBatch(t, &s))
 		if len(s.records) > 0 && (s.producerID == NoProducerID || (s.producerEpoch >= 0 && s.baseSequence >= 0)) {
 			require.NoError(t, b.ValidateForAppend(OriginClient))
 		}

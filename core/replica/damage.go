@@ -108,10 +108,7 @@ func (p *Partition) damaged(from int64, err error) {
 	p.log.Error("DAMAGED partition log found while running: it goes offline, gives up its places through the controller, then drops the damaged segment and everything after it and fetches them again",
 		"from_offset", from, "err", err)
 	p.releaseOpenSlot()
-	if p.reopen != nil {
-		p.reopen.Stop()
-		p.reopen = nil
-	}
+	p.stopReopen()
 	p.state, p.failure = stateFailed, fmt.Errorf("damaged log: %w", err)
 	p.closeLog()
 	p.failAcks(fmt.Errorf("%w: %s: %w", ErrStorage, p.dir, err))
@@ -182,22 +179,10 @@ func (p *Partition) handOffFirst(d *damageState) bool {
 	}
 	isr := []int32{self, d.successors[0]}
 	slices.Sort(isr)
-	req := kmsg.NewPtrAlterPartitionRequest()
-	req.Version = 2
-	req.BrokerID, req.BrokerEpoch = self, p.m.cfg.BrokerEpoch()
-	rt := kmsg.NewAlterPartitionRequestTopic()
-	rt.TopicID = p.topicID
-	rp := kmsg.NewAlterPartitionRequestTopicPartition()
-	rp.Partition, rp.LeaderEpoch, rp.PartitionEpoch, rp.NewISR = p.id, p.leaderEpoch, p.partitionEpoch, isr
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
 	d.asking, d.tried = true, true
 	p.log.Warn("damaged log: adding a follower that holds every committed record to the ISR before giving up this replica's places",
 		"follower", d.successors[0], "isr", p.isr, "new_isr", isr)
-	if sent := p.m.cfg.AlterPartitionSent; sent != nil {
-		defer sent(p.topic, p.id)
-	}
-	p.m.cfg.AlterPartition(req, func(kmsg.Response, error) {
+	p.sendAlterPartition(isr, leaderRecoveryRecovered, func(kmsg.Response, error) {
 		if p.damage != d {
 			return
 		}
@@ -256,23 +241,10 @@ func (p *Partition) giveUpPlaces(d *damageState) {
 		}
 		return
 	}
-	req := kmsg.NewPtrAlterPartitionRequest()
-	req.Version = 2
-	req.BrokerID, req.BrokerEpoch = p.m.cfg.NodeID, p.m.cfg.BrokerEpoch()
-	rt := kmsg.NewAlterPartitionRequestTopic()
-	rt.TopicID = p.topicID
-	rp := kmsg.NewAlterPartitionRequestTopicPartition()
-	rp.Partition, rp.LeaderEpoch, rp.PartitionEpoch = p.id, p.leaderEpoch, p.partitionEpoch
-	rp.NewISR, rp.LeaderRecoveryState = []int32{}, leaderRecoveryRecovering
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
 	d.asking = true
 	p.log.Warn("damaged log: giving up this replica's places in the partition", "isr", p.isr, "leader", p.leader,
 		"leader_epoch", p.leaderEpoch, "partition_epoch", p.partitionEpoch)
-	if sent := p.m.cfg.AlterPartitionSent; sent != nil {
-		defer sent(p.topic, p.id)
-	}
-	p.m.cfg.AlterPartition(req, func(r kmsg.Response, err error) {
+	p.sendAlterPartition([]int32{}, leaderRecoveryRecovering, func(r kmsg.Response, err error) {
 		if p.damage != d {
 			return
 		}
@@ -295,9 +267,12 @@ func (p *Partition) giveUpPlaces(d *damageState) {
 	})
 }
 
-// leaderRecoveryRecovering is AlterPartition's LeaderRecoveryState
-// RECOVERING: a damaged replica's request (core/controller damage.go).
-const leaderRecoveryRecovering int8 = 1
+// AlterPartition's LeaderRecoveryState: RECOVERED in an ISR change,
+// RECOVERING in a damaged replica's request (core/controller damage.go).
+const (
+	leaderRecoveryRecovered  int8 = 0
+	leaderRecoveryRecovering int8 = 1
+)
 
 // dropDamage leaves the damage marker and reopens the log, which drops
 // the damaged segment and everything after it.

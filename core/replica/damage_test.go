@@ -85,17 +85,13 @@ func (ds *damageScript) run(t *testing.T, d *datadriven.TestData) string {
 			d.ScanArgs(t, "leader", &n)
 			leader = int32(n)
 		}
-		if d.HasArg("min-isr") {
-			d.ScanArgs(t, "min-isr", &minISR)
-		}
+		coretest.ScanOptional(t, d, "min-isr", &minISR)
 		r.createReplicated("t", topicID(1), []int32{1, 2, 3}, isr, leader, map[string]string{"min.insync.replicas": minISR})
 		r.online("t", 0)
 		fmt.Fprintf(&out, "%s\n", ds.state(t))
 	case "produce":
 		n := 1
-		if d.HasArg("n") {
-			d.ScanArgs(t, "n", &n)
-		}
+		coretest.ScanOptional(t, d, "n", &n)
 		res := r.produce(ds.part(t), batch(t, n), 1)
 		if res.Err != nil {
 			fmt.Fprintf(&out, "refused: %s\n", errName(res.Err))
@@ -163,9 +159,7 @@ func (ds *damageScript) run(t *testing.T, d *datadriven.TestData) string {
 		fmt.Fprintf(&out, "partition epoch %d: %s\n", p.partitionEpoch, ds.state(t))
 	case "answer":
 		code := ""
-		if d.HasArg("code") {
-			d.ScanArgs(t, "code", &code)
-		}
+		coretest.ScanOptional(t, d, "code", &code)
 		p := ds.part(t)
 		pending := ds.pending
 		ds.pending = nil
@@ -309,7 +303,7 @@ func errName(err error) string {
 // since reopened.
 func TestReportDamage(t *testing.T) {
 	var sent []*kmsg.AlterPartitionRequest
-	r := newAlterRig(t, 22, func(req *kmsg.AlterPartitionRequest, done func(kmsg.Response, error)) { sent = append(sent, req) })
+	r := newRecordingRig(t, 22, &sent)
 	r.createReplicated("t", topicID(1), []int32{1, 2, 3}, []int32{1, 2, 3}, 1, nil)
 	p := r.online("t", 0)
 	require.NoError(t, r.produce(p, batch(t, 2), 1).Err)

@@ -81,6 +81,14 @@ func (r *rig) createTopic(name string, id meta.UUID, partitions int, configs map
 	r.apply(recs...)
 }
 
+// newTopic creates a topic of one partition that this broker leads and
+// returns the partition once it is online.
+func (r *rig) newTopic(name string, id meta.UUID) *Partition {
+	r.t.Helper()
+	r.createTopic(name, id, 1, nil)
+	return r.online(name, 0)
+}
+
 // online waits until a partition is online.
 func (r *rig) online(topic string, id int32) *Partition {
 	r.t.Helper()

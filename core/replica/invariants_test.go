@@ -29,8 +29,7 @@ func violates(t *testing.T, want string, f func()) {
 // node rather than corrupting the log.
 func TestInvariantsAreAsserted(t *testing.T) {
 	r := newRig(t, 1)
-	r.createTopic("inv", topicID(9), 1, nil)
-	p := r.online("inv", 0)
+	p := r.newTopic("inv", topicID(9))
 	require.NoError(t, r.produce(p, batch(t, 3), -1).Err)
 	part := meta.Partition{Leader: testNode, LeaderEpoch: p.leaderEpoch, PartitionEpoch: p.partitionEpoch, Replicas: []int32{testNode}, ISR: []int32{testNode}}
 

@@ -93,21 +93,9 @@ func (p *Partition) canAlterISR() bool {
 func (p *Partition) alterISR(isr []int32) {
 	assert.That(p.resigning || p.recovering() || slices.Contains(isr, p.m.cfg.NodeID),
 		"%s: leader %d proposing ISR %v without itself", p.dir, p.m.cfg.NodeID, isr)
-	req := kmsg.NewPtrAlterPartitionRequest()
-	req.Version = 2
-	req.BrokerID, req.BrokerEpoch = p.m.cfg.NodeID, p.m.cfg.BrokerEpoch()
-	rt := kmsg.NewAlterPartitionRequestTopic()
-	rt.TopicID = p.topicID
-	rp := kmsg.NewAlterPartitionRequestTopicPartition()
-	rp.Partition, rp.LeaderEpoch, rp.PartitionEpoch, rp.NewISR = p.id, p.leaderEpoch, p.partitionEpoch, isr
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
 	p.pendingISR, p.pendingEpoch = isr, -1
 	leaderEpoch, partitionEpoch := p.leaderEpoch, p.partitionEpoch
-	if sent := p.m.cfg.AlterPartitionSent; sent != nil {
-		defer sent(p.topic, p.id)
-	}
-	p.m.cfg.AlterPartition(req, func(r kmsg.Response, err error) {
+	p.sendAlterPartition(isr, leaderRecoveryRecovered, func(r kmsg.Response, err error) {
 		if p.pendingISR == nil || !slices.Equal(p.pendingISR, isr) {
 			return // settled meanwhile (a new leadership cleared it)
 		}
@@ -152,6 +140,27 @@ func (p *Partition) alterISR(isr []int32) {
 		}
 		p.advanceHighWatermark()
 	})
+}
+
+// sendAlterPartition sends the controller, as this broker, an
+// AlterPartition request changing this partition, at its current epochs,
+// to the ISR isr and the LeaderRecoveryState recovery, and then tells
+// cfg.AlterPartitionSent.
+func (p *Partition) sendAlterPartition(isr []int32, recovery int8, done func(kmsg.Response, error)) {
+	req := kmsg.NewPtrAlterPartitionRequest()
+	req.Version = 2
+	req.BrokerID, req.BrokerEpoch = p.m.cfg.NodeID, p.m.cfg.BrokerEpoch()
+	rt := kmsg.NewAlterPartitionRequestTopic()
+	rt.TopicID = p.topicID
+	rp := kmsg.NewAlterPartitionRequestTopicPartition()
+	rp.Partition, rp.LeaderEpoch, rp.PartitionEpoch = p.id, p.leaderEpoch, p.partitionEpoch
+	rp.NewISR, rp.LeaderRecoveryState = isr, recovery
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	p.m.cfg.AlterPartition(req, done)
+	if sent := p.m.cfg.AlterPartitionSent; sent != nil {
+		sent(p.topic, p.id)
+	}
 }
 
 // resign asks the controller for a new leader epoch (see lostTail): this

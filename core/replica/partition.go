@@ -179,35 +179,23 @@ func (p *Partition) IsLeader() bool {
 
 // HighWatermark, LogStartOffset and LogEndOffset are the log's, or -1 when
 // it is not open.
-func (p *Partition) HighWatermark() int64 {
-	if p.l == nil {
-		return -1
-	}
-	return p.l.HighWatermark()
-}
+func (p *Partition) HighWatermark() int64 { return p.ofLog((*log.Log).HighWatermark, -1) }
 
 // LogStartOffset is the first offset a read may ask for, or -1.
-func (p *Partition) LogStartOffset() int64 {
-	if p.l == nil {
-		return -1
-	}
-	return p.l.LogStartOffset()
-}
+func (p *Partition) LogStartOffset() int64 { return p.ofLog((*log.Log).LogStartOffset, -1) }
 
 // LogEndOffset is the offset of the next append, or -1.
-func (p *Partition) LogEndOffset() int64 {
-	if p.l == nil {
-		return -1
-	}
-	return p.l.LogEndOffset()
-}
+func (p *Partition) LogEndOffset() int64 { return p.ofLog((*log.Log).LogEndOffset, -1) }
 
 // Size is the log's size in bytes, 0 when it is not open.
-func (p *Partition) Size() int64 {
+func (p *Partition) Size() int64 { return p.ofLog((*log.Log).Size, 0) }
+
+// ofLog returns f of the log, or closed when it is not open.
+func (p *Partition) ofLog(f func(*log.Log) int64, closed int64) int64 {
 	if p.l == nil {
-		return 0
+		return closed
 	}
-	return p.l.Size()
+	return f(p.l)
 }
 
 // Watch registers f to run once, later on the loop, when the partition's
@@ -291,6 +279,15 @@ func (p *Partition) releaseHeld() {
 	for _, h := range held {
 		p.produce(h.in, h.acks, h.now, h.verify, h.done)
 	}
+}
+
+// servableAt is servable for a client request that carries the current
+// leader epoch it expects, which it then checks (checkEpoch).
+func (p *Partition) servableAt(currentLeaderEpoch int32) error {
+	if err := p.servable(); err != nil {
+		return err
+	}
+	return p.checkEpoch(currentLeaderEpoch)
 }
 
 // checkEpoch applies KIP-320's current leader epoch check (-1 skips it).
@@ -530,6 +527,14 @@ func (p *Partition) closeLog() {
 	}
 }
 
+// stopReopen cancels a pending reopen of the log.
+func (p *Partition) stopReopen() {
+	if p.reopen != nil {
+		p.reopen.Stop()
+		p.reopen = nil
+	}
+}
+
 // drop closes the partition for good at once, without a final flush (its
 // data is about to be deleted).
 func (p *Partition) drop() {
@@ -539,10 +544,7 @@ func (p *Partition) drop() {
 	p.releaseOpenSlot()
 	p.state = stateClosed
 	p.syncPartitionMetrics()
-	if p.reopen != nil {
-		p.reopen.Stop()
-		p.reopen = nil
-	}
+	p.stopReopen()
 	p.closeLog()
 	p.failAcks(fmt.Errorf("%w: %s was removed", ErrNotLeader, p.dir))
 	p.wake()
@@ -558,10 +560,7 @@ func (p *Partition) remove(done func()) {
 	}
 	p.releaseOpenSlot()
 	p.state = stateClosed
-	if p.reopen != nil {
-		p.reopen.Stop()
-		p.reopen = nil
-	}
+	p.stopReopen()
 	p.stopFlushTimer()
 	p.failAcks(fmt.Errorf("%w: %s is closing", ErrNotLeader, p.dir))
 	p.wake()

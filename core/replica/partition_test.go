@@ -109,8 +109,7 @@ func TestLogAppendTimeStampsTheBatch(t *testing.T) {
 
 func TestIdempotentDuplicatesAndSequences(t *testing.T) {
 	r := newRig(t, 5)
-	r.createTopic("idem", topicID(5), 1, nil)
-	p := r.online("idem", 0)
+	p := r.newTopic("idem", topicID(5))
 	first := batch(t, 2, record.WithProducer(7, 0, 0))
 	res := r.produce(p, append([]byte(nil), first...), -1)
 	require.NoError(t, res.Err)
@@ -142,8 +141,7 @@ func TestIdempotentDuplicatesAndSequences(t *testing.T) {
 
 func TestLeadershipAndEpochChecks(t *testing.T) {
 	r := newRig(t, 6)
-	r.createTopic("lead", topicID(6), 1, nil)
-	p := r.online("lead", 0)
+	p := r.newTopic("lead", topicID(6))
 	res := r.produce(p, batch(t, 1), 1)
 	require.NoError(t, res.Err)
 
@@ -171,8 +169,7 @@ func TestLeadershipAndEpochChecks(t *testing.T) {
 
 func TestDeleteRecordsAndListOffsets(t *testing.T) {
 	r := newRig(t, 7)
-	r.createTopic("del", topicID(7), 1, nil)
-	p := r.online("del", 0)
+	p := r.newTopic("del", topicID(7))
 	for i := 0; i < 4; i++ {
 		require.NoError(t, r.produce(p, batch(t, 5), -1).Err)
 	}
@@ -203,8 +200,7 @@ func TestDeleteRecordsAndListOffsets(t *testing.T) {
 
 func TestTopicDeletionAndRecreation(t *testing.T) {
 	r := newRig(t, 8)
-	r.createTopic("gone", topicID(8), 1, nil)
-	p := r.online("gone", 0)
+	p := r.newTopic("gone", topicID(8))
 	require.NoError(t, r.produce(p, batch(t, 3), -1).Err)
 	r.apply(&meta.RemoveTopicRecord{TopicID: topicID(8)})
 	r.Run(100 * time.Millisecond)
@@ -225,8 +221,7 @@ func TestTopicDeletionAndRecreation(t *testing.T) {
 
 func TestStaleDirectoryOfARecreatedTopicIsReplaced(t *testing.T) {
 	r := newRig(t, 9)
-	r.createTopic("x", topicID(10), 1, nil)
-	p := r.online("x", 0)
+	p := r.newTopic("x", topicID(10))
 	require.NoError(t, r.produce(p, batch(t, 3), -1).Err)
 	// While the broker is down, the topic is deleted and recreated.
 	r.Proc.Kill()
@@ -241,8 +236,7 @@ func TestStaleDirectoryOfARecreatedTopicIsReplaced(t *testing.T) {
 
 func TestConfigChangeReopensTheLog(t *testing.T) {
 	r := newRig(t, 10)
-	r.createTopic("cfg", topicID(12), 1, nil)
-	p := r.online("cfg", 0)
+	p := r.newTopic("cfg", topicID(12))
 	require.NoError(t, r.produce(p, batch(t, 3), -1).Err)
 	v := "2048"
 	r.apply(&meta.ConfigRecord{ResourceType: meta.ConfigResourceTopic, ResourceName: "cfg", Key: "segment.bytes", Value: &v})
@@ -253,8 +247,7 @@ func TestConfigChangeReopensTheLog(t *testing.T) {
 
 func TestFailedSyncTakesThePartitionOfflineAndItRecovers(t *testing.T) {
 	r := newRig(t, 11)
-	r.createTopic("flaky", topicID(13), 1, nil)
-	p := r.online("flaky", 0)
+	p := r.newTopic("flaky", topicID(13))
 	require.NoError(t, r.produce(p, batch(t, 2), -1).Err)
 	r.Proc.Disk().SetFaults(sim.DiskFaults{SyncFailProbability: 1})
 	res := r.produce(p, batch(t, 2), -1)

@@ -200,18 +200,7 @@ func (p *Partition) produce(in produceInput, acks int16, now time.Time, verify v
 	}
 	p.assertLeaderAppend()
 	info, err := l.AppendValidated(b, sum, p.leaderEpoch) // validated above: one pass over the records
-	switch {
-	case err == nil:
-	case errors.Is(err, env.ErrNoSpace):
-		// Nothing was appended; the log is intact and takes appends
-		// again once there is room (core/log). The client retries.
-		fail(fmt.Errorf("%w: %s: %w", ErrStorage, p.dir, err))
-		return
-	case logFailed(err):
-		p.fail(err)
-		fail(fmt.Errorf("%w: %s: %w", ErrStorage, p.dir, err))
-		return
-	default:
+	if err := p.leaderAppendError(err); err != nil {
 		fail(err)
 		return
 	}
@@ -410,4 +399,22 @@ func skipRecordValidation(b record.Batch) ValidatedBatch {
 		return ValidatedBatch{Summary: record.ProduceSummary{InvalidRecord: -1, FirstNullKey: -1, MinTimestampRecord: -1, MaxTimestampRecord: -1}, Err: err}
 	}
 	return ValidatedBatch{Batch: b, Summary: sum}
+}
+
+// leaderAppendError is the error a request gets for the error of an
+// append of this broker's own batches (nil for none): a full disk appended
+// nothing and the log, intact, takes appends again once there is room
+// (core/log), so the client retries; a failed log fails the partition.
+// Both are ErrStorage; any other error is the request's as it is.
+func (p *Partition) leaderAppendError(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, env.ErrNoSpace):
+		return fmt.Errorf("%w: %s: %w", ErrStorage, p.dir, err)
+	case logFailed(err):
+		p.fail(err)
+		return fmt.Errorf("%w: %s: %w", ErrStorage, p.dir, err)
+	}
+	return err
 }

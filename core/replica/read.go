@@ -13,10 +13,7 @@ import (
 // fetch's (KIP-320; -1 skips the check). The caller must Release a
 // non-empty result.
 func (p *Partition) Read(offset int64, maxBytes int, currentLeaderEpoch int32) (log.ReadResult, error) {
-	if err := p.servable(); err != nil {
-		return log.ReadResult{FirstOffset: -1}, err
-	}
-	if err := p.checkEpoch(currentLeaderEpoch); err != nil {
+	if err := p.servableAt(currentLeaderEpoch); err != nil {
 		return log.ReadResult{FirstOffset: -1}, err
 	}
 	res, err := p.l.Read(offset, maxBytes, p.l.HighWatermark())
@@ -61,10 +58,7 @@ func (p *Partition) ListOffsetCommitted(timestamp int64, currentLeaderEpoch int3
 
 func (p *Partition) listOffset(timestamp int64, currentLeaderEpoch int32, readCommitted bool) (OffsetResult, error) {
 	none := OffsetResult{Offset: -1, Timestamp: -1, LeaderEpoch: -1}
-	if err := p.servable(); err != nil {
-		return none, err
-	}
-	if err := p.checkEpoch(currentLeaderEpoch); err != nil {
+	if err := p.servableAt(currentLeaderEpoch); err != nil {
 		return none, err
 	}
 	l := p.l
@@ -108,10 +102,7 @@ func (p *Partition) listOffset(timestamp int64, currentLeaderEpoch int32, readCo
 // EndOffsetForEpoch answers OffsetForLeaderEpoch: the largest epoch at or
 // below epoch and the offset where it ended (log.EndOffsetForEpoch).
 func (p *Partition) EndOffsetForEpoch(epoch, currentLeaderEpoch int32) (int32, int64, error) {
-	if err := p.servable(); err != nil {
-		return -1, -1, err
-	}
-	if err := p.checkEpoch(currentLeaderEpoch); err != nil {
+	if err := p.servableAt(currentLeaderEpoch); err != nil {
 		return -1, -1, err
 	}
 	e, off := p.l.EndOffsetForEpoch(epoch)

@@ -10,6 +10,18 @@ import (
 	"github.com/strata-log/strata/core/meta"
 )
 
+// newLoneLeader is a recording rig (newRecordingRig) leading partition t-0
+// of replicas 1, 2 and 3 with an ISR of itself alone and
+// min.insync.replicas 2, holding n records acknowledged by the ISR.
+func newLoneLeader(t *testing.T, seed uint64, n int, sent *[]*kmsg.AlterPartitionRequest) (*rig, *Partition) {
+	t.Helper()
+	r := newRecordingRig(t, seed, sent)
+	r.createReplicated("t", topicID(1), []int32{1, 2, 3}, []int32{1}, 1, map[string]string{"min.insync.replicas": "2"})
+	p := r.online("t", 0)
+	require.NoError(t, r.produce(p, batch(t, n), 1).Err)
+	return r, p
+}
+
 // A leader listed in its partition's LastKnownELR (a forgotten replica
 // that stayed the ISR's last member: its disk may have lost records)
 // recovers before it serves: it appends nothing, serves no consumer, and
@@ -21,12 +33,7 @@ import (
 // longest itself, proposes its ISR unchanged (recovered).
 func TestRecoveringLeaderHandsOffToTheLongestLog(t *testing.T) {
 	var sent []*kmsg.AlterPartitionRequest
-	r := newAlterRig(t, 8, func(req *kmsg.AlterPartitionRequest, done func(kmsg.Response, error)) {
-		sent = append(sent, req)
-	})
-	r.createReplicated("t", topicID(1), []int32{1, 2, 3}, []int32{1}, 1, map[string]string{"min.insync.replicas": "2"})
-	p := r.online("t", 0)
-	require.NoError(t, r.produce(p, batch(t, 3), 1).Err)
+	r, p := newLoneLeader(t, 8, 3, &sent)
 	r.apply(&meta.PartitionChangeRecord{TopicID: topicID(1), Partition: 0, LastKnownELR: []int32{2, 3, 1}})
 	require.True(t, p.recovering())
 
@@ -64,12 +71,7 @@ func TestRecoveringLeaderHandsOffToTheLongestLog(t *testing.T) {
 // LastKnownELR it serves again.
 func TestRecoveringLeaderWithTheLongestLogLeadsOn(t *testing.T) {
 	var sent []*kmsg.AlterPartitionRequest
-	r := newAlterRig(t, 9, func(req *kmsg.AlterPartitionRequest, done func(kmsg.Response, error)) {
-		sent = append(sent, req)
-	})
-	r.createReplicated("t", topicID(1), []int32{1, 2, 3}, []int32{1}, 1, map[string]string{"min.insync.replicas": "2"})
-	p := r.online("t", 0)
-	require.NoError(t, r.produce(p, batch(t, 4), 1).Err)
+	r, p := newLoneLeader(t, 9, 4, &sent)
 	r.apply(&meta.PartitionChangeRecord{TopicID: topicID(1), Partition: 0, LastKnownELR: []int32{1, 2}})
 	r.replicaFetch(p, 3, 0, -1) // not in the LastKnownELR: no claim
 	require.Empty(t, sent)

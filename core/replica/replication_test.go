@@ -189,6 +189,12 @@ func newAlterRig(t *testing.T, seed uint64, alter func(*kmsg.AlterPartitionReque
 		BrokerEpoch: func() int64 { return 1 }})
 }
 
+// newRecordingRig is newAlterRig whose AlterPartition requests go
+// unanswered, collected in *sent.
+func newRecordingRig(t *testing.T, seed uint64, sent *[]*kmsg.AlterPartitionRequest) *rig {
+	return newAlterRig(t, seed, func(req *kmsg.AlterPartitionRequest, done func(kmsg.Response, error)) { *sent = append(*sent, req) })
+}
+
 // Followers fetch the leader's log end, fsynced or not, so that the
 // leader's fsync and theirs run at once. A leader whose log fails reopens
 // without what it had not fsynced: if a follower fetched that tail, the
@@ -198,9 +204,7 @@ func newAlterRig(t *testing.T, seed uint64, alter func(*kmsg.AlterPartitionReque
 // later passed for the leader's).
 func TestLeaderThatLostATailResignsItsEpoch(t *testing.T) {
 	var sent []*kmsg.AlterPartitionRequest
-	r := newAlterRig(t, 4, func(req *kmsg.AlterPartitionRequest, done func(kmsg.Response, error)) {
-		sent = append(sent, req)
-	})
+	r := newRecordingRig(t, 4, &sent)
 	r.createReplicated("t", topicID(1), []int32{1, 2}, []int32{1, 2}, 1, nil)
 	p := r.online("t", 0)
 	epoch := p.LeaderEpoch()
@@ -302,9 +306,7 @@ func TestUnknownISRChangeKeepsTheMaximalISR(t *testing.T) {
 // 190, and was later elected).
 func TestReopenedLeaderKeepsItsHighWatermark(t *testing.T) {
 	var sent []*kmsg.AlterPartitionRequest
-	r := newAlterRig(t, 7, func(req *kmsg.AlterPartitionRequest, done func(kmsg.Response, error)) {
-		sent = append(sent, req)
-	})
+	r := newRecordingRig(t, 7, &sent)
 	r.createReplicated("t", topicID(1), []int32{1, 2, 3}, []int32{1, 2}, 1, map[string]string{"min.insync.replicas": "2"})
 	p := r.online("t", 0)
 	r.produceAsync(p, batch(t, 6), -1)

@@ -1,11 +1,9 @@
 package replica
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
-	"github.com/strata-log/strata/core/env"
 	"github.com/strata-log/strata/core/log"
 	"github.com/strata-log/strata/core/producer"
 	"github.com/strata-log/strata/core/record"
@@ -95,10 +93,7 @@ type CommittedRead struct {
 // the aborted batches (Kafka's FetchIsolation.TXN_COMMITTED).
 func (p *Partition) ReadCommitted(offset int64, maxBytes int, currentLeaderEpoch int32) (CommittedRead, error) {
 	res := CommittedRead{Read: log.ReadResult{FirstOffset: -1}, LastStableOffset: -1}
-	if err := p.servable(); err != nil {
-		return res, err
-	}
-	if err := p.checkEpoch(currentLeaderEpoch); err != nil {
+	if err := p.servableAt(currentLeaderEpoch); err != nil {
 		return res, err
 	}
 	l := p.l
@@ -155,16 +150,7 @@ func (p *Partition) WriteTxnMarker(m producer.Marker, now time.Time, done func(e
 	l := p.l
 	p.assertLeaderAppend()
 	info, err := l.AppendCoordinator(raw, p.leaderEpoch)
-	switch {
-	case err == nil:
-	case errors.Is(err, env.ErrNoSpace):
-		done(fmt.Errorf("%w: %s: %w", ErrStorage, p.dir, err))
-		return
-	case logFailed(err):
-		p.fail(err)
-		done(fmt.Errorf("%w: %s: %w", ErrStorage, p.dir, err))
-		return
-	default:
+	if err := p.leaderAppendError(err); err != nil {
 		done(err)
 		return
 	}

@@ -40,8 +40,7 @@ import (
 func TestTransactionScripts(t *testing.T) {
 	coretest.RunScripts(t, "txn_*.txt", func(t *testing.T) coretest.Commands {
 		r := newRig(t, 13)
-		r.createTopic("tx", topicID(13), 1, nil)
-		p := r.online("tx", 0)
+		p := r.newTopic("tx", topicID(13))
 		return func(t *testing.T, d *datadriven.TestData) string {
 			switch d.Cmd {
 			case "produce":
@@ -52,9 +51,7 @@ func TestTransactionScripts(t *testing.T) {
 				return fmt.Sprintf("lso %d, high watermark %d, ongoing %v\n", p.LastStableOffset(), p.HighWatermark(), p.OngoingTxns())
 			case "read-committed":
 				from := int64(0)
-				if d.HasArg("from") {
-					d.ScanArgs(t, "from", &from)
-				}
+				coretest.ScanOptional(t, d, "from", &from)
 				return readCommitted(t, p, from)
 			case "list-offsets":
 				u, err := p.ListOffset(log.LatestTimestamp, -1)
@@ -79,9 +76,7 @@ func txnProduce(t *testing.T, r *rig, p *Partition, d *datadriven.TestData) stri
 	d.ScanArgs(t, "pid", &pid)
 	d.ScanArgs(t, "epoch", &epoch)
 	d.ScanArgs(t, "seq", &seq)
-	if d.HasArg("n") {
-		d.ScanArgs(t, "n", &n)
-	}
+	coretest.ScanOptional(t, d, "n", &n)
 	opts := []record.BuilderOption{record.WithProducer(int64(pid), int16(epoch), int32(seq))}
 	if d.HasArg("txn") {
 		opts = append(opts, record.WithTransactional())
@@ -215,8 +210,7 @@ func TestTxnCrashWithAnUnsyncedMarker(t *testing.T) {
 // survived.
 func crashDuringMarker(t *testing.T, seed uint64) bool {
 	r := newRig(t, seed)
-	r.createTopic("tx", topicID(15), 1, nil)
-	p := r.online("tx", 0)
+	p := r.newTopic("tx", topicID(15))
 	r.Proc.Disk().SetFaults(sim.DiskFaults{SyncLatencyMin: 50 * time.Millisecond, SyncLatencyMax: 50 * time.Millisecond})
 	for pid := int64(1); pid <= 2; pid++ {
 		res := r.produce(p, batch(t, 1, record.WithProducer(pid, 0, 0), record.WithTransactional()), -1)

@@ -124,8 +124,7 @@ func TestProduceRefusesKeylessRecordsByTheSummary(t *testing.T) {
 // finds the record (it went by the header and missed it).
 func TestProduceSetsMaxTimestampFromTheRecords(t *testing.T) {
 	r := newRig(t, 43)
-	r.createTopic("mt", topicID(43), 1, nil)
-	p := r.online("mt", 0)
+	p := r.newTopic("mt", topicID(43))
 	b := record.NewBuilder()
 	b.Append(simEpochMs, []byte("a"), []byte("1"))
 	b.Append(simEpochMs+500, []byte("b"), []byte("2"))
@@ -154,8 +153,7 @@ func TestProduceSetsMaxTimestampFromTheRecords(t *testing.T) {
 // its own rules still apply, by the current config.
 func TestProduceValidatedTakesABatchValidatedElsewhere(t *testing.T) {
 	r := newRig(t, 44)
-	r.createTopic("pv", topicID(44), 1, nil)
-	p := r.online("pv", 0)
+	p := r.newTopic("pv", topicID(44))
 	v := record.NewValidator() // a worker's
 	produce := func(vb ValidatedBatch) ProduceResult {
 		var res *ProduceResult

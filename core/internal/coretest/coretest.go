@@ -46,3 +46,12 @@ func FlipBits(t require.TestingT, f env.File, pos int64, mask byte) {
 	b[0] ^= mask
 	require.NoError(t, f.WriteAt(b, pos))
 }
+
+// ScanOptional scans the argument key of a script command into dest when
+// the command has it, leaving dest as it is otherwise.
+func ScanOptional(t *testing.T, d *datadriven.TestData, key string, dest ...any) {
+	t.Helper()
+	if d.HasArg(key) {
+		d.ScanArgs(t, key, dest...)
+	}
+}
