@@ -22,7 +22,9 @@
 //     decides every server token. This package adds what the library
 //     leaves to callers: tokens bounded by Config.MaxTokenBytes and valid
 //     UTF-8; an authorization id that is empty or the user name (Kafka's
-//     rule; there are no proxy users); stored credentials with iterations
+//     rule; there are no proxy users); no client-first extensions (Kafka
+//     serves delegation tokens through its tokenauth extension; they are
+//     not served here); stored credentials with iterations
 //     outside [MinIterations, MaxIterations] (4096–16384, Kafka's
 //     ScramMechanism bounds) or bad keys are never used.
 //   - PLAIN is parsed strictly (exactly authzid NUL user NUL password,

@@ -3,6 +3,7 @@ package sasl
 import (
 	"encoding/base64"
 	"fmt"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/xdg-go/scram"
@@ -76,6 +77,13 @@ func (x *scramExchange) step(token []byte) (out []byte, user string, done bool, 
 	}
 	if x.first {
 		x.first = false
+		// gs2 flag, authzid, user, nonce: names escape ',' as =2C, so a
+		// fifth field is an extension such as Kafka's tokenauth
+		// (delegation tokens), which is not served here. xdg-go/scram
+		// would pass it on silently.
+		if fields := strings.Count(string(token), ",") + 1; fields > 4 {
+			return nil, "", false, fmt.Sprintf("client-first message has %d fields; SCRAM extensions are not supported", fields)
+		}
 		s1, err := x.conv.Step(string(token))
 		switch {
 		case err != nil:

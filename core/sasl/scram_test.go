@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -330,4 +331,71 @@ func TestNonceSourceTooShort(t *testing.T) {
 	x, _ := runScram(t, s, ScramSHA256, "alice", "pw", "")
 	require.ErrorIs(t, x.firstErr, ErrAuthenticationFailed)
 	require.Nil(t, x.serverFirst)
+}
+
+// handClient is an RFC 5802 client written from the RFC, independent of
+// xdg-go/scram, for what that library's client never sends.
+func handClient(t *testing.T, m Mechanism, sess *Session, gs2, c1bare, password string) (out []byte, done bool, err error) {
+	t.Helper()
+	s1, _, err := sess.Step([]byte(gs2 + c1bare))
+	if err != nil {
+		return nil, false, err
+	}
+	f := serverFirstRE.FindStringSubmatch(string(s1))
+	require.NotNil(t, f)
+	salt, err := base64.StdEncoding.DecodeString(f[2])
+	require.NoError(t, err)
+	iters, err := strconv.Atoi(f[3])
+	require.NoError(t, err)
+	salted, err := saltedPassword(m, password, salt, iters)
+	require.NoError(t, err)
+	h, _ := m.hashOf()
+	clientKey := hmacSum(h, salted, "Client Key")
+	stored := h()
+	stored.Write(clientKey)
+	c2wop := "c=" + base64.StdEncoding.EncodeToString([]byte(gs2)) + ",r=" + f[1]
+	sig := hmacSum(h, stored.Sum(nil), c1bare+","+string(s1)+","+c2wop)
+	proof := make([]byte, len(sig))
+	for i := range sig {
+		proof[i] = clientKey[i] ^ sig[i]
+	}
+	return sess.Step([]byte(c2wop + ",p=" + base64.StdEncoding.EncodeToString(proof)))
+}
+
+func TestScramHandClient(t *testing.T) {
+	creds := memCreds{}
+	creds.add(t, ScramSHA512, "alice", "pw", DefaultIterations)
+	s := newTestServer(t, creds)
+	tests := []struct {
+		name, gs2, c1bare, password string
+		ok                          bool
+		reason                      string // part of the failure's log reason
+	}{
+		{"plain client", "n,,", "n=alice,r=hand", "pw", true, ""},
+		// "y": the client could bind the channel but saw no -PLUS
+		// mechanism advertised, which is true here (RFC 5802 section 6).
+		{"client supports channel binding", "y,,", "n=alice,r=hand", "pw", true, ""},
+		{"authzid escaped like the name", "n,a=alice,", "n=alice,r=hand", "pw", true, ""},
+		{"wrong password", "n,,", "n=alice,r=hand", "pW", false, "proof"},
+		{"tokenauth extension", "n,,", "n=alice,r=hand,tokenauth=true", "pw", false, "extensions are not supported"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			sess, err := s.Start(string(ScramSHA512))
+			require.NoError(t, err)
+			out, done, err := handClient(t, ScramSHA512, sess, tc.gs2, tc.c1bare, tc.password)
+			if !tc.ok {
+				require.ErrorIs(t, err, ErrAuthenticationFailed)
+				require.False(t, done)
+				var ae *AuthenticationError
+				require.True(t, errors.As(err, &ae))
+				require.Contains(t, ae.Reason, tc.reason)
+				return
+			}
+			require.NoError(t, err)
+			require.True(t, done)
+			require.True(t, strings.HasPrefix(string(out), "v="))
+			require.Equal(t, "alice", sess.User())
+		})
+	}
 }
