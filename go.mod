@@ -20,6 +20,7 @@ require (
 	github.com/twmb/franz-go/pkg/kmsg v1.15.1
 	github.com/xdg-go/scram v1.4.0
 	golang.org/x/sys v0.50.0
+	golang.org/x/text v0.43.0
 	golang.org/x/tools v0.52.0
 	pgregory.net/rapid v1.3.0
 )
@@ -49,7 +50,6 @@ require (
 	golang.org/x/mod v0.42.0 // indirect
 	golang.org/x/net v0.61.0 // indirect
 	golang.org/x/sync v0.24.0 // indirect
-	golang.org/x/text v0.43.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 	gopkg.in/yaml.v2 v2.4.0 // indirect
 )
