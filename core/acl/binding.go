@@ -156,8 +156,20 @@ func concreteOperation(op kmsg.ACLOperation) bool {
 	return op != kmsg.ACLOperationAny && op.String() != "UNKNOWN"
 }
 
-// invalid returns an error wrapping kerr.InvalidRequest, the code Kafka
-// answers for a malformed binding or filter.
+// ValidationError is the error of a malformed binding, filter or
+// principal. It wraps kerr.InvalidRequest, the code Kafka answers for them;
+// its message, fit for a response's error message, names the problem.
+type ValidationError struct {
+	// Problem says what is wrong.
+	Problem string
+}
+
+// Error returns the problem.
+func (e *ValidationError) Error() string { return e.Problem }
+
+// Unwrap returns kerr.InvalidRequest.
+func (e *ValidationError) Unwrap() error { return kerr.InvalidRequest }
+
 func invalid(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", kerr.InvalidRequest, fmt.Sprintf(format, args...))
+	return &ValidationError{Problem: fmt.Sprintf(format, args...)}
 }
