@@ -164,8 +164,7 @@ func TestIndexAgreesWithScan(t *testing.T) {
 			ix    Index
 			model []Binding // the bindings, sorted by Compare, no duplicates
 		)
-		for step := range rapid.IntRange(1, 12).Draw(t, "steps") {
-			_ = step
+		for range rapid.IntRange(1, 12).Draw(t, "steps") {
 			before, beforeModel := ix, slices.Clone(model)
 			batch := rapid.SliceOfN(propBinding(), 0, 6).Draw(t, "batch")
 			if rapid.Bool().Draw(t, "remove") && len(model) > 0 {
