@@ -6,23 +6,27 @@
 // # What it owns
 //
 //   - Binding: one ACL (principal, host, resource type, name and pattern
-//     type, operation, ALLOW or DENY) over franz-go's kmsg enums, and its
-//     validation as CreateAcls does it (AclControlManager.validateNewAcl, a
-//     little stricter: empty principal types or names, empty hosts and a
-//     PREFIXED "*" are refused too). Errors wrap kerr.InvalidRequest.
+//     type, LITERAL or KIP-290's PREFIXED, operation, ALLOW or DENY) over
+//     franz-go's kmsg enums, and its validation as CreateAcls does it
+//     (AclControlManager.validateNewAcl, a little stricter: empty principal
+//     types or names, empty hosts and a PREFIXED "*" are refused too).
+//     Errors are *ValidationError, which wraps kerr.InvalidRequest.
 //   - Filter: DescribeAcls' and DeleteAcls' filters with Kafka's matching
 //     (ResourcePatternFilter and AccessControlEntryFilter): ANY matches every
 //     value, a nil name, principal or host matches all, and the MATCH pattern
 //     type matches the bindings that would apply to the named resource
 //     (the literal name, the literal wildcard "*", and every PREFIXED
 //     binding whose name is a prefix of it).
-//   - Index: an immutable set of bindings (a persistent radix tree keyed by
-//     resource type, pattern type and name), so the metadata image can hold
+//   - Index: an immutable set of bindings (a persistent radix tree,
+//     hashicorp/go-immutable-radix, keyed by resource type, pattern type and
+//     name), so the metadata image can hold
 //     one and derive the next from it while readers keep the old one. An
 //     authorization looks up the literal name, the literal "*", and the
 //     PREFIXED bindings along the path of the name; it never scans every ACL.
 //   - Authorize: the decision for one request, under a Policy that carries
-//     super.users and allow.everyone.if.no.acl.found.
+//     super.users and allow.everyone.if.no.acl.found; AuthorizedOperations:
+//     the KIP-430 bit field of the operations a principal may perform on a
+//     resource.
 //
 // # The rules Authorize follows (StandardAuthorizerData.authorize)
 //

@@ -204,13 +204,20 @@ func scriptFilter(t *testing.T, d *datadriven.TestData) Filter {
 		d.ScanArgs(t, "perm", &s)
 		f.Permission = parseEnum(t, s, kmsg.ParseACLPermissionType)
 	}
-	for key, dest := range map[string]**string{"name": &f.ResourceName, "principal": &f.Principal, "host": &f.Host} { //determinism:unordered test helper; each key fills its own field
-		if d.HasArg(key) {
-			var v string
-			d.ScanArgs(t, key, &v)
-			v = token(v)
-			*dest = &v
-		}
-	}
+	f.ResourceName = optionalString(t, d, "name")
+	f.Principal = optionalString(t, d, "principal")
+	f.Host = optionalString(t, d, "host")
 	return f
+}
+
+// optionalString returns the value of the argument key, or nil when the
+// command lacks it.
+func optionalString(t *testing.T, d *datadriven.TestData, key string) *string {
+	if !d.HasArg(key) {
+		return nil
+	}
+	var v string
+	d.ScanArgs(t, key, &v)
+	v = token(v)
+	return &v
 }
