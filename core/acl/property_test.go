@@ -15,7 +15,7 @@ import (
 // Small alphabets make collisions (same resource, prefixes of each other,
 // the wildcard) common.
 var (
-	propNames      = []string{"a", "ab", "abc", "abd", "b", "ba", "*", "*a", "a*"}
+	propNames      = []string{"#", "#a", "a", "ab", "abc", "abd", "b", "ba", "*", "*a", "a*"}
 	propPrincipals = []string{"User:alice", "User:bob", WildcardPrincipal, "Group:alice"}
 	propHosts      = []string{Wildcard, "h1", "h2"}
 	propTypes      = []kmsg.ACLResourceType{kmsg.ACLResourceTypeTopic, kmsg.ACLResourceTypeGroup, kmsg.ACLResourceTypeCluster}
