@@ -2,7 +2,6 @@ package node
 
 import (
 	crand "crypto/rand"
-	"encoding/binary"
 	"log/slog"
 	"math/rand/v2"
 	"time"
@@ -65,7 +64,7 @@ func NewEnv(loop *Loop, cfg EnvConfig) (*Env, error) {
 	}
 	e := &Env{
 		loop: loop,
-		rnd:  rand.New(rand.NewPCG(seed64(), seed64())),
+		rnd:  rand.New(rand.NewChaCha8(seed())),
 		disk: disk,
 		net:  NewNet(loop, cfg.Net, log),
 		work: newWorkPool(loop, cfg.WorkWorkers),
@@ -80,15 +79,18 @@ func NewEnv(loop *Loop, cfg EnvConfig) (*Env, error) {
 	return e, nil
 }
 
-// seed64 draws a seed from the OS. crypto/rand.Read never fails on Linux
-// (getrandom); if it ever did, a process must not run with a predictable
-// seed, so it panics (as crypto/rand itself does since Go 1.24).
-func seed64() uint64 {
-	var b [8]byte
+// seed draws a ChaCha8 seed from the OS. The node's Rand is
+// cryptographically strong (ChaCha8 from a secret seed), so core may draw
+// what must not be guessed from it: SASL nonces and salts, producer ids.
+// crypto/rand.Read never fails on Linux (getrandom); if it ever did, a
+// process must not run with a predictable seed, so it panics (as
+// crypto/rand itself does since Go 1.24).
+func seed() [32]byte {
+	var b [32]byte
 	if _, err := crand.Read(b[:]); err != nil {
 		panic("crypto/rand: " + err.Error())
 	}
-	return binary.LittleEndian.Uint64(b[:])
+	return b
 }
 
 // Now implements env.Env with the wall clock.

@@ -47,9 +47,12 @@ type Env interface {
 	// that need an order keep it themselves (package core/work does).
 	Work(cost time.Duration, job func(), done func())
 
-	// Rand is this process's randomness. In the simulator it is seeded from
-	// the run seed and the process identity, so adding a process does not
-	// reshuffle another's stream. Core must not share it across loops.
+	// Rand is this process's randomness. In the node it is ChaCha8 from a
+	// secret seed, cryptographically strong, so what must not be guessed
+	// (SASL nonces and salts) may come from it. In the simulator it is
+	// seeded from the run seed and the process identity, so adding a
+	// process does not reshuffle another's stream. Core must not share it
+	// across loops.
 	Rand() *rand.Rand
 
 	// Buggify reports whether the fault point named site should misbehave
