@@ -220,7 +220,7 @@ func (l *Log) mutable() error {
 func (l *Log) fail(cause error) error {
 	if l.failed == nil {
 		l.failed = fmt.Errorf("%w: %s: %w", ErrLogFailed, l.dir, cause)
-		l.logger.Error("log failed; the log directory must go offline", "dir", l.dir, "err", cause)
+		l.logger.Error("log failed; it takes no more writes until it is opened again", "dir", l.dir, "err", cause)
 		l.markFailed()
 		l.failWaiters(l.failed)
 	}
