@@ -304,13 +304,9 @@ func (p *javaPattern) replaceAll(s string, repl replacement) string {
 	var out strings.Builder
 	first, last, appended := -1, 0, 0
 	for {
-		next := last
-		if next == first {
-			if next >= len(s) {
-				break
-			}
-			_, w := utf8.DecodeRuneInString(s[next:])
-			next += w
+		next, ok := searchFrom(s, first, last)
+		if !ok {
+			break
 		}
 		m := p.findFrom(s, next)
 		if m == nil {
@@ -323,6 +319,21 @@ func (p *javaPattern) replaceAll(s string, repl replacement) string {
 	}
 	out.WriteString(s[appended:])
 	return out.String()
+}
+
+// searchFrom is where Java's Matcher.find() searches after a match
+// [first, last): at last, or one character on after an empty match (ok
+// is false when that is past the end of s). Before the first match, first
+// is -1 and last 0.
+func searchFrom(s string, first, last int) (next int, ok bool) {
+	if last != first {
+		return last, true
+	}
+	if last >= len(s) {
+		return 0, false
+	}
+	_, w := utf8.DecodeRuneInString(s[last:])
+	return last + w, true
 }
 
 // replacement is a rule's replacement string compiled against its

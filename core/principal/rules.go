@@ -221,13 +221,9 @@ func splitRules(value string) ([]string, error) {
 	var pieces []string
 	first, last := -1, 0
 	for {
-		next := last
-		if next == first {
-			if next >= len(s) {
-				break
-			}
-			_, w := utf8.DecodeRuneInString(s[next:])
-			next += w
+		next, ok := searchFrom(s, first, last)
+		if !ok {
+			break
 		}
 		m := findFromSplitter(s, next)
 		if m == nil {
