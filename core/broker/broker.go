@@ -11,6 +11,7 @@ import (
 
 	"github.com/strata-log/strata/core/connlimit"
 	"github.com/strata-log/strata/core/env"
+	"github.com/strata-log/strata/core/principal"
 	"github.com/strata-log/strata/core/producer"
 	"github.com/strata-log/strata/core/protocol"
 	"github.com/strata-log/strata/core/record"
@@ -166,7 +167,8 @@ func (b *Broker) accept(c env.Conn) {
 	if b.metrics != nil {
 		b.metrics.connsCreated.Inc()
 	}
-	cn := &conn{b: b, id: b.nextConnID, c: c, remote: c.RemoteAddr(), work: b.work.NewQueue()}
+	cn := &conn{b: b, id: b.nextConnID, c: c, remote: c.RemoteAddr(), host: connlimit.HostOf(c.RemoteAddr()),
+		principal: principal.Anonymous, work: b.work.NewQueue()}
 	b.nextConnID++
 	b.conns = append(b.conns, cn)
 	cn.idle = b.guard.Watch(c, func() bool { return len(cn.queue) > 0 }, func() { b.closeConn(cn) })

@@ -7,6 +7,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-log/strata/core/acl"
 	"github.com/strata-log/strata/core/connlimit"
 	"github.com/strata-log/strata/core/meta"
 	"github.com/strata-log/strata/core/metrics"
@@ -171,6 +172,13 @@ type Config struct {
 	// Metrics is the registry the broker counts into; nil counts
 	// nothing (and the request path takes no timestamps).
 	Metrics *metrics.Registry
+
+	// Authorizer, when not nil, authorizes every request by the ACLs of
+	// the metadata image (Kafka's authorizer.class.name set to its
+	// StandardAuthorizer); the Policy holds super.users and
+	// allow.everyone.if.no.acl.found. Nil authorizes nothing: every
+	// request is allowed, as in Kafka without an authorizer.
+	Authorizer *acl.Policy
 }
 
 // StaticConfig is one key of a broker's own configuration.

@@ -10,6 +10,7 @@ import (
 	"github.com/strata-log/strata/core/assert"
 	"github.com/strata-log/strata/core/connlimit"
 	"github.com/strata-log/strata/core/env"
+	"github.com/strata-log/strata/core/principal"
 	"github.com/strata-log/strata/core/wire"
 	"github.com/strata-log/strata/core/work"
 )
@@ -29,6 +30,12 @@ type conn struct {
 	id     uint64
 	c      env.Conn
 	remote string
+	// host is the remote address without its port, as ACL bindings and
+	// quotas name hosts.
+	host string
+	// principal is who the connection authenticated as: User:ANONYMOUS
+	// until (and unless) it authenticates.
+	principal principal.Principal
 	// closing is set once the broker decided to close the connection, so
 	// that frames the transport still delivers before OnClose are ignored.
 	closing bool

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"iter"
 	"strings"
+
+	"github.com/strata-log/strata/core/acl"
 )
 
 // Position is where in the metadata log an image stands: the offset of the
@@ -45,8 +47,11 @@ type Image struct {
 	configs     pmap[ConfigResource, *configImage]
 	features    pmap[string, int16]
 	producerIDs ProducerIDs
-	partitions  int
-	sum         digestSum
+	// acls are the ACL bindings of AccessControlEntryRecords, indexed
+	// for authorization.
+	acls       acl.Index
+	partitions int
+	sum        digestSum
 }
 
 // Empty returns the image before any record: no brokers, no topics, at
@@ -64,6 +69,9 @@ func Empty() *Image {
 
 // Position is the position of the last record the image includes.
 func (img *Image) Position() Position { return img.position }
+
+// ACLs is the image's ACL bindings, indexed for authorization.
+func (img *Image) ACLs() acl.Index { return img.acls }
 
 // NewDelta starts a delta on top of img.
 func (img *Image) NewDelta() *Delta { return newDelta(img) }
