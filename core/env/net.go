@@ -1,5 +1,7 @@
 package env
 
+import "crypto/x509"
+
 // Net is a process's network endpoint: framed, ordered, reliable byte streams
 // between addresses, like TCP with Kafka's size-prefixed framing done by the
 // implementation. A frame is one Kafka request or response without its
@@ -125,4 +127,29 @@ func (p Part) Len() int64 {
 		return p.Length
 	}
 	return int64(len(p.Bytes))
+}
+
+// SecureNet is implemented by a Net that can run TLS (the node's; the
+// simulator's cannot, and its scenarios use SASL without TLS). The TLS
+// configuration of each listener (its certificate, trust store and client
+// authentication, Kafka's ssl.* keys) is the implementation's: the core
+// names the listener, never a key or a file.
+type SecureNet interface {
+	// ListenTLS is Listen with TLS as the named listener's configuration
+	// says. accept runs once the handshake completed; a handshake that
+	// fails or times out closes the connection without calling accept.
+	ListenTLS(addr, listener string, accept func(Conn)) (Listener, error)
+	// DialTLS is Dial with TLS, as a client of the named listener: it
+	// verifies the server by the listener's trust store and presents the
+	// listener's certificate, for mutual TLS between nodes. done runs once
+	// the handshake completed or failed.
+	DialTLS(addr, listener string, done func(Conn, error))
+}
+
+// TLSConn is implemented by a Conn over TLS.
+type TLSConn interface {
+	// PeerCertificate is the peer's verified leaf certificate, or nil if
+	// it sent none (a client on a listener with ssl.client.auth=none or
+	// requested).
+	PeerCertificate() *x509.Certificate
 }

@@ -73,6 +73,15 @@ func (img *Image) Position() Position { return img.position }
 // ACLs is the image's ACL bindings, indexed for authorization.
 func (img *Image) ACLs() acl.Index { return img.acls }
 
+// WithACLs returns a copy of img whose ACL index is ix, at the same
+// position: for tests and tools that build an image by hand (the log's
+// ACL records replay through a Delta).
+func (img *Image) WithACLs(ix acl.Index) *Image {
+	c := *img
+	c.acls = ix
+	return &c
+}
+
 // NewDelta starts a delta on top of img.
 func (img *Image) NewDelta() *Delta { return newDelta(img) }
 
