@@ -115,6 +115,10 @@ var apis = []apiHandler{
 		why: "every version kmsg encodes (KIP-848; v1: regex subscriptions, client-chosen member ids)"},
 	{API: api(kmsg.ConsumerGroupDescribe, 0, 1), handle: handleConsumerGroupDescribe,
 		why: "every version kmsg encodes (v1: member type)"},
+	{API: api(kmsg.SASLHandshake, 0, 1), handle: handleSaslHandshake,
+		why: "every version kmsg encodes (v0 is followed by raw tokens: kafka-python 2.0 still sends it)"},
+	{API: api(kmsg.SASLAuthenticate, 0, 2), handle: handleSaslAuthenticate,
+		why: "every version kmsg encodes (v1: KIP-368's session lifetime; v2 adds nothing the broker uses)"},
 }
 
 func api(key kmsg.Key, minVersion, maxVersion int16) protocol.API {

@@ -21,12 +21,13 @@ import (
 // Broker serves Kafka requests on one listener. All its methods and
 // callbacks run on the loop that owns its env.Env.
 type Broker struct {
-	e        env.Env
-	cfg      Config
-	log      *slog.Logger
-	listener env.Listener
-	table    protocol.Table
-	handlers map[int16]*apiHandler
+	e   env.Env
+	cfg Config
+	log *slog.Logger
+	// listeners are the bound listeners, in configuration order.
+	listeners []*listener
+	table     protocol.Table
+	handlers  map[int16]*apiHandler
 
 	// conns holds the open connections sorted by id (ids only grow, so
 	// appending keeps the order). A slice rather than a map so that Close
@@ -102,31 +103,30 @@ func New(e env.Env, cfg Config) (*Broker, error) {
 	b.sessions.max, b.sessions.rng = cfg.MaxFetchSessions, e.Rand()
 	b.groups.rt, b.txns.rt = b.newGroupRuntime(), b.newTxnRuntime()
 	b.initMetrics()
-	ln, err := e.Net().Listen(cfg.ListenAddr, b.accept)
-	if err != nil {
-		return nil, fmt.Errorf("broker: listen on %s: %w", cfg.ListenAddr, err)
+	if err := b.listen(); err != nil {
+		return nil, err
 	}
-	b.listener = ln
-	if b.cfg.AdvertisedPort == 0 {
-		port, err := portOf(ln.Addr())
-		if err != nil {
-			_ = ln.Close()
-			return nil, fmt.Errorf("broker: advertised port from listener: %w", err)
-		}
-		b.cfg.AdvertisedPort = port
-	}
-	b.log.Info("broker listening", "addr", ln.Addr(),
-		"advertised", joinHostPort(b.cfg.AdvertisedHost, b.cfg.AdvertisedPort),
-		"cluster_id", cfg.ClusterID)
+	b.log.Info("broker started", "cluster_id", cfg.ClusterID, "inter_broker_listener", b.interBrokerListener())
 	return b, nil
 }
 
-// Addr is the address the listener actually bound.
-func (b *Broker) Addr() string { return b.listener.Addr() }
+// Addr is the address the first listener actually bound.
+func (b *Broker) Addr() string { return b.listeners[0].ln.Addr() }
 
-// AdvertisedPort is the port reported to clients in Metadata (the bound
-// port when Config.AdvertisedPort was 0).
-func (b *Broker) AdvertisedPort() int32 { return b.cfg.AdvertisedPort }
+// ListenerAddr is the address the named listener bound, "" if there is
+// no such listener.
+func (b *Broker) ListenerAddr(name string) string {
+	for _, l := range b.listeners {
+		if l.Name == name {
+			return l.ln.Addr()
+		}
+	}
+	return ""
+}
+
+// AdvertisedPort is the port reported to clients of the first listener
+// in Metadata (the bound port when its advertised port was 0).
+func (b *Broker) AdvertisedPort() int32 { return b.listeners[0].AdvertisedPort }
 
 // Table is the protocol table the broker serves.
 func (b *Broker) Table() protocol.Table { return b.table }
@@ -144,9 +144,7 @@ func (b *Broker) Close() {
 	}
 	b.closed = true
 	b.closeTxns()
-	if err := b.listener.Close(); err != nil {
-		b.log.Warn("closing listener", "err", err)
-	}
+	b.closeListeners()
 	// Copy: OnClose callbacks run later, but do not rely on that.
 	for _, cn := range slices.Clone(b.conns) {
 		b.closeConn(cn)
@@ -155,7 +153,7 @@ func (b *Broker) Close() {
 
 // accept registers a new connection's handlers (before returning, as
 // env.Net requires).
-func (b *Broker) accept(c env.Conn) {
+func (b *Broker) accept(l *listener, c env.Conn) {
 	if b.closed {
 		c.Close()
 		return
@@ -167,8 +165,13 @@ func (b *Broker) accept(c env.Conn) {
 	if b.metrics != nil {
 		b.metrics.connsCreated.Inc()
 	}
-	cn := &conn{b: b, id: b.nextConnID, c: c, remote: c.RemoteAddr(), host: connlimit.HostOf(c.RemoteAddr()),
+	cn := &conn{b: b, l: l, id: b.nextConnID, c: c, remote: c.RemoteAddr(), host: connlimit.HostOf(c.RemoteAddr()),
 		principal: principal.Anonymous, work: b.work.NewQueue()}
+	if !b.startAuthentication(cn) {
+		b.guard.Release(cn.remote)
+		c.Close()
+		return
+	}
 	b.nextConnID++
 	b.conns = append(b.conns, cn)
 	cn.idle = b.guard.Watch(c, func() bool { return len(cn.queue) > 0 }, func() { b.closeConn(cn) })

@@ -322,7 +322,7 @@ func TestBadFramesCloseTheConnection(t *testing.T) {
 		{"short header", []byte{0, 3, 0}, "shorter than a request header"},
 		{"unknown key", header(9999, 0), "unknown API key 9999"},
 		{"negative key", header(-5, 0), "unknown API key -5"},
-		{"known key not served", header(kmsg.SASLHandshake.Int16(), 1), "API SASLHandshake (key 17) is not served on this listener"},
+		{"known key not served", header(kmsg.Vote.Int16(), 0), "API Vote (key 52) is not served on this listener"},
 		{"metadata too new", header(kmsg.Metadata.Int16(), 14), "version 14 not supported (supported 0..13)"},
 		{"metadata negative version", header(kmsg.Metadata.Int16(), -1), "version -1 not supported"},
 		{"missing client id", header(kmsg.Metadata.Int16(), 1), "malformed request header"},

@@ -17,6 +17,11 @@ import (
 
 // Defaults for the bounds in Config.
 const (
+	// DefaultListenerName names the listener ListenAddr makes, and is the
+	// listener brokers reach each other on unless
+	// Config.InterBrokerListener names another.
+	DefaultListenerName = "PLAINTEXT"
+
 	// DefaultMaxConnections bounds open client connections. Kafka's
 	// max.connections defaults to unlimited; a bound keeps one misbehaving
 	// client from exhausting file descriptors, and 10000 is far above what a
@@ -76,7 +81,8 @@ type Config struct {
 	ClusterID string
 
 	// ListenAddr is the "host:port" the broker listens on through
-	// env.Net().Listen; port 0 picks a free port.
+	// env.Net().Listen; port 0 picks a free port. It, AdvertisedHost and
+	// AdvertisedPort make one PLAINTEXT listener when Listeners is empty.
 	ListenAddr string
 
 	// AdvertisedHost and AdvertisedPort are the address clients are told
@@ -86,6 +92,17 @@ type Config struct {
 	// runtime's job, not the core's.
 	AdvertisedHost string
 	AdvertisedPort int32
+
+	// Listeners are the broker's listeners, when it has more than the
+	// one ListenAddr makes or a secured one; ListenAddr and the
+	// advertised address are then ignored.
+	Listeners []Listener
+	// InterBrokerListener is inter.broker.listener.name: the listener
+	// brokers reach each other on (replication, transaction markers).
+	// Empty means the first listener.
+	InterBrokerListener string
+	// Security is what the SASL listeners share.
+	Security SecurityConfig
 
 	// MaxConnections bounds open client connections; further connections
 	// are closed at once with a log line. Zero means
@@ -220,12 +237,6 @@ func (cfg Config) withDefaults() (Config, error) {
 		return cfg, fmt.Errorf("%w: node id %d is negative", errInvalidConfig, cfg.NodeID)
 	case cfg.ClusterID == "":
 		return cfg, fmt.Errorf("%w: empty cluster id", errInvalidConfig)
-	case cfg.ListenAddr == "":
-		return cfg, fmt.Errorf("%w: empty listen address", errInvalidConfig)
-	case cfg.AdvertisedHost == "":
-		return cfg, fmt.Errorf("%w: empty advertised host", errInvalidConfig)
-	case cfg.AdvertisedPort < 0 || cfg.AdvertisedPort > 65535:
-		return cfg, fmt.Errorf("%w: advertised port %d out of range", errInvalidConfig, cfg.AdvertisedPort)
 	case cfg.MaxConnections < 0:
 		return cfg, fmt.Errorf("%w: negative max connections %d", errInvalidConfig, cfg.MaxConnections)
 	case cfg.MaxBufferedResponseBytes < 0:
@@ -235,6 +246,9 @@ func (cfg Config) withDefaults() (Config, error) {
 			cfg.DefaultNumPartitions, cfg.DefaultReplicationFactor)
 	case cfg.MaxInflightRequestsPerConn < 0 || cfg.MaxInflightRequestBytes < 0:
 		return cfg, fmt.Errorf("%w: negative in-flight request bounds", errInvalidConfig)
+	}
+	if err := cfg.validateListeners(); err != nil {
+		return cfg, err
 	}
 	if err := cfg.connLimits().Validate(); err != nil {
 		return cfg, fmt.Errorf("%w: %w", errInvalidConfig, err)

@@ -27,6 +27,7 @@ import (
 // every earlier one.
 type conn struct {
 	b      *Broker
+	l      *listener // the listener that accepted it
 	id     uint64
 	c      env.Conn
 	remote string
@@ -36,6 +37,8 @@ type conn struct {
 	// principal is who the connection authenticated as: User:ANONYMOUS
 	// until (and unless) it authenticates.
 	principal principal.Principal
+	// auth is where its SASL authentication stands.
+	auth connAuth
 	// closing is set once the broker decided to close the connection, so
 	// that frames the transport still delivers before OnClose are ignored.
 	closing bool
@@ -62,6 +65,9 @@ type request struct {
 	body  kmsg.Request
 	api   *apiHandler
 	bytes int // the request frame's size, charged to the broker's budget
+	// raw is the frame of a raw SASL token (after SaslHandshake v0),
+	// which has no header or body.
+	raw []byte
 	// m are the API's series and t the request's instants; m is nil with
 	// metrics off.
 	m *apiMetrics
@@ -163,22 +169,37 @@ func (b *Broker) onFrame(cn *conn, frame []byte) {
 		return
 	}
 	cn.idle.Touch()
-	hdr, body, err := wire.ParseRequest(b.table, frame)
-	var api *apiHandler
-	switch {
-	case err == nil:
-		api = b.handlers[hdr.Key]
-		assert.That(api != nil, "protocol table lists %s (key %d) but the broker has no handler", hdr.APIName(), hdr.Key)
-	case errors.Is(err, wire.ErrApiVersionsTooNew):
-		api = &apiVersionsTooNew
-	default:
-		b.log.Warn("closing connection: bad request", "remote", cn.remote, "err", err)
+	if !cn.authenticated() && len(frame) > MaxPreAuthFrameBytes {
+		b.log.Warn("closing connection: request frame before authentication too large", "remote", cn.remote,
+			"listener", cn.l.Name, "bytes", len(frame), "max", MaxPreAuthFrameBytes)
 		b.closeAfterAnswers(cn)
 		return
 	}
-	r := &request{cn: cn, hdr: hdr, body: body, api: api, bytes: len(frame)}
+	var r *request
+	if cn.auth.state == authRawTokens {
+		r = &request{cn: cn, hdr: wire.RequestHeader{Key: int16(kmsg.SASLAuthenticate)}, api: &rawTokenAPI, raw: frame, bytes: len(frame)}
+	} else {
+		hdr, body, err := wire.ParseRequest(b.table, frame)
+		var api *apiHandler
+		switch {
+		case err == nil:
+			api = b.handlers[hdr.Key]
+			assert.That(api != nil, "protocol table lists %s (key %d) but the broker has no handler", hdr.APIName(), hdr.Key)
+		case errors.Is(err, wire.ErrApiVersionsTooNew):
+			api = &apiVersionsTooNew
+		default:
+			b.log.Warn("closing connection: bad request", "remote", cn.remote, "err", err)
+			b.closeAfterAnswers(cn)
+			return
+		}
+		if !b.checkAuthenticated(cn, hdr) {
+			b.closeAfterAnswers(cn)
+			return
+		}
+		r = &request{cn: cn, hdr: hdr, body: body, api: api, bytes: len(frame)}
+	}
 	if b.metrics != nil {
-		r.m = b.metrics.apis[api.Key]
+		r.m = b.metrics.apis[r.api.Key]
 		r.t.arrived = b.e.Monotonic()
 		r.m.requests.Inc()
 		r.m.bytes.Observe(float64(r.bytes))

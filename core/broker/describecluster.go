@@ -33,10 +33,10 @@ func handleDescribeCluster(b *Broker, r *request) {
 	}
 	img := b.image()
 	resp.ClusterID = b.cfg.ClusterID
-	resp.ControllerID = b.controllerID(img)
+	resp.ControllerID = b.controllerID(img, r.cn.l.Name)
 	// ClusterAuthorizedOperations keeps kmsg's default, INT32_MIN: there
 	// is no authorizer yet.
-	for _, ep := range b.brokerEndpoints(img, req.Version >= 2 && req.IncludeFencedBrokers) {
+	for _, ep := range b.brokerEndpoints(img, r.cn.l.Name, req.Version >= 2 && req.IncludeFencedBrokers) {
 		db := kmsg.NewDescribeClusterResponseBroker()
 		db.NodeID, db.Host, db.Port, db.Rack, db.IsFenced = ep.id, ep.host, ep.port, ep.rack, ep.fenced
 		resp.Brokers = append(resp.Brokers, db)
@@ -132,7 +132,7 @@ func handleDescribeTopicPartitions(b *Broker, r *request) {
 			if !ok {
 				continue
 			}
-			rt.Partitions = append(rt.Partitions, describePartition(img, p))
+			rt.Partitions = append(rt.Partitions, describePartition(img, p, r.cn.l.Name))
 		}
 		remaining -= max(end-start, 0)
 		resp.Topics = append(resp.Topics, rt)
@@ -144,14 +144,14 @@ func handleDescribeTopicPartitions(b *Broker, r *request) {
 }
 
 // describePartition is one partition of DescribeTopicPartitions.
-func describePartition(img *meta.Image, p meta.Partition) kmsg.DescribeTopicPartitionsResponseTopicPartition {
+func describePartition(img *meta.Image, p meta.Partition, listener string) kmsg.DescribeTopicPartitionsResponseTopicPartition {
 	dp := kmsg.NewDescribeTopicPartitionsResponseTopicPartition()
 	dp.Partition, dp.LeaderID, dp.LeaderEpoch = p.ID, p.Leader, p.LeaderEpoch
 	dp.Replicas = slices.Clone(p.Replicas)
 	dp.ISR = slices.Clone(p.ISR)
 	dp.EligibleLeaderReplicas = nonNil(slices.Clone(p.ELR))
 	dp.LastKnownELR = nonNil(slices.Clone(p.LastKnownELR))
-	dp.OfflineReplicas = offlineReplicas(img, p)
+	dp.OfflineReplicas = offlineReplicas(img, p, listener)
 	if !p.HasLeader() {
 		dp.LeaderID = -1
 		dp.ErrorCode = kerr.LeaderNotAvailable.Code
@@ -173,8 +173,8 @@ func isInternalTopic(name string) bool { return strings.HasPrefix(name, "__") }
 
 // offlineReplicas lists the replicas of p that cannot serve, as Kafka's
 // KRaft metadata cache does: on a broker that is not registered, is
-// fenced, or has no client listener.
-func offlineReplicas(img *meta.Image, p meta.Partition) []int32 {
+// fenced, or has no endpoint on the request's listener.
+func offlineReplicas(img *meta.Image, p meta.Partition, listener string) []int32 {
 	out := []int32{}
 	for _, id := range p.Replicas {
 		reg, ok := img.Broker(id)
@@ -182,7 +182,7 @@ func offlineReplicas(img *meta.Image, p meta.Partition) []int32 {
 			out = append(out, id)
 			continue
 		}
-		if _, ok := reg.Endpoint(brokerListener); !ok {
+		if _, ok := reg.Endpoint(listener); !ok {
 			out = append(out, id)
 		}
 	}

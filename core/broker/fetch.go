@@ -256,7 +256,7 @@ func (op *fetchOp) respond(img *meta.Image, results []fetched) {
 			// (ReplicaFetch): naming the current leader would name
 			// this broker, and send the fetcher straight back.
 			if code == kerr.NotLeaderForPartition && req.Version >= 12 && !errors.Is(f.err, replica.ErrNotReplica) {
-				b.fetchCurrentLeader(img, f.name, f.fp.key.partition, &rp, resp)
+				b.fetchCurrentLeader(img, op.r.cn.l.Name, f.name, f.fp.key.partition, &rp, resp)
 			}
 		}
 		sent := sentValues{highWatermark: rp.HighWatermark, lastStableOffset: rp.LastStableOffset, logStartOffset: rp.LogStartOffset, errorCode: rp.ErrorCode}
@@ -306,7 +306,7 @@ func (op *fetchOp) respond(img *meta.Image, results []fetched) {
 
 // fetchCurrentLeader fills a NOT_LEADER_OR_FOLLOWER partition's current
 // leader (Fetch v12+, KIP-951) and the leader's endpoint (v16+).
-func (b *Broker) fetchCurrentLeader(img *meta.Image, topic string, partition int32, rp *kmsg.FetchResponseTopicPartition, resp *kmsg.FetchResponse) {
+func (b *Broker) fetchCurrentLeader(img *meta.Image, listener, topic string, partition int32, rp *kmsg.FetchResponseTopicPartition, resp *kmsg.FetchResponse) {
 	leader, epoch, ok := currentLeader(img, topic, partition)
 	if !ok {
 		return
@@ -315,7 +315,7 @@ func (b *Broker) fetchCurrentLeader(img *meta.Image, topic string, partition int
 	if resp.Version < 16 || slices.ContainsFunc(resp.Brokers, func(br kmsg.FetchResponseBroker) bool { return br.NodeID == leader }) {
 		return
 	}
-	if ep, ok := leaderEndpoint(img, leader); ok {
+	if ep, ok := leaderEndpoint(img, listener, leader); ok {
 		nb := kmsg.NewFetchResponseBroker()
 		nb.NodeID, nb.Host, nb.Port, nb.Rack = ep.id, ep.host, ep.port, ep.rack
 		resp.Brokers = append(resp.Brokers, nb)

@@ -25,7 +25,7 @@ func handleFindCoordinator(b *Broker, r *request) {
 		keys = []string{req.CoordinatorKey}
 	}
 	for _, key := range keys {
-		c := b.findCoordinator(req.CoordinatorType, key)
+		c := b.findCoordinator(r.cn.l.Name, req.CoordinatorType, key)
 		if req.Version < 4 {
 			resp.ErrorCode, resp.ErrorMessage = c.ErrorCode, c.ErrorMessage
 			resp.NodeID, resp.Host, resp.Port = c.NodeID, c.Host, c.Port
@@ -37,7 +37,7 @@ func handleFindCoordinator(b *Broker, r *request) {
 }
 
 // findCoordinator finds one key's coordinator.
-func (b *Broker) findCoordinator(typ int8, key string) kmsg.FindCoordinatorResponseCoordinator {
+func (b *Broker) findCoordinator(listener string, typ int8, key string) kmsg.FindCoordinatorResponseCoordinator {
 	c := kmsg.NewFindCoordinatorResponseCoordinator()
 	c.Key, c.NodeID, c.Port = key, -1, -1
 	fail := func(e *kerr.Error, msg string) kmsg.FindCoordinatorResponseCoordinator {
@@ -75,9 +75,9 @@ func (b *Broker) findCoordinator(typ int8, key string) kmsg.FindCoordinatorRespo
 	if !ok || reg.Fenced {
 		return fail(kerr.CoordinatorNotAvailable, "The group's coordinator is not available.")
 	}
-	ep, ok := reg.Endpoint(brokerListener)
+	ep, ok := reg.Endpoint(listener)
 	if !ok {
-		return fail(kerr.CoordinatorNotAvailable, "The group's coordinator has no client listener.")
+		return fail(kerr.CoordinatorNotAvailable, "The group's coordinator has no endpoint on listener "+listener+".")
 	}
 	c.NodeID, c.Host, c.Port = p.Leader, ep.Host, int32(ep.Port)
 	return c

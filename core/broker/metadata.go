@@ -30,7 +30,7 @@ import (
 // cluster takes milliseconds, runs off the loop (request.offload) on the
 // immutable image.
 func handleMetadata(b *Broker, r *request) {
-	plan := b.planMetadata(r.body.(*kmsg.MetadataRequest))
+	plan := b.planMetadata(r.body.(*kmsg.MetadataRequest), r.cn.l.Name)
 	var resp *kmsg.MetadataResponse
 	var frame []byte
 	r.offload(plan.cost(), func() {
@@ -45,6 +45,7 @@ func handleMetadata(b *Broker, r *request) {
 type metadataPlan struct {
 	req          *kmsg.MetadataRequest
 	img          *meta.Image
+	listener     string // the listener the request came on
 	brokers      []kmsg.MetadataResponseBroker
 	clusterID    string
 	controllerID int32
@@ -70,13 +71,13 @@ func (p *metadataPlan) cost() time.Duration {
 }
 
 // planMetadata resolves a Metadata request's topics on the loop.
-func (b *Broker) planMetadata(req *kmsg.MetadataRequest) *metadataPlan {
+func (b *Broker) planMetadata(req *kmsg.MetadataRequest, listener string) *metadataPlan {
 	var img *meta.Image
 	if b.cfg.Metadata != nil {
 		img = b.cfg.Metadata.Image()
 	}
-	plan := &metadataPlan{req: req, img: img, brokers: b.brokerList(img),
-		clusterID: b.cfg.ClusterID, controllerID: b.controllerID(img)}
+	plan := &metadataPlan{req: req, img: img, listener: listener, brokers: b.brokerList(img, listener),
+		clusterID: b.cfg.ClusterID, controllerID: b.controllerID(img, listener)}
 	describe := func(ti *meta.TopicImage) {
 		plan.topics = append(plan.topics, metadataTopic{ti: ti})
 		plan.partitions += ti.NumPartitions()
@@ -159,19 +160,15 @@ func (p *metadataPlan) build() *kmsg.MetadataResponse {
 			resp.Topics = append(resp.Topics, t.answer)
 			continue
 		}
-		resp.Topics = append(resp.Topics, topicMetadata(p.img, t.ti))
+		resp.Topics = append(resp.Topics, topicMetadata(p.img, t.ti, p.listener))
 	}
 	return resp
 }
 
-// brokerListener is the listener whose endpoints Metadata reports: the one
-// clients use (Kafka reports the listener the request arrived on; there is
-// one client listener, and brokers register it under this name).
-const brokerListener = "PLAINTEXT"
-
-// brokerList is Metadata's broker list (see brokerEndpoints).
-func (b *Broker) brokerList(img *meta.Image) []kmsg.MetadataResponseBroker {
-	eps := b.brokerEndpoints(img, false)
+// brokerList is Metadata's broker list on a listener (see
+// brokerEndpoints).
+func (b *Broker) brokerList(img *meta.Image, listener string) []kmsg.MetadataResponseBroker {
+	eps := b.brokerEndpoints(img, listener, false)
 	out := make([]kmsg.MetadataResponseBroker, len(eps))
 	for i, ep := range eps {
 		mb := kmsg.NewMetadataResponseBroker()
@@ -191,9 +188,11 @@ type brokerEndpoint struct {
 	fenced bool
 }
 
-// endpointOf is reg's brokerListener endpoint, false if it has none.
-func endpointOf(reg meta.BrokerRegistration) (brokerEndpoint, bool) {
-	ep, ok := reg.Endpoint(brokerListener)
+// endpointOf is reg's endpoint on the named listener, false if it has
+// none. Metadata and the answers that name brokers give the endpoints of
+// the listener the request came on, as Kafka does.
+func endpointOf(reg meta.BrokerRegistration, listener string) (brokerEndpoint, bool) {
+	ep, ok := reg.Endpoint(listener)
 	if !ok {
 		return brokerEndpoint{}, false
 	}
@@ -206,7 +205,7 @@ func endpointOf(reg meta.BrokerRegistration) (brokerEndpoint, bool) {
 }
 
 // brokerEndpoints lists every registered broker of img that is unfenced
-// (or, with fenced, also the fenced ones) and has a brokerListener
+// (or, with fenced, also the fenced ones) and has an endpoint on listener,
 // endpoint, in id order, as Kafka lists its alive brokers (a fenced
 // broker leads nothing and is omitted). This broker is always listed,
 // from its own configuration when it is not (yet) unfenced in img: it is
@@ -214,8 +213,11 @@ func endpointOf(reg meta.BrokerRegistration) (brokerEndpoint, bool) {
 // registration is unfenced (Kafka opens its client listeners only once
 // caught up), so omitting it would leave a client that bootstrapped here
 // without any broker. With no image the list is this broker alone.
-func (b *Broker) brokerEndpoints(img *meta.Image, fenced bool) []brokerEndpoint {
-	self := brokerEndpoint{id: b.cfg.NodeID, host: b.cfg.AdvertisedHost, port: b.cfg.AdvertisedPort, fenced: true}
+func (b *Broker) brokerEndpoints(img *meta.Image, listener string, fenced bool) []brokerEndpoint {
+	self := brokerEndpoint{id: b.cfg.NodeID, fenced: true}
+	if l := b.listenerNamed(listener); l != nil {
+		self.host, self.port = l.AdvertisedHost, l.AdvertisedPort
+	}
 	// self.rack: broker.rack is not configurable yet
 	if img == nil {
 		return []brokerEndpoint{self}
@@ -226,7 +228,7 @@ func (b *Broker) brokerEndpoints(img *meta.Image, fenced bool) []brokerEndpoint 
 		if reg.Fenced && !fenced && reg.ID != b.cfg.NodeID {
 			continue
 		}
-		be, ok := endpointOf(reg)
+		be, ok := endpointOf(reg, listener)
 		if !ok {
 			continue
 		}
@@ -273,7 +275,7 @@ func (b *Broker) brokerEndpoints(img *meta.Image, fenced bool) []brokerEndpoint 
 //     retry with fresh metadata.
 //
 // Without an image it is this broker.
-func (b *Broker) controllerID(img *meta.Image) int32 {
+func (b *Broker) controllerID(img *meta.Image, listener string) int32 {
 	if img == nil {
 		return b.cfg.NodeID
 	}
@@ -281,7 +283,7 @@ func (b *Broker) controllerID(img *meta.Image) int32 {
 		return b.cfg.NodeID
 	}
 	for reg := range img.Brokers() { // ascending id
-		if _, ok := reg.Endpoint(brokerListener); ok && !reg.Fenced {
+		if _, ok := reg.Endpoint(listener); ok && !reg.Fenced {
 			return reg.ID
 		}
 	}
@@ -290,7 +292,7 @@ func (b *Broker) controllerID(img *meta.Image) int32 {
 
 // topicMetadata describes one topic of the image. A partition without a
 // leader gets LEADER_NOT_AVAILABLE with leader -1, as in Kafka.
-func topicMetadata(img *meta.Image, ti *meta.TopicImage) kmsg.MetadataResponseTopic {
+func topicMetadata(img *meta.Image, ti *meta.TopicImage, listener string) kmsg.MetadataResponseTopic {
 	t := kmsg.NewMetadataResponseTopic()
 	name := ti.Name()
 	t.Topic = &name
@@ -303,7 +305,7 @@ func topicMetadata(img *meta.Image, ti *meta.TopicImage) kmsg.MetadataResponseTo
 		mp.LeaderEpoch = p.LeaderEpoch // encoded from v7
 		mp.Replicas = slices.Clone(p.Replicas)
 		mp.ISR = slices.Clone(p.ISR)
-		mp.OfflineReplicas = offlineReplicas(img, p) // encoded from v5
+		mp.OfflineReplicas = offlineReplicas(img, p, listener) // encoded from v5
 		if !p.HasLeader() {
 			mp.Leader = -1
 			mp.ErrorCode = kerr.LeaderNotAvailable.Code

@@ -43,11 +43,11 @@ func BenchmarkMetadataAllTopics(b *testing.B) {
 	var size int
 	b.Run("plan", func(b *testing.B) {
 		for range b.N {
-			_ = br.planMetadata(req)
+			_ = br.planMetadata(req, DefaultListenerName)
 		}
 	})
 	b.Run("build+encode", func(b *testing.B) {
-		plan := br.planMetadata(req)
+		plan := br.planMetadata(req, DefaultListenerName)
 		b.ReportMetric(float64(plan.cost().Microseconds()), "cost-µs")
 		for range b.N {
 			frame := wire.EncodeResponse(1, plan.build())

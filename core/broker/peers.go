@@ -35,7 +35,7 @@ func (b *Broker) peers() *peerClients {
 // connection fails. done runs later on the loop, never inside send.
 func (pc *peerClients) send(lookup brokerLookup, id int32, req kmsg.Request, done func(kmsg.Response)) {
 	b := pc.b
-	addr, ok := brokerClientAddr(lookup, id)
+	addr, ok := brokerClientAddr(lookup, b.interBrokerListener(), id)
 	if !ok || b.closed {
 		b.e.Post(func() { done(nil) })
 		return

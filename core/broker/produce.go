@@ -73,7 +73,7 @@ func handleProduce(b *Broker, r *request) {
 				rp.ErrorMessage = &msg // encoded from v8, as record errors are
 				rp.ErrorRecords = recordErrors(recs)
 				if code == kerr.NotLeaderForPartition {
-					b.fillCurrentLeader(img, name, tp.Partition, &rp.CurrentLeader, &resp.Brokers)
+					b.fillCurrentLeader(img, r.cn.l.Name, name, tp.Partition, &rp.CurrentLeader, &resp.Brokers)
 				}
 			}
 			part, err := b.lookup(name, nameErr, tp.Partition)
@@ -349,7 +349,7 @@ func (b *Broker) image() *meta.Image {
 // (KIP-951, Produce v10+ and Fetch v12+, tagged) and adds the leader's
 // endpoint to the response's node endpoints, so the client can go there
 // without a metadata round trip.
-func (b *Broker) fillCurrentLeader(img *meta.Image, topic string, partition int32, cur *kmsg.ProduceResponseTopicPartitionCurrentLeader, brokers *[]kmsg.ProduceResponseBroker) {
+func (b *Broker) fillCurrentLeader(img *meta.Image, listener, topic string, partition int32, cur *kmsg.ProduceResponseTopicPartitionCurrentLeader, brokers *[]kmsg.ProduceResponseBroker) {
 	leader, epoch, ok := currentLeader(img, topic, partition)
 	if !ok {
 		return
@@ -360,7 +360,7 @@ func (b *Broker) fillCurrentLeader(img *meta.Image, topic string, partition int3
 			return
 		}
 	}
-	if ep, ok := leaderEndpoint(img, leader); ok {
+	if ep, ok := leaderEndpoint(img, listener, leader); ok {
 		nb := kmsg.NewProduceResponseBroker()
 		nb.NodeID, nb.Host, nb.Port, nb.Rack = ep.id, ep.host, ep.port, ep.rack
 		*brokers = append(*brokers, nb)
@@ -369,12 +369,12 @@ func (b *Broker) fillCurrentLeader(img *meta.Image, topic string, partition int3
 
 // leaderEndpoint is the endpoint of a partition's leader that a
 // NOT_LEADER_OR_FOLLOWER answer names (KIP-951), false if img has none.
-func leaderEndpoint(img *meta.Image, leader int32) (brokerEndpoint, bool) {
+func leaderEndpoint(img *meta.Image, listener string, leader int32) (brokerEndpoint, bool) {
 	reg, ok := img.Broker(leader)
 	if !ok {
 		return brokerEndpoint{}, false
 	}
-	return endpointOf(reg)
+	return endpointOf(reg, listener)
 }
 
 // currentLeader is a partition's leader and leader epoch in img.

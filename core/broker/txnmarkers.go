@@ -139,13 +139,14 @@ func markerResults(resp *kmsg.WriteTxnMarkersResponse, asked []txn.TopicPartitio
 // brokerLookup finds a broker's registration (meta.Image.Broker).
 type brokerLookup func(id int32) (meta.BrokerRegistration, bool)
 
-// brokerClientAddr is a registered, unfenced broker's client listener.
-func brokerClientAddr(lookup brokerLookup, id int32) (string, bool) {
+// brokerClientAddr is a registered, unfenced broker's address on the
+// named listener.
+func brokerClientAddr(lookup brokerLookup, listener string, id int32) (string, bool) {
 	reg, ok := lookup(id)
 	if !ok || reg.Fenced {
 		return "", false
 	}
-	ep, ok := reg.Endpoint(brokerListener)
+	ep, ok := reg.Endpoint(listener)
 	if !ok {
 		return "", false
 	}

@@ -13,6 +13,10 @@ import (
 
 // Config configures the partitions of one broker.
 type Config struct {
+	// Listener is the listener followers dial on their leaders
+	// (inter.broker.listener.name); empty means PLAINTEXT.
+	Listener string
+
 	// NodeID is this broker's node.id: a partition is hosted here when
 	// its replicas include it.
 	NodeID int32
@@ -143,3 +147,11 @@ type topicConfig struct {
 
 // durable reports whether acknowledgements wait for fsync.
 func (tc topicConfig) durable() bool { return tc.flushMessages <= 1 }
+
+// listener is the listener followers dial on their leaders.
+func (cfg Config) listener() string {
+	if cfg.Listener == "" {
+		return "PLAINTEXT"
+	}
+	return cfg.Listener
+}

@@ -53,9 +53,6 @@ const (
 	refusedRedialBackoff = 100 * time.Millisecond
 )
 
-// fetcherListener is the listener followers dial on their leaders.
-const fetcherListener = "PLAINTEXT"
-
 // fetcher fetches from one leader broker.
 type fetcher struct {
 	m      *Manager
@@ -205,7 +202,7 @@ func (m *Manager) brokerAddr(id int32) (string, bool) {
 	if !ok || reg.Fenced {
 		return "", false
 	}
-	ep, ok := reg.Endpoint(fetcherListener)
+	ep, ok := reg.Endpoint(m.cfg.listener())
 	if !ok {
 		return "", false
 	}

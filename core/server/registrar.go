@@ -11,6 +11,7 @@ import (
 
 	"github.com/strata-log/strata/core/env"
 	"github.com/strata-log/strata/core/kraft"
+	"github.com/strata-log/strata/core/meta"
 	"github.com/strata-log/strata/core/metrics"
 )
 
@@ -22,12 +23,12 @@ const brokerHeartbeatInterval = 2 * time.Second
 // local quorum member, then heartbeats so that it is unfenced and can be
 // given replicas. It runs on the loop.
 type registrar struct {
-	e           env.Env
-	m           *kraft.Member
-	nodeID      int32
-	clusterID   string
-	host        string
-	port        int32
+	e         env.Env
+	m         *kraft.Member
+	nodeID    int32
+	clusterID string
+	// endpoints are the broker's listeners, registered as they are.
+	endpoints   []meta.Endpoint
 	incarnation [16]byte
 	epoch       int64 // -1 until registered
 	// previous is the broker epoch of this broker's latest registration
@@ -103,9 +104,11 @@ func (r *registrar) register() {
 	req.IncarnationID = r.incarnation
 	req.PreviousBrokerEpoch = r.previous
 	r.sentPrevious = r.previous
-	l := kmsg.NewBrokerRegistrationRequestListener()
-	l.Name, l.Host, l.Port = "PLAINTEXT", r.host, uint16(r.port)
-	req.Listeners = []kmsg.BrokerRegistrationRequestListener{l}
+	for _, ep := range r.endpoints {
+		l := kmsg.NewBrokerRegistrationRequestListener()
+		l.Name, l.Host, l.Port, l.SecurityProtocol = ep.Name, ep.Host, ep.Port, int16(ep.SecurityProtocol)
+		req.Listeners = append(req.Listeners, l)
+	}
 	r.m.Submit(req, func(resp kmsg.Response, err error) {
 		if r.stopped {
 			return

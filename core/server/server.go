@@ -63,6 +63,7 @@ func Start(e env.Env, cfg Config) (*Server, error) {
 	rcfg.NodeID = cfg.NodeID
 	rcfg.KeepDirs = append(rcfg.KeepDirs, metadataDir)
 	rcfg.Metrics = cfg.Metrics
+	rcfg.Listener = cfg.BrokerListener.InterBrokerListener
 	rcfg.AlterPartition = func(req *kmsg.AlterPartitionRequest, done func(kmsg.Response, error)) { s.member.Submit(req, done) }
 	rcfg.LeaderRefused = s.member.SuspectBroker
 	rcfg.BrokerEpoch = func() int64 {
@@ -89,7 +90,7 @@ func Start(e env.Env, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.reg = &registrar{e: e, m: s.member, nodeID: cfg.NodeID, clusterID: cfg.ClusterID, epoch: -1,
-		host: bcfg.AdvertisedHost, port: s.broker.AdvertisedPort(), onChange: s.scheduleApply}
+		endpoints: s.broker.Endpoints(), onChange: s.scheduleApply}
 	s.member.SetOnImage(func(*meta.Image) { s.scheduleApply() })
 	s.reg.registrations = cfg.Metrics.Counter(metrics.BrokerRegistrations)
 	cfg.Metrics.GaugeFunc(metrics.BrokerFenced, func() float64 {
