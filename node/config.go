@@ -5,13 +5,16 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/strata-log/strata/core/config"
 	"github.com/strata-log/strata/core/kraft"
+	"github.com/strata-log/strata/core/meta"
 	"github.com/strata-log/strata/core/quorum"
+	"github.com/strata-log/strata/core/sasl"
 	"github.com/strata-log/strata/core/server"
 )
 
@@ -127,6 +130,17 @@ type Config struct {
 	// Pprof is strata.debug.pprof.enable: /debug/pprof is served.
 	Pprof bool
 
+	// ProtocolMap is listener.security.protocol.map (nil: Kafka's
+	// default, each protocol name mapped to itself).
+	ProtocolMap map[string]meta.SecurityProtocol
+	// InterBrokerListener is inter.broker.listener.name.
+	InterBrokerListener string
+	// SASLMechanisms is sasl.enabled.mechanisms, and
+	// PrincipalMappingRules ssl.principal.mapping.rules, for every
+	// listener without its own (listener.name.<name>.<key>).
+	SASLMechanisms        []sasl.Mechanism
+	PrincipalMappingRules string
+
 	// given holds the keys set by Set (server.properties, flags) with
 	// their values, for DescribeConfigs. Copied on write: a Config is a
 	// value.
@@ -140,6 +154,11 @@ type Config struct {
 	listenerNames []string
 	// controllerListeners maps those names to their addresses.
 	controllerListeners map[string]string
+	// advertisedByName is advertised.listeners by listener name.
+	advertisedByName map[string]string
+	// listenerOverrides are the listener.name.<name>.<key> values by
+	// upper-case listener name, then key. Copied on write.
+	listenerOverrides map[string]map[string]string
 }
 
 // DefaultConfig is the configuration of `strata serve` with no arguments:
@@ -208,12 +227,6 @@ func (c Config) Validate() error {
 		return invalid(server.KeyFetchTimeoutMs, strconv.FormatInt(fetchTimeout.Milliseconds(), 10),
 			"must exceed the leader's fetch max wait ("+strconv.Itoa(int(quorum.DefaultFetchMaxWait/time.Millisecond))+" ms)")
 	}
-	for _, name := range c.listenerNames {
-		if name != c.ControllerListenerName {
-			return invalid(KeyListeners, name, "listener "+name+" is neither PLAINTEXT nor the controller listener ("+
-				KeyControllerListeners+"="+c.ControllerListenerName+")")
-		}
-	}
 	roles := strings.Join(c.Roles(), ",")
 	voter := false
 	for _, v := range c.Quorum.Voters {
@@ -244,24 +257,30 @@ func (c Config) Validate() error {
 				c.ControllerListenerName+" in listeners")
 		}
 	}
+	clients, err := c.clientListeners()
+	if err != nil {
+		return err
+	}
 	if !c.IsBroker() {
-		if c.listenersSet && c.Listener != "" {
+		if c.listenersSet && len(clients) > 0 {
 			return invalid(KeyListeners, c.listenersString(), "a controller-only node (process.roles=controller) has only the controller listener "+
 				c.ControllerListenerName+"; it serves no clients")
 		}
 		return nil
 	}
-	if c.Listener == "" {
-		return invalid(KeyListeners, c.listenersString(), "process.roles="+roles+" needs a PLAINTEXT://host:port client listener")
+	if len(clients) == 0 {
+		return invalid(KeyListeners, c.listenersString(), "process.roles="+roles+" needs a client listener, e.g. PLAINTEXT://host:port")
 	}
 	// As in Kafka, advertised.listeners defaults to listeners, and neither
-	// may advertise 0.0.0.0 or ::, which no client can connect to.
-	host, _, _ := net.SplitHostPort(c.advertised())
-	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
-		return invalid(KeyAdvertisedListeners, c.advertised(),
-			"cannot advertise the non-routable meta-address "+host+"; set advertised.listeners to a routable address")
+	// may advertise 0.0.0.0 or ::, which no client can connect to
+	// (resolveAdvertised).
+	for name := range c.advertisedByName {
+		if !slices.ContainsFunc(clients, func(l clientListener) bool { return l.name == name }) {
+			return invalid(KeyAdvertisedListeners, name, "advertises a listener that is not a client listener in listeners")
+		}
 	}
-	return nil
+	_, _, err = c.brokerListeners()
+	return err
 }
 
 // IsBroker reports whether process.roles includes broker.
@@ -283,14 +302,6 @@ func (c Config) listenersString() string {
 		parts = append(parts, name+"://"+c.controllerListeners[name])
 	}
 	return strings.Join(parts, ",")
-}
-
-// advertised is the effective advertised listener.
-func (c Config) advertised() string {
-	if c.AdvertisedListener != "" {
-		return c.AdvertisedListener
-	}
-	return c.Listener
 }
 
 func invalid(key, value, why string) error {
@@ -369,23 +380,6 @@ func votersString(vs []kraft.Voter) string {
 		parts[i] = strconv.Itoa(int(v.ID)) + "@" + v.Addr
 	}
 	return strings.Join(parts, ",")
-}
-
-// parseAdvertisedListener parses advertised.listeners and returns the one
-// "host:port" it names. Only a single PLAINTEXT listener is supported yet
-// (no TLS or SASL).
-func parseAdvertisedListener(value string) (any, error) {
-	addr, err := single(value, "want PLAINTEXT://host:port", "only one listener is supported yet")
-	if err != nil {
-		return nil, err
-	}
-	if name, rest, ok := strings.Cut(addr, "://"); ok {
-		if !strings.EqualFold(name, "PLAINTEXT") {
-			return nil, errors.New("only the PLAINTEXT listener is supported yet, not " + name)
-		}
-		addr = rest
-	}
-	return parseHostPort(addr)
 }
 
 // LoadConfigFile applies a server.properties file on top of cfg. It

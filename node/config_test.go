@@ -151,7 +151,7 @@ func TestControllerListenerConfig(t *testing.T) {
 
 	// Valid on its own (a controller-only node's listeners), but not for
 	// the default combined roles.
-	requireInvalid(t, &cfg, "process.roles=broker,controller needs a PLAINTEXT://host:port client listener", "listeners", "CTRL://127.0.0.1:9093")
+	requireInvalid(t, &cfg, "process.roles=broker,controller needs a client listener, e.g. PLAINTEXT://host:port", "listeners", "CTRL://127.0.0.1:9093")
 }
 
 func TestProcessRoles(t *testing.T) {
@@ -198,7 +198,7 @@ func TestProcessRoles(t *testing.T) {
 
 		requireInvalid(t, &cfg, "a controller-only node (process.roles=controller) has only the controller listener", "listeners", "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:29093")
 		requireInvalid(t, &cfg, "node.id 4 is not a voter; with process.roles=controller it must be", "listeners", "CONTROLLER://127.0.0.1:29093", "node.id", "4")
-		requireInvalid(t, &cfg, "neither PLAINTEXT nor the controller listener", "node.id", "2", "controller.listener.names", "CTRL")
+		requireInvalid(t, &cfg, "needs the controller listener CTRL://host:port in listeners", "node.id", "2", "controller.listener.names", "CTRL")
 		requireInvalid(t, &cfg, "needs the controller listener CTRL://host:port in listeners", "listeners", "PLAINTEXT://127.0.0.1:9092")
 	})
 
@@ -215,7 +215,7 @@ func TestProcessRoles(t *testing.T) {
 		requireInvalid(t, &cfg, "must not have the controller listener", "node.id", "4", "listeners", "CONTROLLER://127.0.0.1:49093")
 		mustSet(t, &cfg, "controller.listener.names", "CONTROLLER", "listeners", "PLAINTEXT://127.0.0.1:49092")
 		cfg.Listener = ""
-		require.ErrorContains(t, cfg.Validate(), "needs a PLAINTEXT://host:port client listener")
+		require.ErrorContains(t, cfg.Validate(), "needs a client listener, e.g. PLAINTEXT://host:port")
 	})
 
 	t.Run("quorum timeouts", func(t *testing.T) {

@@ -63,16 +63,19 @@ const (
 )
 
 // nodeKeys is node's table, in the order docs/operations.md lists them.
-var nodeKeys = config.Keys[Config]{
+var nodeKeys = slices.Concat(config.Keys[Config]{
 	{Row: row(KeyListeners, kmsg.ConfigTypeList, DefaultListeners, "The client (PLAINTEXT) and controller listeners.",
 		config.Custom("NAME://host:port,...", parseListenerList)),
 		Set: setListeners},
 	{Row: row(KeyControllerListeners, kmsg.ConfigTypeList, DefaultControllerListenerName, "The name of the controller listener in listeners.",
 		config.Custom("one listener name other than PLAINTEXT", parseControllerListenerName)),
 		Set: func(c *Config, v config.Value) { c.ControllerListenerName = v.Parsed().(string) }},
-	{Row: row(KeyAdvertisedListeners, kmsg.ConfigTypeString, "", "The address given to clients in Metadata.",
-		config.Custom("PLAINTEXT://host:port", parseAdvertisedListener)),
-		Set: func(c *Config, v config.Value) { c.AdvertisedListener = v.Parsed().(string) }},
+	{Row: row(KeyAdvertisedListeners, kmsg.ConfigTypeString, "", "The addresses given to clients in Metadata, per listener.",
+		config.Custom("NAME://host:port,...", parseAdvertisedListeners)),
+		Set: func(c *Config, v config.Value) {
+			c.advertisedByName = v.Parsed().(map[string]string)
+			c.AdvertisedListener = c.advertisedByName["PLAINTEXT"]
+		}},
 	{Row: row(KeyLogDirs, kmsg.ConfigTypeString, DefaultLogDir, "The data directory (one).", config.Custom("one directory", parseLogDir)),
 		Set: setLogDir},
 	{Row: row("log.dir", kmsg.ConfigTypeString, DefaultLogDir, "The data directory when log.dirs is not set.", config.Custom("one directory", parseLogDir)),
@@ -114,7 +117,7 @@ var nodeKeys = config.Keys[Config]{
 	{Row: row("strata.debug.pprof.enable", kmsg.ConfigTypeBoolean, "false",
 		"Strata's own: serve Go's profiles under /debug/pprof/ on the metrics listener.", config.Boolean()),
 		Set: func(c *Config, v config.Value) { c.Pprof = v.Bool() }},
-}
+}, listenerKeys())
 
 // row is one of node's rows.
 func row(name string, typ kmsg.ConfigType, def, doc string, check config.Check) config.Row {
@@ -162,6 +165,9 @@ func allRows() []*config.Row {
 func (c *Config) Set(key, value string) (known bool, err error) {
 	value = strings.TrimSpace(value)
 	known, err = nodeKeys.Apply(c, key, value)
+	if !known {
+		known, err = c.setListenerOverride(key, value)
+	}
 	if !known {
 		known, err = server.Keys().Apply(&c.Config, key, value)
 	}

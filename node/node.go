@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"maps"
 	"net"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -84,10 +83,10 @@ func Start(cfg Config, log *slog.Logger) (*Node, error) {
 	if warn := controllerPortMismatch(cfg); warn != "" {
 		log.Warn(warn)
 	}
-	var advHost string
-	var advPort int32
+	var listeners []broker.Listener
+	var interBroker string
 	if cfg.IsBroker() {
-		if advHost, advPort, err = advertisedHostPort(cfg); err != nil {
+		if listeners, interBroker, err = cfg.brokerListeners(); err != nil {
 			return nil, err
 		}
 	}
@@ -150,12 +149,11 @@ func Start(cfg Config, log *slog.Logger) (*Node, error) {
 		}
 		if cfg.IsBroker() {
 			bc := &scfg.BrokerListener
-			bc.ListenAddr, bc.LogDir = cfg.Listener, dataDir
+			bc.Listeners, bc.InterBrokerListener, bc.LogDir = listeners, interBroker, dataDir
 			bc.MaxConnectionsPerIP, bc.MaxConnectionsPerIPOverrides, bc.ConnectionsMaxIdle = limits.MaxPerHost, limits.PerHostOverrides, limits.MaxIdle
 			bc.Work = cfg.workConfig()
 			bc.StaticConfigs = cfg.brokerStaticConfigs()
 			n.reportMetricsAddr(bc.StaticConfigs)
-			bc.AdvertisedHost, bc.AdvertisedPort = advHost, advPort
 		} else {
 			scfg.BrokerListener, scfg.Partitions = broker.Config{}, replica.Config{}
 		}
@@ -166,7 +164,7 @@ func Start(cfg Config, log *slog.Logger) (*Node, error) {
 		n.ctrlAddr = n.srv.ControllerAddr()
 		if cfg.IsBroker() {
 			n.addr = n.srv.BrokerAddr()
-			n.advertised = net.JoinHostPort(advHost, strconv.Itoa(int(n.srv.Broker().AdvertisedPort())))
+			n.advertised = net.JoinHostPort(listeners[0].AdvertisedHost, strconv.Itoa(int(n.srv.Broker().AdvertisedPort())))
 		}
 	})
 	if err = errors.Join(err, startErr); err != nil {
@@ -237,26 +235,6 @@ func controllerPortMismatch(cfg Config) string {
 		}
 	}
 	return ""
-}
-
-// advertisedHostPort resolves the address given to clients: the advertised
-// listener, or the listener; an empty host is this machine's hostname, as
-// in Kafka. Port 0 is returned as 0 and means "the bound port".
-func advertisedHostPort(cfg Config) (string, int32, error) {
-	host, portStr, err := net.SplitHostPort(cfg.advertised())
-	if err != nil {
-		return "", 0, fmt.Errorf("%w: %s: %w", ErrInvalidConfig, KeyAdvertisedListeners, err)
-	}
-	port, err := strconv.ParseUint(portStr, 10, 16)
-	if err != nil {
-		return "", 0, invalid(KeyAdvertisedListeners, cfg.advertised(), "bad port")
-	}
-	if host == "" {
-		if host, err = os.Hostname(); err != nil {
-			return "", 0, fmt.Errorf("advertised host: %w", err)
-		}
-	}
-	return host, int32(port), nil
 }
 
 // Addr is the address the client listener bound (with the real port when

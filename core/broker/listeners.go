@@ -218,11 +218,15 @@ func (b *Broker) Endpoints() []meta.Endpoint {
 }
 
 // interBrokerListener is the listener name brokers reach each other on.
-func (b *Broker) interBrokerListener() string {
-	if b.cfg.InterBrokerListener != "" {
-		return b.cfg.InterBrokerListener
+func (b *Broker) interBrokerListener() string { return b.cfg.InterBrokerListenerName() }
+
+// InterBrokerListenerName is the listener brokers reach each other on:
+// InterBrokerListener, or the first listener.
+func (cfg Config) InterBrokerListenerName() string {
+	if cfg.InterBrokerListener != "" {
+		return cfg.InterBrokerListener
 	}
-	return b.cfg.listeners()[0].Name
+	return cfg.listeners()[0].Name
 }
 
 // listenerNamed is the bound listener of that name, nil if none.

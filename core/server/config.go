@@ -35,6 +35,10 @@ type Config struct {
 	// broker role). NodeID is filled in here.
 	Partitions replica.Config
 
+	// Auth configures authorization (authorizer.class.name, super.users,
+	// allow.everyone.if.no.acl.found).
+	Auth AuthConfig
+
 	// Metrics is the registry every part of the server counts into; nil
 	// counts nothing (metrics off). The registry belongs to the server's
 	// loop: read it (Snapshot) only there.

@@ -284,7 +284,7 @@ var keys = slices.Concat(config.Keys[Config]{
 				c.BrokerListener.Work.InlineBelow = math.MaxInt64
 			}
 		}},
-})
+}, securityKeys())
 
 // Keys returns every broker key, in the order docs/operations.md lists
 // them. The rows are shared: callers do not modify them.

@@ -63,7 +63,7 @@ func Start(e env.Env, cfg Config) (*Server, error) {
 	rcfg.NodeID = cfg.NodeID
 	rcfg.KeepDirs = append(rcfg.KeepDirs, metadataDir)
 	rcfg.Metrics = cfg.Metrics
-	rcfg.Listener = cfg.BrokerListener.InterBrokerListener
+	rcfg.Listener = cfg.BrokerListener.InterBrokerListenerName()
 	rcfg.AlterPartition = func(req *kmsg.AlterPartitionRequest, done func(kmsg.Response, error)) { s.member.Submit(req, done) }
 	rcfg.LeaderRefused = s.member.SuspectBroker
 	rcfg.BrokerEpoch = func() int64 {
@@ -77,6 +77,11 @@ func Start(e env.Env, cfg Config) (*Server, error) {
 	bcfg.Metadata = s.member
 	bcfg.Partitions = s.parts
 	bcfg.Metrics = cfg.Metrics
+	if bcfg.Authorizer, err = cfg.Auth.policy(); err != nil {
+		s.member.Close(nil)
+		s.parts.Close(func() {})
+		return nil, fmt.Errorf("server: %w", err)
+	}
 	bcfg.BrokerEpoch = func() int64 {
 		if s.reg == nil {
 			return -1

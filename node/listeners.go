@@ -1,0 +1,343 @@
+package node
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/core/broker"
+	"github.com/strata-log/strata/core/config"
+	"github.com/strata-log/strata/core/meta"
+	"github.com/strata-log/strata/core/principal"
+	"github.com/strata-log/strata/core/sasl"
+)
+
+// Listener keys (issue 24) beyond listeners, advertised.listeners and
+// controller.listener.names.
+const (
+	KeyProtocolMap         = "listener.security.protocol.map"
+	KeyInterBrokerListener = "inter.broker.listener.name"
+	KeySASLMechanisms      = "sasl.enabled.mechanisms"
+	KeyPrincipalMapping    = "ssl.principal.mapping.rules"
+	// ListenerPrefix starts a per-listener override,
+	// listener.name.<lower-case listener name>.<key>, of the keys
+	// perListenerKeys names.
+	ListenerPrefix = "listener.name."
+)
+
+// Defaults of the listener keys.
+const (
+	// DefaultProtocolMap is Kafka's default listener.security.protocol.map:
+	// each protocol's name maps to itself. The controller listener, when
+	// the map does not name it, is PLAINTEXT, as in Kafka.
+	DefaultProtocolMap = "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL"
+	// DefaultSASLMechanisms is sasl.enabled.mechanisms's default. Kafka's
+	// is GSSAPI (Kerberos), which Strata does not serve; SCRAM never
+	// sends the password, where PLAIN does (enable it explicitly, and
+	// only over TLS).
+	DefaultSASLMechanisms = "SCRAM-SHA-256,SCRAM-SHA-512"
+)
+
+// protocolNames are the security protocols by Kafka's names.
+var protocolNames = map[string]meta.SecurityProtocol{
+	"PLAINTEXT": meta.SecurityPlaintext, "SSL": meta.SecuritySSL,
+	"SASL_PLAINTEXT": meta.SecuritySASLPlaintext, "SASL_SSL": meta.SecuritySASLSSL,
+}
+
+// listenerKeys are the rows of the listener keys.
+func listenerKeys() config.Keys[Config] {
+	return config.Keys[Config]{
+		{Row: row(KeyProtocolMap, kmsg.ConfigTypeString, DefaultProtocolMap,
+			"The security protocol of each listener name, NAME:PROTOCOL,...",
+			config.Custom("NAME:PROTOCOL,... (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL)", parseProtocolMap)),
+			Set: func(c *Config, v config.Value) { c.ProtocolMap = v.Parsed().(map[string]meta.SecurityProtocol) }},
+		{Row: row(KeyInterBrokerListener, kmsg.ConfigTypeString, "",
+			"The listener brokers reach each other on (replication, transaction markers); empty means PLAINTEXT, or the first client listener without one.",
+			config.Custom("a listener name", parseListenerName)),
+			Set: func(c *Config, v config.Value) { c.InterBrokerListener = v.Parsed().(string) }},
+		{Row: row(KeySASLMechanisms, kmsg.ConfigTypeList, DefaultSASLMechanisms,
+			"The SASL mechanisms a SASL listener offers (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512).",
+			config.Custom("PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, comma separated", parseMechanisms)),
+			Set: func(c *Config, v config.Value) { c.SASLMechanisms = v.Parsed().([]sasl.Mechanism) }},
+		{Row: row(KeyPrincipalMapping, kmsg.ConfigTypeString, "DEFAULT",
+			"How an SSL client certificate becomes a principal (KIP-371 rules, and Strata's SAN: rules).",
+			config.Custom("RULE:pattern/replacement/, SAN:TYPE:pattern/replacement/ (each with an optional L or U) or DEFAULT, comma separated", parseMappingRules)),
+			Set: func(c *Config, v config.Value) { c.PrincipalMappingRules = v.String() }},
+	}
+}
+
+// perListenerKeys are the keys a listener.name.<name>. prefix may
+// override, with the row that checks the value.
+func perListenerKeys() map[string]*config.Row {
+	out := map[string]*config.Row{}
+	for _, k := range []string{KeySASLMechanisms, KeyPrincipalMapping} {
+		for i := range nodeKeys {
+			if nodeKeys[i].Name == k {
+				out[k] = &nodeKeys[i].Row
+			}
+		}
+	}
+	return out
+}
+
+// setListenerOverride applies listener.name.<name>.<key>=value; known is
+// false when key is not such an override.
+func (c *Config) setListenerOverride(key, value string) (known bool, err error) {
+	rest, ok := strings.CutPrefix(key, ListenerPrefix)
+	if !ok {
+		return false, nil
+	}
+	name, sub, ok := strings.Cut(rest, ".")
+	r := perListenerKeys()[sub]
+	if !ok || name == "" || r == nil {
+		return false, nil
+	}
+	if err := r.Validate(value); err != nil {
+		return true, fmt.Errorf("%s: %w", key, err)
+	}
+	overrides := map[string]map[string]string{}
+	for n, m := range c.listenerOverrides {
+		overrides[n] = m
+	}
+	m := map[string]string{}
+	for k, v := range overrides[strings.ToUpper(name)] {
+		m[k] = v
+	}
+	m[sub] = value
+	overrides[strings.ToUpper(name)] = m
+	c.listenerOverrides = overrides
+	return true, nil
+}
+
+// listenerValue is key's value for the named listener: its override, or
+// ok false.
+func (c Config) listenerValue(name, key string) (string, bool) {
+	v, ok := c.listenerOverrides[name][key]
+	return v, ok
+}
+
+func parseProtocolMap(value string) (any, error) {
+	out := map[string]meta.SecurityProtocol{}
+	for _, entry := range config.SplitListLoose(value) {
+		name, proto, ok := strings.Cut(entry, ":")
+		if !ok || name == "" {
+			return nil, fmt.Errorf("want NAME:PROTOCOL, not %q", entry)
+		}
+		p, ok := protocolNames[strings.ToUpper(proto)]
+		if !ok {
+			return nil, fmt.Errorf("unknown security protocol %q (want PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL)", proto)
+		}
+		name = strings.ToUpper(name)
+		if _, dup := out[name]; dup {
+			return nil, fmt.Errorf("listener %s mapped twice", name)
+		}
+		out[name] = p
+	}
+	return out, nil
+}
+
+func parseListenerName(value string) (any, error) {
+	if strings.ContainsAny(value, ":/, ") {
+		return nil, fmt.Errorf("want a listener name, not %q", value)
+	}
+	return strings.ToUpper(value), nil
+}
+
+func parseMechanisms(value string) (any, error) {
+	var out []sasl.Mechanism
+	for _, name := range config.SplitListLoose(value) {
+		m, ok := sasl.ParseMechanism(strings.ToUpper(name))
+		if !ok {
+			return nil, fmt.Errorf("unsupported SASL mechanism %q (Strata serves PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512)", name)
+		}
+		if slices.Contains(out, m) {
+			return nil, fmt.Errorf("mechanism %s given twice", m)
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+func parseMappingRules(value string) (any, error) {
+	return principal.ParseRules(value)
+}
+
+// clientListener is one client listener of the node, resolved.
+type clientListener struct {
+	name, addr string
+	protocol   meta.SecurityProtocol
+}
+
+// protocolOf is the named listener's security protocol.
+func (c Config) protocolOf(name string) (meta.SecurityProtocol, error) {
+	if p, ok := c.ProtocolMap[name]; ok {
+		return p, nil
+	}
+	if name == c.ControllerListenerName {
+		return meta.SecurityPlaintext, nil
+	}
+	if p, ok := protocolNames[name]; ok && c.ProtocolMap == nil {
+		return p, nil
+	}
+	return 0, invalid(KeyProtocolMap, c.protocolMapString(), "names no security protocol for listener "+name)
+}
+
+func (c Config) protocolMapString() string {
+	var parts []string
+	for n, p := range c.ProtocolMap {
+		parts = append(parts, n+":"+protocolNameOf(p))
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, ",")
+}
+
+func protocolNameOf(p meta.SecurityProtocol) string {
+	for n, q := range protocolNames {
+		if q == p {
+			return n
+		}
+	}
+	return strconv.Itoa(int(p))
+}
+
+// clientListeners are the node's client listeners in listeners order:
+// PLAINTEXT (Listener) and every other entry but the controller's.
+func (c Config) clientListeners() ([]clientListener, error) {
+	var out []clientListener
+	if c.Listener != "" {
+		p, err := c.protocolOf("PLAINTEXT")
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, clientListener{name: "PLAINTEXT", addr: c.Listener, protocol: p})
+	}
+	for _, name := range c.listenerNames {
+		if name == c.ControllerListenerName {
+			continue
+		}
+		p, err := c.protocolOf(name)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, clientListener{name: name, addr: c.controllerListeners[name], protocol: p})
+	}
+	return out, nil
+}
+
+// interBrokerListener is inter.broker.listener.name resolved against ls.
+func (c Config) interBrokerListener(ls []clientListener) (string, error) {
+	if c.InterBrokerListener != "" {
+		for _, l := range ls {
+			if l.name == c.InterBrokerListener {
+				if l.protocol != meta.SecurityPlaintext {
+					return "", invalid(KeyInterBrokerListener, c.InterBrokerListener,
+						"replication between brokers over "+protocolNameOf(l.protocol)+" is not served yet: name a PLAINTEXT listener")
+				}
+				return l.name, nil
+			}
+		}
+		return "", invalid(KeyInterBrokerListener, c.InterBrokerListener, "not one of the client listeners in listeners")
+	}
+	for _, l := range ls {
+		if l.protocol == meta.SecurityPlaintext {
+			return l.name, nil
+		}
+	}
+	if len(ls) > 1 {
+		return "", invalid(KeyInterBrokerListener, "", "no PLAINTEXT client listener for brokers to reach each other on: "+
+			"add one (it may be bound to a private address) and name it here")
+	}
+	return ls[0].name, nil
+}
+
+// brokerListeners resolves the broker's listeners for broker.Config:
+// advertised addresses, mechanisms and principal builders.
+func (c Config) brokerListeners() ([]broker.Listener, string, error) {
+	ls, err := c.clientListeners()
+	if err != nil {
+		return nil, "", err
+	}
+	if len(ls) == 0 {
+		return nil, "", invalid(KeyListeners, c.listenersString(), "a broker needs a client listener, e.g. PLAINTEXT://host:port")
+	}
+	inter, err := c.interBrokerListener(ls)
+	if err != nil {
+		return nil, "", err
+	}
+	out := make([]broker.Listener, 0, len(ls))
+	for _, l := range ls {
+		adv := l.addr
+		if a, ok := c.advertisedByName[l.name]; ok {
+			adv = a
+		} else if l.name == "PLAINTEXT" && c.AdvertisedListener != "" {
+			adv = c.AdvertisedListener
+		}
+		host, port, err := resolveAdvertised(adv)
+		if err != nil {
+			return nil, "", err
+		}
+		bl := broker.Listener{Name: l.name, Addr: l.addr, AdvertisedHost: host, AdvertisedPort: port, Protocol: l.protocol}
+		mechs := c.SASLMechanisms
+		if v, ok := c.listenerValue(l.name, KeySASLMechanisms); ok {
+			parsed, _ := parseMechanisms(v) // checked by Set
+			mechs = parsed.([]sasl.Mechanism)
+		}
+		if l.protocol == meta.SecuritySASLPlaintext || l.protocol == meta.SecuritySASLSSL {
+			if len(mechs) == 0 {
+				return nil, "", invalid(ListenerPrefix+strings.ToLower(l.name)+"."+KeySASLMechanisms, "", "a SASL listener needs a mechanism")
+			}
+			bl.Mechanisms = mechs
+		}
+		rules := c.PrincipalMappingRules
+		if v, ok := c.listenerValue(l.name, KeyPrincipalMapping); ok {
+			rules = v
+		}
+		if bl.Principals, err = principal.NewBuilder(rules); err != nil {
+			return nil, "", invalid(KeyPrincipalMapping, rules, err.Error())
+		}
+		out = append(out, bl)
+	}
+	return out, inter, nil
+}
+
+// resolveAdvertised resolves an advertised "host:port": an empty host is
+// this machine's hostname, as in Kafka; port 0 means the bound port.
+func resolveAdvertised(addr string) (string, int32, error) {
+	host, portStr, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0, fmt.Errorf("%w: %s: %w", ErrInvalidConfig, KeyAdvertisedListeners, err)
+	}
+	port, err := strconv.ParseUint(portStr, 10, 16)
+	if err != nil {
+		return "", 0, invalid(KeyAdvertisedListeners, addr, "bad port")
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		return "", 0, invalid(KeyAdvertisedListeners, addr,
+			"cannot advertise the non-routable meta-address "+host+"; set advertised.listeners to a routable address")
+	}
+	if host == "" {
+		if host, err = os.Hostname(); err != nil {
+			return "", 0, fmt.Errorf("advertised host: %w", err)
+		}
+	}
+	return host, int32(port), nil
+}
+
+// parseAdvertisedListeners parses advertised.listeners: NAME://host:port
+// entries (a bare host:port is PLAINTEXT), each name once.
+func parseAdvertisedListeners(value string) (any, error) {
+	list, err := parseListenerList(value)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, nl := range list.([]namedListener) {
+		out[nl.name] = nl.addr
+	}
+	return out, nil
+}
