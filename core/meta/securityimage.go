@@ -69,6 +69,13 @@ func (img *Image) ClientQuotas() iter.Seq2[quota.Entity, []quota.Value] {
 	return func(yield func(quota.Entity, []quota.Value) bool) { img.quotas.all(yield) }
 }
 
+// ClientQuota returns the values set on one entity, sorted by key; nil
+// for none. The slice is shared with the image and must not be modified.
+func (img *Image) ClientQuota(e quota.Entity) []quota.Value {
+	values, _ := img.quotas.get(e)
+	return values
+}
+
 // QuotaManager returns a new quota.Manager with cfg and the image's client
 // quotas: what a broker measures clients with and answers
 // DescribeClientQuotas from.
