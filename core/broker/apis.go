@@ -115,6 +115,20 @@ var apis = []apiHandler{
 		why: "every version kmsg encodes (KIP-848; v1: regex subscriptions, client-chosen member ids)"},
 	{API: api(kmsg.ConsumerGroupDescribe, 0, 1), handle: handleConsumerGroupDescribe,
 		why: "every version kmsg encodes (v1: member type)"},
+	{API: api(kmsg.DescribeACLs, 0, 3), handle: handleDescribeACLs,
+		why: "every version kmsg encodes (v1: KIP-290 pattern types), answered from the image's ACLs"},
+	{API: api(kmsg.CreateACLs, 0, 3), handle: controllerWithClusterOp(kmsg.ACLOperationAlter), barrier: true,
+		why: "as CreateTopics, after ALTER on the cluster is authorized here"},
+	{API: api(kmsg.DeleteACLs, 0, 3), handle: controllerWithClusterOp(kmsg.ACLOperationAlter), barrier: true,
+		why: "as CreateACLs"},
+	{API: api(kmsg.DescribeUserSCRAMCredentials, 0, 0), handle: handleDescribeUserSCRAMCredentials,
+		why: "every version kmsg encodes (KIP-554), answered from the image"},
+	{API: api(kmsg.AlterUserSCRAMCredentials, 0, 0), handle: controllerWithClusterOp(kmsg.ACLOperationAlter), barrier: true,
+		why: "as CreateACLs (KIP-554)"},
+	{API: api(kmsg.DescribeClientQuotas, 0, 1), handle: handleDescribeClientQuotas,
+		why: "every version kmsg encodes (KIP-546), answered from the image"},
+	{API: api(kmsg.AlterClientQuotas, 0, 1), handle: controllerWithClusterOp(kmsg.ACLOperationAlterConfigs), barrier: true,
+		why: "as CreateTopics, after ALTER_CONFIGS on the cluster is authorized here (KIP-546)"},
 }
 
 func api(key kmsg.Key, minVersion, maxVersion int16) protocol.API {
