@@ -119,6 +119,20 @@ var apis = []apiHandler{
 		why: "every version kmsg encodes (v0 is followed by raw tokens: kafka-python 2.0 still sends it)"},
 	{API: api(kmsg.SASLAuthenticate, 0, 2), handle: handleSaslAuthenticate,
 		why: "every version kmsg encodes (v1: KIP-368's session lifetime; v2 adds nothing the broker uses)"},
+	{API: api(kmsg.DescribeACLs, 0, 3), handle: handleDescribeACLs,
+		why: "every version kmsg encodes (v1: KIP-290 pattern types), answered from the image's ACLs"},
+	{API: api(kmsg.CreateACLs, 0, 3), handle: controllerWithClusterOp(kmsg.ACLOperationAlter), barrier: true,
+		why: "as CreateTopics, after ALTER on the cluster is authorized here"},
+	{API: api(kmsg.DeleteACLs, 0, 3), handle: controllerWithClusterOp(kmsg.ACLOperationAlter), barrier: true,
+		why: "as CreateACLs"},
+	{API: api(kmsg.DescribeUserSCRAMCredentials, 0, 0), handle: handleDescribeUserSCRAMCredentials,
+		why: "every version kmsg encodes (KIP-554), answered from the image"},
+	{API: api(kmsg.AlterUserSCRAMCredentials, 0, 0), handle: controllerWithClusterOp(kmsg.ACLOperationAlter), barrier: true,
+		why: "as CreateACLs (KIP-554)"},
+	{API: api(kmsg.DescribeClientQuotas, 0, 1), handle: handleDescribeClientQuotas,
+		why: "every version kmsg encodes (KIP-546), answered from the image"},
+	{API: api(kmsg.AlterClientQuotas, 0, 1), handle: controllerWithClusterOp(kmsg.ACLOperationAlterConfigs), barrier: true,
+		why: "as CreateTopics, after ALTER_CONFIGS on the cluster is authorized here (KIP-546)"},
 }
 
 func api(key kmsg.Key, minVersion, maxVersion int16) protocol.API {

@@ -337,7 +337,9 @@ func Supports(req kmsg.Request) bool {
 		*kmsg.CreateTopicsRequest, *kmsg.DeleteTopicsRequest, *kmsg.CreatePartitionsRequest,
 		*kmsg.AlterPartitionRequest, *kmsg.AllocateProducerIDsRequest,
 		*kmsg.IncrementalAlterConfigsRequest, *kmsg.AlterConfigsRequest, *kmsg.ElectLeadersRequest,
-		*kmsg.AlterPartitionAssignmentsRequest, *kmsg.ListPartitionReassignmentsRequest:
+		*kmsg.AlterPartitionAssignmentsRequest, *kmsg.ListPartitionReassignmentsRequest,
+		*kmsg.CreateACLsRequest, *kmsg.DeleteACLsRequest, *kmsg.AlterUserSCRAMCredentialsRequest,
+		*kmsg.AlterClientQuotasRequest:
 		return true
 	}
 	return false
@@ -392,6 +394,14 @@ func (c *Controller) Handle(now time.Duration, req kmsg.Request) (Ticket, error)
 		resp = c.alterPartitionReassignments(r)
 	case *kmsg.ListPartitionReassignmentsRequest:
 		resp = c.listPartitionReassignments(r)
+	case *kmsg.CreateACLsRequest:
+		resp = c.createACLs(r)
+	case *kmsg.DeleteACLsRequest:
+		resp = c.deleteACLs(r)
+	case *kmsg.AlterUserSCRAMCredentialsRequest:
+		resp = c.alterUserScramCredentials(r)
+	case *kmsg.AlterClientQuotasRequest:
+		resp = c.alterClientQuotas(r)
 	}
 	c.waiting = append(c.waiting, waitingResponse{ticket: t, readyAt: c.lastWritten, req: req, resp: resp})
 	c.release()

@@ -14,7 +14,12 @@
 //     kmsg types so the broker can pass them through (BrokerRegistration,
 //     BrokerHeartbeat, CreateTopics, DeleteTopics, CreatePartitions,
 //     AlterPartition, AllocateProducerIDs, IncrementalAlterConfigs,
-//     AlterConfigs); it returns a Ticket;
+//     AlterConfigs, ElectLeaders, AlterPartitionAssignments,
+//     ListPartitionReassignments, and the security APIs CreateAcls,
+//     DeleteAcls, AlterUserScramCredentials and AlterClientQuotas, decided
+//     as Kafka's AclControlManager, ScramControlManager and
+//     ClientQuotaControlManager do in security.go; authorization is the
+//     broker's, before it forwards); it returns a Ticket;
 //   - Tick(now): the monotonic clock, which fences brokers whose session
 //     (broker.session.timeout.ms) expired;
 //   - BecomeLeader(now, epoch, committedImage, nextOffset), Resign() and

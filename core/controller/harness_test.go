@@ -354,6 +354,9 @@ func ids(l []int32) string {
 
 // formatRecord describes a record with topic names instead of ids.
 func (h *harness) formatRecord(r meta.Record) string {
+	if s, ok := h.formatSecurityRecord(r); ok {
+		return s
+	}
 	switch r := r.(type) {
 	case *meta.RegisterBrokerRecord:
 		return fmt.Sprintf("RegisterBroker id=%d epoch=%d fenced=%v", r.BrokerID, r.BrokerEpoch, r.Fenced)
@@ -398,6 +401,9 @@ func (h *harness) formatRecord(r meta.Record) string {
 // formatResponse describes a response compactly.
 func (h *harness) formatResponse(msg kmsg.Response) string {
 	var b strings.Builder
+	if formatSecurityResponse(&b, msg) {
+		return b.String()
+	}
 	switch r := msg.(type) {
 	case *kmsg.BrokerRegistrationResponse:
 		fmt.Fprintf(&b, "BrokerRegistration %s epoch=%d", errName(r.ErrorCode), r.BrokerEpoch)

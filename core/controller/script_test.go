@@ -37,6 +37,8 @@ import (
 //	resign [truncate]
 //	become-leader
 //	image [spec]
+//
+// and the security commands of security_script_test.go.
 func TestScripts(t *testing.T) {
 	// rapid's failure files live under testdata/rapid.
 	coretest.RunScripts(t, "*.txt", func(*testing.T) coretest.Commands { return (&script{}).run })
@@ -222,7 +224,9 @@ func (s *script) run(t *testing.T, d *datadriven.TestData) string {
 		}
 		out.WriteString(s.formatImage(img))
 	default:
-		d.Fatalf(t, "unknown command %s", d.Cmd)
+		if !s.runSecurity(t, d, &out) {
+			d.Fatalf(t, "unknown command %s", d.Cmd)
+		}
 	}
 	s.show(&out)
 	return out.String()

@@ -29,6 +29,8 @@ var controllerAPIs = func() protocol.Table {
 		kmsg.NewPtrAlterPartitionRequest(), kmsg.NewPtrAllocateProducerIDsRequest(),
 		kmsg.NewPtrIncrementalAlterConfigsRequest(), kmsg.NewPtrAlterConfigsRequest(), kmsg.NewPtrElectLeadersRequest(),
 		kmsg.NewPtrAlterPartitionAssignmentsRequest(), kmsg.NewPtrListPartitionReassignmentsRequest(),
+		kmsg.NewPtrCreateACLsRequest(), kmsg.NewPtrDeleteACLsRequest(),
+		kmsg.NewPtrAlterUserSCRAMCredentialsRequest(), kmsg.NewPtrAlterClientQuotasRequest(),
 	} {
 		rows = append(rows, protocol.API{Key: req.Key(), MinVersion: 0, MaxVersion: req.MaxVersion()})
 	}

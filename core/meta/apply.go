@@ -26,6 +26,7 @@ func (d *Delta) Apply(pos Position) *Image {
 	d.applyTopics(&img, &h)
 	d.applyConfigs(&img, &h)
 	d.applyFeatures(&img, &h)
+	d.applySecurity(&img, &h)
 	if d.producerIDs != nil {
 		if base.producerIDs.NextProducerID != 0 {
 			img.sum.sub(h.term(producerIDsRecord(base.producerIDs)))

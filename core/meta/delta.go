@@ -25,6 +25,8 @@ type Delta struct {
 	features map[string]int16
 	// producerIDs is the new producer id state, nil when untouched.
 	producerIDs *ProducerIDs
+	// sec is the ACL, SCRAM and client quota changes.
+	sec securityDelta
 	// records counts the records replayed.
 	records int
 }
@@ -60,6 +62,7 @@ func newDelta(base *Image) *Delta {
 		names:    map[string]UUID{},
 		configs:  map[ConfigResource]*configDelta{},
 		features: map[string]int16{},
+		sec:      newSecurityDelta(),
 	}
 }
 

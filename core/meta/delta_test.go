@@ -3,10 +3,15 @@ package meta
 import (
 	"errors"
 	"math"
+	"slices"
+	"strings"
 	"testing"
 
-	"github.com/strata-log/strata/core/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/strata-log/strata/core/acl"
+	"github.com/strata-log/strata/core/assert"
+	"github.com/strata-log/strata/core/quota"
 )
 
 var (
@@ -317,7 +322,7 @@ func TestApplyPositionBackwardsAsserts(t *testing.T) {
 func TestImageAccessors(t *testing.T) {
 	img := baseImage(t)
 	require.Equal(t, Position{Offset: 100, Epoch: 2}, img.Position())
-	require.Equal(t, "Image{at 100@2: 3 brokers, 2 topics, 3 partitions, 1 config resources, 1 features}", img.String())
+	require.Equal(t, "Image{at 100@2: 3 brokers, 2 topics, 3 partitions, 1 config resources, 1 features, 0 acls, 0 scram credentials, 0 quota entities}", img.String())
 	var names []string
 	for tp := range img.Topics() {
 		names = append(names, tp.Name())
@@ -372,6 +377,16 @@ func checkInvariants(t require.TestingT, img *Image) {
 		return true
 	})
 	require.Equal(t, img.recomputeSum(), img.sum, "incremental digest matches the snapshot's")
+	require.Equal(t, img.aclIDs.len(), img.ACLs().Len(), "ACL ids and the index are one-to-one")
+	img.aclIDs.all(func(id UUID, b acl.Binding) bool {
+		require.True(t, containsBinding(img.ACLs(), b), "ACL %v of id %v not in the index", b, id)
+		return true
+	})
+	img.quotas.all(func(e quota.Entity, values []quota.Value) bool {
+		require.NotEmpty(t, values, "no empty quota entity")
+		require.True(t, slices.IsSortedFunc(values, func(a, b quota.Value) int { return strings.Compare(string(a.Key), string(b.Key)) }))
+		return true
+	})
 }
 
 func TestDiffDescribes(t *testing.T) {

@@ -10,7 +10,13 @@
 // numbers: RegisterBroker, UnregisterBroker, FenceBroker, UnfenceBroker,
 // BrokerRegistrationChange, Topic, Partition, PartitionChange, Config,
 // RemoveTopic, ProducerIds, FeatureLevel and NoOp (see records.go for the
-// fields). A PartitionChangeRecord carries only the fields that change; its
+// fields), and the security records AccessControlEntry,
+// RemoveAccessControlEntry, UserScramCredential, RemoveUserScramCredential
+// and ClientQuota (security.go). The image keeps ACLs by id and in an
+// acl.Index, SCRAM credentials by user and mechanism (it is the brokers'
+// sasl.Credentials) and client quotas by entity; an ACL id and its binding
+// are one-to-one, and removing an ACL id or a credential that is not in
+// the image is refused, as Kafka's replay refuses it. A PartitionChangeRecord carries only the fields that change; its
 // replay follows Kafka's PartitionRegistration.merge: the partition epoch
 // always grows by one, the leader epoch grows by one whenever the record sets
 // a leader.

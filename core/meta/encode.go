@@ -27,19 +27,24 @@ type recordSpec struct {
 // reader may ignore goes into the tagged-field section instead and needs no
 // bump (see the package documentation).
 var recordSpecs = map[RecordType]recordSpec{
-	TypeRegisterBroker:           {"RegisterBrokerRecord", 0, func() Record { return new(RegisterBrokerRecord) }},
-	TypeUnregisterBroker:         {"UnregisterBrokerRecord", 0, func() Record { return new(UnregisterBrokerRecord) }},
-	TypeTopic:                    {"TopicRecord", 0, func() Record { return new(TopicRecord) }},
-	TypePartition:                {"PartitionRecord", 1, func() Record { return new(PartitionRecord) }},
-	TypeConfig:                   {"ConfigRecord", 0, func() Record { return new(ConfigRecord) }},
-	TypePartitionChange:          {"PartitionChangeRecord", 1, func() Record { return new(PartitionChangeRecord) }},
-	TypeFenceBroker:              {"FenceBrokerRecord", 0, func() Record { return new(FenceBrokerRecord) }},
-	TypeUnfenceBroker:            {"UnfenceBrokerRecord", 0, func() Record { return new(UnfenceBrokerRecord) }},
-	TypeRemoveTopic:              {"RemoveTopicRecord", 0, func() Record { return new(RemoveTopicRecord) }},
-	TypeFeatureLevel:             {"FeatureLevelRecord", 0, func() Record { return new(FeatureLevelRecord) }},
-	TypeProducerIDs:              {"ProducerIdsRecord", 0, func() Record { return new(ProducerIDsRecord) }},
-	TypeBrokerRegistrationChange: {"BrokerRegistrationChangeRecord", 0, func() Record { return new(BrokerRegistrationChangeRecord) }},
-	TypeNoOp:                     {"NoOpRecord", 0, func() Record { return new(NoOpRecord) }},
+	TypeRegisterBroker:            {"RegisterBrokerRecord", 0, func() Record { return new(RegisterBrokerRecord) }},
+	TypeUnregisterBroker:          {"UnregisterBrokerRecord", 0, func() Record { return new(UnregisterBrokerRecord) }},
+	TypeTopic:                     {"TopicRecord", 0, func() Record { return new(TopicRecord) }},
+	TypePartition:                 {"PartitionRecord", 1, func() Record { return new(PartitionRecord) }},
+	TypeConfig:                    {"ConfigRecord", 0, func() Record { return new(ConfigRecord) }},
+	TypePartitionChange:           {"PartitionChangeRecord", 1, func() Record { return new(PartitionChangeRecord) }},
+	TypeFenceBroker:               {"FenceBrokerRecord", 0, func() Record { return new(FenceBrokerRecord) }},
+	TypeUnfenceBroker:             {"UnfenceBrokerRecord", 0, func() Record { return new(UnfenceBrokerRecord) }},
+	TypeRemoveTopic:               {"RemoveTopicRecord", 0, func() Record { return new(RemoveTopicRecord) }},
+	TypeFeatureLevel:              {"FeatureLevelRecord", 0, func() Record { return new(FeatureLevelRecord) }},
+	TypeProducerIDs:               {"ProducerIdsRecord", 0, func() Record { return new(ProducerIDsRecord) }},
+	TypeBrokerRegistrationChange:  {"BrokerRegistrationChangeRecord", 0, func() Record { return new(BrokerRegistrationChangeRecord) }},
+	TypeNoOp:                      {"NoOpRecord", 0, func() Record { return new(NoOpRecord) }},
+	TypeAccessControlEntry:        {"AccessControlEntryRecord", 0, func() Record { return new(AccessControlEntryRecord) }},
+	TypeRemoveAccessControlEntry:  {"RemoveAccessControlEntryRecord", 0, func() Record { return new(RemoveAccessControlEntryRecord) }},
+	TypeUserScramCredential:       {"UserScramCredentialRecord", 0, func() Record { return new(UserScramCredentialRecord) }},
+	TypeRemoveUserScramCredential: {"RemoveUserScramCredentialRecord", 0, func() Record { return new(RemoveUserScramCredentialRecord) }},
+	TypeClientQuota:               {"ClientQuotaRecord", 0, func() Record { return new(ClientQuotaRecord) }},
 }
 
 // LatestVersion returns the newest version of t that this build writes, and

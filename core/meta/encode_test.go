@@ -129,7 +129,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"header only frame", []byte{1}, ErrCorrupt},
 		{"frame version 0", []byte{0, 20, 0, 0}, ErrUnsupportedVersion},
 		{"frame version 2", []byte{2, 20, 0, 0}, ErrUnsupportedVersion},
-		{"unknown type", []byte{1, 6, 0, 0}, ErrUnknownRecordType},
+		{"unknown type", []byte{1, 10, 0, 0}, ErrUnknownRecordType},
 		{"type beyond uint16", []byte{1, 0x80, 0x80, 0x04, 0, 0}, ErrUnknownRecordType},
 		{"too new version", []byte{1, 20, 1, 0}, ErrUnsupportedVersion},
 		{"too new partition", []byte{1, 3, 2}, ErrUnsupportedVersion},

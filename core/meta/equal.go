@@ -43,8 +43,11 @@ func diff(a, b *Image, limit int) []string {
 	if !diffMaps(a.topics, b.topics, topicsEqual, describeTopics, "topic", add) {
 		return out
 	}
-	diffMaps(a.configs, b.configs, func(x, y *configImage) bool { return slices.Equal(x.entries, y.entries) },
-		func(x, y *configImage) string { return describeValues(x.entries, y.entries) }, "config", add)
+	if !diffMaps(a.configs, b.configs, func(x, y *configImage) bool { return slices.Equal(x.entries, y.entries) },
+		func(x, y *configImage) string { return describeValues(x.entries, y.entries) }, "config", add) {
+		return out
+	}
+	diffSecurity(a, b, add)
 	return out
 }
 

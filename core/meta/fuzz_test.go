@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // seedRecords is one record of every type, with the fields set, for the
@@ -34,6 +35,16 @@ func seedRecords() []Record {
 		&ProducerIDsRecord{BrokerID: 1, BrokerEpoch: 42, NextProducerID: 1000},
 		&FeatureLevelRecord{Name: "metadata.version", Level: 7},
 		&NoOpRecord{},
+		&AccessControlEntryRecord{ID: UUID{0: 0xac}, ResourceType: kmsg.ACLResourceTypeTopic, ResourceName: "orders",
+			PatternType: kmsg.ACLResourcePatternTypePrefixed, Principal: "User:alice", Host: "*",
+			Operation: kmsg.ACLOperationRead, PermissionType: kmsg.ACLPermissionTypeAllow},
+		&RemoveAccessControlEntryRecord{ID: UUID{0: 0xac}},
+		&UserScramCredentialRecord{Name: "alice", Mechanism: ScramSHA256, Salt: []byte("salt"),
+			StoredKey: make([]byte, 32), ServerKey: make([]byte, 32), Iterations: 4096},
+		&RemoveUserScramCredentialRecord{Name: "alice", Mechanism: ScramSHA256},
+		&ClientQuotaRecord{Entity: []ClientQuotaEntityData{{EntityType: "user", EntityName: new("alice")}, {EntityType: "client-id"}},
+			Key: "producer_byte_rate", Value: 1024},
+		&ClientQuotaRecord{Entity: []ClientQuotaEntityData{{EntityType: "user"}}, Key: "request_percentage", Remove: true},
 	}
 }
 

@@ -4,7 +4,11 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"pgregory.net/rapid"
+
+	"github.com/strata-log/strata/core/acl"
+	"github.com/strata-log/strata/core/quota"
 )
 
 // Generators of arbitrary records (any field values, for the codec) and of
@@ -44,6 +48,13 @@ func genString() *rapid.Generator[string] {
 }
 
 func genInt16() *rapid.Generator[int16] { return rapid.Int16() }
+
+// genBytes draws non-nil bytes of any value.
+func genBytes() *rapid.Generator[[]byte] {
+	return rapid.Custom(func(t *rapid.T) []byte {
+		return append([]byte{}, rapid.SliceOfN(rapid.Byte(), 0, 70).Draw(t, "bytes")...)
+	})
+}
 
 func genArbitraryRecord(typ RecordType) *rapid.Generator[Record] {
 	return rapid.Custom(func(t *rapid.T) Record {
@@ -126,6 +137,37 @@ func genArbitraryRecord(typ RecordType) *rapid.Generator[Record] {
 		case TypeNoOp:
 			_ = rapid.Bool().Draw(t, "unused") // rapid wants every generator to draw
 			return &NoOpRecord{}
+		case TypeAccessControlEntry:
+			return &AccessControlEntryRecord{
+				ID:           genUUID().Draw(t, "id"),
+				ResourceType: kmsg.ACLResourceType(rapid.Int8().Draw(t, "rt")), ResourceName: genString().Draw(t, "name"),
+				PatternType: kmsg.ACLResourcePatternType(rapid.Int8().Draw(t, "pt")), Principal: genString().Draw(t, "principal"),
+				Host: genString().Draw(t, "host"), Operation: kmsg.ACLOperation(rapid.Int8().Draw(t, "op")),
+				PermissionType: kmsg.ACLPermissionType(rapid.Int8().Draw(t, "perm")),
+			}
+		case TypeRemoveAccessControlEntry:
+			return &RemoveAccessControlEntryRecord{ID: genUUID().Draw(t, "id")}
+		case TypeUserScramCredential:
+			return &UserScramCredentialRecord{
+				Name: genString().Draw(t, "name"), Mechanism: ScramMechanism(rapid.Int8().Draw(t, "mech")),
+				Salt: genBytes().Draw(t, "salt"), StoredKey: genBytes().Draw(t, "stored"), ServerKey: genBytes().Draw(t, "server"),
+				Iterations: rapid.Int32().Draw(t, "iterations"),
+			}
+		case TypeRemoveUserScramCredential:
+			return &RemoveUserScramCredentialRecord{Name: genString().Draw(t, "name"), Mechanism: ScramMechanism(rapid.Int8().Draw(t, "mech"))}
+		case TypeClientQuota:
+			r := &ClientQuotaRecord{
+				Entity: []ClientQuotaEntityData{}, Key: genString().Draw(t, "key"),
+				Value: rapid.Float64().Draw(t, "value"), Remove: rapid.Bool().Draw(t, "remove"),
+			}
+			for range rapid.IntRange(0, 3).Draw(t, "components") {
+				c := ClientQuotaEntityData{EntityType: genString().Draw(t, "type")}
+				if rapid.Bool().Draw(t, "named") {
+					c.EntityName = new(genString().Draw(t, "entityName"))
+				}
+				r.Entity = append(r.Entity, c)
+			}
+			return r
 		}
 		panic(fmt.Sprintf("no generator for %v", typ))
 	})
@@ -203,6 +245,78 @@ func genPartitionState(t *rapid.T) (replicas, isr, removing, adding, elr, lastKn
 // a real log, with removals rare enough that images grow.
 var candidateKinds = []int{
 	9, 7, 5, 0, 9, 7, 11, 9, 7, 5, 9, 13, 0, 9, 2, 3, 4, 9, 7, 11, 1, 12, 13, 9, 0, 7, 11, 5,
+	14, 14, 15, 16, 16, 17, 18, 18,
+}
+
+// Pools for the security records.
+var (
+	principalPool = []string{"User:alice", "User:bob", acl.WildcardPrincipal}
+	scramUsers    = []string{"alice", "bob", "carol"}
+	quotaKeys     = []quota.Key{quota.ProducerByteRate, quota.ConsumerByteRate, quota.RequestPercentage}
+)
+
+// genSecurityCandidate draws a security record likely to be valid on img.
+func genSecurityCandidate(t *rapid.T, img *Image, kind int) Record {
+	switch kind {
+	case 14:
+		id := genUUID().Draw(t, "aclID")
+		if rapid.IntRange(0, 9).Draw(t, "reuseID") == 0 {
+			for existing := range img.ACLIDs() {
+				id = existing
+				break
+			}
+		}
+		return AccessControlEntryFor(id, acl.Binding{
+			Principal: rapid.SampledFrom(principalPool).Draw(t, "principal"), Host: "*",
+			ResourceType: rapid.SampledFrom([]kmsg.ACLResourceType{kmsg.ACLResourceTypeTopic, kmsg.ACLResourceTypeGroup}).Draw(t, "rt"),
+			ResourceName: rapid.SampledFrom(topicPool).Draw(t, "resource"),
+			PatternType:  rapid.SampledFrom([]kmsg.ACLResourcePatternType{kmsg.ACLResourcePatternTypeLiteral, kmsg.ACLResourcePatternTypePrefixed}).Draw(t, "pt"),
+			Operation:    rapid.SampledFrom([]kmsg.ACLOperation{kmsg.ACLOperationRead, kmsg.ACLOperationWrite, kmsg.ACLOperationAll}).Draw(t, "op"),
+			Permission:   rapid.SampledFrom([]kmsg.ACLPermissionType{kmsg.ACLPermissionTypeAllow, kmsg.ACLPermissionTypeDeny}).Draw(t, "perm"),
+		})
+	case 15:
+		var ids []UUID
+		for id := range img.ACLIDs() {
+			ids = append(ids, id)
+		}
+		if len(ids) == 0 || rapid.IntRange(0, 4).Draw(t, "removeUnknownACL") == 0 {
+			return &RemoveAccessControlEntryRecord{ID: genUUID().Draw(t, "aclID")}
+		}
+		return &RemoveAccessControlEntryRecord{ID: rapid.SampledFrom(ids).Draw(t, "aclID")}
+	case 16:
+		m := rapid.SampledFrom([]ScramMechanism{ScramSHA256, ScramSHA512}).Draw(t, "mech")
+		return &UserScramCredentialRecord{
+			Name: rapid.SampledFrom(scramUsers).Draw(t, "user"), Mechanism: m,
+			Salt:       rapid.SliceOfN(rapid.Byte(), 1, 8).Draw(t, "salt"),
+			StoredKey:  rapid.SliceOfN(rapid.Byte(), m.keyBytes(), m.keyBytes()).Draw(t, "stored"),
+			ServerKey:  rapid.SliceOfN(rapid.Byte(), m.keyBytes(), m.keyBytes()).Draw(t, "server"),
+			Iterations: rapid.Int32Range(4096, 8192).Draw(t, "iterations"),
+		}
+	case 17:
+		return &RemoveUserScramCredentialRecord{
+			Name:      rapid.SampledFrom(scramUsers).Draw(t, "user"),
+			Mechanism: rapid.SampledFrom([]ScramMechanism{ScramSHA256, ScramSHA512}).Draw(t, "mech"),
+		}
+	default:
+		var e quota.Entity
+		switch rapid.IntRange(0, 3).Draw(t, "entityShape") {
+		case 0:
+			e.User = quota.Named(rapid.SampledFrom(scramUsers).Draw(t, "quotaUser"))
+		case 1:
+			e.User = quota.Default()
+		case 2:
+			e.ClientID = quota.Named("app")
+		default:
+			e.User, e.ClientID = quota.Named("alice"), quota.Default()
+		}
+		r := &ClientQuotaRecord{Entity: QuotaEntityData(e), Key: string(rapid.SampledFrom(quotaKeys).Draw(t, "quotaKey"))}
+		if rapid.IntRange(0, 3).Draw(t, "quotaRemove") == 0 {
+			r.Remove = true
+		} else {
+			r.Value = float64(rapid.IntRange(1, 100).Draw(t, "quotaValue"))
+		}
+		return r
+	}
 }
 
 // genCandidate draws a record that is likely (not certain) to be valid on
@@ -341,6 +455,8 @@ func genCandidate(t *rapid.T, img *Image) Record {
 			return &RemoveTopicRecord{TopicID: genUUID().Draw(t, "id")}
 		}
 		return &RemoveTopicRecord{TopicID: rapid.SampledFrom(topics).Draw(t, "topic").ID()}
+	case 14, 15, 16, 17, 18:
+		return genSecurityCandidate(t, img, kind)
 	default:
 		if rapid.Bool().Draw(t, "producerIDs") {
 			next := img.ProducerIDs().NextProducerID + rapid.Int64Range(0, 1000).Draw(t, "block")

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/strata-log/strata/core/acl"
+	"github.com/strata-log/strata/core/quota"
+	"github.com/strata-log/strata/core/sasl"
 )
 
 // Position is where in the metadata log an image stands: the offset of the
@@ -31,8 +33,8 @@ type ProducerIDs struct {
 }
 
 // Image is the cluster metadata at a position of the metadata log: brokers,
-// topics and their partitions, configs, producer id allocation and feature
-// levels. Every controller and broker keeps one, built by replaying the same
+// topics and their partitions, configs, producer id allocation, feature
+// levels, ACLs, SCRAM credentials and client quotas. Every controller and broker keeps one, built by replaying the same
 // committed records, so equal positions mean equal images.
 //
 // An Image is immutable and safe to share. Derive the next one with a Delta:
@@ -49,7 +51,15 @@ type Image struct {
 	producerIDs ProducerIDs
 	// acls are the ACL bindings of AccessControlEntryRecords, indexed
 	// for authorization.
-	acls       acl.Index
+	acls acl.Index
+	// aclIDs maps each ACL id to its binding (RemoveAccessControlEntry
+	// names the id).
+	aclIDs pmap[UUID, acl.Binding]
+	// scram are the SCRAM credentials by user and mechanism.
+	scram pmap[scramKey, sasl.ScramCredential]
+	// quotas are the client quotas by entity, each sorted by key and
+	// never empty.
+	quotas     pmap[quota.Entity, []quota.Value]
 	partitions int
 	sum        digestSum
 }
@@ -64,6 +74,9 @@ func Empty() *Image {
 		names:    newPmap[string, UUID](strings.Compare),
 		configs:  newPmap[ConfigResource, *configImage](compareConfigResource),
 		features: newPmap[string, int16](strings.Compare),
+		aclIDs:   newPmap[UUID, acl.Binding](compareUUID),
+		scram:    newPmap[scramKey, sasl.ScramCredential](compareScramKeys),
+		quotas:   newPmap[quota.Entity, []quota.Value](quota.CompareEntities),
 	}
 }
 
@@ -184,6 +197,7 @@ func (img *Image) ProducerIDs() ProducerIDs { return img.producerIDs }
 
 // String summarizes the image.
 func (img *Image) String() string {
-	return fmt.Sprintf("Image{at %v: %d brokers, %d topics, %d partitions, %d config resources, %d features}",
-		img.position, img.brokers.len(), img.topics.len(), img.partitions, img.configs.len(), img.features.len())
+	return fmt.Sprintf("Image{at %v: %d brokers, %d topics, %d partitions, %d config resources, %d features, %d acls, %d scram credentials, %d quota entities}",
+		img.position, img.brokers.len(), img.topics.len(), img.partitions, img.configs.len(), img.features.len(),
+		img.aclIDs.len(), img.scram.len(), img.quotas.len())
 }

@@ -12,19 +12,24 @@ type RecordType uint16
 
 // Record types. Gaps are Kafka record kinds Strata does not model yet.
 const (
-	TypeRegisterBroker           RecordType = 0
-	TypeUnregisterBroker         RecordType = 1
-	TypeTopic                    RecordType = 2
-	TypePartition                RecordType = 3
-	TypeConfig                   RecordType = 4
-	TypePartitionChange          RecordType = 5
-	TypeFenceBroker              RecordType = 7
-	TypeUnfenceBroker            RecordType = 8
-	TypeRemoveTopic              RecordType = 9
-	TypeFeatureLevel             RecordType = 12
-	TypeProducerIDs              RecordType = 15
-	TypeBrokerRegistrationChange RecordType = 17
-	TypeNoOp                     RecordType = 20
+	TypeRegisterBroker            RecordType = 0
+	TypeUnregisterBroker          RecordType = 1
+	TypeTopic                     RecordType = 2
+	TypePartition                 RecordType = 3
+	TypeConfig                    RecordType = 4
+	TypePartitionChange           RecordType = 5
+	TypeAccessControlEntry        RecordType = 6
+	TypeFenceBroker               RecordType = 7
+	TypeUnfenceBroker             RecordType = 8
+	TypeRemoveTopic               RecordType = 9
+	TypeUserScramCredential       RecordType = 11
+	TypeFeatureLevel              RecordType = 12
+	TypeClientQuota               RecordType = 14
+	TypeProducerIDs               RecordType = 15
+	TypeRemoveAccessControlEntry  RecordType = 16
+	TypeBrokerRegistrationChange  RecordType = 17
+	TypeRemoveUserScramCredential RecordType = 18
+	TypeNoOp                      RecordType = 20
 )
 
 // String names the record type as Kafka does ("PartitionChangeRecord").

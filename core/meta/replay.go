@@ -44,6 +44,16 @@ func (d *Delta) Replay(rec Record) error {
 		err = d.replayProducerIDs(r)
 	case *FeatureLevelRecord:
 		err = d.replayFeatureLevel(r)
+	case *AccessControlEntryRecord:
+		err = d.replayACL(r)
+	case *RemoveAccessControlEntryRecord:
+		err = d.replayRemoveACL(r)
+	case *UserScramCredentialRecord:
+		err = d.replayScram(r)
+	case *RemoveUserScramCredentialRecord:
+		err = d.replayRemoveScram(r)
+	case *ClientQuotaRecord:
+		err = d.replayClientQuota(r)
 	case *NoOpRecord:
 	default:
 		err = fmt.Errorf("%w: record type %T", ErrInvalidRecord, rec)

@@ -13,7 +13,9 @@ import "fmt"
 //     partition id, carrying the current epochs;
 //  4. ConfigRecords, by resource then key (topic configs after their
 //     topics);
-//  5. the ProducerIDsRecord, if ids were ever allocated.
+//  5. the ProducerIDsRecord, if ids were ever allocated;
+//  6. AccessControlEntryRecords by id, UserScramCredentialRecords by user
+//     and mechanism, ClientQuotaRecords by entity then key.
 //
 // The same image always gives the same records, so two nodes' snapshots of
 // equal images are byte-identical.
@@ -21,7 +23,8 @@ import "fmt"
 // SnapshotRecords returns the records that recreate img from the empty
 // image. They share slices with img; do not modify them.
 func (img *Image) SnapshotRecords() []Record {
-	n := img.features.len() + img.brokers.len() + img.topics.len() + img.partitions + 1
+	n := img.features.len() + img.brokers.len() + img.topics.len() + img.partitions + 1 +
+		img.aclIDs.len() + img.scram.len() + img.quotas.len()
 	out := make([]Record, 0, n)
 	img.eachSnapshotRecord(nil, func(r Record) { out = append(out, r) })
 	return out
@@ -59,6 +62,7 @@ func (img *Image) eachSnapshotRecord(scratch *PartitionRecord, yield func(Record
 	if img.producerIDs.NextProducerID != 0 {
 		yield(producerIDsRecord(img.producerIDs))
 	}
+	img.eachSecurityRecord(yield)
 }
 
 // EncodeSnapshot returns the encoded values of img's snapshot records, each

@@ -24,6 +24,9 @@ func appendNullableString(b []byte, s *string) []byte {
 	return kbin.AppendCompactNullableString(b, s)
 }
 
+func appendBytes(b []byte, v []byte) []byte    { return kbin.AppendCompactBytes(b, v) }
+func appendFloat64(b []byte, v float64) []byte { return kbin.AppendFloat64(b, v) }
+
 // appendIDs appends a non-nullable list of broker ids.
 func appendIDs(b []byte, ids []int32) []byte {
 	b = kbin.AppendCompactArrayLen(b, len(ids))
@@ -136,6 +139,28 @@ func (r *reader) nullableString() *string {
 	}
 	s := string(r.kr.Span(n))
 	return &s
+}
+
+// bytes reads non-nullable bytes, copied out of the input; empty bytes
+// decode as a non-nil empty slice.
+func (r *reader) bytes() []byte {
+	n, null := r.length()
+	if null {
+		r.fail("null bytes in a non-nullable field")
+		return nil
+	}
+	return append([]byte{}, r.kr.Span(n)...)
+}
+
+// float64 reads an IEEE 754 double, big-endian. NaN is refused: no record
+// carries one, and it would not equal itself after a round trip.
+func (r *reader) float64() float64 {
+	v := r.kr.Float64()
+	if v != v {
+		r.fail("NaN float64")
+		return 0
+	}
+	return v
 }
 
 // ids reads a non-nullable list of broker ids; an empty list decodes as a

@@ -11,7 +11,8 @@ import (
 // message) in every place its response has an error code, echoing the
 // request's topics, partitions and resources. It covers every request kind
 // a Strata listener serves or forwards, one family a file
-// (errors_cluster.go, errors_partition.go, errors_group.go, errors_txn.go);
+// (errors_cluster.go, errors_partition.go, errors_group.go, errors_txn.go,
+// errors_security.go);
 // it is how a listener answers a request it cannot serve at all (no active
 // controller, a forwarded request whose connection was lost, a node
 // shutting down). An unsupported kind is a programming error and panics.
@@ -27,7 +28,7 @@ func ErrorResponse(req kmsg.Request, err *kerr.Error, msg string) kmsg.Response 
 
 // errorFamilies are the error answers by request family, each keyed by the
 // request's API key (looked up only).
-var errorFamilies = []map[kmsg.Key]errorAnswer{clusterErrors, partitionErrors, groupErrors, txnErrors}
+var errorFamilies = []map[kmsg.Key]errorAnswer{clusterErrors, partitionErrors, groupErrors, txnErrors, securityErrors}
 
 // failure is the error a request is answered with.
 type failure struct {

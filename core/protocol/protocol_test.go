@@ -64,6 +64,14 @@ func TestErrorResponseCoversEveryKind(t *testing.T) {
 		&kmsg.AlterPartitionAssignmentsRequest{Topics: []kmsg.AlterPartitionAssignmentsRequestTopic{{Topic: "t", Partitions: []kmsg.AlterPartitionAssignmentsRequestTopicPartition{{Partition: 2}}}}},
 		kmsg.NewPtrListPartitionReassignmentsRequest(),
 		&kmsg.ElectLeadersRequest{Topics: []kmsg.ElectLeadersRequestTopic{{Topic: "t", Partitions: []int32{2}}}},
+		&kmsg.CreateACLsRequest{Creations: []kmsg.CreateACLsRequestCreation{{}}},
+		&kmsg.DeleteACLsRequest{Filters: []kmsg.DeleteACLsRequestFilter{{}}},
+		kmsg.NewPtrDescribeACLsRequest(),
+		&kmsg.AlterUserSCRAMCredentialsRequest{Deletions: []kmsg.AlterUserSCRAMCredentialsRequestDeletion{{Name: "a"}},
+			Upsertions: []kmsg.AlterUserSCRAMCredentialsRequestUpsertion{{Name: "a"}, {Name: "b"}}},
+		kmsg.NewPtrDescribeUserSCRAMCredentialsRequest(),
+		&kmsg.AlterClientQuotasRequest{Entries: []kmsg.AlterClientQuotasRequestEntry{{Entity: []kmsg.AlterClientQuotasRequestEntryEntity{{Type: "user"}}}}},
+		kmsg.NewPtrDescribeClientQuotasRequest(),
 	}
 	for _, req := range reqs {
 		resp := ErrorResponse(req, kerr.NotController, "why")
