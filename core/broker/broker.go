@@ -169,6 +169,9 @@ func (b *Broker) accept(c env.Conn) {
 	}
 	cn := &conn{b: b, id: b.nextConnID, c: c, remote: c.RemoteAddr(), host: connlimit.HostOf(c.RemoteAddr()),
 		principal: principal.Anonymous, work: b.work.NewQueue()}
+	if b.cfg.testPrincipal != nil {
+		cn.principal = b.cfg.testPrincipal(cn.host)
+	}
 	b.nextConnID++
 	b.conns = append(b.conns, cn)
 	cn.idle = b.guard.Watch(c, func() bool { return len(cn.queue) > 0 }, func() { b.closeConn(cn) })
