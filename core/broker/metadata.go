@@ -183,10 +183,10 @@ func (p *metadataPlan) build() *kmsg.MetadataResponse {
 	resp := p.req.ResponseKind().(*kmsg.MetadataResponse)
 	resp.Brokers = p.brokers
 	clusterID := p.clusterID
-	resp.ClusterID = &clusterID        // encoded from v2
-	resp.ControllerID = p.controllerID // encoded from v1
+	resp.ClusterID = &clusterID              // encoded from v2
+	resp.ControllerID = p.controllerID       // encoded from v1
 	resp.AuthorizedOperations = p.clusterOps // v8..v10
-	resp.ErrorCode = 0 // v13 (KIP-1102): no rebootstrap needed
+	resp.ErrorCode = 0                       // v13 (KIP-1102): no rebootstrap needed
 	resp.Topics = make([]kmsg.MetadataResponseTopic, 0, len(p.topics))
 	for _, t := range p.topics {
 		if t.ti == nil {
