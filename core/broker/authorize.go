@@ -1,11 +1,15 @@
 package broker
 
 import (
+	"slices"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/core/acl"
+	"github.com/strata-log/strata/core/group"
 	"github.com/strata-log/strata/core/protocol"
+	"github.com/strata-log/strata/core/txn"
 )
 
 // Authorization of requests, with the rules of Kafka's KafkaApis (4.x)
@@ -373,3 +377,94 @@ func (b *Broker) authorizedOps(r *request, t kmsg.ACLResourceType, name string) 
 // notRequestedOps is an authorized-operations field not asked for
 // (Kafka's INT32_MIN).
 const notRequestedOps = -2147483648
+
+// findCoordinatorAuthorized is findCoordinator after DESCRIBE on the key:
+// a group (GROUP_AUTHORIZATION_FAILED) or a transactional id
+// (TRANSACTIONAL_ID_AUTHORIZATION_FAILED).
+func (b *Broker) findCoordinatorAuthorized(r *request, typ int8, key string) kmsg.FindCoordinatorResponseCoordinator {
+	var e *kerr.Error
+	switch typ {
+	case 0:
+		e = b.groupAuth(r, kmsg.ACLOperationDescribe, key)
+	case 1:
+		e = b.txnIDAuth(r, kmsg.ACLOperationDescribe, key)
+	}
+	if e == nil {
+		return b.findCoordinator(typ, key)
+	}
+	c := kmsg.NewFindCoordinatorResponseCoordinator()
+	c.Key, c.NodeID, c.Port, c.ErrorCode = key, -1, -1, e.Code
+	return c
+}
+
+// splitTopics splits a request's topics into those can allows and those
+// it refuses, each in request order.
+func splitTopics[T any](ts []T, name func(T) string, can func(string) error) (kept, refused []T) {
+	for i, t := range ts {
+		if can(name(t)) == nil {
+			if refused != nil {
+				kept = append(kept, t)
+			}
+			continue
+		}
+		if refused == nil {
+			kept = append(make([]T, 0, len(ts)), ts[:i]...)
+		}
+		refused = append(refused, t)
+	}
+	if refused == nil {
+		return ts, nil
+	}
+	return kept, refused
+}
+
+// offsetsFetchedAuthorized is one group's OffsetFetch (fetch) with the
+// topics the principal may not DESCRIBE taken out, as Kafka does: left out
+// of an all-topics answer, answered TOPIC_AUTHORIZATION_FAILED (offset -1)
+// when named.
+func offsetsFetchedAuthorized(can func(string) error, topics []kmsg.OffsetFetchRequestGroupTopic, all bool,
+	fetch func([]kmsg.OffsetFetchRequestGroupTopic) group.OffsetsFetched) group.OffsetsFetched {
+	if all {
+		out := fetch(topics)
+		out.Topics = slices.DeleteFunc(out.Topics, func(t kmsg.OffsetFetchResponseGroupTopic) bool { return can(t.Topic) != nil })
+		return out
+	}
+	kept, refused := splitTopics(topics, func(t kmsg.OffsetFetchRequestGroupTopic) string { return t.Topic }, can)
+	out := fetch(kept)
+	if out.ErrorCode != 0 {
+		return out
+	}
+	for _, t := range refused {
+		rt := kmsg.NewOffsetFetchResponseGroupTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+			rp.Partition, rp.Offset, rp.LeaderEpoch = p, -1, -1
+			rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		out.Topics = append(out.Topics, rt)
+	}
+	return out
+}
+
+// topicsRefusedToTxn is, when a topic of an AddPartitionsToTxn (v0-v3)
+// may not be written, every partition's error: TOPIC_AUTHORIZATION_FAILED
+// for those topics' partitions, OPERATION_NOT_ATTEMPTED for the others
+// (none is added, as in Kafka); nil when every topic may be.
+func topicsRefusedToTxn(can func(string) error, parts []txn.TopicPartition) []*kerr.Error {
+	var errs []*kerr.Error
+	for i, tp := range parts {
+		if can(tp.Topic) == nil {
+			continue
+		}
+		if errs == nil {
+			errs = make([]*kerr.Error, len(parts))
+			for j := range errs {
+				errs[j] = kerr.OperationNotAttempted
+			}
+		}
+		errs[i] = kerr.TopicAuthorizationFailed
+	}
+	return errs
+}
