@@ -468,3 +468,12 @@ func topicsRefusedToTxn(can func(string) error, parts []txn.TopicPartition) []*k
 	}
 	return errs
 }
+
+// createTopicAuth is the check of CREATE for CreateTopics: on the
+// cluster, or else on each topic.
+func (b *Broker) createTopicAuth(r *request) func(topic string) error {
+	if b.authorized(r, kmsg.ACLOperationCreate, kmsg.ACLResourceTypeCluster, clusterName) {
+		return func(string) error { return nil }
+	}
+	return b.topicAuth(r, kmsg.ACLOperationCreate)
+}
