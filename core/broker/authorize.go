@@ -171,7 +171,7 @@ func (b *Broker) handle(r *request) {
 		if refused != nil {
 			b.log.Debug("request refused", "api_name", r.hdr.APIName(), "principal", r.cn.principal.String(),
 				"host", r.cn.host, "err", refused)
-			r.respond(protocol.ErrorResponse(r.body, refused, ""))
+			r.respond(refusalResponse(r.body, refused))
 			return
 		}
 	}
@@ -476,4 +476,51 @@ func (b *Broker) createTopicAuth(r *request) func(topic string) error {
 		return func(string) error { return nil }
 	}
 	return b.topicAuth(r, kmsg.ACLOperationCreate)
+}
+
+// refusalResponse answers a request refused whole: e in every error field
+// (protocol.ErrorResponse), and for the kinds it does not build, as
+// KafkaApis answers them: every partition of a Fetch or WriteTxnMarkers
+// (Kafka's follower fetch refusal answers each partition), and
+// DescribeLogDirs' top-level error with no directories.
+func refusalResponse(req kmsg.Request, e *kerr.Error) kmsg.Response {
+	switch req := req.(type) {
+	case *kmsg.FetchRequest:
+		resp := req.ResponseKind().(*kmsg.FetchResponse)
+		for _, t := range req.Topics {
+			rt := kmsg.NewFetchResponseTopic()
+			rt.Topic, rt.TopicID = t.Topic, t.TopicID
+			for _, p := range t.Partitions {
+				rp := kmsg.NewFetchResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p.Partition, e.Code
+				rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = -1, -1, -1
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp
+	case *kmsg.WriteTxnMarkersRequest:
+		resp := req.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
+		for _, m := range req.Markers {
+			rm := kmsg.NewWriteTxnMarkersResponseMarker()
+			rm.ProducerID = m.ProducerID
+			for _, t := range m.Topics {
+				rt := kmsg.NewWriteTxnMarkersResponseMarkerTopic()
+				rt.Topic = t.Topic
+				for _, p := range t.Partitions {
+					rp := kmsg.NewWriteTxnMarkersResponseMarkerTopicPartition()
+					rp.Partition, rp.ErrorCode = p, e.Code
+					rt.Partitions = append(rt.Partitions, rp)
+				}
+				rm.Topics = append(rm.Topics, rt)
+			}
+			resp.Markers = append(resp.Markers, rm)
+		}
+		return resp
+	case *kmsg.DescribeLogDirsRequest:
+		resp := req.ResponseKind().(*kmsg.DescribeLogDirsResponse)
+		resp.ErrorCode = e.Code // v3+; older versions only see no directories
+		return resp
+	}
+	return protocol.ErrorResponse(req, e, "")
 }
