@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -618,4 +619,319 @@ func TestAuthorizationMatrix(t *testing.T) {
 			})
 		}
 	}
+}
+
+func metadataOf(h *authServer, version int16, autoCreate bool, topics ...string) *kmsg.MetadataResponse {
+	r := kmsg.NewPtrMetadataRequest()
+	r.Version, r.AllowAutoTopicCreation = version, autoCreate
+	r.IncludeTopicAuthorizedOperations = true
+	r.IncludeClusterAuthorizedOperations = version <= 10
+	if topics != nil {
+		r.Topics = []kmsg.MetadataRequestTopic{}
+	}
+	for _, name := range topics {
+		t := kmsg.NewMetadataRequestTopic()
+		t.Topic = kmsg.StringPtr(name)
+		r.Topics = append(r.Topics, t)
+	}
+	return h.Do(r).(*kmsg.MetadataResponse)
+}
+
+func topicNames(resp *kmsg.MetadataResponse) []string {
+	var out []string
+	for _, t := range resp.Topics {
+		out = append(out, *t.Topic)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestMetadataHidesTopicsWithoutDescribe: an all-topics Metadata lists
+// only the topics the principal may DESCRIBE, silently; a named one it may
+// not is TOPIC_AUTHORIZATION_FAILED whether it exists or not; authorized
+// operations are reported per topic and, to a principal that may
+// DESCRIBE the cluster, for the cluster.
+func TestMetadataHidesTopicsWithoutDescribe(t *testing.T) {
+	h := newAuthServer(t)
+	h.asAdmin(func() {
+		h.CreateTopic("seen", 1, nil)
+		h.CreateTopic("hidden", 1, nil)
+	})
+	h.set(allow(topicRes, "seen", kmsg.ACLOperationRead))
+	for _, v := range []int16{1, 8, 10, 12} {
+		all := metadataOf(h, v, false)
+		require.Equal(t, []string{"seen"}, topicNames(all), "v%d", v)
+		if v >= 8 {
+			read, describe := int32(1)<<kmsg.ACLOperationRead, int32(1)<<kmsg.ACLOperationDescribe
+			require.Equal(t, read|describe, all.Topics[0].AuthorizedOperations, "v%d", v)
+		}
+		if v >= 8 && v <= 10 {
+			require.Zero(t, all.AuthorizedOperations, "no DESCRIBE on the cluster")
+		}
+		named := metadataOf(h, v, false, "hidden", "absent", "seen")
+		codes := map[string]int16{}
+		for _, tp := range named.Topics {
+			codes[*tp.Topic] = tp.ErrorCode
+		}
+		require.Equal(t, map[string]int16{"hidden": kerr.TopicAuthorizationFailed.Code,
+			"absent": kerr.TopicAuthorizationFailed.Code, "seen": 0}, codes, "v%d", v)
+	}
+	h.set(allow(topicRes, "seen", kmsg.ACLOperationRead), allow(clusterRes, "kafka-cluster", kmsg.ACLOperationDescribe))
+	require.Equal(t, int32(1)<<kmsg.ACLOperationDescribe, metadataOf(h, 10, false).AuthorizedOperations)
+}
+
+// TestMetadataAutoCreationNeedsCreate: a missing topic the principal may
+// DESCRIBE but not CREATE is TOPIC_AUTHORIZATION_FAILED and not created;
+// with CREATE on the topic (or the cluster) it is created.
+func TestMetadataAutoCreationNeedsCreate(t *testing.T) {
+	h := newAuthServer(t)
+	h.set(allow(topicRes, "auto", kmsg.ACLOperationDescribe))
+	resp := metadataOf(h, 12, true, "auto")
+	require.Equal(t, kerr.TopicAuthorizationFailed.Code, resp.Topics[0].ErrorCode)
+	h.RunUntil("a while", func() bool { return h.ClientEnv().Monotonic() > 2*time.Second })
+	_, err := h.Server.Partitions().Lookup("auto", 0)
+	require.Error(t, err, "not created")
+
+	h.set(allow(topicRes, "auto", kmsg.ACLOperationDescribe), allow(topicRes, "auto", kmsg.ACLOperationCreate))
+	require.Equal(t, kerr.LeaderNotAvailable.Code, metadataOf(h, 12, true, "auto").Topics[0].ErrorCode)
+	h.WaitServing("auto", 1)
+}
+
+// TestCreateTopicsOnAnExistingTopicWithoutCreate: CREATE refused answers
+// TOPIC_AUTHORIZATION_FAILED, not TOPIC_ALREADY_EXISTS, so a principal
+// cannot learn which topics exist; CREATE on the cluster allows any.
+func TestCreateTopicsOnAnExistingTopicWithoutCreate(t *testing.T) {
+	h := newAuthServer(t)
+	h.asAdmin(func() { h.CreateTopic("exists", 1, nil) })
+	create := func(names ...string) map[string]int16 {
+		r := kmsg.NewPtrCreateTopicsRequest()
+		r.Version, r.TimeoutMillis = 7, 30_000
+		for _, name := range names {
+			t := kmsg.NewCreateTopicsRequestTopic()
+			t.Topic, t.NumPartitions, t.ReplicationFactor = name, 1, 1
+			r.Topics = append(r.Topics, t)
+		}
+		out := map[string]int16{}
+		for _, rt := range h.Do(r).(*kmsg.CreateTopicsResponse).Topics {
+			out[rt.Topic] = rt.ErrorCode
+		}
+		return out
+	}
+	h.set(allow(topicRes, "mine", kmsg.ACLOperationCreate))
+	require.Equal(t, map[string]int16{"exists": kerr.TopicAuthorizationFailed.Code, "other": kerr.TopicAuthorizationFailed.Code,
+		"mine": 0}, create("exists", "other", "mine"))
+	h.set(allow(clusterRes, "kafka-cluster", kmsg.ACLOperationCreate))
+	require.Equal(t, map[string]int16{"exists": kerr.TopicAlreadyExists.Code, "other": 0}, create("exists", "other"))
+}
+
+// TestIdempotentProducerAuthorization (KIP-679): InitProducerId without a
+// transactional id needs IDEMPOTENT_WRITE on the cluster or WRITE on any
+// topic that no DENY covers.
+func TestIdempotentProducerAuthorization(t *testing.T) {
+	h := newAuthServer(t)
+	deny := func(b acl.Binding) acl.Binding {
+		b.Permission = kmsg.ACLPermissionTypeDeny
+		return b
+	}
+	prefixed := func(b acl.Binding) acl.Binding {
+		b.PatternType = kmsg.ACLResourcePatternTypePrefixed
+		return b
+	}
+	for _, tc := range []struct {
+		name string
+		acls []acl.Binding
+		want *kerr.Error
+	}{
+		{"no ACL", nil, kerr.ClusterAuthorizationFailed},
+		{"IDEMPOTENT_WRITE on the cluster", []acl.Binding{allow(clusterRes, "kafka-cluster", kmsg.ACLOperationIdempotentWrite)}, nil},
+		{"WRITE on one topic", []acl.Binding{allow(topicRes, "t", kmsg.ACLOperationWrite)}, nil},
+		{"ALL on a prefix", []acl.Binding{prefixed(allow(topicRes, "orders.", kmsg.ACLOperationAll))}, nil},
+		{"WRITE on every topic", []acl.Binding{allow(topicRes, acl.Wildcard, kmsg.ACLOperationWrite)}, nil},
+		{"READ on a topic", []acl.Binding{allow(topicRes, "t", kmsg.ACLOperationRead)}, kerr.ClusterAuthorizationFailed},
+		{"WRITE denied on the same topic", []acl.Binding{allow(topicRes, "t", kmsg.ACLOperationWrite),
+			deny(allow(topicRes, "t", kmsg.ACLOperationWrite))}, kerr.ClusterAuthorizationFailed},
+		{"WRITE denied by a prefix", []acl.Binding{allow(topicRes, "orders.eu", kmsg.ACLOperationWrite),
+			deny(prefixed(allow(topicRes, "orders", kmsg.ACLOperationWrite)))}, kerr.ClusterAuthorizationFailed},
+		{"WRITE denied on every topic", []acl.Binding{allow(topicRes, "t", kmsg.ACLOperationWrite),
+			deny(allow(topicRes, acl.Wildcard, kmsg.ACLOperationWrite))}, kerr.ClusterAuthorizationFailed},
+		{"a denied topic beside an allowed one", []acl.Binding{allow(topicRes, "t", kmsg.ACLOperationWrite),
+			allow(topicRes, "u", kmsg.ACLOperationWrite), deny(allow(topicRes, "t", kmsg.ACLOperationWrite))}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h.set(tc.acls...)
+			r := kmsg.NewPtrInitProducerIDRequest()
+			r.Version, r.ProducerID, r.ProducerEpoch = 4, -1, -1
+			resp := h.Do(r).(*kmsg.InitProducerIDResponse)
+			if tc.want != nil {
+				require.Equal(t, tc.want.Code, resp.ErrorCode)
+			} else {
+				require.Zero(t, resp.ErrorCode, "%v", kerr.ErrorForCode(resp.ErrorCode))
+				require.GreaterOrEqual(t, resp.ProducerID, int64(0))
+			}
+		})
+	}
+}
+
+func fetchByID(h *authServer, id [16]byte, replica int32) kmsg.FetchResponseTopicPartition {
+	r := kmsg.NewPtrFetchRequest()
+	r.Version, r.MaxWaitMillis, r.MinBytes, r.MaxBytes, r.SessionEpoch = 13, 0, 1, 1<<20, -1
+	r.ReplicaID = replica
+	t := kmsg.NewFetchRequestTopic()
+	t.TopicID = id
+	p := kmsg.NewFetchRequestTopicPartition()
+	p.PartitionMaxBytes, p.CurrentLeaderEpoch, p.LastFetchedEpoch = 1<<20, -1, -1
+	t.Partitions = append(t.Partitions, p)
+	r.Topics = append(r.Topics, t)
+	resp := h.Do(r).(*kmsg.FetchResponse)
+	require.Zero(h.T, resp.ErrorCode)
+	require.Equal(h.T, id, resp.Topics[0].TopicID)
+	return resp.Topics[0].Partitions[0]
+}
+
+// TestFetchByTopicIDAuthorization: Fetch v13+ answers an unknown topic id
+// UNKNOWN_TOPIC_ID whether or not the principal may READ it (the id
+// cannot be resolved to a name, so nothing is decided or leaked); a known
+// id without READ is TOPIC_AUTHORIZATION_FAILED, as Kafka (ids are not
+// secret, names are). A follower's fetch (replica id >= 0) needs
+// CLUSTER_ACTION, or every partition is TOPIC_AUTHORIZATION_FAILED.
+func TestFetchByTopicIDAuthorization(t *testing.T) {
+	h := newAuthServer(t)
+	h.asAdmin(func() { h.CreateTopic("t", 1, nil) })
+	img := h.Server.Image()
+	ti, ok := img.TopicByName("t")
+	require.True(t, ok)
+	known, unknown := [16]byte(ti.ID()), [16]byte{1, 2, 3}
+
+	h.set()
+	require.Equal(t, kerr.UnknownTopicID.Code, fetchByID(h, unknown, -1).ErrorCode)
+	require.Equal(t, kerr.TopicAuthorizationFailed.Code, fetchByID(h, known, -1).ErrorCode)
+	h.set(allow(topicRes, acl.Wildcard, kmsg.ACLOperationRead))
+	require.Equal(t, kerr.UnknownTopicID.Code, fetchByID(h, unknown, -1).ErrorCode)
+	require.Zero(t, fetchByID(h, known, -1).ErrorCode)
+
+	// A follower's fetch, from a principal without CLUSTER_ACTION.
+	require.Equal(t, kerr.TopicAuthorizationFailed.Code, fetchByID(h, known, 2).ErrorCode)
+	h.set(allow(clusterRes, "kafka-cluster", kmsg.ACLOperationClusterAction))
+	require.False(t, isAuthError(fetchByID(h, known, 2).ErrorCode))
+}
+
+// TestTransactionalProduceNeedsTheTransactionalID: a produce with a
+// transactional id the principal may not WRITE is refused whole,
+// TRANSACTIONAL_ID_AUTHORIZATION_FAILED, even on topics it may write.
+func TestTransactionalProduceNeedsTheTransactionalID(t *testing.T) {
+	h := newAuthServer(t)
+	h.asAdmin(func() { h.CreateTopic("t", 1, nil) })
+	h.set(allow(topicRes, "t", kmsg.ACLOperationWrite))
+	r := servertest.ProduceRequest("t", 0, h.Batch(nil, "v"))
+	r.TransactionID = kmsg.StringPtr("tx")
+	got := h.Do(r).(*kmsg.ProduceResponse).Topics[0].Partitions[0]
+	require.Equal(t, kerr.TransactionalIDAuthorizationFailed.Code, got.ErrorCode)
+	// And a plain produce is answered per topic.
+	h.set()
+	got = h.Produce("t", 0, "v")
+	require.Equal(t, kerr.TopicAuthorizationFailed.Code, got.ErrorCode)
+}
+
+// TestListsShowOnlyWhatThePrincipalMayDescribe: ListGroups without
+// DESCRIBE on the cluster lists the groups the principal may DESCRIBE;
+// OffsetFetch of all a group's topics leaves out those it may not
+// DESCRIBE, and answers a named one TOPIC_AUTHORIZATION_FAILED.
+func TestListsShowOnlyWhatThePrincipalMayDescribe(t *testing.T) {
+	h := newAuthServer(t)
+	h.asAdmin(func() {
+		h.CreateTopic("a", 1, nil)
+		h.CreateTopic("b", 1, nil)
+		for _, g := range []string{"g1", "g2"} {
+			h.RunUntil("the coordinator of "+g, func() bool {
+				r := kmsg.NewPtrFindCoordinatorRequest()
+				r.Version, r.CoordinatorKeys = 4, []string{g}
+				return h.Do(r).(*kmsg.FindCoordinatorResponse).Coordinators[0].ErrorCode == 0
+			})
+			h.RunUntil("offsets committed for "+g, func() bool {
+				r := kmsg.NewPtrOffsetCommitRequest()
+				r.Version, r.Group, r.Generation = 8, g, -1
+				for _, topic := range []string{"a", "b"} {
+					rt := kmsg.NewOffsetCommitRequestTopic()
+					rt.Topic = topic
+					rp := kmsg.NewOffsetCommitRequestTopicPartition()
+					rp.Offset = 5
+					rt.Partitions = append(rt.Partitions, rp)
+					r.Topics = append(r.Topics, rt)
+				}
+				resp := h.Do(r).(*kmsg.OffsetCommitResponse)
+				return resp.Topics[0].Partitions[0].ErrorCode == 0 && resp.Topics[1].Partitions[0].ErrorCode == 0
+			})
+		}
+	})
+	listed := func() []string {
+		r := kmsg.NewPtrListGroupsRequest()
+		r.Version = 4
+		var out []string
+		for _, g := range h.Do(r).(*kmsg.ListGroupsResponse).Groups {
+			out = append(out, g.Group)
+		}
+		slices.Sort(out)
+		return out
+	}
+	h.set(allow(groupRes, "g1", kmsg.ACLOperationDescribe), allow(topicRes, "a", kmsg.ACLOperationDescribe))
+	require.Equal(t, []string{"g1"}, listed())
+	h.set(allow(clusterRes, "kafka-cluster", kmsg.ACLOperationDescribe))
+	require.Equal(t, []string{"g1", "g2"}, listed())
+
+	h.set(allow(groupRes, "g1", kmsg.ACLOperationDescribe), allow(topicRes, "a", kmsg.ACLOperationDescribe))
+	fetch := func(topics ...string) kmsg.OffsetFetchResponseGroup {
+		r := kmsg.NewPtrOffsetFetchRequest()
+		r.Version = 8
+		g := kmsg.NewOffsetFetchRequestGroup()
+		g.Group = "g1"
+		for _, topic := range topics {
+			g.Topics = append(g.Topics, kmsg.OffsetFetchRequestGroupTopic{Topic: topic, Partitions: []int32{0}})
+		}
+		r.Groups = append(r.Groups, g)
+		return h.Do(r).(*kmsg.OffsetFetchResponse).Groups[0]
+	}
+	all := fetch()
+	require.Zero(t, all.ErrorCode)
+	require.Len(t, all.Topics, 1)
+	require.Equal(t, "a", all.Topics[0].Topic)
+	require.Equal(t, int64(5), all.Topics[0].Partitions[0].Offset)
+	named := fetch("a", "b")
+	require.Len(t, named.Topics, 2)
+	for _, rt := range named.Topics {
+		if rt.Topic == "b" {
+			require.Equal(t, kerr.TopicAuthorizationFailed.Code, rt.Partitions[0].ErrorCode)
+			require.Equal(t, int64(-1), rt.Partitions[0].Offset)
+		} else {
+			require.Equal(t, int64(5), rt.Partitions[0].Offset)
+		}
+	}
+}
+
+// TestDeleteTopicsByIDAuthorization: an unknown id is UNKNOWN_TOPIC_ID;
+// a known one without DESCRIBE is TOPIC_AUTHORIZATION_FAILED without its
+// name; with DESCRIBE but not DELETE, with its name.
+func TestDeleteTopicsByIDAuthorization(t *testing.T) {
+	h := newAuthServer(t)
+	h.asAdmin(func() { h.CreateTopic("t", 1, nil) })
+	ti, ok := h.Server.Image().TopicByName("t")
+	require.True(t, ok)
+	del := func(id [16]byte) kmsg.DeleteTopicsResponseTopic {
+		r := kmsg.NewPtrDeleteTopicsRequest()
+		r.Version, r.TimeoutMillis = 6, 30_000
+		rt := kmsg.NewDeleteTopicsRequestTopic()
+		rt.TopicID = id
+		r.Topics = append(r.Topics, rt)
+		return h.Do(r).(*kmsg.DeleteTopicsResponse).Topics[0]
+	}
+	h.set()
+	require.Equal(t, kerr.UnknownTopicID.Code, del([16]byte{9}).ErrorCode)
+	got := del([16]byte(ti.ID()))
+	require.Equal(t, kerr.TopicAuthorizationFailed.Code, got.ErrorCode)
+	require.Nil(t, got.Topic)
+	h.set(allow(topicRes, "t", kmsg.ACLOperationDescribe))
+	got = del([16]byte(ti.ID()))
+	require.Equal(t, kerr.TopicAuthorizationFailed.Code, got.ErrorCode)
+	require.Equal(t, "t", *got.Topic)
+	h.set(allow(topicRes, "t", kmsg.ACLOperationDelete))
+	require.Zero(t, del([16]byte(ti.ID())).ErrorCode)
 }
