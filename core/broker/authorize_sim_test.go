@@ -714,6 +714,11 @@ func TestCreateTopicsOnAnExistingTopicWithoutCreate(t *testing.T) {
 		out := map[string]int16{}
 		for _, rt := range h.Do(r).(*kmsg.CreateTopicsResponse).Topics {
 			out[rt.Topic] = rt.ErrorCode
+			if rt.ErrorCode == 0 {
+				// Created, but its configs are DESCRIBE_CONFIGS's.
+				require.Equal(t, kerr.TopicAuthorizationFailed.Code, rt.ConfigErrorCode, rt.Topic)
+				require.Empty(t, rt.Configs, rt.Topic)
+			}
 		}
 		return out
 	}

@@ -31,6 +31,12 @@ func (b *Broker) authorizeForward(r *request) *forwardRefused {
 		return nil
 	}
 	switch req := r.body.(type) {
+	case *kmsg.CreateTopicsRequest:
+		// Refused topics are handleCreateTopics's; the created ones'
+		// configs are hidden from a principal without DESCRIBE_CONFIGS.
+		return &forwardRefused{rest: req, add: func(resp kmsg.Response) {
+			b.hideCreatedConfigs(r, resp.(*kmsg.CreateTopicsResponse))
+		}}
 	case *kmsg.DeleteTopicsRequest:
 		return b.authorizeDeleteTopics(r, req)
 	case *kmsg.CreatePartitionsRequest:
@@ -141,6 +147,9 @@ func (b *Broker) configResourceAuth(r *request, op kmsg.ACLOperation, typ kmsg.C
 // goes to the controller, which answers UNKNOWN_TOPIC_ID (Kafka does not
 // consider ids secret, but a name is).
 func (b *Broker) authorizeDeleteTopics(r *request, req *kmsg.DeleteTopicsRequest) *forwardRefused {
+	if b.authorized(r, kmsg.ACLOperationDelete, kmsg.ACLResourceTypeCluster, clusterName) {
+		return nil // DELETE on the cluster allows every topic (ControllerApis.deleteTopics)
+	}
 	canDelete, canDescribe := b.topicAuth(r, kmsg.ACLOperationDelete), b.topicAuth(r, kmsg.ACLOperationDescribe)
 	img := b.image()
 	var kept []kmsg.DeleteTopicsRequestTopic
@@ -190,4 +199,20 @@ func (b *Broker) authorizeDeleteTopics(r *request, req *kmsg.DeleteTopicsRequest
 		out := resp.(*kmsg.DeleteTopicsResponse)
 		out.Topics = append(out.Topics, refused...)
 	}}
+}
+
+// hideCreatedConfigs answers the topics a CreateTopics created without
+// their configs, partition count and replication factor when the
+// principal may not DESCRIBE_CONFIGS them: TOPIC_AUTHORIZATION_FAILED in
+// the config error field (v5+), as Kafka's controller does.
+func (b *Broker) hideCreatedConfigs(r *request, resp *kmsg.CreateTopicsResponse) {
+	can := b.topicAuth(r, kmsg.ACLOperationDescribeConfigs)
+	for i := range resp.Topics {
+		rt := &resp.Topics[i]
+		if rt.ErrorCode != 0 || can(rt.Topic) == nil {
+			continue
+		}
+		rt.ConfigErrorCode = kerr.TopicAuthorizationFailed.Code
+		rt.Configs, rt.NumPartitions, rt.ReplicationFactor = nil, -1, -1
+	}
 }

@@ -91,6 +91,9 @@ func handleCreateTopics(b *Broker, r *request) {
 			}
 		}
 		resp.Topics = append(resp.Topics, answered.Topics[next:]...)
+		if b.cfg.Authorizer != nil {
+			b.hideCreatedConfigs(r, resp)
+		}
 		r.respond(resp)
 	})
 }
