@@ -207,17 +207,33 @@ func (b *Broker) answerFeatures(resp *kmsg.ApiVersionsResponse) {
 
 // handleController passes a request to the metadata quorum member, which
 // answers it with its active controller or forwards it to the quorum
-// leader's, and answers with the controller's response.
+// leader's, and answers with the controller's response. The entries the
+// principal may not change are taken out first and answered with their
+// authorization errors (authorizeForward).
 func handleController(b *Broker, r *request) {
+	body, refused := r.body, b.authorizeForward(r)
+	if refused != nil && refused.rest == nil {
+		resp := r.body.ResponseKind()
+		refused.add(resp)
+		r.respond(resp)
+		return
+	}
+	if refused != nil {
+		body = refused.rest
+	}
 	if b.cfg.Metadata == nil {
 		r.respond(protocol.ErrorResponse(r.body, kerr.NotController, "This node has no metadata quorum."))
 		return
 	}
 	version := r.hdr.Version
-	b.cfg.Metadata.Submit(r.body, func(resp kmsg.Response, err error) {
+	b.cfg.Metadata.Submit(body, func(resp kmsg.Response, err error) {
 		if err != nil || resp == nil || resp.GetVersion() != version {
 			b.log.Warn("controller request failed", "api_name", r.hdr.APIName(), "err", err)
-			resp = protocol.ErrorResponse(r.body, kerr.UnknownServerError, "The controller failed the request.")
+			r.respond(protocol.ErrorResponse(r.body, kerr.UnknownServerError, "The controller failed the request."))
+			return
+		}
+		if refused != nil {
+			refused.add(resp)
 		}
 		r.respond(resp)
 	})

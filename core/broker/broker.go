@@ -172,6 +172,9 @@ func (b *Broker) accept(l *listener, c env.Conn) {
 		c.Close()
 		return
 	}
+	if b.cfg.testPrincipal != nil {
+		cn.principal = b.cfg.testPrincipal(cn.host)
+	}
 	b.nextConnID++
 	b.conns = append(b.conns, cn)
 	cn.idle = b.guard.Watch(c, func() bool { return len(cn.queue) > 0 }, func() { b.closeConn(cn) })

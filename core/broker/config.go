@@ -11,6 +11,7 @@ import (
 	"github.com/strata-log/strata/core/connlimit"
 	"github.com/strata-log/strata/core/meta"
 	"github.com/strata-log/strata/core/metrics"
+	"github.com/strata-log/strata/core/principal"
 	"github.com/strata-log/strata/core/replica"
 	"github.com/strata-log/strata/core/work"
 )
@@ -196,6 +197,13 @@ type Config struct {
 	// allow.everyone.if.no.acl.found. Nil authorizes nothing: every
 	// request is allowed, as in Kafka without an authorizer.
 	Authorizer *acl.Policy
+
+	// testPrincipal, when set (by tests only, through export_test.go),
+	// is the principal of each new connection, by its host: the SASL
+	// and TLS handshakes that set principals are not wired yet.
+	testPrincipal func(host string) principal.Principal
+	// testACLs, when set (by tests only), replaces the image's ACLs.
+	testACLs func() acl.Index
 }
 
 // StaticConfig is one key of a broker's own configuration.

@@ -223,11 +223,11 @@ func (b *Broker) dispatch(cn *conn) {
 		r := cn.queue[cn.dispatched]
 		cn.dispatched++
 		if r.m == nil {
-			r.api.handle(b, r)
+			b.handle(r)
 			continue
 		}
 		r.t.started = b.e.Monotonic()
-		r.api.handle(b, r)
+		b.handle(r)
 		r.t.handled, r.t.returned = b.e.Monotonic(), true
 	}
 }

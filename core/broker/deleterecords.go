@@ -27,6 +27,7 @@ func handleDeleteRecords(b *Broker, r *request) {
 	pa := newPartsAnswer(func() { r.respond(resp) })
 	timedOut := fmt.Errorf("%w: the records may still be deleted", errRequestTimedOut)
 	resp.Topics = make([]kmsg.DeleteRecordsResponseTopic, len(req.Topics))
+	canDelete := b.topicAuth(r, kmsg.ACLOperationDelete)
 	for i := range req.Topics {
 		t := &req.Topics[i]
 		rt := &resp.Topics[i]
@@ -38,7 +39,7 @@ func handleDeleteRecords(b *Broker, r *request) {
 			rp := &rt.Partitions[j]
 			*rp = kmsg.NewDeleteRecordsResponseTopicPartition()
 			rp.Partition, rp.LowWatermark = tp.Partition, -1
-			part, err := b.lookup(t.Topic, nil, tp.Partition)
+			part, err := b.lookup(t.Topic, canDelete(t.Topic), tp.Partition)
 			if err != nil {
 				rp.ErrorCode = b.code(err)
 				continue

@@ -34,8 +34,14 @@ func handleDescribeCluster(b *Broker, r *request) {
 	img := b.image()
 	resp.ClusterID = b.cfg.ClusterID
 	resp.ControllerID = b.controllerID(img, r.cn.l.Name)
-	// ClusterAuthorizedOperations keeps kmsg's default, INT32_MIN: there
-	// is no authorizer yet.
+	if req.IncludeClusterAuthorizedOperations {
+		// Kafka reports them only to a principal that may DESCRIBE
+		// the cluster (0 to others); unasked, kmsg's INT32_MIN.
+		resp.ClusterAuthorizedOperations = 0
+		if b.authorized(r, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeCluster, clusterName) {
+			resp.ClusterAuthorizedOperations = b.authorizedOps(r, kmsg.ACLResourceTypeCluster, clusterName)
+		}
+	}
 	for _, ep := range b.brokerEndpoints(img, r.cn.l.Name, req.Version >= 2 && req.IncludeFencedBrokers) {
 		db := kmsg.NewDescribeClusterResponseBroker()
 		db.NodeID, db.Host, db.Port, db.Rack, db.IsFenced = ep.id, ep.host, ep.port, ep.rack, ep.fenced
@@ -65,9 +71,12 @@ func handleDescribeTopicPartitions(b *Broker, r *request) {
 		img = meta.Empty()
 	}
 	var names []string
+	canDescribe := b.topicAuth(r, kmsg.ACLOperationDescribe)
 	if len(req.Topics) == 0 {
 		for ti := range img.Topics() {
-			names = append(names, ti.Name())
+			if canDescribe(ti.Name()) == nil { // the others are left out
+				names = append(names, ti.Name())
+			}
 		}
 	} else {
 		for _, t := range req.Topics {
@@ -112,6 +121,12 @@ func handleDescribeTopicPartitions(b *Broker, r *request) {
 		topic := name
 		rt.Topic = &topic
 		ti, ok := img.TopicByName(name)
+		if err := canDescribe(name); err != nil {
+			rt.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			rt.Partitions = []kmsg.DescribeTopicPartitionsResponseTopicPartition{}
+			resp.Topics = append(resp.Topics, rt)
+			continue
+		}
 		if !ok {
 			rt.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			rt.Partitions = []kmsg.DescribeTopicPartitionsResponseTopicPartition{}
@@ -120,6 +135,7 @@ func handleDescribeTopicPartitions(b *Broker, r *request) {
 		}
 		rt.TopicID = ti.ID()
 		rt.IsInternal = isInternalTopic(name)
+		rt.AuthorizedOperations = b.authorizedOps(r, kmsg.ACLResourceTypeTopic, name)
 		n := int32(ti.NumPartitions())
 		end := n
 		if int64(start)+int64(remaining) < int64(n) {

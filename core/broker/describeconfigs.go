@@ -56,6 +56,8 @@ func handleDescribeConfigs(b *Broker, r *request) {
 		var err error
 		if i >= maxDescribeConfigsResources {
 			err = fmt.Errorf("%w: a DescribeConfigs request may name at most %d resources", errInvalidRequest, maxDescribeConfigsResources)
+		} else if e := b.configResourceAuth(r, kmsg.ACLOperationDescribeConfigs, res.ResourceType, res.ResourceName); e != nil {
+			err = e
 		} else {
 			entries, err = b.describeResource(img, res.ResourceType, res.ResourceName)
 		}

@@ -14,13 +14,14 @@ import (
 func handleDescribeProducers(b *Broker, r *request) {
 	req := r.body.(*kmsg.DescribeProducersRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeProducersResponse)
+	canRead := b.topicAuth(r, kmsg.ACLOperationRead)
 	for _, t := range req.Topics {
 		rt := kmsg.NewDescribeProducersResponseTopic()
 		rt.Topic = t.Topic
 		for _, id := range t.Partitions {
 			rp := kmsg.NewDescribeProducersResponseTopicPartition()
 			rp.Partition = id
-			part, err := b.lookup(t.Topic, nil, id)
+			part, err := b.lookup(t.Topic, canRead(t.Topic), id)
 			if err == nil {
 				producers, perr := part.Producers()
 				err = perr

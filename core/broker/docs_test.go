@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // TestCompatibilityDocMatchesTable keeps docs/compatibility.md's API table
@@ -51,4 +53,25 @@ func docName(name string) string {
 		return "InitProducerId"
 	}
 	return name
+}
+
+// TestOperationsDocListsEachAPIsACLs keeps docs/operations.md's
+// authorization table and apiAuth in step: one row per API, in the API
+// table's order, saying what apiAuth's row needs.
+func TestOperationsDocListsEachAPIsACLs(t *testing.T) {
+	text, err := os.ReadFile("../../docs/operations.md")
+	require.NoError(t, err)
+	_, section, found := strings.Cut(string(text), "\n## Authorization\n")
+	require.True(t, found, "docs/operations.md has an Authorization section")
+	section, _, _ = strings.Cut(section, "\n## ")
+	row := regexp.MustCompile("(?m)^\\| `([A-Za-z]+)` \\| (.+) \\|$")
+	var documented []string
+	for _, m := range row.FindAllStringSubmatch(section, -1) {
+		documented = append(documented, m[1]+": "+m[2])
+	}
+	var want []string
+	for _, a := range APIs().Rows() {
+		want = append(want, docName(a.Name())+": "+apiAuth[kmsg.Key(a.Key)].needs)
+	}
+	require.Equal(t, want, documented, "docs/operations.md's authorization table differs from core/broker/authorize.go")
 }

@@ -37,6 +37,9 @@ type fetchOp struct {
 	// walked).
 	watching map[*replica.Partition]struct{}
 	done     bool
+	// canRead checks a consumer's topics (a follower's fetch is
+	// authorized whole, authorize.go).
+	canRead func(topic string) error
 }
 
 // fetched is one partition's outcome in an evaluation.
@@ -76,7 +79,11 @@ func handleFetch(b *Broker, r *request) {
 		r.respond(resp)
 		return
 	}
-	op := &fetchOp{b: b, r: r, req: req, parts: parts, session: s, incremental: incremental}
+	op := &fetchOp{b: b, r: r, req: req, parts: parts, session: s, incremental: incremental,
+		canRead: b.topicAuth(r, kmsg.ACLOperationRead)}
+	if fetchReplica(req) >= 0 {
+		op.canRead = func(string) error { return nil }
+	}
 	wait := min(time.Duration(max(req.MaxWaitMillis, 0))*time.Millisecond, maxFetchWait)
 	if b.e.Buggify("broker/fetch-early") {
 		wait = 0 // a long poll answered at once, maybe empty
@@ -110,7 +117,7 @@ func (op *fetchOp) evaluate(final bool) bool {
 		name, err := topicName(img, req.Version >= 13, fp.key.topic, fp.key.topicID)
 		f.name = name
 		if err == nil {
-			f.part, err = b.lookup(name, nil, fp.key.partition)
+			f.part, err = b.lookup(name, op.canRead(name), fp.key.partition)
 		}
 		if err == nil {
 			maxBytes := int(max(fp.maxBytes, 0))

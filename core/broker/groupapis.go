@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"slices"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -25,7 +27,7 @@ func handleFindCoordinator(b *Broker, r *request) {
 		keys = []string{req.CoordinatorKey}
 	}
 	for _, key := range keys {
-		c := b.findCoordinator(r.cn.l.Name, req.CoordinatorType, key)
+		c := b.findCoordinatorAuthorized(r, req.CoordinatorType, key)
 		if req.Version < 4 {
 			resp.ErrorCode, resp.ErrorMessage = c.ErrorCode, c.ErrorMessage
 			resp.NodeID, resp.Host, resp.Port = c.NodeID, c.Host, c.Port
@@ -122,10 +124,36 @@ func handleLeaveGroup(b *Broker, r *request) {
 	}
 }
 
+// handleOffsetCommit passes the topics the principal may READ to the
+// group's shard; the others are answered TOPIC_AUTHORIZATION_FAILED.
 func handleOffsetCommit(b *Broker, r *request) {
 	req := r.body.(*kmsg.OffsetCommitRequest)
+	kept, refused := splitTopics(req.Topics, func(t kmsg.OffsetCommitRequestTopic) string { return t.Topic },
+		b.topicAuth(r, kmsg.ACLOperationRead))
+	respond := func(resp *kmsg.OffsetCommitResponse) {
+		for _, t := range refused {
+			rt := kmsg.NewOffsetCommitResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewOffsetCommitResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p.Partition, kerr.TopicAuthorizationFailed.Code
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		r.respond(resp)
+	}
+	if len(kept) == 0 && len(refused) > 0 {
+		respond(req.ResponseKind().(*kmsg.OffsetCommitResponse))
+		return
+	}
+	if len(refused) > 0 {
+		rest := *req
+		rest.Topics = kept
+		req = &rest
+	}
 	if sh := b.groupShard(r, req.Group); sh != nil {
-		sh.Commit(req, b.partitionExists(), func(resp *kmsg.OffsetCommitResponse) { r.respond(resp) })
+		sh.Commit(req, b.partitionExists(), respond)
 	}
 }
 
@@ -145,8 +173,32 @@ func (b *Broker) partitionExists() group.PartitionExists {
 // txnoffsets.go).
 func handleTxnOffsetCommit(b *Broker, r *request) {
 	req := r.body.(*kmsg.TxnOffsetCommitRequest)
+	kept, refused := splitTopics(req.Topics, func(t kmsg.TxnOffsetCommitRequestTopic) string { return t.Topic },
+		b.topicAuth(r, kmsg.ACLOperationRead))
+	respond := func(resp *kmsg.TxnOffsetCommitResponse) {
+		for _, t := range refused {
+			rt := kmsg.NewTxnOffsetCommitResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p.Partition, kerr.TopicAuthorizationFailed.Code
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		r.respond(resp)
+	}
+	if len(kept) == 0 && len(refused) > 0 {
+		respond(req.ResponseKind().(*kmsg.TxnOffsetCommitResponse))
+		return
+	}
+	if len(refused) > 0 {
+		rest := *req
+		rest.Topics = kept
+		req = &rest
+	}
 	if sh := b.groupShard(r, req.Group); sh != nil {
-		sh.TxnCommit(req, b.partitionExists(), func(resp *kmsg.TxnOffsetCommitResponse) { r.respond(resp) })
+		sh.TxnCommit(req, b.partitionExists(), respond)
 	}
 }
 
@@ -155,12 +207,18 @@ func handleTxnOffsetCommit(b *Broker, r *request) {
 func handleOffsetFetch(b *Broker, r *request) {
 	req := r.body.(*kmsg.OffsetFetchRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
+	canDescribe := b.topicAuth(r, kmsg.ACLOperationDescribe)
 	fetch := func(name string, member *string, epoch int32, topics []kmsg.OffsetFetchRequestGroupTopic, all bool) group.OffsetsFetched {
+		if e := b.groupAuth(r, kmsg.ACLOperationDescribe, name); e != nil {
+			return group.OffsetsFetched{ErrorCode: e.Code}
+		}
 		sh, e := b.groupShardFor(name)
 		if e != nil {
 			return group.OffsetsFetched{ErrorCode: e.Code}
 		}
-		return sh.FetchStable(name, member, epoch, topics, all, req.RequireStable)
+		return offsetsFetchedAuthorized(canDescribe, topics, all, func(topics []kmsg.OffsetFetchRequestGroupTopic) group.OffsetsFetched {
+			return sh.FetchStable(name, member, epoch, topics, all, req.RequireStable)
+		})
 	}
 	if req.Version >= 8 {
 		for _, g := range req.Groups {
@@ -207,26 +265,43 @@ func handleListGroups(b *Broker, r *request) {
 	for _, gs := range b.groups.rt.Slots() {
 		resp.Groups = append(resp.Groups, gs.Shard.List(req.StatesFilter, req.TypesFilter)...)
 	}
+	if !b.authorized(r, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeCluster, clusterName) {
+		// Without DESCRIBE on the cluster, only the groups the
+		// principal may DESCRIBE (Kafka's handleListGroupsRequest).
+		resp.Groups = slices.DeleteFunc(resp.Groups, func(g kmsg.ListGroupsResponseGroup) bool {
+			return b.groupAuth(r, kmsg.ACLOperationDescribe, g.Group) != nil
+		})
+	}
 	r.respond(resp)
 }
 
 func handleDescribeGroups(b *Broker, r *request) {
 	req := r.body.(*kmsg.DescribeGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
-	resp.Groups = describeGroups(b, req.Groups, (*group.Shard).Describe, func(name string, code int16) kmsg.DescribeGroupsResponseGroup {
+	resp.Groups = describeGroups(b, r, req.Groups, (*group.Shard).Describe, func(name string, code int16) kmsg.DescribeGroupsResponseGroup {
 		g := kmsg.NewDescribeGroupsResponseGroup()
 		g.Group, g.ErrorCode = name, code
 		return g
 	})
+	for i := range resp.Groups {
+		if g := &resp.Groups[i]; req.IncludeAuthorizedOperations && g.ErrorCode == 0 {
+			g.AuthorizedOperations = b.authorizedOps(r, kmsg.ACLResourceTypeGroup, g.Group)
+		}
+	}
 	r.respond(resp)
 }
 
 // describeGroups describes each group named at its shard, or answers
-// failed(name, code) for a group no shard here runs: DescribeGroups and
+// failed(name, code) for a group the principal may not DESCRIBE
+// (GROUP_AUTHORIZATION_FAILED) or no shard here runs: DescribeGroups and
 // ConsumerGroupDescribe (and, next, ShareGroupDescribe) in one loop.
-func describeGroups[G any](b *Broker, names []string, describe func(*group.Shard, string) G, failed func(name string, code int16) G) []G {
+func describeGroups[G any](b *Broker, r *request, names []string, describe func(*group.Shard, string) G, failed func(name string, code int16) G) []G {
 	out := make([]G, 0, len(names))
 	for _, name := range names {
+		if e := b.groupAuth(r, kmsg.ACLOperationDescribe, name); e != nil {
+			out = append(out, failed(name, e.Code))
+			continue
+		}
 		sh, e := b.groupShardFor(name)
 		if e != nil {
 			out = append(out, failed(name, e.Code))
@@ -258,6 +333,10 @@ func handleDeleteGroups(b *Broker, r *request) {
 				r.respond(resp)
 			}
 		}
+		if e := b.groupAuth(r, kmsg.ACLOperationDelete, name); e != nil {
+			finish(e.Code)
+			continue
+		}
 		sh, e := b.groupShardFor(name)
 		if e != nil {
 			finish(e.Code)
@@ -267,10 +346,36 @@ func handleDeleteGroups(b *Broker, r *request) {
 	}
 }
 
+// handleOffsetDelete passes the topics the principal may READ to the
+// group's shard; the others are answered TOPIC_AUTHORIZATION_FAILED.
 func handleOffsetDelete(b *Broker, r *request) {
 	req := r.body.(*kmsg.OffsetDeleteRequest)
+	kept, refused := splitTopics(req.Topics, func(t kmsg.OffsetDeleteRequestTopic) string { return t.Topic },
+		b.topicAuth(r, kmsg.ACLOperationRead))
+	respond := func(resp *kmsg.OffsetDeleteResponse) {
+		for _, t := range refused {
+			rt := kmsg.NewOffsetDeleteResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewOffsetDeleteResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p.Partition, kerr.TopicAuthorizationFailed.Code
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		r.respond(resp)
+	}
+	if len(kept) == 0 && len(refused) > 0 {
+		respond(req.ResponseKind().(*kmsg.OffsetDeleteResponse))
+		return
+	}
+	if len(refused) > 0 {
+		rest := *req
+		rest.Topics = kept
+		req = &rest
+	}
 	if sh := b.groupShard(r, req.Group); sh != nil {
-		sh.DeleteOffsets(req, func(resp *kmsg.OffsetDeleteResponse) { r.respond(resp) })
+		sh.DeleteOffsets(req, respond)
 	}
 }
 
@@ -287,10 +392,15 @@ func handleConsumerGroupHeartbeat(b *Broker, r *request) {
 func handleConsumerGroupDescribe(b *Broker, r *request) {
 	req := r.body.(*kmsg.ConsumerGroupDescribeRequest)
 	resp := req.ResponseKind().(*kmsg.ConsumerGroupDescribeResponse)
-	resp.Groups = describeGroups(b, req.Groups, (*group.Shard).DescribeConsumer, func(name string, code int16) kmsg.ConsumerGroupDescribeResponseGroup {
+	resp.Groups = describeGroups(b, r, req.Groups, (*group.Shard).DescribeConsumer, func(name string, code int16) kmsg.ConsumerGroupDescribeResponseGroup {
 		g := kmsg.NewConsumerGroupDescribeResponseGroup()
 		g.Group, g.ErrorCode = name, code
 		return g
 	})
+	for i := range resp.Groups {
+		if g := &resp.Groups[i]; req.IncludeAuthorizedOperations && g.ErrorCode == 0 {
+			g.AuthorizedOperations = b.authorizedOps(r, kmsg.ACLResourceTypeGroup, g.Group)
+		}
+	}
 	r.respond(resp)
 }

@@ -36,21 +36,29 @@ func isCoordinatorTopic(name string) bool { return name == OffsetsTopic || name 
 // with INVALID_REQUEST and passes the other topics of the request to the
 // active controller (handleController); the answer lists the topics in
 // the request's order.
+//
+// A topic the principal may not CREATE (on the cluster or the topic) is
+// refused too, TOPIC_AUTHORIZATION_FAILED, whether or not it exists.
 func handleCreateTopics(b *Broker, r *request) {
 	req := r.body.(*kmsg.CreateTopicsRequest)
-	if !slices.ContainsFunc(req.Topics, func(t kmsg.CreateTopicsRequestTopic) bool { return isCoordinatorTopic(t.Topic) }) {
+	canCreate := b.createTopicAuth(r)
+	refusing := func(name string) bool { return isCoordinatorTopic(name) || canCreate(name) != nil }
+	if !slices.ContainsFunc(req.Topics, func(t kmsg.CreateTopicsRequestTopic) bool { return refusing(t.Topic) }) {
 		handleController(b, r)
 		return
 	}
 	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
 	refused := func(name string) kmsg.CreateTopicsResponseTopic {
+		if !isCoordinatorTopic(name) {
+			return protocol.CreateTopicsError(name, kerr.TopicAuthorizationFailed, "Authorization failed.")
+		}
 		return protocol.CreateTopicsError(name, kerr.InvalidRequest, "Creation of internal topic "+name+" is prohibited.")
 	}
 	rest := *req
-	rest.Topics = slices.DeleteFunc(slices.Clone(req.Topics), func(t kmsg.CreateTopicsRequestTopic) bool { return isCoordinatorTopic(t.Topic) })
+	rest.Topics = slices.DeleteFunc(slices.Clone(req.Topics), func(t kmsg.CreateTopicsRequestTopic) bool { return refusing(t.Topic) })
 	if len(rest.Topics) == 0 || b.cfg.Metadata == nil {
 		for _, t := range req.Topics {
-			if isCoordinatorTopic(t.Topic) {
+			if refusing(t.Topic) {
 				resp.Topics = append(resp.Topics, refused(t.Topic))
 			} else {
 				resp.Topics = append(resp.Topics, protocol.CreateTopicsError(t.Topic, kerr.NotController, "This node has no metadata quorum."))
@@ -71,7 +79,7 @@ func handleCreateTopics(b *Broker, r *request) {
 		// name once, in the request's order.
 		next := 0
 		for _, t := range req.Topics {
-			if isCoordinatorTopic(t.Topic) {
+			if refusing(t.Topic) {
 				if !slices.ContainsFunc(resp.Topics, func(rt kmsg.CreateTopicsResponseTopic) bool { return rt.Topic == t.Topic }) {
 					resp.Topics = append(resp.Topics, refused(t.Topic))
 				}
@@ -83,6 +91,9 @@ func handleCreateTopics(b *Broker, r *request) {
 			}
 		}
 		resp.Topics = append(resp.Topics, answered.Topics[next:]...)
+		if b.cfg.Authorizer != nil {
+			b.hideCreatedConfigs(r, resp)
+		}
 		r.respond(resp)
 	})
 }

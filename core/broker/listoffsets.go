@@ -16,6 +16,7 @@ import (
 func handleListOffsets(b *Broker, r *request) {
 	req := r.body.(*kmsg.ListOffsetsRequest)
 	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
+	canDescribe := b.topicAuth(r, kmsg.ACLOperationDescribe)
 	for _, t := range req.Topics {
 		rt := kmsg.NewListOffsetsResponseTopic()
 		rt.Topic = t.Topic
@@ -23,7 +24,7 @@ func handleListOffsets(b *Broker, r *request) {
 			rp := kmsg.NewListOffsetsResponseTopicPartition()
 			rp.Partition = p.Partition
 			rp.Timestamp, rp.Offset, rp.LeaderEpoch = -1, -1, -1
-			part, err := b.lookup(t.Topic, nil, p.Partition)
+			part, err := b.lookup(t.Topic, canDescribe(t.Topic), p.Partition)
 			if err == nil {
 				var res replica.OffsetResult
 				res, err = listOffset(part, p.Timestamp, p.CurrentLeaderEpoch, req.IsolationLevel == 1)

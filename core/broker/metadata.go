@@ -30,7 +30,7 @@ import (
 // cluster takes milliseconds, runs off the loop (request.offload) on the
 // immutable image.
 func handleMetadata(b *Broker, r *request) {
-	plan := b.planMetadata(r.body.(*kmsg.MetadataRequest), r.cn.l.Name)
+	plan := b.planMetadata(r, r.body.(*kmsg.MetadataRequest))
 	var resp *kmsg.MetadataResponse
 	var frame []byte
 	r.offload(plan.cost(), func() {
@@ -54,11 +54,15 @@ type metadataPlan struct {
 	topics []metadataTopic
 	// partitions counts the partitions to describe, for the cost.
 	partitions int
+	// clusterOps is the cluster's authorized operations (v8-v10).
+	clusterOps int32
 }
 
 type metadataTopic struct {
 	ti     *meta.TopicImage
 	answer kmsg.MetadataResponseTopic
+	// ops is the topic's authorized operations (v8+), when described.
+	ops int32
 }
 
 // metadataCostPerPartition is the estimated CPU time of describing and
@@ -70,16 +74,35 @@ func (p *metadataPlan) cost() time.Duration {
 	return time.Duration(p.partitions+len(p.topics)) * metadataCostPerPartition
 }
 
-// planMetadata resolves a Metadata request's topics on the loop.
-func (b *Broker) planMetadata(req *kmsg.MetadataRequest, listener string) *metadataPlan {
+// planMetadata resolves a Metadata request's topics on the loop, with
+// Kafka's authorization: a topic the principal may not DESCRIBE is left
+// out of an all-topics answer and answered TOPIC_AUTHORIZATION_FAILED
+// when named (whether it exists or not, so its existence does not leak;
+// by id, the id is echoed, as Kafka does not consider ids secret); a
+// missing topic that would be auto-created needs CREATE on the cluster
+// or the topic, or is answered TOPIC_AUTHORIZATION_FAILED and not
+// created.
+func (b *Broker) planMetadata(r *request, req *kmsg.MetadataRequest) *metadataPlan {
 	var img *meta.Image
 	if b.cfg.Metadata != nil {
 		img = b.cfg.Metadata.Image()
 	}
+	listener := r.cn.l.Name
 	plan := &metadataPlan{req: req, img: img, listener: listener, brokers: b.brokerList(img, listener),
-		clusterID: b.cfg.ClusterID, controllerID: b.controllerID(img, listener)}
+		clusterID: b.cfg.ClusterID, controllerID: b.controllerID(img, listener), clusterOps: notRequestedOps}
+	if req.Version >= 8 && req.Version <= 10 && req.IncludeClusterAuthorizedOperations {
+		plan.clusterOps = 0
+		if b.authorized(r, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeCluster, clusterName) {
+			plan.clusterOps = b.authorizedOps(r, kmsg.ACLResourceTypeCluster, clusterName)
+		}
+	}
+	canDescribe := b.topicAuth(r, kmsg.ACLOperationDescribe)
 	describe := func(ti *meta.TopicImage) {
-		plan.topics = append(plan.topics, metadataTopic{ti: ti})
+		mt := metadataTopic{ti: ti, ops: notRequestedOps}
+		if req.Version >= 8 && req.IncludeTopicAuthorizedOperations {
+			mt.ops = b.authorizedOps(r, kmsg.ACLResourceTypeTopic, ti.Name())
+		}
+		plan.topics = append(plan.topics, mt)
 		plan.partitions += ti.NumPartitions()
 	}
 	// A nil topic list (v1+) or an empty one (v0) asks for all topics.
@@ -87,7 +110,9 @@ func (b *Broker) planMetadata(req *kmsg.MetadataRequest, listener string) *metad
 		if img != nil {
 			plan.topics = make([]metadataTopic, 0, img.NumTopics())
 			for ti := range img.Topics() {
-				describe(ti)
+				if canDescribe(ti.Name()) == nil {
+					describe(ti)
+				}
 			}
 		}
 		return plan
@@ -109,6 +134,12 @@ func (b *Broker) planMetadata(req *kmsg.MetadataRequest, listener string) *metad
 				continue
 			}
 			seenNames[*rt.Topic] = true
+			if err := b.metadataTopicAuth(r, *rt.Topic, canDescribe, allowCreate); err != nil {
+				name := *rt.Topic
+				t.Topic, t.ErrorCode = &name, err.Code
+				plan.topics = append(plan.topics, metadataTopic{answer: t})
+				continue
+			}
 			if img != nil {
 				if ti, ok := img.TopicByName(*rt.Topic); ok {
 					describe(ti)
@@ -126,7 +157,12 @@ func (b *Broker) planMetadata(req *kmsg.MetadataRequest, listener string) *metad
 			seenIDs[rt.TopicID] = true
 			if img != nil {
 				if ti, ok := img.TopicByID(meta.UUID(rt.TopicID)); ok {
-					describe(ti)
+					if canDescribe(ti.Name()) == nil {
+						describe(ti)
+						continue
+					}
+					t.TopicID, t.ErrorCode = rt.TopicID, kerr.TopicAuthorizationFailed.Code
+					plan.topics = append(plan.topics, metadataTopic{answer: t})
 					continue
 				}
 			}
@@ -149,20 +185,45 @@ func (p *metadataPlan) build() *kmsg.MetadataResponse {
 	resp := p.req.ResponseKind().(*kmsg.MetadataResponse)
 	resp.Brokers = p.brokers
 	clusterID := p.clusterID
-	resp.ClusterID = &clusterID        // encoded from v2
-	resp.ControllerID = p.controllerID // encoded from v1
-	// AuthorizedOperations (v8..v10) keeps kmsg's default, INT32_MIN,
-	// Kafka's "not provided": there is no authorizer yet.
-	resp.ErrorCode = 0 // v13 (KIP-1102): no rebootstrap needed
+	resp.ClusterID = &clusterID              // encoded from v2
+	resp.ControllerID = p.controllerID       // encoded from v1
+	resp.AuthorizedOperations = p.clusterOps // v8..v10
+	resp.ErrorCode = 0                       // v13 (KIP-1102): no rebootstrap needed
 	resp.Topics = make([]kmsg.MetadataResponseTopic, 0, len(p.topics))
 	for _, t := range p.topics {
 		if t.ti == nil {
 			resp.Topics = append(resp.Topics, t.answer)
 			continue
 		}
-		resp.Topics = append(resp.Topics, topicMetadata(p.img, t.ti, p.listener))
+		mt := topicMetadata(p.img, t.ti, p.listener)
+		mt.AuthorizedOperations = t.ops
+		resp.Topics = append(resp.Topics, mt)
 	}
 	return resp
+}
+
+// metadataTopicAuth decides a topic named in a Metadata request: nil, or
+// TOPIC_AUTHORIZATION_FAILED without DESCRIBE, or when the topic is
+// missing, would be auto-created, and the principal may not CREATE it
+// (on the cluster or the topic).
+func (b *Broker) metadataTopicAuth(r *request, name string, canDescribe func(string) error, allowCreate bool) *kerr.Error {
+	if b.cfg.Authorizer == nil {
+		return nil
+	}
+	if canDescribe(name) != nil {
+		return kerr.TopicAuthorizationFailed
+	}
+	if !allowCreate || b.cfg.AutoTopicCreationDisabled || b.cfg.Metadata == nil {
+		return nil
+	}
+	if _, ok := b.cfg.Metadata.Image().TopicByName(name); ok {
+		return nil
+	}
+	if b.authorized(r, kmsg.ACLOperationCreate, kmsg.ACLResourceTypeCluster, clusterName) ||
+		b.authorized(r, kmsg.ACLOperationCreate, kmsg.ACLResourceTypeTopic, name) {
+		return nil
+	}
+	return kerr.TopicAuthorizationFailed
 }
 
 // brokerList is Metadata's broker list on a listener (see

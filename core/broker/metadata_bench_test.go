@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/core/meta"
+	"github.com/strata-log/strata/core/principal"
 	"github.com/strata-log/strata/core/wire"
 )
 
@@ -40,14 +41,15 @@ func BenchmarkMetadataAllTopics(b *testing.B) {
 	req := kmsg.NewPtrMetadataRequest()
 	req.Version = 1
 	req.Topics = nil
+	r := &request{cn: &conn{l: br.listeners[0], principal: principal.Anonymous}, body: req}
 	var size int
 	b.Run("plan", func(b *testing.B) {
 		for range b.N {
-			_ = br.planMetadata(req, DefaultListenerName)
+			_ = br.planMetadata(r, req)
 		}
 	})
 	b.Run("build+encode", func(b *testing.B) {
-		plan := br.planMetadata(req, DefaultListenerName)
+		plan := br.planMetadata(r, req)
 		b.ReportMetric(float64(plan.cost().Microseconds()), "cost-µs")
 		for range b.N {
 			frame := wire.EncodeResponse(1, plan.build())

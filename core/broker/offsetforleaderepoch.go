@@ -17,6 +17,10 @@ func handleOffsetForLeaderEpoch(b *Broker, r *request) {
 	req := r.body.(*kmsg.OffsetForLeaderEpochRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
 	resp.Topics = make([]kmsg.OffsetForLeaderEpochResponseTopic, 0, len(req.Topics))
+	canDescribe := b.topicAuth(r, kmsg.ACLOperationDescribe)
+	if b.authorized(r, kmsg.ACLOperationClusterAction, kmsg.ACLResourceTypeCluster, clusterName) {
+		canDescribe = func(string) error { return nil } // a follower's
+	}
 	for _, t := range req.Topics {
 		rt := kmsg.NewOffsetForLeaderEpochResponseTopic()
 		rt.Topic = t.Topic
@@ -24,7 +28,7 @@ func handleOffsetForLeaderEpoch(b *Broker, r *request) {
 		for _, p := range t.Partitions {
 			rp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 			rp.Partition = p.Partition
-			part, err := b.lookup(t.Topic, nil, p.Partition)
+			part, err := b.lookup(t.Topic, canDescribe(t.Topic), p.Partition)
 			if err == nil {
 				rp.LeaderEpoch, rp.EndOffset, err = part.EndOffsetForEpoch(p.LeaderEpoch, p.CurrentLeaderEpoch)
 			}

@@ -29,8 +29,8 @@ import (
 // while the request's other batches are appended at once (a pipelined
 // producer's next request must not overtake them); each partition keeps
 // its producer's transaction (core/producer). The request is answered
-// once every partition has its result. There are no ACLs to check the
-// id against.
+// once every partition has its result. Authorization (WRITE on each
+// topic, on the transactional id) is authorize.go's.
 func handleProduce(b *Broker, r *request) {
 	req := r.body.(*kmsg.ProduceRequest)
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
@@ -51,6 +51,7 @@ func handleProduce(b *Broker, r *request) {
 	})
 	var appends []produceAppend // the partitions passed to their Partition, in request order
 	repeated := repeatedPartitions(req)
+	canWrite := b.topicAuth(r, kmsg.ACLOperationWrite)
 	resp.Topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))
 	for i := range req.Topics {
 		t := &req.Topics[i]
@@ -58,6 +59,9 @@ func handleProduce(b *Broker, r *request) {
 		*rt = kmsg.NewProduceResponseTopic()
 		rt.Topic, rt.TopicID = t.Topic, t.TopicID
 		name, nameErr := topicName(img, req.Version >= 13, t.Topic, t.TopicID)
+		if nameErr == nil {
+			nameErr = canWrite(name)
+		}
 		rt.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(t.Partitions))
 		for j := range t.Partitions {
 			tp := &t.Partitions[j]

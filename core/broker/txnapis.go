@@ -70,7 +70,7 @@ func handleAddPartitionsToTxn(b *Broker, r *request) {
 				parts = append(parts, txn.TopicPartition{Topic: t.Topic, Partition: p})
 			}
 		}
-		b.addPartitions(req.TransactionalID, req.ProducerID, req.ProducerEpoch, parts, false, func(errs []*kerr.Error) {
+		answer := func(errs []*kerr.Error) {
 			for i, tp := range parts {
 				if n := len(resp.Topics); n == 0 || resp.Topics[n-1].Topic != tp.Topic {
 					rt := kmsg.NewAddPartitionsToTxnResponseTopic()
@@ -83,7 +83,12 @@ func handleAddPartitionsToTxn(b *Broker, r *request) {
 				rt.Partitions = append(rt.Partitions, rp)
 			}
 			r.respond(resp)
-		})
+		}
+		if errs := topicsRefusedToTxn(b.topicAuth(r, kmsg.ACLOperationWrite), parts); errs != nil {
+			answer(errs)
+			return
+		}
+		b.addPartitions(req.TransactionalID, req.ProducerID, req.ProducerEpoch, parts, false, answer)
 		return
 	}
 	pending := len(req.Transactions)
@@ -175,10 +180,15 @@ func handleEndTxn(b *Broker, r *request) {
 func handleDescribeTransactions(b *Broker, r *request) {
 	req := r.body.(*kmsg.DescribeTransactionsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeTransactionsResponse)
+	canDescribe := b.topicAuth(r, kmsg.ACLOperationDescribe)
 	for _, id := range req.TransactionalIDs {
 		st := kmsg.NewDescribeTransactionsResponseTransactionState()
 		st.TransactionalID, st.ProducerID, st.ProducerEpoch, st.StartTimestamp = id, -1, -1, -1
-		sh, e := b.txnShardFor(id)
+		e := b.txnIDAuth(r, kmsg.ACLOperationDescribe, id)
+		var sh *txn.Shard
+		if e == nil {
+			sh, e = b.txnShardFor(id)
+		}
 		if e == nil {
 			var s txn.Summary
 			s, e = sh.Describe(id)
@@ -186,6 +196,9 @@ func handleDescribeTransactions(b *Broker, r *request) {
 				st.State, st.TimeoutMillis, st.StartTimestamp = s.State.String(), s.TimeoutMillis, s.StartTimestamp
 				st.ProducerID, st.ProducerEpoch = s.ProducerID, s.ProducerEpoch
 				for topic, partitions := range txn.ByTopic(s.Partitions) {
+					if canDescribe(topic) != nil {
+						continue // Kafka leaves out the topics not described
+					}
 					t := kmsg.NewDescribeTransactionsResponseTransactionStateTopic()
 					t.Topic, t.Partitions = topic, partitions
 					st.Topics = append(st.Topics, t)
@@ -239,7 +252,8 @@ func handleListTransactions(b *Broker, r *request) {
 			break
 		}
 		for _, s := range list {
-			if pattern != nil && !pattern.MatchString(s.TransactionalID) {
+			if pattern != nil && !pattern.MatchString(s.TransactionalID) ||
+				b.txnIDAuth(r, kmsg.ACLOperationDescribe, s.TransactionalID) != nil {
 				continue
 			}
 			st := kmsg.NewListTransactionsResponseTransactionState()

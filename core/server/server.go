@@ -77,10 +77,12 @@ func Start(e env.Env, cfg Config) (*Server, error) {
 	bcfg.Metadata = s.member
 	bcfg.Partitions = s.parts
 	bcfg.Metrics = cfg.Metrics
-	if bcfg.Authorizer, err = cfg.Auth.policy(); err != nil {
+	if policy, err := cfg.Auth.policy(); err != nil {
 		s.member.Close(nil)
 		s.parts.Close(func() {})
 		return nil, fmt.Errorf("server: %w", err)
+	} else if policy != nil {
+		bcfg.Authorizer = policy
 	}
 	bcfg.BrokerEpoch = func() int64 {
 		if s.reg == nil {
