@@ -2,6 +2,7 @@ package broker_test
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"testing"
 	"time"
@@ -678,6 +679,13 @@ func TestMetadataHidesTopicsWithoutDescribe(t *testing.T) {
 	}
 	h.set(allow(topicRes, "seen", kmsg.ACLOperationRead), allow(clusterRes, "kafka-cluster", kmsg.ACLOperationDescribe))
 	require.Equal(t, int32(1)<<kmsg.ACLOperationDescribe, metadataOf(h, 10, false).AuthorizedOperations)
+
+	// Not asked for: Kafka's INT32_MIN.
+	r := kmsg.NewPtrMetadataRequest()
+	r.Version = 10
+	resp := h.Do(r).(*kmsg.MetadataResponse)
+	require.Equal(t, int32(math.MinInt32), resp.AuthorizedOperations)
+	require.Equal(t, int32(math.MinInt32), resp.Topics[0].AuthorizedOperations)
 }
 
 // TestMetadataAutoCreationNeedsCreate: a missing topic the principal may
@@ -884,6 +892,13 @@ func TestListsShowOnlyWhatThePrincipalMayDescribe(t *testing.T) {
 	require.Equal(t, []string{"g1", "g2"}, listed())
 
 	h.set(allow(groupRes, "g1", kmsg.ACLOperationDescribe), allow(topicRes, "a", kmsg.ACLOperationDescribe))
+	dg := kmsg.NewPtrDescribeGroupsRequest()
+	dg.Version, dg.Groups, dg.IncludeAuthorizedOperations = 5, []string{"g1", "g2"}, true
+	described := h.Do(dg).(*kmsg.DescribeGroupsResponse).Groups
+	require.Zero(t, described[0].ErrorCode)
+	require.Equal(t, int32(1)<<kmsg.ACLOperationDescribe, described[0].AuthorizedOperations)
+	require.Equal(t, kerr.GroupAuthorizationFailed.Code, described[1].ErrorCode)
+
 	fetch := func(topics ...string) kmsg.OffsetFetchResponseGroup {
 		r := kmsg.NewPtrOffsetFetchRequest()
 		r.Version = 8
