@@ -184,7 +184,19 @@ func (b *Broker) handle(r *request) {
 		if refused != nil {
 			b.log.Debug("request refused", "api_name", r.hdr.APIName(), "principal", r.cn.principal.String(),
 				"host", r.cn.host, "err", refused)
-			r.respond(refusalResponse(r.body, refused))
+			resp := refusalResponse(r.body, refused)
+			if r.m != nil && r.api.countsErrors {
+				r.m.countResponseErrors(resp) // the handler that counts them did not run
+			}
+			if p, ok := r.body.(*kmsg.ProduceRequest); ok && p.Acks == 0 {
+				// No answer is read: close, as Kafka does when an
+				// acks=0 produce fails (ProduceRequest.getErrorResponse
+				// is null).
+				r.noResponse()
+				b.closeConn(r.cn)
+				return
+			}
+			r.respond(resp)
 			return
 		}
 	}

@@ -13,8 +13,10 @@ import (
 
 	"github.com/strata-log/strata/core/acl"
 	"github.com/strata-log/strata/core/broker"
+	"github.com/strata-log/strata/core/env"
 	"github.com/strata-log/strata/core/principal"
 	"github.com/strata-log/strata/core/server"
+	"github.com/strata-log/strata/core/wire"
 	"github.com/strata-log/strata/sim/servertest"
 )
 
@@ -843,6 +845,23 @@ func TestTransactionalProduceNeedsTheTransactionalID(t *testing.T) {
 	h.set()
 	got = h.Produce("t", 0, "v")
 	require.Equal(t, kerr.TopicAuthorizationFailed.Code, got.ErrorCode)
+
+	// An acks=0 one, refused whole, closes its connection (no answer is
+	// read), as Kafka does.
+	h.set(allow(topicRes, "t", kmsg.ACLOperationWrite))
+	var c env.Conn
+	closed, answers := false, 0
+	h.ClientEnv().Net().Dial("n1:9092", func(conn env.Conn, err error) {
+		require.NoError(t, err)
+		c = conn
+		c.OnFrame(func([]byte) { answers++ })
+		c.OnClose(func(error) { closed = true })
+	})
+	h.RunUntil("a connection", func() bool { return c != nil })
+	r.Acks = 0
+	require.NoError(t, c.Send(wire.EncodeRequest(kmsg.NewRequestFormatter(kmsg.FormatterClientID("acks0")), r, 1)))
+	h.RunUntil("the connection closed", func() bool { return closed })
+	require.Zero(t, answers)
 }
 
 // TestListsShowOnlyWhatThePrincipalMayDescribe: ListGroups without
