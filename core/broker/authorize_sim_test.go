@@ -974,3 +974,57 @@ func TestDeleteTopicsByIDAuthorization(t *testing.T) {
 	h.set(allow(topicRes, "t", kmsg.ACLOperationDelete))
 	require.Zero(t, del([16]byte(ti.ID())).ErrorCode)
 }
+
+// TestPerTopicRefusalsInOneRequest: a request naming topics the principal
+// may and may not use answers each its own error: Produce appends to the
+// allowed one; AddPartitionsToTxn (v3) refuses the unwritable topic and
+// attempts none (OPERATION_NOT_ATTEMPTED for the rest), as Kafka.
+func TestPerTopicRefusalsInOneRequest(t *testing.T) {
+	h := newAuthServer(t)
+	h.asAdmin(func() {
+		h.CreateTopic("yes", 1, nil)
+		h.CreateTopic("no", 1, nil)
+	})
+	h.set(allow(topicRes, "yes", kmsg.ACLOperationWrite), allow(txnRes, "tx", kmsg.ACLOperationWrite))
+	batch := h.Batch(nil, "v")
+	r := servertest.ProduceRequest("yes", 0, batch)
+	other := servertest.ProduceRequest("no", 0, batch).Topics[0]
+	r.Topics = append(r.Topics, other)
+	resp := h.Do(r).(*kmsg.ProduceResponse)
+	require.Zero(t, resp.Topics[0].Partitions[0].ErrorCode)
+	require.Equal(t, kerr.TopicAuthorizationFailed.Code, resp.Topics[1].Partitions[0].ErrorCode)
+
+	add := kmsg.NewPtrAddPartitionsToTxnRequest()
+	add.Version, add.TransactionalID, add.ProducerID, add.ProducerEpoch = 3, "tx", 1, 0
+	for _, topic := range []string{"yes", "no"} {
+		rt := kmsg.NewAddPartitionsToTxnRequestTopic()
+		rt.Topic, rt.Partitions = topic, []int32{0}
+		add.Topics = append(add.Topics, rt)
+	}
+	codes := map[string]int16{}
+	for _, rt := range h.Do(add).(*kmsg.AddPartitionsToTxnResponse).Topics {
+		codes[rt.Topic] = rt.Partitions[0].ErrorCode
+	}
+	require.Equal(t, map[string]int16{"yes": kerr.OperationNotAttempted.Code, "no": kerr.TopicAuthorizationFailed.Code}, codes)
+}
+
+// TestDescribeClusterAuthorizedOperations: asked for, the cluster's
+// operations go only to a principal that may DESCRIBE the cluster (0 to
+// others, as Kafka); not asked for, INT32_MIN.
+func TestDescribeClusterAuthorizedOperations(t *testing.T) {
+	h := newAuthServer(t)
+	describe := func(include bool) int32 {
+		r := kmsg.NewPtrDescribeClusterRequest()
+		r.Version, r.EndpointType, r.IncludeClusterAuthorizedOperations = 1, 1, include
+		resp := h.Do(r).(*kmsg.DescribeClusterResponse)
+		require.Zero(t, resp.ErrorCode)
+		return resp.ClusterAuthorizedOperations
+	}
+	h.set(allow(clusterRes, "kafka-cluster", kmsg.ACLOperationClusterAction))
+	require.Zero(t, describe(true))
+	require.Equal(t, int32(math.MinInt32), describe(false))
+	// ALTER implies DESCRIBE.
+	h.set(allow(clusterRes, "kafka-cluster", kmsg.ACLOperationClusterAction), allow(clusterRes, "kafka-cluster", kmsg.ACLOperationAlter))
+	require.Equal(t, int32(1)<<kmsg.ACLOperationClusterAction|int32(1)<<kmsg.ACLOperationAlter|int32(1)<<kmsg.ACLOperationDescribe,
+		describe(true))
+}
