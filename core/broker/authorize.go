@@ -31,7 +31,8 @@ import (
 //     the resource where Kafka hides it (Metadata's and OffsetFetch's
 //     topics of an all-topics request, ListGroups, ListTransactions).
 //
-// Every decision goes through Broker.authorized.
+// Every decision goes through Broker.decide (authorized, which logs
+// denials, and authorizedOps).
 
 // clusterName is the CLUSTER resource's name in ACL bindings.
 const clusterName = "kafka-cluster"
@@ -140,17 +141,29 @@ var apiAuth = map[kmsg.Key]authRule{
 
 // authorized reports whether the request's principal may perform op on
 // the resource t:name, by the ACLs of the image the broker has applied:
-// always true without an Authorizer. Every decision of the broker goes
-// through it.
+// always true without an Authorizer. A denial is logged at DEBUG with
+// the rule and binding that decided (Kafka's authorizer log, which logs
+// denials at INFO, would be one line per hidden topic of every
+// all-topics Metadata here).
 func (b *Broker) authorized(r *request, op kmsg.ACLOperation, t kmsg.ACLResourceType, name string) bool {
-	if b.cfg.Authorizer == nil {
-		return true
+	d, checked := b.decide(r, op, t, name)
+	if checked && !d.Allowed {
+		b.log.Debug("authorization denied", "principal", r.cn.principal.String(), "host", r.cn.host,
+			"operation", op.String(), "resource_type", t.String(), "resource", name, "decision", d.String())
 	}
-	d := b.acls().Authorize(*b.cfg.Authorizer, acl.Request{
+	return d.Allowed
+}
+
+// decide is the one place every decision of the broker is made:
+// allowed without an Authorizer (checked false), else by the ACLs.
+func (b *Broker) decide(r *request, op kmsg.ACLOperation, t kmsg.ACLResourceType, name string) (d acl.Decision, checked bool) {
+	if b.cfg.Authorizer == nil {
+		return acl.Decision{Allowed: true}, false
+	}
+	return b.acls().Authorize(*b.cfg.Authorizer, acl.Request{
 		Principal: r.cn.principal.String(), Host: r.cn.host,
 		Operation: op, ResourceType: t, ResourceName: name,
-	})
-	return d.Allowed
+	}), true
 }
 
 // acls is the ACL index of the image the broker has applied.
@@ -181,7 +194,19 @@ func (b *Broker) handle(r *request) {
 		if refused != nil {
 			b.log.Debug("request refused", "api_name", r.hdr.APIName(), "principal", r.cn.principal.String(),
 				"host", r.cn.host, "err", refused)
-			r.respond(refusalResponse(r.body, refused))
+			resp := refusalResponse(r.body, refused)
+			if r.m != nil && r.api.countsErrors {
+				r.m.countResponseErrors(resp) // the handler that counts them did not run
+			}
+			if p, ok := r.body.(*kmsg.ProduceRequest); ok && p.Acks == 0 {
+				// No answer is read: close, as Kafka does when an
+				// acks=0 produce fails (ProduceRequest.getErrorResponse
+				// is null).
+				r.noResponse()
+				b.closeConn(r.cn)
+				return
+			}
+			r.respond(resp)
 			return
 		}
 	}
@@ -377,7 +402,7 @@ func (b *Broker) topicAuth(r *request, op kmsg.ACLOperation) func(topic string) 
 func (b *Broker) authorizedOps(r *request, t kmsg.ACLResourceType, name string) int32 {
 	var bits int32
 	for _, op := range acl.Operations(t) {
-		if b.authorized(r, op, t, name) {
+		if d, _ := b.decide(r, op, t, name); d.Allowed {
 			bits |= 1 << uint(op)
 		}
 	}

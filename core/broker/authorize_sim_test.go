@@ -2,6 +2,7 @@ package broker_test
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"testing"
 	"time"
@@ -12,8 +13,10 @@ import (
 
 	"github.com/strata-log/strata/core/acl"
 	"github.com/strata-log/strata/core/broker"
+	"github.com/strata-log/strata/core/env"
 	"github.com/strata-log/strata/core/principal"
 	"github.com/strata-log/strata/core/server"
+	"github.com/strata-log/strata/core/wire"
 	"github.com/strata-log/strata/sim/servertest"
 )
 
@@ -741,6 +744,13 @@ func TestMetadataHidesTopicsWithoutDescribe(t *testing.T) {
 	}
 	h.set(allow(topicRes, "seen", kmsg.ACLOperationRead), allow(clusterRes, "kafka-cluster", kmsg.ACLOperationDescribe))
 	require.Equal(t, int32(1)<<kmsg.ACLOperationDescribe, metadataOf(h, 10, false).AuthorizedOperations)
+
+	// Not asked for: Kafka's INT32_MIN.
+	r := kmsg.NewPtrMetadataRequest()
+	r.Version = 10
+	resp := h.Do(r).(*kmsg.MetadataResponse)
+	require.Equal(t, int32(math.MinInt32), resp.AuthorizedOperations)
+	require.Equal(t, int32(math.MinInt32), resp.Topics[0].AuthorizedOperations)
 }
 
 // TestMetadataAutoCreationNeedsCreate: a missing topic the principal may
@@ -898,6 +908,23 @@ func TestTransactionalProduceNeedsTheTransactionalID(t *testing.T) {
 	h.set()
 	got = h.Produce("t", 0, "v")
 	require.Equal(t, kerr.TopicAuthorizationFailed.Code, got.ErrorCode)
+
+	// An acks=0 one, refused whole, closes its connection (no answer is
+	// read), as Kafka does.
+	h.set(allow(topicRes, "t", kmsg.ACLOperationWrite))
+	var c env.Conn
+	closed, answers := false, 0
+	h.ClientEnv().Net().Dial("n1:9092", func(conn env.Conn, err error) {
+		require.NoError(t, err)
+		c = conn
+		c.OnFrame(func([]byte) { answers++ })
+		c.OnClose(func(error) { closed = true })
+	})
+	h.RunUntil("a connection", func() bool { return c != nil })
+	r.Acks = 0
+	require.NoError(t, c.Send(wire.EncodeRequest(kmsg.NewRequestFormatter(kmsg.FormatterClientID("acks0")), r, 1)))
+	h.RunUntil("the connection closed", func() bool { return closed })
+	require.Zero(t, answers)
 }
 
 // TestListsShowOnlyWhatThePrincipalMayDescribe: ListGroups without
@@ -947,6 +974,13 @@ func TestListsShowOnlyWhatThePrincipalMayDescribe(t *testing.T) {
 	require.Equal(t, []string{"g1", "g2"}, listed())
 
 	h.set(allow(groupRes, "g1", kmsg.ACLOperationDescribe), allow(topicRes, "a", kmsg.ACLOperationDescribe))
+	dg := kmsg.NewPtrDescribeGroupsRequest()
+	dg.Version, dg.Groups, dg.IncludeAuthorizedOperations = 5, []string{"g1", "g2"}, true
+	described := h.Do(dg).(*kmsg.DescribeGroupsResponse).Groups
+	require.Zero(t, described[0].ErrorCode)
+	require.Equal(t, int32(1)<<kmsg.ACLOperationDescribe, described[0].AuthorizedOperations)
+	require.Equal(t, kerr.GroupAuthorizationFailed.Code, described[1].ErrorCode)
+
 	fetch := func(topics ...string) kmsg.OffsetFetchResponseGroup {
 		r := kmsg.NewPtrOffsetFetchRequest()
 		r.Version = 8
@@ -1002,4 +1036,58 @@ func TestDeleteTopicsByIDAuthorization(t *testing.T) {
 	require.Equal(t, "t", *got.Topic)
 	h.set(allow(topicRes, "t", kmsg.ACLOperationDelete))
 	require.Zero(t, del([16]byte(ti.ID())).ErrorCode)
+}
+
+// TestPerTopicRefusalsInOneRequest: a request naming topics the principal
+// may and may not use answers each its own error: Produce appends to the
+// allowed one; AddPartitionsToTxn (v3) refuses the unwritable topic and
+// attempts none (OPERATION_NOT_ATTEMPTED for the rest), as Kafka.
+func TestPerTopicRefusalsInOneRequest(t *testing.T) {
+	h := newAuthServer(t)
+	h.asAdmin(func() {
+		h.CreateTopic("yes", 1, nil)
+		h.CreateTopic("no", 1, nil)
+	})
+	h.set(allow(topicRes, "yes", kmsg.ACLOperationWrite), allow(txnRes, "tx", kmsg.ACLOperationWrite))
+	batch := h.Batch(nil, "v")
+	r := servertest.ProduceRequest("yes", 0, batch)
+	other := servertest.ProduceRequest("no", 0, batch).Topics[0]
+	r.Topics = append(r.Topics, other)
+	resp := h.Do(r).(*kmsg.ProduceResponse)
+	require.Zero(t, resp.Topics[0].Partitions[0].ErrorCode)
+	require.Equal(t, kerr.TopicAuthorizationFailed.Code, resp.Topics[1].Partitions[0].ErrorCode)
+
+	add := kmsg.NewPtrAddPartitionsToTxnRequest()
+	add.Version, add.TransactionalID, add.ProducerID, add.ProducerEpoch = 3, "tx", 1, 0
+	for _, topic := range []string{"yes", "no"} {
+		rt := kmsg.NewAddPartitionsToTxnRequestTopic()
+		rt.Topic, rt.Partitions = topic, []int32{0}
+		add.Topics = append(add.Topics, rt)
+	}
+	codes := map[string]int16{}
+	for _, rt := range h.Do(add).(*kmsg.AddPartitionsToTxnResponse).Topics {
+		codes[rt.Topic] = rt.Partitions[0].ErrorCode
+	}
+	require.Equal(t, map[string]int16{"yes": kerr.OperationNotAttempted.Code, "no": kerr.TopicAuthorizationFailed.Code}, codes)
+}
+
+// TestDescribeClusterAuthorizedOperations: asked for, the cluster's
+// operations go only to a principal that may DESCRIBE the cluster (0 to
+// others, as Kafka); not asked for, INT32_MIN.
+func TestDescribeClusterAuthorizedOperations(t *testing.T) {
+	h := newAuthServer(t)
+	describe := func(include bool) int32 {
+		r := kmsg.NewPtrDescribeClusterRequest()
+		r.Version, r.EndpointType, r.IncludeClusterAuthorizedOperations = 1, 1, include
+		resp := h.Do(r).(*kmsg.DescribeClusterResponse)
+		require.Zero(t, resp.ErrorCode)
+		return resp.ClusterAuthorizedOperations
+	}
+	h.set(allow(clusterRes, "kafka-cluster", kmsg.ACLOperationClusterAction))
+	require.Zero(t, describe(true))
+	require.Equal(t, int32(math.MinInt32), describe(false))
+	// ALTER implies DESCRIBE.
+	h.set(allow(clusterRes, "kafka-cluster", kmsg.ACLOperationClusterAction), allow(clusterRes, "kafka-cluster", kmsg.ACLOperationAlter))
+	require.Equal(t, int32(1)<<kmsg.ACLOperationClusterAction|int32(1)<<kmsg.ACLOperationAlter|int32(1)<<kmsg.ACLOperationDescribe,
+		describe(true))
 }
