@@ -127,6 +127,10 @@ type Config struct {
 	// Pprof is strata.debug.pprof.enable: /debug/pprof is served.
 	Pprof bool
 
+	// ssl holds the ssl.* keys' values, plain and per listener
+	// (tlskeys.go), resolved by TLSConfig.
+	ssl sslSettings
+
 	// given holds the keys set by Set (server.properties, flags) with
 	// their values, for DescribeConfigs. Copied on write: a Config is a
 	// value.
