@@ -11,6 +11,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // TLS on the node's listeners and dials (issue 24). A listener's TLS
@@ -322,12 +324,16 @@ type tlsStore struct {
 	tried   []fileStamp // the files' stamps when last read, loaded or not
 }
 
-// fileStamp is what says a file changed: its modification time and size
-// (or that it could not be stat'ed).
+// fileStamp is what says a file changed: its inode, change and
+// modification times and size (or that it could not be stat'ed). A file
+// replaced by a rename (what cert-manager and Kubernetes secrets do)
+// has a new inode; one rewritten in place a new ctime, unless rewritten
+// with the same size within the file system's timestamp granularity.
 type fileStamp struct {
-	mtime time.Time
-	size  int64
-	err   bool
+	ino          uint64
+	mtime, ctime int64 // nanoseconds
+	size         int64
+	err          bool
 }
 
 // newTLSStore loads c's files; the error names the key whose file is
@@ -371,12 +377,12 @@ func (s *tlsStore) stamps() []fileStamp {
 	files := s.files()
 	out := make([]fileStamp, len(files))
 	for i, f := range files {
-		fi, err := os.Stat(f)
-		if err != nil {
+		var st unix.Stat_t
+		if err := unix.Stat(f, &st); err != nil {
 			out[i].err = true
 			continue
 		}
-		out[i] = fileStamp{mtime: fi.ModTime(), size: fi.Size()}
+		out[i] = fileStamp{ino: st.Ino, mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano(), size: st.Size}
 	}
 	return out
 }
