@@ -7,6 +7,7 @@ import (
 	"crypto/sha1"
 	"crypto/sha256"
 	"crypto/sha512"
+	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/asn1"
 	"errors"
@@ -125,7 +126,7 @@ func decryptPKCS8(der, password []byte) ([]byte, error) {
 	plain := make([]byte, len(info.Data))
 	cipher.NewCBCDecrypter(block, iv).CryptBlocks(plain, info.Data)
 	// PKCS#7 padding: a wrong password leaves garbage here (or, 1 time in
-	// 256, a valid-looking pad that the DER check below catches).
+	// 256, a valid-looking pad that the PKCS#8 parse below refuses).
 	pad := int(plain[len(plain)-1])
 	if pad < 1 || pad > aes.BlockSize {
 		return nil, errBadKeyPassword
@@ -136,8 +137,7 @@ func decryptPKCS8(der, password []byte) ([]byte, error) {
 		}
 	}
 	plain = plain[:len(plain)-pad]
-	var probe asn1.RawValue
-	if rest, err := asn1.Unmarshal(plain, &probe); err != nil || len(rest) > 0 {
+	if _, err := x509.ParsePKCS8PrivateKey(plain); err != nil {
 		return nil, errBadKeyPassword
 	}
 	return plain, nil

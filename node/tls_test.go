@@ -667,3 +667,36 @@ func TestTLSPasswordsAreSensitive(t *testing.T) {
 		"ssl.endpoint.identification.algorithm": false,
 	}, seen)
 }
+
+// TestTLSOpenSSLKeys reads keys OpenSSL 3.0 encrypted (testdata/tls,
+// password s3cret; a throw-away self-signed certificate and key made for
+// these tests):
+//
+//	openssl ecparam -name prime256v1 -genkey -noout -out ec.key
+//	openssl req -new -x509 -key ec.key -subj /CN=openssl-pem -days 36500 -out cert.pem
+//	openssl pkcs8 -topk8 -v2 aes-256-cbc -in ec.key -passout pass:s3cret -out key-aes256-sha256.pem
+//	openssl pkcs8 -topk8 -v2 aes-128-cbc -v2prf hmacWithSHA1 -in ec.key -passout pass:s3cret -out key-aes128-sha1.pem
+//	openssl pkcs8 -topk8 -v1 PBE-SHA1-3DES -in ec.key -passout pass:s3cret -out key-pbes1.pem
+//	openssl ec -in ec.key -aes256 -passout pass:s3cret -out key-legacy.pem
+func TestTLSOpenSSLKeys(t *testing.T) {
+	certPEM, err := os.ReadFile("testdata/tls/cert.pem")
+	require.NoError(t, err)
+	for _, tc := range []struct{ file, err string }{
+		{"key-aes256-sha256.pem", ""},
+		{"key-aes128-sha1.pem", ""},
+		{"key-pbes1.pem", "not PBES2: re-encrypt it with `openssl pkcs8 -topk8 -v2 aes-256-cbc`"},
+		{"key-legacy.pem", "encrypted the legacy OpenSSL way"},
+	} {
+		keyPEM, err := os.ReadFile(filepath.Join("testdata/tls", tc.file))
+		require.NoError(t, err)
+		cert, err := keyPair(certPEM, keyPEM, "s3cret")
+		if tc.err != "" {
+			require.ErrorContains(t, err, tc.err, tc.file)
+			continue
+		}
+		require.NoError(t, err, tc.file)
+		require.Equal(t, "openssl-pem", cert.Leaf.Subject.CommonName)
+		_, err = keyPair(certPEM, keyPEM, "wrong")
+		require.ErrorIs(t, err, errBadKeyPassword, tc.file)
+	}
+}
