@@ -39,7 +39,7 @@ type testCA struct {
 
 var testSerial atomic.Int64
 
-func newTestCA(t *testing.T, name string) *testCA {
+func newTestCA(t testing.TB, name string) *testCA {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	require.NoError(t, err)
@@ -62,7 +62,7 @@ func newTestCA(t *testing.T, name string) *testCA {
 // issue makes a leaf certificate for cn, valid for servers and clients,
 // naming hosts (IP addresses or DNS names); it returns the certificate
 // and key PEM.
-func (ca *testCA) issue(t *testing.T, cn string, hosts ...string) (certPEM, keyPEM []byte) {
+func (ca *testCA) issue(t testing.TB, cn string, hosts ...string) (certPEM, keyPEM []byte) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	require.NoError(t, err)
@@ -100,7 +100,7 @@ func (ca *testCA) keyPair(t *testing.T, cn string) *tls.Certificate {
 
 // writeTemp writes data to dir/name atomically (a rename, as
 // certificate managers do) and returns the path.
-func writeTemp(t *testing.T, dir, name string, data []byte) string {
+func writeTemp(t testing.TB, dir, name string, data []byte) string {
 	t.Helper()
 	path := filepath.Join(dir, name)
 	tmp := path + ".tmp"
@@ -112,7 +112,7 @@ func writeTemp(t *testing.T, dir, name string, data []byte) string {
 // serverTLS writes a CA-issued server certificate for 127.0.0.1 and
 // the trust store to a temporary directory and returns the listener
 // configuration (keystore form).
-func serverTLS(t *testing.T, ca *testCA, auth ClientAuth) TLSConfig {
+func serverTLS(t testing.TB, ca *testCA, auth ClientAuth) TLSConfig {
 	t.Helper()
 	dir := t.TempDir()
 	certPEM, keyPEM := ca.issue(t, "server", "127.0.0.1", "localhost")
@@ -154,7 +154,7 @@ func tlsEcho(t *testing.T, n env.SecureNet, l *Loop, listener string) (env.Liste
 
 // rawTLS opens a crypto/tls client connection to addr (closed at the
 // end of the test) and runs its handshake.
-func rawTLS(t *testing.T, addr string, roots *x509.CertPool, cert *tls.Certificate) (*tls.Conn, error) {
+func rawTLS(t testing.TB, addr string, roots *x509.CertPool, cert *tls.Certificate) (*tls.Conn, error) {
 	t.Helper()
 	cfg := &tls.Config{RootCAs: roots, ServerName: "127.0.0.1"}
 	if cert != nil {
