@@ -317,6 +317,12 @@ type tlsStore struct {
 	cfg TLSConfig
 	log *slog.Logger
 
+	// base is the tls.Config of every accepted connection: its
+	// GetConfigForClient gives each handshake the current material,
+	// and its session ticket keys, one set for the listener, let
+	// clients resume sessions across connections.
+	base *tls.Config
+
 	mu      sync.Mutex
 	mat     tlsMaterial
 	server  *tls.Config // built from mat
@@ -359,6 +365,13 @@ func newTLSStore(c TLSConfig, log *slog.Logger) (*tlsStore, error) {
 	}
 	s.install(mat)
 	s.checked = time.Now()
+	s.base = &tls.Config{
+		MinVersion: c.MinVersion,
+		GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
+			_, cfg := s.current()
+			return cfg, nil
+		},
+	}
 	return s, nil
 }
 
@@ -396,6 +409,9 @@ func (s *tlsStore) install(mat tlsMaterial) {
 		MinVersion:   s.cfg.MinVersion,
 		MaxVersion:   s.cfg.MaxVersion,
 		CipherSuites: s.cfg.CipherSuites,
+		// A resumed session's client certificate is verified again
+		// by these ClientCAs (crypto/tls since Go 1.25.7), so a CA a
+		// reload took out lets no session made before back in.
 	}
 	if mat.cert != nil {
 		s.server.Certificates = []tls.Certificate{*mat.cert}
@@ -432,18 +448,6 @@ func (s *tlsStore) reload() {
 		attrs = append(attrs, "subject", mat.cert.Leaf.Subject.String(), "not_after", mat.cert.Leaf.NotAfter)
 	}
 	s.log.Info("reloaded TLS certificate and trust store", attrs...)
-}
-
-// serverConfig is the tls.Config of an accepted connection: each
-// handshake takes the current material.
-func (s *tlsStore) serverConfig() *tls.Config {
-	return &tls.Config{
-		MinVersion: s.cfg.MinVersion,
-		GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
-			_, cfg := s.current()
-			return cfg, nil
-		},
-	}
 }
 
 // clientConfig is the tls.Config of a connection dialed to host: the

@@ -700,3 +700,61 @@ func TestTLSOpenSSLKeys(t *testing.T) {
 		require.ErrorIs(t, err, errBadKeyPassword, tc.file)
 	}
 }
+
+// TestTLSSessionResumption: a listener's connections share session
+// ticket keys, so a client resumes its session on its next connection
+// (a reconnecting client skips the certificate exchange).
+func TestTLSSessionResumption(t *testing.T) {
+	ca := newTestCA(t, "ca")
+	l := startLoop(t)
+	n := newTLSNet(t, l, NetConfig{})
+	require.NoError(t, n.SetTLS("SSL", serverTLS(t, ca, ClientAuthNone)))
+	ln, _ := tlsEcho(t, n, l, "SSL")
+	cache := tls.NewLRUClientSessionCache(4)
+	var resumed []bool
+	for range 2 {
+		c := tls.Client(dialRaw(t, ln.Addr()), &tls.Config{RootCAs: pool(ca), ServerName: "127.0.0.1", ClientSessionCache: cache})
+		require.NoError(t, c.Handshake())
+		requireEcho(t, c, "x") // reads the session ticket too
+		resumed = append(resumed, c.ConnectionState().DidResume)
+	}
+	require.Equal(t, []bool{false, true}, resumed)
+}
+
+// TestTLSResumptionAfterTrustStoreReload: a client whose CA a reload
+// took out of the trust store cannot come back by resuming a session made
+// before (crypto/tls checks a resumed session's client certificate
+// against the ClientCAs of the handshake's config, the reloaded one).
+func TestTLSResumptionAfterTrustStoreReload(t *testing.T) {
+	ca, other := newTestCA(t, "ca"), newTestCA(t, "other-ca")
+	l := startLoop(t)
+	n := newTLSNet(t, l, NetConfig{})
+	cfg := serverTLS(t, ca, ClientAuthRequired)
+	cfg.ReloadInterval = 10 * time.Millisecond
+	require.NoError(t, n.SetTLS("SSL", cfg))
+	ln, accepted := tlsEcho(t, n, l, "SSL")
+	cache := tls.NewLRUClientSessionCache(4)
+	alice := ca.keyPair(t, "alice")
+	connect := func() (*tls.Conn, error) {
+		c := tls.Client(dialRaw(t, ln.Addr()), &tls.Config{
+			RootCAs: pool(ca), ServerName: "127.0.0.1", ClientSessionCache: cache,
+			GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return alice, nil },
+		})
+		return c, c.Handshake()
+	}
+	c, err := connect()
+	require.NoError(t, err)
+	requireEcho(t, c, "x")
+	c, err = connect()
+	require.NoError(t, err)
+	requireEcho(t, c, "x")
+	require.True(t, c.ConnectionState().DidResume)
+	require.Equal(t, "alice", waitFor(t, accepted, "accept").(env.TLSConn).PeerCertificate().Subject.CommonName)
+	require.Equal(t, "alice", waitFor(t, accepted, "accept").(env.TLSConn).PeerCertificate().Subject.CommonName)
+
+	writeTemp(t, filepath.Dir(cfg.TruststoreFile), filepath.Base(cfg.TruststoreFile), other.pem)
+	time.Sleep(20 * time.Millisecond)
+	c, err = connect()
+	requireRefused(t, c, err)
+	require.Empty(t, accepted)
+}

@@ -81,7 +81,7 @@ func (n *Net) ListenTLS(addr, listener string, accept func(env.Conn)) (env.Liste
 // then delivers it.
 func (l *tcpListener) handshake(raw net.Conn) {
 	n := l.net
-	tc := tls.Server(raw, l.tls.serverConfig())
+	tc := tls.Server(raw, l.tls.base)
 	if err := n.handshake(tc); err != nil {
 		_ = raw.Close()
 		n.log.Info("TLS handshake failed", "listener", l.tls.cfg.Listener, "remote", raw.RemoteAddr().String(), "err", err)
