@@ -295,9 +295,11 @@ type tcpListener struct {
 	net    *Net
 	nl     net.Listener
 	accept func(env.Conn)
-	// tls is the listener's TLS configuration, nil for plaintext.
-	tls    *tlsStore
-	closed atomic.Bool
+	// tlsName is the listener name whose TLS configuration (Net.SetTLS)
+	// each handshake takes, as registered when it starts; "" for
+	// plaintext.
+	tlsName string
+	closed  atomic.Bool
 }
 
 // Addr implements env.Listener.
@@ -331,7 +333,7 @@ func (l *tcpListener) acceptLoop() {
 			continue
 		}
 		retry = acceptRetryMin
-		if l.tls != nil {
+		if l.tlsName != "" {
 			// The handshake runs on a goroutine of its own, so that a
 			// client that never completes it holds up no one.
 			if !l.net.goroutine(func() { l.handshake(nc) }) {

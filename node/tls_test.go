@@ -758,3 +758,23 @@ func TestTLSResumptionAfterTrustStoreReload(t *testing.T) {
 	requireRefused(t, c, err)
 	require.Empty(t, accepted)
 }
+
+// TestTLSSetTLSAgain: registering a listener's configuration again
+// applies to the handshakes that follow on the running listener.
+func TestTLSSetTLSAgain(t *testing.T) {
+	ca := newTestCA(t, "ca")
+	l := startLoop(t)
+	n := newTLSNet(t, l, NetConfig{})
+	require.NoError(t, n.SetTLS("SSL", serverTLS(t, ca, ClientAuthNone)))
+	ln, _ := tlsEcho(t, n, l, "SSL")
+	c, err := rawTLS(t, ln.Addr(), pool(ca), nil)
+	require.NoError(t, err)
+	requireEcho(t, c, "before")
+
+	require.NoError(t, n.SetTLS("ssl", serverTLS(t, ca, ClientAuthRequired)))
+	c, err = rawTLS(t, ln.Addr(), pool(ca), nil)
+	requireRefused(t, c, err)
+	c, err = rawTLS(t, ln.Addr(), pool(ca), ca.keyPair(t, "alice"))
+	require.NoError(t, err)
+	requireEcho(t, c, "after")
+}

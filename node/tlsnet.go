@@ -22,7 +22,7 @@ import (
 // checks the certificate, key and trust store files now; the error wraps
 // ErrInvalidConfig and names the key at fault. Call it before the
 // listener starts; calling it again for a name replaces the configuration
-// for the handshakes that follow.
+// for the handshakes that follow, on listeners already started too.
 func (n *Net) SetTLS(listener string, cfg TLSConfig) error {
 	if cfg.Listener == "" {
 		cfg.Listener = strings.ToUpper(listener)
@@ -66,7 +66,7 @@ func (n *Net) ListenTLS(addr, listener string, accept func(env.Conn)) (env.Liste
 	if err != nil {
 		return nil, netErr(err)
 	}
-	l := &tcpListener{net: n, nl: nl, accept: accept, tls: s}
+	l := &tcpListener{net: n, nl: nl, accept: accept, tlsName: s.cfg.Listener}
 	n.mu.Lock()
 	n.listeners[l] = struct{}{}
 	n.mu.Unlock()
@@ -81,10 +81,15 @@ func (n *Net) ListenTLS(addr, listener string, accept func(env.Conn)) (env.Liste
 // then delivers it.
 func (l *tcpListener) handshake(raw net.Conn) {
 	n := l.net
-	tc := tls.Server(raw, l.tls.base)
-	if err := n.handshake(tc); err != nil {
+	var tc *tls.Conn
+	s, err := n.tlsStore(l.tlsName)
+	if err == nil {
+		tc = tls.Server(raw, s.base)
+		err = n.handshake(tc)
+	}
+	if err != nil {
 		_ = raw.Close()
-		n.log.Info("TLS handshake failed", "listener", l.tls.cfg.Listener, "remote", raw.RemoteAddr().String(), "err", err)
+		n.log.Info("TLS handshake failed", "listener", l.tlsName, "remote", raw.RemoteAddr().String(), "err", err)
 		return
 	}
 	c := n.newConn(raw, tc, true)
