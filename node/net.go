@@ -99,6 +99,10 @@ type NetConfig struct {
 	// TLSHandshakeTimeout bounds a TLS handshake, accepted or dialed
 	// (DefaultTLSHandshakeTimeout).
 	TLSHandshakeTimeout time.Duration
+	// MaxTLSHandshakes bounds the handshakes in progress on one TLS
+	// listener (DefaultMaxTLSHandshakes); at the bound it stops
+	// accepting until one ends.
+	MaxTLSHandshakes int
 }
 
 func (c NetConfig) withDefaults() NetConfig {
@@ -116,6 +120,9 @@ func (c NetConfig) withDefaults() NetConfig {
 	}
 	if c.TLSHandshakeTimeout <= 0 {
 		c.TLSHandshakeTimeout = DefaultTLSHandshakeTimeout
+	}
+	if c.MaxTLSHandshakes <= 0 {
+		c.MaxTLSHandshakes = DefaultMaxTLSHandshakes
 	}
 	return c
 }
@@ -228,7 +235,7 @@ func (n *Net) Listen(addr string, accept func(env.Conn)) (env.Listener, error) {
 	if err != nil {
 		return nil, netErr(err)
 	}
-	l := &tcpListener{net: n, nl: nl, accept: accept}
+	l := &tcpListener{net: n, nl: nl, accept: accept, stop: make(chan struct{})}
 	n.mu.Lock()
 	n.listeners[l] = struct{}{}
 	n.mu.Unlock()
@@ -299,7 +306,14 @@ type tcpListener struct {
 	// each handshake takes, as registered when it starts; "" for
 	// plaintext.
 	tlsName string
-	closed  atomic.Bool
+	// handshakes holds a token per handshake in progress (TLS only).
+	handshakes chan struct{}
+	// fullLogged is when the accept loop last logged that handshakes
+	// were at their bound.
+	fullLogged time.Time
+	// stop is closed by Close.
+	stop   chan struct{}
+	closed atomic.Bool
 }
 
 // Addr implements env.Listener.
@@ -314,14 +328,21 @@ func (l *tcpListener) Close() error {
 	l.net.mu.Lock()
 	delete(l.net.listeners, l)
 	l.net.mu.Unlock()
+	close(l.stop)
 	return netErr(l.nl.Close())
 }
 
 func (l *tcpListener) acceptLoop() {
 	retry := acceptRetryMin
 	for {
+		if l.tlsName != "" && !l.handshakeSlot() {
+			return
+		}
 		nc, err := l.nl.Accept()
 		if err != nil {
+			if l.tlsName != "" {
+				<-l.handshakes
+			}
 			if l.closed.Load() || errors.Is(err, net.ErrClosed) {
 				return
 			}
@@ -335,7 +356,8 @@ func (l *tcpListener) acceptLoop() {
 		retry = acceptRetryMin
 		if l.tlsName != "" {
 			// The handshake runs on a goroutine of its own, so that a
-			// client that never completes it holds up no one.
+			// client that never completes it holds up no one; it gives
+			// its slot back when it ends.
 			if !l.net.goroutine(func() { l.handshake(nc) }) {
 				_ = nc.Close()
 				return

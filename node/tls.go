@@ -39,9 +39,17 @@ const DefaultTLSReloadInterval = 5 * time.Second
 // DefaultTLSHandshakeTimeout bounds a TLS handshake, accepted or dialed
 // (net/http's TLSHandshakeTimeout). An accepted connection that has not
 // completed its handshake by then is closed; until then it holds its
-// goroutines and socket only, and counts toward no connection limit (the
-// core sees it only once the handshake completed).
+// goroutines and socket only, and counts toward no connection limit but
+// the listener's bound on handshakes in progress (the core sees it only
+// once the handshake completed).
 const DefaultTLSHandshakeTimeout = 10 * time.Second
+
+// DefaultMaxTLSHandshakes bounds the handshakes in progress on one TLS
+// listener. Kafka counts a connection toward max.connections from its
+// accept; here the core counts it once its handshake completed, so this
+// bounds what clients that never finish one can hold: at most this many
+// goroutine pairs and sockets, each for at most the handshake timeout.
+const DefaultMaxTLSHandshakes = 1024
 
 // ClientAuth is ssl.client.auth: whether a TLS listener asks its clients
 // for a certificate.

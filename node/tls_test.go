@@ -778,3 +778,28 @@ func TestTLSSetTLSAgain(t *testing.T) {
 	require.NoError(t, err)
 	requireEcho(t, c, "after")
 }
+
+// TestTLSHandshakeBound: at MaxTLSHandshakes handshakes in progress a
+// TLS listener accepts no more (the kernel's backlog holds them), so
+// clients that never finish one hold at most that many; once one ends,
+// the next client is served.
+func TestTLSHandshakeBound(t *testing.T) {
+	ca := newTestCA(t, "ca")
+	l := startLoop(t)
+	n := newTLSNet(t, l, NetConfig{MaxTLSHandshakes: 2, TLSHandshakeTimeout: time.Minute})
+	require.NoError(t, n.SetTLS("SSL", serverTLS(t, ca, ClientAuthNone)))
+	ln, _ := tlsEcho(t, n, l, "SSL")
+	slots := ln.(*tcpListener).handshakes
+	silent := []net.Conn{dialRaw(t, ln.Addr()), dialRaw(t, ln.Addr())}
+	require.Eventually(t, func() bool { return len(slots) == 2 }, testTimeout, time.Millisecond)
+
+	blocked := dialRawWithin(t, ln.Addr(), 300*time.Millisecond)
+	c := tls.Client(blocked, &tls.Config{RootCAs: pool(ca), ServerName: "127.0.0.1"})
+	require.ErrorIs(t, c.Handshake(), os.ErrDeadlineExceeded, "a handshake past the bound was served")
+	require.NoError(t, blocked.Close()) // the server finds it closed once it takes it
+
+	require.NoError(t, silent[0].Close())
+	c, err := rawTLS(t, ln.Addr(), pool(ca), nil)
+	require.NoError(t, err)
+	requireEcho(t, c, "served")
+}

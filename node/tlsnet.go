@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"time"
 
 	"github.com/strata-log/strata/core/env"
 )
@@ -66,7 +67,8 @@ func (n *Net) ListenTLS(addr, listener string, accept func(env.Conn)) (env.Liste
 	if err != nil {
 		return nil, netErr(err)
 	}
-	l := &tcpListener{net: n, nl: nl, accept: accept, tlsName: s.cfg.Listener}
+	l := &tcpListener{net: n, nl: nl, accept: accept, tlsName: s.cfg.Listener,
+		handshakes: make(chan struct{}, n.cfg.MaxTLSHandshakes), stop: make(chan struct{})}
 	n.mu.Lock()
 	n.listeners[l] = struct{}{}
 	n.mu.Unlock()
@@ -77,9 +79,40 @@ func (n *Net) ListenTLS(addr, listener string, accept func(env.Conn)) (env.Liste
 	return l, nil
 }
 
+// handshakeSlot takes a slot for the next accepted connection's
+// handshake, waiting while MaxTLSHandshakes are in progress (the kernel's
+// backlog holds the connections meanwhile, as Kafka's acceptor waits for
+// a connection slot). It reports false when the listener or the Net
+// closed.
+func (l *tcpListener) handshakeSlot() bool {
+	select {
+	case l.handshakes <- struct{}{}:
+		return true
+	default:
+	}
+	if now := time.Now(); now.Sub(l.fullLogged) >= fullLogInterval {
+		l.fullLogged = now
+		l.net.log.Warn("TLS handshakes in progress at their bound; accepting no more until one ends",
+			"listener", l.tlsName, "addr", l.Addr(), "bound", cap(l.handshakes))
+	}
+	select {
+	case l.handshakes <- struct{}{}:
+		return true
+	case <-l.stop:
+		return false
+	case <-l.net.ctx.Done():
+		return false
+	}
+}
+
+// fullLogInterval bounds how often a TLS listener logs that its
+// handshakes are at their bound.
+const fullLogInterval = 10 * time.Second
+
 // handshake runs the server side of an accepted connection's handshake,
-// then delivers it.
+// then delivers it, and gives its handshake slot back.
 func (l *tcpListener) handshake(raw net.Conn) {
+	defer func() { <-l.handshakes }()
 	n := l.net
 	var tc *tls.Conn
 	s, err := n.tlsStore(l.tlsName)
