@@ -555,7 +555,7 @@ func TestTLSConfigKeys(t *testing.T) {
 			require.True(t, known, kv[0])
 			require.NoError(t, err, kv[0])
 		}
-		client, err := cfg.TLSConfig("CLIENT")
+		client, err := cfg.TLSConfig("CLIENT", false)
 		require.NoError(t, err)
 		require.Equal(t, ks, client.KeystoreFile)
 		require.Equal(t, trust, client.TruststoreFile)
@@ -564,12 +564,31 @@ func TestTLSConfigKeys(t *testing.T) {
 		require.Equal(t, []uint16{tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256}, client.CipherSuites)
 		require.True(t, client.VerifyHostname)
 
-		internal, err := cfg.TLSConfig("internal")
+		internal, err := cfg.TLSConfig("internal", false)
 		require.NoError(t, err)
 		require.Equal(t, "INTERNAL", internal.Listener)
 		require.Equal(t, ClientAuthNone, internal.ClientAuth)
 		require.Equal(t, [2]uint16{tls.VersionTLS12, tls.VersionTLS13}, [2]uint16{internal.MinVersion, internal.MaxVersion})
 		require.False(t, internal.VerifyHostname)
+
+		// SASL_SSL listeners take ssl.client.auth from their own
+		// key only (KIP-684).
+		_, err = cfg.Set("ssl.client.auth", "requested")
+		require.NoError(t, err)
+		for _, tc := range []struct {
+			listener string
+			saslSSL  bool
+			want     ClientAuth
+		}{
+			{"CLIENT", false, ClientAuthRequired},
+			{"CLIENT", true, ClientAuthRequired},
+			{"INTERNAL", false, ClientAuthRequested},
+			{"INTERNAL", true, ClientAuthNone},
+		} {
+			got, err := cfg.TLSConfig(tc.listener, tc.saslSSL)
+			require.NoError(t, err)
+			require.Equal(t, tc.want, got.ClientAuth, "%s saslSSL=%v", tc.listener, tc.saslSSL)
+		}
 
 		// Other listener.name. keys are not node's ssl rows.
 		known, err := cfg.Set("listener.name.client.sasl.enabled.mechanisms", "PLAIN")
@@ -617,7 +636,7 @@ func TestTLSConfigKeys(t *testing.T) {
 					_, err := cfg.Set(kv[0], kv[1])
 					require.NoError(t, err)
 				}
-				tcfg, err := cfg.TLSConfig("SSL")
+				tcfg, err := cfg.TLSConfig("SSL", false)
 				if err == nil {
 					n := NewNet(startLoop(t), NetConfig{}, slog.New(slog.DiscardHandler))
 					t.Cleanup(n.Close)

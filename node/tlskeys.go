@@ -142,16 +142,20 @@ func (c *Config) setListenerKey(key, value string) (known bool, err error) {
 // TLSConfig is the TLS configuration of the listener named listener
 // (any case): each ssl.* key's value from
 // listener.name.<listener in lower case>.<key> if set, else from the
-// plain key, else the key's default. Give it to Net.SetTLS before the
+// plain key, else the key's default. saslSSL says the listener's
+// security protocol is SASL_SSL, whose clients authenticate with SASL:
+// as in Kafka (KIP-684), it asks for client certificates only by its own
+// listener.name.<listener>.ssl.client.auth, never by the plain key,
+// which is for SSL listeners. Give the result to Net.SetTLS before the
 // listener starts. The error (wrapping ErrInvalidConfig) names the key
 // at fault; files are read by SetTLS, not here.
-func (c Config) TLSConfig(listener string) (TLSConfig, error) {
+func (c Config) TLSConfig(listener string, saslSSL bool) (TLSConfig, error) {
 	name := strings.ToLower(listener)
 	out := TLSConfig{Listener: strings.ToUpper(listener), keys: map[string]string{}}
 	get := func(key string) (config.Value, error) {
 		k, _ := nodeKeys.Find(key)
 		raw := k.Default
-		if v, ok := c.ssl.plain[key]; ok {
+		if v, ok := c.ssl.plain[key]; ok && !(saslSSL && key == KeySSLClientAuth) {
 			raw = v
 		}
 		if v, ok := c.ssl.listener[name][key]; ok {
