@@ -1,6 +1,7 @@
 package node
 
 import (
+	"bytes"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
@@ -9,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -125,6 +127,10 @@ type TLSConfig struct {
 	// (the default): a dialed server's certificate must name the host
 	// dialed. False (the key empty) still verifies the chain.
 	VerifyHostname bool
+	// AllowDNChanges and AllowSANChanges are ssl.allow.dn.changes and
+	// ssl.allow.san.changes: whether a reloaded certificate may have
+	// another subject, or drop a subject alternative name.
+	AllowDNChanges, AllowSANChanges bool
 	// ReloadInterval is how often at most the files are checked for a
 	// change; zero means DefaultTLSReloadInterval.
 	ReloadInterval time.Duration
@@ -446,6 +452,9 @@ func (s *tlsStore) reload() {
 	}
 	s.tried = st
 	mat, err := loadTLSMaterial(s.cfg)
+	if err == nil {
+		err = s.compatible(mat)
+	}
 	if err != nil {
 		s.log.Error("TLS files changed but do not load; keeping the previous certificate and trust store", "err", err)
 		return
@@ -456,6 +465,55 @@ func (s *tlsStore) reload() {
 		attrs = append(attrs, "subject", mat.cert.Leaf.Subject.String(), "not_after", mat.cert.Leaf.NotAfter)
 	}
 	s.log.Info("reloaded TLS certificate and trust store", attrs...)
+}
+
+// compatible refuses a new certificate whose subject differs from the
+// current one's (unless ssl.allow.dn.changes) or that drops one of its
+// subject alternative names (unless ssl.allow.san.changes), as Kafka's
+// dynamic keystore update does: a certificate for another host swapped
+// in by mistake is refused rather than served.
+func (s *tlsStore) compatible(mat tlsMaterial) error {
+	if s.mat.cert == nil || mat.cert == nil {
+		return nil
+	}
+	old, cur := s.mat.cert.Leaf, mat.cert.Leaf
+	key := s.cfg.key(KeySSLKeystoreLocation)
+	if s.cfg.KeystoreFile == "" {
+		key = s.cfg.key(KeySSLCertificateLocation)
+	}
+	if !s.cfg.AllowDNChanges && !bytes.Equal(old.RawSubject, cur.RawSubject) && !strings.EqualFold(old.Subject.String(), cur.Subject.String()) {
+		return fmt.Errorf("%s: the new certificate's subject %q is not the current one's, %q (set %s=true to allow it)",
+			key, cur.Subject, old.Subject, KeySSLAllowDNChanges)
+	}
+	if !s.cfg.AllowSANChanges {
+		have := sans(cur)
+		for _, n := range sans(old) {
+			if !slices.Contains(have, n) {
+				return fmt.Errorf("%s: the new certificate lacks the subject alternative name %s of the current one (set %s=true to allow it)",
+					key, n, KeySSLAllowSANChanges)
+			}
+		}
+	}
+	return nil
+}
+
+// sans lists a certificate's subject alternative names, each with its
+// kind.
+func sans(c *x509.Certificate) []string {
+	var out []string
+	for _, n := range c.DNSNames {
+		out = append(out, "DNS:"+n)
+	}
+	for _, ip := range c.IPAddresses {
+		out = append(out, "IP:"+ip.String())
+	}
+	for _, e := range c.EmailAddresses {
+		out = append(out, "email:"+e)
+	}
+	for _, u := range c.URIs {
+		out = append(out, "URI:"+u.String())
+	}
+	return out
 }
 
 // clientConfig is the tls.Config of a connection dialed to host: the

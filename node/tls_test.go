@@ -385,17 +385,17 @@ func TestTLSCertificateReload(t *testing.T) {
 	l := startLoop(t)
 	n := newTLSNet(t, l, NetConfig{})
 	dir := t.TempDir()
-	write := func(cn string) ([]byte, []byte) {
-		certPEM, keyPEM := ca.issue(t, cn, "127.0.0.1")
+	write := func(cn string, hosts ...string) {
+		certPEM, keyPEM := ca.issue(t, cn, hosts...)
 		writeTemp(t, dir, "tls.key", keyPEM)
 		writeTemp(t, dir, "tls.crt", certPEM)
-		return certPEM, keyPEM
 	}
-	write("one")
+	write("one", "127.0.0.1")
 	cfg := TLSConfig{
 		CertFile:       filepath.Join(dir, "tls.crt"),
 		KeyFile:        filepath.Join(dir, "tls.key"),
 		ReloadInterval: 10 * time.Millisecond,
+		AllowDNChanges: true, // each certificate names itself
 	}
 	require.NoError(t, n.SetTLS("SSL", cfg))
 	ln, _ := tlsEcho(t, n, l, "SSL")
@@ -409,7 +409,7 @@ func TestTLSCertificateReload(t *testing.T) {
 	}
 	require.Equal(t, "one", serverCN())
 
-	write("two")
+	write("two", "127.0.0.1", "localhost")
 	require.Equal(t, "two", serverCN())
 
 	writeTemp(t, dir, "tls.crt", []byte("-----BEGIN CERTIFICATE-----\ngarbage\n"))
@@ -421,8 +421,40 @@ func TestTLSCertificateReload(t *testing.T) {
 	writeTemp(t, dir, "tls.key", strayKey)
 	require.Equal(t, "two", serverCN(), "a certificate with a key not its own replaced the good one")
 
-	write("four")
+	write("three", "127.0.0.1") // drops localhost
+	require.Equal(t, "two", serverCN(), "a certificate that drops a name of the one before replaced it")
+
+	write("four", "127.0.0.1", "localhost", "broker-1.example")
 	require.Equal(t, "four", serverCN())
+}
+
+// TestTLSReloadKeepsSubject: by default a reloaded certificate must
+// have the subject of the one it replaces (Kafka's dynamic keystore
+// update), so a certificate for another host swapped in by mistake is
+// refused; ssl.allow.dn.changes=true allows it.
+func TestTLSReloadKeepsSubject(t *testing.T) {
+	for _, allow := range []bool{false, true} {
+		ca := newTestCA(t, "ca")
+		l := startLoop(t)
+		n := newTLSNet(t, l, NetConfig{})
+		dir := t.TempDir()
+		write := func(cn string) string {
+			certPEM, keyPEM := ca.issue(t, cn, "127.0.0.1")
+			return writeTemp(t, dir, "ks.pem", append(keyPEM, certPEM...))
+		}
+		ks := write("broker-1")
+		require.NoError(t, n.SetTLS("SSL", TLSConfig{KeystoreFile: ks, ReloadInterval: 10 * time.Millisecond, AllowDNChanges: allow}))
+		ln, _ := tlsEcho(t, n, l, "SSL")
+		write("broker-2")
+		time.Sleep(20 * time.Millisecond)
+		c, err := rawTLS(t, ln.Addr(), pool(ca), nil)
+		require.NoError(t, err)
+		want := "broker-1"
+		if allow {
+			want = "broker-2"
+		}
+		require.Equal(t, want, c.ConnectionState().PeerCertificates[0].Subject.CommonName, "ssl.allow.dn.changes=%v", allow)
+	}
 }
 
 // TestTLSDialVerifiesServer: DialTLS verifies the server's chain by the
@@ -683,7 +715,7 @@ func TestTLSPasswordsAreSensitive(t *testing.T) {
 		"ssl.key.password": true, "ssl.certificate.location": false, "ssl.key.location": false,
 		"ssl.truststore.type": false, "ssl.truststore.location": false, "ssl.truststore.password": true,
 		"ssl.client.auth": false, "ssl.enabled.protocols": false, "ssl.cipher.suites": false,
-		"ssl.endpoint.identification.algorithm": false,
+		"ssl.endpoint.identification.algorithm": false, "ssl.allow.dn.changes": false, "ssl.allow.san.changes": false,
 	}, seen)
 }
 

@@ -33,6 +33,8 @@ const (
 	KeySSLEnabledProtocols    = "ssl.enabled.protocols"
 	KeySSLCipherSuites        = "ssl.cipher.suites"
 	KeySSLEndpointIdentAlg    = "ssl.endpoint.identification.algorithm"
+	KeySSLAllowDNChanges      = "ssl.allow.dn.changes"
+	KeySSLAllowSANChanges     = "ssl.allow.san.changes"
 
 	// listenerPrefix starts a per-listener key:
 	// listener.name.<name>.<key>.
@@ -71,6 +73,10 @@ func sslKeys() config.Keys[Config] {
 		sslKey(KeySSLEndpointIdentAlg, kmsg.ConfigTypeString, "https",
 			"https verifies that a server's certificate names the host dialed; empty verifies its chain only.",
 			config.Custom("https or empty", parseEndpointIdentification)),
+		sslKey(KeySSLAllowDNChanges, kmsg.ConfigTypeBoolean, "false",
+			"Whether a reloaded certificate may have another subject (distinguished name) than the one it replaces.", config.Boolean()),
+		sslKey(KeySSLAllowSANChanges, kmsg.ConfigTypeBoolean, "false",
+			"Whether a reloaded certificate may drop subject alternative names of the one it replaces.", config.Boolean()),
 	}
 }
 
@@ -199,6 +205,13 @@ func (c Config) TLSConfig(listener string, saslSSL bool) (TLSConfig, error) {
 	if v, ok := parsed(KeySSLEndpointIdentAlg).(bool); ok {
 		out.VerifyHostname = v
 	}
+	boolean := func(key string) bool {
+		v, err := get(key)
+		errs = append(errs, err)
+		return v.Bool()
+	}
+	out.AllowDNChanges = boolean(KeySSLAllowDNChanges)
+	out.AllowSANChanges = boolean(KeySSLAllowSANChanges)
 	if err := errors.Join(errs...); err != nil {
 		return TLSConfig{}, err
 	}
