@@ -140,6 +140,9 @@ type Config struct {
 	// listener without its own (listener.name.<name>.<key>).
 	SASLMechanisms        []sasl.Mechanism
 	PrincipalMappingRules string
+	// ssl holds the ssl.* keys' values, plain and per listener
+	// (tlskeys.go), resolved by TLSConfig.
+	ssl sslSettings
 
 	// given holds the keys set by Set (server.properties, flags) with
 	// their values, for DescribeConfigs. Copied on write: a Config is a

@@ -117,7 +117,7 @@ var nodeKeys = slices.Concat(config.Keys[Config]{
 	{Row: row("strata.debug.pprof.enable", kmsg.ConfigTypeBoolean, "false",
 		"Strata's own: serve Go's profiles under /debug/pprof/ on the metrics listener.", config.Boolean()),
 		Set: func(c *Config, v config.Value) { c.Pprof = v.Bool() }},
-}, listenerKeys())
+}, listenerKeys(), sslKeys())
 
 // row is one of node's rows.
 func row(name string, typ kmsg.ConfigType, def, doc string, check config.Check) config.Row {
@@ -164,6 +164,9 @@ func allRows() []*config.Row {
 // ErrInvalidConfig, names the key when the value is invalid.
 func (c *Config) Set(key, value string) (known bool, err error) {
 	value = strings.TrimSpace(value)
+	if known, err := c.setListenerKey(key, value); known {
+		return true, err
+	}
 	known, err = nodeKeys.Apply(c, key, value)
 	if !known {
 		known, err = c.setListenerOverride(key, value)
@@ -192,10 +195,15 @@ func (c Config) brokerStaticConfigs() []broker.StaticConfig {
 	out := make([]broker.StaticConfig, 0, len(rows))
 	for _, r := range rows {
 		v, set := c.given[r.Name]
-		out = append(out, broker.StaticConfig{Name: r.Name, Value: v, Set: set, Default: r.Default, Type: r.Type, Doc: r.Doc})
+		out = append(out, broker.StaticConfig{Name: r.Name, Value: v, Set: set, Default: r.Default, Type: r.Type, Doc: r.Doc,
+			Sensitive: sensitive(r)})
 	}
 	return slices.Clip(out)
 }
+
+// sensitive reports whether a key's value is hidden from DescribeConfigs
+// and logs: Kafka's PASSWORD keys (ssl.key.password and the like).
+func sensitive(r *config.Row) bool { return r.Type == kmsg.ConfigTypePassword }
 
 // Parsers and setters of node's keys with a structure of their own.
 

@@ -117,7 +117,10 @@ func (c *Config) setListenerOverride(key, value string) (known bool, err error) 
 // listenerValue is key's value for the named listener: its override, or
 // ok false.
 func (c Config) listenerValue(name, key string) (string, bool) {
-	v, ok := c.listenerOverrides[name][key]
+	if v, ok := c.listenerOverrides[name][key]; ok {
+		return v, true
+	}
+	v, ok := c.ssl.listener[strings.ToLower(name)][key] // the ssl.* overrides (tlskeys.go)
 	return v, ok
 }
 

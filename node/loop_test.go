@@ -13,7 +13,7 @@ import (
 const testTimeout = 10 * time.Second
 
 // startLoop runs a loop for the test and stops it at cleanup.
-func startLoop(t *testing.T) *Loop {
+func startLoop(t testing.TB) *Loop {
 	t.Helper()
 	l := NewLoop()
 	go l.Run()
@@ -29,7 +29,7 @@ func startLoop(t *testing.T) *Loop {
 }
 
 // onLoop runs f on the loop and waits.
-func onLoop(t *testing.T, l *Loop, f func()) {
+func onLoop(t testing.TB, l *Loop, f func()) {
 	t.Helper()
 	require.NoError(t, l.Call(f))
 }

@@ -1,7 +1,9 @@
 package node
 
 import (
+	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -94,6 +96,13 @@ type NetConfig struct {
 	// (DefaultFrameReadTimeout, DefaultFrameMinBytesPerSec).
 	FrameReadTimeout    time.Duration
 	FrameMinBytesPerSec int
+	// TLSHandshakeTimeout bounds a TLS handshake, accepted or dialed
+	// (DefaultTLSHandshakeTimeout).
+	TLSHandshakeTimeout time.Duration
+	// MaxTLSHandshakes bounds the handshakes in progress on one TLS
+	// listener (DefaultMaxTLSHandshakes); at the bound it stops
+	// accepting until one ends.
+	MaxTLSHandshakes int
 }
 
 func (c NetConfig) withDefaults() NetConfig {
@@ -109,13 +118,21 @@ func (c NetConfig) withDefaults() NetConfig {
 	if c.FrameMinBytesPerSec <= 0 {
 		c.FrameMinBytesPerSec = DefaultFrameMinBytesPerSec
 	}
+	if c.TLSHandshakeTimeout <= 0 {
+		c.TLSHandshakeTimeout = DefaultTLSHandshakeTimeout
+	}
+	if c.MaxTLSHandshakes <= 0 {
+		c.MaxTLSHandshakes = DefaultMaxTLSHandshakes
+	}
 	return c
 }
 
 // Net is env.Net over TCP with Kafka's framing: a 4-byte big-endian size,
 // then that many bytes. Each connection has a reader goroutine that posts
 // frames to the loop and a writer goroutine that drains queued frames with
-// writev.
+// writev. It is env.SecureNet too: ListenTLS and DialTLS run the same
+// connections over crypto/tls (tls.go), with the configuration SetTLS
+// registered for the listener's name.
 type Net struct {
 	loop *Loop
 	cfg  NetConfig
@@ -126,8 +143,8 @@ type Net struct {
 	// memory returns abandoned frames' memory to the OS (netread.go).
 	memory memoryReturn
 	// sendfile: file regions go out with sendfile(2); false sends them
-	// through user space with pread and write (for comparison, and for a
-	// later TLS listener). Set before the first conn.
+	// through user space with pread and write (for comparison; TLS
+	// connections always do). Set before the first conn.
 	sendfile bool
 
 	ctx    context.Context // cancelled by Close: aborts dials
@@ -137,10 +154,16 @@ type Net struct {
 	closed    bool
 	listeners map[*tcpListener]struct{}
 	conns     map[*tcpConn]struct{}
-	wg        sync.WaitGroup // every goroutine this Net started
+	// tls is each TLS listener's configuration and material, by
+	// upper-case listener name (SetTLS).
+	tls map[string]*tlsStore
+	wg  sync.WaitGroup // every goroutine this Net started
 }
 
-var _ env.Net = (*Net)(nil)
+var (
+	_ env.Net       = (*Net)(nil)
+	_ env.SecureNet = (*Net)(nil)
+)
 
 // NewNet returns a Net whose callbacks run on loop.
 func NewNet(loop *Loop, cfg NetConfig, log *slog.Logger) *Net {
@@ -156,6 +179,7 @@ func NewNet(loop *Loop, cfg NetConfig, log *slog.Logger) *Net {
 		cancel:    cancel,
 		listeners: make(map[*tcpListener]struct{}),
 		conns:     make(map[*tcpConn]struct{}),
+		tls:       make(map[string]*tlsStore),
 	}
 }
 
@@ -211,7 +235,7 @@ func (n *Net) Listen(addr string, accept func(env.Conn)) (env.Listener, error) {
 	if err != nil {
 		return nil, netErr(err)
 	}
-	l := &tcpListener{net: n, nl: nl, accept: accept}
+	l := &tcpListener{net: n, nl: nl, accept: accept, stop: make(chan struct{})}
 	n.mu.Lock()
 	n.listeners[l] = struct{}{}
 	n.mu.Unlock()
@@ -233,7 +257,7 @@ func (n *Net) Dial(addr string, done func(env.Conn, error)) {
 			n.loop.Post(func() { done(nil, err) })
 			return
 		}
-		c := n.newConn(nc, false)
+		c := n.newConn(nc, nil, false)
 		if c == nil {
 			return // Net closed meanwhile; nc is closed
 		}
@@ -248,15 +272,19 @@ func (n *Net) Dial(addr string, done func(env.Conn, error)) {
 	}
 }
 
-// newConn registers a connection (accepted: inbound), or closes nc and
-// returns nil when the Net is closed.
-func (n *Net) newConn(nc net.Conn, inbound bool) *tcpConn {
-	c := &tcpConn{net: n, nc: nc, inbound: inbound, local: nc.LocalAddr().String(), remote: nc.RemoteAddr().String()}
+// newConn registers a connection over the socket raw (accepted:
+// inbound), through tc when it is TLS, or closes raw and returns nil when
+// the Net is closed.
+func (n *Net) newConn(raw net.Conn, tc *tls.Conn, inbound bool) *tcpConn {
+	c := &tcpConn{net: n, nc: raw, raw: raw, inbound: inbound, local: raw.LocalAddr().String(), remote: raw.RemoteAddr().String()}
+	if tc != nil {
+		c.nc, c.secure = tc, true
+	}
 	c.cond = sync.NewCond(&c.mu)
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.closed {
-		_ = nc.Close()
+		_ = raw.Close()
 		return nil
 	}
 	n.conns[c] = struct{}{}
@@ -274,6 +302,17 @@ type tcpListener struct {
 	net    *Net
 	nl     net.Listener
 	accept func(env.Conn)
+	// tlsName is the listener name whose TLS configuration (Net.SetTLS)
+	// each handshake takes, as registered when it starts; "" for
+	// plaintext.
+	tlsName string
+	// handshakes holds a token per handshake in progress (TLS only).
+	handshakes chan struct{}
+	// fullLogged is when the accept loop last logged that handshakes
+	// were at their bound.
+	fullLogged time.Time
+	// stop is closed by Close.
+	stop   chan struct{}
 	closed atomic.Bool
 }
 
@@ -289,14 +328,21 @@ func (l *tcpListener) Close() error {
 	l.net.mu.Lock()
 	delete(l.net.listeners, l)
 	l.net.mu.Unlock()
+	close(l.stop)
 	return netErr(l.nl.Close())
 }
 
 func (l *tcpListener) acceptLoop() {
 	retry := acceptRetryMin
 	for {
+		if l.tlsName != "" && !l.handshakeSlot() {
+			return
+		}
 		nc, err := l.nl.Accept()
 		if err != nil {
+			if l.tlsName != "" {
+				<-l.handshakes
+			}
 			if l.closed.Load() || errors.Is(err, net.ErrClosed) {
 				return
 			}
@@ -308,19 +354,35 @@ func (l *tcpListener) acceptLoop() {
 			continue
 		}
 		retry = acceptRetryMin
-		c := l.net.newConn(nc, true)
+		if l.tlsName != "" {
+			// The handshake runs on a goroutine of its own, so that a
+			// client that never completes it holds up no one; it gives
+			// its slot back when it ends.
+			if !l.net.goroutine(func() { l.handshake(nc) }) {
+				_ = nc.Close()
+				return
+			}
+			continue
+		}
+		c := l.net.newConn(nc, nil, true)
 		if c == nil {
 			return
 		}
-		l.net.loop.Post(func() {
-			if l.closed.Load() {
-				c.fail(fmt.Errorf("listener closed before accept: %w", env.ErrClosed))
-				return
-			}
-			l.accept(c)
-			c.start()
-		})
+		l.deliver(c, c)
 	}
+}
+
+// deliver hands an accepted conn (c, or its TLS face) to the accept
+// callback on the loop, then starts it.
+func (l *tcpListener) deliver(c *tcpConn, face env.Conn) {
+	l.net.loop.Post(func() {
+		if l.closed.Load() {
+			c.fail(fmt.Errorf("listener closed before accept: %w", env.ErrClosed))
+			return
+		}
+		l.accept(face)
+		c.start()
+	})
 }
 
 // tcpConn is env.Conn over a net.Conn.
@@ -328,8 +390,13 @@ func (l *tcpListener) acceptLoop() {
 // onFrame, onClose and ended are owned by the loop. The rest is guarded by
 // mu and shared with the reader and writer goroutines.
 type tcpConn struct {
-	net           *Net
-	nc            net.Conn
+	net *Net
+	// nc is what frames are read from and written to: raw, or a TLS
+	// conn over it (secure).
+	nc  net.Conn
+	raw net.Conn
+	// secure: nc is TLS, so file regions cannot go out with sendfile.
+	secure        bool
 	local, remote string
 	// inbound: accepted, not dialed; its frames are requests, held to
 	// the budget and the progress rule.
@@ -532,7 +599,11 @@ func (c *tcpConn) end(err error) {
 	c.buffered = 0
 	c.cond.Broadcast()
 	c.mu.Unlock()
-	_ = c.nc.Close()
+	// The socket, not the TLS conn: tls.Conn.Close sends close_notify,
+	// which may wait up to 5 s for room in the socket buffer, and end
+	// runs on the loop. The framing says where every frame ends, so a
+	// peer loses nothing without the alert.
+	_ = c.raw.Close()
 	c.net.forget(c)
 	c.net.budget.connEnded(c)
 	// Posted after every frame the reader already posted, so OnClose
@@ -645,19 +716,34 @@ func (c *tcpConn) writeLoop() {
 // writer writes out items to a conn's socket: runs of byte items with one
 // writev, file regions with sendfile at explicit offsets (so concurrent
 // readers of one segment never share a file position), or with pread and
-// write when the Net's sendfile is off. It closes every file descriptor of
-// the items it is given, sent or not.
+// write when the Net's sendfile is off or the conn is TLS. It closes every
+// file descriptor of the items it is given, sent or not.
 type writer struct {
 	c    *tcpConn
 	bufs net.Buffers
-	buf  []byte // pread buffer of the read+write path
 }
 
 // readWriteChunkBytes is the pread buffer of the read+write path.
 const readWriteChunkBytes = 256 << 10
 
+// tlsPackBytes is the buffer small byte items of a TLS conn are packed
+// into: a full TLS record.
+const tlsPackBytes = 16 << 10
+
+var (
+	// readWriteBufs are the pread buffers of the read+write path, held
+	// only while a region is sent (an idle conn holds none).
+	readWriteBufs = sync.Pool{New: func() any { b := make([]byte, readWriteChunkBytes); return &b }}
+	// tlsPackers are the TLS conns' packing writers, held only while a
+	// batch is written.
+	tlsPackers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, tlsPackBytes) }}
+)
+
 func (w *writer) write(items []outItem) error {
 	defer closeFDs(items)
+	if w.c.secure {
+		return w.writeTLS(items)
+	}
 	for i := 0; i < len(items); {
 		if items[i].fd < 0 {
 			j := i
@@ -679,7 +765,7 @@ func (w *writer) write(items []outItem) error {
 		if w.c.net.sendfile {
 			err = w.sendfile(items[i])
 		} else {
-			err = w.readWrite(items[i])
+			err = readWrite(w.c.nc, items[i])
 		}
 		if err != nil {
 			return err
@@ -694,7 +780,7 @@ func (w *writer) write(items []outItem) error {
 func (w *writer) sendfile(it outItem) error {
 	tc, ok := w.c.nc.(syscallConn)
 	if !ok {
-		return w.readWrite(it)
+		return readWrite(w.c.nc, it)
 	}
 	rc, err := tc.SyscallConn()
 	if err != nil {
@@ -726,15 +812,41 @@ func (w *writer) sendfile(it outItem) error {
 	return errors.Join(werr, serr)
 }
 
-// readWrite sends a file region through user space: pread into a buffer,
-// then write, as a broker without zero-copy (TLS) must.
-func (w *writer) readWrite(it outItem) error {
-	if w.buf == nil {
-		w.buf = make([]byte, readWriteChunkBytes)
+// writeTLS writes items through a TLS conn. Byte items are packed into
+// records of up to tlsPackBytes, so that a 4-byte size prefix is not a
+// record (and a system call) of its own; file regions are read into user
+// space and written, since their bytes must be encrypted (sendfile would
+// send them in the clear).
+func (w *writer) writeTLS(items []outItem) error {
+	bw := tlsPackers.Get().(*bufio.Writer)
+	bw.Reset(w.c.nc)
+	defer func() {
+		bw.Reset(nil)
+		tlsPackers.Put(bw)
+	}()
+	for _, it := range items {
+		var err error
+		if it.fd < 0 {
+			_, err = bw.Write(it.b)
+		} else {
+			err = readWrite(bw, it)
+		}
+		if err != nil {
+			return err
+		}
 	}
+	return bw.Flush()
+}
+
+// readWrite sends a file region through user space: pread into a buffer,
+// then write to dst, as a broker without zero-copy (TLS) must.
+func readWrite(dst io.Writer, it outItem) error {
+	bp := readWriteBufs.Get().(*[]byte)
+	defer readWriteBufs.Put(bp)
+	buf := *bp
 	off, left := it.off, it.n
 	for left > 0 {
-		chunk := w.buf[:min(left, int64(len(w.buf)))]
+		chunk := buf[:min(left, int64(len(buf)))]
 		n, err := unix.Pread(it.fd, chunk, off)
 		if errors.Is(err, unix.EINTR) {
 			continue
@@ -745,7 +857,7 @@ func (w *writer) readWrite(it outItem) error {
 		if n == 0 {
 			return fmt.Errorf("pread %s: the file ends before offset %d (%d bytes promised): %w", it.name, off, left, io.ErrUnexpectedEOF)
 		}
-		if _, err := w.c.nc.Write(chunk[:n]); err != nil {
+		if _, err := dst.Write(chunk[:n]); err != nil {
 			return err
 		}
 		off += int64(n)

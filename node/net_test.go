@@ -51,14 +51,14 @@ func echoServer(t *testing.T, n *Net, l *Loop) (env.Listener, chan closeEvent) {
 	return ln, closes
 }
 
-func dialRaw(t *testing.T, addr string) net.Conn {
+func dialRaw(t testing.TB, addr string) net.Conn {
 	t.Helper()
 	return dialRawWithin(t, addr, testTimeout)
 }
 
 // dialRawWithin opens a plain TCP connection to addr, closed when the
 // test ends, whose dial and every read and write must be done within d.
-func dialRawWithin(t *testing.T, addr string, d time.Duration) net.Conn {
+func dialRawWithin(t testing.TB, addr string, d time.Duration) net.Conn {
 	t.Helper()
 	c, err := net.DialTimeout("tcp", addr, d)
 	require.NoError(t, err)
@@ -67,7 +67,7 @@ func dialRawWithin(t *testing.T, addr string, d time.Duration) net.Conn {
 	return c
 }
 
-func writeRawFrame(t *testing.T, c net.Conn, frame []byte) {
+func writeRawFrame(t testing.TB, c net.Conn, frame []byte) {
 	t.Helper()
 	buf := binary.BigEndian.AppendUint32(nil, uint32(len(frame)))
 	_, err := c.Write(append(buf, frame...))
@@ -81,7 +81,7 @@ func requireEcho(t *testing.T, c net.Conn, payload string) {
 	require.Equal(t, []byte(payload), readRawFrame(t, c))
 }
 
-func readRawFrame(t *testing.T, c net.Conn) []byte {
+func readRawFrame(t testing.TB, c net.Conn) []byte {
 	t.Helper()
 	var size [4]byte
 	_, err := io.ReadFull(c, size[:])

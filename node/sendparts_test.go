@@ -38,7 +38,7 @@ func partsServer(t *testing.T, n *Net, l *Loop, f env.File, off, length int64) e
 	return ln
 }
 
-func testFile(t *testing.T, l *Loop, content []byte) env.File {
+func testFile(t testing.TB, l *Loop, content []byte) env.File {
 	t.Helper()
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "seg.log"), content, 0o644))
