@@ -27,8 +27,9 @@ import (
 //
 // Reload: every handshake (GetConfigForClient on a listener, each DialTLS)
 // asks the listener's tlsStore for its material; at most once per
-// TLSConfig.ReloadInterval the store stats its files, and when the
-// modification time or size of one changed it reads them all again. New
+// TLSConfig.ReloadInterval the store stats its files, and when the inode,
+// change or modification time or size of one changed it reads them all
+// again. New
 // files that do not load (a key that does not match the certificate, a
 // half-written file) are refused with an ERROR log line and the previous
 // certificate and trust store stay, as Kafka refuses a bad dynamic
@@ -149,6 +150,23 @@ type TLSConfig struct {
 	// by its plain key.
 	keys map[string]string
 }
+
+// String describes the configuration without its secrets (the key
+// password and inline key are shown as set or not), so that a TLSConfig
+// printed or logged by mistake leaks nothing.
+func (c TLSConfig) String() string {
+	secret := func(v string) string {
+		if v == "" {
+			return ""
+		}
+		return "(hidden)"
+	}
+	return fmt.Sprintf("TLSConfig{Listener:%s KeystoreFile:%q CertFile:%q KeyFile:%q KeyPassword:%s KeystoreKey:%s TruststoreFile:%q ClientAuth:%s VerifyHostname:%v}",
+		c.Listener, c.KeystoreFile, c.CertFile, c.KeyFile, secret(c.KeyPassword), secret(c.KeystoreKey), c.TruststoreFile, c.ClientAuth, c.VerifyHostname)
+}
+
+// LogValue implements slog.LogValuer with String.
+func (c TLSConfig) LogValue() slog.Value { return slog.StringValue(c.String()) }
 
 // key is the name of the key that set the setting plain, for errors.
 func (c TLSConfig) key(plain string) string {

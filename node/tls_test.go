@@ -14,6 +14,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/asn1"
 	"encoding/pem"
+	"fmt"
 	"io"
 	"log/slog"
 	"math/big"
@@ -897,5 +898,18 @@ func TestTLSInlinePEM(t *testing.T) {
 		require.ErrorIs(t, err, ErrInvalidConfig)
 		require.ErrorContains(t, err, "ssl.keystore.key")
 		require.NotContains(t, err.Error(), "PRIVATE KEY")
+	}
+}
+
+// TestTLSConfigHidesSecrets: a TLSConfig printed or logged shows no
+// password or inline key.
+func TestTLSConfigHidesSecrets(t *testing.T) {
+	c := TLSConfig{Listener: "SSL", KeystoreFile: "/etc/ks.pem", KeyPassword: "hunter2", KeystoreKey: "-----BEGIN PRIVATE KEY----- c2VjcmV0 -----END PRIVATE KEY-----"}
+	var logged bytes.Buffer
+	slog.New(slog.NewTextHandler(&logged, nil)).Info("tls", "cfg", c)
+	for _, out := range []string{fmt.Sprint(c), fmt.Sprintf("%+v", c), logged.String()} {
+		require.Contains(t, out, "/etc/ks.pem")
+		require.NotContains(t, out, "hunter2")
+		require.NotContains(t, out, "c2VjcmV0")
 	}
 }
