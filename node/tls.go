@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -26,8 +27,9 @@ import (
 //
 // Reload: every handshake (GetConfigForClient on a listener, each DialTLS)
 // asks the listener's tlsStore for its material; at most once per
-// TLSConfig.ReloadInterval the store stats its files, and when the
-// modification time or size of one changed it reads them all again. New
+// TLSConfig.ReloadInterval the store stats its files, and when the inode,
+// change or modification time or size of one changed it reads them all
+// again. New
 // files that do not load (a key that does not match the certificate, a
 // half-written file) are refused with an ERROR log line and the previous
 // certificate and trust store stay, as Kafka refuses a bad dynamic
@@ -109,6 +111,14 @@ type TLSConfig struct {
 	// encrypted PKCS#8 ("ENCRYPTED PRIVATE KEY", PBES2 with PBKDF2 and
 	// AES-CBC, what `openssl pkcs8 -topk8` writes). Never logged.
 	KeyPassword string
+	// KeystoreKey and KeystoreChain are Kafka's ssl.keystore.key and
+	// ssl.keystore.certificate.chain: the private key and the
+	// certificate chain as PEM text in the configuration itself, instead
+	// of a file (line breaks may be spaces). Never logged.
+	KeystoreKey, KeystoreChain string
+	// TruststoreCertificates is ssl.truststore.certificates: the trust
+	// store as PEM text, instead of TruststoreFile.
+	TruststoreCertificates string
 	// TruststoreFile is ssl.truststore.location with
 	// ssl.truststore.type=PEM: the CA certificates peers are verified
 	// by. Empty means the system's roots for servers this node dials,
@@ -141,6 +151,23 @@ type TLSConfig struct {
 	keys map[string]string
 }
 
+// String describes the configuration without its secrets (the key
+// password and inline key are shown as set or not), so that a TLSConfig
+// printed or logged by mistake leaks nothing.
+func (c TLSConfig) String() string {
+	secret := func(v string) string {
+		if v == "" {
+			return ""
+		}
+		return "(hidden)"
+	}
+	return fmt.Sprintf("TLSConfig{Listener:%s KeystoreFile:%q CertFile:%q KeyFile:%q KeyPassword:%s KeystoreKey:%s TruststoreFile:%q ClientAuth:%s VerifyHostname:%v}",
+		c.Listener, c.KeystoreFile, c.CertFile, c.KeyFile, secret(c.KeyPassword), secret(c.KeystoreKey), c.TruststoreFile, c.ClientAuth, c.VerifyHostname)
+}
+
+// LogValue implements slog.LogValuer with String.
+func (c TLSConfig) LogValue() slog.Value { return slog.StringValue(c.String()) }
+
 // key is the name of the key that set the setting plain, for errors.
 func (c TLSConfig) key(plain string) string {
 	if k, ok := c.keys[plain]; ok {
@@ -151,19 +178,28 @@ func (c TLSConfig) key(plain string) string {
 
 // HasCertificate reports whether the configuration names a certificate,
 // which a listener needs to accept TLS connections.
-func (c TLSConfig) HasCertificate() bool { return c.KeystoreFile != "" || c.CertFile != "" }
+func (c TLSConfig) HasCertificate() bool {
+	return c.KeystoreFile != "" || c.CertFile != "" || c.KeystoreChain != ""
+}
 
 // check refuses combinations of settings that cannot work, naming the
 // keys.
 func (c TLSConfig) check() error {
+	inline := c.KeystoreKey != "" || c.KeystoreChain != ""
 	switch {
 	case c.KeystoreFile != "" && (c.CertFile != "" || c.KeyFile != ""):
 		return c.invalid(KeySSLKeystoreLocation, "set either it or "+KeySSLCertificateLocation+" and "+KeySSLKeyLocation+", not both")
 	case (c.CertFile == "") != (c.KeyFile == ""):
 		return c.invalid(KeySSLCertificateLocation, KeySSLCertificateLocation+" and "+KeySSLKeyLocation+" go together")
+	case inline && (c.KeystoreKey == "" || c.KeystoreChain == ""):
+		return c.invalid(KeySSLKeystoreKey, KeySSLKeystoreKey+" and "+KeySSLKeystoreCertificateChain+" go together")
+	case inline && (c.KeystoreFile != "" || c.CertFile != ""):
+		return c.invalid(KeySSLKeystoreKey, "set either it or a keystore file, not both")
+	case c.TruststoreCertificates != "" && c.TruststoreFile != "":
+		return c.invalid(KeySSLTruststoreCertificates, "set either it or "+KeySSLTruststoreLocation+", not both")
 	case c.KeyPassword != "" && !c.HasCertificate():
 		return c.invalid(KeySSLKeyPassword, "set, but there is no key to decrypt")
-	case c.ClientAuth != ClientAuthNone && c.TruststoreFile == "":
+	case c.ClientAuth != ClientAuthNone && c.TruststoreFile == "" && c.TruststoreCertificates == "":
 		return c.invalid(KeySSLClientAuth, "ssl.client.auth="+c.ClientAuth.String()+" needs "+KeySSLTruststoreLocation+
 			" (the CAs client certificates are verified by)")
 	case c.MinVersion != 0 && c.MinVersion < tls.VersionTLS12:
@@ -211,6 +247,19 @@ func loadTLSMaterial(c TLSConfig) (tlsMaterial, error) {
 			return m, c.fileErr(KeySSLCertificateLocation, fmt.Errorf("%s and %s: %w", c.CertFile, c.KeyFile, err))
 		}
 		m.cert = cert
+	case c.KeystoreChain != "":
+		cert, err := keyPair(inlinePEM(c.KeystoreChain), inlinePEM(c.KeystoreKey), c.KeyPassword)
+		if err != nil {
+			return m, c.fileErr(KeySSLKeystoreCertificateChain, err)
+		}
+		m.cert = cert
+	}
+	if c.TruststoreCertificates != "" {
+		pool, err := certPool(inlinePEM(c.TruststoreCertificates))
+		if err != nil {
+			return m, c.fileErr(KeySSLTruststoreCertificates, err)
+		}
+		m.roots = pool
 	}
 	if c.TruststoreFile != "" {
 		data, err := os.ReadFile(c.TruststoreFile)
@@ -228,6 +277,27 @@ func loadTLSMaterial(c TLSConfig) (tlsMaterial, error) {
 
 func (c TLSConfig) fileErr(plain string, err error) error {
 	return fmt.Errorf("%w: listener %s: %s: %w", ErrInvalidConfig, c.Listener, c.key(plain), err)
+}
+
+// pemBlock is one PEM block in text whose line breaks may have become
+// spaces (a properties value on one line).
+var pemBlock = regexp.MustCompile(`(?s)-----BEGIN ([A-Z0-9 ]+)-----(.*?)-----END ([A-Z0-9 ]+)-----`)
+
+// inlinePEM rewrites PEM text from a configuration value into what
+// encoding/pem reads: each block's base64 on lines of its own, whatever
+// white space separated it, as Kafka's PEM parser accepts it.
+func inlinePEM(text string) []byte {
+	var out []byte
+	for _, m := range pemBlock.FindAllStringSubmatch(text, -1) {
+		body := strings.Join(strings.Fields(m[2]), "")
+		out = fmt.Appendf(out, "-----BEGIN %s-----\n", m[1])
+		for len(body) > 64 {
+			out = append(out, body[:64]+"\n"...)
+			body = body[64:]
+		}
+		out = fmt.Appendf(out, "%s\n-----END %s-----\n", body, m[3])
+	}
+	return out
 }
 
 // keyPair parses the certificate chain in certPEM and the private key in

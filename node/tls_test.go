@@ -14,6 +14,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/asn1"
 	"encoding/pem"
+	"fmt"
 	"io"
 	"log/slog"
 	"math/big"
@@ -721,6 +722,7 @@ func TestTLSPasswordsAreSensitive(t *testing.T) {
 		"ssl.key.password": true, "ssl.certificate.location": false, "ssl.key.location": false,
 		"ssl.principal.mapping.rules": false,
 		"ssl.truststore.type": false, "ssl.truststore.location": false, "ssl.truststore.password": true,
+		"ssl.keystore.key": true, "ssl.keystore.certificate.chain": true, "ssl.truststore.certificates": true,
 		"ssl.client.auth": false, "ssl.enabled.protocols": false, "ssl.cipher.suites": false,
 		"ssl.endpoint.identification.algorithm": false, "ssl.allow.dn.changes": false, "ssl.allow.san.changes": false,
 	}, seen)
@@ -860,4 +862,61 @@ func TestTLSHandshakeBound(t *testing.T) {
 	c, err := rawTLS(t, ln.Addr(), pool(ca), nil)
 	require.NoError(t, err)
 	requireEcho(t, c, "served")
+}
+
+// TestTLSInlinePEM: Kafka's ssl.keystore.key, ssl.keystore.certificate.chain
+// and ssl.truststore.certificates carry the PEM text in the configuration
+// itself, on one line of a properties file (line breaks as spaces).
+func TestTLSInlinePEM(t *testing.T) {
+	ca := newTestCA(t, "ca")
+	certPEM, keyPEM := ca.issue(t, "inline", "127.0.0.1")
+	oneLine := func(b []byte) string { return strings.Join(strings.Fields(string(b)), " ") }
+	cfg := DefaultConfig()
+	for _, kv := range [][2]string{
+		{"listener.name.ssl.ssl.keystore.key", oneLine(keyPEM)},
+		{"listener.name.ssl.ssl.keystore.certificate.chain", oneLine(certPEM)},
+		{"ssl.truststore.certificates", oneLine(ca.pem)},
+		{"ssl.client.auth", "required"},
+	} {
+		_, err := cfg.Set(kv[0], kv[1])
+		require.NoError(t, err)
+	}
+	tcfg, err := cfg.TLSConfig("SSL", false)
+	require.NoError(t, err)
+	l := startLoop(t)
+	n := newTLSNet(t, l, NetConfig{})
+	require.NoError(t, n.SetTLS("SSL", tcfg))
+	ln, accepted := tlsEcho(t, n, l, "SSL")
+	c, err := rawTLS(t, ln.Addr(), pool(ca), ca.keyPair(t, "alice"))
+	require.NoError(t, err)
+	requireEcho(t, c, "inline")
+	require.Equal(t, "inline", c.ConnectionState().PeerCertificates[0].Subject.CommonName)
+	require.Equal(t, "alice", waitFor(t, accepted, "accept").(env.TLSConn).PeerCertificate().Subject.CommonName)
+
+	// The key without its chain, or beside a keystore file, is refused,
+	// and the error does not show the key.
+	for _, extra := range [][2]string{{"ssl.keystore.certificate.chain", ""}, {"ssl.keystore.location", "/etc/ks.pem"}} {
+		bad := DefaultConfig()
+		_, err := bad.Set("ssl.keystore.key", oneLine(keyPEM))
+		require.NoError(t, err)
+		_, err = bad.Set(extra[0], extra[1])
+		require.NoError(t, err)
+		_, err = bad.TLSConfig("SSL", false)
+		require.ErrorIs(t, err, ErrInvalidConfig)
+		require.ErrorContains(t, err, "ssl.keystore.key")
+		require.NotContains(t, err.Error(), "PRIVATE KEY")
+	}
+}
+
+// TestTLSConfigHidesSecrets: a TLSConfig printed or logged shows no
+// password or inline key.
+func TestTLSConfigHidesSecrets(t *testing.T) {
+	c := TLSConfig{Listener: "SSL", KeystoreFile: "/etc/ks.pem", KeyPassword: "hunter2", KeystoreKey: "-----BEGIN PRIVATE KEY----- c2VjcmV0 -----END PRIVATE KEY-----"}
+	var logged bytes.Buffer
+	slog.New(slog.NewTextHandler(&logged, nil)).Info("tls", "cfg", c)
+	for _, out := range []string{fmt.Sprint(c), fmt.Sprintf("%+v", c), logged.String()} {
+		require.Contains(t, out, "/etc/ks.pem")
+		require.NotContains(t, out, "hunter2")
+		require.NotContains(t, out, "c2VjcmV0")
+	}
 }

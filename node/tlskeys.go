@@ -20,21 +20,24 @@ import (
 // listener, key by key, as Kafka's valuesWithPrefixOverride does.
 // Config.TLSConfig resolves them for a listener name.
 const (
-	KeySSLKeystoreType        = "ssl.keystore.type"
-	KeySSLKeystoreLocation    = "ssl.keystore.location"
-	KeySSLKeystorePassword    = "ssl.keystore.password"
-	KeySSLKeyPassword         = "ssl.key.password"
-	KeySSLCertificateLocation = "ssl.certificate.location"
-	KeySSLKeyLocation         = "ssl.key.location"
-	KeySSLTruststoreType      = "ssl.truststore.type"
-	KeySSLTruststoreLocation  = "ssl.truststore.location"
-	KeySSLTruststorePassword  = "ssl.truststore.password"
-	KeySSLClientAuth          = "ssl.client.auth"
-	KeySSLEnabledProtocols    = "ssl.enabled.protocols"
-	KeySSLCipherSuites        = "ssl.cipher.suites"
-	KeySSLEndpointIdentAlg    = "ssl.endpoint.identification.algorithm"
-	KeySSLAllowDNChanges      = "ssl.allow.dn.changes"
-	KeySSLAllowSANChanges     = "ssl.allow.san.changes"
+	KeySSLKeystoreType             = "ssl.keystore.type"
+	KeySSLKeystoreLocation         = "ssl.keystore.location"
+	KeySSLKeystorePassword         = "ssl.keystore.password"
+	KeySSLKeyPassword              = "ssl.key.password"
+	KeySSLCertificateLocation      = "ssl.certificate.location"
+	KeySSLKeyLocation              = "ssl.key.location"
+	KeySSLTruststoreType           = "ssl.truststore.type"
+	KeySSLTruststoreLocation       = "ssl.truststore.location"
+	KeySSLTruststorePassword       = "ssl.truststore.password"
+	KeySSLClientAuth               = "ssl.client.auth"
+	KeySSLEnabledProtocols         = "ssl.enabled.protocols"
+	KeySSLCipherSuites             = "ssl.cipher.suites"
+	KeySSLEndpointIdentAlg         = "ssl.endpoint.identification.algorithm"
+	KeySSLKeystoreKey              = "ssl.keystore.key"
+	KeySSLKeystoreCertificateChain = "ssl.keystore.certificate.chain"
+	KeySSLTruststoreCertificates   = "ssl.truststore.certificates"
+	KeySSLAllowDNChanges           = "ssl.allow.dn.changes"
+	KeySSLAllowSANChanges          = "ssl.allow.san.changes"
 
 	// listenerPrefix starts a per-listener key:
 	// listener.name.<name>.<key>.
@@ -56,10 +59,16 @@ func sslKeys() config.Keys[Config] {
 			"Strata's own: a PEM file with the listener's certificate chain (leaf first), with ssl.key.location instead of ssl.keystore.location.", config.AnyString()),
 		sslKey(KeySSLKeyLocation, kmsg.ConfigTypeString, "",
 			"Strata's own: a PEM file with the private key of ssl.certificate.location.", config.AnyString()),
+		sslKey(KeySSLKeystoreKey, kmsg.ConfigTypePassword, "",
+			"The listener's private key as PEM text (line breaks may be spaces), with ssl.keystore.certificate.chain, instead of a keystore file.", config.AnyString()),
+		sslKey(KeySSLKeystoreCertificateChain, kmsg.ConfigTypePassword, "",
+			"The listener's certificate chain as PEM text (leaf first), with ssl.keystore.key.", config.AnyString()),
 		sslKey(KeySSLTruststoreType, kmsg.ConfigTypeString, "PEM",
 			"The format of ssl.truststore.location: PEM only.", pemOnly("truststore")),
 		sslKey(KeySSLTruststoreLocation, kmsg.ConfigTypeString, "",
 			"A PEM file of the CA certificates that peers' certificates are verified by.", config.AnyString()),
+		sslKey(KeySSLTruststoreCertificates, kmsg.ConfigTypePassword, "",
+			"The trust store's CA certificates as PEM text, instead of ssl.truststore.location.", config.AnyString()),
 		sslKey(KeySSLTruststorePassword, kmsg.ConfigTypePassword, "",
 			"Refused with a PEM trust store, as in Kafka.", config.AnyString()),
 		sslKey(KeySSLClientAuth, kmsg.ConfigTypeString, "none",
@@ -192,6 +201,9 @@ func (c Config) TLSConfig(listener string, saslSSL bool) (TLSConfig, error) {
 	out.KeyFile = str(KeySSLKeyLocation)
 	out.KeyPassword = str(KeySSLKeyPassword)
 	out.TruststoreFile = str(KeySSLTruststoreLocation)
+	out.KeystoreKey = str(KeySSLKeystoreKey)
+	out.KeystoreChain = str(KeySSLKeystoreCertificateChain)
+	out.TruststoreCertificates = str(KeySSLTruststoreCertificates)
 	keystorePassword, truststorePassword := str(KeySSLKeystorePassword), str(KeySSLTruststorePassword)
 	if ca, ok := parsed(KeySSLClientAuth).(ClientAuth); ok {
 		out.ClientAuth = ca
