@@ -37,13 +37,7 @@ func apiErrorOf(err error) *apiError {
 // AclControlManager.newAclId does.
 func (c *Controller) newACLID(taken map[meta.UUID]bool) meta.UUID {
 	for {
-		var u meta.UUID
-		hi, lo := c.rng.Uint64(), c.rng.Uint64()
-		for i := range 8 {
-			u[i], u[8+i] = byte(hi>>(56-8*i)), byte(lo>>(56-8*i))
-		}
-		u[6] = u[6]&0x0f | 0x40
-		u[8] = u[8]&0x3f | 0x80
+		u := c.randomUUID()
 		if _, exists := c.spec.ACLBinding(u); exists || taken[u] || u.IsZero() {
 			continue
 		}
