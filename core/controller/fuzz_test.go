@@ -15,6 +15,7 @@ var controllerKeys = []kmsg.Key{
 	kmsg.CreatePartitions, kmsg.AlterPartition, kmsg.AllocateProducerIDs,
 	kmsg.IncrementalAlterConfigs, kmsg.AlterConfigs, kmsg.ElectLeaders,
 	kmsg.AlterPartitionAssignments, kmsg.ListPartitionReassignments,
+	kmsg.CreateACLs, kmsg.DeleteACLs, kmsg.AlterUserSCRAMCredentials, kmsg.AlterClientQuotas,
 }
 
 // fuzzRequest turns a fuzz input into a controller request: kind picks
@@ -198,7 +199,59 @@ func hostileControllerRequests() []kmsg.Request {
 		req.Topics = []kmsg.DeleteTopicsRequestTopic{d, empty}
 		out = append(out, req)
 	}
-	return out
+	return append(out, hostileSecurityRequests()...)
+}
+
+// hostileSecurityRequests are the security APIs' hostile shapes: enums
+// out of range, empty and repeated names, credentials of the wrong size,
+// quota values that are not numbers.
+func hostileSecurityRequests() []kmsg.Request {
+	create := kmsg.NewPtrCreateACLsRequest()
+	create.Version = 3
+	for _, v := range []int8{-1, 0, 1, 99} {
+		c := kmsg.NewCreateACLsRequestCreation()
+		c.ResourceType, c.ResourcePatternType = kmsg.ACLResourceType(v), kmsg.ACLResourcePatternType(v)
+		c.Operation, c.PermissionType = kmsg.ACLOperation(v), kmsg.ACLPermissionType(v)
+		c.Principal, c.Host, c.ResourceName = ":", "", ""
+		create.Creations = append(create.Creations, c)
+	}
+	valid := kmsg.NewCreateACLsRequestCreation()
+	valid.ResourceType, valid.ResourceName, valid.ResourcePatternType = kmsg.ACLResourceTypeTopic, "t", kmsg.ACLResourcePatternTypePrefixed
+	valid.Principal, valid.Host = "User:a", "*"
+	valid.Operation, valid.PermissionType = kmsg.ACLOperationAll, kmsg.ACLPermissionTypeDeny
+	create.Creations = append(create.Creations, valid, valid)
+
+	del := kmsg.NewPtrDeleteACLsRequest()
+	del.Version = 3
+	for _, v := range []int8{-1, 0, 1, 3, 99} {
+		f := kmsg.NewDeleteACLsRequestFilter()
+		f.ResourceType, f.ResourcePatternType = kmsg.ACLResourceType(v), kmsg.ACLResourcePatternType(v)
+		f.Operation, f.PermissionType = kmsg.ACLOperation(v), kmsg.ACLPermissionType(v)
+		del.Filters = append(del.Filters, f)
+	}
+
+	scram := kmsg.NewPtrAlterUserSCRAMCredentialsRequest()
+	for _, m := range []int8{-1, 0, 1, 2, 3} {
+		scram.Upsertions = append(scram.Upsertions, kmsg.AlterUserSCRAMCredentialsRequestUpsertion{
+			Name: string(rune('a' + m + 1)), Mechanism: m, Iterations: math.MaxInt32, SaltedPassword: make([]byte, 64)})
+		scram.Deletions = append(scram.Deletions, kmsg.AlterUserSCRAMCredentialsRequestDeletion{Name: "", Mechanism: m})
+	}
+	scram.Upsertions = append(scram.Upsertions, kmsg.AlterUserSCRAMCredentialsRequestUpsertion{
+		Name: "ok", Mechanism: 2, Iterations: 4096, Salt: make([]byte, 2048), SaltedPassword: make([]byte, 64)})
+
+	quotas := kmsg.NewPtrAlterClientQuotasRequest()
+	quotas.Version = 1
+	for _, v := range []float64{math.NaN(), math.Inf(1), math.Inf(-1), -1, 0, math.MaxFloat64, 1e-300} {
+		quotas.Entries = append(quotas.Entries, kmsg.AlterClientQuotasRequestEntry{
+			Entity: []kmsg.AlterClientQuotasRequestEntryEntity{{Type: "user"}, {Type: "user", Name: kmsg.StringPtr("")}},
+			Ops:    []kmsg.AlterClientQuotasRequestEntryOp{{Key: "request_percentage", Value: v}},
+		}, kmsg.AlterClientQuotasRequestEntry{
+			Entity: []kmsg.AlterClientQuotasRequestEntryEntity{{Type: "client-id"}},
+			Ops:    []kmsg.AlterClientQuotasRequestEntryOp{{Key: "request_percentage", Value: v}, {Key: "", Remove: true}},
+		})
+	}
+	quotas.Entries = append(quotas.Entries, kmsg.AlterClientQuotasRequestEntry{})
+	return []kmsg.Request{create, del, scram, quotas}
 }
 
 // TestHostileControllerRequests runs every hostile shape through the

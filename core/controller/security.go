@@ -37,13 +37,7 @@ func apiErrorOf(err error) *apiError {
 // AclControlManager.newAclId does.
 func (c *Controller) newACLID(taken map[meta.UUID]bool) meta.UUID {
 	for {
-		var u meta.UUID
-		hi, lo := c.rng.Uint64(), c.rng.Uint64()
-		for i := range 8 {
-			u[i], u[8+i] = byte(hi>>(56-8*i)), byte(lo>>(56-8*i))
-		}
-		u[6] = u[6]&0x0f | 0x40
-		u[8] = u[8]&0x3f | 0x80
+		u := c.randomUUID()
 		if _, exists := c.spec.ACLBinding(u); exists || taken[u] || u.IsZero() {
 			continue
 		}
@@ -94,13 +88,13 @@ func aclExists(img *meta.Image, b acl.Binding) bool {
 }
 
 // deleteACLs handles DeleteAcls (AclControlManager.deleteAcls): each
-// filter is validated and answers the bindings it removes, ordered by
-// acl.Compare; a binding two filters match is removed, and reported, by
-// the first only.
+// filter is validated and answers every binding it matches, ordered by
+// acl.Compare; a binding several filters match is reported by each and
+// removed once.
 func (c *Controller) deleteACLs(req *kmsg.DeleteACLsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.DeleteACLsResponse)
 	b := c.openBatch()
-	deleted := map[meta.UUID]bool{}
+	removed := map[meta.UUID]bool{}
 	for _, rf := range req.Filters {
 		res := kmsg.NewDeleteACLsResponseResult()
 		f := acl.FilterFromDeletion(rf)
@@ -117,15 +111,14 @@ func (c *Controller) deleteACLs(req *kmsg.DeleteACLsRequest) kmsg.Response {
 		// Kafka scans every ACL here too (deleteAclsForFilter): ids are
 		// what the records name, and the index holds none.
 		var matches []match
+		var recs []meta.Record
 		for id, binding := range c.spec.ACLIDs() {
-			if !deleted[id] && f.Matches(binding) {
+			if f.Matches(binding) {
 				matches = append(matches, match{id, binding})
+				if !removed[id] {
+					recs = append(recs, &meta.RemoveAccessControlEntryRecord{ID: id})
+				}
 			}
-		}
-		slices.SortFunc(matches, func(x, y match) int { return acl.Compare(x.b, y.b) })
-		recs := make([]meta.Record, len(matches))
-		for i, m := range matches {
-			recs[i] = &meta.RemoveAccessControlEntryRecord{ID: m.id}
 		}
 		if !c.add(b, recs...) {
 			e := errBatchFull()
@@ -133,8 +126,9 @@ func (c *Controller) deleteACLs(req *kmsg.DeleteACLsRequest) kmsg.Response {
 			resp.Results = append(resp.Results, res)
 			continue
 		}
+		slices.SortFunc(matches, func(x, y match) int { return acl.Compare(x.b, y.b) })
 		for _, m := range matches {
-			deleted[m.id] = true
+			removed[m.id] = true
 			res.MatchingACLs = append(res.MatchingACLs, matchingACL(m.b))
 		}
 		resp.Results = append(resp.Results, res)
@@ -156,90 +150,86 @@ func matchingACL(b acl.Binding) kmsg.DeleteACLsResponseResultMatchingACL {
 func scramMechanism(m int8) sasl.Mechanism { return meta.ScramMechanism(m).SASL() }
 
 // alterUserScramCredentials handles AlterUserScramCredentials
-// (ScramControlManager.alterCredentials, KIP-554). A user named more than
-// once in the request, in deletions or upsertions, is refused with
-// DUPLICATE_RESOURCE; a deletion must name a credential that exists
-// (RESOURCE_NOT_FOUND); an upsertion is validated by sasl and its stored
-// and server keys derived here from the client's salted password. One
+// (ScramControlManager.alterCredentials, KIP-554), in Kafka's order:
+// deletions, then upsertions, each validated when first met (a deletion
+// must name a credential that exists, RESOURCE_NOT_FOUND; an upsertion is
+// validated by sasl); a user met again after a valid entry is
+// DUPLICATE_RESOURCE, and after a refused one keeps that refusal. Stored
+// and server keys are derived here from the client's salted password. One
 // result per user, in the order users first appear.
 func (c *Controller) alterUserScramCredentials(req *kmsg.AlterUserSCRAMCredentialsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.AlterUserSCRAMCredentialsResponse)
 	var users []string
-	count := map[string]int{}
+	errs := map[string]*apiError{}
+	pending := map[string]meta.Record{}
+	meet := func(user string, validate func() (meta.Record, *apiError)) {
+		_, failed := errs[user]
+		_, valid := pending[user]
+		switch {
+		case failed:
+		case valid:
+			delete(pending, user)
+			errs[user] = errorf(kerr.DuplicateResource, "A user credential cannot be altered twice in the same request")
+		default:
+			users = append(users, user)
+			if rec, e := validate(); e != nil {
+				errs[user] = e
+			} else {
+				pending[user] = rec
+			}
+		}
+	}
 	for _, d := range req.Deletions {
-		users = append(users, d.Name)
-		count[d.Name]++
+		meet(d.Name, func() (meta.Record, *apiError) { return c.scramDeletion(d) })
 	}
 	for _, u := range req.Upsertions {
-		users = append(users, u.Name)
-		count[u.Name]++
+		meet(u.Name, func() (meta.Record, *apiError) { return scramUpsertion(u) })
 	}
-	results := map[string]*apiError{}
 	b := c.openBatch()
-	for _, d := range req.Deletions {
-		if count[d.Name] > 1 {
-			continue
-		}
-		results[d.Name] = c.deleteScram(b, d)
-	}
-	for _, u := range req.Upsertions {
-		if count[u.Name] > 1 {
-			continue
-		}
-		results[u.Name] = c.upsertScram(b, u)
-	}
-	c.seal(b)
-	answered := map[string]bool{}
 	for _, user := range users {
-		if answered[user] {
-			continue
+		if rec, ok := pending[user]; ok && !c.add(b, rec) {
+			errs[user] = errBatchFull()
 		}
-		answered[user] = true
-		e := results[user]
-		if count[user] > 1 {
-			e = errorf(kerr.DuplicateResource, "A user credential cannot be altered twice in the same request")
-		}
+		e := errs[user]
 		r := kmsg.NewAlterUserSCRAMCredentialsResponseResult()
 		r.User, r.ErrorCode, r.ErrorMessage = user, e.code(), e.message()
 		resp.Results = append(resp.Results, r)
 	}
+	c.seal(b)
 	return resp
 }
 
-func (c *Controller) deleteScram(b *batch, d kmsg.AlterUserSCRAMCredentialsRequestDeletion) *apiError {
+// scramDeletion validates one deletion (validateDeletion) and returns
+// its record.
+func (c *Controller) scramDeletion(d kmsg.AlterUserSCRAMCredentialsRequestDeletion) (meta.Record, *apiError) {
 	m := scramMechanism(d.Mechanism)
 	switch {
 	case d.Name == "":
-		return errorf(kerr.UnacceptableCredential, "Username must not be empty")
+		return nil, errorf(kerr.UnacceptableCredential, "Username must not be empty")
 	case !m.IsScram():
-		return errorf(kerr.UnsupportedSaslMechanism, "Unknown SCRAM mechanism")
+		return nil, errorf(kerr.UnsupportedSaslMechanism, "Unknown SCRAM mechanism")
 	}
 	if _, ok := c.spec.LookupScram(m, d.Name); !ok {
-		return errorf(kerr.ResourceNotFound, "Attempt to delete a user credential that does not exist")
+		return nil, errorf(kerr.ResourceNotFound, "Attempt to delete a user credential that does not exist")
 	}
-	if !c.add(b, &meta.RemoveUserScramCredentialRecord{Name: d.Name, Mechanism: meta.ScramMechanism(d.Mechanism)}) {
-		return errBatchFull()
-	}
-	return nil
+	return &meta.RemoveUserScramCredentialRecord{Name: d.Name, Mechanism: meta.ScramMechanism(d.Mechanism)}, nil
 }
 
-func (c *Controller) upsertScram(b *batch, u kmsg.AlterUserSCRAMCredentialsRequestUpsertion) *apiError {
+// scramUpsertion validates one upsertion and returns its record, with the
+// keys derived from the salted password.
+func scramUpsertion(u kmsg.AlterUserSCRAMCredentialsRequestUpsertion) (meta.Record, *apiError) {
 	m := scramMechanism(u.Mechanism)
 	if err := sasl.ValidateScramUpsertion(u.Name, m, u.Salt, int(u.Iterations), u.SaltedPassword); err != nil {
-		return apiErrorOf(err)
+		return nil, apiErrorOf(err)
 	}
 	cred, err := sasl.DeriveScramCredential(m, u.Salt, int(u.Iterations), u.SaltedPassword)
 	if err != nil {
-		return apiErrorOf(err)
+		return nil, apiErrorOf(err)
 	}
-	rec := &meta.UserScramCredentialRecord{
+	return &meta.UserScramCredentialRecord{
 		Name: u.Name, Mechanism: meta.ScramMechanism(u.Mechanism), Salt: cred.Salt,
 		StoredKey: cred.StoredKey, ServerKey: cred.ServerKey, Iterations: u.Iterations,
-	}
-	if !c.add(b, rec) {
-		return errBatchFull()
-	}
-	return nil
+	}, nil
 }
 
 // alterClientQuotas handles AlterClientQuotas
@@ -247,17 +237,17 @@ func (c *Controller) upsertScram(b *batch, u kmsg.AlterUserSCRAMCredentialsReque
 // validated by core/quota (the entity, no key twice, values the key
 // takes) and writes a ClientQuotaRecord for each value that changes and
 // each removal of a key that is set; none with validate_only. An entity
-// named twice sees the earlier entries' changes.
+// named again in the request is INVALID_REQUEST ("Ignoring duplicate
+// entity"), as Kafka answers it.
 func (c *Controller) alterClientQuotas(req *kmsg.AlterClientQuotasRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.AlterClientQuotasResponse)
 	var b *batch
 	if !req.ValidateOnly {
 		b = c.openBatch()
 	}
-	// pending holds the values this request set (nil: removed).
-	pending := map[quota.Entity]map[quota.Key]*float64{}
+	seen := map[quota.Entity]bool{}
 	for _, entry := range req.Entries {
-		e := c.alterQuotaEntry(b, entry, pending)
+		e := c.alterQuotaEntry(b, entry, seen)
 		r := kmsg.NewAlterClientQuotasResponseEntry()
 		r.ErrorCode, r.ErrorMessage = e.code(), e.message()
 		for _, ec := range entry.Entity {
@@ -273,7 +263,7 @@ func (c *Controller) alterClientQuotas(req *kmsg.AlterClientQuotasRequest) kmsg.
 	return resp
 }
 
-func (c *Controller) alterQuotaEntry(b *batch, entry kmsg.AlterClientQuotasRequestEntry, pending map[quota.Entity]map[quota.Key]*float64) *apiError {
+func (c *Controller) alterQuotaEntry(b *batch, entry kmsg.AlterClientQuotasRequestEntry, seen map[quota.Entity]bool) *apiError {
 	components := make([]quota.Component, len(entry.Entity))
 	for i, ec := range entry.Entity {
 		components[i] = quota.Component{Type: ec.Type, Name: ec.Name}
@@ -282,6 +272,10 @@ func (c *Controller) alterQuotaEntry(b *batch, entry kmsg.AlterClientQuotasReque
 	if err != nil {
 		return apiErrorOf(err)
 	}
+	if seen[ent] {
+		return errorf(kerr.InvalidRequest, "Ignoring duplicate entity %s", ent)
+	}
+	seen[ent] = true
 	ops := make([]quota.Op, len(entry.Ops))
 	for i, op := range entry.Ops {
 		ops[i] = quota.Op{Key: quota.Key(op.Key), Value: op.Value, Remove: op.Remove}
@@ -296,44 +290,20 @@ func (c *Controller) alterQuotaEntry(b *batch, entry kmsg.AlterClientQuotasReque
 	if b == nil {
 		return nil
 	}
-	current := func(k quota.Key) (float64, bool) {
-		if v, ok := pending[ent][k]; ok {
-			if v == nil {
-				return 0, false
-			}
-			return *v, true
-		}
-		for _, v := range c.spec.ClientQuota(ent) {
-			if v.Key == k {
-				return v.Value, true
-			}
-		}
-		return 0, false
-	}
+	current := c.spec.ClientQuota(ent)
 	data := meta.QuotaEntityData(ent)
 	var recs []meta.Record
 	for _, op := range ops {
-		cur, set := current(op.Key)
+		i := slices.IndexFunc(current, func(v quota.Value) bool { return v.Key == op.Key })
 		switch {
-		case op.Remove && set:
+		case op.Remove && i >= 0:
 			recs = append(recs, &meta.ClientQuotaRecord{Entity: data, Key: string(op.Key), Remove: true})
-		case !op.Remove && (!set || cur != op.Value):
+		case !op.Remove && (i < 0 || current[i].Value != op.Value):
 			recs = append(recs, &meta.ClientQuotaRecord{Entity: data, Key: string(op.Key), Value: op.Value})
 		}
 	}
 	if !c.add(b, recs...) {
 		return errBatchFull()
-	}
-	if pending[ent] == nil {
-		pending[ent] = map[quota.Key]*float64{}
-	}
-	for _, op := range ops {
-		if op.Remove {
-			pending[ent][op.Key] = nil
-		} else {
-			v := op.Value
-			pending[ent][op.Key] = &v
-		}
 	}
 	return nil
 }

@@ -68,18 +68,24 @@ func (c *Controller) rebuildCollisions() {
 // so that ids never look like command-line flags).
 func (c *Controller) newTopicID(taken map[meta.UUID]bool) meta.UUID {
 	for {
-		var u meta.UUID
-		hi, lo := c.rng.Uint64(), c.rng.Uint64()
-		for i := range 8 {
-			u[i], u[8+i] = byte(hi>>(56-8*i)), byte(lo>>(56-8*i))
-		}
-		u[6] = u[6]&0x0f | 0x40
-		u[8] = u[8]&0x3f | 0x80
+		u := c.randomUUID()
 		if _, exists := c.spec.TopicByID(u); exists || taken[u] || strings.HasPrefix(u.String(), "-") {
 			continue
 		}
 		return u
 	}
+}
+
+// randomUUID draws a version 4 UUID from the controller's randomness.
+func (c *Controller) randomUUID() meta.UUID {
+	var u meta.UUID
+	hi, lo := c.rng.Uint64(), c.rng.Uint64()
+	for i := range 8 {
+		u[i], u[8+i] = byte(hi>>(56-8*i)), byte(lo>>(56-8*i))
+	}
+	u[6] = u[6]&0x0f | 0x40
+	u[8] = u[8]&0x3f | 0x80
+	return u
 }
 
 // activeBrokerIDs lists the active brokers of the speculative image in

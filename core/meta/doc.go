@@ -90,6 +90,10 @@
 //     partitions and configs.
 //   - A topic config exists only for a live topic; a config resource with no
 //     keys is not in the image; a feature at level 0 is not in the image.
+//   - ACL ids and bindings are one-to-one, and the acl.Index holds exactly
+//     the bindings of the ids; a client quota entity with no keys is not
+//     in the image; a SCRAM credential is usable by core/sasl (iterations,
+//     salt and key sizes in bounds).
 //   - SnapshotRecords(img) replayed onto the empty image gives an image equal
 //     to img.
 //

@@ -88,7 +88,8 @@ func (img *Image) ACLs() acl.Index { return img.acls }
 
 // WithACLs returns a copy of img whose ACL index is ix, at the same
 // position: for tests and tools that build an image by hand (the log's
-// ACL records replay through a Delta).
+// ACL records replay through a Delta). Only the index changes: the ACL
+// ids, the digest and snapshots do not see ix.
 func (img *Image) WithACLs(ix acl.Index) *Image {
 	c := *img
 	c.acls = ix

@@ -14,6 +14,9 @@ import (
 	"github.com/strata-log/strata/core/sasl"
 )
 
+// The image is the brokers' SCRAM credential store.
+var _ sasl.Credentials = (*Image)(nil)
+
 // scramKey names one SCRAM credential of the image: a user and a
 // mechanism.
 type scramKey struct {
