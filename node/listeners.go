@@ -1,9 +1,12 @@
 package node
 
 import (
+	"crypto/rand"
+	"errors"
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -343,4 +346,58 @@ func parseAdvertisedListeners(value string) (any, error) {
 		out[nl.name] = nl.addr
 	}
 	return out, nil
+}
+
+// registerTLS gives the node's transport the TLS configuration of every
+// TLS client listener (its ssl.* keys), reading and checking its files.
+func registerTLS(cfg Config, listeners []broker.Listener, n *Net) error {
+	for _, l := range listeners {
+		if l.Protocol != meta.SecuritySSL && l.Protocol != meta.SecuritySASLSSL {
+			continue
+		}
+		tcfg, err := cfg.TLSConfig(l.Name, l.Protocol == meta.SecuritySASLSSL)
+		if err != nil {
+			return err
+		}
+		if !tcfg.HasCertificate() {
+			return invalid(ListenerPrefix+strings.ToLower(l.Name)+"."+KeySSLKeystoreLocation, "",
+				"listener "+l.Name+" is "+protocolNameOf(l.Protocol)+" and needs a certificate and key (ssl.keystore.location, or ssl.certificate.location and ssl.key.location)")
+		}
+		if err := n.SetTLS(l.Name, tcfg); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// decoySecretFile holds the secret that keys SCRAM's decoy credentials
+// for unknown users (sasl.Config.DecoySecret), so that they stay the same
+// across restarts.
+const decoySecretFile = "sasl-decoy.secret"
+
+// loadOrCreateDecoySecret reads the data directory's decoy secret,
+// creating it (32 random bytes, mode 0600) on first use.
+func loadOrCreateDecoySecret(dataDir string) ([]byte, error) {
+	path := filepath.Join(dataDir, decoySecretFile)
+	b, err := os.ReadFile(path)
+	switch {
+	case err == nil && len(b) >= 32:
+		return b, nil
+	case err == nil:
+		return nil, fmt.Errorf("%s: %d bytes, want at least 32 (delete it to make a new one)", path, len(b))
+	case !errors.Is(err, os.ErrNotExist):
+		return nil, fmt.Errorf("read the SASL decoy secret: %w", err)
+	}
+	b = make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return nil, err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return nil, fmt.Errorf("write the SASL decoy secret: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return nil, fmt.Errorf("write the SASL decoy secret: %w", err)
+	}
+	return b, nil
 }

@@ -31,15 +31,17 @@ const DefaultShutdownTimeout = 30 * time.Second
 // broker role, the broker, its registration and its partitions), composed
 // in core exactly as the simulator runs it.
 type Node struct {
-	cfg        Config
-	meta       MetaProperties
-	log        *slog.Logger
-	loop       *Loop
-	env        *Env
-	srv        *server.Server
-	addr       string
-	ctrlAddr   string
-	advertised string
+	cfg  Config
+	meta MetaProperties
+	log  *slog.Logger
+	loop *Loop
+	env  *Env
+	srv  *server.Server
+	addr string
+	// listenerAddrs are the client listeners' bound addresses by name.
+	listenerAddrs map[string]string
+	ctrlAddr      string
+	advertised    string
 
 	// metrics is the server's registry, nil with strata.metrics.enable
 	// false; ops serves it, nil with metrics.listener empty.
@@ -120,6 +122,23 @@ func Start(cfg Config, log *slog.Logger) (*Node, error) {
 		}
 		return nil, err
 	}
+	if err := registerTLS(cfg, listeners, e.net); err != nil {
+		_ = e.Close()
+		if ops != nil {
+			_ = ops.ln.Close()
+		}
+		return nil, err
+	}
+	var decoy []byte
+	if cfg.IsBroker() {
+		if decoy, err = loadOrCreateDecoySecret(dataDir); err != nil {
+			_ = e.Close()
+			if ops != nil {
+				_ = ops.ln.Close()
+			}
+			return nil, err
+		}
+	}
 	go loop.Run()
 
 	n := &Node{cfg: cfg, meta: meta, log: log, loop: loop, env: e, ops: ops}
@@ -150,6 +169,7 @@ func Start(cfg Config, log *slog.Logger) (*Node, error) {
 		if cfg.IsBroker() {
 			bc := &scfg.BrokerListener
 			bc.Listeners, bc.InterBrokerListener, bc.LogDir = listeners, interBroker, dataDir
+			bc.Security.DecoySecret = decoy
 			bc.MaxConnectionsPerIP, bc.MaxConnectionsPerIPOverrides, bc.ConnectionsMaxIdle = limits.MaxPerHost, limits.PerHostOverrides, limits.MaxIdle
 			bc.Work = cfg.workConfig()
 			bc.StaticConfigs = cfg.brokerStaticConfigs()
@@ -164,6 +184,10 @@ func Start(cfg Config, log *slog.Logger) (*Node, error) {
 		n.ctrlAddr = n.srv.ControllerAddr()
 		if cfg.IsBroker() {
 			n.addr = n.srv.BrokerAddr()
+			n.listenerAddrs = map[string]string{}
+			for _, l := range listeners {
+				n.listenerAddrs[l.Name] = n.srv.Broker().ListenerAddr(l.Name)
+			}
 			n.advertised = net.JoinHostPort(listeners[0].AdvertisedHost, strconv.Itoa(int(n.srv.Broker().AdvertisedPort())))
 		}
 	})
@@ -236,6 +260,10 @@ func controllerPortMismatch(cfg Config) string {
 	}
 	return ""
 }
+
+// ListenerAddr is the address the named client listener bound (with the
+// real port when configured with port 0); empty if there is none.
+func (n *Node) ListenerAddr(name string) string { return n.listenerAddrs[name] }
 
 // Addr is the address the client listener bound (with the real port when
 // configured with port 0); empty on a controller-only node.

@@ -721,7 +721,7 @@ func TestTLSPasswordsAreSensitive(t *testing.T) {
 		"ssl.keystore.type": false, "ssl.keystore.location": false, "ssl.keystore.password": true,
 		"ssl.key.password": true, "ssl.certificate.location": false, "ssl.key.location": false,
 		"ssl.principal.mapping.rules": false,
-		"ssl.truststore.type": false, "ssl.truststore.location": false, "ssl.truststore.password": true,
+		"ssl.truststore.type":         false, "ssl.truststore.location": false, "ssl.truststore.password": true,
 		"ssl.keystore.key": true, "ssl.keystore.certificate.chain": true, "ssl.truststore.certificates": true,
 		"ssl.client.auth": false, "ssl.enabled.protocols": false, "ssl.cipher.suites": false,
 		"ssl.endpoint.identification.algorithm": false, "ssl.allow.dn.changes": false, "ssl.allow.san.changes": false,

@@ -41,8 +41,10 @@ type Listener struct {
 
 // SecurityConfig is what the broker's SASL listeners share.
 type SecurityConfig struct {
-	// Credentials looks SCRAM credentials up (the metadata image's
-	// UserScramCredentialRecords). Required with a SASL listener.
+	// Credentials looks SCRAM credentials up; nil means the
+	// UserScramCredentialRecords of the image the broker has applied at
+	// the moment of each lookup, so a credential is usable everywhere as
+	// soon as it commits.
 	Credentials sasl.Credentials
 	// DecoySecret keys the decoy credentials of unknown users
 	// (sasl.Config.DecoySecret). Required with a SASL listener.
@@ -118,8 +120,8 @@ func (cfg Config) validateListeners() error {
 	if cfg.InterBrokerListener != "" && !slices.Contains(names, cfg.InterBrokerListener) {
 		return fmt.Errorf("%w: inter-broker listener %s is not one of the listeners %v", errInvalidConfig, cfg.InterBrokerListener, names)
 	}
-	if sasls && (cfg.Security.Credentials == nil || len(cfg.Security.DecoySecret) == 0) {
-		return fmt.Errorf("%w: a SASL listener needs Security.Credentials and Security.DecoySecret", errInvalidConfig)
+	if sasls && len(cfg.Security.DecoySecret) == 0 {
+		return fmt.Errorf("%w: a SASL listener needs Security.DecoySecret", errInvalidConfig)
 	}
 	if cfg.Security.FailedAuthenticationDelay < 0 || cfg.Security.MaxReauth < 0 {
 		return fmt.Errorf("%w: negative authentication durations", errInvalidConfig)
@@ -132,7 +134,11 @@ func (b *Broker) listen() error {
 	for _, l := range b.cfg.listeners() {
 		bl := &listener{Listener: l}
 		if isSASL(l.Protocol) {
-			srv, err := sasl.NewServer(sasl.Config{Enabled: l.Mechanisms, Credentials: b.cfg.Security.Credentials,
+			creds := b.cfg.Security.Credentials
+			if creds == nil {
+				creds = imageCredentials{b}
+			}
+			srv, err := sasl.NewServer(sasl.Config{Enabled: l.Mechanisms, Credentials: creds,
 				Nonce: b.nonce, DecoySecret: b.cfg.Security.DecoySecret})
 			if err != nil {
 				b.closeListeners()
@@ -237,4 +243,17 @@ func (b *Broker) listenerNamed(name string) *listener {
 		}
 	}
 	return nil
+}
+
+// imageCredentials are the SCRAM credentials of the broker's current
+// image.
+type imageCredentials struct{ b *Broker }
+
+// LookupScram implements sasl.Credentials.
+func (c imageCredentials) LookupScram(m sasl.Mechanism, user string) (sasl.ScramCredential, bool) {
+	img := c.b.image()
+	if img == nil {
+		return sasl.ScramCredential{}, false
+	}
+	return img.LookupScram(m, user)
 }
