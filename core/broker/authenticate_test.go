@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"log/slog"
 	"testing"
 	"time"
 
@@ -275,4 +276,52 @@ func TestSASLReauthentication(t *testing.T) {
 		require.Equal(t, kerr.UnsupportedSaslMechanism.Code, resp.ErrorCode)
 		require.True(t, c.closed)
 	})
+}
+
+// FuzzSASLTokens feeds arbitrary tokens to both SASL framings after a
+// handshake, for every mechanism: whatever the bytes, the broker must not
+// panic, must answer at most once per request, and a connection that did
+// not authenticate is never served a request other than ApiVersions or
+// SASL (the Metadata after the tokens closes it, or it was closed).
+func FuzzSASLTokens(f *testing.F) {
+	f.Add(uint8(0), false, []byte("\x00bob\x00bob-secret"), []byte{})
+	f.Add(uint8(1), true, []byte("n,,n=alice,r=abc"), []byte("c=biws,r=abc,p=AAAA"))
+	f.Add(uint8(2), true, []byte("n,a=bob,n=alice,r=x"), []byte{0xff, 0x00})
+	f.Add(uint8(1), false, []byte{}, make([]byte, 9000))
+	mechs := []string{"PLAIN", "SCRAM-SHA-512", "SCRAM-SHA-256"}
+	f.Fuzz(func(t *testing.T, mech uint8, v1 bool, first, second []byte) {
+		b, e := newSASLBroker(t)
+		e.logger = slog.New(slog.DiscardHandler)
+		b.log = e.logger
+		c := e.net.connect()
+		version := int16(0)
+		if v1 {
+			version = 1
+		}
+		req := kmsg.NewPtrSASLHandshakeRequest()
+		req.Version, req.Mechanism = version, mechs[int(mech)%len(mechs)]
+		c.deliver(encodeRequest(req, 1))
+		for i, tok := range [][]byte{first, second} {
+			if v1 {
+				c.deliver(encodeRequest(&kmsg.SASLAuthenticateRequest{Version: 2, SASLAuthBytes: tok}, int32(2+i)))
+			} else {
+				c.deliver(tok)
+			}
+		}
+		if c.closed || onlyConnOrNil(b) == nil || onlyConnOrNil(b).auth.state == authDone {
+			return
+		}
+		sent := len(c.sent)
+		c.deliver(encodeRequest(&kmsg.MetadataRequest{Version: 12}, 9))
+		if !c.closed || len(c.sent) != sent {
+			t.Fatalf("an unauthenticated connection was served Metadata")
+		}
+	})
+}
+
+func onlyConnOrNil(b *Broker) *conn {
+	if len(b.conns) != 1 {
+		return nil
+	}
+	return b.conns[0]
 }
