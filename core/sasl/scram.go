@@ -1,6 +1,7 @@
 package sasl
 
 import (
+	"crypto/hmac"
 	"encoding/base64"
 	"fmt"
 	"strings"
@@ -24,6 +25,13 @@ type scramExchange struct {
 	// Set by the lookup during the first step.
 	decoyReason string // non-empty: the user has no usable credential
 	nonceShort  int    // bytes the nonce source returned, if too few
+	cred        ScramCredential
+
+	// Kept from the first step for librdkafkaFinal.
+	gs2Header   string // the client-first message's "n,," or "n,a=...,"
+	clientFirst string // the client-first message without its gs2 header
+	serverFirst string
+	fullNonce   string // the whole nonce: the client's, then the server's
 }
 
 func newScramExchange(s *Server, m Mechanism) *scramExchange {
@@ -50,6 +58,7 @@ func (x *scramExchange) lookup(user string) (scram.StoredCredentials, error) {
 	if x.decoyReason != "" {
 		c = x.server.decoy(x.mech, user)
 	}
+	x.cred = c
 	return scram.StoredCredentials{
 		KeyFactors: scram.KeyFactors{Salt: string(c.Salt), Iters: c.Iterations},
 		StoredKey:  c.StoredKey,
@@ -94,7 +103,14 @@ func (x *scramExchange) step(token []byte) (out []byte, user string, done bool, 
 			// Kafka's rule; checked whether or not the user exists.
 			return nil, "", false, "authorization id differs from the user name"
 		}
+		x.keepFirst(string(token), s1)
 		return []byte(s1), "", false, ""
+	}
+	if out, ok, reason := x.librdkafkaFinal(string(token)); ok {
+		if reason != "" {
+			return nil, "", false, reason
+		}
+		return []byte(out), x.conv.Username(), true, ""
 	}
 	s2, err := x.conv.Step(string(token))
 	switch {
@@ -106,4 +122,68 @@ func (x *scramExchange) step(token []byte) (out []byte, user string, done bool, 
 		return nil, "", false, "client-final message: not valid"
 	}
 	return []byte(s2), x.conv.Username(), true, ""
+}
+
+// keepFirst records what librdkafkaFinal needs of the first exchange
+// (xdg-go/scram keeps it unexported).
+func (x *scramExchange) keepFirst(clientFirst, serverFirst string) {
+	// The gs2 header is the first two fields; the names cannot hold a
+	// bare ',' (=2C), so the third ',' ends it.
+	i := strings.Index(clientFirst, ",")
+	if i < 0 {
+		return
+	}
+	j := strings.Index(clientFirst[i+1:], ",")
+	if j < 0 {
+		return
+	}
+	x.gs2Header, x.clientFirst = clientFirst[:i+j+2], clientFirst[i+j+2:]
+	x.serverFirst = serverFirst
+	if r, ok := strings.CutPrefix(serverFirst, "r="); ok {
+		x.fullNonce, _, _ = strings.Cut(r, ",")
+	}
+}
+
+// librdkafkaFinal verifies a client-final message whose nonce is the
+// client's nonce followed by the whole nonce: what librdkafka sent from
+// v0.0.99 to v2.6.0 (Debian's 2.0.2 among them; fixed by librdkafka
+// #4895). Kafka accepts it since 3.8.1 (its ScramSaslServer checks that
+// the nonce ends with the server-first nonce, KAFKA-17389), so Strata
+// does too; xdg-go/scram wants the nonces equal. handled is false for
+// any other message, which xdg-go/scram verifies. The proof is checked
+// over the message as sent, as RFC 5802 computes it. reason is non-empty
+// on failure.
+func (x *scramExchange) librdkafkaFinal(msg string) (out string, handled bool, reason string) {
+	fields := strings.Split(msg, ",")
+	if x.fullNonce == "" || len(fields) != 3 || !strings.HasPrefix(fields[0], "c=") ||
+		!strings.HasPrefix(fields[2], "p=") {
+		return "", false, ""
+	}
+	r, ok := strings.CutPrefix(fields[1], "r=")
+	if !ok || r == x.fullNonce || !strings.HasSuffix(r, x.fullNonce) {
+		return "", false, ""
+	}
+	switch {
+	case x.decoyReason != "":
+		return "", true, x.decoyReason
+	case fields[0] != "c="+base64.StdEncoding.EncodeToString([]byte(x.gs2Header)):
+		return "", true, "client-final message: channel binding does not match the client-first message"
+	}
+	h, _ := x.mech.hashOf()
+	proof, err := base64.StdEncoding.DecodeString(fields[2][2:])
+	if err != nil || len(proof) != x.mech.hashSize() || len(x.cred.StoredKey) != x.mech.hashSize() {
+		return "", true, "client-final message: malformed proof"
+	}
+	authMessage := x.clientFirst + "," + x.serverFirst + "," + fields[0] + "," + fields[1]
+	signature := hmacSum(h, x.cred.StoredKey, authMessage)
+	clientKey := make([]byte, len(proof))
+	for i := range proof {
+		clientKey[i] = proof[i] ^ signature[i]
+	}
+	sum := h()
+	sum.Write(clientKey)
+	if !hmac.Equal(sum.Sum(nil), x.cred.StoredKey) {
+		return "", true, "client-final message: wrong proof (librdkafka's repeated nonce)"
+	}
+	return "v=" + base64.StdEncoding.EncodeToString(hmacSum(h, x.cred.ServerKey, authMessage)), true, ""
 }

@@ -399,3 +399,81 @@ func TestScramHandClient(t *testing.T) {
 		})
 	}
 }
+
+// librdkafkaFinal builds the client-final message librdkafka before 2.6.1
+// sends: its nonce is the client nonce followed by the whole nonce, and
+// its proof is computed over that message.
+func librdkafkaFinal(t *testing.T, m Mechanism, clientFirstBare, serverFirst, cbind, password string, prefix string) (msg, wantServerFinal string) {
+	t.Helper()
+	attrs := map[string]string{}
+	for _, f := range strings.Split(serverFirst, ",") {
+		attrs[f[:1]] = f[2:]
+	}
+	salt, err := base64.StdEncoding.DecodeString(attrs["s"])
+	require.NoError(t, err)
+	iters, err := strconv.Atoi(attrs["i"])
+	require.NoError(t, err)
+	h, _ := m.hashOf()
+	salted, err := SaltedPassword(m, password, salt, iters)
+	require.NoError(t, err)
+	clientKey := hmacSum(h, salted, "Client Key")
+	sum := h()
+	sum.Write(clientKey)
+	storedKey := sum.Sum(nil)
+	withoutProof := "c=" + cbind + ",r=" + prefix + attrs["r"]
+	authMessage := clientFirstBare + "," + serverFirst + "," + withoutProof
+	sig := hmacSum(h, storedKey, authMessage)
+	proof := make([]byte, len(clientKey))
+	for i := range proof {
+		proof[i] = clientKey[i] ^ sig[i]
+	}
+	serverKey := hmacSum(h, salted, "Server Key")
+	return withoutProof + ",p=" + base64.StdEncoding.EncodeToString(proof),
+		"v=" + base64.StdEncoding.EncodeToString(hmacSum(h, serverKey, authMessage))
+}
+
+// TestScramLibrdkafkaRepeatedNonce: librdkafka from v0.0.99 to v2.6.0
+// (Debian's 2.0.2 among them) repeats the client nonce before the whole
+// nonce in its client-final message; Kafka accepts a nonce that ends with
+// the whole nonce since 3.8.1, and so does Strata, with the proof still
+// checked over the message as sent.
+func TestScramLibrdkafkaRepeatedNonce(t *testing.T) {
+	for _, m := range []Mechanism{ScramSHA256, ScramSHA512} {
+		t.Run(string(m), func(t *testing.T) {
+			creds := memCreds{}
+			creds.add(t, m, "alice", "alice-secret", DefaultIterations)
+			s := newTestServer(t, creds)
+			const cnonce = "rOprNGfwEbeRWgbNEkqO"
+			login := func(user, password, prefix, cbind string) (string, bool, error) {
+				sess, err := s.Start(string(m))
+				require.NoError(t, err)
+				bare := "n=" + user + ",r=" + cnonce
+				s1, done, err := sess.Step([]byte("n,," + bare))
+				require.NoError(t, err)
+				require.False(t, done)
+				final, want := librdkafkaFinal(t, m, bare, string(s1), cbind, password, prefix)
+				s2, done, err := sess.Step([]byte(final))
+				if err == nil {
+					require.Equal(t, want, string(s2), "the server signature")
+					require.Equal(t, user, sess.User())
+				}
+				return string(s2), done, err
+			}
+			_, done, err := login("alice", "alice-secret", cnonce, "biws")
+			require.NoError(t, err)
+			require.True(t, done)
+			_, done, err = login("alice", "alice-secret", "anything", "biws")
+			require.NoError(t, err, "Kafka's rule: the nonce ends with the whole nonce")
+			require.True(t, done)
+			for _, tc := range []struct{ user, password, prefix, cbind string }{
+				{"alice", "wrong", cnonce, "biws"},
+				{"mallory", "alice-secret", cnonce, "biws"}, // the decoy
+				{"alice", "alice-secret", cnonce, "eSws"},   // "y,," as the channel binding
+			} {
+				_, done, err := login(tc.user, tc.password, tc.prefix, tc.cbind)
+				require.ErrorIs(t, err, ErrAuthenticationFailed, "%+v", tc)
+				require.False(t, done)
+			}
+		})
+	}
+}
