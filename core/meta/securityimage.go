@@ -79,6 +79,14 @@ func (img *Image) ClientQuota(e quota.Entity) []quota.Value {
 	return values
 }
 
+// SameClientQuotas reports whether img and other hold the same client
+// quotas without comparing them: true only when no ClientQuotaRecord
+// changed them between the two (the image shares its unchanged parts).
+// A broker resyncs its quota state only when it is false.
+func (img *Image) SameClientQuotas(other *Image) bool {
+	return other != nil && img.quotas.root == other.quotas.root
+}
+
 // QuotaManager returns a new quota.Manager with cfg and the image's client
 // quotas: what a broker measures clients with and answers
 // DescribeClientQuotas from.
