@@ -334,3 +334,26 @@ func TestQuotaConnectionCreationRate(t *testing.T) {
 	require.LessOrEqual(t, served, 11)
 	require.Equal(t, 20-served, refused)
 }
+
+// TestQuotaCountsUnauthorizedRequests: a request refused by the
+// authorizer is still charged to its client's quotas and throttled
+// (Kafka's RequestQuotaTest): an unauthorized producer over its
+// producer_byte_rate gets TOPIC_AUTHORIZATION_FAILED with
+// throttle_time_ms, and is muted.
+func TestQuotaCountsUnauthorizedRequests(t *testing.T) {
+	a := newAuthServer(t)
+	h := &simServer{a.Single}
+	user := "client"
+	a.asAdmin(func() {
+		h.CreateTopic("t", 1, nil)
+		setQuota(h, userEntity(&user), "producer_byte_rate", 1024, false)
+	})
+	b := record.NewBuilder()
+	b.Append(h.ClientEnv().Now().UnixMilli(), nil, make([]byte, 20_000))
+	batch, err := b.AppendTo(nil)
+	require.NoError(t, err)
+	resp := h.Do(servertest.ProduceRequest("t", 0, batch)).(*kmsg.ProduceResponse)
+	require.Equal(t, kerr.TopicAuthorizationFailed.Code, resp.Topics[0].Partitions[0].ErrorCode)
+	require.Positive(t, resp.ThrottleMillis, "the refused request counts")
+	requireMuted(t, h, throttleOf(resp.ThrottleMillis))
+}
