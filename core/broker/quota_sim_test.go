@@ -357,3 +357,29 @@ func TestQuotaCountsUnauthorizedRequests(t *testing.T) {
 	require.Positive(t, resp.ThrottleMillis, "the refused request counts")
 	requireMuted(t, h, throttleOf(resp.ThrottleMillis))
 }
+
+// TestQuotaControllerMutationsOfAuthorizedTopicsOnly: only the topics a
+// client may change are charged to its controller_mutation_rate, and a
+// strict refusal answers the others with their own error
+// (TOPIC_AUTHORIZATION_FAILED), as Kafka's controller does.
+func TestQuotaControllerMutationsOfAuthorizedTopicsOnly(t *testing.T) {
+	a := newAuthServer(t)
+	h := &simServer{a.Single}
+	user := "client"
+	a.asAdmin(func() { setQuota(h, userEntity(&user), "controller_mutation_rate", 1, false) })
+	a.set(allow(topicRes, "a", kmsg.ACLOperationCreate), allow(topicRes, "b", kmsg.ACLOperationCreate))
+
+	// 14 partitions of "a" overdraw the bucket of 11 by 3; the 100 of
+	// "x", refused, are not charged.
+	resp := createTopics(h, 7, 14, "a")
+	require.Zero(t, resp.Topics[0].ErrorCode)
+	resp = createTopics(h, 7, 100, "x")
+	require.Equal(t, kerr.TopicAuthorizationFailed.Code, resp.Topics[0].ErrorCode)
+
+	resp = createTopics(h, 7, 1, "b", "y")
+	require.Equal(t, kerr.ThrottlingQuotaExceeded.Code, resp.Topics[0].ErrorCode)
+	require.Equal(t, kerr.TopicAuthorizationFailed.Code, resp.Topics[1].ErrorCode)
+	throttle := throttleOf(resp.ThrottleMillis)
+	require.Positive(t, throttle)
+	require.LessOrEqual(t, throttle, 3*time.Second, "only the 14 authorized partitions were charged")
+}

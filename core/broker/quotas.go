@@ -284,11 +284,12 @@ func (b *Broker) fetchQuotaBytes(r *request, budget int64) int64 {
 }
 
 // mutationQuota charges a CreateTopics, CreatePartitions or DeleteTopics
-// with the partitions it creates or deletes (KIP-599) and answers it with
-// THROTTLING_QUOTA_EXCEEDED when its strict quota is already exhausted,
-// reporting whether it did.
+// with the partitions it creates or deletes on topics it may change
+// (KIP-599) and answers it when its strict quota is already exhausted:
+// THROTTLING_QUOTA_EXCEEDED for those topics, the refusal each other
+// topic would get anyway. It reports whether it answered.
 func (b *Broker) mutationQuota(r *request, m *quota.Manager) bool {
-	n, strict := b.mutations(r)
+	n, strict, refusals := b.mutations(r)
 	if n <= 0 {
 		return false
 	}
@@ -300,23 +301,46 @@ func (b *Broker) mutationQuota(r *request, m *quota.Manager) bool {
 	}
 	b.log.Debug("request refused: controller mutation quota exceeded", "api_name", r.hdr.APIName(),
 		"principal", r.cn.principal.String(), "client_id", r.q.clientID, "throttle", d)
-	r.respond(protocol.ErrorResponse(r.body, kerr.ThrottlingQuotaExceeded, "The throttling quota has been exceeded."))
+	resp := protocol.ErrorResponse(r.body, kerr.ThrottlingQuotaExceeded, "The throttling quota has been exceeded.")
+	setRefusals(resp, refusals)
+	r.respond(resp)
 	return true
 }
 
+// mutationRefusal is the answer a topic of a controller request gets
+// whatever its quota (nil: none).
+type mutationRefusal struct {
+	err *kerr.Error
+	msg string
+}
+
 // mutations is the partition count a controller request creates or
-// deletes, and whether its version takes a strict quota (Kafka's
-// ControllerMutationQuotaManager.newQuotaFor). Validate-only requests
+// deletes on the topics the client may change, whether its version takes
+// a strict quota (Kafka's ControllerMutationQuotaManager.newQuotaFor), and
+// each topic's refusal in the answer's order. Validate-only requests
 // mutate nothing.
-func (b *Broker) mutations(r *request) (int, bool) {
+func (b *Broker) mutations(r *request) (int, bool, []*mutationRefusal) {
 	img := b.image()
 	n := 0
+	unauthorized := &mutationRefusal{err: kerr.TopicAuthorizationFailed, msg: "Authorization failed."}
+	var refusals []*mutationRefusal
 	switch req := r.body.(type) {
 	case *kmsg.CreateTopicsRequest:
 		if req.ValidateOnly {
-			return 0, false
+			return 0, false, nil
 		}
+		canCreate := b.createTopicAuth(r)
 		for _, t := range req.Topics {
+			switch {
+			case isCoordinatorTopic(t.Topic):
+				refusals = append(refusals, &mutationRefusal{err: kerr.InvalidRequest,
+					msg: "Creation of internal topic " + t.Topic + " is prohibited."})
+				continue
+			case canCreate(t.Topic) != nil:
+				refusals = append(refusals, unauthorized)
+				continue
+			}
+			refusals = append(refusals, nil)
 			switch {
 			case len(t.ReplicaAssignment) > 0:
 				n += len(t.ReplicaAssignment)
@@ -328,34 +352,71 @@ func (b *Broker) mutations(r *request) (int, bool) {
 				n++ // the controller's default, num.partitions=1
 			}
 		}
-		return n, req.Version >= 6
+		return n, req.Version >= 6, refusals
 	case *kmsg.CreatePartitionsRequest:
 		if req.ValidateOnly {
-			return 0, false
+			return 0, false, nil
 		}
+		canAlter := b.topicAuth(r, kmsg.ACLOperationAlter)
 		for _, t := range req.Topics {
+			if canAlter(t.Topic) != nil {
+				refusals = append(refusals, unauthorized)
+				continue
+			}
+			refusals = append(refusals, nil)
 			if cur := topicPartitions(img, t.Topic); t.Count > cur {
 				n += int(t.Count - cur)
 			}
 		}
-		return n, req.Version >= 3
+		return n, req.Version >= 3, refusals
 	case *kmsg.DeleteTopicsRequest:
-		names := req.TopicNames
-		for _, t := range req.Topics {
+		canDelete := b.topicAuth(r, kmsg.ACLOperationDelete)
+		if b.authorized(r, kmsg.ACLOperationDelete, kmsg.ACLResourceTypeCluster, clusterName) {
+			canDelete = func(string) error { return nil }
+		}
+		for _, t := range protocol.DeleteTopicsEntries(req) {
+			name := ""
 			if t.Topic != nil {
-				names = append(names, *t.Topic)
+				name = *t.Topic
 			} else if img != nil {
 				if ti, ok := img.TopicByID(meta.UUID(t.TopicID)); ok {
-					names = append(names, ti.Name())
+					name = ti.Name()
 				}
 			}
-		}
-		for _, name := range names {
+			if name != "" && canDelete(name) != nil {
+				refusals = append(refusals, unauthorized)
+				continue
+			}
+			refusals = append(refusals, nil)
 			n += int(topicPartitions(img, name))
 		}
-		return n, req.Version >= 5
+		return n, req.Version >= 5, refusals
 	}
-	return 0, false
+	return 0, false, nil
+}
+
+// setRefusals puts each refused topic's own error in a
+// THROTTLING_QUOTA_EXCEEDED answer (its topics in request order).
+func setRefusals(resp kmsg.Response, refusals []*mutationRefusal) {
+	set := func(i int, code *int16, msg **string) {
+		if i < len(refusals) && refusals[i] != nil {
+			*code, *msg = refusals[i].err.Code, kmsg.StringPtr(refusals[i].msg)
+		}
+	}
+	switch resp := resp.(type) {
+	case *kmsg.CreateTopicsResponse:
+		for i := range resp.Topics {
+			set(i, &resp.Topics[i].ErrorCode, &resp.Topics[i].ErrorMessage)
+		}
+	case *kmsg.CreatePartitionsResponse:
+		for i := range resp.Topics {
+			set(i, &resp.Topics[i].ErrorCode, &resp.Topics[i].ErrorMessage)
+		}
+	case *kmsg.DeleteTopicsResponse:
+		for i := range resp.Topics {
+			set(i, &resp.Topics[i].ErrorCode, &resp.Topics[i].ErrorMessage)
+		}
+	}
 }
 
 // topicPartitions is a topic's partition count in img, 0 if unknown.
