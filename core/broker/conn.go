@@ -134,7 +134,7 @@ func (r *request) respondParts(parts []env.Part, release func()) {
 // may read the request and what the caller hands it, never broker state.
 func (r *request) offload(cost time.Duration, run, done func()) {
 	r.chargeWork(cost)
-	r.cn.work.Submit(work.Job{Cost: cost, Run: run, Done: done})
+	r.cn.work.Submit(work.Job{Cost: cost, Run: run, Done: r.onLoop(done)})
 }
 
 // offloadCharged is offload with charge, the job's cost as its result
@@ -143,7 +143,7 @@ func (r *request) offload(cost time.Duration, run, done func()) {
 // a light one.
 func (r *request) offloadCharged(cost time.Duration, run func(), charge func() time.Duration, done func()) {
 	if r.q != nil {
-		done0 := done
+		done0 := r.onLoop(done)
 		done = func() {
 			r.chargeWork(charge())
 			done0()

@@ -431,6 +431,29 @@ func topicPartitions(img *meta.Image, name string) int32 {
 	return int32(ti.NumPartitions())
 }
 
+// onLoop wraps f, a part of r's handling that runs later on the loop (an
+// offloaded job's completion), so that its loop time is charged to r's
+// request time as the handler's is.
+func (r *request) onLoop(f func()) func() {
+	q := r.q
+	if q == nil {
+		return f
+	}
+	e := r.cn.b.e
+	return func() {
+		if q.handling {
+			f() // inline, within the handler: already timed
+			return
+		}
+		q.handleStart, q.handling = e.Monotonic(), true
+		f()
+		if q.handling {
+			q.handling = false
+			q.loop += e.Monotonic() - q.handleStart
+		}
+	}
+}
+
 // chargeWork adds an offloaded job's estimated CPU time to r's request
 // time.
 func (r *request) chargeWork(d time.Duration) {
