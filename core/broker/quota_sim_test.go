@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/core/env"
+	"github.com/strata-log/strata/core/metrics"
 	"github.com/strata-log/strata/core/record"
 	"github.com/strata-log/strata/core/wire"
 	"github.com/strata-log/strata/sim/servertest"
@@ -134,6 +135,7 @@ func TestQuotaProducerByteRate(t *testing.T) {
 	require.Greater(t, throttle, 8*time.Second)
 	require.Less(t, throttle, 12*time.Second)
 	requireMuted(t, h, throttle)
+	require.Equal(t, uint64(1), throttleCount(h, "Produce"), "the throttle is in kafka_server_quota_throttle_time_ms")
 
 	setQuota(h, clientEntity(nil), "producer_byte_rate", 0, true)
 	resp = produceBytes(h, 9, 20_000)
@@ -382,4 +384,19 @@ func TestQuotaControllerMutationsOfAuthorizedTopicsOnly(t *testing.T) {
 	throttle := throttleOf(resp.ThrottleMillis)
 	require.Positive(t, throttle)
 	require.LessOrEqual(t, throttle, 3*time.Second, "only the 14 authorized partitions were charged")
+}
+
+// throttleCount is how many throttles of quotaType the metrics counted.
+func throttleCount(h *simServer, quotaType string) uint64 {
+	for _, snap := range h.Metrics.Snapshot() {
+		if snap.Def != metrics.QuotaThrottleTime {
+			continue
+		}
+		for _, series := range snap.Series {
+			if len(series.Labels) == 1 && series.Labels[0] == quotaType {
+				return series.Count
+			}
+		}
+	}
+	return 0
 }
