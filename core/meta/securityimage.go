@@ -79,10 +79,11 @@ func (img *Image) ClientQuota(e quota.Entity) []quota.Value {
 	return values
 }
 
-// SameClientQuotas reports whether img and other hold the same client
-// quotas without comparing them: true only when no ClientQuotaRecord
-// changed them between the two (the image shares its unchanged parts).
-// A broker resyncs its quota state only when it is false.
+// SameClientQuotas reports, without comparing them, that img and other
+// hold the same client quotas: images share their quota map until a
+// ClientQuotaRecord changes it, so it is never true for different quotas
+// (and may be false for equal ones). A broker brings its quota state up
+// to an image only when it is false.
 func (img *Image) SameClientQuotas(other *Image) bool {
 	return other != nil && img.quotas.root == other.quotas.root
 }
