@@ -78,6 +78,9 @@ type Broker struct {
 	// by each validation job (costs.go).
 	validators []*record.Validator
 
+	// quotas are the client quotas' state (quotas.go).
+	quotas brokerQuotas
+
 	// metrics is nil with metrics off.
 	metrics *brokerMetrics
 }
@@ -160,6 +163,9 @@ func (b *Broker) accept(l *listener, c env.Conn) {
 	}
 	if !b.guard.Admit(c.RemoteAddr()) {
 		c.Close()
+		return
+	}
+	if !b.admitConnectionRate(c, connlimit.HostOf(c.RemoteAddr()), func() { b.guard.Release(c.RemoteAddr()) }) {
 		return
 	}
 	if b.metrics != nil {

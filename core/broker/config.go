@@ -12,6 +12,7 @@ import (
 	"github.com/strata-log/strata/core/meta"
 	"github.com/strata-log/strata/core/metrics"
 	"github.com/strata-log/strata/core/principal"
+	"github.com/strata-log/strata/core/quota"
 	"github.com/strata-log/strata/core/replica"
 	"github.com/strata-log/strata/core/work"
 )
@@ -198,6 +199,12 @@ type Config struct {
 	// request is allowed, as in Kafka without an authorizer.
 	Authorizer *acl.Policy
 
+	// Quotas are the broker-wide settings of client quotas
+	// (quota.window.num, quota.window.size.seconds and the controller
+	// mutation windows); the quotas themselves are ClientQuotaRecords of
+	// the metadata image (quotas.go).
+	Quotas quota.Config
+
 	// testPrincipal, when set (by tests only, through export_test.go),
 	// is the principal of each new connection, by its host: the SASL
 	// and TLS handshakes that set principals are not wired yet.
@@ -257,6 +264,9 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	if err := cfg.validateListeners(); err != nil {
 		return cfg, err
+	}
+	if err := cfg.Quotas.Validate(); err != nil {
+		return cfg, fmt.Errorf("%w: %w", errInvalidConfig, err)
 	}
 	if err := cfg.connLimits().Validate(); err != nil {
 		return cfg, fmt.Errorf("%w: %w", errInvalidConfig, err)

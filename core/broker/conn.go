@@ -56,6 +56,11 @@ type conn struct {
 	paused bool
 	// work is the conn's line of CPU-heavy jobs (request.offload).
 	work *work.Queue
+	// muted is set while the conn is not read for a quota throttle
+	// (KIP-219), until muteEnd (quotas.go).
+	muted     bool
+	muteEnd   time.Duration
+	muteTimer env.Timer
 }
 
 // request is one request of a connection and, once answered, its answer.
@@ -72,6 +77,9 @@ type request struct {
 	// metrics off.
 	m *apiMetrics
 	t requestTimes
+	// q is what the request is charged to its client's quotas; nil
+	// without quotas (quotas.go).
+	q *requestQuota
 
 	answered bool
 	silent   bool       // no response is sent (a Produce with acks=0)
@@ -87,6 +95,7 @@ func (r *request) respond(resp kmsg.Response) {
 	if r.m != nil && !r.api.countsErrors {
 		r.m.countResponseErrors(resp)
 	}
+	r.cn.b.setThrottle(r, resp)
 	r.respondFrame(wire.EncodeResponse(r.hdr.CorrelationID, resp))
 }
 
@@ -110,6 +119,7 @@ func (r *request) respondFrame(frame []byte) {
 // connection is dropped first.
 func (r *request) respondParts(parts []env.Part, release func()) {
 	assert.That(!r.answered, "%s (correlation id %d) answered twice", r.hdr.APIName(), r.hdr.CorrelationID)
+	r.cn.b.requestThrottle(r) // set in the response by its builder (fetchQuota)
 	r.answered, r.parts, r.release = true, parts, release
 	r.answeredNow()
 	r.cn.b.flushSoon(r.cn)
@@ -123,7 +133,8 @@ func (r *request) respondParts(parts []env.Part, release func()) {
 // a received request is served, as Kafka serves it. run must be pure: it
 // may read the request and what the caller hands it, never broker state.
 func (r *request) offload(cost time.Duration, run, done func()) {
-	r.cn.work.Submit(work.Job{Cost: cost, Run: run, Done: done})
+	r.chargeWork(cost)
+	r.cn.work.Submit(work.Job{Cost: cost, Run: run, Done: r.onLoop(done)})
 }
 
 // offloadCharged is offload with charge, the job's cost as its result
@@ -131,6 +142,13 @@ func (r *request) offload(cost time.Duration, run, done func()) {
 // connection whose small batches decompress to megabytes from passing for
 // a light one.
 func (r *request) offloadCharged(cost time.Duration, run func(), charge func() time.Duration, done func()) {
+	if r.q != nil {
+		done0 := r.onLoop(done)
+		done = func() {
+			r.chargeWork(charge())
+			done0()
+		}
+	}
 	r.cn.work.Submit(work.Job{Cost: cost, Run: run, Charge: charge, Done: done})
 }
 
@@ -142,6 +160,9 @@ func (r *request) respondEncoded(resp kmsg.Response, frame []byte) {
 	if r.m != nil && !r.api.countsErrors {
 		r.m.countResponseErrors(resp)
 	}
+	if r.cn.b.setThrottle(r, resp) {
+		frame = wire.EncodeResponse(r.hdr.CorrelationID, resp) // throttled: rare, encoded again on the loop
+	}
 	r.respondFrame(frame)
 }
 
@@ -149,6 +170,7 @@ func (r *request) respondEncoded(resp kmsg.Response, frame []byte) {
 func (r *request) noResponse() {
 	assert.That(!r.answered, "%s (correlation id %d) answered twice", r.hdr.APIName(), r.hdr.CorrelationID)
 	r.answered, r.silent = true, true
+	r.cn.b.requestThrottle(r)
 	r.answeredNow()
 	r.cn.b.flush(r.cn)
 }
@@ -223,11 +245,11 @@ func (b *Broker) dispatch(cn *conn) {
 		r := cn.queue[cn.dispatched]
 		cn.dispatched++
 		if r.m == nil {
-			b.handle(r)
+			b.handleWithQuotas(r)
 			continue
 		}
 		r.t.started = b.e.Monotonic()
-		b.handle(r)
+		b.handleWithQuotas(r)
 		r.t.handled, r.t.returned = b.e.Monotonic(), true
 	}
 }
@@ -255,6 +277,9 @@ func (b *Broker) flush(cn *conn) {
 			continue
 		}
 		b.send(cn, r)
+		if r.q != nil {
+			b.muteFor(cn, r.q.throttle) // KIP-219: after the response
+		}
 		if r.m != nil {
 			r.m.observeSent(r.t, b.e.Monotonic())
 		}
@@ -366,7 +391,7 @@ func (b *Broker) resume(cn *conn) {
 	if i := slices.Index(b.paused, cn); i >= 0 {
 		b.paused = slices.Delete(b.paused, i, i+1)
 	}
-	if !cn.closing && !cn.draining {
+	if !cn.closing && !cn.draining && !cn.muted {
 		cn.c.Resume()
 	}
 }

@@ -109,6 +109,12 @@ func (op *fetchOp) evaluate(final bool) bool {
 	if req.Version < 3 || budget <= 0 {
 		budget = 1 << 31 // no response bound before v3
 	}
+	// Under a consumer_byte_rate, a fetch reads at most what the quota
+	// allows in a window, each partition within what is left of it
+	// (Kafka's maxQuotaWindowBytes).
+	quotaBudget := b.fetchQuotaBytes(op.r, budget)
+	quotaCapped := quotaBudget < budget
+	budget = quotaBudget
 	results := make([]fetched, 0, len(op.parts))
 	var bytes int64
 	anyErr, opening := false, false
@@ -121,6 +127,9 @@ func (op *fetchOp) evaluate(final bool) bool {
 		}
 		if err == nil {
 			maxBytes := int(max(fp.maxBytes, 0))
+			if quotaCapped {
+				maxBytes = int(min(int64(maxBytes), max(budget-bytes, 1))) // at least one batch
+			}
 			if b.e.Buggify("broker/fetch-short") {
 				maxBytes = 1 // one batch: a short read the client must continue
 			}
@@ -222,6 +231,9 @@ func (op *fetchOp) respond(img *meta.Image, results []fetched) {
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
 	if op.session != nil {
 		resp.SessionID = op.session.id
+	}
+	if op.r.q != nil && op.respondThrottled(results, resp) {
+		return
 	}
 	var regions [][]fetchRegion
 	var pins []log.ReadResult
@@ -327,4 +339,27 @@ func (b *Broker) fetchCurrentLeader(img *meta.Image, listener, topic string, par
 		nb.NodeID, nb.Host, nb.Port, nb.Rack = ep.id, ep.host, ep.port, ep.rack
 		resp.Brokers = append(resp.Brokers, nb)
 	}
+}
+
+// respondThrottled charges a consumer fetch to its quotas and, when it is
+// throttled, answers it empty with the throttle, as Kafka does
+// (FetchContext.getThrottledResponse: an incremental fetch keeps its
+// session, a full one is answered without one), releasing what it read.
+func (op *fetchOp) respondThrottled(results []fetched, resp *kmsg.FetchResponse) bool {
+	var bytes int64
+	for i := range results {
+		bytes += results[i].region.length
+	}
+	d := op.b.fetchQuota(op.r, bytes)
+	if d <= 0 {
+		return false
+	}
+	for i := range results {
+		results[i].res.Release()
+	}
+	if !op.incremental {
+		resp.SessionID = 0
+	}
+	op.r.respond(resp)
+	return true
 }

@@ -197,3 +197,27 @@ func TestScramRecordStringHidesKeys(t *testing.T) {
 	r := scramFor(t, "alice", ScramSHA256, 1)
 	require.Equal(t, `UserScramCredentialRecord{name="alice" mechanism=SCRAM-SHA-256 iterations=4096}`, r.String())
 }
+
+// TestSameClientQuotas: images share their quotas until a
+// ClientQuotaRecord changes them (what a broker's quota state resyncs on),
+// and other records leave them shared.
+func TestSameClientQuotas(t *testing.T) {
+	base := baseImage(t)
+	require.True(t, base.SameClientQuotas(base))
+	require.False(t, base.SameClientQuotas(nil))
+	step := func(img *Image, r Record) *Image {
+		d := img.NewDelta()
+		require.NoError(t, d.Replay(r))
+		return d.Apply(Position{Offset: img.Position().Offset + 1, Epoch: 2})
+	}
+	withACL := step(base, AccessControlEntryFor(aclA, readOrders("User:alice")))
+	require.True(t, withACL.SameClientQuotas(base), "an ACL leaves the quotas shared")
+	set := step(withACL, userQuota(new("alice"), quota.ProducerByteRate, 1024))
+	require.False(t, set.SameClientQuotas(withACL), "a quota set")
+	removed := step(set, &ClientQuotaRecord{Entity: []ClientQuotaEntityData{{EntityType: quota.EntityUser, EntityName: new("alice")}},
+		Key: string(quota.ProducerByteRate), Remove: true})
+	require.False(t, removed.SameClientQuotas(set), "a quota removed")
+	for e := range removed.ClientQuotas() {
+		t.Fatalf("quota of %v left after its removal", e)
+	}
+}

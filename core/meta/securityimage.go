@@ -79,6 +79,15 @@ func (img *Image) ClientQuota(e quota.Entity) []quota.Value {
 	return values
 }
 
+// SameClientQuotas reports, without comparing them, that img and other
+// hold the same client quotas: images share their quota map until a
+// ClientQuotaRecord changes it, so it is never true for different quotas
+// (and may be false for equal ones). A broker brings its quota state up
+// to an image only when it is false.
+func (img *Image) SameClientQuotas(other *Image) bool {
+	return other != nil && img.quotas.root == other.quotas.root
+}
+
 // QuotaManager returns a new quota.Manager with cfg and the image's client
 // quotas: what a broker measures clients with and answers
 // DescribeClientQuotas from.

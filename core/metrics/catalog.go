@@ -120,6 +120,9 @@ var (
 		Help: "Client connections accepted.", Kafka: "kafka.server:type=socket-server-metrics,name=connection-creation-total"}
 	ConnectionsPaused = &Def{Name: "strata_broker_paused_connections", Kind: GaugeKind,
 		Help: "Connections whose reading is paused by a bound (requests in flight, queued.max.request.bytes)."}
+	QuotaThrottleTime = &Def{Name: "kafka_server_quota_throttle_time_ms", Kind: HistogramKind, Labels: []string{"quota"}, Buckets: MillisBuckets,
+		Help:  "Throttle times given to clients over a quota, by quota type (Produce, Fetch, Request, ControllerMutation, ConnectionCreation), in ms.",
+		Kafka: "kafka.server:type={Produce,Fetch,Request,ControllerMutation},name=throttle-time"}
 	FetchSessions = &Def{Name: "kafka_server_fetchsessioncache_numincrementalfetchsessions", Kind: GaugeKind,
 		Help: "Fetch sessions (KIP-227) in the cache.", Kafka: "kafka.server:type=FetchSessionCache,name=NumIncrementalFetchSessions"}
 	InflightRequestBytes = &Def{Name: "strata_broker_inflight_request_bytes", Kind: GaugeKind,
@@ -175,7 +178,7 @@ var Catalog = sortedCatalog(
 	TopicBytesIn, TopicBytesOut, TopicFailedFetches, TopicFailedProduces, TopicFetches,
 	TopicMessagesIn, TopicProduces,
 	BrokerFenced, BrokerRegistrations, Connections, ConnectionsClosed, ConnectionsCreated,
-	ConnectionsPaused, FetchSessions, InflightRequestBytes, LeaderCount, OfflinePartitions,
+	ConnectionsPaused, FetchSessions, InflightRequestBytes, QuotaThrottleTime, LeaderCount, OfflinePartitions,
 	PartitionCount, UnderMinISRPartitions, UnderReplicatedPartitions,
 	IsrExpands, IsrShrinks, RecoveringPartitions, ReplicaDamagedLogs, ReplicaMaxLag,
 	LoopLag, WorkJobs, WorkQueued,

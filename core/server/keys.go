@@ -18,6 +18,7 @@ import (
 	"github.com/strata-log/strata/core/kraft"
 	"github.com/strata-log/strata/core/producer"
 	"github.com/strata-log/strata/core/quorum"
+	"github.com/strata-log/strata/core/quota"
 	"github.com/strata-log/strata/core/replica"
 	"github.com/strata-log/strata/core/txn"
 )
@@ -147,6 +148,24 @@ var keys = slices.Concat(config.Keys[Config]{
 			if v.Int() == 0 {
 				c.BrokerListener.MaxFetchSessions = -1 // Kafka's 0: no sessions; broker.Config's 0 is the default
 			}
+		}},
+	{Row: row("quota.window.num", kmsg.ConfigTypeInt, strconv.Itoa(quota.DefaultWindowNum),
+		"The samples kept in memory for client quotas (producer_byte_rate, consumer_byte_rate, request_percentage, connection_creation_rate).",
+		config.IntIn(1, maxQuotaWindowNum)),
+		Set: func(c *Config, v config.Value) { c.BrokerListener.Quotas.WindowNum = int(v.Int()) }},
+	{Row: row("quota.window.size.seconds", kmsg.ConfigTypeInt, strconv.Itoa(int(quota.DefaultWindowSize/time.Second)),
+		"The time span of each sample of client quotas, in seconds.", config.IntIn(1, maxQuotaWindowSeconds)),
+		Set: func(c *Config, v config.Value) {
+			c.BrokerListener.Quotas.WindowSize = time.Duration(v.Int()) * time.Second
+		}},
+	{Row: row("controller.quota.window.num", kmsg.ConfigTypeInt, strconv.Itoa(quota.DefaultWindowNum),
+		"The samples of controller_mutation_rate: with controller.quota.window.size.seconds, the burst of partition mutations a client may make at once.",
+		config.IntIn(1, maxQuotaWindowNum)),
+		Set: func(c *Config, v config.Value) { c.BrokerListener.Quotas.ControllerWindowNum = int(v.Int()) }},
+	{Row: row("controller.quota.window.size.seconds", kmsg.ConfigTypeInt, strconv.Itoa(int(quota.DefaultWindowSize/time.Second)),
+		"The time span of each sample of controller_mutation_rate, in seconds.", config.IntIn(1, maxQuotaWindowSeconds)),
+		Set: func(c *Config, v config.Value) {
+			c.BrokerListener.Quotas.ControllerWindowSize = time.Duration(v.Int()) * time.Second
 		}},
 	{Row: row("num.partitions", kmsg.ConfigTypeInt, strconv.Itoa(int(controller.DefaultNumPartitions)),
 		"The partitions of a topic created with -1 partitions or auto-created.", config.IntIn(1, maxPartitionsPerTopic)),
@@ -342,6 +361,14 @@ func (c Config) ValidateKeys() error {
 func row(name string, typ kmsg.ConfigType, def, doc string, check config.Check) config.Row {
 	return config.Row{Name: name, Type: typ, Default: def, Doc: doc, Check: check}
 }
+
+// Bounds of the quota window keys: Kafka takes any positive int; these
+// keep a window's samples and span (and the token bucket's burst) in
+// reason.
+const (
+	maxQuotaWindowNum     = 1000
+	maxQuotaWindowSeconds = 3600
+)
 
 // ms is a default duration in milliseconds, as its key gives it.
 func ms(d time.Duration) string { return strconv.FormatInt(int64(d/time.Millisecond), 10) }
