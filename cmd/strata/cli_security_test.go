@@ -1,13 +1,20 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	crand "crypto/rand"
+	"encoding/base64"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/strata-log/strata/core/sasl"
 	"github.com/strata-log/strata/node"
 )
 
@@ -190,4 +197,100 @@ func TestCommandConfigErrors(t *testing.T) {
 		require.Equal(t, exitUsage, code, "%s: %s", tc.props, errOut)
 		require.Contains(t, errOut, tc.want, tc.props)
 	}
+}
+
+// TestStorageFormatAddScram: `strata storage format --add-scram` gives a
+// new cluster its first users (KIP-900): a node started on the formatted
+// directory authenticates them over SASL at once, with a password given
+// in clear (salted at format time) and with a salted password computed
+// elsewhere; the directory keeps no password. Formatting again is
+// refused unless --ignore-formatted; a directory never formatted still
+// starts as before (TestCLISecurityCommands).
+func TestStorageFormatAddScram(t *testing.T) {
+	dataDir := t.TempDir()
+	props := strings.Replace(securedCLIProperties, "super.users=User:ANONYMOUS", "super.users=User:ANONYMOUS;User:admin;User:ops", 1)
+	config := writeFile(t, "server.properties", props+"log.dirs="+dataDir+"\n")
+	r := cliRunner{t: t}
+	run := func(args ...string) (int, string, string) {
+		var out, errOut bytes.Buffer
+		code := commands["storage"].streams(context.Background(), args, strings.NewReader(""), &out, &errOut)
+		return code, out.String(), errOut.String()
+	}
+	id, err := node.NewClusterID(crand.Reader)
+	require.NoError(t, err)
+	salt := []byte("a salt of ops's own")
+	salted, err := sasl.SaltedPassword(sasl.ScramSHA256, "ops-secret", salt, 8192)
+	require.NoError(t, err)
+	b64 := base64.StdEncoding.EncodeToString
+	code, out, errOut := run("format", "--cluster-id", id, "--config", config,
+		"--add-scram", `SCRAM-SHA-512=[name=admin,password="adm,in-secret"]`,
+		"--add-scram", "SCRAM-SHA-256=[name=ops,salt="+b64(salt)+",saltedpassword="+b64(salted)+",iterations=8192]")
+	require.Equal(t, exitOK, code, errOut)
+	require.Contains(t, out, "with 2 SCRAM credentials")
+	files, err := os.ReadDir(dataDir)
+	require.NoError(t, err)
+	for _, f := range files {
+		data, err := os.ReadFile(filepath.Join(dataDir, f.Name()))
+		require.NoError(t, err)
+		require.NotContains(t, string(data), "adm,in-secret", "%s holds no password", f.Name())
+	}
+
+	code, _, errOut = run("format", "--cluster-id", id, "--config", config)
+	require.Equal(t, exitError, code)
+	require.Contains(t, errOut, "already formatted")
+	code, out, _ = run("format", "--cluster-id", id, "--config", config, "--ignore-formatted")
+	require.Equal(t, exitOK, code)
+	require.Contains(t, out, "already formatted")
+
+	n := startSecuredCLINode(t, dataDir, props)
+	r.addr = n.ListenerAddr("SASL_PLAINTEXT")
+	adminConfig := scramClientConfig(t, "admin", "adm,in-secret")
+	opsConfig := writeFile(t, "ops.properties", "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-256\n"+
+		`sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="ops" password="ops-secret";`+"\n")
+	want := "USER   MECHANISM      ITERATIONS\nadmin  SCRAM-SHA-512  4096\nops    SCRAM-SHA-256  8192\n"
+	require.Eventually(t, func() bool {
+		code, out, _ := r.run("user", "list", "--command-config", adminConfig)
+		return code == exitOK && out == want
+	}, 10*time.Second, 50*time.Millisecond, "admin authenticates over SASL and sees both bootstrap users")
+	require.Equal(t, want, r.ok("", "user", "list", "--command-config", opsConfig), "ops authenticates with the salted password's credential")
+	code, _, errOut = r.run("user", "list", "--command-config", scramClientConfig(t, "admin", "admin-secret"))
+	require.Equal(t, exitError, code)
+	require.Contains(t, errOut, "SASL_AUTHENTICATION_FAILED")
+	require.Equal(t, id, n.ClusterID())
+}
+
+// TestStorageFormatUsageErrors: a malformed --add-scram or cluster id is
+// a usage error and formats nothing.
+func TestStorageFormatUsageErrors(t *testing.T) {
+	dataDir := t.TempDir()
+	config := writeFile(t, "server.properties", "log.dirs="+dataDir+"\n")
+	id, err := node.NewClusterID(crand.Reader)
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--config", config}, "--cluster-id is required"},
+		{[]string{"--cluster-id", "not-an-id", "--config", config}, "--cluster-id"},
+		{[]string{"--add-scram", "SCRAM-SHA-512=name=alice,password=x"}, "want MECHANISM=[name=...,password=...]"},
+		{[]string{"--add-scram", "PLAIN=[name=alice,password=x]"}, "unknown SCRAM mechanism"},
+		{[]string{"--add-scram", "SCRAM-SHA-512=[password=x]"}, "name is required"},
+		{[]string{"--add-scram", "SCRAM-SHA-512=[name=alice]"}, "give password (or salt and saltedpassword)"},
+		{[]string{"--add-scram", "SCRAM-SHA-512=[name=alice,password=x,iterations=10]"}, "iterations=10 must be 4096 to 16384"},
+		{[]string{"--add-scram", "SCRAM-SHA-512=[name=alice,pasword=x]"}, `unknown key "pasword"`},
+		{[]string{"--add-scram", "SCRAM-SHA-512=[name=alice,saltedpassword=AAAA]"}, "saltedpassword needs its salt"},
+		{[]string{"--add-scram", "SCRAM-SHA-512=[name=alice,salt=AAAA,saltedpassword=AAAA]"}, "Salted password must be 64 bytes"},
+		{[]string{"--add-scram", "SCRAM-SHA-512=[name=a,password=x]", "--add-scram", "SCRAM-SHA-512=[name=a,password=y]"}, "a has two SCRAM-SHA-512 credentials"},
+	} {
+		args := append([]string{"format"}, tc.args...)
+		if !slices.Contains(tc.args, "--cluster-id") && !slices.Contains(tc.args, config) {
+			args = append(args, "--cluster-id", id, "--config", config)
+		}
+		var out, errOut bytes.Buffer
+		code := commands["storage"].streams(context.Background(), args, strings.NewReader(""), &out, &errOut)
+		require.Equal(t, exitUsage, code, "%q: %s", args, errOut.String())
+		require.Contains(t, errOut.String(), tc.want, "%q", args)
+	}
+	_, err = os.Stat(filepath.Join(dataDir, node.MetaPropertiesFile))
+	require.ErrorIs(t, err, os.ErrNotExist, "nothing was formatted")
 }
