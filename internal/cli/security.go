@@ -277,7 +277,7 @@ func ParseJAAS(s string) (module string, opts map[string]string, err error) {
 	default:
 		return "", nil, fmt.Errorf("control flag %q: want required, requisite, sufficient or optional", flagWord)
 	}
-	rest := strings.TrimSpace(s[strings.Index(s, flagWord)+len(flagWord):])
+	rest := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(s[len(module):]), flagWord))
 	opts = map[string]string{}
 	for rest != "" {
 		eq := strings.IndexByte(rest, '=')
