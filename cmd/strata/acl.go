@@ -47,6 +47,9 @@ type aclFlags struct {
 	principal                        cli.StringList
 	operations                       cli.StringList
 	pattern                          *string
+	// producer, consumer and idempotent are kafka-acls.sh's convenience
+	// flags (add and remove only).
+	producer, consumer, idempotent *bool
 }
 
 // register adds the flags to fs; list adds --principal.
@@ -66,6 +69,75 @@ func (f *aclFlags) register(fs *flag.FlagSet, list bool) {
 	fs.Var(&f.denyHost, "deny-host", "a `host` (IP) the DENY ACLs apply to (repeatable; default *)")
 	fs.Var(&f.operations, "operation", "an `operation`: Read, Write, Create, Delete, Alter, Describe, ClusterAction,\nDescribeConfigs, AlterConfigs, IdempotentWrite or All (repeatable; default All)")
 	f.pattern = fs.String("resource-pattern-type", "", "the resource pattern `type`: literal or prefixed (remove: also any or match) (default literal)")
+	f.producer = fs.Bool("producer", false, "the producer's ACLs: Write, Describe and Create on --topic (Write and Describe on --transactional-id)")
+	f.consumer = fs.Bool("consumer", false, "the consumer's ACLs: Read and Describe on --topic, Read on --group")
+	f.idempotent = fs.Bool("idempotent", false, "with --producer, IdempotentWrite on the cluster")
+}
+
+// aclGrant is a set of resources with the operations they get.
+type aclGrant struct {
+	topics, groups, txnIDs []string
+	cluster                bool
+	ops                    []kadm.ACLOperation
+}
+
+// grants are the resources and operations the flags name: every
+// resource with --operation's, or what --producer and --consumer mean,
+// as kafka-acls.sh's getProducerResourceFilterToAcls and
+// getConsumerResourceFilterToAcls build them.
+func (f *aclFlags) grants() ([]aclGrant, error) {
+	if !*f.producer && !*f.consumer {
+		if *f.idempotent {
+			return nil, errors.New("--idempotent goes with --producer")
+		}
+		ops, err := aclOperations(f.operations)
+		if err != nil {
+			return nil, err
+		}
+		return []aclGrant{{topics: f.topics, groups: f.groups, txnIDs: f.txnIDs, cluster: *f.cluster, ops: ops}}, nil
+	}
+	switch {
+	case len(f.operations) > 0:
+		return nil, errors.New("--operation cannot go with --producer or --consumer, which choose the operations")
+	case *f.cluster:
+		return nil, errors.New("--cluster cannot go with --producer or --consumer")
+	case len(f.topics) == 0:
+		return nil, errors.New("--producer and --consumer need --topic")
+	case *f.consumer && len(f.groups) == 0:
+		return nil, errors.New("--consumer needs --group")
+	case !*f.consumer && len(f.groups) > 0:
+		return nil, errors.New("--group goes with --consumer")
+	case !*f.producer && len(f.txnIDs) > 0:
+		return nil, errors.New("--transactional-id goes with --producer")
+	}
+	var gs []aclGrant
+	if *f.producer {
+		gs = append(gs, aclGrant{topics: f.topics, ops: []kadm.ACLOperation{kadm.OpWrite, kadm.OpDescribe, kadm.OpCreate}})
+		if len(f.txnIDs) > 0 {
+			gs = append(gs, aclGrant{txnIDs: f.txnIDs, ops: []kadm.ACLOperation{kadm.OpWrite, kadm.OpDescribe}})
+		}
+		if *f.idempotent {
+			gs = append(gs, aclGrant{cluster: true, ops: []kadm.ACLOperation{kadm.OpIdempotentWrite}})
+		}
+	}
+	if *f.consumer {
+		gs = append(gs, aclGrant{topics: f.topics, ops: []kadm.ACLOperation{kadm.OpRead, kadm.OpDescribe}},
+			aclGrant{groups: f.groups, ops: []kadm.ACLOperation{kadm.OpRead}})
+	}
+	return gs, nil
+}
+
+// builders are the grants as kadm builders for the flags' principals
+// and hosts.
+func (f *aclFlags) builders(gs []aclGrant, pattern kadm.ACLPattern) []*kadm.ACLBuilder {
+	var bs []*kadm.ACLBuilder
+	for _, g := range gs {
+		bs = append(bs, kadm.NewACLs().MaybeTopics(g.topics...).MaybeGroups(g.groups...).MaybeTransactionalIDs(g.txnIDs...).
+			MaybeClusters(g.cluster).Operations(g.ops...).ResourcePatternType(pattern).
+			MaybeAllow(f.allow...).MaybeAllowHosts(orStar(f.allow, f.allowHost)...).
+			MaybeDeny(f.deny...).MaybeDenyHosts(orStar(f.deny, f.denyHost)...))
+	}
+	return bs
 }
 
 // hasResource reports whether a resource flag was given.
@@ -137,7 +209,7 @@ func aclAdd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if code, ok := af.ParseFlags(fs, args); !ok {
 		return code
 	}
-	ops, opErr := aclOperations(f.operations)
+	grants, opErr := f.grants()
 	pattern, patErr := aclPattern(*f.pattern, false, kadm.ACLPatternLiteral)
 	switch {
 	case opErr != nil:
@@ -156,13 +228,15 @@ func aclAdd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err := checkPrincipals(f.allow, f.deny); err != nil {
 		return af.UsageError("%v", err)
 	}
-	b := f.resources(kadm.NewACLs()).Operations(ops...).ResourcePatternType(pattern).
-		MaybeAllow(f.allow...).MaybeAllowHosts(orStar(f.allow, f.allowHost)...).
-		MaybeDeny(f.deny...).MaybeDenyHosts(orStar(f.deny, f.denyHost)...)
+	builders := f.builders(grants, pattern)
 	return af.run(ctx, func(ctx context.Context, adm *kadm.Client) int {
-		results, err := adm.CreateACLs(ctx, b)
-		if err != nil {
-			return af.Fail("%s", cli.KafkaError(err, ""))
+		var results kadm.CreateACLsResults
+		for _, b := range builders {
+			rs, err := adm.CreateACLs(ctx, b)
+			if err != nil {
+				return af.Fail("%s", cli.KafkaError(err, ""))
+			}
+			results = append(results, rs...)
 		}
 		code := exitOK
 		for _, r := range results {
@@ -273,24 +347,28 @@ func aclRemove(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if err := checkPrincipals(f.allow, f.deny); err != nil {
 		return af.UsageError("%v", err)
 	}
-	b := f.resources(kadm.NewACLs()).ResourcePatternType(pattern)
+	var builders []*kadm.ACLBuilder
 	if len(f.allow)+len(f.deny) == 0 {
-		if len(f.operations) > 0 {
-			return af.UsageError("--operation needs --allow-principal or --deny-principal (without a principal every ACL of the resources goes)")
+		if len(f.operations) > 0 || *f.producer || *f.consumer {
+			return af.UsageError("--operation, --producer and --consumer need --allow-principal or --deny-principal (without a principal every ACL of the resources goes)")
 		}
-		b.Operations().Allow().AllowHosts().Deny().DenyHosts()
+		builders = append(builders, f.resources(kadm.NewACLs()).ResourcePatternType(pattern).
+			Operations().Allow().AllowHosts().Deny().DenyHosts())
 	} else {
-		ops, err := aclOperations(f.operations)
+		grants, err := f.grants()
 		if err != nil {
 			return af.UsageError("%v", err)
 		}
-		b.Operations(ops...).MaybeAllow(f.allow...).MaybeAllowHosts(orStar(f.allow, f.allowHost)...).
-			MaybeDeny(f.deny...).MaybeDenyHosts(orStar(f.deny, f.denyHost)...)
+		builders = f.builders(grants, pattern)
 	}
 	return af.run(ctx, func(ctx context.Context, adm *kadm.Client) int {
-		results, err := adm.DeleteACLs(ctx, b)
-		if err != nil {
-			return af.Fail("%s", cli.KafkaError(err, ""))
+		var results kadm.DeleteACLsResults
+		for _, b := range builders {
+			rs, err := adm.DeleteACLs(ctx, b)
+			if err != nil {
+				return af.Fail("%s", cli.KafkaError(err, ""))
+			}
+			results = append(results, rs...)
 		}
 		var removed []kadm.DescribedACL
 		var failed error

@@ -117,6 +117,17 @@ func TestCLISecurityCommands(t *testing.T) {
 	require.Contains(t, admin.ok("", "acl", "remove", "--topic", topic), "Removed 2 ACLs:", "without a principal: every ACL of the topic")
 	require.NotContains(t, admin.ok("", "acl", "list"), "TOPIC ", "the group's ACLs stay, the topic's are gone")
 
+	// kafka-acls.sh's --producer and --consumer.
+	out = admin.ok("", "acl", "add", "--allow-principal", "User:bob", "--producer", "--idempotent", "--transactional-id", "tx-bob", "--topic", topic)
+	require.Equal(t, 6, strings.Count(out, "Added User:bob ALLOW"), "Write, Describe, Create on the topic; Write, Describe on the transactional id; IdempotentWrite on the cluster:\n%s", out)
+	require.Contains(t, out, "IDEMPOTENT_WRITE on CLUSTER:LITERAL:kafka-cluster")
+	out = admin.ok("", "acl", "add", "--allow-principal", "User:bob", "--consumer", "--topic", topic, "--group", "bob-g")
+	require.Equal(t, 3, strings.Count(out, "Added User:bob ALLOW"), "Read, Describe on the topic, Read on the group:\n%s", out)
+	out = admin.ok("", "acl", "remove", "--allow-principal", "User:bob", "--consumer", "--topic", topic, "--group", "bob-g")
+	require.Contains(t, out, "Removed 3 ACLs:", "Describe on the topic goes too, as in kafka-acls.sh")
+	out = admin.ok("", "acl", "list", "--principal", "User:bob")
+	require.Equal(t, 6, strings.Count(out, "\n"), "bob keeps the producer's ACLs but Describe on the topic:\n%s", out)
+
 	// Quotas, by user, by user and client id, and the <default> user.
 	require.Equal(t, "Altered the quotas of user=alice.\n", admin.ok("", "quota", "alter", "--user", "alice",
 		"--add", "producer_byte_rate=1048576", "--add", "consumer_byte_rate=2048"))
@@ -164,6 +175,11 @@ func TestCLISecurityUsageErrors(t *testing.T) {
 		{"", []string{"acl", "add", "--deny-host", "10.0.0.1", "--allow-principal", "User:a", "--topic", "t"}, "--deny-host needs --deny-principal"},
 		{"", []string{"acl", "add", "--allow-principal", "User:a", "--topic", "t", "--resource-pattern-type", "match"}, "want literal or prefixed"},
 		{"", []string{"acl", "remove", "--operation", "Read"}, "give a resource"},
+		{"", []string{"acl", "add", "--allow-principal", "User:a", "--producer", "--group", "g"}, "need --topic"},
+		{"", []string{"acl", "add", "--allow-principal", "User:a", "--consumer", "--topic", "t"}, "--consumer needs --group"},
+		{"", []string{"acl", "add", "--allow-principal", "User:a", "--producer", "--operation", "Read", "--topic", "t"}, "--operation cannot go with --producer"},
+		{"", []string{"acl", "add", "--allow-principal", "User:a", "--idempotent", "--topic", "t"}, "--idempotent goes with --producer"},
+		{"", []string{"acl", "remove", "--consumer", "--topic", "t", "--group", "g"}, "need --allow-principal or --deny-principal"},
 		{"", []string{"acl", "list", "--resource-pattern-type", "fuzzy"}, "want literal, prefixed, any or match"},
 		{"", []string{"quota", "alter", "--add", "producer_byte_rate=1"}, "give an entity"},
 		{"", []string{"quota", "alter", "--user", "alice"}, "give --add key=value or --delete key"},
