@@ -21,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/strata-log/strata/core/config"
+	"github.com/strata-log/strata/node"
 )
 
 // CommandConfigFlag registers --command-config on fs.
@@ -120,15 +121,15 @@ func ParseClientSecurity(values map[string]string) (ClientSecurity, error) {
 // ssl.keystore.key).
 func clientTLS(values map[string]string) (*tls.Config, error) {
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
-	for _, key := range []string{"ssl.truststore.type", "ssl.keystore.type"} {
+	for _, key := range []string{node.KeySSLTruststoreType, node.KeySSLKeystoreType} {
 		if t := values[key]; t != "" && !strings.EqualFold(t, "PEM") {
 			return nil, fmt.Errorf("%s=%s: only PEM stores are supported", key, t)
 		}
 	}
-	if values["ssl.key.password"] != "" || values["ssl.keystore.password"] != "" {
+	if values[node.KeySSLKeyPassword] != "" || values[node.KeySSLKeystorePassword] != "" {
 		return nil, errors.New("ssl.key.password and ssl.keystore.password: encrypted client keys are not supported, give an unencrypted PEM key")
 	}
-	trust, err := pemValue(values, "ssl.truststore.certificates", "ssl.truststore.location")
+	trust, err := pemValue(values, node.KeySSLTruststoreCertificates, node.KeySSLTruststoreLocation)
 	if err != nil {
 		return nil, err
 	}
@@ -138,11 +139,11 @@ func clientTLS(values map[string]string) (*tls.Config, error) {
 			return nil, errors.New("ssl.truststore: no PEM certificate in it")
 		}
 	}
-	keystore, err := pemValue(values, "ssl.keystore.certificate.chain", "ssl.keystore.location")
+	keystore, err := pemValue(values, node.KeySSLKeystoreCertificateChain, node.KeySSLKeystoreLocation)
 	if err != nil {
 		return nil, err
 	}
-	if key := values["ssl.keystore.key"]; key != "" {
+	if key := values[node.KeySSLKeystoreKey]; key != "" {
 		keystore = append(keystore, '\n')
 		keystore = append(keystore, key...)
 	}
@@ -155,7 +156,7 @@ func clientTLS(values map[string]string) (*tls.Config, error) {
 	}
 	// ssl.endpoint.identification.algorithm= (empty) turns off host name
 	// checks, as in Kafka; its default is https.
-	if alg, set := values["ssl.endpoint.identification.algorithm"]; set && alg == "" {
+	if alg, set := values[node.KeySSLEndpointIdentAlg]; set && alg == "" {
 		cfg.InsecureSkipVerify = true
 		cfg.VerifyConnection = verifyChainOnly(cfg.RootCAs)
 	}
