@@ -10,7 +10,9 @@
 // the process's own config rows (keys.go: listeners, sockets, workers,
 // the metrics endpoint; the broker keys are core/server's rows), and the
 // meta.properties file that ties a data
-// directory to one cluster and one node.
+// directory to one cluster and one node, with the bootstrap records
+// `strata storage format` leaves beside it for the first controller
+// (format.go).
 //
 // # What it must never do
 //

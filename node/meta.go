@@ -127,34 +127,11 @@ func parseMeta(data []byte) (MetaProperties, error) {
 	return meta, nil
 }
 
-// writeMeta writes meta.properties durably: a temporary file, fsync,
-// rename over the final name, fsync of the directory, so a crash leaves
-// either no file or a complete one.
+// writeMeta writes meta.properties durably (writeFileDurably), so a
+// crash leaves either no file or a complete one.
 func writeMeta(dir string, meta MetaProperties) error {
-	content := fmt.Sprintf("#\n# Written by strata on first start. Do not edit: it ties this\n"+
+	content := fmt.Sprintf("#\n# Written by strata (storage format or first start). Do not edit: it ties this\n"+
 		"# directory to its cluster and node.\n#\ncluster.id=%s\nnode.id=%d\nversion=%d\n",
 		meta.ClusterID, meta.NodeID, meta.Version)
-	final := filepath.Join(dir, MetaPropertiesFile)
-	tmp := final + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return fmt.Errorf("write %s: %w", tmp, osErr(err))
-	}
-	_, err = f.WriteString(content)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("write %s: %w", tmp, osErr(err))
-	}
-	if err := os.Rename(tmp, final); err != nil {
-		return fmt.Errorf("rename to %s: %w", final, osErr(err))
-	}
-	if err := syncDir(dir); err != nil {
-		return fmt.Errorf("sync %s: %w", dir, err)
-	}
-	return nil
+	return writeFileDurably(dir, MetaPropertiesFile, []byte(content))
 }

@@ -75,6 +75,10 @@ func Start(cfg Config, log *slog.Logger) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	bootstrap, err := readBootstrap(dataDir)
+	if err != nil {
+		return nil, err
+	}
 	log = log.With("node_id", cfg.NodeID)
 	if created {
 		log.Info("formatted data directory", "dir", dataDir, "cluster_id", meta.ClusterID)
@@ -159,6 +163,9 @@ func Start(cfg Config, log *slog.Logger) (*Node, error) {
 		scfg.ClusterID = meta.ClusterID
 		scfg.Metrics = n.metrics
 		scfg.Quorum.Voters = cfg.voters()
+		// The records of `strata storage format`, written by the first
+		// active controller of an empty metadata log.
+		scfg.Quorum.Controller.BootstrapRecords = bootstrap
 		scfg.Quorum.ListenerLimits = limits
 		// A controller is a voter on its controller listener; a
 		// broker-only node is an observer with no listener of its own,

@@ -31,6 +31,7 @@ func consumeCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 			"--offset or --offset-time says otherwise. Stops after --max-messages, after --timeout without a\n"+
 			"record, or on Ctrl-C, and then prints how many records it printed to stderr.", stderr)
 	bootstrap := cli.BootstrapFlag(fs)
+	commandConfig := cli.CommandConfigFlag(fs)
 	topic := fs.String("topic", "", "the `topic` to consume (required)")
 	partition := fs.Int("partition", -1, "consume only this `partition`; -1 reads them all")
 	fromBeginning := fs.Bool("from-beginning", false, "start at each partition's log start")
@@ -89,8 +90,12 @@ func consumeCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 		return cmd.UsageError("%v", addrErr)
 	}
 	fail := func(err error) int { return cmd.Fail("%s", cli.KafkaError(err, "")) }
+	security, err := cli.LoadClientSecurity(*commandConfig)
+	if err != nil {
+		return cmd.UsageError("%v", err)
+	}
 
-	partitions, err := consumePartitions(ctx, addrs, *topic, int32(*partition))
+	partitions, err := consumePartitions(ctx, addrs, security, *topic, int32(*partition))
 	if err != nil {
 		return fail(err)
 	}
@@ -98,7 +103,7 @@ func consumeCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 	for _, p := range partitions {
 		offsets[p] = start
 	}
-	cl, err := cli.NewKafkaClient(addrs, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{*topic: offsets}))
+	cl, err := cli.NewKafkaClient(addrs, append(security, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{*topic: offsets}))...)
 	if err != nil {
 		return fail(err)
 	}
@@ -124,9 +129,10 @@ func consumeCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 }
 
 // consumePartitions checks that topic (and partition, unless -1) exists
-// and returns the partitions to read.
-func consumePartitions(ctx context.Context, addrs []string, topic string, partition int32) ([]int32, error) {
-	cl, err := cli.NewKafkaClient(addrs)
+// and returns the partitions to read; security are the client's TLS and
+// SASL options.
+func consumePartitions(ctx context.Context, addrs []string, security []kgo.Opt, topic string, partition int32) ([]int32, error) {
+	cl, err := cli.NewKafkaClient(addrs, security...)
 	if err != nil {
 		return nil, err
 	}

@@ -69,6 +69,7 @@ func produceCommand(ctx context.Context, args []string, stdin io.Reader, stdout,
 			"prints a summary (records, bytes of keys and values, partitions) to stderr; it exits 1 if any\n"+
 			"record failed, printing the first error with Kafka's error name.", stderr)
 	bootstrap := cli.BootstrapFlag(fs)
+	commandConfig := cli.CommandConfigFlag(fs)
 	topic := fs.String("topic", "", "the `topic` to produce to (required)")
 	keySep := fs.String("key-separator", "", "split each line at the first `SEP`: the key before it, the value after (default: no key; a line without SEP is an error)")
 	partition := fs.Int("partition", -1, "produce every record to this `partition`; -1 lets the key's hash choose (without keys: batches spread over the partitions)")
@@ -100,15 +101,19 @@ func produceCommand(ctx context.Context, args []string, stdin io.Reader, stdout,
 	case addrErr != nil:
 		return c.UsageError("%v", addrErr)
 	}
+	security, err := cli.LoadClientSecurity(*commandConfig)
+	if err != nil {
+		return c.UsageError("%v", err)
+	}
 
 	idempotent := *acks == "all" || *acks == "-1"
-	opts := []kgo.Opt{
+	opts := append(security,
 		kgo.DefaultProduceTopic(*topic),
 		kgo.RequiredAcks(ack),
 		kgo.ProducerBatchCompression(codec),
 		kgo.RecordDeliveryTimeout(*deliveryTimeout),
 		kgo.MaxBufferedBytes(produceMaxBufferedBytes),
-	}
+	)
 	needs := []kmsg.Key{kmsg.Produce}
 	if idempotent {
 		needs = append(needs, kmsg.InitProducerID)

@@ -65,6 +65,7 @@ func quorumCommand(args []string, stdout, stderr io.Writer) int {
 	status := fs.Bool("status", false, "print the summary (the default of 'status')")
 	human := fs.Bool("human-readable", false, "print timestamps as how long ago, like Kafka's --human-readable")
 	timeout := fs.Duration("timeout", defaultQuorumTimeout, "give up after this long")
+	commandConfig := cli.CommandConfigFlag(fs)
 	if code, ok := cli.Parse(fs, args); !ok {
 		return code
 	}
@@ -84,7 +85,12 @@ func quorumCommand(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "strata quorum: --timeout must be positive")
 		return exitUsage
 	}
-	target := cli.QuorumTarget{Controllers: *controllers != ""}
+	security, err := cli.LoadClientSecurity(*commandConfig)
+	if err != nil {
+		fmt.Fprintf(stderr, "strata quorum: %v\n", err)
+		return exitUsage
+	}
+	target := cli.QuorumTarget{Controllers: *controllers != "", Security: security}
 	target.Addrs = cli.SplitAddrs(*servers + *controllers)
 	for _, a := range target.Addrs {
 		if _, _, err := net.SplitHostPort(a); err != nil {

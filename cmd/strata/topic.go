@@ -83,17 +83,21 @@ func (s subcommands) run(ctx context.Context, args []string, stdout, stderr io.W
 type adminFlags struct {
 	cli.Command
 	bootstrap *string
-	timeout   *time.Duration
+	// commandConfig is --command-config: the client properties of a
+	// secured cluster.
+	commandConfig *string
+	timeout       *time.Duration
 	// cl is the client run made, for requests kadm has no call for.
 	cl *kgo.Client
 }
 
-// newAdminFlagSet is cli.NewFlagSet with --bootstrap-server and
-// --timeout.
+// newAdminFlagSet is cli.NewFlagSet with --bootstrap-server,
+// --command-config and --timeout.
 func newAdminFlagSet(name, synopsis, about string, stderr io.Writer) (*flag.FlagSet, *adminFlags) {
 	fs, c := cli.NewFlagSet(name, synopsis, about, stderr)
 	af := &adminFlags{Command: c}
 	af.bootstrap = cli.BootstrapFlag(fs)
+	af.commandConfig = cli.CommandConfigFlag(fs)
 	af.timeout = fs.Duration("timeout", cli.DefaultAdminTimeout, "give up after this long")
 	return fs, af
 }
@@ -158,7 +162,11 @@ func (af *adminFlags) run(ctx context.Context, do func(ctx context.Context, adm 
 	if err != nil {
 		return af.UsageError("%v", err)
 	}
-	cl, err := cli.NewKafkaClient(addrs)
+	security, err := cli.LoadClientSecurity(*af.commandConfig)
+	if err != nil {
+		return af.UsageError("%v", err)
+	}
+	cl, err := cli.NewKafkaClient(addrs, security...)
 	if err != nil {
 		return af.Fail("%v", err)
 	}

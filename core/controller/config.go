@@ -3,6 +3,8 @@ package controller
 import (
 	"math"
 	"time"
+
+	"github.com/strata-log/strata/core/meta"
 )
 
 // Defaults of Config, named after the Kafka settings they mirror.
@@ -93,6 +95,12 @@ type Config struct {
 	// MaxPendingRecords bounds the records proposed and not yet committed
 	// (DefaultMaxPendingRecords).
 	MaxPendingRecords int
+	// BootstrapRecords are written by the first active controller of a
+	// new cluster, before anything else, when the metadata log holds no
+	// state yet: Kafka's bootstrap.checkpoint, here the KIP-900 SCRAM
+	// credentials of `strata storage format --add-scram`. The owner
+	// checks that they replay on the empty image; nil writes nothing.
+	BootstrapRecords []meta.Record
 }
 
 // withDefaults fills the zero fields of c with their defaults.

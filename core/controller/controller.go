@@ -209,6 +209,30 @@ func (c *Controller) BecomeLeader(now time.Duration, epoch int32, committed *met
 	}
 	c.rebuildCollisions()
 	c.repair()
+	c.bootstrap()
+}
+
+// bootstrap proposes the configured bootstrap records when the committed
+// image is the empty one, as Kafka's QuorumController writes its
+// bootstrap records on an empty log. A leader that lost its leadership
+// before they committed leaves an empty log to the next, which writes
+// them in turn; once any state is committed they are never written again.
+func (c *Controller) bootstrap() {
+	if len(c.cfg.BootstrapRecords) == 0 || !holdsNoState(c.committed) {
+		return
+	}
+	b := c.openBatch()
+	for _, r := range c.cfg.BootstrapRecords {
+		c.addSplit(&b, r)
+	}
+	c.seal(b)
+}
+
+// holdsNoState reports whether img is the empty image at its position:
+// the log before it holds leader changes at most.
+func holdsNoState(img *meta.Image) bool {
+	pos := img.Position()
+	return pos == meta.EmptyPosition || img.Digest() == meta.Empty().NewDelta().Apply(pos).Digest()
 }
 
 // Resign makes the controller inactive: every request still waiting for a

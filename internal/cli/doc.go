@@ -1,6 +1,9 @@
 // Package cli holds what strata's client commands share (topic, produce,
-// consume, offsets, group, txn, quorum, top, bench): exit codes, a
-// command's flag set, usage and messages, the --bootstrap-server flag and the franz-go client built from it,
+// consume, offsets, group, txn, quorum, top, bench, user, acl, quota):
+// exit codes, a command's flag set, usage and messages, the
+// --bootstrap-server flag and the franz-go client built from it, the
+// --command-config client security properties (TLS, SASL), passwords
+// read without a flag or an echo,
 // repeatable key=value flags, flags after positional arguments, an
 // interrupt context, Kafka errors printed with their names, and
 // DescribeQuorum asked of brokers or controller listeners.

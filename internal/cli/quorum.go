@@ -48,6 +48,8 @@ func SplitAddrs(s string) []string {
 type QuorumTarget struct {
 	Addrs       []string
 	Controllers bool
+	// Security are the client's TLS and SASL options (--command-config).
+	Security []kgo.Opt
 }
 
 // QuorumDescription is a leader's DescribeQuorum answer.
@@ -93,7 +95,7 @@ func DescribeQuorum(ctx context.Context, t QuorumTarget) (*QuorumDescription, er
 		for len(pending) > 0 {
 			addr := pending[0]
 			pending = pending[1:]
-			d, leaderAddr, err := DescribeQuorumAt(ctx, t.Controllers, addr)
+			d, leaderAddr, err := DescribeQuorumAt(ctx, t.Controllers, addr, t.Security...)
 			if err == nil {
 				return d, nil
 			}
@@ -149,9 +151,9 @@ func (e *notLeaderError) Error() string {
 
 // DescribeQuorumAt asks one address. On NOT_LEADER_OR_FOLLOWER it returns
 // the leader's address when the response carries it (DescribeQuorum v2's
-// nodes).
-func DescribeQuorumAt(ctx context.Context, controller bool, addr string) (*QuorumDescription, string, error) {
-	cl, b, err := NewQuorumClient(addr, controller)
+// nodes). security are the client's TLS and SASL options.
+func DescribeQuorumAt(ctx context.Context, controller bool, addr string, security ...kgo.Opt) (*QuorumDescription, string, error) {
+	cl, b, err := NewQuorumClient(addr, controller, security...)
 	if err != nil {
 		return nil, "", err
 	}
@@ -160,8 +162,9 @@ func DescribeQuorumAt(ctx context.Context, controller bool, addr string) (*Quoru
 }
 
 // NewQuorumClient returns a client for one address and that address's
-// broker handle; requests through the handle go to it alone.
-func NewQuorumClient(addr string, controller bool) (*kgo.Client, *kgo.Broker, error) {
+// broker handle; requests through the handle go to it alone. extra
+// options (TLS, SASL) come after the others.
+func NewQuorumClient(addr string, controller bool, extra ...kgo.Opt) (*kgo.Client, *kgo.Broker, error) {
 	opts := []kgo.Opt{kgo.SeedBrokers(addr), kgo.DialTimeout(quorumDialTimeout), kgo.ClientID("strata-quorum")}
 	if controller {
 		// A controller listener speaks only the quorum's APIs: skip
@@ -171,7 +174,7 @@ func NewQuorumClient(addr string, controller bool) (*kgo.Client, *kgo.Broker, er
 		vs.SetMaxKeyVersion(kmsg.DescribeQuorum.Int16(), describeQuorumControllerVersion)
 		opts = append(opts, kgo.MaxVersions(vs))
 	}
-	cl, err := kgo.NewClient(opts...)
+	cl, err := kgo.NewClient(append(opts, extra...)...)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -84,6 +84,7 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			"fetch p99 latency) and the busiest topics. Broker metrics are scraped from each node's\n"+
 			"Prometheus endpoint: --metrics, or else the broker's metrics.listener config (DescribeConfigs).", stderr)
 	bootstrap := cli.BootstrapFlag(fs)
+	commandConfig := cli.CommandConfigFlag(fs)
 	metricsFlag := fs.String("metrics", "", "the nodes' Prometheus endpoints, `[id=]host:port|url[,...]`; without id= they go to the brokers in id order (default: each broker's metrics.listener)")
 	interval := fs.Duration("interval", defaultTopInterval, "time between frames, over which rates and p99 are computed")
 	once := fs.Bool("once", false, "print one frame after one interval (two scrapes, so rates are real), without clearing the screen, and exit")
@@ -115,7 +116,11 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return cmd.UsageError("%v", err)
 	}
-	cl, err := cli.NewKafkaClient(addrs)
+	security, err := cli.LoadClientSecurity(*commandConfig)
+	if err != nil {
+		return cmd.UsageError("%v", err)
+	}
+	cl, err := cli.NewKafkaClient(addrs, security...)
 	if err != nil {
 		return cmd.Fail("%v", err)
 	}
