@@ -260,6 +260,9 @@ func (c Config) Validate() error {
 				c.ControllerListenerName+" in listeners")
 		}
 	}
+	if _, err := c.controllerSecurity(); err != nil {
+		return err
+	}
 	clients, err := c.clientListeners()
 	if err != nil {
 		return err

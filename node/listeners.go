@@ -15,6 +15,7 @@ import (
 
 	"github.com/strata-log/strata/core/broker"
 	"github.com/strata-log/strata/core/config"
+	"github.com/strata-log/strata/core/kraft"
 	"github.com/strata-log/strata/core/meta"
 	"github.com/strata-log/strata/core/principal"
 	"github.com/strata-log/strata/core/sasl"
@@ -235,14 +236,16 @@ func (c Config) clientListeners() ([]clientListener, error) {
 	return out, nil
 }
 
-// interBrokerListener is inter.broker.listener.name resolved against ls.
+// interBrokerListener is inter.broker.listener.name resolved against ls:
+// a PLAINTEXT or SSL listener (brokers authenticate each other by their
+// certificates there); SASL between brokers is not served yet.
 func (c Config) interBrokerListener(ls []clientListener) (string, error) {
 	if c.InterBrokerListener != "" {
 		for _, l := range ls {
 			if l.name == c.InterBrokerListener {
-				if l.protocol != meta.SecurityPlaintext {
+				if l.protocol != meta.SecurityPlaintext && l.protocol != meta.SecuritySSL {
 					return "", invalid(KeyInterBrokerListener, c.InterBrokerListener,
-						"replication between brokers over "+protocolNameOf(l.protocol)+" is not served yet: name a PLAINTEXT listener")
+						"replication between brokers over "+protocolNameOf(l.protocol)+" is not served yet: name a PLAINTEXT or SSL listener")
 				}
 				return l.name, nil
 			}
@@ -256,9 +259,36 @@ func (c Config) interBrokerListener(ls []clientListener) (string, error) {
 	}
 	if len(ls) > 1 {
 		return "", invalid(KeyInterBrokerListener, "", "no PLAINTEXT client listener for brokers to reach each other on: "+
-			"add one (it may be bound to a private address) and name it here")
+			"add one (it may be bound to a private address), or an SSL one, and name it here")
 	}
 	return ls[0].name, nil
+}
+
+// controllerSecurity is the controller listener's security for
+// kraft.Config: PLAINTEXT, or SSL (every node, broker-only ones too,
+// then dials the controllers over TLS with the controller listener's
+// ssl.* keys, presenting its certificate, and the controllers map
+// certificates to principals with its ssl.principal.mapping.rules). SASL
+// on the controller listener is not served yet.
+func (c Config) controllerSecurity() (kraft.Security, error) {
+	name := c.ControllerListenerName
+	p, err := c.protocolOf(name)
+	if err != nil {
+		return kraft.Security{}, err
+	}
+	if p != meta.SecurityPlaintext && p != meta.SecuritySSL {
+		return kraft.Security{}, invalid(KeyProtocolMap, c.protocolMapString(),
+			"the controller listener "+name+" is "+protocolNameOf(p)+", which is not served yet: map it to PLAINTEXT or SSL")
+	}
+	rules := c.PrincipalMappingRules
+	if v, ok := c.listenerValue(name, KeyPrincipalMapping); ok {
+		rules = v
+	}
+	b, err := principal.NewBuilder(rules)
+	if err != nil {
+		return kraft.Security{}, invalid(KeyPrincipalMapping, rules, err.Error())
+	}
+	return kraft.Security{Listener: name, TLS: p == meta.SecuritySSL, Principals: b}, nil
 }
 
 // brokerListeners resolves the broker's listeners for broker.Config:
@@ -349,21 +379,32 @@ func parseAdvertisedListeners(value string) (any, error) {
 }
 
 // registerTLS gives the node's transport the TLS configuration of every
-// TLS client listener (its ssl.* keys), reading and checking its files.
-func registerTLS(cfg Config, listeners []broker.Listener, n *Net) error {
+// TLS client listener and of an SSL controller listener (its ssl.*
+// keys), reading and checking its files.
+func registerTLS(cfg Config, listeners []broker.Listener, ctrl kraft.Security, n *Net) error {
+	type tlsListener struct {
+		name     string
+		protocol meta.SecurityProtocol
+	}
+	var ls []tlsListener
 	for _, l := range listeners {
-		if l.Protocol != meta.SecuritySSL && l.Protocol != meta.SecuritySASLSSL {
-			continue
+		if l.Protocol == meta.SecuritySSL || l.Protocol == meta.SecuritySASLSSL {
+			ls = append(ls, tlsListener{l.Name, l.Protocol})
 		}
-		tcfg, err := cfg.TLSConfig(l.Name, l.Protocol == meta.SecuritySASLSSL)
+	}
+	if ctrl.TLS {
+		ls = append(ls, tlsListener{ctrl.Listener, meta.SecuritySSL})
+	}
+	for _, l := range ls {
+		tcfg, err := cfg.TLSConfig(l.name, l.protocol == meta.SecuritySASLSSL)
 		if err != nil {
 			return err
 		}
 		if !tcfg.HasCertificate() {
-			return invalid(ListenerPrefix+strings.ToLower(l.Name)+"."+KeySSLKeystoreLocation, "",
-				"listener "+l.Name+" is "+protocolNameOf(l.Protocol)+" and needs a certificate and key (ssl.keystore.location, or ssl.certificate.location and ssl.key.location)")
+			return invalid(ListenerPrefix+strings.ToLower(l.name)+"."+KeySSLKeystoreLocation, "",
+				"listener "+l.name+" is "+protocolNameOf(l.protocol)+" and needs a certificate and key (ssl.keystore.location, or ssl.certificate.location and ssl.key.location)")
 		}
-		if err := n.SetTLS(l.Name, tcfg); err != nil {
+		if err := n.SetTLS(l.name, tcfg); err != nil {
 			return err
 		}
 	}

@@ -93,6 +93,16 @@ func Start(cfg Config, log *slog.Logger) (*Node, error) {
 		}
 	}
 
+	ctrlSec, err := cfg.controllerSecurity()
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Auth.Enabled && !ctrlSec.TLS {
+		log.Warn("the controller listener is PLAINTEXT while an authorizer is on: every node connects to it as User:ANONYMOUS, "+
+			"which needs to be in super.users (as in Kafka); run it over SSL with client certificates instead",
+			"listener", ctrlSec.Listener)
+	}
+
 	limits, err := cfg.connLimits()
 	if err != nil {
 		return nil, err
@@ -122,7 +132,7 @@ func Start(cfg Config, log *slog.Logger) (*Node, error) {
 		}
 		return nil, err
 	}
-	if err := registerTLS(cfg, listeners, e.net); err != nil {
+	if err := registerTLS(cfg, listeners, ctrlSec, e.net); err != nil {
 		_ = e.Close()
 		if ops != nil {
 			_ = ops.ln.Close()
@@ -160,6 +170,7 @@ func Start(cfg Config, log *slog.Logger) (*Node, error) {
 		scfg.Metrics = n.metrics
 		scfg.Quorum.Voters = cfg.voters()
 		scfg.Quorum.ListenerLimits = limits
+		scfg.Quorum.Security = ctrlSec
 		// A controller is a voter on its controller listener; a
 		// broker-only node is an observer with no listener of its own,
 		// fetching the metadata log from the voters.

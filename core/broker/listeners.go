@@ -235,6 +235,27 @@ func (cfg Config) InterBrokerListenerName() string {
 	return cfg.listeners()[0].Name
 }
 
+// interBrokerTLS is the inter-broker listener's name when it runs over
+// TLS (brokers then dial each other with DialTLS as clients of it,
+// presenting its certificate), else empty.
+func (b *Broker) interBrokerTLS() string {
+	if l := b.listenerNamed(b.interBrokerListener()); l != nil && isTLS(l.Protocol) {
+		return l.Name
+	}
+	return ""
+}
+
+// InterBrokerTLS reports whether the inter-broker listener runs over TLS.
+func (cfg Config) InterBrokerTLS() bool {
+	name := cfg.InterBrokerListenerName()
+	for _, l := range cfg.listeners() {
+		if l.Name == name {
+			return isTLS(l.Protocol)
+		}
+	}
+	return false
+}
+
 // listenerNamed is the bound listener of that name, nil if none.
 func (b *Broker) listenerNamed(name string) *listener {
 	for _, l := range b.listeners {

@@ -16,6 +16,10 @@ type Config struct {
 	// Listener is the listener followers dial on their leaders
 	// (inter.broker.listener.name); empty means PLAINTEXT.
 	Listener string
+	// ListenerTLS: Listener runs over TLS, and followers dial their
+	// leaders with env.SecureNet's DialTLS as clients of it, presenting
+	// its certificate (their principal on the leader).
+	ListenerTLS bool
 
 	// NodeID is this broker's node.id: a partition is hosted here when
 	// its replicas include it.

@@ -172,9 +172,14 @@ func (m *Manager) syncFetchers() {
 // newFetcher makes the fetcher of leader at addr, not connected yet.
 func (m *Manager) newFetcher(leader int32, addr string) *fetcher {
 	f := &fetcher{m: m, leader: leader}
+	tlsListener := ""
+	if m.cfg.ListenerTLS {
+		tlsListener = m.cfg.listener()
+	}
 	f.conn = wire.NewPeer(m.e, wire.PeerConfig{
-		Addr:     addr,
-		ClientID: "strata-replica-fetcher-" + strconv.Itoa(int(m.cfg.NodeID)),
+		Addr:        addr,
+		ClientID:    "strata-replica-fetcher-" + strconv.Itoa(int(m.cfg.NodeID)),
+		TLSListener: tlsListener,
 		OnConnected: func() {
 			f.fetch()
 		},

@@ -24,6 +24,11 @@ type PeerConfig struct {
 	Addr string
 	// ClientID is the request header's client id.
 	ClientID string
+	// TLSListener, when set, dials over TLS as a client of that listener
+	// (env.SecureNet's DialTLS: the listener's trust store verifies the
+	// server, its certificate is presented for mutual TLS). Empty dials
+	// in plaintext. A Net without TLS fails every dial.
+	TLSListener string
 	// MaxInflight bounds the requests awaiting a response on the
 	// connection (DefaultMaxInflight when zero); past it Do refuses with
 	// ErrTooManyInflight, or resets the connection with ResetWhenFull.
@@ -106,7 +111,7 @@ func (p *Peer) Dial() {
 		return
 	}
 	p.dialing = true
-	p.e.Net().Dial(p.cfg.Addr, func(conn env.Conn, err error) {
+	p.dial(func(conn env.Conn, err error) {
 		p.dialing = false
 		if p.closed || err != nil {
 			if conn != nil {
@@ -129,6 +134,21 @@ func (p *Peer) Dial() {
 			p.connected(conn)
 		}
 	})
+}
+
+// dial connects to the peer's address, over TLS with TLSListener.
+func (p *Peer) dial(done func(env.Conn, error)) {
+	if p.cfg.TLSListener == "" {
+		p.e.Net().Dial(p.cfg.Addr, done)
+		return
+	}
+	sn, ok := p.e.Net().(env.SecureNet)
+	if !ok {
+		err := fmt.Errorf("listener %s is TLS but this environment has no TLS", p.cfg.TLSListener)
+		p.e.Post(func() { done(nil, err) })
+		return
+	}
+	sn.DialTLS(p.cfg.Addr, p.cfg.TLSListener, done)
 }
 
 func (p *Peer) connected(conn env.Conn) {
