@@ -34,7 +34,7 @@ type Security struct {
 	// a plaintext connection, or one without a certificate, is
 	// User:ANONYMOUS. The zero Builder has no rules, so a certificate
 	// then maps to no principal and its connection closes: use
-	// principal.NewBuilder("") for Kafka's DEFAULT rule.
+	// principal.NewBuilder("DEFAULT") for Kafka's DEFAULT rule.
 	Principals principal.Builder
 	// Authorizer, when set, authorizes every request on the listener by
 	// the ACLs of the member's image (listenerAuth); nil allows every
