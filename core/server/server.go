@@ -58,7 +58,9 @@ func Start(e env.Env, cfg Config) (*Server, error) {
 	qcfg.Metrics = cfg.Metrics
 	// The controller listener authorizes by the same ACLs and
 	// super.users as the client listeners (kraft.Security).
-	qcfg.Security.Authorizer = policy
+	if policy != nil {
+		qcfg.Security.Authorizer = policy
+	}
 	s.member, err = kraft.Start(subdirEnv{Env: e, disk: newSubDisk(e.Disk(), metadataDir)}, qcfg)
 	if err != nil {
 		return nil, fmt.Errorf("server: start the metadata quorum member: %w", err)
@@ -85,7 +87,9 @@ func Start(e env.Env, cfg Config) (*Server, error) {
 	bcfg.Metadata = s.member
 	bcfg.Partitions = s.parts
 	bcfg.Metrics = cfg.Metrics
-	bcfg.Authorizer = policy
+	if policy != nil {
+		bcfg.Authorizer = policy
+	}
 	bcfg.BrokerEpoch = func() int64 {
 		if s.reg == nil {
 			return -1
