@@ -242,3 +242,41 @@ func TestE2ENodeLinksMTLS(t *testing.T) {
 	}
 	require.Error(t, err, "a connection without a certificate is refused")
 }
+
+// TestNodeLinksConfig: the controller listener may be PLAINTEXT or SSL
+// and the inter-broker listener PLAINTEXT or SSL; SASL on either is not
+// served yet and refused at start, as is an SSL controller listener
+// without a certificate (a broker-only node too: it dials the
+// controllers with it).
+func TestNodeLinksConfig(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		kv   []string
+		want string
+	}{
+		{"SASL controller listener", []string{"listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_SSL"},
+			"the controller listener CONTROLLER is SASL_SSL, which is not served yet"},
+		{"SASL inter-broker listener", []string{"listeners", "PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
+			"inter.broker.listener.name", "SASL_SSL"},
+			"replication between brokers over SASL_SSL is not served yet: name a PLAINTEXT or SSL listener"},
+		{"SSL controller listener without a certificate", []string{"listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,CONTROLLER:SSL"},
+			"listener CONTROLLER is SSL and needs a certificate and key"},
+		{"broker-only node without the controller listener's certificate", []string{"process.roles", "broker", "node.id", "4",
+			"controller.quorum.voters", "1@127.0.0.1:19093", "listeners", "PLAINTEXT://127.0.0.1:0",
+			"listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,CONTROLLER:SSL"},
+			"listener CONTROLLER is SSL and needs a certificate and key"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := node.DefaultConfig()
+			cfg.LogDir = t.TempDir()
+			for i := 0; i < len(tc.kv); i += 2 {
+				_, err := cfg.Set(tc.kv[i], tc.kv[i+1])
+				require.NoError(t, err)
+			}
+			cfg.MetricsListener = "127.0.0.1:0"
+			_, err := node.Start(cfg, slog.New(slog.DiscardHandler))
+			require.ErrorIs(t, err, node.ErrInvalidConfig)
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
+}
