@@ -230,3 +230,42 @@ func TestControllerListenerWithoutAuthorizer(t *testing.T) {
 	reg := atMaxVersion(t, nodeRequests()[5].req)
 	require.Equal(t, int16(0), c.requestFrom("anyone", c.members[leader].Addr(), reg).(*kmsg.BrokerRegistrationResponse).ErrorCode)
 }
+
+// TestControllerListenerClosesUnmappedCertificates: a client certificate
+// no ssl.principal.mapping.rules rule maps closes its connection before
+// any request is read, as Kafka fails its authentication; the nodes'
+// certificates map and the quorum runs.
+func TestControllerListenerClosesUnmappedCertificates(t *testing.T) {
+	rules, err := principal.NewBuilder("RULE:^CN=(c[0-9])$/$1/")
+	require.NoError(t, err)
+	policy, err := acl.NewPolicy([]string{"User:c1", "User:c2", "User:c3"}, false)
+	require.NoError(t, err)
+	c := newClusterStopped(t, 24, 3, 0, func(cfg *kraft.Config) {
+		cfg.Security = kraft.Security{Listener: "CONTROLLER", TLS: true, Principals: rules, Authorizer: &policy}
+	})
+	certs := map[string]*x509.Certificate{}
+	c.wrapEnv = func(e env.Env) env.Env { return certEnv{Env: e, net: &certNet{Net: e.Net(), certs: certs}} }
+	for _, p := range c.procs {
+		p.Start()
+	}
+	leader := c.waitLeader()
+
+	var failed error
+	var answered bool
+	c.s.AddProcess("intruder", func(e env.Env) {
+		e.Net().Dial(c.members[leader].Addr(), func(conn env.Conn, err error) {
+			if err != nil {
+				failed = err
+				return
+			}
+			cl := wire.NewClient(conn, wire.ClientConfig{ClientID: "test"})
+			req := atMaxVersion(t, kmsg.NewPtrApiVersionsRequest())
+			if err := cl.Do(req, func(_ kmsg.Response, err error) { answered, failed = err == nil, err }); err != nil {
+				failed = err
+			}
+		})
+	}).Start()
+	c.runUntil(commitBound, "the unmapped certificate's connection closed", func() bool { return answered || failed != nil })
+	require.False(t, answered, "a request on a connection whose certificate maps to no principal was answered")
+	require.ErrorIs(t, failed, wire.ErrConnClosed)
+}
