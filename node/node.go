@@ -16,6 +16,7 @@ import (
 
 	"github.com/strata-log/strata/core/broker"
 	"github.com/strata-log/strata/core/connlimit"
+	"github.com/strata-log/strata/core/kraft"
 	"github.com/strata-log/strata/core/metrics"
 	"github.com/strata-log/strata/core/quorum"
 	"github.com/strata-log/strata/core/replica"
@@ -97,10 +98,8 @@ func Start(cfg Config, log *slog.Logger) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Auth.Enabled && !ctrlSec.TLS {
-		log.Warn("the controller listener is PLAINTEXT while an authorizer is on: every node connects to it as User:ANONYMOUS, "+
-			"which needs to be in super.users (as in Kafka); run it over SSL with client certificates instead",
-			"listener", ctrlSec.Listener)
+	if warn := anonymousNodeLinks(cfg, ctrlSec); warn != "" {
+		log.Warn(warn, "listener", ctrlSec.Listener)
 	}
 
 	limits, err := cfg.connLimits()
@@ -252,6 +251,25 @@ const resolveTimeout = 5 * time.Second
 // the one controller.quorum.voters gives for this node: the other voters
 // would dial a port nobody listens on. It is not an error, as in Kafka
 // (a port may be forwarded), but it is almost always a typo.
+// anonymousNodeLinks warns when an authorizer is on and the nodes reach
+// the controller listener as User:ANONYMOUS: it is PLAINTEXT, or SSL
+// without ssl.client.auth=required.
+func anonymousNodeLinks(cfg Config, ctrl kraft.Security) string {
+	if !cfg.Auth.Enabled {
+		return ""
+	}
+	if !ctrl.TLS {
+		return "the controller listener is PLAINTEXT while an authorizer is on: every node connects to it as User:ANONYMOUS, " +
+			"which needs to be in super.users (as in Kafka); run it over SSL with client certificates instead"
+	}
+	// An invalid TLS configuration fails the start later, naming its key.
+	if tcfg, _ := cfg.TLSConfig(ctrl.Listener, false); tcfg.ClientAuth != ClientAuthRequired {
+		return "the controller listener does not require client certificates (ssl.client.auth=required) while an authorizer is on: " +
+			"a node without one connects as User:ANONYMOUS, which needs to be in super.users"
+	}
+	return ""
+}
+
 func controllerPortMismatch(cfg Config) string {
 	if !cfg.IsController() {
 		return ""
