@@ -450,3 +450,27 @@ func TestConnectionBoundKeys(t *testing.T) {
 	_, err = c.connLimits()
 	require.ErrorContains(t, err, "cannot resolve", "an unknown host stops start-up, as in Kafka")
 }
+
+// TestJAASLogin reads Kafka's sasl.jaas.config login lines and refuses
+// malformed ones without quoting them (they hold a password).
+func TestJAASLogin(t *testing.T) {
+	for _, tc := range []struct {
+		line, user, password string
+		ok                   bool
+	}{
+		{`org.apache.kafka.common.security.scram.ScramLoginModule required username="broker" password="s3cr\"et";`, "broker", `s3cr"et`, true},
+		{`org.apache.kafka.common.security.plain.PlainLoginModule required password="pw" username="b";`, "b", "pw", true},
+		{`org.apache.kafka.common.security.scram.ScramLoginModule required username="broker" password="hunter2"`, "", "", false},
+		{`org.apache.kafka.common.security.scram.ScramLoginModule required username="broker";`, "", "", false},
+		{`username="broker" password="hunter2";`, "", "", false},
+	} {
+		user, password, err := jaasLogin(tc.line)
+		if !tc.ok {
+			require.Error(t, err, tc.line)
+			require.NotContains(t, err.Error(), "hunter2")
+			continue
+		}
+		require.NoError(t, err, tc.line)
+		require.Equal(t, [2]string{tc.user, tc.password}, [2]string{user, password})
+	}
+}

@@ -38,7 +38,13 @@ type mtlsCluster struct {
 	ctrlAddr string
 }
 
-func startMTLSCluster(t *testing.T) *mtlsCluster {
+func startMTLSCluster(t *testing.T) *mtlsCluster { return startNodeLinksCluster(t, false) }
+
+// startNodeLinksCluster is startMTLSCluster, with saslInterBroker the
+// inter-broker listener a SASL_SSL listener INTERNAL, where brokers log
+// in as User:broker with SCRAM-SHA-512 (the credential must be created
+// before anything replicates).
+func startNodeLinksCluster(t *testing.T, saslInterBroker bool) *mtlsCluster {
 	t.Helper()
 	ca := node.NewTestCA(t, "strata-links-ca")
 	dir := t.TempDir()
@@ -62,24 +68,29 @@ func startMTLSCluster(t *testing.T) *mtlsCluster {
 		certPEM, keyPEM := ca.Issue(t, fmt.Sprintf("node%d", id), "127.0.0.1", "localhost")
 		keystore := write(fmt.Sprintf("node%d.pem", id), append(keyPEM, certPEM...))
 		roles, listeners := "broker", "SSL://127.0.0.1:0"
+		interBroker := "listener.security.protocol.map=SSL:SSL,CONTROLLER:SSL\ninter.broker.listener.name=SSL\n"
+		if saslInterBroker {
+			listeners += ",INTERNAL://127.0.0.1:0"
+			interBroker = "listener.security.protocol.map=SSL:SSL,CONTROLLER:SSL,INTERNAL:SASL_SSL\ninter.broker.listener.name=INTERNAL\n" +
+				"sasl.mechanism.inter.broker.protocol=SCRAM-SHA-512\n" +
+				`listener.name.internal.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="broker" password="broker-secret";` + "\n"
+		}
 		if id == 1 {
-			roles, listeners = "broker,controller", "SSL://127.0.0.1:0,CONTROLLER://"+ctrlAddr
+			roles, listeners = "broker,controller", listeners+",CONTROLLER://"+ctrlAddr
 		}
 		props := fmt.Sprintf(`process.roles=%s
 node.id=%d
 controller.quorum.voters=1@%s
 listeners=%s
-listener.security.protocol.map=SSL:SSL,CONTROLLER:SSL
-inter.broker.listener.name=SSL
-ssl.keystore.type=PEM
+%sssl.keystore.type=PEM
 ssl.keystore.location=%s
 ssl.truststore.type=PEM
 ssl.truststore.location=%s
 ssl.client.auth=required
 ssl.principal.mapping.rules=RULE:^CN=([a-z0-9]+)$/$1/,DEFAULT
 authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer
-super.users=User:node1;User:node2;User:node3;User:admin
-`, roles, id, ctrlAddr, listeners, keystore, truststore)
+super.users=User:node1;User:node2;User:node3;User:admin;User:broker
+`, roles, id, ctrlAddr, listeners, interBroker, keystore, truststore)
 		cfg := node.DefaultConfig()
 		path := filepath.Join(t.TempDir(), "server.properties")
 		require.NoError(t, os.WriteFile(path, []byte(props), 0o644))
@@ -258,7 +269,7 @@ func TestNodeLinksConfig(t *testing.T) {
 			"the controller listener CONTROLLER is SASL_SSL, which is not served yet"},
 		{"SASL inter-broker listener", []string{"listeners", "PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
 			"inter.broker.listener.name", "SASL_SSL"},
-			"replication between brokers over SASL_SSL is not served yet: name a PLAINTEXT or SSL listener"},
+			"the inter-broker listener SASL_SSL is SASL: set this node's login"},
 		{"SSL controller listener without a certificate", []string{"listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,CONTROLLER:SSL"},
 			"listener CONTROLLER is SSL and needs a certificate and key"},
 		{"broker-only node without the controller listener's certificate", []string{"process.roles", "broker", "node.id", "4",
@@ -279,4 +290,47 @@ func TestNodeLinksConfig(t *testing.T) {
 			require.ErrorContains(t, err, tc.want)
 		})
 	}
+}
+
+// TestE2EInterBrokerSASL: with a SASL_SSL inter-broker listener, brokers
+// log in to each other with SCRAM-SHA-512 (sasl.mechanism.inter.broker.protocol,
+// listener.name.internal.scram-sha-512.sasl.jaas.config) once the
+// credential is in the metadata log, and a topic of three replicas
+// replicates: its followers fetch over the SASL listener, which serves
+// nothing before a login.
+func TestE2EInterBrokerSASL(t *testing.T) {
+	c := startNodeLinksCluster(t, true)
+	admin, err := kgo.NewClient(kgo.SeedBrokers(c.nodes[0].ListenerAddr("SSL")), kgo.DialTLSConfig(c.tlsConfig(t, "admin")),
+		kgo.DialTimeout(5*time.Second), kgo.RequiredAcks(kgo.AllISRAcks()))
+	require.NoError(t, err)
+	t.Cleanup(admin.Close)
+	adm := kadm.NewClient(admin)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*e2eTimeout)
+	defer cancel()
+	res, err := adm.AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{{User: "broker", Mechanism: kadm.ScramSha512,
+		Iterations: 4096, Password: "broker-secret"}})
+	require.NoError(t, err)
+	require.NoError(t, res.Error())
+	require.Eventually(t, func() bool {
+		d, err := adm.DescribeUserSCRAMs(ctx, "broker")
+		return err == nil && d.Error() == nil && len(d["broker"].CredInfos) == 1
+	}, e2eTimeout, 20*time.Millisecond)
+	created, err := adm.CreateTopic(ctx, 2, 3, nil, "sasl-links")
+	require.NoError(t, err)
+	require.NoError(t, created.Err)
+	for i := range 10 {
+		require.NoError(t, admin.ProduceSync(ctx, &kgo.Record{Topic: "sasl-links", Value: []byte(fmt.Sprint(i))}).FirstErr())
+	}
+	require.Eventually(t, func() bool {
+		md, err := adm.Metadata(ctx, "sasl-links")
+		if err != nil || len(md.Topics["sasl-links"].Partitions) != 2 {
+			return false
+		}
+		for _, p := range md.Topics["sasl-links"].Partitions {
+			if len(p.ISR) != 3 {
+				return false
+			}
+		}
+		return true
+	}, e2eTimeout, 50*time.Millisecond, "every follower in sync over the SASL_SSL inter-broker listener")
 }

@@ -28,6 +28,8 @@ const (
 	KeyInterBrokerListener = "inter.broker.listener.name"
 	KeySASLMechanisms      = "sasl.enabled.mechanisms"
 	KeyPrincipalMapping    = "ssl.principal.mapping.rules"
+	KeyInterBrokerSASL     = "sasl.mechanism.inter.broker.protocol"
+	KeySASLJAASConfig      = "sasl.jaas.config"
 	// ListenerPrefix starts a per-listener override,
 	// listener.name.<lower-case listener name>.<key>, of the keys
 	// perListenerKeys names.
@@ -68,6 +70,16 @@ func listenerKeys() config.Keys[Config] {
 			"The SASL mechanisms a SASL listener offers (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512).",
 			config.Custom("PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, comma separated", parseMechanisms)),
 			Set: func(c *Config, v config.Value) { c.SASLMechanisms = v.Parsed().([]sasl.Mechanism) }},
+		{Row: row(KeyInterBrokerSASL, kmsg.ConfigTypeString, string(sasl.ScramSHA512),
+			"The SASL mechanism brokers log in to each other with on a SASL inter-broker listener (Kafka's default, GSSAPI, is not served).",
+			config.Custom("PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", parseMechanism)),
+			Set: func(c *Config, v config.Value) { c.InterBrokerMechanism = v.Parsed().(sasl.Mechanism) }},
+		{Row: row(KeySASLJAASConfig, kmsg.ConfigTypePassword, "",
+			"This node's login as a SASL client of another node: a JAAS line with username and password "+
+				`(org.apache.kafka.common.security.scram.ScramLoginModule required username="broker" password="...";); `+
+				"per listener and mechanism with listener.name.<name>.<mechanism>.sasl.jaas.config.",
+			config.Custom("a JAAS login line with username and password", parseJAAS)),
+			Set: func(c *Config, v config.Value) { c.SASLJAASConfig = v.String() }},
 		{Row: row(KeyPrincipalMapping, kmsg.ConfigTypeString, "DEFAULT",
 			"How an SSL client certificate becomes a principal (KIP-371 rules, and Strata's SAN: rules).",
 			config.Custom("RULE:pattern/replacement/, SAN:TYPE:pattern/replacement/ (each with an optional L or U) or DEFAULT, comma separated", parseMappingRules)),
@@ -98,6 +110,13 @@ func (c *Config) setListenerOverride(key, value string) (known bool, err error) 
 	}
 	name, sub, ok := strings.Cut(rest, ".")
 	r := perListenerKeys()[sub]
+	if mech, ok := strings.CutSuffix(sub, "."+KeySASLJAASConfig); ok && r == nil {
+		// listener.name.<name>.<mechanism>.sasl.jaas.config, Kafka's form.
+		if _, known := sasl.ParseMechanism(strings.ToUpper(mech)); known {
+			r = jaasRow()
+			sub = strings.ToLower(mech) + "." + KeySASLJAASConfig
+		}
+	}
 	if !ok || name == "" || r == nil {
 		return false, nil
 	}
@@ -170,6 +189,24 @@ func parseMechanisms(value string) (any, error) {
 	return out, nil
 }
 
+func parseMechanism(value string) (any, error) {
+	m, ok := sasl.ParseMechanism(strings.ToUpper(value))
+	if !ok {
+		return nil, fmt.Errorf("unsupported SASL mechanism %q (Strata serves PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512)", value)
+	}
+	return m, nil
+}
+
+// jaasRow is sasl.jaas.config's row.
+func jaasRow() *config.Row {
+	for i := range nodeKeys {
+		if nodeKeys[i].Name == KeySASLJAASConfig {
+			return &nodeKeys[i].Row
+		}
+	}
+	return nil
+}
+
 func parseMappingRules(value string) (any, error) {
 	return principal.ParseRules(value)
 }
@@ -237,16 +274,12 @@ func (c Config) clientListeners() ([]clientListener, error) {
 }
 
 // interBrokerListener is inter.broker.listener.name resolved against ls:
-// a PLAINTEXT or SSL listener (brokers authenticate each other by their
-// certificates there); SASL between brokers is not served yet.
+// over SSL brokers authenticate each other by their certificates, over
+// SASL by the login interBrokerLogin resolves.
 func (c Config) interBrokerListener(ls []clientListener) (string, error) {
 	if c.InterBrokerListener != "" {
 		for _, l := range ls {
 			if l.name == c.InterBrokerListener {
-				if l.protocol != meta.SecurityPlaintext && l.protocol != meta.SecuritySSL {
-					return "", invalid(KeyInterBrokerListener, c.InterBrokerListener,
-						"replication between brokers over "+protocolNameOf(l.protocol)+" is not served yet: name a PLAINTEXT or SSL listener")
-				}
 				return l.name, nil
 			}
 		}
@@ -262,6 +295,39 @@ func (c Config) interBrokerListener(ls []clientListener) (string, error) {
 			"add one (it may be bound to a private address), or an SSL one, and name it here")
 	}
 	return ls[0].name, nil
+}
+
+// interBrokerLogin is how this broker logs in to the SASL inter-broker
+// listener inter of ls (sasl.mechanism.inter.broker.protocol, which the
+// listener must enable, and the listener's
+// listener.name.<name>.<mechanism>.sasl.jaas.config, else
+// sasl.jaas.config); the zero ClientConfig when inter is not SASL.
+func (c Config) interBrokerLogin(ls []broker.Listener, inter string) (sasl.ClientConfig, error) {
+	i := slices.IndexFunc(ls, func(l broker.Listener) bool { return l.Name == inter })
+	if i < 0 || (ls[i].Protocol != meta.SecuritySASLPlaintext && ls[i].Protocol != meta.SecuritySASLSSL) {
+		return sasl.ClientConfig{}, nil
+	}
+	mech := c.InterBrokerMechanism
+	if !slices.Contains(ls[i].Mechanisms, mech) {
+		return sasl.ClientConfig{}, invalid(KeyInterBrokerSASL, string(mech),
+			"the inter-broker listener "+inter+" does not enable it ("+KeySASLMechanisms+")")
+	}
+	key := strings.ToLower(string(mech)) + "." + KeySASLJAASConfig
+	jaas, ok := c.listenerValue(inter, key)
+	if !ok {
+		jaas, key = c.SASLJAASConfig, KeySASLJAASConfig
+	} else {
+		key = ListenerPrefix + strings.ToLower(inter) + "." + key
+	}
+	if jaas == "" {
+		return sasl.ClientConfig{}, invalid(key, "", "the inter-broker listener "+inter+" is SASL: set this node's login, "+
+			`org.apache.kafka.common.security.scram.ScramLoginModule required username="..." password="...";`)
+	}
+	user, password, err := jaasLogin(jaas)
+	if err != nil {
+		return sasl.ClientConfig{}, fmt.Errorf("%w: %s: %w", ErrInvalidConfig, key, err)
+	}
+	return sasl.ClientConfig{Mechanism: mech, User: user, Password: password}, nil
 }
 
 // controllerSecurity is the controller listener's security for

@@ -20,6 +20,7 @@ import (
 	"github.com/strata-log/strata/core/metrics"
 	"github.com/strata-log/strata/core/quorum"
 	"github.com/strata-log/strata/core/replica"
+	"github.com/strata-log/strata/core/sasl"
 	"github.com/strata-log/strata/core/server"
 )
 
@@ -88,8 +89,12 @@ func Start(cfg Config, log *slog.Logger) (*Node, error) {
 	}
 	var listeners []broker.Listener
 	var interBroker string
+	var interBrokerLogin sasl.ClientConfig
 	if cfg.IsBroker() {
 		if listeners, interBroker, err = cfg.brokerListeners(); err != nil {
+			return nil, err
+		}
+		if interBrokerLogin, err = cfg.interBrokerLogin(listeners, interBroker); err != nil {
 			return nil, err
 		}
 	}
@@ -180,6 +185,7 @@ func Start(cfg Config, log *slog.Logger) (*Node, error) {
 			bc := &scfg.BrokerListener
 			bc.Listeners, bc.InterBrokerListener, bc.LogDir = listeners, interBroker, dataDir
 			bc.Security.DecoySecret = decoy
+			bc.Security.InterBrokerLogin = interBrokerLogin
 			bc.MaxConnectionsPerIP, bc.MaxConnectionsPerIPOverrides, bc.ConnectionsMaxIdle = limits.MaxPerHost, limits.PerHostOverrides, limits.MaxIdle
 			bc.Work = cfg.workConfig()
 			bc.StaticConfigs = cfg.brokerStaticConfigs()

@@ -9,6 +9,7 @@ import (
 	"github.com/strata-log/strata/core/metrics"
 	"github.com/strata-log/strata/core/producer"
 	"github.com/strata-log/strata/core/record"
+	"github.com/strata-log/strata/core/sasl"
 )
 
 // Config configures the partitions of one broker.
@@ -20,6 +21,10 @@ type Config struct {
 	// leaders with env.SecureNet's DialTLS as clients of it, presenting
 	// its certificate (their principal on the leader).
 	ListenerTLS bool
+	// ListenerLogin, when its Mechanism is set, is how followers log in
+	// to their leaders' SASL Listener (its Nonce is filled in from the
+	// environment).
+	ListenerLogin sasl.ClientConfig
 
 	// NodeID is this broker's node.id: a partition is hosted here when
 	// its replicas include it.

@@ -74,6 +74,9 @@ func Start(e env.Env, cfg Config) (*Server, error) {
 	rcfg.Metrics = cfg.Metrics
 	rcfg.Listener = cfg.BrokerListener.InterBrokerListenerName()
 	rcfg.ListenerTLS = cfg.BrokerListener.InterBrokerTLS()
+	if login, ok := cfg.BrokerListener.InterBrokerLogin(); ok {
+		rcfg.ListenerLogin = login
+	}
 	rcfg.AlterPartition = func(req *kmsg.AlterPartitionRequest, done func(kmsg.Response, error)) { s.member.Submit(req, done) }
 	rcfg.LeaderRefused = s.member.SuspectBroker
 	rcfg.BrokerEpoch = func() int64 {
