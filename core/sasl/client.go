@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"log/slog"
 
 	"github.com/xdg-go/scram"
 )
@@ -25,6 +26,21 @@ type ClientConfig struct {
 	// (SCRAM client nonces).
 	Nonce func(n int) []byte
 }
+
+// String prints the login without its password, so that a logged or
+// printed configuration never shows it.
+func (c ClientConfig) String() string {
+	if c.Mechanism == "" {
+		return "no login"
+	}
+	return fmt.Sprintf("%s login as %q (password redacted)", c.Mechanism, c.User)
+}
+
+// LogValue implements slog.LogValuer with String.
+func (c ClientConfig) LogValue() slog.Value { return slog.StringValue(c.String()) }
+
+// GoString is String, for %#v.
+func (c ClientConfig) GoString() string { return c.String() }
 
 // ClientSession is one client conversation, a step machine: Step takes
 // the server's last token (nil at the start) and returns the next one to

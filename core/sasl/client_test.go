@@ -1,6 +1,7 @@
 package sasl
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -60,4 +61,14 @@ func TestClientAgainstServer(t *testing.T) {
 	}
 	_, err := NewClient(ClientConfig{Mechanism: "GSSAPI", User: "u", Password: "p"})
 	require.Error(t, err)
+}
+
+// TestClientConfigHidesPassword: a login printed or logged never shows
+// its password.
+func TestClientConfigHidesPassword(t *testing.T) {
+	c := ClientConfig{Mechanism: ScramSHA512, User: "broker", Password: "hunter2"}
+	for _, out := range []string{c.String(), fmt.Sprint(c), fmt.Sprintf("%v %+v %#v", c, c, c), c.LogValue().String()} {
+		require.NotContains(t, out, "hunter2")
+		require.Contains(t, out, "broker")
+	}
 }
