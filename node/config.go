@@ -140,6 +140,11 @@ type Config struct {
 	// listener without its own (listener.name.<name>.<key>).
 	SASLMechanisms        []sasl.Mechanism
 	PrincipalMappingRules string
+	// InterBrokerMechanism is sasl.mechanism.inter.broker.protocol, and
+	// SASLJAASConfig sasl.jaas.config (a secret): how this node logs in
+	// to a SASL inter-broker listener (loginjaas.go).
+	InterBrokerMechanism sasl.Mechanism
+	SASLJAASConfig       string
 	// ssl holds the ssl.* keys' values, plain and per listener
 	// (tlskeys.go), resolved by TLSConfig.
 	ssl sslSettings
@@ -260,6 +265,9 @@ func (c Config) Validate() error {
 				c.ControllerListenerName+" in listeners")
 		}
 	}
+	if _, err := c.controllerSecurity(); err != nil {
+		return err
+	}
 	clients, err := c.clientListeners()
 	if err != nil {
 		return err
@@ -282,7 +290,11 @@ func (c Config) Validate() error {
 			return invalid(KeyAdvertisedListeners, name, "advertises a listener that is not a client listener in listeners")
 		}
 	}
-	_, _, err = c.brokerListeners()
+	ls, inter, err := c.brokerListeners()
+	if err != nil {
+		return err
+	}
+	_, err = c.interBrokerLogin(ls, inter)
 	return err
 }
 

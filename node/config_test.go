@@ -242,6 +242,41 @@ func TestControllerPortMismatchWarning(t *testing.T) {
 	require.Empty(t, controllerPortMismatch(cfg))
 }
 
+// TestAnonymousNodeLinksWarning: with an authorizer, a PLAINTEXT
+// controller listener, or an SSL one not requiring client certificates,
+// is warned about at start; an SSL one requiring them, or no authorizer,
+// is not.
+func TestAnonymousNodeLinksWarning(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		kv   []string
+		want string
+	}{
+		{"no authorizer", nil, ""},
+		{"PLAINTEXT", []string{"authorizer.class.name", "org.apache.kafka.metadata.authorizer.StandardAuthorizer"}, "is PLAINTEXT"},
+		{"SSL without client auth", []string{"authorizer.class.name", "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+			"listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,CONTROLLER:SSL"}, "does not require client certificates"},
+		{"SSL requiring client certificates", []string{"authorizer.class.name", "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+			"listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,CONTROLLER:SSL", "ssl.truststore.location", "/etc/strata/ca.pem",
+			"listener.name.controller.ssl.client.auth", "required"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			for i := 0; i < len(tc.kv); i += 2 {
+				mustSet(t, &cfg, tc.kv[i], tc.kv[i+1])
+			}
+			sec, err := cfg.controllerSecurity()
+			require.NoError(t, err)
+			got := anonymousNodeLinks(cfg, sec)
+			if tc.want == "" {
+				require.Empty(t, got)
+			} else {
+				require.Contains(t, got, tc.want)
+			}
+		})
+	}
+}
+
 func TestTopicDefaultKeys(t *testing.T) {
 	cfg := DefaultConfig()
 	require.Empty(t, cfg.Partitions.StaticTopicDefaults, "nothing set: the table defaults apply")
@@ -414,4 +449,28 @@ func TestConnectionBoundKeys(t *testing.T) {
 	mustSet(t, &c, server.KeyMaxConnectionsPerIPOverrides, "no-such-host.invalid:1")
 	_, err = c.connLimits()
 	require.ErrorContains(t, err, "cannot resolve", "an unknown host stops start-up, as in Kafka")
+}
+
+// TestJAASLogin reads Kafka's sasl.jaas.config login lines and refuses
+// malformed ones without quoting them (they hold a password).
+func TestJAASLogin(t *testing.T) {
+	for _, tc := range []struct {
+		line, user, password string
+		ok                   bool
+	}{
+		{`org.apache.kafka.common.security.scram.ScramLoginModule required username="broker" password="s3cr\"et";`, "broker", `s3cr"et`, true},
+		{`org.apache.kafka.common.security.plain.PlainLoginModule required password="pw" username="b";`, "b", "pw", true},
+		{`org.apache.kafka.common.security.scram.ScramLoginModule required username="broker" password="hunter2"`, "", "", false},
+		{`org.apache.kafka.common.security.scram.ScramLoginModule required username="broker";`, "", "", false},
+		{`username="broker" password="hunter2";`, "", "", false},
+	} {
+		user, password, err := jaasLogin(tc.line)
+		if !tc.ok {
+			require.Error(t, err, tc.line)
+			require.NotContains(t, err.Error(), "hunter2")
+			continue
+		}
+		require.NoError(t, err, tc.line)
+		require.Equal(t, [2]string{tc.user, tc.password}, [2]string{user, password})
+	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/strata-log/strata/core/broker"
 	"github.com/strata-log/strata/core/config"
+	"github.com/strata-log/strata/core/kraft"
 	"github.com/strata-log/strata/core/meta"
 	"github.com/strata-log/strata/core/principal"
 	"github.com/strata-log/strata/core/sasl"
@@ -27,6 +28,8 @@ const (
 	KeyInterBrokerListener = "inter.broker.listener.name"
 	KeySASLMechanisms      = "sasl.enabled.mechanisms"
 	KeyPrincipalMapping    = "ssl.principal.mapping.rules"
+	KeyInterBrokerSASL     = "sasl.mechanism.inter.broker.protocol"
+	KeySASLJAASConfig      = "sasl.jaas.config"
 	// ListenerPrefix starts a per-listener override,
 	// listener.name.<lower-case listener name>.<key>, of the keys
 	// perListenerKeys names.
@@ -67,6 +70,16 @@ func listenerKeys() config.Keys[Config] {
 			"The SASL mechanisms a SASL listener offers (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512).",
 			config.Custom("PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, comma separated", parseMechanisms)),
 			Set: func(c *Config, v config.Value) { c.SASLMechanisms = v.Parsed().([]sasl.Mechanism) }},
+		{Row: row(KeyInterBrokerSASL, kmsg.ConfigTypeString, string(sasl.ScramSHA512),
+			"The SASL mechanism brokers log in to each other with on a SASL inter-broker listener (Kafka's default, GSSAPI, is not served).",
+			config.Custom("PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", parseMechanism)),
+			Set: func(c *Config, v config.Value) { c.InterBrokerMechanism = v.Parsed().(sasl.Mechanism) }},
+		{Row: row(KeySASLJAASConfig, kmsg.ConfigTypePassword, "",
+			"This node's login as a SASL client of another node: a JAAS line with username and password "+
+				`(org.apache.kafka.common.security.scram.ScramLoginModule required username="broker" password="...";); `+
+				"per listener and mechanism with listener.name.<name>.<mechanism>.sasl.jaas.config.",
+			config.Custom("a JAAS login line with username and password", parseJAAS)),
+			Set: func(c *Config, v config.Value) { c.SASLJAASConfig = v.String() }},
 		{Row: row(KeyPrincipalMapping, kmsg.ConfigTypeString, "DEFAULT",
 			"How an SSL client certificate becomes a principal (KIP-371 rules, and Strata's SAN: rules).",
 			config.Custom("RULE:pattern/replacement/, SAN:TYPE:pattern/replacement/ (each with an optional L or U) or DEFAULT, comma separated", parseMappingRules)),
@@ -97,6 +110,13 @@ func (c *Config) setListenerOverride(key, value string) (known bool, err error) 
 	}
 	name, sub, ok := strings.Cut(rest, ".")
 	r := perListenerKeys()[sub]
+	if mech, ok := strings.CutSuffix(sub, "."+KeySASLJAASConfig); ok && r == nil {
+		// listener.name.<name>.<mechanism>.sasl.jaas.config, Kafka's form.
+		if _, known := sasl.ParseMechanism(strings.ToUpper(mech)); known {
+			r = jaasRow()
+			sub = strings.ToLower(mech) + "." + KeySASLJAASConfig
+		}
+	}
 	if !ok || name == "" || r == nil {
 		return false, nil
 	}
@@ -169,6 +189,24 @@ func parseMechanisms(value string) (any, error) {
 	return out, nil
 }
 
+func parseMechanism(value string) (any, error) {
+	m, ok := sasl.ParseMechanism(strings.ToUpper(value))
+	if !ok {
+		return nil, fmt.Errorf("unsupported SASL mechanism %q (Strata serves PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512)", value)
+	}
+	return m, nil
+}
+
+// jaasRow is sasl.jaas.config's row.
+func jaasRow() *config.Row {
+	for i := range nodeKeys {
+		if nodeKeys[i].Name == KeySASLJAASConfig {
+			return &nodeKeys[i].Row
+		}
+	}
+	return nil
+}
+
 func parseMappingRules(value string) (any, error) {
 	return principal.ParseRules(value)
 }
@@ -235,15 +273,13 @@ func (c Config) clientListeners() ([]clientListener, error) {
 	return out, nil
 }
 
-// interBrokerListener is inter.broker.listener.name resolved against ls.
+// interBrokerListener is inter.broker.listener.name resolved against ls:
+// over SSL brokers authenticate each other by their certificates, over
+// SASL by the login interBrokerLogin resolves.
 func (c Config) interBrokerListener(ls []clientListener) (string, error) {
 	if c.InterBrokerListener != "" {
 		for _, l := range ls {
 			if l.name == c.InterBrokerListener {
-				if l.protocol != meta.SecurityPlaintext {
-					return "", invalid(KeyInterBrokerListener, c.InterBrokerListener,
-						"replication between brokers over "+protocolNameOf(l.protocol)+" is not served yet: name a PLAINTEXT listener")
-				}
 				return l.name, nil
 			}
 		}
@@ -256,9 +292,69 @@ func (c Config) interBrokerListener(ls []clientListener) (string, error) {
 	}
 	if len(ls) > 1 {
 		return "", invalid(KeyInterBrokerListener, "", "no PLAINTEXT client listener for brokers to reach each other on: "+
-			"add one (it may be bound to a private address) and name it here")
+			"add one (it may be bound to a private address), or an SSL one, and name it here")
 	}
 	return ls[0].name, nil
+}
+
+// interBrokerLogin is how this broker logs in to the SASL inter-broker
+// listener inter of ls (sasl.mechanism.inter.broker.protocol, which the
+// listener must enable, and the listener's
+// listener.name.<name>.<mechanism>.sasl.jaas.config, else
+// sasl.jaas.config); the zero ClientConfig when inter is not SASL.
+func (c Config) interBrokerLogin(ls []broker.Listener, inter string) (sasl.ClientConfig, error) {
+	i := slices.IndexFunc(ls, func(l broker.Listener) bool { return l.Name == inter })
+	if i < 0 || (ls[i].Protocol != meta.SecuritySASLPlaintext && ls[i].Protocol != meta.SecuritySASLSSL) {
+		return sasl.ClientConfig{}, nil
+	}
+	mech := c.InterBrokerMechanism
+	if !slices.Contains(ls[i].Mechanisms, mech) {
+		return sasl.ClientConfig{}, invalid(KeyInterBrokerSASL, string(mech),
+			"the inter-broker listener "+inter+" does not enable it ("+KeySASLMechanisms+")")
+	}
+	key := strings.ToLower(string(mech)) + "." + KeySASLJAASConfig
+	jaas, ok := c.listenerValue(inter, key)
+	if !ok {
+		jaas, key = c.SASLJAASConfig, KeySASLJAASConfig
+	} else {
+		key = ListenerPrefix + strings.ToLower(inter) + "." + key
+	}
+	if jaas == "" {
+		return sasl.ClientConfig{}, invalid(key, "", "the inter-broker listener "+inter+" is SASL: set this node's login, "+
+			`org.apache.kafka.common.security.scram.ScramLoginModule required username="..." password="...";`)
+	}
+	user, password, err := jaasLogin(jaas)
+	if err != nil {
+		return sasl.ClientConfig{}, fmt.Errorf("%w: %s: %w", ErrInvalidConfig, key, err)
+	}
+	return sasl.ClientConfig{Mechanism: mech, User: user, Password: password}, nil
+}
+
+// controllerSecurity is the controller listener's security for
+// kraft.Config: PLAINTEXT, or SSL (every node, broker-only ones too,
+// then dials the controllers over TLS with the controller listener's
+// ssl.* keys, presenting its certificate, and the controllers map
+// certificates to principals with its ssl.principal.mapping.rules). SASL
+// on the controller listener is not served yet.
+func (c Config) controllerSecurity() (kraft.Security, error) {
+	name := c.ControllerListenerName
+	p, err := c.protocolOf(name)
+	if err != nil {
+		return kraft.Security{}, err
+	}
+	if p != meta.SecurityPlaintext && p != meta.SecuritySSL {
+		return kraft.Security{}, invalid(KeyProtocolMap, c.protocolMapString(),
+			"the controller listener "+name+" is "+protocolNameOf(p)+", which is not served yet: map it to PLAINTEXT or SSL")
+	}
+	rules := c.PrincipalMappingRules
+	if v, ok := c.listenerValue(name, KeyPrincipalMapping); ok {
+		rules = v
+	}
+	b, err := principal.NewBuilder(rules)
+	if err != nil {
+		return kraft.Security{}, invalid(KeyPrincipalMapping, rules, err.Error())
+	}
+	return kraft.Security{Listener: name, TLS: p == meta.SecuritySSL, Principals: b}, nil
 }
 
 // brokerListeners resolves the broker's listeners for broker.Config:
@@ -349,21 +445,32 @@ func parseAdvertisedListeners(value string) (any, error) {
 }
 
 // registerTLS gives the node's transport the TLS configuration of every
-// TLS client listener (its ssl.* keys), reading and checking its files.
-func registerTLS(cfg Config, listeners []broker.Listener, n *Net) error {
+// TLS client listener and of an SSL controller listener (its ssl.*
+// keys), reading and checking its files.
+func registerTLS(cfg Config, listeners []broker.Listener, ctrl kraft.Security, n *Net) error {
+	type tlsListener struct {
+		name     string
+		protocol meta.SecurityProtocol
+	}
+	var ls []tlsListener
 	for _, l := range listeners {
-		if l.Protocol != meta.SecuritySSL && l.Protocol != meta.SecuritySASLSSL {
-			continue
+		if l.Protocol == meta.SecuritySSL || l.Protocol == meta.SecuritySASLSSL {
+			ls = append(ls, tlsListener{l.Name, l.Protocol})
 		}
-		tcfg, err := cfg.TLSConfig(l.Name, l.Protocol == meta.SecuritySASLSSL)
+	}
+	if ctrl.TLS {
+		ls = append(ls, tlsListener{ctrl.Listener, meta.SecuritySSL})
+	}
+	for _, l := range ls {
+		tcfg, err := cfg.TLSConfig(l.name, l.protocol == meta.SecuritySASLSSL)
 		if err != nil {
 			return err
 		}
 		if !tcfg.HasCertificate() {
-			return invalid(ListenerPrefix+strings.ToLower(l.Name)+"."+KeySSLKeystoreLocation, "",
-				"listener "+l.Name+" is "+protocolNameOf(l.Protocol)+" and needs a certificate and key (ssl.keystore.location, or ssl.certificate.location and ssl.key.location)")
+			return invalid(ListenerPrefix+strings.ToLower(l.name)+"."+KeySSLKeystoreLocation, "",
+				"listener "+l.name+" is "+protocolNameOf(l.protocol)+" and needs a certificate and key (ssl.keystore.location, or ssl.certificate.location and ssl.key.location)")
 		}
-		if err := n.SetTLS(l.Name, tcfg); err != nil {
+		if err := n.SetTLS(l.name, tcfg); err != nil {
 			return err
 		}
 	}

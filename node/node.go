@@ -16,9 +16,11 @@ import (
 
 	"github.com/strata-log/strata/core/broker"
 	"github.com/strata-log/strata/core/connlimit"
+	"github.com/strata-log/strata/core/kraft"
 	"github.com/strata-log/strata/core/metrics"
 	"github.com/strata-log/strata/core/quorum"
 	"github.com/strata-log/strata/core/replica"
+	"github.com/strata-log/strata/core/sasl"
 	"github.com/strata-log/strata/core/server"
 )
 
@@ -91,10 +93,22 @@ func Start(cfg Config, log *slog.Logger) (*Node, error) {
 	}
 	var listeners []broker.Listener
 	var interBroker string
+	var interBrokerLogin sasl.ClientConfig
 	if cfg.IsBroker() {
 		if listeners, interBroker, err = cfg.brokerListeners(); err != nil {
 			return nil, err
 		}
+		if interBrokerLogin, err = cfg.interBrokerLogin(listeners, interBroker); err != nil {
+			return nil, err
+		}
+	}
+
+	ctrlSec, err := cfg.controllerSecurity()
+	if err != nil {
+		return nil, err
+	}
+	if warn := anonymousNodeLinks(cfg, ctrlSec); warn != "" {
+		log.Warn(warn, "listener", ctrlSec.Listener)
 	}
 
 	limits, err := cfg.connLimits()
@@ -126,7 +140,7 @@ func Start(cfg Config, log *slog.Logger) (*Node, error) {
 		}
 		return nil, err
 	}
-	if err := registerTLS(cfg, listeners, e.net); err != nil {
+	if err := registerTLS(cfg, listeners, ctrlSec, e.net); err != nil {
 		_ = e.Close()
 		if ops != nil {
 			_ = ops.ln.Close()
@@ -167,6 +181,7 @@ func Start(cfg Config, log *slog.Logger) (*Node, error) {
 		// active controller of an empty metadata log.
 		scfg.Quorum.Controller.BootstrapRecords = bootstrap
 		scfg.Quorum.ListenerLimits = limits
+		scfg.Quorum.Security = ctrlSec
 		// A controller is a voter on its controller listener; a
 		// broker-only node is an observer with no listener of its own,
 		// fetching the metadata log from the voters.
@@ -177,6 +192,7 @@ func Start(cfg Config, log *slog.Logger) (*Node, error) {
 			bc := &scfg.BrokerListener
 			bc.Listeners, bc.InterBrokerListener, bc.LogDir = listeners, interBroker, dataDir
 			bc.Security.DecoySecret = decoy
+			bc.Security.InterBrokerLogin = interBrokerLogin
 			bc.MaxConnectionsPerIP, bc.MaxConnectionsPerIPOverrides, bc.ConnectionsMaxIdle = limits.MaxPerHost, limits.PerHostOverrides, limits.MaxIdle
 			bc.Work = cfg.workConfig()
 			bc.StaticConfigs = cfg.brokerStaticConfigs()
@@ -248,6 +264,25 @@ const resolveTimeout = 5 * time.Second
 // the one controller.quorum.voters gives for this node: the other voters
 // would dial a port nobody listens on. It is not an error, as in Kafka
 // (a port may be forwarded), but it is almost always a typo.
+// anonymousNodeLinks warns when an authorizer is on and the nodes reach
+// the controller listener as User:ANONYMOUS: it is PLAINTEXT, or SSL
+// without ssl.client.auth=required.
+func anonymousNodeLinks(cfg Config, ctrl kraft.Security) string {
+	if !cfg.Auth.Enabled {
+		return ""
+	}
+	if !ctrl.TLS {
+		return "the controller listener is PLAINTEXT while an authorizer is on: every node connects to it as User:ANONYMOUS, " +
+			"which needs to be in super.users (as in Kafka); run it over SSL with client certificates instead"
+	}
+	// An invalid TLS configuration fails the start later, naming its key.
+	if tcfg, _ := cfg.TLSConfig(ctrl.Listener, false); tcfg.ClientAuth != ClientAuthRequired {
+		return "the controller listener does not require client certificates (ssl.client.auth=required) while an authorizer is on: " +
+			"a node without one connects as User:ANONYMOUS, which needs to be in super.users"
+	}
+	return ""
+}
+
 func controllerPortMismatch(cfg Config) string {
 	if !cfg.IsController() {
 		return ""

@@ -10,6 +10,7 @@ import (
 	"github.com/strata-log/strata/core/meta"
 	"github.com/strata-log/strata/core/principal"
 	"github.com/strata-log/strata/core/sasl"
+	"github.com/strata-log/strata/core/wire"
 )
 
 // Listener is one of the broker's listeners (Kafka's listeners entry, with
@@ -57,6 +58,13 @@ type SecurityConfig struct {
 	// MaxReauth is connections.max.reauth.ms (KIP-368): the session
 	// lifetime a SASL connection is told and held to; zero means none.
 	MaxReauth time.Duration
+	// InterBrokerLogin is how this broker logs in to other brokers'
+	// SASL inter-broker listener (sasl.mechanism.inter.broker.protocol
+	// and the listener's sasl.jaas.config; the node requires one there).
+	// Ignored on another listener, or with no Mechanism: the brokers then
+	// dial without logging in, and a SASL listener closes their
+	// requests. Its Nonce is the broker's.
+	InterBrokerLogin sasl.ClientConfig
 }
 
 // MaxPreAuthFrameBytes bounds a request frame on a SASL listener before
@@ -233,6 +241,50 @@ func (cfg Config) InterBrokerListenerName() string {
 		return cfg.InterBrokerListener
 	}
 	return cfg.listeners()[0].Name
+}
+
+// interBrokerTLS is the inter-broker listener's name when it runs over
+// TLS (brokers then dial each other with DialTLS as clients of it,
+// presenting its certificate), else empty.
+func (b *Broker) interBrokerTLS() string {
+	if l := b.listenerNamed(b.interBrokerListener()); l != nil && isTLS(l.Protocol) {
+		return l.Name
+	}
+	return ""
+}
+
+// InterBrokerTLS reports whether the inter-broker listener runs over TLS.
+func (cfg Config) InterBrokerTLS() bool {
+	name := cfg.InterBrokerListenerName()
+	for _, l := range cfg.listeners() {
+		if l.Name == name {
+			return isTLS(l.Protocol)
+		}
+	}
+	return false
+}
+
+// InterBrokerLogin is the login of the inter-broker listener when it is
+// SASL and Security.InterBrokerLogin names a mechanism, else false.
+func (cfg Config) InterBrokerLogin() (sasl.ClientConfig, bool) {
+	name := cfg.InterBrokerListenerName()
+	for _, l := range cfg.listeners() {
+		if l.Name == name && isSASL(l.Protocol) && cfg.Security.InterBrokerLogin.Mechanism != "" {
+			return cfg.Security.InterBrokerLogin, true
+		}
+	}
+	return sasl.ClientConfig{}, false
+}
+
+// interBrokerAuthenticate is the broker peers' wire.PeerConfig.Authenticate:
+// a SASL login on a SASL inter-broker listener, else nil.
+func (b *Broker) interBrokerAuthenticate() func(*wire.Client, func(error)) {
+	login, ok := b.cfg.InterBrokerLogin()
+	if !ok {
+		return nil
+	}
+	login.Nonce = b.nonce
+	return wire.SASLLogin(func() (*sasl.ClientSession, error) { return sasl.NewClient(login) })
 }
 
 // listenerNamed is the bound listener of that name, nil if none.

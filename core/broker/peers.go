@@ -46,8 +46,10 @@ func (pc *peerClients) send(lookup brokerLookup, id int32, req kmsg.Request, don
 			p.Close()
 		}
 		p = wire.NewPeer(b.e, wire.PeerConfig{
-			Addr:     addr,
-			ClientID: "strata-broker-" + strconv.Itoa(int(b.cfg.NodeID)),
+			Addr:         addr,
+			ClientID:     "strata-broker-" + strconv.Itoa(int(b.cfg.NodeID)),
+			TLSListener:  b.interBrokerTLS(),
+			Authenticate: b.interBrokerAuthenticate(),
 			OnDialFailed: func(err error) {
 				b.log.Debug("cannot reach a broker", "broker", id, "addr", addr, "err", err)
 			},

@@ -98,6 +98,11 @@ type Config struct {
 	// fields are connlimit's defaults.
 	ListenerLimits connlimit.Config
 
+	// Security is the controller listener's TLS, principals and
+	// authorization (security.go); the zero Security is plaintext and
+	// allows everything.
+	Security Security
+
 	// ReconnectBackoffMin and ReconnectBackoffMax bound the redial wait
 	// (DefaultReconnectBackoffMin, DefaultReconnectBackoffMax).
 	ReconnectBackoffMin time.Duration
@@ -214,6 +219,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.SnapshotIntervalRecords < 0 {
 		return c, fmt.Errorf("kraft: snapshot interval records %d is negative", c.SnapshotIntervalRecords)
+	}
+	if c.Security.TLS && c.Security.Listener == "" {
+		return c, fmt.Errorf("kraft: a TLS controller listener needs its name (Security.Listener)")
 	}
 	if c.ForwardRequestTimeout <= 0 {
 		c.ForwardRequestTimeout = DefaultForwardRequestTimeout

@@ -55,9 +55,21 @@
 //
 // Kafka forwards inside an Envelope (KIP-590), which carries the original
 // client's principal and address so that the controller authorizes the
-// request as the client's. Strata forwards the raw request: there are no
-// principals and no authorizer yet. When there are, forwarding must move
-// to Envelope, or a broker's privileges would be lent to every client.
+// request as the client's. Strata forwards the raw request: the broker
+// authorizes it for the client before forwarding, and the controller
+// listener, with an authorizer, checks only that the forwarding node has
+// CLUSTER_ACTION (security.go). Moving to Envelope would add Kafka's
+// second check for the client's principal.
+//
+// # Security of the controller listener
+//
+// Config.Security may run the listener and every dial to a voter over
+// TLS (env.SecureNet, by the listener's name), with each accepted
+// connection's principal built from its client certificate; with an
+// Authorizer, every request but ApiVersions needs CLUSTER_ACTION on the
+// cluster (DescribeQuorum: DESCRIBE or CLUSTER_ACTION), by the ACLs of
+// the member's image and super.users, or is answered
+// CLUSTER_AUTHORIZATION_FAILED before the Raft or the controller sees it.
 //
 // A forwarded request is always answered:
 //

@@ -150,6 +150,7 @@ func (f *forwarder) dest(id quorum.NodeID) *forwardDest {
 			d.conn = wire.NewPeer(f.m.e, wire.PeerConfig{
 				Addr:        v.Addr,
 				ClientID:    f.clientID,
+				TLSListener: f.m.cfg.Security.tlsListener(),
 				MaxInflight: maxForwardedInflight,
 				Logger:      f.m.log,
 				OnDialFailed: func(err error) {

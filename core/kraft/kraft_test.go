@@ -43,6 +43,9 @@ type cluster struct {
 	// startFailed, if not nil, takes kraft.Start's error for member i
 	// (the test expects it); without it the test fails.
 	startFailed func(i int, err error)
+	// wrapEnv, if not nil, wraps each member's Env before kraft.Start
+	// (a Net with simulated TLS, say).
+	wrapEnv func(e env.Env) env.Env
 }
 
 // forSeeds runs test as a subtest for each of seeds 1, 2 and 3.
@@ -97,6 +100,9 @@ func newClusterStopped(t testing.TB, seed uint64, n, observers int, tweak func(*
 		p := c.s.AddProcess(name, func(e env.Env) {
 			if c.beforeStart != nil {
 				c.beforeStart(i, e)
+			}
+			if c.wrapEnv != nil {
+				e = c.wrapEnv(e)
 			}
 			m, err := kraft.Start(e, cfg)
 			switch {

@@ -10,6 +10,7 @@ import (
 	"github.com/strata-log/strata/core/connlimit"
 	"github.com/strata-log/strata/core/controller"
 	"github.com/strata-log/strata/core/env"
+	"github.com/strata-log/strata/core/principal"
 	"github.com/strata-log/strata/core/quorum"
 	"github.com/strata-log/strata/core/wire"
 )
@@ -53,9 +54,12 @@ type peer struct {
 // inboundConn is an accepted connection and the requests received on it
 // that the Raft has not answered yet.
 type inboundConn struct {
-	conn    env.Conn
-	pending []pendingRequest
-	closed  bool
+	conn env.Conn
+	// principal is the connection's, from its client certificate
+	// (Security.Principals), User:ANONYMOUS without one.
+	principal principal.Principal
+	pending   []pendingRequest
+	closed    bool
 	// idle closes the conn after connections.max.idle.ms.
 	idle *connlimit.Idle
 	// controllerRequests counts the controller requests received on the
@@ -84,6 +88,7 @@ func (n *network) newPeer(id quorum.NodeID, addr string) *peer {
 	p.conn = wire.NewPeer(n.m.e, wire.PeerConfig{
 		Addr:          addr,
 		ClientID:      n.clientID,
+		TLSListener:   n.m.cfg.Security.tlsListener(),
 		MaxInflight:   maxInflightPerPeer,
 		ResetWhenFull: true,
 		MaxQueued:     maxQueuedMessagesPerPeer,
@@ -106,7 +111,17 @@ func (n *network) listen() error {
 		return nil // an observer without a listener
 	}
 	n.guard = connlimit.New(n.m.e, n.m.cfg.ListenerLimits, n.m.log.With("listener", "controller"))
-	l, err := n.m.e.Net().Listen(n.m.cfg.ListenAddr, n.accept)
+	var l env.Listener
+	var err error
+	if sec := n.m.cfg.Security; sec.TLS {
+		sn, ok := n.m.e.Net().(env.SecureNet)
+		if !ok {
+			return fmt.Errorf("kraft: controller listener %s is TLS but this environment has no TLS", sec.Listener)
+		}
+		l, err = sn.ListenTLS(n.m.cfg.ListenAddr, sec.Listener, n.accept)
+	} else {
+		l, err = n.m.e.Net().Listen(n.m.cfg.ListenAddr, n.accept)
+	}
 	if err != nil {
 		return fmt.Errorf("kraft: listen on %s: %w", n.m.cfg.ListenAddr, err)
 	}
@@ -224,7 +239,14 @@ func (n *network) accept(conn env.Conn) {
 		conn.Close()
 		return
 	}
-	ic := &inboundConn{conn: conn}
+	p, err := n.connPrincipal(conn)
+	if err != nil {
+		n.m.log.Warn("closing connection: client certificate maps to no principal", "remote", conn.RemoteAddr(), "err", err)
+		n.guard.Release(conn.RemoteAddr())
+		conn.Close()
+		return
+	}
+	ic := &inboundConn{conn: conn, principal: p}
 	n.inbound = append(n.inbound, ic)
 	// A quorum request the Raft never answers stays pending (a superseded
 	// fetch, a dropped vote), so only controller requests, which are
@@ -267,6 +289,10 @@ func (n *network) onRequest(ic *inboundConn, frame []byte) {
 		return
 	}
 	corr, version := hdr.CorrelationID, hdr.Version
+	if !n.authorized(ic, req) {
+		n.refuseUnauthorized(ic, corr, req)
+		return
+	}
 	if av, ok := req.(*kmsg.ApiVersionsRequest); ok {
 		n.reply(ic, corr, controllerAPIs.AnswerApiVersions(av))
 		return

@@ -9,6 +9,7 @@ import (
 	"github.com/strata-log/strata/core/metrics"
 	"github.com/strata-log/strata/core/producer"
 	"github.com/strata-log/strata/core/record"
+	"github.com/strata-log/strata/core/sasl"
 )
 
 // Config configures the partitions of one broker.
@@ -16,6 +17,14 @@ type Config struct {
 	// Listener is the listener followers dial on their leaders
 	// (inter.broker.listener.name); empty means PLAINTEXT.
 	Listener string
+	// ListenerTLS: Listener runs over TLS, and followers dial their
+	// leaders with env.SecureNet's DialTLS as clients of it, presenting
+	// its certificate (their principal on the leader).
+	ListenerTLS bool
+	// ListenerLogin, when its Mechanism is set, is how followers log in
+	// to their leaders' SASL Listener (its Nonce is filled in from the
+	// environment).
+	ListenerLogin sasl.ClientConfig
 
 	// NodeID is this broker's node.id: a partition is hosted here when
 	// its replicas include it.

@@ -16,6 +16,7 @@ import (
 	"github.com/strata-log/strata/core/log"
 	"github.com/strata-log/strata/core/meta"
 	"github.com/strata-log/strata/core/record"
+	"github.com/strata-log/strata/core/sasl"
 	"github.com/strata-log/strata/core/wire"
 )
 
@@ -172,9 +173,15 @@ func (m *Manager) syncFetchers() {
 // newFetcher makes the fetcher of leader at addr, not connected yet.
 func (m *Manager) newFetcher(leader int32, addr string) *fetcher {
 	f := &fetcher{m: m, leader: leader}
+	tlsListener := ""
+	if m.cfg.ListenerTLS {
+		tlsListener = m.cfg.listener()
+	}
 	f.conn = wire.NewPeer(m.e, wire.PeerConfig{
-		Addr:     addr,
-		ClientID: "strata-replica-fetcher-" + strconv.Itoa(int(m.cfg.NodeID)),
+		Addr:         addr,
+		ClientID:     "strata-replica-fetcher-" + strconv.Itoa(int(m.cfg.NodeID)),
+		TLSListener:  tlsListener,
+		Authenticate: m.login(),
 		OnConnected: func() {
 			f.fetch()
 		},
@@ -194,6 +201,24 @@ func (m *Manager) newFetcher(leader int32, addr string) *fetcher {
 		},
 	})
 	return f
+}
+
+// login is the fetchers' wire.PeerConfig.Authenticate: a SASL login with
+// ListenerLogin, nil without one.
+func (m *Manager) login() func(*wire.Client, func(error)) {
+	login := m.cfg.ListenerLogin
+	if login.Mechanism == "" {
+		return nil
+	}
+	login.Nonce = func(n int) []byte {
+		out := make([]byte, n)
+		rng := m.e.Rand()
+		for i := range out {
+			out[i] = byte(rng.Uint64())
+		}
+		return out
+	}
+	return wire.SASLLogin(func() (*sasl.ClientSession, error) { return sasl.NewClient(login) })
 }
 
 // brokerAddr is the host:port of broker id's listener in the image.

@@ -50,8 +50,17 @@ func Start(e env.Env, cfg Config) (*Server, error) {
 	if err := e.Disk().MkdirAll(metadataDir); err != nil {
 		return nil, fmt.Errorf("server: create %s: %w", metadataDir, err)
 	}
+	policy, err := cfg.Auth.policy()
+	if err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
 	qcfg := cfg.Quorum
 	qcfg.Metrics = cfg.Metrics
+	// The controller listener authorizes by the same ACLs and
+	// super.users as the client listeners (kraft.Security).
+	if policy != nil {
+		qcfg.Security.Authorizer = policy
+	}
 	s.member, err = kraft.Start(subdirEnv{Env: e, disk: newSubDisk(e.Disk(), metadataDir)}, qcfg)
 	if err != nil {
 		return nil, fmt.Errorf("server: start the metadata quorum member: %w", err)
@@ -64,6 +73,10 @@ func Start(e env.Env, cfg Config) (*Server, error) {
 	rcfg.KeepDirs = append(rcfg.KeepDirs, metadataDir)
 	rcfg.Metrics = cfg.Metrics
 	rcfg.Listener = cfg.BrokerListener.InterBrokerListenerName()
+	rcfg.ListenerTLS = cfg.BrokerListener.InterBrokerTLS()
+	if login, ok := cfg.BrokerListener.InterBrokerLogin(); ok {
+		rcfg.ListenerLogin = login
+	}
 	rcfg.AlterPartition = func(req *kmsg.AlterPartitionRequest, done func(kmsg.Response, error)) { s.member.Submit(req, done) }
 	rcfg.LeaderRefused = s.member.SuspectBroker
 	rcfg.BrokerEpoch = func() int64 {
@@ -77,11 +90,7 @@ func Start(e env.Env, cfg Config) (*Server, error) {
 	bcfg.Metadata = s.member
 	bcfg.Partitions = s.parts
 	bcfg.Metrics = cfg.Metrics
-	if policy, err := cfg.Auth.policy(); err != nil {
-		s.member.Close(nil)
-		s.parts.Close(func() {})
-		return nil, fmt.Errorf("server: %w", err)
-	} else if policy != nil {
+	if policy != nil {
 		bcfg.Authorizer = policy
 	}
 	bcfg.BrokerEpoch = func() int64 {

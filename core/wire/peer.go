@@ -24,6 +24,11 @@ type PeerConfig struct {
 	Addr string
 	// ClientID is the request header's client id.
 	ClientID string
+	// TLSListener, when set, dials over TLS as a client of that listener
+	// (env.SecureNet's DialTLS: the listener's trust store verifies the
+	// server, its certificate is presented for mutual TLS). Empty dials
+	// in plaintext. A Net without TLS fails every dial.
+	TLSListener string
 	// MaxInflight bounds the requests awaiting a response on the
 	// connection (DefaultMaxInflight when zero); past it Do refuses with
 	// ErrTooManyInflight, or resets the connection with ResetWhenFull.
@@ -41,6 +46,12 @@ type PeerConfig struct {
 	// wait for it. Without it (the zero Backoff) the peer dials only when
 	// a request needs it, and a failed dial fails the queued requests.
 	Redial Backoff
+	// Authenticate, if set, runs on each new connection before the peer
+	// uses it (SASLLogin: SaslHandshake and SaslAuthenticate); done(nil)
+	// makes the peer connected, an error, or no answer within
+	// authenticateTimeout, closes the connection and counts as a failed
+	// dial.
+	Authenticate func(cl *Client, done func(error))
 	// OnDialFailed, if set, runs after a dial failed (and, with Redial,
 	// after the next dial was scheduled).
 	OnDialFailed func(err error)
@@ -55,6 +66,10 @@ type PeerConfig struct {
 	// them.
 	Logger *slog.Logger
 }
+
+// authenticateTimeout bounds a new connection's Authenticate (Kafka's
+// clients bound it by request.timeout.ms).
+const authenticateTimeout = 10 * time.Second
 
 // Peer is one kept connection to one Kafka listener, the only dial and
 // redial state machine of Strata's links (the quorum's peers, the
@@ -106,7 +121,7 @@ func (p *Peer) Dial() {
 		return
 	}
 	p.dialing = true
-	p.e.Net().Dial(p.cfg.Addr, func(conn env.Conn, err error) {
+	p.dial(func(conn env.Conn, err error) {
 		p.dialing = false
 		if p.closed || err != nil {
 			if conn != nil {
@@ -129,6 +144,56 @@ func (p *Peer) Dial() {
 			p.connected(conn)
 		}
 	})
+}
+
+// dial connects to the peer's address, over TLS with TLSListener, and
+// runs Authenticate on the new connection.
+func (p *Peer) dial(done func(env.Conn, error)) {
+	if p.cfg.Authenticate != nil {
+		done = p.authenticateThen(done)
+	}
+	if p.cfg.TLSListener == "" {
+		p.e.Net().Dial(p.cfg.Addr, done)
+		return
+	}
+	sn, ok := p.e.Net().(env.SecureNet)
+	if !ok {
+		err := fmt.Errorf("listener %s is TLS but this environment has no TLS", p.cfg.TLSListener)
+		p.e.Post(func() { done(nil, err) })
+		return
+	}
+	sn.DialTLS(p.cfg.Addr, p.cfg.TLSListener, done)
+}
+
+// authenticateThen wraps a dial's done: a new connection is handed on
+// once Authenticate succeeded within authenticateTimeout; a failure
+// closes it and is handed on as the dial's error.
+func (p *Peer) authenticateThen(done func(env.Conn, error)) func(env.Conn, error) {
+	return func(conn env.Conn, err error) {
+		if err != nil {
+			done(conn, err)
+			return
+		}
+		finished := false
+		cl := NewClient(conn, ClientConfig{ClientID: p.cfg.ClientID, Logger: p.cfg.Logger})
+		timer := p.e.AfterFunc(authenticateTimeout, cl.Close)
+		p.cfg.Authenticate(cl, func(err error) {
+			if finished {
+				return
+			}
+			finished = true
+			timer.Stop()
+			if err == nil && cl.Closed() {
+				err = ErrConnClosed
+			}
+			if err != nil {
+				cl.Close()
+				done(nil, err)
+				return
+			}
+			done(conn, nil)
+		})
+	}
 }
 
 func (p *Peer) connected(conn env.Conn) {

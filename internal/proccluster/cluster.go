@@ -49,6 +49,9 @@ type Options struct {
 	Props []string
 	// Places places some nodes; the others run here on 127.0.0.1.
 	Places map[int32]Placement
+	// NodeProps are more server.properties lines for one node (its own
+	// certificate, say), after Props.
+	NodeProps map[int32][]string
 }
 
 // Cluster is a set of `strata serve` processes with one cluster id and
@@ -101,6 +104,7 @@ func Start(t testing.TB, specs []Spec, o Options) *Cluster {
 			"log.dirs=" + cmp.Or(place.LogDir, filepath.Join(dir, fmt.Sprintf("node-%d", s.ID))),
 			"metrics.listener=127.0.0.1:0",
 		}, o.Props...)
+		props = append(props, o.NodeProps[s.ID]...)
 		p := NewNode(t, dir, s.ID, props)
 		p.Roles, p.BrokerAddr, p.CtrlAddr = s.Roles, brokers[s.ID], ctrls[s.ID]
 		if ns := o.Places[s.ID].Netns; ns != nil {
