@@ -225,7 +225,7 @@ func clientSASL(values map[string]string) (sasl.Mechanism, error) {
 	if mechanism == "" {
 		return nil, errors.New("sasl.mechanism is required with a SASL security.protocol (PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512)")
 	}
-	jaas := values["sasl.jaas.config"]
+	jaas := values[node.KeySASLJAASConfig]
 	if jaas == "" {
 		return nil, errors.New("sasl.jaas.config is required with a SASL security.protocol")
 	}
