@@ -49,6 +49,12 @@ type Config struct {
 	// keys not listed go up to what the broker and kmsg support. Only
 	// looked up, never iterated.
 	MaxVersions map[int16]int16
+	// SASL, when set, logs every connection in (SaslHandshake v1 and
+	// SaslAuthenticate) before its first request: the brokers' listener
+	// is SASL_PLAINTEXT. A refused login fails the connection attempt
+	// (the queued requests end ErrNotSent wrapping an *AuthError) and the
+	// next attempt waits the backoff.
+	SASL *SASL
 }
 
 // orDefault is v, or def for a setting left unset (zero or negative).
