@@ -522,10 +522,15 @@ func (a *secureAdminRun) topics(i int) {
 	t := secureTopics[i]
 	a.step = "topic " + t.name
 	a.c.CreateTopic(kclient.TopicSpec{Name: t.name, Partitions: t.partitions, ReplicationFactor: 3}, func(ok bool, code int16) {
-		if !ok {
+		switch {
+		case !ok && code == kerr.InvalidReplicationFactor.Code:
+			// A broker listed but not yet unfenced: ask again.
+			a.c.Env().AfterFunc(secureStep, func() { a.topics(i) })
+		case !ok:
 			a.x.fail(fmt.Errorf("setup: topic %s refused: %s", t.name, kerr.ErrorForCode(code)))
+		default:
+			a.topics(i + 1)
 		}
-		a.topics(i + 1)
 	})
 }
 

@@ -1,0 +1,90 @@
+package scenario
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/sim"
+)
+
+// secureSeedsInMakeTest is how many consecutive seeds of the secure
+// scenario `make test` runs (about a second of wall time each).
+const secureSeedsInMakeTest = 50
+
+// TestSecureSeeds runs seeds 1..secureSeedsInMakeTest of the secure
+// scenario; every tenth runs twice and must give the same trace (the
+// determinism check). Across them every user must have been served and
+// refused, the intruder refused, and the hostile peer must have run.
+func TestSecureSeeds(t *testing.T) {
+	t.Parallel()
+	n := sweepSeeds(secureSeedsInMakeTest)
+	acked, refused, intruded, hostile := 0, 0, 0, 0
+	for seed := uint64(1); seed <= n; seed++ {
+		sum, x := runSecure(Options{Seed: seed})
+		requirePassed(t, sum)
+		if seed%10 == 0 {
+			again, _ := runSecure(Options{Seed: seed})
+			require.Equal(t, sum.TraceHash, again.TraceHash, "seed %d: the same seed gave another trace", seed)
+		}
+		for _, u := range x.users {
+			acked += u.acked
+			refused += u.refused
+		}
+		intruded += x.intruder.refused
+		if x.hostile != nil {
+			hostile++
+		}
+	}
+	require.Positive(t, acked, "no produce or fetch served")
+	require.Positive(t, refused, "no produce or fetch refused")
+	require.Positive(t, intruded, "no wrong password refused")
+	exercised(t, hostile > 0, "the hostile peer never ran")
+	t.Logf("%d seeds: %d served, %d refused TOPIC_AUTHORIZATION_FAILED, %d wrong logins refused, the hostile peer in %d",
+		n, acked, refused, intruded, hostile)
+}
+
+// TestSecureAllowed pins the checker's reading of the scenario's ACLs:
+// DENY wins over ALLOW, ALLOW of WRITE or READ implies DESCRIBE, a
+// wildcard ALLOW covers every topic, and no ACL denies.
+func TestSecureAllowed(t *testing.T) {
+	for _, tc := range []struct {
+		user  string
+		op    kmsg.ACLOperation
+		topic string
+		want  bool
+	}{
+		{"alice", kmsg.ACLOperationWrite, "orders", true},
+		{"alice", kmsg.ACLOperationDescribe, "orders", true},
+		{"alice", kmsg.ACLOperationWrite, "events", false},
+		{"bob", kmsg.ACLOperationWrite, "orders", false},
+		{"bob", kmsg.ACLOperationRead, "orders", true},
+		{"carol", kmsg.ACLOperationWrite, "orders", false},
+		{"carol", kmsg.ACLOperationDescribe, "orders", true},
+		{"carol", kmsg.ACLOperationWrite, "secret", true},
+		{"carol", kmsg.ACLOperationRead, "secret", false},
+		{"dave", kmsg.ACLOperationDescribe, "events", true},
+		{"dave", kmsg.ACLOperationRead, "events", false},
+		{"dave", kmsg.ACLOperationDescribe, "orders", false},
+		{"erin", kmsg.ACLOperationDescribe, "events", false},
+		{secureAdmin, kmsg.ACLOperationWrite, "secret", true},
+	} {
+		require.Equal(t, tc.want, secureAllowed(tc.user, tc.op, tc.topic), "%s %s %s", tc.user, tc.op, tc.topic)
+	}
+}
+
+// TestSecureReplayIsDeterministic runs one seed through Run twice: the
+// same summary line by line, the trace hash included.
+func TestSecureReplayIsDeterministic(t *testing.T) {
+	var sums []sim.Summary
+	for range 2 {
+		sum, err := Run("secure", Options{Seed: 7})
+		require.NoError(t, err)
+		requirePassed(t, sum)
+		sums = append(sums, sum)
+	}
+	require.Equal(t, sums[0].TraceHash, sums[1].TraceHash)
+	require.Equal(t, sums[0].Events, sums[1].Events)
+	require.Equal(t, sums[0].Faults, sums[1].Faults)
+}
