@@ -259,6 +259,9 @@ func runSecure(o Options) (sim.Summary, *secureRun) {
 		if x.phase == secureHealed && x.unsettled() == "" {
 			x.phase = secureDone
 		}
+		if err := x.checkPlacement(); err != nil {
+			return sum(err)
+		}
 	}
 	if x.err != nil {
 		return sum(x.err)
@@ -775,13 +778,19 @@ type secureIntruder struct {
 	// refused counts wrong logins refused, unanswered requests sent
 	// without a login or after a failed one, and closes seen.
 	refused, unanswered, closed int
+	// forged counts the forged node registrations sent, registered
+	// those the controller accepted, unfenced the forged heartbeats
+	// answered without an error (the known gap: the CONTROLLER listener
+	// does not authenticate nodes yet).
+	forged, registered, unfenced int
 }
 
 func (in *secureIntruder) String() string {
 	if in == nil {
 		return "off"
 	}
-	return fmt.Sprintf("refused=%d unanswered=%d closed=%d", in.refused, in.unanswered, in.closed)
+	return fmt.Sprintf("refused=%d unanswered=%d closed=%d forged=%d registered=%d heartbeats-accepted=%d",
+		in.refused, in.unanswered, in.closed, in.forged, in.registered, in.unfenced)
 }
 
 func (in *secureIntruder) start(e env.Env) {
@@ -794,7 +803,11 @@ func (in *secureIntruder) next() {
 		if in.x.phase != secureFaults {
 			return
 		}
-		in.attempt()
+		if in.r.IntN(4) == 0 {
+			in.forgeNode()
+		} else {
+			in.attempt()
+		}
 		in.next()
 	})
 }
@@ -808,6 +821,11 @@ func (in *secureIntruder) attempt() {
 	users := append([]string{"mallory"}, secureUsers...)
 	login := kclient.SASL{Mechanism: secureMechanisms[in.r.IntN(len(secureMechanisms))],
 		User: users[in.r.IntN(len(users))], Password: fmt.Sprintf("guess-%d", in.r.IntN(1000))}
+	kind := "intruder-no-login"
+	if wrong {
+		kind = "intruder-wrong-password"
+	}
+	in.x.s.Fault(kind, fmt.Sprintf("%s %s as %s", addr, login.Mechanism, login.User))
 	in.e.Net().Dial(addr, func(conn env.Conn, err error) {
 		if err != nil {
 			return
@@ -869,4 +887,76 @@ func (in *secureIntruder) expectNoAnswer(cl *wire.Client, addr, when string) {
 	// Close from this side too, once the broker had time to close: a
 	// connection the network lost would otherwise linger.
 	in.e.AfterFunc(time.Second, func() { cl.Close() })
+}
+
+// secureForgedNode is the node id the intruder registers on the
+// CONTROLLER listeners: no server of the run has it.
+const secureForgedNode = 66
+
+// forgeNode sends a well-formed BrokerRegistration for secureForgedNode
+// to a random controller listener and, when the controller accepts it,
+// heartbeats with the broker epoch it answered, as a broker would: the
+// CONTROLLER listener does not authenticate nodes yet (issue 24 item 5),
+// so the controller may well register and unfence it. What (s6) asserts
+// today is what that cannot change: the run's partitions never list the
+// forged node (its topics exist before, and nothing reassigns them).
+func (in *secureIntruder) forgeNode() {
+	addr := in.x.names[in.r.IntN(len(in.x.names))] + secureControlPort
+	in.x.s.Fault("intruder-forged-node", addr)
+	in.e.Net().Dial(addr, func(conn env.Conn, err error) {
+		if err != nil {
+			return
+		}
+		cl := wire.NewClient(conn, wire.ClientConfig{ClientID: "intruder"})
+		in.e.AfterFunc(2*time.Second, func() { cl.Close() })
+		req := kmsg.NewPtrBrokerRegistrationRequest()
+		req.Version = 3
+		req.BrokerID, req.ClusterID = secureForgedNode, secureClusterID
+		req.IncarnationID = [16]byte{0: 0x66, 15: byte(1 + in.r.IntN(255))}
+		l := kmsg.NewBrokerRegistrationRequestListener()
+		l.Name, l.Host, l.Port, l.SecurityProtocol = "INTERNAL", "intruder", 9092, int16(meta.SecurityPlaintext)
+		req.Listeners = []kmsg.BrokerRegistrationRequestListener{l}
+		in.forged++
+		if cl.Do(req, func(r kmsg.Response, err error) {
+			resp, ok := r.(*kmsg.BrokerRegistrationResponse)
+			if err != nil || !ok || resp.ErrorCode != 0 {
+				return
+			}
+			in.registered++
+			hb := kmsg.NewPtrBrokerHeartbeatRequest()
+			hb.Version = 1
+			hb.BrokerID, hb.BrokerEpoch, hb.CurrentMetadataOffset = secureForgedNode, resp.BrokerEpoch, 1<<40
+			_ = cl.Do(hb, func(r kmsg.Response, err error) {
+				if resp, ok := r.(*kmsg.BrokerHeartbeatResponse); err == nil && ok && resp.ErrorCode == 0 && !resp.IsFenced {
+					in.unfenced++
+				}
+			})
+		}) != nil {
+			cl.Close()
+		}
+	})
+}
+
+// checkPlacement is (s6): no running server's image places a replica of
+// the run's topics on the forged node.
+func (x *secureRun) checkPlacement() error {
+	for i, srv := range x.servers {
+		if srv == nil || !x.procs[i].Up() || x.serverInc[i] != x.procs[i].Incarnation() {
+			continue
+		}
+		img := srv.Image()
+		for _, t := range secureTopics {
+			ti, ok := img.TopicByName(t.name)
+			if !ok {
+				continue
+			}
+			for p := range ti.Partitions() {
+				if slices.Contains(p.Replicas, secureForgedNode) || slices.Contains(p.ISR, secureForgedNode) || p.Leader == secureForgedNode {
+					return fmt.Errorf("(s6) %s's image places %s-%d on the forged node %d: replicas %v, ISR %v, leader %d",
+						x.names[i], t.name, p.ID, secureForgedNode, p.Replicas, p.ISR, p.Leader)
+				}
+			}
+		}
+	}
+	return nil
 }
