@@ -252,7 +252,7 @@ func (b *broker) authenticate(gen uint64, login SASL) {
 			b.connectFailed(fmt.Errorf("SASL authentication to %s timed out", b.addr))
 		}
 	})
-	Authenticate(b.c.e, b.conn, login, v, func(err error) {
+	authenticate(b.c.e, b.conn, login, b.c.scramClient(), v, func(lifetime time.Duration, err error) {
 		timer.Stop()
 		if gen != b.gen {
 			return
@@ -261,7 +261,35 @@ func (b *broker) authenticate(gen uint64, login SASL) {
 			b.connectFailed(fmt.Errorf("SASL authentication to %s as %s: %w", b.addr, login.User, err))
 			return
 		}
+		b.scheduleReauth(gen, login, v, lifetime)
 		b.ready()
+	})
+}
+
+// scheduleReauth logs connection gen in again before its session
+// lifetime ends (KIP-368), at 85% to 95% of it as the Java client does;
+// requests go on meanwhile. A refused re-authentication closes the
+// connection (its pending calls end ErrConnLost).
+func (b *broker) scheduleReauth(gen uint64, login SASL, version int16, lifetime time.Duration) {
+	if lifetime <= 0 {
+		return
+	}
+	at := time.Duration(float64(lifetime) * (0.85 + 0.1*b.c.e.Rand().Float64()))
+	b.c.e.AfterFunc(at, func() {
+		if gen != b.gen || b.state != connReady || b.c.closed {
+			return
+		}
+		b.c.log.Debug("re-authenticating", "broker", b.id, "lifetime", lifetime)
+		authenticate(b.c.e, b.conn, login, b.c.scramClient(), version, func(lifetime time.Duration, err error) {
+			if gen != b.gen {
+				return
+			}
+			if err != nil {
+				b.disconnect(fmt.Sprintf("re-authentication refused: %v", err))
+				return
+			}
+			b.scheduleReauth(gen, login, version, lifetime)
+		})
 	})
 }
 

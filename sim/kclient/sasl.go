@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/xdg-go/scram"
@@ -51,30 +52,41 @@ const nonceBytes = 16
 // ApiVersions: SaslHandshake v1 naming the mechanism, then the
 // mechanism's SaslAuthenticate exchange at authVersion (v0–v2). done runs
 // once, on the env's loop, with nil once the broker accepted the login,
-// an *AuthError when it refused it, or the transport's error. SCRAM's
+// an *AuthError when it refused it, or the transport's error; lifetime is
+// the session lifetime the broker's last answer gave (KIP-368, v1+; zero
+// for none), before which the connection must log in again. The same
+// exchange on an authenticated connection re-authenticates it. SCRAM's
 // client nonce comes from e.Rand(), so the exchange is as deterministic
 // as the rest of the simulation.
-func Authenticate(e env.Env, conn *wire.Client, login SASL, authVersion int16, done func(error)) {
+func Authenticate(e env.Env, conn *wire.Client, login SASL, authVersion int16, done func(lifetime time.Duration, err error)) {
+	authenticate(e, conn, login, nil, authVersion, done)
+}
+
+// authenticate is Authenticate with a SCRAM client to reuse (nil: a new
+// one): xdg-go/scram's client caches the keys it derived per salt and
+// iterations, so a Client's reconnects and re-authentications run PBKDF2
+// once.
+func authenticate(e env.Env, conn *wire.Client, login SASL, client *scram.Client, authVersion int16, done func(lifetime time.Duration, err error)) {
 	hs := kmsg.NewPtrSASLHandshakeRequest()
 	hs.Version, hs.Mechanism = 1, string(login.Mechanism)
 	err := conn.Do(hs, func(r kmsg.Response, err error) {
 		if err != nil {
-			done(fmt.Errorf("SaslHandshake: %w", err))
+			done(0, fmt.Errorf("SaslHandshake: %w", err))
 			return
 		}
 		if resp := r.(*kmsg.SASLHandshakeResponse); resp.ErrorCode != 0 {
-			done(&AuthError{Code: resp.ErrorCode, Message: fmt.Sprintf("enabled mechanisms %v", resp.SupportedMechanisms)})
+			done(0, &AuthError{Code: resp.ErrorCode, Message: fmt.Sprintf("enabled mechanisms %v", resp.SupportedMechanisms)})
 			return
 		}
-		steps, err := newSASLSteps(e, login)
+		steps, err := newSASLSteps(e, login, client)
 		if err != nil {
-			done(err)
+			done(0, err)
 			return
 		}
-		authStep(conn, steps, authVersion, "", done)
+		authStep(conn, steps, authVersion, "", 0, done)
 	})
 	if err != nil {
-		e.Post(func() { done(fmt.Errorf("SaslHandshake: %w", err)) })
+		e.Post(func() { done(0, fmt.Errorf("SaslHandshake: %w", err)) })
 	}
 }
 
@@ -83,7 +95,7 @@ func Authenticate(e env.Env, conn *wire.Client, login SASL, authVersion int16, d
 // exchange is complete (the server's final token verified).
 type saslSteps func(server string) (token string, last bool, err error)
 
-func newSASLSteps(e env.Env, login SASL) (saslSteps, error) {
+func newSASLSteps(e env.Env, login SASL, client *scram.Client) (saslSteps, error) {
 	switch login.Mechanism {
 	case sasl.Plain:
 		sent := false
@@ -95,21 +107,12 @@ func newSASLSteps(e env.Env, login SASL) (saslSteps, error) {
 			return "\x00" + login.User + "\x00" + login.Password, false, nil
 		}, nil
 	case sasl.ScramSHA256, sasl.ScramSHA512:
-		gen := scram.SHA512
-		if login.Mechanism == sasl.ScramSHA256 {
-			gen = scram.SHA256
-		}
-		client, err := gen.NewClient(login.User, login.Password, "")
-		if err != nil {
-			return nil, &AuthError{Message: err.Error()}
-		}
-		client = client.WithNonceGenerator(func() string {
-			b := make([]byte, nonceBytes)
-			for i := range b {
-				b[i] = byte(e.Rand().IntN(256))
+		if client == nil {
+			var err error
+			if client, err = newScramClient(e, login); err != nil {
+				return nil, err
 			}
-			return base64.RawStdEncoding.EncodeToString(b)
-		})
+		}
 		conv := client.NewConversation()
 		return func(server string) (string, bool, error) {
 			if conv.Done() {
@@ -128,18 +131,19 @@ func newSASLSteps(e env.Env, login SASL) (saslSteps, error) {
 	return nil, &AuthError{Message: "mechanism " + string(login.Mechanism) + " is not supported by kclient"}
 }
 
-// authStep sends the client's next token and feeds the answer back.
-func authStep(conn *wire.Client, steps saslSteps, version int16, server string, done func(error)) {
+// authStep sends the client's next token and feeds the answer back;
+// lifetime is the last answer's session lifetime.
+func authStep(conn *wire.Client, steps saslSteps, version int16, server string, lifetime time.Duration, done func(time.Duration, error)) {
 	token, last, err := steps(server)
 	if err != nil || last {
-		done(err)
+		done(lifetime, err)
 		return
 	}
 	req := kmsg.NewPtrSASLAuthenticateRequest()
 	req.Version, req.SASLAuthBytes = version, []byte(token)
 	err = conn.Do(req, func(r kmsg.Response, err error) {
 		if err != nil {
-			done(fmt.Errorf("SaslAuthenticate: %w", err))
+			done(0, fmt.Errorf("SaslAuthenticate: %w", err))
 			return
 		}
 		resp := r.(*kmsg.SASLAuthenticateResponse)
@@ -148,12 +152,31 @@ func authStep(conn *wire.Client, steps saslSteps, version int16, server string, 
 			if resp.ErrorMessage != nil {
 				msg = *resp.ErrorMessage
 			}
-			done(&AuthError{Code: resp.ErrorCode, Message: msg})
+			done(0, &AuthError{Code: resp.ErrorCode, Message: msg})
 			return
 		}
-		authStep(conn, steps, version, string(resp.SASLAuthBytes), done)
+		authStep(conn, steps, version, string(resp.SASLAuthBytes), time.Duration(resp.SessionLifetimeMillis)*time.Millisecond, done)
 	})
 	if err != nil {
-		done(fmt.Errorf("SaslAuthenticate: %w", err))
+		done(0, fmt.Errorf("SaslAuthenticate: %w", err))
 	}
+}
+
+// newScramClient is login's SCRAM client, its nonces from e.Rand().
+func newScramClient(e env.Env, login SASL) (*scram.Client, error) {
+	gen := scram.SHA512
+	if login.Mechanism == sasl.ScramSHA256 {
+		gen = scram.SHA256
+	}
+	client, err := gen.NewClient(login.User, login.Password, "")
+	if err != nil {
+		return nil, &AuthError{Message: err.Error()}
+	}
+	return client.WithNonceGenerator(func() string {
+		b := make([]byte, nonceBytes)
+		for i := range b {
+			b[i] = byte(e.Rand().IntN(256))
+		}
+		return base64.RawStdEncoding.EncodeToString(b)
+	}), nil
 }

@@ -3,6 +3,7 @@ package kclient_test
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -28,7 +29,7 @@ func (c staticCreds) LookupScram(m sasl.Mechanism, user string) (sasl.ScramCrede
 // saslServer is one server with a PLAINTEXT listener (n1:9092, for the
 // harness) and a SASL_PLAINTEXT one (n1:9094) on which alice's
 // password is "alice-secret".
-func saslServer(t *testing.T, seed uint64) *servertest.Single {
+func saslServer(t *testing.T, seed uint64, tweaks ...func(*server.Config)) *servertest.Single {
 	t.Helper()
 	creds := staticCreds{}
 	for _, m := range []sasl.Mechanism{sasl.ScramSHA256, sasl.ScramSHA512} {
@@ -49,6 +50,9 @@ func saslServer(t *testing.T, seed uint64) *servertest.Single {
 		}
 		cfg.BrokerListener.InterBrokerListener = "INTERNAL"
 		cfg.BrokerListener.Security = broker.SecurityConfig{Credentials: creds, DecoySecret: []byte("the decoy secret of the test")}
+		for _, tweak := range tweaks {
+			tweak(cfg)
+		}
 	})
 }
 
@@ -86,6 +90,32 @@ func TestSASLLogsIn(t *testing.T) {
 			var ae *kclient.AuthError
 			require.True(t, errors.As(err, &ae))
 			require.Equal(t, tc.wantCode, ae.Code)
+		})
+	}
+}
+
+// TestSASLReauthenticates: with connections.max.reauth.ms at 1 s, a
+// client that keeps one connection busy for 5 s logs in again before each
+// session ends (KIP-368); without that the broker closes the connection
+// at the first request after the expiry and that request's outcome is
+// lost.
+func TestSASLReauthenticates(t *testing.T) {
+	for _, m := range []sasl.Mechanism{sasl.ScramSHA512, sasl.Plain} {
+		t.Run(string(m), func(t *testing.T) {
+			x := saslServer(t, 1, func(cfg *server.Config) { cfg.BrokerListener.Security.MaxReauth = time.Second })
+			login := kclient.SASL{Mechanism: m, User: "alice", Password: "alice-secret"}
+			c := kclient.New(x.ClientEnv(), kclient.Config{ClientID: "sasl", Bootstrap: []string{"n1:9094"}, SASL: &login})
+			answered := 0
+			for range 25 {
+				var err error
+				done := false
+				c.DoAny(kmsg.NewPtrMetadataRequest(), func(_ kmsg.Response, e error) { err, done = e, true })
+				x.RunUntil("the metadata answer", func() bool { return done })
+				require.NoError(t, err, "request %d", answered)
+				answered++
+				start := x.Sim.Now()
+				x.RunUntil("200 ms", func() bool { return x.Sim.Now()-start >= 200*time.Millisecond })
+			}
 		})
 	}
 }

@@ -194,7 +194,9 @@ type secureRun struct {
 	restarts  []uint64
 	phase     securePhase
 	healAt    time.Duration
-	err       error
+	// reauth is connections.max.reauth.ms (zero: sessions never end).
+	reauth time.Duration
+	err    error
 
 	admin    *secureAdminRun
 	users    []*secureUser
@@ -277,6 +279,11 @@ func runSecure(o Options) (sim.Summary, *secureRun) {
 
 func newSecureRun(s *sim.Sim, o Options) *secureRun {
 	x := &secureRun{s: s, o: o, r: s.Rand("secure")}
+	// KIP-368 in one seed in two: sessions of 1–5 s, so that every
+	// client re-authenticates on its connections many times a run.
+	if x.r.IntN(2) == 0 {
+		x.reauth = time.Duration(1+x.r.IntN(5)) * time.Second
+	}
 	n := o.Nodes
 	x.servers = make([]*server.Server, n)
 	x.serverInc = make([]uint64, n)
@@ -299,6 +306,7 @@ func newSecureRun(s *sim.Sim, o Options) *secureRun {
 		props.set(server.KeySuperUsers, principal.Anonymous.String()+";User:"+secureAdmin)
 		props.set(server.KeyFailedAuthenticationDelayMs, secureAuthDelay.Milliseconds())
 		props.set(server.KeyReplicaLagTimeMaxMs, replicatedLagTime.Milliseconds())
+		props.set(server.KeyConnectionsMaxReauthMs, x.reauth.Milliseconds())
 		scfg := props.parse(server.Config{ClusterID: secureClusterID})
 		host := x.names[i]
 		scfg.BrokerListener.Listeners = []broker.Listener{
@@ -372,7 +380,7 @@ func (x *secureRun) describe() string {
 	for _, u := range x.users {
 		parts = append(parts, fmt.Sprintf("%s(%s) acked=%d refused=%d", u.name, u.login.Mechanism, u.acked, u.refused))
 	}
-	parts = append(parts, "intruder "+x.intruder.String(), "hostile-peer "+x.hostile.String())
+	parts = append(parts, fmt.Sprintf("reauth=%v", x.reauth), "intruder "+x.intruder.String(), "hostile-peer "+x.hostile.String())
 	return strings.Join(parts, " ")
 }
 
@@ -853,7 +861,7 @@ func (in *secureIntruder) attempt() {
 				return
 			}
 			start := in.x.s.Now()
-			kclient.Authenticate(in.e, cl, login, 2, func(err error) {
+			kclient.Authenticate(in.e, cl, login, 2, func(_ time.Duration, err error) {
 				in.judgeLogin(cl, addr, login, start, err)
 			})
 		}) != nil {
