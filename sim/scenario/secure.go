@@ -43,6 +43,8 @@ package scenario
 //     connection.failed.authentication.delay.ms from the login's start;
 //     a connection whose login failed, or that never logged in, answers
 //     nothing but ApiVersions and SASL requests;
+//   - (s7) an idempotent InitProducerId is granted only to a principal
+//     that may WRITE some topic (KIP-679; no user has IDEMPOTENT_WRITE);
 //   - (s6) no server's image places a replica of the run's topics on the
 //     node id the intruder registers on the CONTROLLER listeners (which
 //     accept it today: nodes are not authenticated yet).
@@ -50,9 +52,10 @@ package scenario
 // After the heal, within the heal phase, (s4): every user gets, for every
 // topic, an acknowledged produce if it may WRITE and
 // TOPIC_AUTHORIZATION_FAILED if not, a fetch answered without an error if
-// it may READ and TOPIC_AUTHORIZATION_FAILED if not, and an all-topics
-// Metadata that lists exactly the topics it may DESCRIBE: authorization
-// is not only safe but right once the cluster is healthy.
+// it may READ and TOPIC_AUTHORIZATION_FAILED if not, a producer id if it
+// may write some topic and CLUSTER_AUTHORIZATION_FAILED if not, and an
+// all-topics Metadata that lists exactly the topics it may DESCRIBE:
+// authorization is not only safe but right once the cluster is healthy.
 
 import (
 	"errors"
@@ -610,14 +613,51 @@ func (u *secureUser) healed() bool { return u.x.phase >= secureHealed }
 func (u *secureUser) act() {
 	t := secureTopics[u.r.IntN(len(secureTopics))]
 	p := u.r.Int32N(t.partitions)
-	switch u.r.IntN(4) {
-	case 0, 1:
+	switch u.r.IntN(9) {
+	case 0, 1, 2, 3:
 		u.produce(t.name, p)
-	case 2:
+	case 4, 5:
 		u.fetch(t.name, p)
-	default:
+	case 6, 7:
 		u.metadata(u.r.IntN(2) == 0, t.name)
+	default:
+		u.initProducerID()
 	}
+}
+
+// secureWritesAny is KIP-679's rule for an idempotent producer without
+// IDEMPOTENT_WRITE on the cluster (no user has it here): an ALLOW of WRITE
+// (or ALL) on some topic that no DENY takes back entirely (no DENY here
+// covers a whole ALLOW).
+func secureWritesAny(user string) bool {
+	if user == secureAdmin {
+		return true
+	}
+	return slices.ContainsFunc(secureACLs, func(a secureACL) bool {
+		return a.user == user && !a.deny && (a.op == kmsg.ACLOperationWrite || a.op == kmsg.ACLOperationAll)
+	})
+}
+
+// initProducerID asks for an idempotent producer id (no transactional
+// id): (s7) it is granted only to a principal that may write some topic,
+// and refused CLUSTER_AUTHORIZATION_FAILED otherwise.
+func (u *secureUser) initProducerID() {
+	req := kmsg.NewPtrInitProducerIDRequest()
+	req.TransactionTimeoutMillis, req.ProducerID, req.ProducerEpoch = -1, -1, -1
+	u.c.DoAny(req, func(r kmsg.Response, err error) {
+		if err != nil {
+			return
+		}
+		code := r.(*kmsg.InitProducerIDResponse).ErrorCode
+		allowed := secureWritesAny(u.name)
+		if code == 0 && !allowed {
+			u.x.fail(fmt.Errorf("(s7) InitProducerId granted to User:%s at %v, which may write no topic (its ACLs: %s)",
+				u.name, u.x.s.Now(), secureACLsOf(u.name)))
+		}
+		if u.healed() && (code == 0 && allowed || code == kerr.ClusterAuthorizationFailed.Code && !allowed) {
+			u.outcomes["init-producer-id"] = true
+		}
+	})
 }
 
 // route sends req to the partition's leader when the client knows it,
@@ -781,6 +821,9 @@ func (u *secureUser) unsettled() string {
 				missing = append(missing, verb+" "+t.name)
 			}
 		}
+	}
+	if !u.outcomes["init-producer-id"] {
+		missing = append(missing, "init-producer-id")
 	}
 	if !u.outcomes["metadata"] {
 		missing = append(missing, "metadata listing "+fmt.Sprint(secureDescribable(u.name)))

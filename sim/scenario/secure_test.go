@@ -72,6 +72,13 @@ func TestSecureAllowed(t *testing.T) {
 	} {
 		require.Equal(t, tc.want, secureAllowed(tc.user, tc.op, tc.topic), "%s %s %s", tc.user, tc.op, tc.topic)
 	}
+	var writers []string
+	for _, u := range secureUsers {
+		if secureWritesAny(u) {
+			writers = append(writers, u)
+		}
+	}
+	require.Equal(t, []string{"alice", "bob", "carol"}, writers, "KIP-679: who may get an idempotent producer id")
 }
 
 // TestSecureReplayIsDeterministic runs one seed through Run twice: the
