@@ -24,13 +24,16 @@ package scenario
 // ever holds an ALLOW without the DENY that limits it) and the topics.
 //
 // Fault phase: every user (secureUsers, each with a mechanism drawn per
-// seed) runs a kclient.Client logged in as itself and sends, at random,
-// produces, fetches, all-topics and named Metadata to every topic; an
-// intruder process logs in with wrong passwords (real users and an
-// unknown one, every mechanism) and sends requests without logging in;
-// in one seed in two the hostile peer (hostile.go) forges node requests
-// on the CONTROLLER listeners; the nemesis injects the faults of
-// nemesis.DrawMixFor. The checks, on every answer as it arrives:
+// seed) runs a kclient.Client logged in as itself (and, in one seed in
+// two, re-authenticating within a connections.max.reauth.ms of 1–5 s)
+// and sends, at random, produces, fetches, all-topics and named Metadata
+// to every topic and idempotent InitProducerIds; an intruder process logs
+// in with wrong passwords (real users and an unknown one, every
+// mechanism), sends requests without logging in, and registers a forged
+// node on the CONTROLLER listeners; in one seed in two the hostile peer
+// (hostile.go) forges quorum and controller requests there too; the
+// nemesis injects the faults of nemesis.DrawMixFor. The checks, on every
+// answer as it arrives:
 //
 //   - (s1) an acknowledged produce was by a principal with WRITE on the
 //     topic;
@@ -39,15 +42,17 @@ package scenario
 //   - (s3) a fetch answered without an error was by a principal with READ
 //     on the topic;
 //   - (s5) the intruder: a wrong password is refused with
-//     SASL_AUTHENTICATION_FAILED, never before
-//     connection.failed.authentication.delay.ms from the login's start;
-//     a connection whose login failed, or that never logged in, answers
-//     nothing but ApiVersions and SASL requests;
-//   - (s7) an idempotent InitProducerId is granted only to a principal
-//     that may WRITE some topic (KIP-679; no user has IDEMPOTENT_WRITE);
+//     SASL_AUTHENTICATION_FAILED, not before half of
+//     connection.failed.authentication.delay.ms has passed in virtual
+//     time since the login started (the broker counts the delay on its
+//     own clock, which the nemesis may speed up); a connection whose
+//     login failed, or that never logged in, answers nothing but
+//     ApiVersions and SASL requests;
 //   - (s6) no server's image places a replica of the run's topics on the
 //     node id the intruder registers on the CONTROLLER listeners (which
-//     accept it today: nodes are not authenticated yet).
+//     accept it today: nodes are not authenticated yet);
+//   - (s7) an idempotent InitProducerId is granted only to a principal
+//     that may WRITE some topic (KIP-679; no user has IDEMPOTENT_WRITE).
 //
 // After the heal, within the heal phase, (s4): every user gets, for every
 // topic, an acknowledged produce if it may WRITE and
