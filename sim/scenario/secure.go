@@ -176,7 +176,7 @@ var secureMechanisms = []sasl.Mechanism{sasl.ScramSHA512, sasl.ScramSHA256, sasl
 
 // Secure runs the "secure" scenario.
 func Secure(o Options) sim.Summary {
-	sum, _ := runSecure(o)
+	sum, _ := runSecure(o, secureView{})
 	return sum
 }
 
@@ -204,6 +204,7 @@ type secureRun struct {
 	healAt    time.Duration
 	// reauth is connections.max.reauth.ms (zero: sessions never end).
 	reauth time.Duration
+	view   secureView
 	err    error
 
 	admin    *secureAdminRun
@@ -212,10 +213,41 @@ type secureRun struct {
 	hostile  *hostilePeer
 }
 
-func runSecure(o Options) (sim.Summary, *secureRun) {
+// secureView is what the checker believes, changed only by the tests that
+// prove the checks fire: the zero view believes the run's ACLs and delay.
+type secureView struct {
+	// revoked are operations the checker believes a user may not perform
+	// on any topic (secureACL's user and op; topic and deny unused).
+	revoked []secureACL
+	// authDelay, when set, is the failed-authentication delay the
+	// checker expects instead of secureAuthDelay.
+	authDelay time.Duration
+}
+
+// allowed is secureAllowed as the run's view has it.
+func (x *secureRun) allowed(user string, op kmsg.ACLOperation, topic string) bool {
+	if slices.ContainsFunc(x.view.revoked, func(a secureACL) bool { return a.user == user && a.op == op }) {
+		return false
+	}
+	return secureAllowed(user, op, topic)
+}
+
+// writesAny is secureWritesAny as the run's view has it.
+func (x *secureRun) writesAny(user string) bool {
+	if slices.ContainsFunc(x.view.revoked, func(a secureACL) bool { return a.user == user && a.op == kmsg.ACLOperationWrite }) {
+		return false
+	}
+	return secureWritesAny(user)
+}
+
+func runSecure(o Options, view secureView) (sim.Summary, *secureRun) {
 	o = o.withDefaults(3, secureFaultPhase, secureHealPhase)
 	s := sim.New(sim.Config{Seed: o.Seed, Log: o.Log, BuggifyRate: o.buggifyRate()})
 	x := newSecureRun(s, o)
+	x.view = view
+	if x.view.authDelay == 0 {
+		x.view.authDelay = secureAuthDelay
+	}
 	sum := func(err error) (sim.Summary, *secureRun) {
 		m := s.Summarize("secure")
 		m.Err = err
@@ -654,7 +686,7 @@ func (u *secureUser) initProducerID() {
 			return
 		}
 		code := r.(*kmsg.InitProducerIDResponse).ErrorCode
-		allowed := secureWritesAny(u.name)
+		allowed := u.x.writesAny(u.name)
 		if code == 0 && !allowed {
 			u.x.fail(fmt.Errorf("(s7) InitProducerId granted to User:%s at %v, which may write no topic (its ACLs: %s)",
 				u.name, u.x.s.Now(), secureACLsOf(u.name)))
@@ -733,7 +765,7 @@ func (u *secureUser) fetch(topic string, p int32) {
 // (code 0) only with op allowed; after the heal it records the (s4)
 // outcome when the answer is the right one.
 func (u *secureUser) judge(verb string, op kmsg.ACLOperation, topic string, code int16, violation string) {
-	allowed := secureAllowed(u.name, op, topic)
+	allowed := u.x.allowed(u.name, op, topic)
 	switch {
 	case code == 0 && !allowed:
 		u.x.fail(fmt.Errorf("%s to User:%s on topic %s at %v, which it may not %s (its ACLs: %s)",
@@ -764,7 +796,7 @@ func (u *secureUser) metadata(all bool, topic string) {
 			if rt.Topic == nil || (!all && rt.ErrorCode != 0) {
 				continue
 			}
-			if !secureAllowed(u.name, kmsg.ACLOperationDescribe, *rt.Topic) {
+			if !u.x.allowed(u.name, kmsg.ACLOperationDescribe, *rt.Topic) {
 				u.x.fail(fmt.Errorf("(s2) a Metadata answer (all topics: %v) to User:%s at %v lists topic %s, which it may not DESCRIBE (its ACLs: %s)",
 					all, u.name, u.x.s.Now(), *rt.Topic, secureACLsOf(u.name)))
 			}
@@ -928,11 +960,11 @@ func (in *secureIntruder) judgeLogin(cl *wire.Client, addr string, login kclient
 		return // the connection was lost: nothing to judge
 	case ae.Code != kerr.SaslAuthenticationFailed.Code:
 		in.x.fail(fmt.Errorf("(s5) %s refused a wrong %s password for %s with %s, want SASL_AUTHENTICATION_FAILED", addr, login.Mechanism, login.User, err))
-	case in.x.s.Now()-start < secureAuthDelay/2:
+	case in.x.s.Now()-start < in.x.view.authDelay/2:
 		// Virtual time, and half the delay: the broker counts it on its
 		// own clock, which the nemesis may make run fast.
 		in.x.fail(fmt.Errorf("(s5) %s refused a wrong %s password for %s %v after the login started, well before connection.failed.authentication.delay.ms (%v)",
-			addr, login.Mechanism, login.User, in.x.s.Now()-start, secureAuthDelay))
+			addr, login.Mechanism, login.User, in.x.s.Now()-start, in.x.view.authDelay))
 	}
 	in.refused++
 	in.expectNoAnswer(cl, addr, "after a failed login")

@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -22,10 +23,10 @@ func TestSecureSeeds(t *testing.T) {
 	n := sweepSeeds(secureSeedsInMakeTest)
 	acked, refused, intruded, hostile := 0, 0, 0, 0
 	for seed := uint64(1); seed <= n; seed++ {
-		sum, x := runSecure(Options{Seed: seed})
+		sum, x := runSecure(Options{Seed: seed}, secureView{})
 		requirePassed(t, sum)
 		if seed%10 == 0 {
-			again, _ := runSecure(Options{Seed: seed})
+			again, _ := runSecure(Options{Seed: seed}, secureView{})
 			require.Equal(t, sum.TraceHash, again.TraceHash, "seed %d: the same seed gave another trace", seed)
 		}
 		for _, u := range x.users {
@@ -94,4 +95,30 @@ func TestSecureReplayIsDeterministic(t *testing.T) {
 	require.Equal(t, sums[0].TraceHash, sums[1].TraceHash)
 	require.Equal(t, sums[0].Events, sums[1].Events)
 	require.Equal(t, sums[0].Faults, sums[1].Faults)
+}
+
+// TestSecureChecksFire proves each check can fail: the checker is told
+// less than the cluster was (an ACL it does not know, a longer delay),
+// so a right answer looks wrong to it, and the run must fail by that
+// check. The planted bugs (planted_test.go) prove (s1) and (s2) against
+// real authorization bugs.
+func TestSecureChecksFire(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		view secureView
+		want []string
+	}{
+		{"alice may not write", secureView{revoked: []secureACL{{user: "alice", op: kmsg.ACLOperationWrite}}}, []string{"(s1)", "(s7)"}},
+		{"bob may not read", secureView{revoked: []secureACL{{user: "bob", op: kmsg.ACLOperationRead}}}, []string{"(s3)"}},
+		{"dave may not describe", secureView{revoked: []secureACL{{user: "dave", op: kmsg.ACLOperationDescribe}}}, []string{"(s2)"}},
+		{"a 10 s delay", secureView{authDelay: 10 * time.Second}, []string{"(s5)"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			seed := firstFailure(t, 1, 5, func(seed uint64) sim.Summary {
+				sum, _ := runSecure(Options{Seed: seed}, tc.view)
+				return sum
+			}, tc.want...)
+			require.NotZero(t, seed, "5 seeds did not fail %v", tc.want)
+		})
+	}
 }
