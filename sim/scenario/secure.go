@@ -875,7 +875,8 @@ type secureIntruder struct {
 	r *rand.Rand
 	e env.Env
 	// refused counts wrong logins refused, unanswered requests sent
-	// without a login or after a failed one, and closes seen.
+	// without a login or after a failed one, and connections the broker
+	// closed (within a second of that request).
 	refused, unanswered, closed int
 	// forged counts the forged node registrations sent, registered
 	// those the controller accepted, unfenced the forged heartbeats
@@ -929,7 +930,17 @@ func (in *secureIntruder) attempt() {
 		if err != nil {
 			return
 		}
-		cl := wire.NewClient(conn, wire.ClientConfig{ClientID: "intruder", OnClose: func(error) { in.closed++ }})
+		var cl *wire.Client
+		mine := false // the intruder closed it (expectNoAnswer's timer)
+		cl = wire.NewClient(conn, wire.ClientConfig{ClientID: "intruder", OnClose: func(error) {
+			if !mine {
+				in.closed++
+			}
+		}})
+		closeMine := func() {
+			mine = true
+			cl.Close()
+		}
 		av := kmsg.NewPtrApiVersionsRequest()
 		av.Version, av.ClientSoftwareName, av.ClientSoftwareVersion = 3, "intruder", "1"
 		if cl.Do(av, func(r kmsg.Response, err error) {
@@ -937,12 +948,12 @@ func (in *secureIntruder) attempt() {
 				return
 			}
 			if !wrong {
-				in.expectNoAnswer(cl, addr, "before any login")
+				in.expectNoAnswer(cl, closeMine, addr, "before any login")
 				return
 			}
 			start := in.x.s.Now()
 			kclient.Authenticate(in.e, cl, login, 2, func(_ time.Duration, err error) {
-				in.judgeLogin(cl, addr, login, start, err)
+				in.judgeLogin(cl, closeMine, addr, login, start, err)
 			})
 		}) != nil {
 			cl.Close()
@@ -951,7 +962,7 @@ func (in *secureIntruder) attempt() {
 }
 
 // judgeLogin checks a wrong login's outcome (s5).
-func (in *secureIntruder) judgeLogin(cl *wire.Client, addr string, login kclient.SASL, start time.Duration, err error) {
+func (in *secureIntruder) judgeLogin(cl *wire.Client, closeMine func(), addr string, login kclient.SASL, start time.Duration, err error) {
 	var ae *kclient.AuthError
 	switch {
 	case err == nil:
@@ -967,12 +978,12 @@ func (in *secureIntruder) judgeLogin(cl *wire.Client, addr string, login kclient
 			addr, login.Mechanism, login.User, in.x.s.Now()-start, in.x.view.authDelay))
 	}
 	in.refused++
-	in.expectNoAnswer(cl, addr, "after a failed login")
+	in.expectNoAnswer(cl, closeMine, addr, "after a failed login")
 }
 
 // expectNoAnswer sends a Metadata request that must never be answered
 // (s5): the connection is not authenticated.
-func (in *secureIntruder) expectNoAnswer(cl *wire.Client, addr, when string) {
+func (in *secureIntruder) expectNoAnswer(cl *wire.Client, closeMine func(), addr, when string) {
 	md := kmsg.NewPtrMetadataRequest()
 	md.Version = 12
 	if cl.Do(md, func(r kmsg.Response, err error) {
@@ -985,7 +996,7 @@ func (in *secureIntruder) expectNoAnswer(cl *wire.Client, addr, when string) {
 	}
 	// Close from this side too, once the broker had time to close: a
 	// connection the network lost would otherwise linger.
-	in.e.AfterFunc(time.Second, func() { cl.Close() })
+	in.e.AfterFunc(time.Second, closeMine)
 }
 
 // secureForgedNode is the node id the intruder registers on the
