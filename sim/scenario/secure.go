@@ -27,7 +27,7 @@ package scenario
 // seed) runs a kclient.Client logged in as itself (and, in one seed in
 // two, re-authenticating within a connections.max.reauth.ms of 1–5 s)
 // and sends, at random, produces, fetches, all-topics and named Metadata
-// to every topic and idempotent InitProducerIds; an intruder process logs
+// to every topic, idempotent InitProducerIds and attempts to escalate; an intruder process logs
 // in with wrong passwords (real users and an unknown one, every
 // mechanism), sends requests without logging in, and registers a forged
 // node on the CONTROLLER listeners; in one seed in two the hostile peer
@@ -52,7 +52,11 @@ package scenario
 //     node id the intruder registers on the CONTROLLER listeners (which
 //     accept it today: nodes are not authenticated yet);
 //   - (s7) an idempotent InitProducerId is granted only to a principal
-//     that may WRITE some topic (KIP-679; no user has IDEMPOTENT_WRITE).
+//     that may WRITE some topic (KIP-679; no user has IDEMPOTENT_WRITE);
+//   - (s8) a user's CreateAcls granting itself everything, or
+//     AlterUserScramCredentials resetting the admin's password, is
+//     refused CLUSTER_AUTHORIZATION_FAILED (no user has ALTER on the
+//     cluster).
 //
 // After the heal, within the heal phase, (s4): every user gets, for every
 // topic, an acknowledged produce if it may WRITE and
@@ -617,6 +621,10 @@ type secureUser struct {
 	// ("write orders", "read events", "metadata").
 	outcomes       map[string]bool
 	acked, refused int
+	// escalations counts the (s8) attempts answered; takeover is the
+	// salted password they offer for the admin (PBKDF2 once).
+	escalations int
+	takeover    []byte
 }
 
 func (u *secureUser) start(e env.Env) {
@@ -650,16 +658,79 @@ func (u *secureUser) healed() bool { return u.x.phase >= secureHealed }
 func (u *secureUser) act() {
 	t := secureTopics[u.r.IntN(len(secureTopics))]
 	p := u.r.Int32N(t.partitions)
-	switch u.r.IntN(9) {
-	case 0, 1, 2, 3:
+	switch u.r.IntN(20) {
+	case 0, 1, 2, 3, 4, 5, 6, 7:
 		u.produce(t.name, p)
-	case 4, 5:
+	case 8, 9, 10, 11:
 		u.fetch(t.name, p)
-	case 6, 7:
+	case 12, 13, 14, 15:
 		u.metadata(u.r.IntN(2) == 0, t.name)
-	default:
+	case 16, 17:
 		u.initProducerID()
+	default:
+		u.escalate()
 	}
+}
+
+// escalate tries to grant the user everything (CreateAcls: ALL on every
+// topic) or to take the admin's login (AlterUserScramCredentials): (s8)
+// both need ALTER on the cluster, which no user has, so every answer
+// must be CLUSTER_AUTHORIZATION_FAILED.
+func (u *secureUser) escalate() {
+	var req kmsg.Request
+	if u.r.IntN(2) == 0 {
+		c := kmsg.NewCreateACLsRequestCreation()
+		c.ResourceType, c.ResourceName, c.ResourcePatternType = kmsg.ACLResourceTypeTopic, "*", kmsg.ACLResourcePatternTypeLiteral
+		c.Principal, c.Host, c.Operation, c.PermissionType = "User:"+u.name, "*", kmsg.ACLOperationAll, kmsg.ACLPermissionTypeAllow
+		cr := kmsg.NewPtrCreateACLsRequest()
+		cr.Creations = []kmsg.CreateACLsRequestCreation{c}
+		req = cr
+	} else {
+		salt := []byte("a salt the user chose")
+		if u.takeover == nil {
+			salted, err := sasl.SaltedPassword(sasl.ScramSHA256, u.name+" owns the admin now", salt, secureIterations)
+			if err != nil {
+				panic("secure: " + err.Error())
+			}
+			u.takeover = salted
+		}
+		up := kmsg.NewAlterUserSCRAMCredentialsRequestUpsertion()
+		up.Name, up.Mechanism, up.Iterations, up.Salt, up.SaltedPassword = secureAdmin, 1, secureIterations, salt, u.takeover
+		ar := kmsg.NewPtrAlterUserSCRAMCredentialsRequest()
+		ar.Upsertions = []kmsg.AlterUserSCRAMCredentialsRequestUpsertion{up}
+		req = ar
+	}
+	u.c.DoAny(req, func(r kmsg.Response, err error) {
+		if err != nil {
+			return
+		}
+		var codes []int16
+		switch resp := r.(type) {
+		case *kmsg.CreateACLsResponse:
+			for _, res := range resp.Results {
+				codes = append(codes, res.ErrorCode)
+			}
+		case *kmsg.AlterUserSCRAMCredentialsResponse:
+			for _, res := range resp.Results {
+				codes = append(codes, res.ErrorCode)
+			}
+		}
+		for _, code := range codes {
+			if code != kerr.ClusterAuthorizationFailed.Code {
+				u.x.fail(fmt.Errorf("(s8) %s by User:%s at %v answered %s, want CLUSTER_AUTHORIZATION_FAILED",
+					kmsg.NameForKey(req.Key()), u.name, u.x.s.Now(), codeString(code)))
+			}
+		}
+		u.escalations++
+	})
+}
+
+// codeString names an error code.
+func codeString(code int16) string {
+	if code == 0 {
+		return "NONE"
+	}
+	return kerr.ErrorForCode(code).Error()
 }
 
 // secureWritesAny is KIP-679's rule for an idempotent producer without

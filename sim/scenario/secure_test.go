@@ -21,7 +21,7 @@ const secureSeedsInMakeTest = 50
 func TestSecureSeeds(t *testing.T) {
 	t.Parallel()
 	n := sweepSeeds(secureSeedsInMakeTest)
-	acked, refused, intruded, hostile, unanswered, closed := 0, 0, 0, 0, 0, 0
+	acked, refused, intruded, hostile, unanswered, closed, escalations := 0, 0, 0, 0, 0, 0, 0
 	for seed := uint64(1); seed <= n; seed++ {
 		sum, x := runSecure(Options{Seed: seed}, secureView{})
 		requirePassed(t, sum)
@@ -32,6 +32,7 @@ func TestSecureSeeds(t *testing.T) {
 		for _, u := range x.users {
 			acked += u.acked
 			refused += u.refused
+			escalations += u.escalations
 		}
 		intruded += x.intruder.refused
 		unanswered += x.intruder.unanswered
@@ -43,13 +44,14 @@ func TestSecureSeeds(t *testing.T) {
 	require.Positive(t, acked, "no produce or fetch served")
 	require.Positive(t, refused, "no produce or fetch refused")
 	require.Positive(t, intruded, "no wrong password refused")
+	require.Positive(t, escalations, "no user tried to escalate")
 	// The broker closes an unauthenticated connection after a request
 	// or a failed login; the network's faults may hide a close, so the
 	// sweep asks for nine in ten, not all (at this commit: all).
 	require.GreaterOrEqual(t, closed*10, unanswered*9, "the broker closed few of the connections that failed to log in")
 	exercised(t, hostile > 0, "the hostile peer never ran")
-	t.Logf("%d seeds: %d served, %d refused TOPIC_AUTHORIZATION_FAILED, %d wrong logins refused, %d of %d unauthenticated connections closed by the broker, the hostile peer in %d",
-		n, acked, refused, intruded, closed, unanswered, hostile)
+	t.Logf("%d seeds: %d served, %d refused TOPIC_AUTHORIZATION_FAILED, %d wrong logins refused, %d of %d unauthenticated connections closed by the broker, %d escalations refused, the hostile peer in %d",
+		n, acked, refused, intruded, closed, unanswered, escalations, hostile)
 }
 
 // TestSecureAllowed pins the checker's reading of the scenario's ACLs:
