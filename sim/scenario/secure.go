@@ -281,9 +281,6 @@ func runSecure(o Options, view secureView) (sim.Summary, *secureRun) {
 	if !o.NoFaults {
 		mix = nemesis.DrawMixFor(s.Rand("nemesis/mix"), o.Nodes, nemesis.Promises{Outages: true, Voters: o.Nodes})
 	}
-	for _, p := range x.procs {
-		p.Disk().DeclareSurvivable(indexFilesSurvivable)
-	}
 	nemesis.Start(simworld.New(s, x.procs), mix, o.FaultPhase)
 	x.startClients()
 	cfg := hostileConfig{clusterID: secureClusterID, topic: "orders", until: x.healAt}
@@ -363,6 +360,10 @@ func newSecureRun(s *sim.Sim, o Options) *secureRun {
 		scfg.Quorum.Controller.MaxReplicationFactor = 3
 		x.procs = append(x.procs, s.AddProcess(host, func(e env.Env) {
 			x.servers[i] = nil
+			// Index files may be damaged at rest (core/log rebuilds
+			// them); declared at every start, as a replaced disk
+			// forgets it.
+			x.procs[i].Disk().DeclareSurvivable(indexFilesSurvivable)
 			srv, err := server.Start(e, scfg)
 			if err != nil {
 				e.Logger().Error("server start failed", "err", err)
