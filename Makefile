@@ -52,7 +52,7 @@ chaos:
 ## sim: replay one seed (SEED=N; a random seed when unset) of SCENARIO (default log: the Kafka data path
 ## under the nemesis; others: replicated, replicated5, groups (a consumer group under member faults and
 ## coordinator failovers), txn (transactional producers and read_committed readers under coordinator
-## strikes), kraft, kraft5, idle); a failing seed writes its
+## strikes), secure (SASL logins and ACLs under the nemesis), kraft, kraft5, idle); a failing seed writes its
 ## history as porcupine's HTML (SCENARIO-seedN.html) and prints its path under the replay command
 sim: build
 	./bin/strata sim -scenario $(SCENARIO) $(if $(SEED),-seed $(SEED),) $(SIM_ARGS)

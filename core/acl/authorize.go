@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/core/plant"
 )
 
 // Policy is the authorizer's static configuration.
@@ -157,6 +159,9 @@ func (ix Index) Authorize(p Policy, r Request) Decision {
 			switch matchEntry(b, r) {
 			case kmsg.ACLPermissionTypeDeny:
 				deny, denied = b, true
+				if plant.Is(plant.AllowIgnoresDeny) {
+					continue // planted: look on for an ALLOW
+				}
 				return true
 			case kmsg.ACLPermissionTypeAllow:
 				if !allowed {
@@ -167,7 +172,7 @@ func (ix Index) Authorize(p Policy, r Request) Decision {
 		return false
 	})
 	switch {
-	case denied:
+	case denied && !(allowed && plant.Is(plant.AllowIgnoresDeny)):
 		return Decision{Reason: ReasonDenyACL, Binding: deny}
 	case allowed:
 		return Decision{Allowed: true, Reason: ReasonAllowACL, Binding: allow}

@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/core/meta"
+	"github.com/strata-log/strata/core/plant"
 	"github.com/strata-log/strata/core/wire"
 )
 
@@ -110,7 +111,7 @@ func (b *Broker) planMetadata(r *request, req *kmsg.MetadataRequest) *metadataPl
 		if img != nil {
 			plan.topics = make([]metadataTopic, 0, img.NumTopics())
 			for ti := range img.Topics() {
-				if canDescribe(ti.Name()) == nil {
+				if canDescribe(ti.Name()) == nil || plant.Is(plant.MetadataLeaksTopic) {
 					describe(ti)
 				}
 			}

@@ -1,4 +1,4 @@
-// Package plant holds the durability and ordering bugs that tests plant in
+// Package plant holds the durability, ordering and authorization bugs that tests plant in
 // core code to prove that the simulator's sweeps find them (issue 10,
 // item 7). In a normal build Is is a constant false, so the planted code
 // is dead and compiled away: production binaries cannot plant anything.
@@ -79,6 +79,13 @@ const (
 	// delete-policy topics before issue 22: garbage records, skipping
 	// offset deltas and decompression bombs are stored.
 	SkipRecordValidation
+	// AllowIgnoresDeny: the authorizer allows a request that an ALLOW
+	// binding matches even when a DENY binding matches it too (core/acl),
+	// so DENY no longer wins over ALLOW.
+	AllowIgnoresDeny
+	// MetadataLeaksTopic: an all-topics Metadata answer lists every topic,
+	// those the principal may not DESCRIBE too (core/broker).
+	MetadataLeaksTopic
 )
 
 func (b Bug) String() string {
@@ -87,11 +94,12 @@ func (b Bug) String() string {
 		"follower-keeps-lost-tail", "group-stale-commit", "group-commit-before-write", "group-replay-drops-last-offset",
 		"group-stale-assignment", "group-heartbeat-keeps-no-session", "group-sync-before-write",
 		"txn-read-past-lso", "txn-aborted-not-listed", "txn-marker-retry-dropped",
-		"txn-skip-epoch-bump", "skip-record-validation"}[b]
+		"txn-skip-epoch-bump", "skip-record-validation", "allow-ignores-deny", "metadata-leaks-topic"}[b]
 }
 
 // Bugs lists every plantable bug (the planted-bug test's table must cover
 // each).
 var Bugs = []Bug{LogSkipFsync, AckBeforeFsync, AppendDuplicates, FetchSkipsAhead, AckBeforeISR, HighWatermarkFromLogEnd, LeaderOutsideISR, FollowerKeepsLostTail,
 	GroupStaleCommit, GroupCommitBeforeWrite, GroupReplayDropsLastOffset, GroupStaleAssignment, GroupHeartbeatKeepsNoSession,
-	GroupSyncBeforeWrite, TxnReadPastLSO, TxnAbortedNotListed, TxnMarkerRetryDropped, TxnSkipEpochBump, SkipRecordValidation}
+	GroupSyncBeforeWrite, TxnReadPastLSO, TxnAbortedNotListed, TxnMarkerRetryDropped, TxnSkipEpochBump, SkipRecordValidation,
+	AllowIgnoresDeny, MetadataLeaksTopic}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/xdg-go/scram"
 
 	"github.com/strata-log/strata/core/env"
 )
@@ -49,6 +50,12 @@ type Config struct {
 	// keys not listed go up to what the broker and kmsg support. Only
 	// looked up, never iterated.
 	MaxVersions map[int16]int16
+	// SASL, when set, logs every connection in (SaslHandshake v1 and
+	// SaslAuthenticate) before its first request: the brokers' listener
+	// is SASL_PLAINTEXT. A refused login fails the connection attempt
+	// (the queued requests end ErrNotSent wrapping an *AuthError) and the
+	// next attempt waits the backoff.
+	SASL *SASL
 }
 
 // orDefault is v, or def for a setting left unset (zero or negative).
@@ -115,6 +122,18 @@ type Client struct {
 	metaBrokers int
 
 	closed bool
+	// scram is Config.SASL's SCRAM client, made at the first login and
+	// kept for its cache of derived keys.
+	scram *scram.Client
+}
+
+// scramClient is the client's SCRAM client, nil when Config.SASL is not
+// SCRAM (or names a user the library refuses: the login then fails).
+func (c *Client) scramClient() *scram.Client {
+	if c.scram == nil && c.cfg.SASL != nil && c.cfg.SASL.Mechanism.IsScram() {
+		c.scram, _ = newScramClient(c.e, *c.cfg.SASL)
+	}
+	return c.scram
 }
 
 // New returns a client; it connects on the first request.

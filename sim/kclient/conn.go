@@ -18,7 +18,7 @@ type connState uint8
 const (
 	connIdle      connState = iota // no connection; the next request dials
 	connDialing                    // Dial issued
-	connHandshake                  // connected, ApiVersions in flight
+	connHandshake                  // connected, ApiVersions (then SASL, with Config.SASL) in flight
 	connReady                      // versions known; requests go out
 )
 
@@ -228,21 +228,84 @@ func (b *broker) handshake(gen uint64, conn env.Conn) {
 		}
 		b.versions = slices.Clone(resp.ApiKeys)
 		slices.SortFunc(b.versions, func(x, y kmsg.ApiVersionsResponseApiKey) int { return cmp.Compare(x.ApiKey, y.ApiKey) })
-		b.state = connReady
-		b.failures = 0
-		queue := b.queue
-		b.queue = nil
-		for _, cl := range queue {
-			if cl.finished {
-				continue
-			}
-			if err := b.send(cl); err != nil {
-				b.finish(cl, nil, err)
-			}
+		if login := b.c.cfg.SASL; login != nil {
+			b.authenticate(gen, *login)
+			return
 		}
+		b.ready()
 	})
 	if err != nil {
 		b.connectFailed(fmt.Errorf("ApiVersions to %s: %w", b.addr, err))
+	}
+}
+
+// authenticate logs the new connection in (Config.SASL) before it is
+// ready; a refusal fails the attempt like a refused dial.
+func (b *broker) authenticate(gen uint64, login SASL) {
+	v, ok := b.version(kmsg.NewPtrSASLAuthenticateRequest())
+	if !ok {
+		b.connectFailed(fmt.Errorf("%s does not serve SaslAuthenticate", b.addr))
+		return
+	}
+	timer := b.c.e.AfterFunc(b.c.cfg.RequestTimeout, func() {
+		if gen == b.gen && b.state == connHandshake {
+			b.connectFailed(fmt.Errorf("SASL authentication to %s timed out", b.addr))
+		}
+	})
+	authenticate(b.c.e, b.conn, login, b.c.scramClient(), v, func(lifetime time.Duration, err error) {
+		timer.Stop()
+		if gen != b.gen {
+			return
+		}
+		if err != nil {
+			b.connectFailed(fmt.Errorf("SASL authentication to %s as %s: %w", b.addr, login.User, err))
+			return
+		}
+		b.scheduleReauth(gen, login, v, lifetime)
+		b.ready()
+	})
+}
+
+// scheduleReauth logs connection gen in again before its session
+// lifetime ends (KIP-368), at 85% to 95% of it as the Java client does;
+// requests go on meanwhile. A refused re-authentication closes the
+// connection (its pending calls end ErrConnLost).
+func (b *broker) scheduleReauth(gen uint64, login SASL, version int16, lifetime time.Duration) {
+	if lifetime <= 0 {
+		return
+	}
+	at := time.Duration(float64(lifetime) * (0.85 + 0.1*b.c.e.Rand().Float64()))
+	b.c.e.AfterFunc(at, func() {
+		if gen != b.gen || b.state != connReady || b.c.closed {
+			return
+		}
+		b.c.log.Debug("re-authenticating", "broker", b.id, "lifetime", lifetime)
+		authenticate(b.c.e, b.conn, login, b.c.scramClient(), version, func(lifetime time.Duration, err error) {
+			if gen != b.gen {
+				return
+			}
+			if err != nil {
+				b.disconnect(fmt.Sprintf("re-authentication refused: %v", err))
+				return
+			}
+			b.scheduleReauth(gen, login, version, lifetime)
+		})
+	})
+}
+
+// ready sends the queued calls on the connection, now ready.
+func (b *broker) ready() {
+	b.state = connReady
+	b.failures = 0
+	queue := b.queue
+	b.queue = nil
+	for _, cl := range queue {
+		if cl.finished {
+			continue
+		}
+		if err := b.send(cl); err != nil {
+			b.finish(cl, nil, err)
+		}
 	}
 }
 

@@ -19,6 +19,10 @@
 //   - Consumer: ListOffsets (earliest) to start, Fetch by offset with
 //     long polling and optional fetch sessions (KIP-227), CRC and offset
 //     validation of what it reads.
+//   - SASL logins (Config.SASL, sasl.go): SaslHandshake v1 and
+//     SaslAuthenticate after ApiVersions on every connection, PLAIN or
+//     SCRAM with nonces from env.Rand, and KIP-368 re-authentication
+//     before the session lifetime the broker gave ends.
 //   - GroupMember: a consumer in a group of the classic protocol
 //     (FindCoordinator, JoinGroup with KIP-394 member ids and KIP-345
 //     static members, SyncGroup with a client-side range or

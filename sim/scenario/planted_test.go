@@ -80,6 +80,11 @@ var plantedBugs = []struct {
 	// bomb or a corrupt one accepted, or a refused value read (the
 	// client runs in one seed in two).
 	{plant.SkipRecordValidation, "log", 20, []string{"(x)"}},
+	// Issue 24: carol's produce to orders, which an ALLOW on every topic
+	// and a DENY on orders name, is acknowledged (s1); dave's all-topics
+	// Metadata lists the topics he may not describe (s2).
+	{plant.AllowIgnoresDeny, "secure", 10, []string{"(s1)"}},
+	{plant.MetadataLeaksTopic, "secure", 10, []string{"(s2)"}},
 }
 
 func TestPlantedBugTableIsComplete(t *testing.T) {

@@ -80,6 +80,7 @@ var registry = map[string]Func{
 	"log":         Log,
 	"replicated":  Replicated,
 	"replicated5": Replicated5,
+	"secure":      Secure,
 	"txn":         Txn,
 }
 
