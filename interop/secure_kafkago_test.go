@@ -84,7 +84,7 @@ func TestSecureKafkaGo(t *testing.T) {
 
 			r := kafka.NewReader(kafka.ReaderConfig{
 				Brokers: []string{c.addr}, Topic: topic, GroupID: group, StartOffset: kafka.FirstOffset,
-				Dialer:  &kafka.Dialer{Timeout: 5 * time.Second, SASLMechanism: c.mech, TLS: c.tls},
+				Dialer:   &kafka.Dialer{Timeout: 5 * time.Second, SASLMechanism: c.mech, TLS: c.tls},
 				MinBytes: 1, MaxBytes: 1 << 20, MaxWait: 200 * time.Millisecond,
 			})
 			defer func() { require.NoError(t, r.Close()) }()
