@@ -95,7 +95,7 @@ group.initial.rebalance.delay.ms=0
 	require.Empty(t, ignored)
 	cfg.Listener, cfg.ControllerListener, cfg.MetricsListener = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
 	cfg.LogDir = filepath.Join(dir, "data")
-	n, err := node.Start(cfg, slog.New(slog.NewTextHandler(newTestLog(t), &slog.HandlerOptions{Level: slog.LevelWarn})))
+	n, err := node.Start(cfg, slog.New(slog.NewTextHandler(newTestLog(t), &slog.HandlerOptions{Level: slog.LevelInfo})))
 	require.NoError(t, err)
 	s.testNode = &testNode{Node: n}
 	t.Cleanup(func() { s.stop(t) })
