@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -59,8 +60,12 @@ type secPyCase struct {
 // leaves the check to xdg-go/scram, which wants the nonces equal, and
 // answers SASL_AUTHENTICATION_FAILED ("nonce received did not match nonce
 // sent"). Remove this skip with the fix: these cases then assert it.
+// STRATA_INTEROP_KNOWN_BUGS=1 runs them meanwhile (they fail).
 func skipLibrdkafkaSCRAM(t *testing.T) {
 	t.Helper()
+	if os.Getenv("STRATA_INTEROP_KNOWN_BUGS") == "1" {
+		return
+	}
 	t.Skip("BUG(core/sasl): Strata refuses librdkafka's SCRAM client-final message, whose nonce repeats the client " +
 		"nonce (librdkafka < 2.6.1, #4895), which Kafka >= 3.8.1 accepts (endsWith, KAFKA-17389); PLAIN covers librdkafka's SASL_SSL meanwhile")
 }
