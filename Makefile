@@ -170,8 +170,9 @@ bench-replicated: build-bench
 ## kgo-suite: franz-go's own integration suite (pkg/kgo at go.mod's version, copied from the module cache) against
 ## a fresh node of this tree on KGO_ADDR (default 127.0.0.1:29092), KGO_RUNS times (default 1); KGO_RUN=pattern
 ## runs part of it. The node has a SASL_PLAINTEXT listener with a SCRAM user too, so TestSCRAMAuth and
-## TestSCRAMAuthBadCredentials run (KGO_RUN=SCRAM: only they, ~30 s); share-group and OAUTHBEARER tests skip. 3.5 to
-## 6.5 min a run on this machine: not part of `make test` (.ci/run runs it after).
+## TestSCRAMAuthBadCredentials run (KGO_RUN=SCRAM: only they, ~30 s); share-group and OAUTHBEARER tests skip.
+## KGO_SECURITY=mtls runs the suite over an mTLS listener with the StandardAuthorizer, its client certificate's user
+## granted by ACLs. 3.5 to 6.5 min a run on this machine: not part of `make test` (.ci/run runs it after).
 kgo-suite:
 	./.ci/kgo-suite
 
