@@ -56,8 +56,8 @@ type secureNode struct {
 	ca  *testCA
 	// saslSSL, saslPlaintext and mTLS are the listeners' addresses.
 	saslSSL, saslPlaintext, mTLS string
-	// caFile is the CA certificate; certFile and keyFile the client
-	// certificate and key of a user (see clientCert).
+	// caFile is the CA certificate's PEM file (clientCert writes a
+	// user's certificate and key).
 	caFile string
 }
 
