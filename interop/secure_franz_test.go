@@ -1,6 +1,7 @@
 package interop
 
 import (
+	"crypto/tls"
 	"fmt"
 	"testing"
 	"time"
@@ -16,7 +17,9 @@ import (
 // produces (idempotently: WRITE on the topic is enough, KIP-679) and
 // consumes in her group, committing; a wrong password is
 // SASL_AUTHENTICATION_FAILED; bob, authenticated without ACLs, gets
-// TOPIC_AUTHORIZATION_FAILED, and so does a certificate mapped to him.
+// TOPIC_AUTHORIZATION_FAILED, and so does a certificate mapped to him;
+// on the mTLS listener a client without a certificate, or with one from
+// another CA, cannot connect.
 func TestSecureFranz(t *testing.T) {
 	s := startSecureNode(t)
 	sha512 := func(user, password string) kgo.Opt {
@@ -41,6 +44,22 @@ func TestSecureFranz(t *testing.T) {
 		{"sasl-ssl-no-acl", s.saslSSL, []kgo.Opt{kgo.DialTLSConfig(s.tlsConfig(t, "")), sha512(secBob, secBobPassword)}, kerr.TopicAuthorizationFailed},
 		{"mtls-no-acl", s.mTLS, []kgo.Opt{kgo.DialTLSConfig(s.tlsConfig(t, secBob))}, kerr.TopicAuthorizationFailed},
 	}
+	t.Run("mtls-no-certificate", func(t *testing.T) {
+		cl := newClient(t, []string{s.mTLS}, kgo.DialTLSConfig(s.tlsConfig(t, "")), kgo.RequestRetries(1), kgo.RetryTimeout(2*time.Second))
+		err := cl.Ping(secCtx(t))
+		require.ErrorContains(t, err, "tls: certificate required")
+	})
+	t.Run("mtls-certificate-of-another-ca", func(t *testing.T) {
+		cfg := s.tlsConfig(t, "")
+		c, err := tls.X509KeyPair(newTestCA(t, "other-ca").issue(t, secAlice))
+		require.NoError(t, err)
+		// Sent whatever CAs the server names (crypto/tls would
+		// otherwise send none).
+		cfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &c, nil }
+		cl := newClient(t, []string{s.mTLS}, kgo.DialTLSConfig(cfg), kgo.RequestRetries(1), kgo.RetryTimeout(2*time.Second))
+		err = cl.Ping(secCtx(t))
+		require.ErrorContains(t, err, "tls: unknown certificate authority")
+	})
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			topic, group := fmt.Sprintf("%skgo-%d", secPrefix, i), fmt.Sprintf("%skgo-group-%d", secPrefix, i)
