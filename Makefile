@@ -8,7 +8,7 @@ SEEDS     ?= 1000
 BENCHTIME ?= 1s
 PKGS      := ./...
 
-.PHONY: kgo-suite run check test sim sim-sweep sim-sweep-kraft sim-compare crash-sweep lint vet fmt-check bench bench-failover bench-partition-failover bench-groups bench-txn bench-strata bench-replicated bench-hostile fuzz clean build build-bench chaos
+.PHONY: kgo-suite run check test sim sim-sweep sim-sweep-kraft sim-compare crash-sweep lint vet fmt-check bench bench-failover bench-partition-failover bench-groups bench-txn bench-security bench-strata bench-replicated bench-hostile fuzz clean build build-bench chaos
 
 ## run: start one combined broker+controller on 127.0.0.1:9092, data in ./data
 run: build
@@ -132,6 +132,13 @@ bench-txn:
 	@STRATA_TXN_BENCH_RUNS=$(RUNS) $(GO) test -count=1 -timeout 60m -run '^(TestIdempotentProduceBenchmark|TestTransactBenchmark|TestTxnLatencyBenchmark)$$' -v ./interop/ > .bench-txn.out 2>&1; \
 	  status=$$?; grep -E '^([a-z].*: [0-9]+ runs, median|--- |ok|FAIL)|Error:|Messages:' .bench-txn.out; rm -f .bench-txn.out; exit $$status
 
+## bench-security: security figures (docs/benchmarks.md), RUNS runs each on one in-process secured node: produce and
+## consume MiB/s, produce and end-to-end p99 over SASL_SSL (SCRAM-SHA-512) against PLAINTEXT, listeners interleaved;
+## the SCRAM-SHA-512 handshake rate over SASL_PLAINTEXT and SASL_SSL (interop/secure_bench_test.go)
+bench-security:
+	@STRATA_SECURITY_BENCH_RUNS=$(RUNS) $(GO) test -count=1 -timeout 60m -run '^TestSecurityBenchmark$$' -v ./interop/ > .bench-security.out 2>&1; \
+	  status=$$?; grep -E '^(security|--- |ok|FAIL)|Error:|Messages:' .bench-security.out; rm -f .bench-security.out; exit $$status
+
 ## build-bench: bin/strata-bench, the strata binary with franz-go's kfake linked in for `strata bench`'s kfake
 ## target (-tags kfake; bin/strata, the production binary, leaves kfake out). The bench targets below use it.
 build-bench:
@@ -162,8 +169,10 @@ bench-replicated: build-bench
 
 ## kgo-suite: franz-go's own integration suite (pkg/kgo at go.mod's version, copied from the module cache) against
 ## a fresh node of this tree on KGO_ADDR (default 127.0.0.1:29092), KGO_RUNS times (default 1); KGO_RUN=pattern
-## runs part of it. Share-group and SASL tests skip. 3.5 to 6.5 min a run on this machine: not part of `make test`
-## (.ci/run runs it after).
+## runs part of it. The node has a SASL_PLAINTEXT listener with a SCRAM user too, so TestSCRAMAuth and
+## TestSCRAMAuthBadCredentials run (KGO_RUN=SCRAM: only they, ~30 s); share-group and OAUTHBEARER tests skip.
+## KGO_SECURITY=mtls runs the suite over an mTLS listener with the StandardAuthorizer, its client certificate's user
+## granted by ACLs. 3.5 to 6.5 min a run on this machine: not part of `make test` (.ci/run runs it after).
 kgo-suite:
 	./.ci/kgo-suite
 
