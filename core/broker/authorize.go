@@ -64,7 +64,7 @@ var apiAuth = map[kmsg.Key]authRule{
 	kmsg.Produce: {whole: produceAuth,
 		needs: "WRITE on each topic (TOPIC_AUTHORIZATION_FAILED per partition); with a transactional id, WRITE on it (TRANSACTIONAL_ID_AUTHORIZATION_FAILED)"},
 	kmsg.Fetch: {whole: fetchAuth,
-		needs: "READ on each topic; a follower's fetch (replica id >= 0): CLUSTER_ACTION on the cluster"},
+		needs: "READ on each topic (by id, v13+: UNKNOWN_TOPIC_ID without it, the answer of an unknown id); a follower's fetch (replica id >= 0): CLUSTER_ACTION on the cluster"},
 	kmsg.ListOffsets:          {needs: "DESCRIBE on each topic"},
 	kmsg.OffsetForLeaderEpoch: {needs: "DESCRIBE on each topic, or CLUSTER_ACTION on the cluster"},
 	kmsg.DeleteRecords:        {needs: "DELETE on each topic"},

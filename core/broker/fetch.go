@@ -2,6 +2,7 @@ package broker
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -123,7 +124,15 @@ func (op *fetchOp) evaluate(final bool) bool {
 		name, err := topicName(img, req.Version >= 13, fp.key.topic, fp.key.topicID)
 		f.name = name
 		if err == nil {
-			f.part, err = b.lookup(name, op.canRead(name), fp.key.partition)
+			readErr := op.canRead(name)
+			if readErr != nil && req.Version >= 13 {
+				// By id, a topic the principal may not READ gets the
+				// answer of an unknown id, so that an id does not tell
+				// whether its topic exists (issue 24; Kafka answers
+				// TOPIC_AUTHORIZATION_FAILED for a known id).
+				readErr = fmt.Errorf("%w: topic id %s", errUnknownTopicID, meta.UUID(fp.key.topicID))
+			}
+			f.part, err = b.lookup(name, readErr, fp.key.partition)
 		}
 		if err == nil {
 			maxBytes := int(max(fp.maxBytes, 0))
