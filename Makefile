@@ -171,8 +171,8 @@ bench-replicated: build-bench
 ## a fresh node of this tree on KGO_ADDR (default 127.0.0.1:29092), KGO_RUNS times (default 1); KGO_RUN=pattern
 ## runs part of it. The node has a SASL_PLAINTEXT listener with a SCRAM user too, so TestSCRAMAuth and
 ## TestSCRAMAuthBadCredentials run (KGO_RUN=SCRAM: only they, ~30 s); share-group and OAUTHBEARER tests skip.
-## KGO_SECURITY=mtls runs the suite over an mTLS listener with the StandardAuthorizer, its client certificate's user
-## granted by ACLs. 3.5 to 6.5 min a run on this machine: not part of `make test` (.ci/run runs it after).
+## KGO_SECURITY=sasl_ssl runs the suite over a SASL_SSL listener with the StandardAuthorizer, every client logged in
+## as a SCRAM user granted by ACLs; KGO_SECURITY=mtls over an mTLS listener, its client certificate's user granted by ACLs. 3.5 to 6.5 min a run on this machine: not part of `make test` (.ci/run runs it after).
 kgo-suite:
 	./.ci/kgo-suite
 
