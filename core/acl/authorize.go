@@ -9,6 +9,9 @@ import (
 	"github.com/strata-log/strata/core/plant"
 )
 
+// ClusterName is the name of the one CLUSTER resource in ACL bindings.
+const ClusterName = "kafka-cluster"
+
 // Policy is the authorizer's static configuration.
 type Policy struct {
 	superUsers map[string]struct{}

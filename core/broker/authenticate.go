@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"time"
@@ -69,11 +68,7 @@ func (b *Broker) startAuthentication(cn *conn) bool {
 		cn.auth.state = authHandshake
 		return true
 	case meta.SecuritySSL:
-		var cert *x509.Certificate
-		if tc, ok := cn.c.(env.TLSConn); ok {
-			cert = tc.PeerCertificate()
-		}
-		p, err := cn.l.Principals.Build(principal.Authentication{Mechanism: principal.TLS, PeerCertificate: cert})
+		p, err := cn.l.Principals.Build(principal.Authentication{Mechanism: principal.TLS, PeerCertificate: env.PeerCertificate(cn.c)})
 		if err != nil {
 			b.log.Warn("closing connection: client certificate maps to no principal", "remote", cn.remote,
 				"listener", cn.l.Name, "err", err)

@@ -35,7 +35,7 @@ import (
 // denials, and authorizedOps).
 
 // clusterName is the CLUSTER resource's name in ACL bindings.
-const clusterName = "kafka-cluster"
+const clusterName = acl.ClusterName
 
 // authRule is one API's authorization.
 type authRule struct {
@@ -435,22 +435,32 @@ func (b *Broker) findCoordinatorAuthorized(r *request, typ int8, key string) kms
 // splitTopics splits a request's topics into those can allows and those
 // it refuses, each in request order.
 func splitTopics[T any](ts []T, name func(T) string, can func(string) error) (kept, refused []T) {
-	for i, t := range ts {
-		if can(name(t)) == nil {
+	kept, refused, _ = splitBy(ts, func(t T) error { return can(name(t)) })
+	return kept, refused
+}
+
+// splitBy splits items into those refusal allows (its zero value) and
+// those it refuses, with the refusals, each in request order. With none
+// refused, kept is items itself.
+func splitBy[T any, E comparable](items []T, refusal func(T) E) (kept, refused []T, errs []E) {
+	var allowed E
+	for i, it := range items {
+		e := refusal(it)
+		if e == allowed {
 			if refused != nil {
-				kept = append(kept, t)
+				kept = append(kept, it)
 			}
 			continue
 		}
 		if refused == nil {
-			kept = append(make([]T, 0, len(ts)), ts[:i]...)
+			kept = append(make([]T, 0, len(items)), items[:i]...)
 		}
-		refused = append(refused, t)
+		refused, errs = append(refused, it), append(errs, e)
 	}
 	if refused == nil {
-		return ts, nil
+		return items, nil, nil
 	}
-	return kept, refused
+	return kept, refused, errs
 }
 
 // offsetsFetchedAuthorized is one group's OffsetFetch (fetch) with the

@@ -57,7 +57,7 @@ func (b *Broker) authorizeForward(r *request) *forwardRefused {
 			}
 		}}
 	case *kmsg.AlterConfigsRequest:
-		kept, refused := splitConfigResources(req.Resources, func(res kmsg.AlterConfigsRequestResource) *kerr.Error {
+		kept, refused, errs := splitBy(req.Resources, func(res kmsg.AlterConfigsRequestResource) *kerr.Error {
 			return b.configResourceAuth(r, kmsg.ACLOperationAlterConfigs, res.ResourceType, res.ResourceName)
 		})
 		if refused == nil {
@@ -67,15 +67,15 @@ func (b *Broker) authorizeForward(r *request) *forwardRefused {
 		rest.Resources = kept
 		return &forwardRefused{rest: restUnlessEmpty(&rest, len(kept)), add: func(resp kmsg.Response) {
 			out := resp.(*kmsg.AlterConfigsResponse)
-			for _, res := range refused {
+			for i, res := range refused {
 				rr := kmsg.NewAlterConfigsResponseResource()
 				rr.ResourceType, rr.ResourceName = res.ResourceType, res.ResourceName
-				rr.ErrorCode = b.configResourceAuth(r, kmsg.ACLOperationAlterConfigs, res.ResourceType, res.ResourceName).Code
+				rr.ErrorCode = errs[i].Code
 				out.Resources = append(out.Resources, rr)
 			}
 		}}
 	case *kmsg.IncrementalAlterConfigsRequest:
-		kept, refused := splitConfigResources(req.Resources, func(res kmsg.IncrementalAlterConfigsRequestResource) *kerr.Error {
+		kept, refused, errs := splitBy(req.Resources, func(res kmsg.IncrementalAlterConfigsRequestResource) *kerr.Error {
 			return b.configResourceAuth(r, kmsg.ACLOperationAlterConfigs, res.ResourceType, res.ResourceName)
 		})
 		if refused == nil {
@@ -85,9 +85,8 @@ func (b *Broker) authorizeForward(r *request) *forwardRefused {
 		rest.Resources = kept
 		return &forwardRefused{rest: restUnlessEmpty(&rest, len(kept)), add: func(resp kmsg.Response) {
 			out := resp.(*kmsg.IncrementalAlterConfigsResponse)
-			for _, res := range refused {
-				e := b.configResourceAuth(r, kmsg.ACLOperationAlterConfigs, res.ResourceType, res.ResourceName)
-				rr := protocol.AlterConfigsError(res.ResourceType, res.ResourceName, e, "")
+			for i, res := range refused {
+				rr := protocol.AlterConfigsError(res.ResourceType, res.ResourceName, errs[i], "")
 				rr.ErrorMessage = nil
 				out.Resources = append(out.Resources, rr)
 			}
@@ -102,19 +101,6 @@ func restUnlessEmpty(rest kmsg.Request, n int) kmsg.Request {
 		return nil
 	}
 	return rest
-}
-
-// splitConfigResources splits config resources into those allowed and
-// those refused (auth's error), each in request order.
-func splitConfigResources[T any](rs []T, auth func(T) *kerr.Error) (kept, refused []T) {
-	for _, res := range rs {
-		if auth(res) == nil {
-			kept = append(kept, res)
-		} else {
-			refused = append(refused, res)
-		}
-	}
-	return kept, refused
 }
 
 // configResourceAuth is the refusal of op (DESCRIBE_CONFIGS or

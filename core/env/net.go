@@ -153,3 +153,12 @@ type TLSConn interface {
 	// requested).
 	PeerCertificate() *x509.Certificate
 }
+
+// PeerCertificate is c's peer's verified leaf certificate: nil when c is
+// not over TLS or the peer sent none.
+func PeerCertificate(c Conn) *x509.Certificate {
+	if tc, ok := c.(TLSConn); ok {
+		return tc.PeerCertificate()
+	}
+	return nil
+}

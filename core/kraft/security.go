@@ -1,7 +1,6 @@
 package kraft
 
 import (
-	"crypto/x509"
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -73,10 +72,7 @@ func listenerAuth(req kmsg.Request) []kmsg.ACLOperation {
 // from its certificate over TLS, else User:ANONYMOUS. An error means the
 // certificate maps to no principal, and the connection must close.
 func (n *network) connPrincipal(conn env.Conn) (principal.Principal, error) {
-	var cert *x509.Certificate
-	if tc, ok := conn.(env.TLSConn); ok {
-		cert = tc.PeerCertificate()
-	}
+	cert := env.PeerCertificate(conn)
 	if cert == nil {
 		return principal.Anonymous, nil
 	}
@@ -112,7 +108,7 @@ func (n *network) authorized(ic *inboundConn, req kmsg.Request) bool {
 }
 
 // clusterName is the CLUSTER resource's name in ACL bindings.
-const clusterName = "kafka-cluster"
+const clusterName = acl.ClusterName
 
 // refuseUnauthorized answers a request refused by authorized with
 // CLUSTER_AUTHORIZATION_FAILED, as Kafka answers a
